@@ -1,0 +1,449 @@
+"""A fake Vertex AI JobService (REST, v1) on loopback, for tests and `vertex-trainer dev fake-vertex`.
+
+It speaks the wire the real service speaks, as far as CustomJobs go:
+
+- ``POST   /v1/projects/P/locations/L/customJobs``            create (body: CustomJob JSON)
+- ``GET    /v1/projects/P/locations/L/customJobs``            list (``filter``, ``pageSize``, ``pageToken``)
+- ``GET    /v1/projects/P/locations/L/customJobs/ID``         get
+- ``POST   /v1/projects/P/locations/L/customJobs/ID:cancel``  cancel
+
+Bodies are parsed strictly with ``aiplatform_v1.CustomJob`` (unknown fields are a 400, as on the
+real service), enums are accepted as names or numbers, and answers use enum names unless the
+request asks for ``$alt=json;enum-encoding=int`` (what the generated REST transport sends).
+Errors use Google's envelope ``{"error": {"code", "message", "status"}}``.
+
+Jobs advance along a script of states, one step per GET (default QUEUED -> PENDING -> RUNNING ->
+SUCCEEDED). Faults are injected on demand with :meth:`FakeVertex.fail`, e.g. "the next create is
+committed but answered 503" or "drop the connection without an answer".
+
+Importing this module is cheap; ``aiplatform_v1`` (about 1 s) is imported when the first request
+needs it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+TERMINAL_STATES = frozenset({
+    "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
+})
+DEFAULT_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
+DEFAULT_ERROR = "The replica workerpool0-0 exited with a non-zero status of 1."
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
+    502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}
+_DEFAULT_MESSAGES = {
+    403: "Permission '{permission}' denied on resource '//aiplatform.googleapis.com/{parent}' "
+         "(or it may not exist).",
+    429: "Quota exceeded for aiplatform.googleapis.com/custom_job_requests.",
+    500: "Internal error encountered.",
+    502: "Bad gateway.",
+    503: "The service is currently unavailable.",
+    504: "Deadline exceeded.",
+}
+_PERMISSIONS = {"create": "aiplatform.customJobs.create", "get": "aiplatform.customJobs.get",
+                "list": "aiplatform.customJobs.list", "cancel": "aiplatform.customJobs.cancel"}
+
+_COLLECTION = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+)/customJobs$")
+_JOB = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+/customJobs/[^/:]+)(:cancel)?$")
+_FILTER_TERM = re.compile(
+    r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
+
+
+@dataclass
+class Fault:
+    """An injected failure for the next `times` calls of `op` (create, get, list, cancel or any)."""
+
+    op: str
+    status: int = 503        # HTTP status to answer with; 0 = close the connection, no answer
+    commit: bool = False     # create only: store the job first, then answer with the fault
+    times: int = 1
+    delay: float = 0.0       # seconds to sleep before answering
+    message: str | None = None
+
+
+@dataclass
+class Recorded:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    headers: dict[str, str]
+    op: str = ""
+
+
+@dataclass
+class _Job:
+    data: dict            # CustomJob as proto JSON with enum names
+    script: list[str]
+    error: str
+    pos: int = 0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _HttpError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class FakeVertex:
+    """The fake server. Use as a context manager, or call start()/stop().
+
+    Attributes tests read: ``url``, ``jobs`` (name -> CustomJob dict), ``requests`` (every
+    request, in order), ``connections`` (TCP connections accepted).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
+                 script: tuple[str, ...] | list[str] = DEFAULT_SCRIPT,
+                 error_message: str = DEFAULT_ERROR, validate: bool = True,
+                 page_size: int = 50):
+        self.script = list(script)
+        self.error_message = error_message
+        self.validate = validate
+        self.default_page_size = page_size
+        self.jobs: dict[str, dict] = {}
+        self.requests: list[Recorded] = []
+        self.connections = 0
+        self._jobs: dict[str, _Job] = {}
+        self._faults: list[Fault] = []
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1_000_000_000_000_000_001)
+        self._server = _Server((host, port), _Handler)
+        self._server.fake = self
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeVertex":
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-vertex",
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeVertex":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- test controls ---------------------------------------------------------------------
+    def fail(self, op: str, status: int = 503, *, commit: bool = False, times: int = 1,
+             delay: float = 0.0, message: str | None = None) -> Fault:
+        """Make the next `times` calls of `op` fail (see :class:`Fault`)."""
+        fault = Fault(op, status, commit, times, delay, message)
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
+    def set_script(self, states: list[str] | tuple[str, ...], error_message: str | None = None) -> None:
+        """The state sequence for jobs created from now on (the first one is the create answer)."""
+        with self._lock:
+            self.script = list(states)
+            if error_message is not None:
+                self.error_message = error_message
+
+    def set_state(self, name: str, state: str, error_message: str | None = None) -> None:
+        """Put an existing job in `state` now (and keep it there)."""
+        with self._lock:
+            job = self._jobs[name]
+            job.script, job.pos = [state], 0
+            if error_message is not None:
+                job.error = error_message
+            self._apply_state(job)
+
+    def add_job(self, job: dict, *, project: str = "test-project", location: str = "us-central1",
+                state: str | None = None) -> dict:
+        """Store a job directly (as if created earlier, e.g. by a previous CI attempt)."""
+        with self._lock:
+            stored = self._create(f"projects/{project}/locations/{location}", job)
+            if state:
+                self.set_state(stored["name"], state)
+            return self.jobs[stored["name"]]
+
+    def calls(self, op: str) -> list[Recorded]:
+        """The recorded requests of one kind: create, get, list or cancel."""
+        return [r for r in self.requests if r.op == op]
+
+    # -- the service -----------------------------------------------------------------------
+    def _take_fault(self, op: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.op in (op, "any") and fault.times > 0:
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def _parse(self, body: Any) -> dict:
+        """Validate a CustomJob body like the service does and return it as proto JSON (names)."""
+        if not isinstance(body, dict):
+            raise _HttpError(400, "Invalid JSON payload received. Expected an object.")
+        if not self.validate:
+            return json.loads(json.dumps(body))
+        from google.cloud.aiplatform_v1 import CustomJob
+        from google.protobuf import json_format
+
+        message = CustomJob.pb(CustomJob())
+        try:
+            json_format.ParseDict(body, message)
+        except json_format.ParseError as exc:
+            raise _HttpError(400, f"Invalid JSON payload received. {exc}") from None
+        parsed = json_format.MessageToDict(message)
+        if not parsed.get("displayName"):
+            raise _HttpError(400, "List of found errors:\t1.Field: custom_job.display_name; "
+                                  "Message: Required field is not set.\t")
+        pools = parsed.get("jobSpec", {}).get("workerPoolSpecs", [])
+        if not pools:
+            raise _HttpError(400, "List of found errors:\t1.Field: custom_job.job_spec."
+                                  "worker_pool_specs; Message: Required field is not set.\t")
+        for key, value in parsed.get("labels", {}).items():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(r"[a-z0-9_-]{0,63}", value):
+                raise _HttpError(400, f"Label '{key}={value}' is invalid: keys and values must be "
+                                      "<= 63 lowercase letters, digits, '_' or '-'.")
+        return parsed
+
+    def _create(self, parent: str, body: Any) -> dict:
+        data = self._parse(body)
+        for output_only in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
+            data.pop(output_only, None)
+        with self._lock:
+            name = f"{parent}/customJobs/{next(self._ids)}"
+            now = _now()
+            data.update(name=name, createTime=now, updateTime=now)
+            job = _Job(data, list(self.script) or ["JOB_STATE_PENDING"], self.error_message)
+            self._jobs[name] = job
+            self._apply_state(job)
+            return data
+
+    def _apply_state(self, job: _Job) -> None:
+        state = job.script[job.pos]
+        data = job.data
+        if data.get("state") != state:
+            data["state"] = state
+            data["updateTime"] = _now()
+            if state in ("JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED"):
+                data.setdefault("startTime", data["updateTime"])
+            if state in TERMINAL_STATES:
+                data["endTime"] = data["updateTime"]
+            if state == "JOB_STATE_FAILED":
+                data["error"] = {"code": 3, "message": job.error}
+            elif state == "JOB_STATE_CANCELLED":
+                data["error"] = {"code": 1, "message": "CANCELED"}
+            elif state == "JOB_STATE_EXPIRED":
+                data["error"] = {"code": 4, "message": "The job did not start within max_wait_duration."}
+        self.jobs[data["name"]] = data
+
+    def _get(self, name: str, advance: bool = True) -> dict:
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                raise _HttpError(404, f'The CustomJob "{name}" does not exist.')
+            if advance and job.pos < len(job.script) - 1:
+                job.pos += 1
+                self._apply_state(job)
+            return dict(job.data)
+
+    def _cancel(self, name: str) -> dict:
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                raise _HttpError(404, f'The CustomJob "{name}" does not exist.')
+            state = job.data["state"]
+            if state in TERMINAL_STATES:
+                raise _HttpError(400, f"Cannot cancel CustomJob {name} because it is already in "
+                                      f"state {state}.")
+            job.script, job.pos = ["JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"], 0
+            self._apply_state(job)
+            return {}
+
+    def _list(self, parent: str, query: dict[str, str]) -> dict:
+        terms = []
+        text = query.get("filter", "").strip()
+        if text:
+            for part in re.split(r"\s+AND\s+", text):
+                match = _FILTER_TERM.match(part)
+                if not match:
+                    raise _HttpError(400, f"Unsupported filter: {text!r}.")
+                value = match["value"].strip('"')
+                if match["op"] == ":" and value != "*":
+                    raise _HttpError(400, f"Unsupported filter: {text!r}.")
+                terms.append((match["key"], None if match["op"] == ":" else value))
+        with self._lock:
+            found = [dict(j.data) for n, j in self._jobs.items()
+                     if n.startswith(parent + "/")
+                     and all((k in j.data.get("labels", {})) if v is None
+                             else j.data.get("labels", {}).get(k) == v for k, v in terms)]
+        try:
+            start = int(query.get("pageToken") or 0)
+            size = int(query.get("pageSize") or self.default_page_size)
+        except ValueError:
+            raise _HttpError(400, "Invalid page token or page size.") from None
+        page = found[start:start + size]
+        answer: dict[str, Any] = {"customJobs": page} if page else {}
+        if start + size < len(found):
+            answer["nextPageToken"] = str(start + size)
+        return answer
+
+    def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any, str, bool]:
+        """Route one request. Returns (status, payload, op, drop_connection)."""
+        parts = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        path = parts.path
+        op, target = "", ""
+        if (m := _COLLECTION.match(path)) and method in ("POST", "GET"):
+            op, target = ("create" if method == "POST" else "list"), m[1]
+        elif (m := _JOB.match(path)):
+            if m[2] and method == "POST":
+                op, target = "cancel", m[1]
+            elif not m[2] and method == "GET":
+                op, target = "get", m[1]
+        if not op:
+            return 404, _envelope(404, f"Method {method} {path} not found."), "", False
+        self.requests[-1].op = op
+        fault = self._take_fault(op)
+        if fault and fault.delay:
+            time.sleep(fault.delay)
+        if fault and not fault.commit:  # refused before anything happened
+            if not fault.status:
+                return 0, None, op, True
+            message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.").format(
+                permission=_PERMISSIONS[op], parent=target)
+            return fault.status, _envelope(fault.status, message), op, False
+        try:
+            if op == "create":
+                result = self._create(target, body)
+            elif op == "list":
+                result = self._list(target, query)
+            elif op == "get":
+                result = self._get(target)
+            else:
+                result = self._cancel(target)
+        except _HttpError as exc:
+            return exc.code, _envelope(exc.code, exc.message), op, False
+        if fault and not fault.status:
+            return 0, None, op, True
+        if fault:  # committed, then answered with an error: the outcome is unknown to the client
+            message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.")
+            return fault.status, _envelope(fault.status, message), op, False
+        if query.get("$alt", "").replace(" ", "") == "json;enum-encoding=int":
+            result = self._ints(result)
+        return 200, result, op, False
+
+    def _ints(self, result: dict) -> dict:
+        """Re-encode enums as numbers, as the service does for `enum-encoding=int`."""
+        if not self.validate:
+            return result
+        from google.cloud.aiplatform_v1 import CustomJob
+        from google.protobuf import json_format
+
+        def one(job: dict) -> dict:
+            message = json_format.ParseDict(job, CustomJob.pb(CustomJob()))
+            return json_format.MessageToDict(message, use_integers_for_enums=True)
+
+        if "customJobs" in result:
+            return {**result, "customJobs": [one(j) for j in result["customJobs"]]}
+        return one(result) if result else result
+
+
+def _envelope(code: int, message: str) -> dict:
+    return {"error": {"code": code, "message": message, "status": _STATUS_NAMES.get(code, "UNKNOWN")}}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeVertex
+
+    def get_request(self):
+        request = super().get_request()
+        with self.fake._lock:
+            self.fake.connections += 1
+        return request
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _serve(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = _BAD_JSON
+        with fake._lock:
+            fake.requests.append(Recorded(self.command, self.path,
+                                          {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query).items()},
+                                          body, dict(self.headers.items())))
+        if body is _BAD_JSON:
+            status, payload, drop = 400, _envelope(400, "Invalid JSON payload received."), False
+        else:
+            status, payload, _, drop = fake.handle(self.command, self.path, body)
+        if drop:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(2)
+            except OSError:
+                pass
+            return
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = do_PATCH = _serve
+
+
+_BAD_JSON = object()
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None,
+          echo=print) -> None:
+    """Run the fake until interrupted (for `vertex-trainer dev fake-vertex`)."""
+    fake = FakeVertex(host, port, script=script or DEFAULT_SCRIPT)
+    fake.start()
+    echo(f"fake Vertex AI JobService listening on {fake.url}")
+    echo(f"  export VERTEX_TRAINER_API_ENDPOINT={fake.url}")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()
