@@ -16,7 +16,9 @@ import os
 import random
 import re
 import secrets
+import sys
 import time
+import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -603,3 +605,18 @@ class Job:
             rows.append(("error", escape(self.error)))
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"
+
+
+class _CallableModule(types.ModuleType):
+    """`vertex_trainer.submit` names both this module and the API's submit() function (the
+    import system binds the submodule over any function of that name on the package), so the
+    module itself is callable: ``vertex_trainer.submit(spec, wait=True)`` is api.submit."""
+
+    def __call__(self, spec: Any, wait: bool = False, idempotency_key: str | None = None,
+                 **kwargs: Any) -> Any:
+        from vertex_trainer.api import submit
+
+        return submit(spec, wait=wait, idempotency_key=idempotency_key, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

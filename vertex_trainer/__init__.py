@@ -1,0 +1,43 @@
+"""vertex-trainer: a YAML spec to a Vertex AI CustomJob, and the same job on this machine.
+
+    import vertex_trainer as vt
+    job = vt.submit(vt.load_spec("job_specs/resnet50.yaml"), wait=True)
+
+The names below are loaded on first use, so `import vertex_trainer` (and the CLI's --help) stays
+light: nothing heavy is imported until you call something.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["load_spec", "submit", "Job", "status", "cancel", "list_jobs"]
+
+_LAZY = {
+    "load_spec": "vertex_trainer.api",
+    "submit": "vertex_trainer.submit",  # the module is callable: vertex_trainer.submit(spec)
+    "status": "vertex_trainer.api",
+    "cancel": "vertex_trainer.api",
+    "list_jobs": "vertex_trainer.api",
+    "Job": "vertex_trainer.submit",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api import cancel, list_jobs, load_spec, status, submit
+    from vertex_trainer.submit import Job
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'vertex_trainer' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name)
+    value = module if module_name.endswith("." + name) else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
