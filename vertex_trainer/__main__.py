@@ -1,0 +1,3 @@
+from vertex_trainer.cli import main
+
+main()

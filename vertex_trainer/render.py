@@ -1,0 +1,166 @@
+"""JobSpec -> CustomJob, and its three printed forms. Pure: same spec in, same bytes out.
+
+The dict built here is the CustomJob exactly as the Vertex AI REST API receives it (camelCase keys,
+enum names, int64 as strings, durations as "3600s"). `submit` sends it, `--local` runs it, and
+`render` prints it: one object for all three.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+import yaml
+
+from vertex_trainer.spec import JobSpec, spec_hash
+
+STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
+TRAINER_MODULE = "trainer.task"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """The code a job runs: a container image, or a Python package on a prebuilt executor image."""
+
+    image_uri: str  # containerSpec.imageUri, or the executor image for python packages
+    package_uris: tuple[str, ...] = ()  # non-empty -> pythonPackageSpec
+    python_module: str = TRAINER_MODULE
+
+
+def default_artifact(spec: JobSpec) -> Artifact:
+    """The artifact of a spec that names its image (`image.uri`); builds need package.plan_artifact."""
+    if spec.image.uri:
+        return Artifact(spec.image.uri)
+    raise ValueError("this spec builds its image: pass package.plan_artifact(spec) or ensure_artifact(spec)")
+
+
+def machine_spec(spec: JobSpec) -> dict:
+    h = spec.hardware
+    out: dict = {"machineType": h.machine_type}
+    if h.accelerator_type:
+        out["acceleratorType"] = h.accelerator_type
+        out["acceleratorCount"] = h.accelerator_count
+    if h.tpu_topology:
+        out["tpuTopology"] = h.tpu_topology
+    return out
+
+
+def _disk(spec: JobSpec) -> dict:
+    disk_type = spec.boot_disk.type or (
+        "hyperdisk-balanced" if spec.hardware.machine_type.startswith(("a3-ultragpu-", "a4-")) else "pd-ssd")
+    return {"bootDiskType": disk_type, "bootDiskSizeGb": spec.boot_disk.size_gb}
+
+
+def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
+    args = spec.trainer.to_args()
+    env = [{"name": k, "value": v} for k, v in spec.env.items()]
+    if artifact.package_uris:
+        body = {"executorImageUri": artifact.image_uri, "packageUris": list(artifact.package_uris),
+                "pythonModule": artifact.python_module, "args": args}
+        key = "pythonPackageSpec"
+    else:
+        body = {"imageUri": artifact.image_uri, "args": args}
+        key = "containerSpec"
+    if env:
+        body["env"] = env
+    return key, body
+
+
+def worker_pools(spec: JobSpec, artifact: Artifact) -> list[dict]:
+    """replicas 1 -> [chief]; N -> [chief x1, workers x(N-1)], all on the same machine and code."""
+    code_key, code = _code(spec, artifact)
+
+    def pool(count: int) -> dict:
+        return {"machineSpec": machine_spec(spec), "replicaCount": str(count), "diskSpec": _disk(spec),
+                code_key: code}
+
+    pools = [pool(1)]
+    if spec.replicas > 1:
+        pools.append(pool(spec.replicas - 1))
+    return pools
+
+
+def scheduling(spec: JobSpec) -> dict:
+    s = spec.scheduling
+    out: dict = {"strategy": STRATEGIES[s.strategy]}
+    if s.timeout is not None:
+        out["timeout"] = f"{s.timeout}s"
+    if s.max_wait is not None:
+        out["maxWaitDuration"] = f"{s.max_wait}s"
+    if s.restart_on_worker_restart:
+        out["restartJobOnWorkerRestart"] = True
+    if s.disable_retries:
+        out["disableRetries"] = True
+    return out
+
+
+def labels(spec: JobSpec, idempotency_key: str | None = None) -> dict[str, str]:
+    out = dict(spec.labels)
+    out["vertex-trainer-spec"] = spec_hash(spec)
+    if idempotency_key:
+        out["vertex-trainer-key"] = idempotency_key
+    return out
+
+
+def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key: str | None = None) -> dict:
+    """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs)."""
+    artifact = artifact or default_artifact(spec)
+    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact), "scheduling": scheduling(spec)}
+    if spec.service_account:
+        job_spec["serviceAccount"] = spec.service_account
+    if spec.network:
+        job_spec["network"] = spec.network
+    if spec.output_dir:
+        job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.output_dir}
+    if spec.tensorboard:
+        job_spec["tensorboard"] = spec.tensorboard
+    job: dict = {"displayName": spec.name, "labels": labels(spec, idempotency_key), "jobSpec": job_spec}
+    if spec.encryption_key:
+        job["encryptionSpec"] = {"kmsKeyName": spec.encryption_key}
+    return job
+
+
+def parent(spec: JobSpec) -> str:
+    return f"projects/{spec.project or '-'}/locations/{spec.region}"
+
+
+def to_json(job: dict) -> str:
+    return json.dumps(job, indent=2) + "\n"
+
+
+def to_yaml(job: dict) -> str:
+    return yaml.safe_dump(job, sort_keys=False, default_flow_style=False)
+
+
+def _ints_for_gcloud(node):
+    # gcloud reads the file into apitools messages, which want int64 fields as YAML integers.
+    if isinstance(node, dict):
+        return {k: (int(v) if k == "replicaCount" else _ints_for_gcloud(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_ints_for_gcloud(v) for v in node]
+    return node
+
+
+def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> list[str]:
+    """The gcloud command line that creates the same CustomJob from the `--format gcloud` file."""
+    cmd = ["gcloud", "ai", "custom-jobs", "create", f"--region={spec.region}", f"--display-name={job['displayName']}",
+           f"--config={config_path}"]
+    if spec.project:
+        cmd.insert(4, f"--project={spec.project}")
+    if job.get("labels"):
+        cmd.append("--labels=" + ",".join(f"{k}={v}" for k, v in job["labels"].items()))
+    if job.get("encryptionSpec"):
+        cmd.append(f"--kms-key={job['encryptionSpec']['kmsKeyName']}")
+    return cmd
+
+
+def to_gcloud_config(spec: JobSpec, job: dict) -> str:
+    """A CustomJobSpec YAML for `gcloud ai custom-jobs create --config`, headed by the command to run.
+
+    The display name, labels and key live outside CustomJobSpec, so they travel as flags.
+    """
+    command = " ".join(shlex.quote(a) for a in gcloud_command(spec, job))
+    header = ("# CustomJobSpec for the Google Cloud CLI, rendered by vertex-trainer. Create the job with:\n"
+              f"#   {command}\n")
+    return header + yaml.safe_dump(_ints_for_gcloud(job["jobSpec"]), sort_keys=False, default_flow_style=False)
