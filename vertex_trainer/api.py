@@ -119,6 +119,10 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     from vertex_trainer import render
 
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    if not local:
+        from vertex_trainer.spec import cloud_problems
+
+        cloud_problems(spec)  # local paths, missing project: exit 2 before anything is built or sent
     artifact, image = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 
@@ -146,10 +150,8 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
 
 def _artifact(spec: "JobSpec", *, dry_run: bool, builder: str | None, log) -> tuple[Any, str | None]:
     """(render.Artifact or None, image) for the spec: a plain image uri needs no packaging."""
-    image = spec.image
-    if getattr(image, "uri", None) and not (getattr(image, "repository", None)
-                                            or getattr(image, "python_package", None)):
-        return None, image.uri
+    if not spec.image.builds:
+        return None, spec.image.uri
     from vertex_trainer import package
 
     if dry_run:

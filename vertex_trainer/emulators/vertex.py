@@ -71,7 +71,7 @@ class Fault:
     status: int = 503        # HTTP status to answer with; 0 = close the connection, no answer
     commit: bool = False     # create only: store the job first, then answer with the fault
     times: int = 1
-    delay: float = 0.0       # seconds to sleep before answering
+    delay: float = 0.0       # seconds to sleep before answering (after committing, if commit)
     message: str | None = None
 
 
@@ -330,7 +330,7 @@ class FakeVertex:
             return 404, _envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op
         fault = self._take_fault(op)
-        if fault and fault.delay:
+        if fault and fault.delay and not fault.commit:
             time.sleep(fault.delay)
         if fault and not fault.commit:  # refused before anything happened
             if not fault.status:
@@ -349,6 +349,8 @@ class FakeVertex:
                 result = self._cancel(target)
         except _HttpError as exc:
             return exc.code, _envelope(exc.code, exc.message), op, False
+        if fault and fault.delay:  # committed, then slow to answer
+            time.sleep(fault.delay)
         if fault and not fault.status:
             return 0, None, op, True
         if fault:  # committed, then answered with an error: the outcome is unknown to the client
