@@ -1,0 +1,15 @@
+"""The Keras the trainer uses: tf-keras (Keras 2), never Keras 3.
+
+Keras 3.15 fails with steps_per_execution > 1 on MirroredStrategy (2 replicas) and
+MultiWorkerMirroredStrategy (see docs/trainer.md). tf-keras runs both. Setting
+TF_USE_LEGACY_KERAS before TensorFlow is imported also makes `tf.keras` mean tf-keras, so
+nothing in the process mixes the two.
+"""
+
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import tf_keras as keras  # noqa: E402
+
+__all__ = ["keras"]

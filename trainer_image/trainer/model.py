@@ -1,0 +1,60 @@
+"""Models by name. All take uint8 images [N, S, S, 3] and output float32 class probabilities.
+
+Inputs are cast and rescaled inside the model (on the accelerator). The softmax runs in float32
+whatever the mixed-precision policy, so the loss is computed in float32.
+"""
+
+from __future__ import annotations
+
+# name -> keras.applications constructor (no pretrained weights: we train from scratch).
+_APPLICATIONS = {
+    "resnet50": "ResNet50",
+    "resnet101": "ResNet101",
+    "resnet152": "ResNet152",
+    "resnet50v2": "ResNet50V2",
+    "mobilenet-v2": "MobileNetV2",
+    "efficientnet-b0": "EfficientNetB0",
+    "efficientnet-b1": "EfficientNetB1",
+    "convnext-tiny": "ConvNeXtTiny",
+}
+# These include their own input rescaling.
+_SELF_RESCALING = {"efficientnet-b0", "efficientnet-b1", "convnext-tiny"}
+MODELS = ("tiny-cnn",) + tuple(_APPLICATIONS)
+
+
+def build_model(name: str, *, num_classes: int, image_size: int):
+    """The classifier `name` (see MODELS), built under the current dtype policy and strategy."""
+    from trainer._keras import keras
+
+    layers = keras.layers
+    inputs = keras.Input(shape=(image_size, image_size, 3), dtype="uint8", name="image")
+    if name == "tiny-cnn":
+        features = _tiny_cnn(layers, _rescale(layers, inputs))
+    elif name in _APPLICATIONS:
+        if name in _SELF_RESCALING:  # cast only: these rescale 0..255 themselves
+            x = layers.Rescaling(1.0, name="to_float")(inputs)
+        else:
+            x = _rescale(layers, inputs)
+        backbone = getattr(keras.applications, _APPLICATIONS[name])(
+            include_top=False, weights=None, input_shape=(image_size, image_size, 3), pooling="avg")
+        features = backbone(x)
+    else:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    logits = layers.Dense(num_classes, name="logits")(features)
+    # float32 outputs under any mixed-precision policy: a stable softmax and loss.
+    probs = layers.Activation("softmax", dtype="float32", name="probabilities")(logits)
+    return keras.Model(inputs, probs, name=name.replace("-", "_"))
+
+
+def _rescale(layers, x):
+    return layers.Rescaling(1.0 / 127.5, offset=-1.0, name="rescale")(x)
+
+
+def _tiny_cnn(layers, x):
+    """Three conv/BN/ReLU blocks and global pooling: fast on a CPU, still learns small images."""
+    for i, (filters, stride) in enumerate([(16, 1), (32, 2), (64, 2)]):
+        x = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False,
+                          name=f"conv{i}")(x)
+        x = layers.BatchNormalization(name=f"bn{i}")(x)
+        x = layers.ReLU(name=f"relu{i}")(x)
+    return layers.GlobalAveragePooling2D(name="pool")(x)

@@ -1,0 +1,316 @@
+"""`python -m trainer.task`: train an image classifier from TFRecords (CONTRACT section 4).
+
+parse flags -> strategy -> precision policy -> resolve steps/LR, save the config -> build and
+compile inside strategy.scope() -> fit (BackupAndRestore, TensorBoard, progress) -> evaluate ->
+export (chief only; other workers to a temp dir) -> metrics.json.
+
+Exit codes: 0 success, 2 bad flags or data, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+import sys
+import tempfile
+import time
+import traceback
+from typing import Sequence
+
+from trainer.config import TrainConfig, UsageError, choose_steps_per_execution, parse_flags
+
+
+def log(message: str) -> None:
+    print(f"trainer: {message}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cfg = parse_flags(argv)
+    except UsageError as e:
+        print(f"error: {e} (see python -m trainer.task --help)", file=sys.stderr, flush=True)
+        return 2
+    from trainer.data import DataError
+    from trainer.strategy import ClusterError
+
+    try:
+        run(cfg)
+    except (UsageError, DataError, ClusterError) as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr, flush=True)
+        return 1
+    except Exception as e:  # noqa: BLE001 - the last line of defence: report and exit 1
+        traceback.print_exc()
+        print(f"error: training failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+              file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def run(cfg: TrainConfig) -> dict:
+    """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief)."""
+    # Bound the read-ahead buffer of every open gs:// file before TF's GCS filesystem starts.
+    os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    from trainer import _keras  # noqa: F401 - selects tf-keras before TensorFlow loads
+
+    import tensorflow as tf
+
+    from trainer import callbacks, data, precision, schedules, strategy
+    from trainer._keras import keras
+    from trainer.model import build_model
+
+    # Runtime settings and the strategy come first: both must precede TF's runtime start.
+    if cfg.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(cfg.intra_op_threads)
+    if cfg.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(cfg.inter_op_threads)
+    if cfg.cpu_replicas > 1 and not tf.config.list_physical_devices("GPU"):
+        strategy.split_cpu(cfg.cpu_replicas)
+    strat, info = strategy.create(cfg.strategy, cpu_replicas=cfg.cpu_replicas)
+    log(f"strategy={info.kind} replicas={info.replicas} workers={info.workers} device={info.device} "
+        f"task={info.task_type}:{info.task_index} chief={info.is_chief}")
+
+    capability = precision.gpu_compute_capability() if info.device == "gpu" else None
+    policy = precision.resolve(cfg.precision, info.device, capability)
+    precision.apply(policy)
+    keras.utils.set_random_seed(cfg.seed)
+
+    if cfg.batch_size % info.replicas:
+        raise UsageError(f"--batch-size={cfg.batch_size} is not divisible by the "
+                         f"{info.replicas} replicas; use a multiple of {info.replicas}")
+
+    train_files = data.list_files(cfg.train_data)
+    eval_files = data.list_files(cfg.eval_data) if cfg.eval_data else []
+    steps_per_epoch = cfg.steps_per_epoch
+    if not steps_per_epoch:
+        examples = cfg.train_examples
+        if not examples:
+            log(f"counting records in {len(train_files)} train files "
+                "(pass --steps-per-epoch or --train-examples to skip this)")
+            examples = data.count_records(train_files)
+        steps_per_epoch = examples // cfg.batch_size
+        if steps_per_epoch < 1:
+            raise data.DataError(f"{examples} train examples make no full batch of {cfg.batch_size}")
+    spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
+    total_steps = steps_per_epoch * cfg.epochs
+    peak_lr = schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size)
+    warmup_steps = int(round(cfg.warmup_epochs * steps_per_epoch))
+    if warmup_steps >= total_steps:
+        warmup_steps = total_steps // 2
+        log(f"warmup longer than training: warming up over {warmup_steps} steps instead")
+    eval_steps = cfg.eval_steps
+    if eval_files and not eval_steps:
+        examples = cfg.eval_examples or data.count_records(eval_files)
+        eval_steps = examples // cfg.batch_size
+        if eval_steps < 1:
+            raise data.DataError(f"{examples} eval examples make no full batch of {cfg.batch_size}; "
+                                 "use a smaller --batch-size or more eval data")
+    jit = {"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu")
+
+    resolved = {
+        "flags": cfg.to_dict(), "precision": policy, "strategy": info.kind,
+        "replicas": info.replicas, "workers": info.workers, "device": info.device,
+        "gpu_compute_capability": list(capability) if capability else None,
+        "steps_per_epoch": steps_per_epoch, "steps_per_execution": spe,
+        "total_steps": total_steps, "warmup_steps": warmup_steps, "peak_learning_rate": peak_lr,
+        "eval_steps": eval_steps, "train_files": len(train_files), "eval_files": len(eval_files),
+        "jit_compile": jit, "keras": keras.__version__, "tensorflow": tf.__version__,
+    }
+    log("resolved config: " + json.dumps(resolved, sort_keys=True))
+    base_dir = output_base(cfg.model_dir)
+    if info.is_chief:
+        write_json(join(base_dir, "trainer_config.json"), resolved)
+
+    train_cfg = data.PipelineConfig(
+        image_size=cfg.image_size, num_classes=cfg.num_classes, training=True,
+        label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
+        augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
+        shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
+        deterministic=cfg.deterministic, threads=cfg.data_threads)
+    eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
+    skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
+
+    def input_fn(files, pipeline_cfg, repeat):
+        def fn(ctx: tf.distribute.InputContext):
+            ds = data.build_dataset(files, pipeline_cfg, ctx.get_per_replica_batch_size(cfg.batch_size),
+                                    num_shards=ctx.num_input_pipelines,
+                                    shard_index=ctx.input_pipeline_id, skipped=skipped)
+            # Eval repeats so every worker always has its eval_steps batches (no uneven ends).
+            return ds.repeat() if repeat else ds
+        return fn
+
+    train_ds = strat.distribute_datasets_from_function(input_fn(train_files, train_cfg, False))
+    eval_ds = (strat.distribute_datasets_from_function(input_fn(eval_files, eval_cfg, True))
+               if eval_files else None)
+
+    with strat.scope():
+        model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size)
+        schedule = schedules.WarmupCosineDecay(peak_lr, warmup_steps, total_steps)
+        optimizer = schedules.make_optimizer(cfg.optimizer, schedule, momentum=cfg.momentum,
+                                             weight_decay=cfg.weight_decay)
+        if policy == "mixed_float16":
+            optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)  # dynamic scaling
+        model.compile(optimizer=optimizer, loss=make_loss(cfg.num_classes, cfg.label_smoothing),
+                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                      steps_per_execution=spe, jit_compile=jit)
+    log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
+        f"global batch {cfg.batch_size}, peak lr {peak_lr:g}, {steps_per_epoch} steps/epoch "
+        f"x {cfg.epochs} epochs, steps_per_execution {spe}")
+
+    progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=steps_per_epoch,
+                                  epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
+                                  backup_dir=cfg.checkpoint_dir)
+    # BackupAndRestore first: a backup exists by the time the epoch's progress line is out.
+    fit_callbacks = [keras.callbacks.BackupAndRestore(backup_dir=cfg.checkpoint_dir), progress]
+    if info.is_chief:
+        fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir,
+                                                         update_freq="epoch", profile_batch=0))
+
+    started = time.perf_counter()
+    with data_errors(train_files + eval_files, train_cfg):
+        history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=steps_per_epoch,
+                            callbacks=fit_callbacks, verbose=0)
+        train_seconds = time.perf_counter() - started
+        eval_results = {}
+        if eval_ds is not None:
+            eval_results = model.evaluate(eval_ds, steps=eval_steps, verbose=0, return_dict=True)
+            log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
+                f"over {eval_steps * cfg.batch_size} examples")
+
+    losses = history.history.get("loss") or []
+    final_loss = losses[-1] if losses else progress.last_loss
+    metrics = {
+        "global_batch_size": cfg.batch_size,
+        "learning_rate": peak_lr,
+        "base_learning_rate": cfg.learning_rate,
+        "precision": policy,
+        "steps_per_execution": spe,
+        "steps": total_steps,
+        "steps_per_epoch": steps_per_epoch,
+        "epochs": cfg.epochs,
+        "initial_epoch": progress.first_epoch or 0,
+        "train_examples_per_sec": progress.examples_per_sec(),
+        "epoch_examples_per_sec": progress.epoch_rates,
+        "step_time_ms": (1000 * sum(progress.epoch_seconds) / (len(progress.epoch_seconds) * steps_per_epoch)
+                         if progress.epoch_seconds else None),
+        "train_seconds": train_seconds,
+        "final_train_loss": _finite(final_loss),
+        "final_train_accuracy": _finite((history.history.get("accuracy") or [None])[-1]),
+        "eval_accuracy": _finite(eval_results.get("accuracy")),
+        "eval_loss": _finite(eval_results.get("loss")),
+        "eval_examples": eval_steps * cfg.batch_size if eval_ds is not None else 0,
+        "replicas": info.replicas,
+        "workers": info.workers,
+        "strategy": info.kind,
+        "device": info.device,
+        "model": cfg.model,
+        "image_size": cfg.image_size,
+        "skipped_records": int(skipped.numpy()) if skipped is not None else 0,
+        "model_dir": cfg.model_dir,
+    }
+
+    export(model, cfg.model_dir, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
+    if info.is_chief:
+        write_json(join(base_dir, "metrics.json"), metrics)
+        if metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
+                cfg.hypertune_metric, metrics["eval_accuracy"], total_steps):
+            log(f"reported {cfg.hypertune_metric}={metrics['eval_accuracy']:.4f} to hyperparameter tuning")
+        log(f"exported model to {cfg.model_dir}; metrics in {join(base_dir, 'metrics.json')}")
+    else:
+        log("done (not the chief: the model and metrics are written by the chief)")
+    return metrics
+
+
+def make_loss(num_classes: int, label_smoothing: float):
+    """Sparse categorical cross-entropy, with label smoothing when asked (tf-keras' sparse loss
+    has none, so the labels are one-hot encoded for CategoricalCrossentropy)."""
+    import tensorflow as tf
+
+    from trainer._keras import keras
+
+    if not label_smoothing:
+        return keras.losses.SparseCategoricalCrossentropy()
+
+    def smoothed_crossentropy(y_true, y_pred):
+        labels = tf.one_hot(tf.cast(tf.reshape(y_true, [-1]), tf.int32), num_classes)
+        return keras.losses.categorical_crossentropy(labels, y_pred, label_smoothing=label_smoothing)
+
+    return smoothed_crossentropy
+
+
+class data_errors:
+    """Turn a data error raised inside fit/evaluate into a DataError naming the bad file."""
+
+    def __init__(self, files, pipeline_cfg):
+        self.files, self.cfg = files, pipeline_cfg
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        import tensorflow as tf
+
+        from trainer import data
+
+        if exc is None or not isinstance(exc, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
+            return False
+        found = data.describe_data_error(exc)
+        text = str(getattr(exc, "message", exc))
+        if found is None and (isinstance(exc, tf.errors.DataLossError) or "Iterator" in text
+                              or "Dataset" in text):
+            log("a record could not be read or decoded; scanning the input files to name it")
+            found = data.find_corrupt_record(self.files, self.cfg)
+            found = f"corrupt record in {found}" if found else None
+        if found is None:
+            return False
+        raise data.DataError(f"{found} (pass --skip-corrupt to count and skip such records)") from None
+
+
+def export(model, model_dir: str, *, is_chief: bool, task: str) -> None:
+    """SavedModel into model_dir on the chief; other workers save to a temp dir and delete it.
+
+    Every MultiWorkerMirroredStrategy worker must take part in saving (it may run collectives),
+    but only the chief's copy is kept.
+    """
+    import tensorflow as tf
+
+    target = model_dir if is_chief else tempfile.mkdtemp(prefix=f"trainer-{task}-")
+    model.save(target, save_format="tf", include_optimizer=False)
+    if not is_chief:
+        tf.io.gfile.rmtree(target)
+
+
+def output_base(model_dir: str) -> str:
+    """The base output directory: the parent of AIP_MODEL_DIR (<base>/model/)."""
+    return posixpath.dirname(model_dir.rstrip("/")) or "."
+
+
+def join(base: str, name: str) -> str:
+    return posixpath.join(base, name)
+
+
+def write_json(path: str, value: dict) -> None:
+    import tensorflow as tf
+
+    parent = posixpath.dirname(path)
+    if parent and not tf.io.gfile.exists(parent):
+        tf.io.gfile.makedirs(parent)
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def _finite(value):
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
