@@ -174,29 +174,242 @@ def schema() -> None:
 
 
 # ---- submitter commands (vertex_trainer/submit.py, api.py) --------------------------------------
+JobArg = Annotated[str, typer.Argument(help="a job: projects/P/locations/R/customJobs/ID, or an ID with "
+                                            "--project/--region", show_default=False)]
+KeyOpt = Annotated[Optional[str], typer.Option(
+    "--idempotency-key", metavar="KEY",
+    help="reuse for retries (CI: the run id): a job already created with KEY is adopted, never "
+         "created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. Default: random")]
+
+
 @app.command()
 def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None) -> None:
+           region: RegionOpt = None,
+           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the exact requests; send, "
+                                                 "build and run nothing")] = False,
+           local: Annotated[bool, typer.Option("--local", help="run the same job on this machine")] = False,
+           wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the job until it ends; "
+                                              "exit 1 unless it SUCCEEDED")] = False,
+           output: OutputOpt = OutputFormat.text,
+           idempotency_key: KeyOpt = None,
+           cancel_on_interrupt: Annotated[bool, typer.Option(
+               "--cancel-on-interrupt", help="with --wait: Ctrl-C cancels the job (default: stop "
+                                             "waiting, the job keeps running)")] = False) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
-    raise UserError("submit is not available yet")
+    from vertex_trainer import api
+    from vertex_trainer.submit import check_key
+
+    if idempotency_key is not None:
+        check_key(idempotency_key)
+    job_spec = load(spec, set_, var, project, region)
+    say = _stderr_line
+    if dry_run or local:
+        result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
+                            dry_run=dry_run, log=say, console=None if output is OutputFormat.json
+                            else err_console())
+        return _show_dry_run(result, output) if dry_run else _show_local(result, output)
+    job = api.submit(job_spec, idempotency_key=idempotency_key, log=say)
+    if output is OutputFormat.text:
+        verb = "adopted" if job.adopted else "created"
+        print(f"{verb:8} {job.name}\nstate    {_short(job.state)}\nconsole  {job.console_url}")
+        if job.adopted:
+            say(f"a job with idempotency key {job.idempotency_key} already existed: adopted, not re-created")
+    if wait:
+        _follow(job, output, cancel_on_interrupt)
+    elif output is OutputFormat.json:
+        emit_json(job.to_dict())
 
 
 @app.command()
-def status(job: Annotated[str, typer.Argument(help="a job resource name or id")]) -> None:
-    """Show a job's state."""
-    raise UserError("status is not available yet")
+def status(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
+           wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends; exit 1 "
+                                              "unless it SUCCEEDED")] = False,
+           output: OutputOpt = OutputFormat.text) -> None:
+    """Show a job's state (and its error, if it failed)."""
+    from vertex_trainer import api
+
+    found = api.status(job, **_where(project, region))
+    if wait and not found.done:
+        return _follow(found, output, cancel_on_interrupt=False, describe=True)
+    _show_job(found, output)
+    if wait and not found.succeeded:
+        raise_failed(found)
 
 
 @app.command()
-def cancel(job: Annotated[str, typer.Argument(help="a job resource name or id")]) -> None:
-    """Cancel a job."""
-    raise UserError("cancel is not available yet")
+def cancel(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
+           output: OutputOpt = OutputFormat.text) -> None:
+    """Cancel a job (a job that already ended is left as it is)."""
+    from vertex_trainer import api
+
+    found = api.status(job, **_where(project, region))
+    if found.done:
+        if output is OutputFormat.text:
+            print(f"{found.name} already ended: {_short(found.state)} (nothing to cancel)")
+        else:
+            emit_json(found.describe())
+        return
+    found.cancel()
+    if output is OutputFormat.text:
+        print(f"cancel requested: {found.name}\nstate    {_short(found.state)}")
+    else:
+        emit_json(found.describe())
 
 
 @app.command("list")
-def list_jobs() -> None:
-    """List the jobs created by vertex-trainer."""
-    raise UserError("list is not available yet")
+def list_jobs(project: ProjectOpt = None, region: RegionOpt = None,
+              label: Annotated[Optional[List[str]], typer.Option(
+                  "--label", metavar="KEY=VALUE", help="only jobs with this label (repeatable)",
+                  show_default=False)] = None,
+              all_jobs: Annotated[bool, typer.Option("--all", help="include jobs not created by "
+                                                     "vertex-trainer")] = False,
+              limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many, newest "
+                                                 "first")] = 20,
+              output: OutputOpt = OutputFormat.text) -> None:
+    """List jobs, newest first (by default those created by vertex-trainer)."""
+    from vertex_trainer import api
+    from vertex_trainer.submit import parse_label
+
+    labels = dict(parse_label(item) for item in label or ())
+    where = _where(project, region, need=True)
+    jobs = api.list_jobs(where["project"], where["region"], labels=labels, all_jobs=all_jobs,
+                         limit=limit)
+    if output is OutputFormat.json:
+        return emit_json({"jobs": [j.describe() for j in jobs]})
+    if not jobs:
+        print(f"no jobs in {where['project']} / {where['region']}"
+              + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else ""))
+        return
+    rows = [("ID", "DISPLAY NAME", "STATE", "CREATED", "KEY")]
+    rows += [(j.id, j.display_name, _short(j.state), (j.data.get("createTime") or "")[:19].replace("T", " "),
+              j.idempotency_key or "-") for j in jobs]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+@dev_app.command("fake-vertex")
+def dev_fake_vertex(
+    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8765,
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+) -> None:
+    """Run a fake Vertex AI JobService (REST) for offline submit/status/cancel/list."""
+    from vertex_trainer.emulators.vertex import serve
+
+    serve(host, port)
+
+
+def _short(state: str) -> str:
+    return state.removeprefix("JOB_STATE_")
+
+
+def _stderr_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _where(project: str | None, region: str | None, need: bool = False) -> dict:
+    """--project/--region, else $GOOGLE_CLOUD_PROJECT / gcloud's configuration."""
+    from vertex_trainer.spec import default_project, default_region
+
+    where = {"project": project or default_project(), "region": region or default_region()}
+    if need and not where["project"]:
+        raise UserError("no project: pass --project or set $GOOGLE_CLOUD_PROJECT")
+    if need and not where["region"]:
+        raise UserError("no region: pass --region (e.g. --region us-central1)")
+    return where
+
+
+def _show_job(job, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        return emit_json(job.describe())
+    d = job.describe()
+    rows = [("name", d["name"]), ("display", d["display_name"]), ("state", _short(d["state"])),
+            ("created", d["create_time"]), ("started", d["start_time"]), ("ended", d["end_time"]),
+            ("console", d["console_url"]), ("error", d["error"])]
+    print("\n".join(f"{k:8} {v}" for k, v in rows if v))
+
+
+def raise_failed(job) -> None:
+    from vertex_trainer.errors import JobFailed
+
+    raise JobFailed(job.failure_message())
+
+
+def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
+    """submit/status --wait: show each state change until the job ends; exit per CONTRACT."""
+    import time
+
+    console = err_console()
+
+    def line(j) -> None:
+        console.print(f"{time.strftime('%H:%M:%S')}  {_short(j.state)}", markup=False)
+
+    try:
+        if console.is_terminal:
+            with console.status(f"waiting for {job.id} (Ctrl-C stops waiting)") as spinner:
+                def on_state(j) -> None:
+                    line(j)
+                    spinner.update(f"{job.id} {_short(j.state)} (Ctrl-C stops waiting)")
+
+                job.wait(on_state=on_state, check=False)
+        else:
+            job.wait(on_state=line, check=False)
+    except KeyboardInterrupt:
+        if cancel_on_interrupt:
+            job.cancel()
+            _stderr_line(f"interrupted: cancel requested, the job is {_short(job.state)}")
+        else:
+            _stderr_line(f"stopped waiting; the job keeps running ({_short(job.state)}).\n"
+                         f"  follow it:  vertex-trainer status {job.name} --wait\n"
+                         f"  cancel it:  vertex-trainer cancel {job.name}")
+        if output is OutputFormat.json:
+            emit_json(job.describe() if describe else job.to_dict())
+        raise typer.Exit(130)
+    if output is OutputFormat.json:
+        emit_json(job.describe() if describe else job.to_dict())
+    elif describe:
+        _show_job(job, output)
+    else:
+        print(f"final    {_short(job.state)}")
+    if not job.succeeded:
+        raise_failed(job)
+
+
+def _show_dry_run(plan, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        return emit_json(plan.to_dict())
+    if plan.local:
+        print("# dry run: nothing runs. submit --local would run this CustomJob on this machine:")
+        sys.stdout.write(json.dumps(plan.job, indent=2) + "\n")
+        return
+    lookup, create = plan.requests
+    from urllib.parse import urlencode
+
+    print("# dry run: nothing was sent, built or run. submit would:")
+    print(f"# 1. look for a job already created with idempotency key {plan.idempotency_key}")
+    print(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
+    print("# 2. if there is none, create it")
+    if plan.image:
+        print(f"#    image: {plan.image}")
+    print(f"{create['method']} {create['url']}")
+    sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
+
+
+def _show_local(result, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        emit_json(result.to_dict())
+    else:
+        d = result.to_dict()
+        rows = [("local", d["name"]), ("state", _short(d["state"] or "")), ("output", d["output_dir"])]
+        print("\n".join(f"{k:8} {v}" for k, v in rows if v))
+        metrics = d.get("metrics") or {}
+        if metrics:
+            print("metrics  " + ", ".join(f"{k}={v}" for k, v in metrics.items()
+                                          if isinstance(v, (int, float, str))))
+    if result.done and not result.succeeded:
+        from vertex_trainer.errors import JobFailed
+
+        raise JobFailed(result.failure_message())
 
 
 # ---- packager command (vertex_trainer/package.py) -------------------------------------------------

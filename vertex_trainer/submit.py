@@ -85,6 +85,9 @@ def check_key(key: str) -> str:
     return key
 
 
+check_idempotency_key = check_key  # the name cli.render uses
+
+
 def parse_label(text: str) -> tuple[str, str]:
     """Parse a K=V label selector (list --label)."""
     key, sep, value = text.partition("=")
