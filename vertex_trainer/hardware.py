@@ -224,8 +224,24 @@ PRESETS: dict[str, Preset] = {
 
 
 def suggest(value: str, choices) -> str | None:
-    """The nearest valid choice, for "did you mean" hints."""
-    close = difflib.get_close_matches(str(value), list(choices), n=1, cutoff=0.6)
+    """The nearest valid choice, for "did you mean" hints.
+
+    A distinctive shared token wins first (NVIDIA_V100 -> NVIDIA_TESLA_V100, not NVIDIA_B200),
+    then plain string similarity.
+    """
+    choices = [str(c) for c in choices]
+    tokens = {t for t in re.split(r"[_\-.]+", str(value).lower()) if t}
+    if tokens and choices:
+        def toks(c):
+            return set(re.split(r"[_\-.]+", c.lower()))
+        # A token is distinctive if fewer than half of the choices carry it.
+        common = {t for t in tokens if sum(t in toks(c) for c in choices) * 2 >= len(choices)}
+        scored = [(len((tokens - common) & toks(c)), c) for c in choices]
+        best = max(score for score, _ in scored)
+        winners = [c for score, c in scored if score == best]
+        if best and len(winners) == 1:
+            return winners[0]
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
     return close[0] if close else None
 
 
@@ -299,7 +315,7 @@ def check_hardware(field: str, machine_type: str, accelerator_type: str | None,
             f"{field}.accelerator_type", f"unknown accelerator type {accelerator_type!r}", has_value=False,
             hint=(f"did you mean '{near}'? " if near else "") + "allowed: " + ", ".join(ACCELERATORS),
         )
-    if accelerator_type and accelerator_count < 1:
+    if accelerator_type and accelerator_count < 1 and not m.tpu_chips:
         raise SpecError(
             f"{field}.accelerator_count", f"must be at least 1 when accelerator_type is {accelerator_type}",
             value=accelerator_count, hint="set accelerator_count, or remove accelerator_type for a CPU machine",
@@ -311,10 +327,10 @@ def check_hardware(field: str, machine_type: str, accelerator_type: str | None,
         )
 
     if m.tpu_chips:  # TPU v5e: the topology says it all
-        if accelerator_type not in (None, "TPU_V5_LITEPOD"):
+        if accelerator_type is not None:
             raise SpecError(f"{field}.accelerator_type",
-                            f"{machine_type} is a TPU v5e host and takes no GPU", value=accelerator_type,
-                            hint="remove accelerator_type; give tpu_topology instead")
+                            f"{machine_type} is a TPU v5e host: the machine type implies the chips",
+                            value=accelerator_type, hint="remove accelerator_type; give tpu_topology instead")
         if not tpu_topology:
             raise SpecError(f"{field}.tpu_topology", f"{machine_type} needs a tpu_topology", has_value=False,
                             hint="allowed: " + ", ".join(m.tpu_topologies))

@@ -1,0 +1,40 @@
+# vertex-trainer: `make demo` (local quickstart, no cloud) and `make test` (the suite).
+# Both create .venv and install the project on first use; re-install only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.stamp-install
+# tf-keras tracks TensorFlow 1:1; --no-deps because it names `tensorflow`, which would install a
+# second TensorFlow beside tensorflow-cpu (see pyproject.toml).
+TF_KERAS := tf-keras==2.21.0
+
+DEMO_DATA := data/quickstart
+DEMO_SPEC := job_specs/quickstart-local.yaml
+
+.PHONY: install demo test test-fast clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[trainer,dev]'
+	$(BIN)/python -m pip install --quiet --no-deps '$(TF_KERAS)'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/vertex-trainer validate $(DEMO_SPEC)
+	$(BIN)/vertex-trainer data synth $(DEMO_DATA) --examples 2048 --shards 4 --image-size 32 \
+		--num-classes 10 --eval-examples 512
+	$(BIN)/vertex-trainer submit $(DEMO_SPEC) --local
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# Everything but the TensorFlow training runs (seconds).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not trainer and not slow"
+
+clean:
+	rm -rf $(VENV) runs data/quickstart .pytest_cache
