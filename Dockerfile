@@ -1,0 +1,28 @@
+# The vertex-trainer training image, gpu variant.
+# Generated from vertex_trainer/templates/Dockerfile.j2: edit the template, not this file.
+# Build context: the repository root, filtered by .dockerignore (what `vertex-trainer package`
+# assembles and hashes into the image tag).
+FROM tensorflow/tensorflow:2.21.0-gpu
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONPATH=/opt/trainer
+
+# Vertex AI needs no root inside the container: the trainer runs as an unprivileged user.
+RUN groupadd --system --gid 10001 trainer \
+ && useradd --system --uid 10001 --gid trainer --create-home --home-dir /home/trainer trainer
+
+WORKDIR /opt/trainer
+
+# Dependencies before code: editing the trainer rebuilds only the small code layer below.
+COPY trainer_image/requirements.txt ./requirements.txt
+RUN python -m pip install --no-cache-dir -r requirements.txt
+
+# The code layer.
+COPY trainer_image/trainer/ ./trainer/
+
+# Numeric, so the runtime can tell it is not root without reading /etc/passwd.
+USER 10001:10001
+ENTRYPOINT ["python", "-m", "trainer.task"]

@@ -1,0 +1,145 @@
+"""A tiny Docker Registry HTTP API v2 on loopback: just enough to ask "does this tag exist?".
+
+`vertex-trainer package` checks `HEAD /v2/<path>/manifests/<tag>` before building; point it here
+with `VERTEX_TRAINER_REGISTRY_ENDPOINT=http://127.0.0.1:PORT` (the registry host of the image
+is dropped, the path is kept). The fake Cloud Build (emulators/cloudbuild.py) pushes here when a
+build succeeds, so a second `package` finds the tag and builds nothing.
+
+With `token="..."` the registry answers 401 with a Bearer challenge, like Artifact Registry, and
+hands out that token at `/v2/token` to a client that shows HTTP basic credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class RegistryRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+
+
+@dataclass
+class FakeRegistry:
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    manifests: dict[str, str] = field(default_factory=dict)    # "path:tag" -> digest
+    requests: list[RegistryRequest] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._server: ThreadingHTTPServer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        return f"http://{self.host}:{self._server.server_address[1]}"
+
+    def add(self, image: str) -> str:
+        """Record `[host/]path:tag` as pushed; returns the manifest digest."""
+        ref = _strip_host(image)
+        digest = "sha256:" + hashlib.sha256(ref.encode()).hexdigest()
+        with self._lock:
+            self.manifests[ref] = digest
+        return digest
+
+    def has(self, image: str) -> bool:
+        with self._lock:
+            return _strip_host(image) in self.manifests
+
+    def start(self) -> "FakeRegistry":
+        registry = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def _record(self):
+                registry.requests.append(RegistryRequest(self.command, self.path, dict(self.headers)))
+
+            def _send(self, code: int, body: dict | None = None, headers: dict | None = None):
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Docker-Distribution-API-Version", "registry/2.0")
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def _authorized(self) -> bool:
+                if not registry.token:
+                    return True
+                return self.headers.get("Authorization") == f"Bearer {registry.token}"
+
+            def do_GET(self):
+                self._record()
+                if self.path.startswith("/v2/token"):
+                    auth = self.headers.get("Authorization", "")
+                    if not auth.startswith("Basic "):
+                        return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
+                    user = base64.b64decode(auth[6:]).decode().split(":", 1)[0]
+                    if user != "oauth2accesstoken":
+                        return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
+                    return self._send(200, {"token": registry.token})
+                self._manifest()
+
+            def do_HEAD(self):
+                self._record()
+                self._manifest()
+
+            def _manifest(self):
+                if self.path in ("/v2/", "/v2"):
+                    return self._send(200, {})
+                if not self._authorized():
+                    challenge = (f'Bearer realm="{registry.url}/v2/token",'
+                                 f'service="fake-registry"')
+                    return self._send(401, {"errors": [{"code": "UNAUTHORIZED",
+                                                        "message": "authentication required"}]},
+                                      {"WWW-Authenticate": challenge})
+                path = self.path.split("?", 1)[0]
+                if not path.startswith("/v2/") or "/manifests/" not in path:
+                    return self._send(404, {"errors": [{"code": "NAME_UNKNOWN"}]})
+                name, ref = path[4:].rsplit("/manifests/", 1)
+                with registry._lock:
+                    digest = registry.manifests.get(f"{name}:{ref}")
+                if digest is None:
+                    return self._send(404, {"errors": [{"code": "MANIFEST_UNKNOWN",
+                                                        "message": "manifest unknown"}]})
+                self._send(200, {"schemaVersion": 2}, {
+                    "Docker-Content-Digest": digest,
+                    "Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
+
+        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeRegistry":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _strip_host(image: str) -> str:
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return rest
+    return image
