@@ -107,6 +107,12 @@ def cli_command() -> list[str]:
 
 
 @pytest.fixture
+def cli() -> list[str]:
+    """The command that runs vertex-trainer."""
+    return cli_command()
+
+
+@pytest.fixture
 def run_cli(cli_env):
     """Run `vertex-trainer ARGS...` in a subprocess; returns CompletedProcess (text)."""
 

@@ -436,8 +436,9 @@ _BAD_JSON = object()
 
 
 def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None,
-          echo=print) -> None:
+          echo=None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-vertex`)."""
+    echo = echo or (lambda text: print(text, flush=True))
     fake = FakeVertex(host, port, script=script or DEFAULT_SCRIPT)
     fake.start()
     echo(f"fake Vertex AI JobService listening on {fake.url}")
