@@ -183,6 +183,8 @@ class TrainerArgs(_Strict):
             value = getattr(self, name)
             if name == "extra_args" or value is None:
                 continue
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)  # --warmup-epochs=5, not 5.0
             args.append(f"--{name.replace('_', '-')}={value}")
         return args + list(self.extra_args)
 
