@@ -1,0 +1,142 @@
+"""Fixtures for the packager tests: a small trainer tree, specs, and loopback services
+(gcp-storage-emulator in-process, a fake registry, a fake Cloud Build)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
+from vertex_trainer.emulators.registry import FakeRegistry
+from vertex_trainer.spec import build_spec
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT, REGION, BUCKET = "test-project", "us-central1", "test-staging"
+REPOSITORY = "us-central1-docker.pkg.dev/test-project/training/trainer"
+
+
+def hadolint_path() -> str:
+    found = Path(sys.executable).with_name("hadolint")
+    return str(found) if found.exists() else (shutil.which("hadolint") or "hadolint")
+
+
+@pytest.fixture
+def trainer_dir(tmp_path) -> Path:
+    """A trainer package laid out like the repository's trainer_image/ (small, made up)."""
+    root = tmp_path / "src" / "trainer_image"
+    pkg = root / "trainer"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""trainer"""\n')
+    (pkg / "task.py").write_text("def main():\n    print('training')\n\n\n"
+                                 "if __name__ == '__main__':\n    main()\n")
+    (pkg / "data.py").write_text("BATCH = 32\n")
+    (pkg / "models").mkdir()
+    (pkg / "models" / "__init__.py").write_text("")
+    (pkg / "models" / "cnn.py").write_text("LAYERS = 3\n")
+    (root / "requirements.txt").write_text("# the trainer's pins besides TensorFlow\n"
+                                           "tensorflow-cpu==2.21.0\ntf-keras==2.21.0\nPillow>=10\n")
+    return pkg
+
+
+def spec_data(**image) -> dict:
+    image = image or {"repository": REPOSITORY}
+    return {
+        "name": "pkg-test",
+        "project": PROJECT,
+        "region": REGION,
+        "hardware": "t4x1",
+        "image": image,
+        "output_dir": f"gs://{BUCKET}/runs/pkg-test",
+        "trainer": {"model": "tiny-cnn", "train_data": f"gs://{BUCKET}/data/train-*", "num_classes": 10,
+                    "batch_size": 64},
+    }
+
+
+@pytest.fixture
+def make_spec():
+    """make_spec(repository=..., builder=..., hardware=...) -> a real, validated JobSpec."""
+    def make(hardware: str = "t4x1", **image):
+        data = spec_data(**image)
+        data["hardware"] = hardware
+        return build_spec(data)
+    return make
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def storage(monkeypatch):
+    """gcp-storage-emulator in this process; STORAGE_EMULATOR_HOST points at it; the staging
+    bucket exists. Yields a google-cloud-storage client."""
+    from gcp_storage_emulator.server import create_server
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage as gcs
+
+    port = _free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    host = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", host)
+    client = gcs.Client(project=PROJECT, credentials=AnonymousCredentials())
+    client.create_bucket(BUCKET)
+    client.emulator_host = host
+    try:
+        yield client
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    with FakeRegistry() as fake:
+        monkeypatch.setenv("VERTEX_TRAINER_REGISTRY_ENDPOINT", fake.url)
+        yield fake
+
+
+@pytest.fixture
+def cloudbuild(monkeypatch, storage, registry):
+    with FakeCloudBuild(storage_host=storage.emulator_host, registry=registry) as fake:
+        monkeypatch.setenv("VERTEX_TRAINER_CLOUDBUILD_ENDPOINT", fake.url)
+        yield fake
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any socket connection fails the test: proves a code path stays offline."""
+    real_connect = socket.socket.connect
+    calls = []
+
+    def refuse(self, address):
+        calls.append(address)
+        raise AssertionError(f"network connection attempted: {address}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    yield calls
+    monkeypatch.setattr(socket.socket, "connect", real_connect)
+
+
+class Log(list):
+    def __call__(self, line: str) -> None:
+        self.append(line)
+
+
+@pytest.fixture
+def log() -> Log:
+    return Log()
+
+
+@pytest.fixture
+def pk():
+    """Constants and helpers shared by the packager tests (conftest is not importable)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(REPO=REPO, PROJECT=PROJECT, REGION=REGION, BUCKET=BUCKET,
+                           REPOSITORY=REPOSITORY, hadolint=hadolint_path(), spec_data=spec_data)

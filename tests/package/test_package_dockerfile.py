@@ -1,0 +1,94 @@
+"""The Dockerfiles the project ships and renders: golden root files, layer order, hadolint."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from vertex_trainer import package as p
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def _hadolint(pk, text: str, tmp_path) -> subprocess.CompletedProcess:
+    path = tmp_path / "Dockerfile"
+    path.write_text(text)
+    return subprocess.run([pk.hadolint, "--no-color", str(path)], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_root_dockerfile_is_the_rendered_gpu_template(pk):
+    assert (pk.REPO / "Dockerfile").read_text() == p.render_dockerfile("gpu"), \
+        "regenerate with: python -m vertex_trainer.package --write-root-files"
+
+
+def test_root_dockerignore_is_the_shipped_template(pk):
+    assert (pk.REPO / ".dockerignore").read_text() == p.render_dockerignore()
+
+
+RENDERINGS = {
+    "root": None,
+    "gpu": dict(variant="gpu"),
+    "cpu": dict(variant="cpu"),
+    "tpu": dict(variant="tpu"),
+    "gpu+pip": dict(variant="gpu", pip_packages=["pandas==2.2.3", "scipy>=1.13,<2"]),
+    "cpu+digest": dict(variant="cpu", base_image_digest=DIGEST),
+    "tpu+base": dict(variant="tpu", base_image="python:3.11.13-slim-bookworm", base_image_digest=DIGEST,
+                     pip_packages=["tensorflow-datasets==4.9.9"]),
+}
+
+
+@pytest.mark.parametrize("name", list(RENDERINGS))
+def test_hadolint_passes(pk, tmp_path, name):
+    kwargs = RENDERINGS[name]
+    text = (pk.REPO / "Dockerfile").read_text() if kwargs is None else p.render_dockerfile(**kwargs)
+    result = _hadolint(pk, text, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_hadolint_is_really_checking(pk, tmp_path):
+    # The gate above means something only if hadolint fails a bad file.
+    result = _hadolint(pk, "FROM python\nRUN pip install requests\nUSER root\n", tmp_path)
+    assert result.returncode != 0 and "DL3006" in result.stdout
+
+
+@pytest.mark.parametrize("variant", sorted(p.VARIANTS))
+def test_layer_order_user_and_entrypoint(variant):
+    lines = [l for l in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
+             if l and not l.startswith("#")]
+    index = {l: i for i, l in enumerate(lines)}
+    deps = index["COPY trainer_image/requirements.txt ./requirements.txt"]
+    extra = index["COPY trainer_image/requirements-extra.txt ./requirements-extra.txt"]
+    code = index["COPY trainer_image/trainer/ ./trainer/"]
+    assert deps < extra < code, "dependency layers must come before the code layer"
+    assert lines[-2] == "USER 10001:10001"
+    assert lines[-1] == 'ENTRYPOINT ["python", "-m", "trainer.task"]'
+    base = lines[0].split()[1]
+    assert lines[0].startswith("FROM ") and ":" in base and not base.endswith(":latest")
+
+
+def test_variant_bases_and_tpu_framework_layer():
+    assert p.render_dockerfile("gpu").splitlines()[4] == "FROM tensorflow/tensorflow:2.21.0-gpu"
+    assert "FROM tensorflow/tensorflow:2.21.0\n" in p.render_dockerfile("cpu")
+    tpu = p.render_dockerfile("tpu")
+    assert "tensorflow-tpu==2.20.0" in tpu
+    assert "--find-links https://storage.googleapis.com/libtpu-tf-releases/index.html" in tpu
+    assert "tensorflow-tpu" not in p.render_dockerfile("gpu")
+
+
+def test_digest_pins_the_base():
+    assert f"FROM tensorflow/tensorflow:2.21.0@{DIGEST}\n" in p.render_dockerfile("cpu", base_image_digest=DIGEST)
+    # With a digest the tag may even be omitted.
+    assert f"FROM python@{DIGEST}\n" in p.render_dockerfile("tpu", base_image="python", base_image_digest=DIGEST)
+
+
+def test_unpinned_base_is_refused():
+    for base in ("python", "python:latest"):
+        with pytest.raises(p.UserError) as e:
+            p.render_dockerfile("cpu", base_image=base)
+        assert e.value.exit_code == 2 and "pinned" in str(e.value)
+
+
+def test_rendering_is_pure():
+    assert p.render_dockerfile("tpu", pip_packages=["a==1"]) == p.render_dockerfile("tpu", pip_packages=["a==1"])
