@@ -472,11 +472,12 @@ class _Display:
         self.console.print(self._Text(message, style=style), soft_wrap=True)
 
 
-def _default_console(output_format: str):
+def _default_console():
     from rich.console import Console
 
-    # JSON on stdout is the caller's; everything human goes to stderr then.
-    return Console(stderr=(output_format == "json"), highlight=False)
+    # Replica logs, progress and the summary are diagnostics: stderr, whatever the format, so
+    # stdout stays the caller's (its text summary, or the one JSON object with --output json).
+    return Console(stderr=True, highlight=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,12 +546,14 @@ def run_local(job: dict, spec: Any = None, *, wait: bool = True, console=None,
     interrupted): state is JOB_STATE_SUCCEEDED (exit_code 0), JOB_STATE_FAILED or
     JOB_STATE_CANCELLED (exit_code 1). Raises UserError (before starting anything) when the job
     cannot run here. `wait=False` only turns off the live progress line: a local job is never
-    left running after this returns. With output_format="json" nothing is written to stdout.
+    left running after this returns. Nothing is written to stdout (logs, progress and the
+    summary go to `console`, by default stderr); `output_format` is accepted for callers that
+    pass it and changes nothing else.
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None)
     region = getattr(spec, "region", None)
-    console = console or _default_console(output_format)
+    console = console or _default_console()
 
     pools_of(job)  # validate the shape before touching the file system
     if _references_gcs(job):

@@ -481,8 +481,13 @@ def shell_exports(env: dict[str, str]) -> str:
 def serve_forever(host: str = "127.0.0.1", port: int = 9023, proxy_port: int = 9024,
                   buckets: tuple[str, ...] = (), print_fn=print) -> None:
     """Run the emulator and proxy in the foreground until interrupted (`dev gcs-emulator`)."""
+    import signal
     import time
 
+    def on_term(signum, frame):
+        raise KeyboardInterrupt  # clean stop (the CA's temporary directory is removed)
+
+    signal.signal(signal.SIGTERM, on_term)
     with GcsEmulator(host=host, port=port, proxy_port=proxy_port) as emu:
         for b in buckets:
             emu.create_bucket(b)
