@@ -85,7 +85,7 @@ def _load_json(name: str, text: str) -> dict[str, Any]:
 
 def _checked(cluster: Cluster, source: str) -> Cluster:
     members = cluster.spec.get(cluster.task_type, [])
-    if not 0 <= cluster.task_index < max(len(members), 1):
+    if not 0 <= cluster.task_index < len(members):
         raise ClusterError(f"{source}: task {cluster.task_type}:{cluster.task_index} is not in "
                            f"the cluster {dict(cluster.spec)}")
     return cluster

@@ -1,0 +1,115 @@
+"""Fixtures for the trainer tests: small TFRecord data sets and a subprocess runner.
+
+Training runs in subprocesses (`python -m trainer.task`), as the container and the local runner
+run it: TensorFlow's runtime settings (logical CPUs, threads, strategy) are per process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PYTHON = sys.executable
+# Two cores are shared with other test runs: keep every trainer process small.
+THREAD_FLAGS = ["--intra-op-threads=2", "--inter-op-threads=2", "--data-threads=2"]
+
+
+def trainer_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CLUSTER_SPEC", "TF_CONFIG", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR",
+                        "AIP_TENSORBOARD_LOG_DIR")}
+    env.update({"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": ""})
+    env.update(extra)
+    return env
+
+
+def dirs(base: Path) -> list[str]:
+    return [f"--model-dir={base}/model/", f"--checkpoint-dir={base}/checkpoints/",
+            f"--tensorboard-dir={base}/logs/"]
+
+
+def start_trainer(args: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
+    return subprocess.Popen([PYTHON, "-m", "trainer.task", *args, *THREAD_FLAGS],
+                            env=env or trainer_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def run_trainer(args: list[str], env: dict[str, str] | None = None, timeout: float = 180,
+                threads: bool = True) -> subprocess.CompletedProcess:
+    cmd = [PYTHON, "-m", "trainer.task", *args, *(THREAD_FLAGS if threads else [])]
+    return subprocess.run(cmd, env=env or trainer_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def read_metrics(base: Path) -> dict:
+    return json.loads((base / "metrics.json").read_text())
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def kill_all(procs) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+@pytest.fixture(scope="session")
+def synth_data(tmp_path_factory) -> Path:
+    """128 train / 32 eval random 24x24 JPEGs in 4 classes, 4 + 1 shards."""
+    from trainer import datagen
+
+    out = tmp_path_factory.mktemp("synth")
+    datagen.synthesize(str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1,
+                       eval_examples=32)
+    return out
+
+
+@pytest.fixture(scope="session")
+def digits_data(tmp_path_factory) -> Path:
+    """scikit-learn's bundled 8x8 digits as PNG TFRecords: train (first 1500) and validation."""
+    import numpy as np
+    import tensorflow as tf
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    from trainer import datagen
+
+    out = tmp_path_factory.mktemp("digits")
+    digits = load_digits()
+    images = np.clip(digits.images * 16, 0, 255).astype(np.uint8)
+    order = np.random.default_rng(0).permutation(len(images))
+    splits = {"train": order[:1500], "validation": order[1500:]}
+    for split, idx in splits.items():
+        shards = 3 if split == "train" else 1
+        for s in range(shards):
+            part = idx[s::shards]
+            with tf.io.TFRecordWriter(datagen.shard_name(str(out), split, s, shards)) as w:
+                for i in part:
+                    buf = io.BytesIO()
+                    Image.fromarray(images[i]).convert("RGB").save(buf, format="PNG")
+                    w.write(datagen.encode_example(buf.getvalue(), int(digits.target[i]),
+                                                   height=8, width=8, image_format="PNG"))
+    return out
