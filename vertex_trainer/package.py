@@ -1103,7 +1103,7 @@ def run_cloud_build(project: str, region: str, request: dict, *, log: Log,
     log(f"cloud-build: build {build_id} created" + (f"; logs: {log_url}" if log_url else ""))
     url = f"{endpoint}/v1/{parent}/builds/{build_id}"
     deadline = time.monotonic() + _duration_s(request.get("timeout", "3600s")) + 600
-    delay, last_state = 0.25, None
+    delay, last_state = 0.1, None
     while True:
         status = build.get("status", "STATUS_UNKNOWN")
         steps = build.get("steps") or []
@@ -1192,7 +1192,7 @@ def ensure_artifact(spec: Any, builder: str | None = None, dry_run: bool = False
 
     With dry_run nothing is touched (no network, no subprocess): the result carries the plan.
     `builder` overrides image.builder; `trainer_dir` replaces the bundled trainer package."""
-    log = log or (lambda _msg: None)
+    log = log if log is not None else (lambda _msg: None)
     plan = plan_build(spec, builder, trainer_dir=trainer_dir)
     if plan is None:
         artifact = _make_artifact(_image(spec).uri)

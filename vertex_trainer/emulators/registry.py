@@ -31,6 +31,7 @@ class FakeRegistry:
     host: str = "127.0.0.1"
     port: int = 0
     token: str | None = None
+    access_token: str | None = None  # the OAuth token /v2/token accepts (None: any)
     manifests: dict[str, str] = field(default_factory=dict)    # "path:tag" -> digest
     requests: list[RegistryRequest] = field(default_factory=list)
 
@@ -88,8 +89,9 @@ class FakeRegistry:
                     auth = self.headers.get("Authorization", "")
                     if not auth.startswith("Basic "):
                         return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
-                    user = base64.b64decode(auth[6:]).decode().split(":", 1)[0]
-                    if user != "oauth2accesstoken":
+                    user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
+                    if user != "oauth2accesstoken" or (
+                            registry.access_token is not None and password != registry.access_token):
                         return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
                     return self._send(200, {"token": registry.token})
                 self._manifest()
@@ -122,7 +124,8 @@ class FakeRegistry:
 
         self._server = ThreadingHTTPServer((self.host, self.port), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
         return self
 
     def stop(self) -> None:

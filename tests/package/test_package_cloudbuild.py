@@ -1,0 +1,164 @@
+"""Cloud Build and the registry check, over loopback: the staging upload lands in
+gcp-storage-emulator, the create-build request reaches the fake Cloud Build REST API through the
+packager's real HTTP client, and a successful build's tag is found (and reused) next time."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+
+import pytest
+
+from vertex_trainer import package as p
+
+pytestmark = pytest.mark.wire
+
+
+def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, cloudbuild, storage, registry, log, pk):
+    spec = make_spec()
+    result = p.ensure_artifact(spec, log=log, trainer_dir=trainer_dir)
+    plan = p.plan_build(spec, trainer_dir=trainer_dir)
+
+    assert (result.action, result.built, result.pushed) == ("built", True, True)
+    assert result.image == plan.target == f"{pk.REPOSITORY}:{plan.tag}"
+    assert result.artifact.image_uri == result.image and result.artifact.package_uris == ()
+
+    # The staging upload is in the emulator: <output_dir>/staging/contexts/<tag>.tar.gz
+    obj = f"runs/pkg-test/staging/contexts/{plan.tag}.tar.gz"
+    assert result.source_uri == f"gs://{pk.BUCKET}/{obj}"
+    uploaded = storage.bucket(pk.BUCKET).blob(obj).download_as_bytes()
+    assert uploaded == p.archive_bytes(plan, spec)
+
+    # One create request, carrying that object and the content-hash tag.
+    (create,) = cloudbuild.creates
+    assert create.path == f"/v1/projects/{pk.PROJECT}/locations/{pk.REGION}/builds"
+    body = create.body
+    assert body["source"] == {"storageSource": {"bucket": pk.BUCKET, "object": obj}}
+    assert body["images"] == [result.image]
+    assert body["steps"] == [{"name": "gcr.io/cloud-builders/docker",
+                              "args": ["build", "--platform", "linux/amd64", "--tag", result.image, "."]}]
+    assert body["timeout"] == "3600s"
+    # The fake fetched the very bytes that were uploaded, and found the Dockerfile in them.
+    (fetched,) = cloudbuild.sources.values()
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(fetched))) as tar:
+        assert tar.extractfile("Dockerfile").read().decode() == p.render_dockerfile("gpu")
+
+    # Progress was shown, and the log URL reported.
+    assert result.log_url and result.log_url.startswith("https://console.cloud.google.com/cloud-build/builds")
+    text = "\n".join(log)
+    for needle in ("uploading the context", "created", "QUEUED", "WORKING (step 1/1", "SUCCESS"):
+        assert needle in text
+    assert registry.has(result.image)
+
+
+def test_the_request_is_a_valid_cloudbuild_v1_build(make_spec, trainer_dir, cloudbuild):
+    cloudbuild_v1 = pytest.importorskip("google.cloud.devtools.cloudbuild_v1")
+    p.ensure_artifact(make_spec(), trainer_dir=trainer_dir)
+    body = cloudbuild.creates[0].body
+    # Strict parse: an unknown or misspelled field raises.
+    build = cloudbuild_v1.Build.from_json(json.dumps(body), ignore_unknown_fields=False)
+    assert build.source.storage_source.object_.endswith(".tar.gz")
+    assert list(build.images) == body["images"]
+    assert build.timeout.total_seconds() == 3600
+
+
+def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_dir, cloudbuild, storage, log):
+    spec = make_spec()
+    first = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    objects_before = sorted(b.name for b in storage.list_blobs("test-staging"))
+    second = p.ensure_artifact(spec, log=log, trainer_dir=trainer_dir)
+    assert (second.action, second.built, second.pushed) == ("reused", False, False)
+    assert second.image == first.image and second.reused
+    assert len(cloudbuild.creates) == 1
+    assert sorted(b.name for b in storage.list_blobs("test-staging")) == objects_before
+    assert "reused" in second.summary() and any("exists" in line for line in log)
+    assert {k: second.to_json()[k] for k in ("image", "built", "pushed", "context_hash")} == {
+        "image": first.image, "built": False, "pushed": False, "context_hash": first.context_hash}
+
+
+def test_a_trainer_change_builds_a_new_tag(make_spec, trainer_dir, cloudbuild):
+    spec = make_spec()
+    first = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    (trainer_dir / "task.py").write_text("print('v2')\n")
+    second = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    assert second.built and second.image != first.image
+    assert [c.body["images"][0] for c in cloudbuild.creates] == [first.image, second.image]
+
+
+def test_a_failed_build_is_exit_3_with_the_log_url(make_spec, trainer_dir, cloudbuild, registry):
+    cloudbuild.fail_with = "step 0: pip install exited 1"
+    with pytest.raises(p.BuildFailed) as e:
+        p.ensure_artifact(make_spec(), trainer_dir=trainer_dir)
+    assert e.value.exit_code == 3
+    assert "FAILURE" in str(e.value) and "pip install exited 1" in str(e.value)
+    assert "https://console.cloud.google.com/cloud-build/builds" in e.value.hint
+    assert registry.manifests == {}
+
+
+def test_custom_context_builds_through_cloud_build(make_spec, tmp_path, cloudbuild, pk):
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM python:3.11.13-slim-bookworm\n")
+    spec = make_spec(repository=f"{pk.REPOSITORY}-custom", context=str(ctx))
+    result = p.ensure_artifact(spec)
+    assert result.built and result.image.startswith(f"{pk.REPOSITORY}-custom:")
+    names = tarfile.open(fileobj=io.BytesIO(gzip.decompress(next(iter(cloudbuild.sources.values()))))).getnames()
+    assert sorted(names) == [".vertex-trainer", ".vertex-trainer/spec.yaml", "Dockerfile"]
+
+
+def test_missing_staging_bucket_is_a_service_error(make_spec, trainer_dir, cloudbuild):
+    spec = make_spec(repository="us-central1-docker.pkg.dev/test-project/training/trainer",
+                     staging_bucket="gs://no-such-bucket/x")
+    with pytest.raises(p.ServiceError) as e:
+        p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    assert "no-such-bucket" in str(e.value) and e.value.exit_code == 3
+    assert cloudbuild.creates == []
+
+
+def test_cloud_build_needs_a_staging_location(make_spec, trainer_dir, cloudbuild):
+    data_spec = make_spec().model_copy(update={"output_dir": "/tmp/local-out"})
+    with pytest.raises(p.UserError) as e:
+        p.ensure_artifact(data_spec, trainer_dir=trainer_dir)
+    assert "image.staging_bucket" in str(e.value) and e.value.exit_code == 2
+    assert cloudbuild.requests == []
+
+
+def test_dry_run_touches_nothing(make_spec, trainer_dir, no_network):
+    result = p.ensure_artifact(make_spec(), dry_run=True, trainer_dir=trainer_dir)
+    assert result.action == "planned" and not result.built and not result.pushed
+    out = result.to_json()
+    assert out["dry_run"] is True and out["builder"] == "cloud-build"
+    assert [f["path"] for f in out["files"]][:2] == [".dockerignore", "Dockerfile"]
+    assert out["size"] == sum(f["size"] for f in out["files"])
+    assert no_network == []
+
+
+# -- the registry check ---------------------------------------------------------------------
+
+def test_registry_check_head_manifest(registry):
+    image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
+    assert p.registry_tag_exists(image) is False
+    registry.add(image)
+    assert p.registry_tag_exists(image) is True
+    heads = [r for r in registry.requests if r.method == "HEAD"]
+    assert heads[-1].path == "/v2/test-project/training/trainer/manifests/abc123"
+    assert "application/vnd.oci.image.index.v1+json" in heads[-1].headers["Accept"]
+
+
+def test_registry_token_challenge_is_answered(registry):
+    registry.token = "registry-scoped-token"
+    image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
+    registry.add(image)
+    assert p.registry_tag_exists(image, token="oauth-access-token") is True
+    token_calls = [r for r in registry.requests if r.path.startswith("/v2/token")]
+    assert len(token_calls) == 1 and "scope=repository%3Atest-project%2Ftraining%2Ftrainer%3Apull" in token_calls[0].path
+    assert registry.requests[-1].headers["Authorization"] == "Bearer registry-scoped-token"
+
+
+def test_registry_refusal_is_a_service_error(registry):
+    registry.token, registry.access_token = "registry-scoped-token", "good-oauth-token"
+    with pytest.raises(p.ServiceError) as e:
+        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:x", token="bad")
+    assert "refused" in str(e.value) and "artifactregistry.reader" in e.value.hint
