@@ -1193,6 +1193,15 @@ def ensure_artifact(spec: Any, builder: str | None = None, dry_run: bool = False
     With dry_run nothing is touched (no network, no subprocess): the result carries the plan.
     `builder` overrides image.builder; `trainer_dir` replaces the bundled trainer package."""
     log = log if log is not None else (lambda _msg: None)
+    result = _ensure(spec, builder, dry_run, log, trainer_dir)
+    if result.action in ("built", "reused"):
+        # submit relays this line: the user sees which tag runs and whether it was built or reused.
+        log(f"package: {result.summary()}")
+    return result
+
+
+def _ensure(spec: Any, builder: str | None, dry_run: bool, log: Log,
+            trainer_dir: Path | None) -> PackageResult:
     plan = plan_build(spec, builder, trainer_dir=trainer_dir)
     if plan is None:
         artifact = _make_artifact(_image(spec).uri)

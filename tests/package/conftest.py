@@ -43,7 +43,8 @@ def trainer_dir(tmp_path) -> Path:
 
 
 def spec_data(**image) -> dict:
-    image = image or {"repository": REPOSITORY}
+    if not any(image.get(k) for k in ("uri", "repository", "python_package")):
+        image = {"repository": REPOSITORY, **image}
     return {
         "name": "pkg-test",
         "project": PROJECT,

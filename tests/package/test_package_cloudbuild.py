@@ -162,3 +162,39 @@ def test_registry_refusal_is_a_service_error(registry):
     with pytest.raises(p.ServiceError) as e:
         p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:x", token="bad")
     assert "refused" in str(e.value) and "artifactregistry.reader" in e.value.hint
+
+
+def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, registry, monkeypatch, capsys):
+    """`vertex-trainer submit` on a spec that names image.repository: build, then create the job
+    with that exact tag; the second submit reuses the image and says so."""
+    from vertex_trainer import cli
+    from vertex_trainer.emulators.vertex import FakeVertex
+
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM python:3.11.13-slim-bookworm\nCOPY app.py /app.py\n")
+    (ctx / "app.py").write_text("print('hi')\n")
+    spec = tmp_path / "job.yaml"
+    import yaml
+    spec.write_text(yaml.safe_dump(pk.spec_data(repository=pk.REPOSITORY, context=str(ctx))))
+
+    def submit():
+        try:
+            cli.main(["submit", str(spec), "--output", "json"])
+        except SystemExit as exc:
+            assert exc.code in (0, None)
+        return capsys.readouterr()
+
+    with FakeVertex() as vertex:
+        monkeypatch.setenv("VERTEX_TRAINER_API_ENDPOINT", vertex.url)
+        out1, err1 = submit()
+        out2, err2 = submit()
+        images = [job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"]
+                  for job in vertex.jobs.values()]
+    first, second = json.loads(out1), json.loads(out2)
+    (create,) = cloudbuild.creates
+    tag = create.body["images"][0]
+    assert first["image"] == second["image"] == tag and tag.startswith(pk.REPOSITORY + ":")
+    assert images == [tag, tag]
+    assert "built and pushed with cloud-build" in err1
+    assert "reused: already in the registry" in err2
