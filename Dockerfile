@@ -16,6 +16,9 @@ RUN groupadd --system --gid 10001 trainer \
 
 WORKDIR /opt/trainer
 
+# The framework layer (gpu): changes only when the variant's pins change.
+RUN python -m pip install --no-cache-dir --no-deps tf-keras==2.21.0
+
 # Dependencies before code: editing the trainer rebuilds only the small code layer below.
 COPY trainer_image/requirements.txt ./requirements.txt
 RUN python -m pip install --no-cache-dir -r requirements.txt

@@ -68,29 +68,43 @@ class Variant:
 
     name: str
     base_image: str
-    # Installed in their own layer before the trainer's requirements (empty: the base has TF).
+    # The framework layer, before the trainer's requirements: TensorFlow itself when the base
+    # lacks it, then tf-keras matched to that TensorFlow. tf-keras goes in with --no-deps: it
+    # names the `tensorflow` distribution, which would pull a second TensorFlow next to
+    # tensorflow-tpu (the same reason the Makefile installs it that way).
     framework_requirements: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
-    # Prebuilt Vertex AI training image for image.python_package (without the region mirror).
+    keras_requirement: str = "tf-keras==2.21.0"
+    # Prebuilt Vertex AI training image for image.python_package (without the region mirror),
+    # and the tf-keras matching its TensorFlow.
     executor: str | None = None
+    executor_keras: str | None = None
 
 
 VARIANTS: dict[str, Variant] = {
     # Official TF image: TF 2.21.0 (the version the trainer is tested with, FACTS.md) with the CUDA
     # 12 / cuDNN libraries it was built against, Python 3.11.
     "gpu": Variant("gpu", "tensorflow/tensorflow:2.21.0-gpu",
-                   executor="vertex-ai/training/tf-gpu.2-17.py310:latest"),
+                   executor="vertex-ai/training/tf-gpu.2-17.py310:latest",
+                   executor_keras="tf-keras==2.17.0"),
     # Same TF release without CUDA: a much smaller image for CPU machines.
     "cpu": Variant("cpu", "tensorflow/tensorflow:2.21.0",
-                   executor="vertex-ai/training/tf-cpu.2-17.py310:latest"),
+                   executor="vertex-ai/training/tf-cpu.2-17.py310:latest",
+                   executor_keras="tf-keras==2.17.0"),
     # TPU VMs need the TPU build of TF and its matching libtpu, published on the libtpu-tf index;
-    # tensorflow-tpu 2.20.0 is the newest on PyPI. Python 3.11 to match the GPU/CPU images.
-    # No executor: Vertex AI's newest prebuilt TF TPU training image (tf-tpu.2-15) is past its
-    # end of availability, so python_package on TPU needs an explicit image.executor_image.
+    # tensorflow-tpu 2.20.0 is the newest on PyPI, so tf-keras follows it (2.20.1). Python 3.11
+    # to match the GPU/CPU images. No executor: Vertex AI's newest prebuilt TF TPU training image
+    # (tf-tpu.2-15) is past its end of availability; python_package on TPU needs
+    # image.executor_image.
     "tpu": Variant("tpu", "python:3.11.13-slim-bookworm",
                    framework_requirements=("tensorflow-tpu==2.20.0",),
-                   find_links=("https://storage.googleapis.com/libtpu-tf-releases/index.html",)),
+                   find_links=("https://storage.googleapis.com/libtpu-tf-releases/index.html",),
+                   keras_requirement="tf-keras==2.20.1"),
 }
+# Requirement names the framework layer owns; lines naming them in the trainer's requirements
+# are left to the image (or the executor image) so the variant's pins win.
+_FRAMEWORK_NAMES = re.compile(r"^(tensorflow|tensorflow-cpu|tensorflow-gpu|tensorflow-tpu|tf-nightly|"
+                              r"tf-keras|tf_keras)\b", re.IGNORECASE)
 
 BUILDERS = ("cloud-build", "docker")
 DEFAULT_BUILDER = "cloud-build"
@@ -618,7 +632,8 @@ def render_dockerfile(variant: str = "gpu", *, base_image: str | None = None,
     reqs = [validate_requirement(f"image.pip_packages[{i}]", r) for i, r in enumerate(pip_packages)]
     return _template("Dockerfile.j2").render(
         variant=v.name, base_image=base, framework_requirements=list(v.framework_requirements),
-        find_links=list(v.find_links), extra_requirements=bool(reqs))
+        find_links=list(v.find_links), keras_requirement=v.keras_requirement,
+        extra_requirements=bool(reqs))
 
 
 def render_dockerignore() -> str:
@@ -705,14 +720,15 @@ def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
     return sorted(entries, key=lambda e: e.name), str(root)
 
 
-def _sdist_entries(trainer_dir: Path, pip_packages: list[str]) -> list[ContextEntry]:
+def _sdist_entries(trainer_dir: Path, pip_packages: list[str],
+                   executor_keras: str | None) -> list[ContextEntry]:
     ignore = DockerIgnore(render_dockerignore())
     code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
     requirements = [r for r in _requirement_lines(trainer_requirements_file(trainer_dir).read_text())
                     # The executor image brings TensorFlow itself; reinstalling it would replace
                     # the image's accelerator build with a generic wheel.
-                    if not re.match(r"^(tensorflow|tensorflow-cpu|tensorflow-gpu|tf-nightly)\b", r)]
-    deps = requirements + pip_packages
+                    if not _FRAMEWORK_NAMES.match(r)]
+    deps = ([executor_keras] if executor_keras else []) + requirements + pip_packages
     pyproject = (
         "[build-system]\n"
         'requires = ["setuptools>=61"]\n'
@@ -746,7 +762,11 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
                     for i, r in enumerate(_get(image, "pip_packages") or ())]
     if _get(image, "python_package"):
         tdir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
-        entries = _sdist_entries(tdir, pip_packages)
+        variant = VARIANTS[resolve_variant(spec)]
+        # tf-keras matched to the default executor's TensorFlow; with an image of your own,
+        # bring tf-keras in it (or in image.pip_packages).
+        keras = None if _get(image, "executor_image") else variant.executor_keras
+        entries = _sdist_entries(tdir, pip_packages, keras)
         context_hash = hash_entries(entries)
         bucket, prefix = staging_location(spec)
         tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]

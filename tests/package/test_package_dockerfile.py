@@ -58,7 +58,9 @@ def test_layer_order_user_and_entrypoint(variant):
     lines = [l for l in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
              if l and not l.startswith("#")]
     index = {l: i for i, l in enumerate(lines)}
+    framework = next(i for i, l in enumerate(lines) if "--no-deps tf-keras" in l)
     deps = index["COPY trainer_image/requirements.txt ./requirements.txt"]
+    assert framework < deps
     extra = index["COPY trainer_image/requirements-extra.txt ./requirements-extra.txt"]
     code = index["COPY trainer_image/trainer/ ./trainer/"]
     assert deps < extra < code, "dependency layers must come before the code layer"
@@ -75,6 +77,9 @@ def test_variant_bases_and_tpu_framework_layer():
     assert "tensorflow-tpu==2.20.0" in tpu
     assert "--find-links https://storage.googleapis.com/libtpu-tf-releases/index.html" in tpu
     assert "tensorflow-tpu" not in p.render_dockerfile("gpu")
+    # tf-keras matches each variant's TensorFlow, without dragging in a second TensorFlow.
+    assert "--no-deps tf-keras==2.20.1" in tpu
+    assert "--no-deps tf-keras==2.21.0" in p.render_dockerfile("gpu")
 
 
 def test_digest_pins_the_base():

@@ -32,9 +32,10 @@ def test_sdist_is_uploaded_and_rendered_as_python_package_spec(make_spec, traine
         assert "vertex_trainer_task-1.0/PKG-INFO" in names
         assert "vertex_trainer_task-1.0/.vertex-trainer/spec.yaml" in names
         pyproject = tar.extractfile("vertex_trainer_task-1.0/pyproject.toml").read().decode()
-    # The executor image brings TensorFlow; the trainer's other pins come along.
-    assert '"tf-keras==2.21.0"' in pyproject and '"Pillow>=10"' in pyproject
-    assert "tensorflow-cpu" not in pyproject
+    # The executor image brings TensorFlow (2.17); tf-keras is matched to it, the trainer's other
+    # pins come along, its TF-family pins do not.
+    assert '"tf-keras==2.17.0"' in pyproject and '"Pillow>=10"' in pyproject
+    assert "tensorflow-cpu" not in pyproject and "2.21.0" not in pyproject
 
     job = render.custom_job(spec, result.artifact)
     pool = job["jobSpec"]["workerPoolSpecs"][0]
