@@ -61,6 +61,7 @@ class TrainConfig:
     gcs_read_block_mb: int = 16
     data_threads: int = 0
     deterministic: bool = False
+    sync_batch_norm: bool = False
     strategy: str = "auto"
     cpu_replicas: int = 1
     jit_compile: str = "auto"
@@ -135,6 +136,7 @@ def _parser() -> _Parser:
         help="GCS_READ_CACHE_BLOCK_SIZE_MB per open gs:// file (bounds host memory)")
     add("data-threads", type=int, default=0, help="tf.data private threadpool size; 0 = cores")
     flag("deterministic", "reproducible input order (slower)")
+    flag("sync-batch-norm", "all-reduce batch-norm statistics across replicas (tiny-cnn only)")
     add("strategy", default="auto", choices=STRATEGIES)
     add("cpu-replicas", type=int, default=1, help="split the CPU into N replicas (tests, demos)")
     add("jit-compile", default="auto", choices=("auto", "true", "false"),
@@ -194,6 +196,8 @@ def _validate(cfg: TrainConfig) -> None:
         raise UsageError(f"--eval-crop-fraction must be in (0, 1], got {cfg.eval_crop_fraction}")
     if cfg.num_classes < 2:
         raise UsageError(f"--num-classes must be >= 2, got {cfg.num_classes}")
+    if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
+        raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")
     if cfg.weight_decay < 0 or cfg.momentum < 0:
         raise UsageError("--weight-decay and --momentum must be >= 0")
 

@@ -67,9 +67,14 @@ def list_files(patterns: str) -> list[str]:
     return files
 
 
-def count_records(files: list[str]) -> int:
+def count_records(files: list[str], *, skip_corrupt: bool = False) -> int:
     """Number of records in `files` (reads them all: pass --steps-per-epoch to avoid it)."""
-    ds = tf.data.TFRecordDataset(files, num_parallel_reads=min(len(files), 16))
+    def read(filename):
+        records = tf.data.TFRecordDataset(filename)
+        return records.ignore_errors() if skip_corrupt else records
+
+    ds = tf.data.Dataset.from_tensor_slices(files).interleave(
+        read, cycle_length=min(len(files), 16), num_parallel_calls=AUTOTUNE, deterministic=False)
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
 
 

@@ -22,15 +22,17 @@ _SELF_RESCALING = {"efficientnet-b0", "efficientnet-b1", "convnext-tiny"}
 MODELS = ("tiny-cnn",) + tuple(_APPLICATIONS)
 
 
-def build_model(name: str, *, num_classes: int, image_size: int):
+def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm: bool = False):
     """The classifier `name` (see MODELS), built under the current dtype policy and strategy."""
     from trainer._keras import keras
 
     layers = keras.layers
     inputs = keras.Input(shape=(image_size, image_size, 3), dtype="uint8", name="image")
     if name == "tiny-cnn":
-        features = _tiny_cnn(layers, _rescale(layers, inputs))
+        features = _tiny_cnn(layers, _rescale(layers, inputs), sync_batch_norm)
     elif name in _APPLICATIONS:
+        if sync_batch_norm:
+            raise ValueError(f"--sync-batch-norm is only implemented for tiny-cnn, not {name}")
         if name in _SELF_RESCALING:  # cast only: these rescale 0..255 themselves
             x = layers.Rescaling(1.0, name="to_float")(inputs)
         else:
@@ -50,11 +52,15 @@ def _rescale(layers, x):
     return layers.Rescaling(1.0 / 127.5, offset=-1.0, name="rescale")(x)
 
 
-def _tiny_cnn(layers, x):
-    """Three conv/BN/ReLU blocks and global pooling: fast on a CPU, still learns small images."""
+def _tiny_cnn(layers, x, sync_batch_norm: bool = False):
+    """Three conv/BN/ReLU blocks and global pooling: fast on a CPU, still learns small images.
+
+    With `sync_batch_norm`, batch statistics are all-reduced across replicas, which makes a
+    multi-replica step compute exactly what one replica with the global batch computes.
+    """
     for i, (filters, stride) in enumerate([(16, 1), (32, 2), (64, 2)]):
         x = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False,
                           name=f"conv{i}")(x)
-        x = layers.BatchNormalization(name=f"bn{i}")(x)
+        x = layers.BatchNormalization(synchronized=sync_batch_norm, name=f"bn{i}")(x)
         x = layers.ReLU(name=f"relu{i}")(x)
     return layers.GlobalAveragePooling2D(name="pool")(x)

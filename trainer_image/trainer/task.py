@@ -87,16 +87,15 @@ def run(cfg: TrainConfig) -> dict:
 
     train_files = data.list_files(cfg.train_data)
     eval_files = data.list_files(cfg.eval_data) if cfg.eval_data else []
-    steps_per_epoch = cfg.steps_per_epoch
-    if not steps_per_epoch:
-        examples = cfg.train_examples
-        if not examples:
-            log(f"counting records in {len(train_files)} train files "
-                "(pass --steps-per-epoch or --train-examples to skip this)")
-            examples = data.count_records(train_files)
-        steps_per_epoch = examples // cfg.batch_size
-        if steps_per_epoch < 1:
-            raise data.DataError(f"{examples} train examples make no full batch of {cfg.batch_size}")
+    train_cfg = data.PipelineConfig(
+        image_size=cfg.image_size, num_classes=cfg.num_classes, training=True,
+        label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
+        augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
+        shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
+        deterministic=cfg.deterministic, threads=cfg.data_threads)
+    eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
+    with data_errors(train_files + eval_files, train_cfg):
+        steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
     spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
     total_steps = steps_per_epoch * cfg.epochs
     peak_lr = schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size)
@@ -104,13 +103,6 @@ def run(cfg: TrainConfig) -> dict:
     if warmup_steps >= total_steps:
         warmup_steps = total_steps // 2
         log(f"warmup longer than training: warming up over {warmup_steps} steps instead")
-    eval_steps = cfg.eval_steps
-    if eval_files and not eval_steps:
-        examples = cfg.eval_examples or data.count_records(eval_files)
-        eval_steps = examples // cfg.batch_size
-        if eval_steps < 1:
-            raise data.DataError(f"{examples} eval examples make no full batch of {cfg.batch_size}; "
-                                 "use a smaller --batch-size or more eval data")
     jit = {"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu")
 
     resolved = {
@@ -127,13 +119,6 @@ def run(cfg: TrainConfig) -> dict:
     if info.is_chief:
         write_json(join(base_dir, "trainer_config.json"), resolved)
 
-    train_cfg = data.PipelineConfig(
-        image_size=cfg.image_size, num_classes=cfg.num_classes, training=True,
-        label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
-        augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
-        shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
-        deterministic=cfg.deterministic, threads=cfg.data_threads)
-    eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
     skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
 
     def input_fn(files, pipeline_cfg, repeat):
@@ -150,7 +135,8 @@ def run(cfg: TrainConfig) -> dict:
                if eval_files else None)
 
     with strat.scope():
-        model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size)
+        model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size,
+                            sync_batch_norm=cfg.sync_batch_norm)
         schedule = schedules.WarmupCosineDecay(peak_lr, warmup_steps, total_steps)
         optimizer = schedules.make_optimizer(cfg.optimizer, schedule, momentum=cfg.momentum,
                                              weight_decay=cfg.weight_decay)
@@ -225,6 +211,30 @@ def run(cfg: TrainConfig) -> dict:
     else:
         log("done (not the chief: the model and metrics are written by the chief)")
     return metrics
+
+
+def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str]) -> tuple[int, int]:
+    """(train steps per epoch, eval steps) from the flags, else from counting the records."""
+    from trainer import data
+
+    steps_per_epoch = cfg.steps_per_epoch
+    if not steps_per_epoch:
+        examples = cfg.train_examples
+        if not examples:
+            log(f"counting records in {len(train_files)} train files "
+                "(pass --steps-per-epoch or --train-examples to skip this)")
+            examples = data.count_records(train_files, skip_corrupt=cfg.skip_corrupt)
+        steps_per_epoch = examples // cfg.batch_size
+        if steps_per_epoch < 1:
+            raise data.DataError(f"{examples} train examples make no full batch of {cfg.batch_size}")
+    eval_steps = cfg.eval_steps
+    if eval_files and not eval_steps:
+        examples = cfg.eval_examples or data.count_records(eval_files, skip_corrupt=cfg.skip_corrupt)
+        eval_steps = examples // cfg.batch_size
+        if eval_steps < 1:
+            raise data.DataError(f"{examples} eval examples make no full batch of {cfg.batch_size}; "
+                                 "use a smaller --batch-size or more eval data")
+    return steps_per_epoch, eval_steps
 
 
 def make_loss(num_classes: int, label_smoothing: float):

@@ -1,0 +1,185 @@
+"""End-to-end runs of `python -m trainer.task` on CPU: export, metrics, learning, replicas,
+multi-worker, preemption and resume, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import (dirs, free_ports, kill_all, read_metrics, run_trainer, start_trainer,
+                      trainer_env)
+
+METRIC_KEYS = {"global_batch_size", "learning_rate", "precision", "steps_per_execution", "steps",
+               "epochs", "train_examples_per_sec", "final_train_loss", "eval_accuracy", "replicas"}
+PROGRESS = re.compile(r"^progress epoch=(\d+)/(\d+) step=(\d+)/(\d+) examples_per_sec=([\d.]+) loss=([\d.]+)")
+
+
+def tiny_args(data: Path, **over) -> list[str]:
+    flags = {"model": "tiny-cnn", "train-data": f"{data}/train-*", "eval-data": f"{data}/validation-*",
+             "num-classes": 4, "image-size": 16, "epochs": 2, "batch-size": 16, "learning-rate": 0.1,
+             "base-batch-size": 16, "warmup-epochs": 0.5}
+    flags.update({k.replace("_", "-"): v for k, v in over.items()})
+    return [f"--{k}={v}" for k, v in flags.items() if v is not None]
+
+
+@pytest.mark.trainer
+def test_tiny_cnn_end_to_end(synth_data, tmp_path):
+    result = run_trainer(tiny_args(synth_data) + dirs(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    progress = [PROGRESS.match(line) for line in result.stdout.splitlines() if line.startswith("progress ")]
+    assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [("1", "2", "8", "8"), ("2", "2", "8", "8")]
+    assert f"exported model to {tmp_path}/model/" in result.stdout
+
+    metrics = read_metrics(tmp_path)
+    assert METRIC_KEYS <= metrics.keys()
+    assert all(metrics[k] is not None for k in METRIC_KEYS)
+    assert metrics["global_batch_size"] == 16 and metrics["steps"] == 16 and metrics["epochs"] == 2
+    assert metrics["steps_per_execution"] == 8 and metrics["replicas"] == 1
+    assert metrics["precision"] == "float32" and metrics["train_examples_per_sec"] > 0
+    assert 0.0 <= metrics["eval_accuracy"] <= 1.0 and metrics["final_train_loss"] > 0
+    config = json.loads((tmp_path / "trainer_config.json").read_text())
+    assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
+    assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
+
+    # The export is a SavedModel that classifies uint8 images with float32 probabilities.
+    check = ("import sys, numpy as np, tensorflow as tf; m = tf.saved_model.load(sys.argv[1]); "
+             "f = m.signatures['serving_default']; "
+             "out = list(f(tf.zeros([2, 16, 16, 3], tf.uint8)).values())[0]; "
+             "print(out.shape, out.dtype.name, float(tf.reduce_sum(out)))")
+    out = subprocess.run([__import__("sys").executable, "-c", check, str(tmp_path / "model")],
+                         capture_output=True, text=True, env=trainer_env(), timeout=60)
+    assert out.stdout.split()[:3] == ["(2,", "4)", "float32"], out.stderr
+    assert float(out.stdout.split()[-1]) == pytest.approx(2.0, abs=1e-4)
+
+
+@pytest.mark.trainer
+def test_learns_sklearn_digits(digits_data, tmp_path):
+    args = tiny_args(digits_data, num_classes=10, epochs=10, batch_size=50, base_batch_size=50,
+                     learning_rate=0.1, warmup_epochs=1, augment="none", eval_crop_fraction=1.0,
+                     weight_decay=0)
+    result = run_trainer(args + dirs(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    metrics = read_metrics(tmp_path)
+    assert metrics["eval_accuracy"] >= 0.9, metrics
+    assert metrics["eval_examples"] == 250
+
+
+@pytest.mark.trainer
+def test_two_replicas_with_steps_per_execution_match_one_replica(synth_data, tmp_path):
+    common = dict(epochs=1, steps_per_epoch=8, steps_per_execution=4, augment="none",
+                  deterministic="true", eval_data=None, weight_decay=0)
+    runs = {"one": {}, "two": {"cpu_replicas": 2}, "two-sync": {"cpu_replicas": 2, "sync_batch_norm": "true"}}
+    metrics = {}
+    for name, extra in runs.items():
+        result = run_trainer(tiny_args(synth_data, **common, **extra) + dirs(tmp_path / name))
+        assert result.returncode == 0, result.stdout + result.stderr
+        metrics[name] = read_metrics(tmp_path / name)
+    assert [m["replicas"] for m in metrics.values()] == [1, 2, 2]
+    assert metrics["two"]["strategy"] == "mirrored" and metrics["two"]["steps_per_execution"] == 4
+    losses = {name: m["final_train_loss"] for name, m in metrics.items()}
+    # Same data order and initial weights. With batch statistics all-reduced, two replicas
+    # compute what one does with the global batch; with per-replica batch norm (the default,
+    # as for ResNet-50) each replica normalises over half the batch, so the loss differs a bit.
+    assert losses["two-sync"] == pytest.approx(losses["one"], rel=1e-4), losses
+    assert losses["two"] == pytest.approx(losses["one"], rel=0.2), losses
+
+
+@pytest.mark.trainer
+def test_two_workers_multi_worker_mirrored(synth_data, tmp_path):
+    p0, p1 = free_ports(2)
+    procs = []
+    try:
+        for pool in ("workerpool0", "workerpool1"):
+            spec = {"cluster": {"workerpool0": [f"127.0.0.1:{p0}"], "workerpool1": [f"127.0.0.1:{p1}"]},
+                    "task": {"type": pool, "index": 0}, "job": {}}
+            env = trainer_env(CLUSTER_SPEC=json.dumps(spec), AIP_MODEL_DIR=f"{tmp_path}/model/",
+                              AIP_CHECKPOINT_DIR=f"{tmp_path}/checkpoints/",
+                              AIP_TENSORBOARD_LOG_DIR=f"{tmp_path}/logs/")
+            procs.append(start_trainer(tiny_args(synth_data, steps_per_execution=4), env=env))
+        outs = [p.communicate(timeout=150)[0] for p in procs]
+    finally:
+        kill_all(procs)
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    assert "chief=True" in outs[0] and "task=worker:0 chief=False" in outs[1]
+    metrics = read_metrics(tmp_path)
+    assert metrics["replicas"] == 2 and metrics["workers"] == 2 and metrics["strategy"] == "multi-worker"
+    assert metrics["steps_per_execution"] == 4 and metrics["final_train_loss"] is not None
+    assert (tmp_path / "model" / "saved_model.pb").exists()
+    assert "exported model" not in outs[1]
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+def test_killed_run_resumes_from_backup(synth_data, tmp_path):
+    args = tiny_args(synth_data, epochs=30, steps_per_epoch=8, steps_per_execution=1, eval_data=None) + dirs(tmp_path)
+    proc = start_trainer(args)
+    killed_after = None
+    try:
+        for line in proc.stdout:
+            m = PROGRESS.match(line)
+            if m and int(m.group(1)) >= 2:
+                proc.send_signal(signal.SIGKILL)
+                killed_after = int(m.group(1))
+                break
+        proc.wait(timeout=30)
+    finally:
+        kill_all([proc])
+    assert killed_after is not None and proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "metrics.json").exists()
+
+    result = run_trainer(args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    resumed = re.search(r"resumed from backup in .*: continuing at epoch (\d+)/30", result.stdout)
+    assert resumed, result.stdout
+    start = int(resumed.group(1))
+    assert killed_after < start <= 30  # not from zero; at most the interrupted epoch is replayed
+    epochs = [int(m.group(1)) for m in map(PROGRESS.match, result.stdout.splitlines()) if m]
+    assert epochs == list(range(start, 31))
+    metrics = read_metrics(tmp_path)
+    assert metrics["initial_epoch"] == start - 1 and metrics["epochs"] == 30
+
+
+@pytest.mark.trainer
+def test_corrupt_record_stops_with_the_file_name(synth_data, tmp_path):
+    import shutil
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(synth_data, data_dir)
+    victim = data_dir / "train-00002-of-00004"
+    raw = bytearray(victim.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    args = tiny_args(data_dir, eval_data=None, epochs=1) + dirs(tmp_path / "out")
+    result = run_trainer(args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: corrupt record in {victim} record ") and "--skip-corrupt" in last
+
+    skipping = run_trainer(args + ["--skip-corrupt"])
+    assert skipping.returncode == 0, skipping.stdout + skipping.stderr
+
+
+def test_unknown_flag_exits_2_without_loading_tensorflow(tmp_path):
+    start = time.monotonic()
+    result = run_trainer(["--train-data=x", "--num-classes=3", "--bogus=1"] + dirs(tmp_path), threads=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: unknown flags: --bogus=1 (see python -m trainer.task --help)"
+    assert time.monotonic() - start < 10
+
+
+def test_missing_directories_exit_2(tmp_path):
+    result = run_trainer(["--train-data=x", "--num-classes=3"], threads=False)
+    assert result.returncode == 2
+    assert "--model-dir is not set and $AIP_MODEL_DIR is empty" in result.stderr
+
+
+def test_missing_data_exits_2(tmp_path):
+    result = run_trainer(["--train-data=/nonexistent/train-*", "--num-classes=3"] + dirs(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == "error: no files match /nonexistent/train-*"
