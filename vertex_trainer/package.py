@@ -656,12 +656,30 @@ def bundled_trainer_dir() -> Path:
                     hint="reinstall vertex-trainer, or set image.context to a directory with a Dockerfile")
 
 
-def trainer_requirements_file(trainer_dir: Path) -> Path:
+def trainer_requirements(trainer_dir: Path) -> bytes:
+    """The trainer's pip requirements (besides TensorFlow): trainer_image/requirements.txt in a
+    source checkout; from an installed wheel, where that file does not travel, the `trainer` extra
+    of the vertex-trainer distribution minus the TensorFlow family (the image brings its own)."""
     for candidate in (trainer_dir.parent / "requirements.txt", trainer_dir / "requirements.txt"):
         if candidate.is_file():
-            return candidate
-    raise UserError(f"the trainer's requirements.txt was not found next to {trainer_dir}",
-                    hint="install vertex-trainer from a source checkout (pip install -e .)")
+            return candidate.read_bytes()
+    import importlib.metadata
+
+    try:
+        declared = importlib.metadata.requires("vertex-trainer") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    lines = []
+    for item in declared:
+        req, _, marker = item.partition(";")
+        req = req.replace(" ", "")
+        if re.search(r"""extra\s*==\s*['"]trainer['"]""", marker) and not _FRAMEWORK_NAMES.match(req):
+            lines.append(validate_requirement("vertex-trainer[trainer]", req))
+    if not lines:
+        raise UserError(f"the trainer's requirements.txt was not found next to {trainer_dir}",
+                        hint="install vertex-trainer from a source checkout (pip install -e .)")
+    return ("# generated from the vertex-trainer[trainer] extra (no requirements.txt found)\n"
+            + "".join(f"{line}\n" for line in lines)).encode()
 
 
 def _requirement_lines(text: str) -> list[str]:
@@ -687,7 +705,7 @@ def plan_bundled_context(*, variant: str = "gpu", base_image: str | None = None,
             variant, base_image=base_image, base_image_digest=base_image_digest,
             pip_packages=pip_packages).encode()),
         _entry_from_bytes(".dockerignore", dockerignore.encode()),
-        _entry_from_file("trainer_image/requirements.txt", trainer_requirements_file(trainer_dir)),
+        _entry_from_bytes("trainer_image/requirements.txt", trainer_requirements(trainer_dir)),
     ]
     if pip_packages:
         entries.append(_entry_from_bytes("trainer_image/requirements-extra.txt",
@@ -724,7 +742,7 @@ def _sdist_entries(trainer_dir: Path, pip_packages: list[str],
                    executor_keras: str | None) -> list[ContextEntry]:
     ignore = DockerIgnore(render_dockerignore())
     code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
-    requirements = [r for r in _requirement_lines(trainer_requirements_file(trainer_dir).read_text())
+    requirements = [r for r in _requirement_lines(trainer_requirements(trainer_dir).decode())
                     # The executor image brings TensorFlow itself; reinstalling it would replace
                     # the image's accelerator build with a generic wheel.
                     if not _FRAMEWORK_NAMES.match(r)]

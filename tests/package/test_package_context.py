@@ -201,3 +201,15 @@ def test_planning_is_fast_and_offline(make_spec, trainer_dir, no_network):
     assert artifact.image_uri.endswith(":" + plan(spec, trainer_dir).tag)
     assert per_call < 0.1, f"plan_artifact took {per_call * 1000:.1f} ms"
     assert no_network == []
+
+
+def test_without_requirements_txt_the_trainer_extra_is_used(make_spec, trainer_dir):
+    """An installed wheel carries no trainer_image/requirements.txt: the `trainer` extra of the
+    vertex-trainer distribution stands in, without the TensorFlow family."""
+    (trainer_dir.parent / "requirements.txt").unlink()
+    entries = {e.name: e for e in plan(make_spec(), trainer_dir).entries}
+    text = entries["trainer_image/requirements.txt"].read().decode()
+    assert text.startswith("# generated from the vertex-trainer[trainer] extra")
+    lines = [l for l in text.splitlines() if not l.startswith("#")]
+    assert any(l.startswith("tensorboard") for l in lines) and any(l.startswith("Pillow") for l in lines)
+    assert not any(l.startswith(("tensorflow", "tf-keras")) for l in lines)
