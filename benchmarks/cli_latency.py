@@ -111,7 +111,8 @@ def main() -> None:
                 if theirs:
                     b.append(timed(theirs, env, work))
             results.append((label, statistics.median(a), statistics.median(b) if b else None,
-                            " ".join(theirs[1:5]) if theirs else ""))
+                            " ".join(a if not a.startswith("--config=") else "--config=FILE"
+                                     for a in theirs[1:5]) if theirs else ""))
             print(f"{label:45} {results[-1][1]:.3f}s" +
                   (f"   gcloud {results[-1][2]:.3f}s" if b else ""), flush=True)
         jobs = len(fake.jobs)

@@ -259,3 +259,30 @@ def test_fake_vertex_dev_command(cli_env, cli):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=10)
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+def test_submit_local_json(fake, run_cli, tmp_path, cli_env):
+    """--local runs the same rendered job here; --output json adds output_dir and metrics."""
+    data = tmp_path / "data"
+    synth = run_cli("data", "synth", data, "--examples", "128", "--shards", "2", "--image-size", "16",
+                    "--num-classes", "4", timeout=300)
+    assert synth.returncode == 0, synth.stderr
+    spec = tmp_path / "local.yaml"
+    spec.write_text(f"""\
+name: local-test
+region: us-central1
+hardware: cpu
+image: {{uri: unused-for-local:v1}}
+output_dir: {tmp_path / 'runs'}
+trainer: {{model: tiny-cnn, train_data: "{data}/train-*", num_classes: 4, image_size: 16,
+           epochs: 1, steps_per_epoch: 2, batch_size: 32, steps_per_execution: 1}}
+""")
+    result = run_cli("submit", spec, "--local", "--output", "json", "--idempotency-key", "loc-1",
+                     timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = one_json(result.stdout)
+    assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(tmp_path / "runs")
+    assert out["metrics"]["steps"] == 2 and out["idempotency_key"] == "loc-1"
+    assert fake.connections == 0  # nothing went to Vertex AI
