@@ -20,8 +20,11 @@ WORKDIR /opt/trainer
 RUN python -m pip install --no-cache-dir --no-deps tf-keras==2.21.0
 
 # Dependencies before code: editing the trainer rebuilds only the small code layer below.
+# TensorFlow and tf-keras belong to the framework layer, pinned to match each other: their lines
+# in requirements.txt are left out here so the variant's pins win.
 COPY trainer_image/requirements.txt ./requirements.txt
-RUN python -m pip install --no-cache-dir -r requirements.txt
+RUN { grep -viE '^[[:space:]]*(tensorflow|tensorflow-cpu|tensorflow-gpu|tensorflow-tpu|tf-nightly|tf-keras|tf_keras)([^[:alnum:]_.-]|$)' requirements.txt || true; } > requirements-image.txt \
+ && python -m pip install --no-cache-dir -r requirements-image.txt
 
 # The code layer.
 COPY trainer_image/trainer/ ./trainer/

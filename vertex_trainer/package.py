@@ -103,8 +103,10 @@ VARIANTS: dict[str, Variant] = {
 }
 # Requirement names the framework layer owns; lines naming them in the trainer's requirements
 # are left to the image (or the executor image) so the variant's pins win.
-_FRAMEWORK_NAMES = re.compile(r"^(tensorflow|tensorflow-cpu|tensorflow-gpu|tensorflow-tpu|tf-nightly|"
-                              r"tf-keras|tf_keras)\b", re.IGNORECASE)
+FRAMEWORK_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-tpu", "tf-nightly",
+                   "tf-keras", "tf_keras")
+_FRAMEWORK_NAMES = re.compile(r"^\s*(" + "|".join(map(re.escape, FRAMEWORK_NAMES)) + r")(?![A-Za-z0-9_.-])",
+                              re.IGNORECASE)
 
 BUILDERS = ("cloud-build", "docker")
 DEFAULT_BUILDER = "cloud-build"
@@ -633,6 +635,7 @@ def render_dockerfile(variant: str = "gpu", *, base_image: str | None = None,
     return _template("Dockerfile.j2").render(
         variant=v.name, base_image=base, framework_requirements=list(v.framework_requirements),
         find_links=list(v.find_links), keras_requirement=v.keras_requirement,
+        framework_names=list(FRAMEWORK_NAMES),
         extra_requirements=bool(reqs))
 
 

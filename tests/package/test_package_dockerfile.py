@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
@@ -76,7 +77,7 @@ def test_variant_bases_and_tpu_framework_layer():
     tpu = p.render_dockerfile("tpu")
     assert "tensorflow-tpu==2.20.0" in tpu
     assert "--find-links https://storage.googleapis.com/libtpu-tf-releases/index.html" in tpu
-    assert "tensorflow-tpu" not in p.render_dockerfile("gpu")
+    assert "tensorflow-tpu==" not in p.render_dockerfile("gpu")
     # tf-keras matches each variant's TensorFlow, without dragging in a second TensorFlow.
     assert "--no-deps tf-keras==2.20.1" in tpu
     assert "--no-deps tf-keras==2.21.0" in p.render_dockerfile("gpu")
@@ -97,3 +98,20 @@ def test_unpinned_base_is_refused():
 
 def test_rendering_is_pure():
     assert p.render_dockerfile("tpu", pip_packages=["a==1"]) == p.render_dockerfile("tpu", pip_packages=["a==1"])
+
+
+@pytest.mark.skipif(shutil.which("sh") is None or shutil.which("grep") is None, reason="needs sh and grep")
+@pytest.mark.parametrize("variant", sorted(p.VARIANTS))
+def test_requirements_layer_leaves_the_framework_pins_to_the_framework_layer(tmp_path, variant):
+    """The RUN line that filters requirements.txt, executed by a POSIX shell as in the image."""
+    run = next(l for l in p.render_dockerfile(variant).splitlines() if l.startswith("RUN { grep"))
+    filter_cmd = run[len("RUN "):].rstrip(" \\")
+    (tmp_path / "requirements.txt").write_text(
+        "# comment\ntf-keras==2.21.0   # Keras 2\ntensorboard>=2.20\nTensorFlow-CPU==2.21.0\n"
+        "  tf_keras\ntensorflow\ntensorflow-datasets==4.9.9\nPillow>=10\n")
+    subprocess.run(["sh", "-c", filter_cmd], cwd=tmp_path, check=True)
+    kept = (tmp_path / "requirements-image.txt").read_text().splitlines()
+    assert kept == ["# comment", "tensorboard>=2.20", "tensorflow-datasets==4.9.9", "Pillow>=10"]
+    (tmp_path / "requirements.txt").write_text("tf-keras==2.21.0\n")   # nothing left is fine too
+    subprocess.run(["sh", "-c", filter_cmd], cwd=tmp_path, check=True)
+    assert (tmp_path / "requirements-image.txt").read_text() == ""
