@@ -100,10 +100,14 @@ class Replica:
     proc: subprocess.Popen | None = None
     tail: deque = field(default_factory=lambda: deque(maxlen=_LOG_TAIL))
     reader: threading.Thread | None = None
+    ended: float | None = None  # time.monotonic() when the process exited (set by its waiter)
 
     @property
     def name(self) -> str:
         return f"workerpool{self.pool}-{self.index}"
+
+
+_EXITED = "\x00exited"  # queue marker from a replica's waiter thread
 
 
 class _Interrupted(Exception):
@@ -359,8 +363,15 @@ def _start(rep: Replica, lines: "queue.Queue[tuple[str, str | None]]", cwd: str 
         rep.proc.stdout.close()
         lines.put((rep.name, None))
 
+    def waiter() -> None:
+        assert rep.proc is not None
+        rep.proc.wait()
+        rep.ended = time.monotonic()
+        lines.put((rep.name, _EXITED))  # wakes the main loop at once
+
     rep.reader = threading.Thread(target=pump, name=f"log-{rep.name}", daemon=True)
     rep.reader.start()
+    threading.Thread(target=waiter, name=f"wait-{rep.name}", daemon=True).start()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -576,28 +587,21 @@ def run_local(job: dict, spec: Any = None, *, wait: bool = True, console=None,
         with display:
             for rep in replicas:
                 _start(rep, lines, cwd)
-            open_streams = len(replicas)
             while True:
-                try:
-                    item = lines.get(timeout=0.2)
-                except queue.Empty:
-                    item = None
-                while item is not None:
-                    rep_name, line = item
-                    if line is None:
-                        open_streams -= 1
-                    else:
-                        display.line(rep_name, line)
-                    try:
-                        item = lines.get_nowait()
-                    except queue.Empty:
-                        item = None
-                codes = [(rep, rep.proc.poll()) for rep in replicas]
-                bad = [(rep, c) for rep, c in codes if c not in (None, 0)]
-                if bad:
-                    state, failed = FAILED, bad[0][0]
+                _drain(lines, display, timeout=0.2)
+                failures = [r for r in replicas if r.ended is not None and r.proc.returncode]
+                if failures:
+                    # Replicas of one job often fail together (a worker's error reaches the
+                    # chief through the collectives within moments): let the others settle
+                    # briefly, then blame the replica that ended first.
+                    settle = time.monotonic() + 1.0
+                    while time.monotonic() < settle and any(r.ended is None for r in replicas):
+                        _drain(lines, display, timeout=0.1)
+                    failures = [r for r in replicas
+                                if r.ended is not None and r.proc.returncode]
+                    state, failed = FAILED, min(failures, key=lambda r: r.ended)
                     break
-                if all(c == 0 for _, c in codes):
+                if all(r.ended is not None for r in replicas):
                     break
                 if display.live:
                     display._status.update(display._status_text())
@@ -612,13 +616,7 @@ def run_local(job: dict, spec: Any = None, *, wait: bool = True, console=None,
             if rep.reader is not None:
                 rep.reader.join(timeout=5)
         # Whatever the readers queued after the loop ended (the failing replica's last words).
-        while True:
-            try:
-                rep_name, line = lines.get_nowait()
-            except queue.Empty:
-                break
-            if line is not None:
-                display.line(rep_name, line)
+        _drain(lines, display, timeout=0)
 
     elapsed = time.monotonic() - started
     metrics = read_metrics(base) if state == SUCCEEDED else None
@@ -631,6 +629,22 @@ def run_local(job: dict, spec: Any = None, *, wait: bool = True, console=None,
     )
     _summary(display, result, failed)
     return result
+
+
+def _drain(lines: queue.Queue, display: _Display, timeout: float) -> None:
+    """Show every queued line; wait up to `timeout` for the first one."""
+    try:
+        item = lines.get(timeout=timeout) if timeout > 0 else lines.get_nowait()
+    except queue.Empty:
+        return
+    while True:
+        rep_name, line = item
+        if line is not None and line is not _EXITED:
+            display.line(rep_name, line)
+        try:
+            item = lines.get_nowait()
+        except queue.Empty:
+            return
 
 
 def _summary(display: _Display, result: LocalResult, failed: Replica | None) -> None:
