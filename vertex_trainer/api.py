@@ -12,7 +12,7 @@ from the same rendered CustomJob dict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from vertex_trainer.submit import (

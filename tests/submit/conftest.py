@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from vertex_trainer.emulators.vertex import FakeVertex
-from vertex_trainer.submit import PollPolicy, RetryPolicy, VertexClient
+from vertex_trainer.submit import RetryPolicy, VertexClient
 
 PROJECT, REGION = "test-project", "us-central1"
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
-FAST_POLL = PollPolicy(initial=0.01, maximum=0.05)
 
 SPEC = """\
 name: tiny-cnn-test
