@@ -299,6 +299,28 @@ def dev_fake_vertex(
     serve(host, port)
 
 
+@dev_app.command("gcs-emulator")
+def dev_gcs_emulator(
+    port: Annotated[int, typer.Option("--port", help="emulator port (STORAGE_EMULATOR_HOST)")] = 9023,
+    proxy_port: Annotated[int, typer.Option("--proxy-port", help="TLS proxy port for TensorFlow's gs://")] = 9024,
+    bucket: Annotated[Optional[List[str]], typer.Option(
+        "--bucket", help="create this bucket at start (repeatable)", show_default=False)] = None,
+) -> None:
+    """Run a Cloud Storage emulator on 127.0.0.1 (in memory) and print the variables to export.
+
+    With them exported, `submit --local`, `data synth` and TensorFlow read and write gs:// paths
+    in the emulator (TF through a TLS proxy with a throwaway CA). Ctrl-C stops it; data is lost.
+    """
+    from vertex_trainer.emulators.gcs import serve_forever
+
+    def show(exports: str) -> None:
+        print(exports, flush=True)
+        _stderr_line("# Cloud Storage emulator running: export the lines above in the shell that "
+                     "runs `submit --local` (or redirect them to a file and source it). Ctrl-C stops it.")
+
+    serve_forever(port=port, proxy_port=proxy_port, buckets=tuple(bucket or ()), print_fn=show)
+
+
 def _short(state: str) -> str:
     return state.removeprefix("JOB_STATE_")
 
@@ -401,11 +423,7 @@ def _show_local(result, output: OutputFormat) -> None:
     else:
         d = result.to_dict()
         rows = [("local", d["name"]), ("state", _short(d["state"] or "")), ("output", d["output_dir"])]
-        print("\n".join(f"{k:8} {v}" for k, v in rows if v))
-        metrics = d.get("metrics") or {}
-        if metrics:
-            print("metrics  " + ", ".join(f"{k}={v}" for k, v in metrics.items()
-                                          if isinstance(v, (int, float, str))))
+        print("\n".join(f"{k:8} {v}" for k, v in rows if v))  # run_local showed the metrics
     if result.done and not result.succeeded:
         from vertex_trainer.errors import JobFailed
 
@@ -415,9 +433,24 @@ def _show_local(result, output: OutputFormat) -> None:
 # ---- packager command (vertex_trainer/package.py) -------------------------------------------------
 @app.command()
 def package(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-            region: RegionOpt = None) -> None:
-    """Build and push the training image (once per content hash)."""
-    raise UserError("package is not available yet")
+            region: RegionOpt = None,
+            builder: Annotated[Optional[str], typer.Option(
+                "--builder", metavar="docker|cloud-build",
+                help="how to build (default: image.builder, else cloud-build)")] = None,
+            dry_run: Annotated[bool, typer.Option(
+                "--dry-run", help="print the plan (files, size, hash, tag, builder); touch nothing")] = False,
+            output: OutputOpt = OutputFormat.text) -> None:
+    """Build and push the training image (once per content hash), or stage the Python package."""
+    from vertex_trainer import package as packager
+
+    job_spec = load(spec, set_, var, project, region)
+    result = packager.ensure_artifact(job_spec, builder=builder, dry_run=dry_run, log=_stderr_line)
+    if output is OutputFormat.json:
+        emit_json(result.to_json())
+        return
+    if dry_run and result.plan is not None:
+        print("\n".join(result.plan.describe()))
+    print(result.summary())
 
 
 # ---- data tools (trainer_image/trainer/datagen.py) ----------------------------------------------
