@@ -116,7 +116,7 @@ class ImageSpec(_Strict):
         False, description="no Docker: build an sdist of the trainer and run it on a prebuilt Vertex image")
     executor_image: str | None = Field(None, description="prebuilt Vertex AI training image for python_package")
     staging_bucket: str | None = Field(
-        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$",
+        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._/-]*)?$",
         description="gs://bucket/prefix for build contexts and packages; default: <output_dir>/staging")
 
     @model_validator(mode="after")
@@ -266,6 +266,10 @@ class JobSpec(_Strict):
                 raise SpecError("encryption_key", f"the key is in {key_region}, the job in {self.region}",
                                 has_value=False, hint="Vertex AI needs a Cloud KMS key in the job's region")
         self._check_trainer()
+        # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
+        from vertex_trainer.package import validate_image_values
+
+        validate_image_values(self)
         return self
 
     def _check_trainer(self) -> None:
