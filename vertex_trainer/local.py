@@ -270,7 +270,17 @@ def parse_progress(line: str) -> dict[str, str] | None:
 # ---------------------------------------------------------------------------------------------
 
 def _references_gcs(job: dict) -> bool:
-    return "gs://" in json.dumps(job_spec_of(job))
+    """Does what the replicas get (output directory, args, env) name gs:// paths?
+
+    pythonPackageSpec.packageUris do not count: locally the package is the installed one.
+    """
+    spec = job_spec_of(job)
+    seen = [(spec.get("baseOutputDirectory") or {}).get("outputUriPrefix", "")]
+    for pool in spec["workerPoolSpecs"]:
+        task = (pool or {}).get("containerSpec") or (pool or {}).get("pythonPackageSpec") or {}
+        seen += [str(a) for a in task.get("args") or []] + [str(a) for a in task.get("command") or []]
+        seen += [str(e.get("value", "")) for e in task.get("env") or []]
+    return any("gs://" in s for s in seen)
 
 
 def check_gcs_route(env: dict[str, str] | None = None) -> str:

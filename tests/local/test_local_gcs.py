@@ -110,3 +110,34 @@ def test_proxy_refuses_other_hosts(gcs_emulator):
                                         b"Host: example.com:443\r\n\r\n")
     assert resp.startswith(b"HTTP/1.1 403")
     assert b"example.com" in resp
+
+
+def test_dev_gcs_emulator_command_prints_a_working_environment_and_stops_cleanly():
+    """`vertex-trainer dev gcs-emulator`: the printed exports reach the emulator; SIGTERM stops
+    it and removes the throwaway CA."""
+    import shlex
+    import signal
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vertex_trainer.cli", "dev", "gcs-emulator", "--port", "0",
+         "--proxy-port", "0", "--bucket", "demo-bucket"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        env = {}
+        while "GOOGLE_CLOUD_PROJECT" not in env:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            key, _, value = line.removeprefix("export ").strip().partition("=")
+            env[key] = shlex.split(value)[0]
+        assert {"STORAGE_EMULATOR_HOST", "https_proxy", "http_proxy", "CURL_CA_BUNDLE",
+                "NO_GCE_CHECK", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+                "GCS_RETRY_CONFIG_MAX_RETRIES"} <= set(env)
+        assert os.path.exists(env["CURL_CA_BUNDLE"])
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{env['STORAGE_EMULATOR_HOST']}/storage/v1/b/demo-bucket") as resp:
+            assert json.loads(resp.read())["name"] == "demo-bucket"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+    assert not os.path.exists(env["CURL_CA_BUNDLE"])

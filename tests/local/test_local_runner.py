@@ -241,3 +241,16 @@ def test_replicas_die_with_a_killed_runner(tmp_path):
         time.sleep(0.05)
     assert not any(pid_alive(p) for p in pids)
     assert processes_with_env(marker) == []
+
+
+def test_staged_package_uris_do_not_require_cloud_storage(tmp_path, monkeypatch):
+    """A python-package job's packageUris are gs:// on Vertex; locally the installed code runs."""
+    for k in ("STORAGE_EMULATOR_HOST", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+    pool = {"replicaCount": "1", "machineSpec": {"machineType": "n1-standard-4"},
+            "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/x",
+                                  "packageUris": ["gs://staging/trainer-0.1.tar.gz"],
+                                  "pythonModule": "json.tool", "args": ["--help"]}}
+    result = run_local(custom_job(str(tmp_path), [pool]), None, console=_quiet_console()[0])
+    assert result.state == SUCCEEDED
