@@ -30,7 +30,9 @@ def tiny_args(data: Path, **over) -> list[str]:
 
 @pytest.mark.trainer
 def test_tiny_cnn_end_to_end(synth_data, tmp_path):
-    result = run_trainer(tiny_args(synth_data) + dirs(tmp_path))
+    hp_file = tmp_path / "hypertune" / "output.metrics"
+    result = run_trainer(tiny_args(synth_data) + dirs(tmp_path),
+                         env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file)))
     assert result.returncode == 0, result.stdout + result.stderr
     progress = [PROGRESS.match(line) for line in result.stdout.splitlines() if line.startswith("progress ")]
     assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [("1", "2", "8", "8"), ("2", "2", "8", "8")]
@@ -43,6 +45,9 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     assert metrics["steps_per_execution"] == 8 and metrics["replicas"] == 1
     assert metrics["precision"] == "float32" and metrics["train_examples_per_sec"] > 0
     assert 0.0 <= metrics["eval_accuracy"] <= 1.0 and metrics["final_train_loss"] > 0
+    # Reported to Vertex hyperparameter tuning (cloudml-hypertune writes one JSON per report).
+    report = json.loads(hp_file.read_text().strip().splitlines()[-1])
+    assert float(report["accuracy"]) == pytest.approx(metrics["eval_accuracy"]) and int(report["global_step"]) == 16
     config = json.loads((tmp_path / "trainer_config.json").read_text())
     assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
