@@ -183,3 +183,35 @@ def test_config_module_stays_light():
             "print(any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# --- models -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_keeps_float32_outputs(policy):
+    from trainer import precision
+    from trainer._keras import keras
+    from trainer.model import build_model
+
+    precision.apply(policy)
+    try:
+        model = build_model("tiny-cnn", num_classes=3, image_size=16)
+        compute = {layer.name: layer.compute_dtype for layer in model.layers}
+        assert compute["conv0"] == policy.removeprefix("mixed_")
+        assert model.input.dtype.name == "uint8" and model.output.dtype.name == "float32"
+        import numpy as np
+
+        probs = model(np.zeros((2, 16, 16, 3), np.uint8)).numpy()
+        assert probs.dtype == np.float32 and np.allclose(probs.sum(axis=1), 1.0, atol=1e-3)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_resnet50_by_name_without_pretrained_weights():
+    from trainer.model import build_model
+
+    model = build_model("resnet50", num_classes=7, image_size=32)
+    assert model.output_shape == (None, 7)
+    assert 23_000_000 < model.count_params() < 24_000_000  # ResNet-50 body + a 7-way head
+    with pytest.raises(ValueError, match="unknown model 'vgg'"):
+        build_model("vgg", num_classes=7, image_size=32)
