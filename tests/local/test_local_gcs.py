@@ -39,16 +39,18 @@ def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_buck
     env = dict(os.environ, **gcs_emulator.env(), TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, "-c", TF_SCRIPT, gcs_bucket], env=env,
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:] + f"\n{gcs_emulator.requests[-40:]}"
     line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
     out = json.loads(line[len("RESULT "):])
-    assert out["read"] == "end" and out["size"] == 300003
-    assert out["files"] == [f"gs://{gcs_bucket}/data/train-00000-of-00001"]
-    assert out["records"] == [f"record-{i}" for i in range(50)]
-    assert out["listdir"] == ["moved.txt"]
-    # What TF wrote is in the emulator, byte for byte (no chunk framing stored).
     names = gcs_emulator.list_objects(gcs_bucket)
-    assert {"dir/moved.txt", "data/train-00000-of-00001", "empty/", "empty/dir/"} <= set(names)
+    context = f"{out}\n{names}\n{gcs_emulator.requests[-40:]}"
+    assert out["read"] == "end" and out["size"] == 300003, context
+    assert out["files"] == [f"gs://{gcs_bucket}/data/train-00000-of-00001"], context
+    assert out["records"] == [f"record-{i}" for i in range(50)], context
+    assert out["listdir"] == ["moved.txt"], context
+    # What TF wrote is in the emulator, byte for byte (no chunk framing stored).
+    assert {"dir/moved.txt", "data/train-00000-of-00001", "empty/", "empty/dir/"} <= set(names), \
+        context
     assert gcs_emulator.read_object(gcs_bucket, "dir/moved.txt") == b"x" * 300000 + b"end"
 
 

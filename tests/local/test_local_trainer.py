@@ -81,6 +81,8 @@ def test_quickstart_runs_end_to_end_with_submit_local(tmp_path, local_data):
     metrics = json.loads((output_dir / "metrics.json").read_text())
     assert out["metrics"] == metrics
     assert metrics["replicas"] == 1 and metrics["epochs"] == 3
+    # One replica still gets CLUSTER_SPEC/TF_CONFIG (one-task cluster): the default strategy.
+    assert metrics.get("strategy", "default") == "default"
     assert "workerpool0-0 | " in proc.stderr and "JOB_STATE_SUCCEEDED" in proc.stderr
 
 
