@@ -297,7 +297,6 @@ def check_gcs_route(env: dict[str, str] | None = None) -> str:
         return "emulator"
     try:
         import google.auth
-        import google.auth.exceptions
 
         google.auth.default()
         return "credentials"
