@@ -27,7 +27,7 @@ demo: $(STAMP)
 	$(BIN)/vertex-trainer validate $(DEMO_SPEC)
 	$(BIN)/vertex-trainer data synth $(DEMO_DATA) --examples 2048 --shards 4 --image-size 32 \
 		--num-classes 10 --eval-examples 512
-	$(BIN)/vertex-trainer submit $(DEMO_SPEC) --local
+	$(BIN)/vertex-trainer submit $(DEMO_SPEC) --local --wait
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

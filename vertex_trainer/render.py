@@ -7,6 +7,7 @@ enum names, int64 as strings, durations as "3600s"). `submit` sends it, `--local
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
 from dataclasses import dataclass
@@ -72,8 +73,9 @@ def worker_pools(spec: JobSpec, artifact: Artifact) -> list[dict]:
     code_key, code = _code(spec, artifact)
 
     def pool(count: int) -> dict:
+        # Each pool owns its objects: a caller editing one pool must never change the other.
         return {"machineSpec": machine_spec(spec), "replicaCount": str(count), "diskSpec": _disk(spec),
-                code_key: code}
+                code_key: copy.deepcopy(code)}
 
     pools = [pool(1)]
     if spec.replicas > 1:

@@ -81,7 +81,10 @@ def test_replicas_split_into_chief_and_workers(base_spec):
 
     base_spec["replicas"] = 4
     job = render.custom_job(build_spec(base_spec), IMAGE)
-    assert [p["replicaCount"] for p in job["jobSpec"]["workerPoolSpecs"]] == ["1", "3"]
+    pools = job["jobSpec"]["workerPoolSpecs"]
+    assert [p["replicaCount"] for p in pools] == ["1", "3"]
+    pools[1]["containerSpec"]["args"].append("--only-workers")
+    assert "--only-workers" not in pools[0]["containerSpec"]["args"]  # pools share no objects
     base_spec["replicas"] = 1
     job = render.custom_job(build_spec(base_spec), IMAGE)
     assert len(job["jobSpec"]["workerPoolSpecs"]) == 1
