@@ -31,6 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from vertex_trainer.emulators._http import LoopbackServer
 
 _PARENT = r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
 
@@ -49,7 +50,7 @@ class RecordedRequest:
 
 
 @dataclass
-class FakeCloudBuild:
+class FakeCloudBuild(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
     storage_host: str | None = None
@@ -64,11 +65,6 @@ class FakeCloudBuild:
         self._lock = threading.Lock()
         self._polls: dict[str, int] = {}
         self.sources: dict[str, bytes] = {}   # build id -> the context it fetched
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() first"
-        return f"http://{self.host}:{self._server.server_address[1]}"
 
     @property
     def creates(self) -> list[RecordedRequest]:
@@ -225,20 +221,4 @@ class FakeCloudBuild:
                     return self._send(200, op)
                 self._error(404, "NOT_FOUND", f"no such resource: {path}")
 
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeCloudBuild":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return self._serve(Handler)

@@ -17,6 +17,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from vertex_trainer.emulators._http import LoopbackServer
 
 
 @dataclass
@@ -27,7 +28,7 @@ class RegistryRequest:
 
 
 @dataclass
-class FakeRegistry:
+class FakeRegistry(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
     token: str | None = None
@@ -38,11 +39,6 @@ class FakeRegistry:
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() first"
-        return f"http://{self.host}:{self._server.server_address[1]}"
 
     def add(self, image: str) -> str:
         """Record `[host/]path:tag` as pushed; returns the manifest digest."""
@@ -122,23 +118,7 @@ class FakeRegistry:
                     "Docker-Content-Digest": digest,
                     "Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
 
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeRegistry":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return self._serve(Handler)
 
 
 def _strip_host(image: str) -> str:
