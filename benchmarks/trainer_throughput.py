@@ -85,6 +85,7 @@ def main() -> int:
     from trainer import datagen
 
     q = args.quick
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="trainer-bench-") as tmp:
         tmp = Path(tmp)
         batch, steps, epochs, size = 32, (16 if q else 128), (2 if q else 4), 32
@@ -104,9 +105,10 @@ def main() -> int:
 
     lines = [
         "# Trainer throughput (CPU)", "",
-        f"Machine: {machine()}.",
+        f"Machine: {machine()}. Load average (1 min) before/after: "
+        f"{load_before:.1f}/{os.getloadavg()[0]:.1f} (other jobs shared the 2 cores).",
         f"Command: `.venv/bin/python benchmarks/trainer_throughput.py{' --quick' if q else ''}"
-        f"{' --out ' + args.out if args.out else ''}` (other jobs may have shared the cores).", "",
+        f"{' --out ' + args.out if args.out else ''}`", "",
         f"## (a) steps_per_execution: tiny-cnn, {size}px, global batch {batch}, {steps} steps/epoch, "
         f"{epochs} epochs, cached records; median examples/s of the epochs after the first", "",
         "| steps_per_execution | examples/s | step time (ms, all epochs) | vs 1 |", "|---|---:|---:|---:|",

@@ -63,7 +63,6 @@ def run(cfg: TrainConfig) -> dict:
 
     from trainer import callbacks, data, precision, schedules, strategy
     from trainer._keras import keras
-    from trainer.model import build_model
 
     # Runtime settings and the strategy come first: both must precede TF's runtime start.
     if cfg.intra_op_threads:
@@ -121,30 +120,14 @@ def run(cfg: TrainConfig) -> dict:
 
     skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
 
-    def input_fn(files, pipeline_cfg, repeat):
-        def fn(ctx: tf.distribute.InputContext):
-            ds = data.build_dataset(files, pipeline_cfg, ctx.get_per_replica_batch_size(cfg.batch_size),
-                                    num_shards=ctx.num_input_pipelines,
-                                    shard_index=ctx.input_pipeline_id, skipped=skipped)
-            # Eval repeats so every worker always has its eval_steps batches (no uneven ends).
-            return ds.repeat() if repeat else ds
-        return fn
-
-    train_ds = strat.distribute_datasets_from_function(input_fn(train_files, train_cfg, False))
-    eval_ds = (strat.distribute_datasets_from_function(input_fn(eval_files, eval_cfg, True))
-               if eval_files else None)
+    train_ds = strat.distribute_datasets_from_function(
+        input_fn(train_files, train_cfg, cfg.batch_size, skipped, repeat=False))
+    eval_ds = (strat.distribute_datasets_from_function(
+        input_fn(eval_files, eval_cfg, cfg.batch_size, skipped, repeat=True)) if eval_files else None)
 
     with strat.scope():
-        model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size,
-                            sync_batch_norm=cfg.sync_batch_norm)
-        schedule = schedules.WarmupCosineDecay(peak_lr, warmup_steps, total_steps)
-        optimizer = schedules.make_optimizer(cfg.optimizer, schedule, momentum=cfg.momentum,
-                                             weight_decay=cfg.weight_decay)
-        if policy == "mixed_float16":
-            optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)  # dynamic scaling
-        model.compile(optimizer=optimizer, loss=make_loss(cfg.num_classes, cfg.label_smoothing),
-                      metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                      steps_per_execution=spe, jit_compile=jit)
+        model = build_and_compile(cfg, policy, schedules.WarmupCosineDecay(peak_lr, warmup_steps, total_steps),
+                                  steps_per_execution=spe, jit_compile=jit)
     log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
         f"global batch {cfg.batch_size}, peak lr {peak_lr:g}, {steps_per_epoch} steps/epoch "
         f"x {cfg.epochs} epochs, steps_per_execution {spe}")
@@ -211,6 +194,39 @@ def run(cfg: TrainConfig) -> dict:
     else:
         log("done (not the chief: the model and metrics are written by the chief)")
     return metrics
+
+
+def input_fn(files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool):
+    """The per-input-pipeline dataset function for strategy.distribute_datasets_from_function."""
+    from trainer import data
+
+    def fn(ctx):
+        ds = data.build_dataset(files, pipeline_cfg, ctx.get_per_replica_batch_size(global_batch),
+                                num_shards=ctx.num_input_pipelines,
+                                shard_index=ctx.input_pipeline_id, skipped=skipped)
+        # Eval repeats so every worker always has its eval_steps batches (no uneven ends).
+        return ds.repeat() if repeat else ds
+
+    return fn
+
+
+def build_and_compile(cfg: TrainConfig, policy: str, schedule, *, steps_per_execution: int,
+                      jit_compile: bool):
+    """Model, optimizer (loss-scaled for float16), loss and metrics; call inside strategy.scope()."""
+    from trainer import schedules
+    from trainer._keras import keras
+    from trainer.model import build_model
+
+    model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size,
+                        sync_batch_norm=cfg.sync_batch_norm)
+    optimizer = schedules.make_optimizer(cfg.optimizer, schedule, momentum=cfg.momentum,
+                                         weight_decay=cfg.weight_decay)
+    if policy == "mixed_float16":
+        optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)  # dynamic loss scaling
+    model.compile(optimizer=optimizer, loss=make_loss(cfg.num_classes, cfg.label_smoothing),
+                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                  steps_per_execution=steps_per_execution, jit_compile=jit_compile)
+    return model
 
 
 def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str]) -> tuple[int, int]:
