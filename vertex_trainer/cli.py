@@ -468,12 +468,9 @@ def data_synth(
     """Write random JPEG images as sharded TFRecords (ImageNet layout)."""
     from trainer import datagen
 
+    # One call: the eval split must come from the same class distribution as the train split.
     paths = datagen.synthesize(out_dir, examples=examples, shards=shards, image_size=image_size,
-                               num_classes=num_classes, seed=seed, prefix="train")
-    if eval_examples:
-        paths += datagen.synthesize(out_dir, examples=eval_examples, shards=max(1, min(shards, eval_examples)),
-                                    image_size=image_size, num_classes=num_classes, seed=seed + 1,
-                                    prefix="validation")
+                               num_classes=num_classes, seed=seed, prefix="train", eval_examples=eval_examples)
     print(f"wrote {len(paths)} files to {out_dir}")
 
 
