@@ -549,6 +549,28 @@ def _resolve_output(job: dict, name: str) -> str:
     return base.rstrip("/")
 
 
+RECORD_DIR = "vertex-trainer"
+
+
+def _save_run_record(base: str, job: dict, spec: Any) -> None:
+    """Keep what ran beside what it made: <base>/vertex-trainer/{custom_job.json,spec.yaml}.
+
+    Local output directories only; a gs:// base is left alone (the runner has no storage client
+    of its own, and a cloud job's CustomJob is kept by Vertex AI).
+    """
+    if base.startswith("gs://"):
+        return
+    record = os.path.join(base, RECORD_DIR)
+    os.makedirs(record, exist_ok=True)
+    with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
+        json.dump(job, f, indent=2)
+        f.write("\n")
+    to_yaml = getattr(spec, "to_yaml", None)
+    if callable(to_yaml):
+        with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
+            f.write(to_yaml())
+
+
 def _local_job_id() -> str:
     # Vertex job ids are numbers; a local one says what it is and stays unique per run.
     return f"local-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"
@@ -579,6 +601,7 @@ def run_local(job: dict, spec: Any = None, *, wait: bool = True, console=None,
     if _references_gcs(job):
         check_gcs_route()
     base = _resolve_output(job, name)
+    _save_run_record(base, job, spec)
     dirs = output_dirs(base)
     job_id = _local_job_id()
     replicas = build_replicas(job, base, job_id=job_id, project=project, region=region)

@@ -254,3 +254,20 @@ def test_staged_package_uris_do_not_require_cloud_storage(tmp_path, monkeypatch)
                                   "pythonModule": "json.tool", "args": ["--help"]}}
     result = run_local(custom_job(str(tmp_path), [pool]), None, console=_quiet_console()[0])
     assert result.state == SUCCEEDED
+
+
+def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
+    import yaml
+
+    from vertex_trainer import render
+    from vertex_trainer.spec import build_spec
+
+    spec = build_spec({"name": "record", "region": "us-central1", "hardware": "cpu",
+                       "image": {"uri": "us-docker.pkg.dev/p/r/trainer:local"}, "output_dir": str(tmp_path),
+                       "trainer": {"train_data": "data/train-*", "num_classes": 2}})
+    job = render.custom_job(spec, idempotency_key="k")
+    job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = python_command("print('ok')")
+    result = run_local(job, spec, console=_quiet_console()[0])
+    assert result.state == SUCCEEDED
+    assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
+    assert build_spec(yaml.safe_load((tmp_path / "vertex-trainer" / "spec.yaml").read_text())) == spec
