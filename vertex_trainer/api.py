@@ -44,11 +44,12 @@ class DryRun:
     image: str | None
     idempotency_key: str
     local: bool = False
+    package: dict | None = None  # the build or upload submit would do first (when the spec builds)
 
     def to_dict(self) -> dict:
         return {"name": None, "state": None, "console_url": None, "image": self.image,
                 "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
-                "local": self.local, "requests": self.requests}
+                "local": self.local, "package": self.package, "requests": self.requests}
 
 
 @dataclass
@@ -132,7 +133,8 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         preview = client or VertexClient(spec.project, spec.region, session=_NoNetwork())
         lookup = {"method": "GET", "url": preview.url(f"{preview.parent}/customJobs"),
                   "params": {"filter": f'labels.{KEY_LABEL}="{key}"'}}
-        return DryRun(body, [lookup, preview.create_request(body)], image, key)
+        return DryRun(body, [lookup, preview.create_request(body)], image, key,
+                      package=_package_step(spec, builder))
 
     if local:
         from vertex_trainer.local import run_local
@@ -159,6 +161,17 @@ def _artifact(spec: "JobSpec", *, dry_run: bool, builder: str | None, log) -> tu
         return artifact, artifact.image_uri
     result = package.ensure_artifact(spec, builder=builder, dry_run=False, log=log)
     return result.artifact, result.image
+
+
+def _package_step(spec: "JobSpec", builder: str | None) -> dict | None:
+    """What packaging a dry run skipped: the build (or upload) submit does first, if needed."""
+    if not spec.image.builds:
+        return None
+    from vertex_trainer import package
+
+    plan = package.plan_build(spec, builder)
+    return {"kind": plan.kind, "target": plan.target, "builder": plan.builder,
+            "context_hash": plan.context_hash, "files": len(plan.entries), "bytes": plan.size}
 
 
 class _NoNetwork:

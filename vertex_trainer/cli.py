@@ -408,9 +408,15 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
     from urllib.parse import urlencode
 
     print("# dry run: nothing was sent, built or run. submit would:")
-    print(f"# 1. look for a job already created with idempotency key {plan.idempotency_key}")
+    steps = iter(range(1, 4))
+    pkg = plan.package
+    if pkg:
+        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
+        print(f"# {next(steps)}. package: if {pkg['target']} does not exist yet, {how}")
+        print(f"#    (context: {pkg['files']} files, {pkg['bytes']:,} bytes, {pkg['context_hash']})")
+    print(f"# {next(steps)}. look for a job already created with idempotency key {plan.idempotency_key}")
     print(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
-    print("# 2. if there is none, create it")
+    print(f"# {next(steps)}. if there is none, create it")
     if plan.image:
         print(f"#    image: {plan.image}")
     print(f"{create['method']} {create['url']}")

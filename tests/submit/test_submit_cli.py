@@ -286,3 +286,21 @@ trainer: {{model: tiny-cnn, train_data: "{data}/train-*", num_classes: 4, image_
     assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(tmp_path / "runs")
     assert out["metrics"]["steps"] == 2 and out["idempotency_key"] == "loc-1"
     assert fake.connections == 0  # nothing went to Vertex AI
+
+
+def test_dry_run_of_a_build_spec_shows_the_package_step(no_socket_env, fake, spec_file, cli):
+    build = ["--set", "image.uri=null", "--set", "image.repository=us-central1-docker.pkg.dev/p/r/trainer",
+             "--set", "output_dir=gs://bucket/runs/x"]
+    result = subprocess.run([*cli, "submit", str(spec_file), "--dry-run", "-o", "json", *build],
+                            env=no_socket_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    plan = one_json(result.stdout)
+    pkg = plan["package"]
+    assert pkg["kind"] == "image" and pkg["builder"] == "cloud-build" and pkg["files"] > 5
+    assert pkg["target"] == plan["image"] and pkg["target"].startswith("us-central1-docker.pkg.dev/p/r/trainer:")
+    assert plan["requests"][-1]["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] == plan["image"]
+    text = subprocess.run([*cli, "submit", str(spec_file), "--dry-run", *build],
+                          env=no_socket_env, capture_output=True, text=True, timeout=60)
+    assert "# 1. package: if us-central1-docker.pkg.dev/p/r/trainer:" in text.stdout
+    assert "# 3. if there is none, create it" in text.stdout
+    assert fake.connections == 0
