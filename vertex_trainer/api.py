@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from vertex_trainer.submit import (
-    KEY_LABEL, SPEC_LABEL, TERMINAL_STATES, Job, VertexClient, check_key, create_idempotent,
+    KEY_LABEL, SPEC_LABEL, Job, JobState, VertexClient, check_key, create_idempotent,
     new_key, short_state,
 )
 
@@ -53,7 +53,7 @@ class DryRun:
 
 
 @dataclass
-class LocalJob:
+class LocalJob(JobState):
     """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local)."""
 
     result: Any
@@ -70,14 +70,6 @@ class LocalJob:
     @property
     def state(self) -> str:
         return self.result.state
-
-    @property
-    def done(self) -> bool:
-        return self.state in TERMINAL_STATES
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == "JOB_STATE_SUCCEEDED"
 
     def failure_message(self) -> str:
         r = self.result

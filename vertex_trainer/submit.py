@@ -465,7 +465,21 @@ class PollPolicy:
             delay = min(delay * self.multiplier, self.maximum)
 
 
-class Job:
+class JobState:
+    """`done` and `succeeded`, for anything with a Vertex `state` (a cloud Job or a local run)."""
+
+    state: str
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "JOB_STATE_SUCCEEDED"
+
+
+class Job(JobState):
     """A Vertex AI CustomJob: ``name``, ``state``, ``console_url``, ``refresh()``, ``wait()``,
     ``cancel()``. Returned by :func:`vertex_trainer.submit`; ``Job.get(name)`` attaches to any job.
     """
@@ -504,14 +518,6 @@ class Job:
     @property
     def state(self) -> str:
         return state_name(self.data.get("state"))
-
-    @property
-    def done(self) -> bool:
-        return self.state in TERMINAL_STATES
-
-    @property
-    def succeeded(self) -> bool:
-        return self.state == "JOB_STATE_SUCCEEDED"
 
     @property
     def error(self) -> str | None:
