@@ -116,6 +116,10 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         from vertex_trainer.spec import cloud_problems
 
         cloud_problems(spec)  # local paths, missing project: exit 2 before anything is built or sent
+    elif not spec.runs_bundled_trainer:
+        from vertex_trainer.spec import check_trainer_flags
+
+        check_trainer_flags(spec)  # a local run always runs the bundled trainer
     artifact, image = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 

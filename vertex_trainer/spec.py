@@ -266,6 +266,8 @@ class JobSpec(_Strict):
                 raise SpecError("encryption_key", f"the key is in {key_region}, the job in {self.region}",
                                 has_value=False, hint="Vertex AI needs a Cloud KMS key in the job's region")
         self._check_trainer()
+        if self.runs_bundled_trainer:
+            check_trainer_flags(self)
         # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
         from vertex_trainer.package import validate_image_values
 
@@ -292,6 +294,11 @@ class JobSpec(_Strict):
         if t.precision == "mixed_float16" and self.hardware.accelerator and self.hardware.accelerator.kind == "tpu":
             raise SpecError("trainer.precision", "TPUs do not run float16", value="mixed_float16",
                             hint="use auto or mixed_bfloat16 on TPU")
+
+    @property
+    def runs_bundled_trainer(self) -> bool:
+        """True when the cloud job runs the trainer shipped with vertex-trainer (not image.uri/context)."""
+        return self.image.python_package or bool(self.image.repository and not self.image.context)
 
     @property
     def total_devices(self) -> int:
@@ -646,6 +653,29 @@ def json_schema() -> dict:
                   {k: v for k, v in hw_schema.items() if k != "description"}],
     }
     return schema
+
+
+def check_trainer_flags(spec: JobSpec) -> None:
+    """Parse the job's trainer args with the bundled trainer's own parser (no TensorFlow import).
+
+    A misspelt model or extra flag then fails here with exit 2, not after an image build and a
+    queue wait on Vertex AI. Skipped when the trainer package is not installed beside the client.
+    """
+    try:
+        from trainer.config import UsageError as TrainerUsage, parse_flags
+    except ImportError:
+        return
+    dirs = {"AIP_MODEL_DIR": "/model/", "AIP_CHECKPOINT_DIR": "/checkpoints/", "AIP_TENSORBOARD_LOG_DIR": "/logs/"}
+    try:
+        parse_flags(spec.trainer.to_args(), environ=dirs)
+    except TrainerUsage as e:
+        message = str(e)
+        field = next((f"trainer.{name}" for name in TrainerArgs.model_fields
+                      if name != "extra_args" and f"--{name.replace('_', '-')}" in message.split(":")[0]), None)
+        if field is None:
+            field = "trainer.extra_args" if spec.trainer.extra_args else "trainer"
+        raise SpecError(field, f"the bundled trainer refuses it: {message}", has_value=False,
+                        hint="see `python -m trainer.task --help` for its flags and models") from None
 
 
 def cloud_problems(spec: JobSpec) -> None:

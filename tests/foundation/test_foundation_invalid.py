@@ -125,6 +125,10 @@ CASES = [
      "image.pip_packages[0]", "refused"),
     ("hostile-base-image", _set("image", {"repository": "us-docker.pkg.dev/p/r/t",
                                           "base_image": "python:3.11$(id)"}), "image.base_image", "refused"),
+    ("unknown-model", _both(_set("image", {"repository": "us-docker.pkg.dev/p/r/t"}),
+                            _set("trainer.model", "resnet-50")), "trainer.model", "invalid choice: 'resnet-50'"),
+    ("unknown-extra-flag", _both(_set("image", {"repository": "us-docker.pkg.dev/p/r/t"}),
+                                 _set("trainer.extra_args", ["--mixed"])), "trainer.extra_args", "did you mean --seed"),
     ("kms-region", _set("encryption_key", "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"),
      "encryption_key", "europe-west4"),
 ]

@@ -143,3 +143,12 @@ def test_trainer_args_are_kebab_case(base_spec):
     assert "--train-data=gs://my-bucket/train-*" in args
     assert "--steps-per-execution=200" in args
     assert args[-2:] == ["--foo", "bar"]
+
+
+def test_trainer_flags_are_checked_only_for_the_bundled_trainer(base_spec):
+    base_spec["trainer"]["model"] = "my-own-model"  # image.uri: that image's trainer decides
+    assert build_spec(base_spec).trainer.model == "my-own-model"
+    base_spec["image"] = {"repository": "us-docker.pkg.dev/p/r/trainer"}
+    with pytest.raises(SpecError) as e:
+        build_spec(base_spec)
+    assert e.value.field == "trainer.model"

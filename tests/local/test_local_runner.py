@@ -271,3 +271,16 @@ def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
     assert result.state == SUCCEEDED
     assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
     assert build_spec(yaml.safe_load((tmp_path / "vertex-trainer" / "spec.yaml").read_text())) == spec
+
+
+def test_local_run_checks_the_bundled_trainer_flags_first(tmp_path):
+    from vertex_trainer import api
+    from vertex_trainer.errors import SpecError
+    from vertex_trainer.spec import build_spec
+
+    spec = build_spec({"name": "flags", "region": "us-central1", "hardware": "cpu",
+                       "image": {"uri": "us-docker.pkg.dev/p/r/trainer:v1"}, "output_dir": str(tmp_path / "out"),
+                       "trainer": {"model": "resnet-50", "train_data": "data/train-*", "num_classes": 2}})
+    with pytest.raises(SpecError, match="invalid choice: 'resnet-50'"):
+        api.submit(spec, local=True)
+    assert not (tmp_path / "out").exists()  # refused before anything ran or was written
