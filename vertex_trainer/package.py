@@ -44,12 +44,12 @@ import shutil
 import stat
 import subprocess
 import tarfile
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from vertex_trainer import auth
 from vertex_trainer.errors import ServiceError, SpecError, UserError
 
 if TYPE_CHECKING:  # render imports nothing heavy, but keep the import graph one-way at runtime
@@ -896,30 +896,6 @@ class PackageResult:
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
 
-def _endpoint_session(endpoint: str):
-    """A requests session: anonymous for http:// emulators, Google-authorized otherwise."""
-    import requests
-
-    if endpoint.startswith("http://"):
-        return requests.Session()
-    from google.auth.transport.requests import AuthorizedSession
-
-    return AuthorizedSession(_credentials())
-
-
-def _credentials():
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-
-    try:
-        creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    except DefaultCredentialsError as exc:
-        raise UserError(f"no Google Cloud credentials: {exc}",
-                        hint="run `gcloud auth application-default login`, or set "
-                        "GOOGLE_APPLICATION_CREDENTIALS") from None
-    return creds
-
-
 def _request(session, method: str, url: str, *, what: str, attempts: int = 4,
              ok: tuple[int, ...] = (200,), **kwargs):
     import requests
@@ -1030,7 +1006,7 @@ def registry_tag_exists(image: str, *, token: str | None = None, log: Log | None
 def _access_token() -> str:
     from google.auth.transport.requests import Request
 
-    creds = _credentials()
+    creds = auth.credentials()
     try:
         creds.refresh(Request())
     except Exception as exc:  # RefreshError, TransportError
@@ -1065,7 +1041,7 @@ def _storage_client(project: str | None):
         from google.auth.credentials import AnonymousCredentials
 
         return storage.Client(project=project or "vertex-trainer", credentials=AnonymousCredentials())
-    return storage.Client(project=project, credentials=_credentials())
+    return storage.Client(project=project, credentials=auth.credentials())
 
 
 def upload_once(bucket: str, name: str, data: bytes, *, project: str | None,
@@ -1126,7 +1102,7 @@ def run_cloud_build(project: str, region: str, request: dict, *, log: Log,
                     poll_max_s: float = 5.0) -> dict:
     """Create the build, follow it to the end (showing progress), return the final Build."""
     endpoint = cloudbuild_endpoint()
-    session = _endpoint_session(endpoint)
+    session = auth.session(endpoint)
     parent = f"projects/{project}/locations/{region}"
     resp = _request(session, "POST", f"{endpoint}/v1/{parent}/builds", what="creating the build",
                     json=request, attempts=1)

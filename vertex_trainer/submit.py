@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from vertex_trainer import auth
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 
 ENDPOINT_ENV = "VERTEX_TRAINER_API_ENDPOINT"
@@ -29,8 +30,6 @@ POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 KEY_LABEL = "vertex-trainer-key"
 SPEC_LABEL = "vertex-trainer-spec"
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
-USER_AGENT = "vertex-trainer"
 
 TERMINAL_STATES = frozenset({
     "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
@@ -64,9 +63,6 @@ def endpoint_for(region: str) -> str:
     return f"https://{region}-aiplatform.googleapis.com"
 
 
-def is_emulator(endpoint: str) -> bool:
-    """An http:// endpoint is an emulator: anonymous credentials, plain HTTP."""
-    return endpoint.startswith("http://")
 
 
 def new_key() -> str:
@@ -229,7 +225,7 @@ class VertexClient:
     @property
     def session(self):
         if self._session is None:
-            self._session = _make_session(self.endpoint)
+            self._session = auth.session(self.endpoint)
         return self._session
 
     def _send(self, op: str, method: str, path: str, *, params: dict | None = None,
@@ -341,38 +337,6 @@ def _warn_if_other_spec(client: VertexClient, existing: dict, job: dict) -> None
 
 
 # -- sessions and errors ------------------------------------------------------------------------
-
-def _make_session(endpoint: str):
-    import requests
-
-    if is_emulator(endpoint):
-        session = requests.Session()  # anonymous: an emulator gets no credentials
-    else:
-        import google.auth
-        from google.auth.exceptions import DefaultCredentialsError
-        from google.auth.transport.requests import AuthorizedSession
-
-        try:
-            credentials, _ = google.auth.default(scopes=list(SCOPES))
-        except DefaultCredentialsError as exc:
-            raise UserError(
-                "no Google Cloud credentials found (Application Default Credentials); nothing "
-                "was sent",
-                hint="run `gcloud auth application-default login` on a workstation; in CI use "
-                     "Workload Identity Federation (google-github-actions/auth) or the build's "
-                     "service account; or set GOOGLE_APPLICATION_CREDENTIALS") from exc
-        session = AuthorizedSession(credentials)
-    session.headers["User-Agent"] = f"{USER_AGENT}/{_version()}"
-    return session
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("vertex-trainer")
-    except Exception:
-        return "dev"
-
 
 def _raise_auth(exc: Exception) -> None:
     """Turn google-auth refresh failures into a clear message; nothing reached Vertex."""
