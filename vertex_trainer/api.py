@@ -12,6 +12,7 @@ from the same rendered CustomJob dict.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
@@ -120,6 +121,12 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         from vertex_trainer.spec import check_trainer_flags
 
         check_trainer_flags(spec)  # a local run always runs the bundled trainer
+    if not (local or dry_run):
+        from vertex_trainer.preflight import check_buckets
+
+        client = client or VertexClient(spec.project, spec.region, log=log)
+        # Missing buckets stop here, before an image is built or a job created.
+        check_buckets(spec, log=log or _stderr, vertex_endpoint=client.endpoint)
     artifact, image = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 
@@ -168,6 +175,10 @@ def _package_step(spec: "JobSpec", builder: str | None) -> dict | None:
     plan = package.plan_build(spec, builder)
     return {"kind": plan.kind, "target": plan.target, "builder": plan.builder,
             "context_hash": plan.context_hash, "files": len(plan.entries), "bytes": plan.size}
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 class _NoNetwork:
