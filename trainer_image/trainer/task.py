@@ -1,14 +1,16 @@
 """`python -m trainer.task`: train an image classifier from TFRecords (CONTRACT section 4).
 
-parse flags -> strategy -> precision policy -> resolve steps/LR, save the config -> build and
-compile inside strategy.scope() -> fit (BackupAndRestore, TensorBoard, progress) -> evaluate ->
-export (chief only; other workers to a temp dir) -> metrics.json.
+run(): parse flags -> strategy -> precision policy -> plan (files, steps, LR) and save the resolved
+config -> datasets -> build and compile inside strategy.scope() -> fit (BackupAndRestore,
+TensorBoard, progress) and evaluate -> export (chief only; other workers to a temp dir) ->
+metrics.json. Each stage is one function below.
 
 Exit codes: 0 success, 2 bad flags or data, 1 anything else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -17,7 +19,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Sequence
+from typing import Any, Sequence
 
 from trainer.config import TrainConfig, UsageError, choose_steps_per_execution, parse_flags
 
@@ -58,13 +60,45 @@ def run(cfg: TrainConfig) -> dict:
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from trainer import _keras  # noqa: F401 - selects tf-keras before TensorFlow loads
-
-    import tensorflow as tf
-
-    from trainer import callbacks, data, precision, schedules, strategy
+    from trainer import callbacks
     from trainer._keras import keras
 
-    # Runtime settings and the strategy come first: both must precede TF's runtime start.
+    strat, info = setup_runtime(cfg)
+    policy, capability = set_precision(cfg, info)
+    keras.utils.set_random_seed(cfg.seed)
+    plan = plan_training(cfg, info)
+    save_resolved_config(cfg, info, plan, policy, capability)
+
+    train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
+    with strat.scope():
+        model = build_and_compile(cfg, policy, plan.schedule(), steps_per_execution=plan.steps_per_execution,
+                                  jit_compile=plan.jit_compile)
+    log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
+        f"global batch {cfg.batch_size}, peak lr {plan.peak_lr:g}, {plan.steps_per_epoch} steps/epoch "
+        f"x {cfg.epochs} epochs, steps_per_execution {plan.steps_per_execution}")
+
+    outcome = fit_and_evaluate(cfg, info, plan, model, train_ds, eval_ds)
+    metrics = collect_metrics(cfg, info, plan, policy, outcome, skipped)
+
+    export(model, cfg.model_dir, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
+    if info.is_chief:
+        metrics_path = join(output_base(cfg.model_dir), "metrics.json")
+        write_json(metrics_path, metrics)
+        if metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
+                cfg.hypertune_metric, metrics["eval_accuracy"], plan.total_steps):
+            log(f"reported {cfg.hypertune_metric}={metrics['eval_accuracy']:.4f} to hyperparameter tuning")
+        log(f"exported model to {cfg.model_dir}; metrics in {metrics_path}")
+    else:
+        log("done (not the chief: the model and metrics are written by the chief)")
+    return metrics
+
+
+def setup_runtime(cfg: TrainConfig):
+    """Thread pools, CPU replicas and the distribution strategy: all before TF's runtime starts."""
+    import tensorflow as tf
+
+    from trainer import strategy
+
     if cfg.intra_op_threads:
         tf.config.threading.set_intra_op_parallelism_threads(cfg.intra_op_threads)
     if cfg.inter_op_threads:
@@ -74,15 +108,46 @@ def run(cfg: TrainConfig) -> dict:
     strat, info = strategy.create(cfg.strategy, cpu_replicas=cfg.cpu_replicas)
     log(f"strategy={info.kind} replicas={info.replicas} workers={info.workers} device={info.device} "
         f"task={info.task_type}:{info.task_index} chief={info.is_chief}")
+    if cfg.batch_size % info.replicas:
+        raise UsageError(f"--batch-size={cfg.batch_size} is not divisible by the "
+                         f"{info.replicas} replicas; use a multiple of {info.replicas}")
+    return strat, info
+
+
+def set_precision(cfg: TrainConfig, info):
+    """The mixed-precision policy for this device (auto: bf16 on TPU/Ampere+, fp16 on V100/T4)."""
+    from trainer import precision
 
     capability = precision.gpu_compute_capability() if info.device == "gpu" else None
     policy = precision.resolve(cfg.precision, info.device, capability)
     precision.apply(policy)
-    keras.utils.set_random_seed(cfg.seed)
+    return policy, capability
 
-    if cfg.batch_size % info.replicas:
-        raise UsageError(f"--batch-size={cfg.batch_size} is not divisible by the "
-                         f"{info.replicas} replicas; use a multiple of {info.replicas}")
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Files, steps and learning rate, resolved once from the flags and the data."""
+
+    train_files: list
+    eval_files: list
+    train_cfg: Any
+    eval_cfg: Any
+    steps_per_epoch: int
+    eval_steps: int
+    steps_per_execution: int
+    total_steps: int
+    warmup_steps: int
+    peak_lr: float
+    jit_compile: bool
+
+    def schedule(self):
+        from trainer import schedules
+
+        return schedules.WarmupCosineDecay(self.peak_lr, self.warmup_steps, self.total_steps)
+
+
+def plan_training(cfg: TrainConfig, info) -> Plan:
+    from trainer import data, schedules
 
     train_files = data.list_files(cfg.train_data)
     eval_files = data.list_files(cfg.eval_data) if cfg.eval_data else []
@@ -97,42 +162,64 @@ def run(cfg: TrainConfig) -> dict:
         steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
     spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
     total_steps = steps_per_epoch * cfg.epochs
-    peak_lr = schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size)
     warmup_steps = int(round(cfg.warmup_epochs * steps_per_epoch))
     if warmup_steps >= total_steps:
         warmup_steps = total_steps // 2
         log(f"warmup longer than training: warming up over {warmup_steps} steps instead")
-    jit = {"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu")
+    return Plan(train_files=train_files, eval_files=eval_files, train_cfg=train_cfg, eval_cfg=eval_cfg,
+                steps_per_epoch=steps_per_epoch, eval_steps=eval_steps, steps_per_execution=spe,
+                total_steps=total_steps, warmup_steps=warmup_steps,
+                peak_lr=schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size),
+                jit_compile={"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu"))
+
+
+def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capability) -> None:
+    """Log the resolved run and keep it beside the model (chief): trainer_config.json."""
+    import tensorflow as tf
+
+    from trainer._keras import keras
 
     resolved = {
         "flags": cfg.to_dict(), "precision": policy, "strategy": info.kind,
         "replicas": info.replicas, "workers": info.workers, "device": info.device,
         "gpu_compute_capability": list(capability) if capability else None,
-        "steps_per_epoch": steps_per_epoch, "steps_per_execution": spe,
-        "total_steps": total_steps, "warmup_steps": warmup_steps, "peak_learning_rate": peak_lr,
-        "eval_steps": eval_steps, "train_files": len(train_files), "eval_files": len(eval_files),
-        "jit_compile": jit, "keras": keras.__version__, "tensorflow": tf.__version__,
+        "steps_per_epoch": plan.steps_per_epoch, "steps_per_execution": plan.steps_per_execution,
+        "total_steps": plan.total_steps, "warmup_steps": plan.warmup_steps, "peak_learning_rate": plan.peak_lr,
+        "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
+        "jit_compile": plan.jit_compile, "keras": keras.__version__, "tensorflow": tf.__version__,
     }
     log("resolved config: " + json.dumps(resolved, sort_keys=True))
-    base_dir = output_base(cfg.model_dir)
     if info.is_chief:
-        write_json(join(base_dir, "trainer_config.json"), resolved)
+        write_json(join(output_base(cfg.model_dir), "trainer_config.json"), resolved)
+
+
+def make_datasets(cfg: TrainConfig, strat, plan: Plan):
+    """(train, eval or None, skipped-records counter or None), distributed over the replicas."""
+    import tensorflow as tf
 
     skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
-
     train_ds = strat.distribute_datasets_from_function(
-        input_fn(train_files, train_cfg, cfg.batch_size, skipped, repeat=False))
+        input_fn(plan.train_files, plan.train_cfg, cfg.batch_size, skipped, repeat=False))
     eval_ds = (strat.distribute_datasets_from_function(
-        input_fn(eval_files, eval_cfg, cfg.batch_size, skipped, repeat=True)) if eval_files else None)
+        input_fn(plan.eval_files, plan.eval_cfg, cfg.batch_size, skipped, repeat=True))
+        if plan.eval_files else None)
+    return train_ds, eval_ds, skipped
 
-    with strat.scope():
-        model = build_and_compile(cfg, policy, schedules.WarmupCosineDecay(peak_lr, warmup_steps, total_steps),
-                                  steps_per_execution=spe, jit_compile=jit)
-    log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
-        f"global batch {cfg.batch_size}, peak lr {peak_lr:g}, {steps_per_epoch} steps/epoch "
-        f"x {cfg.epochs} epochs, steps_per_execution {spe}")
 
-    progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=steps_per_epoch,
+@dataclasses.dataclass
+class Outcome:
+    history: Any
+    eval_results: dict
+    train_seconds: float
+    progress: Any
+
+
+def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_ds) -> Outcome:
+    """fit() with BackupAndRestore (resumes a preempted run), progress and TensorBoard; then eval."""
+    from trainer import callbacks
+    from trainer._keras import keras
+
+    progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=plan.steps_per_epoch,
                                   epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
                                   backup_dir=cfg.checkpoint_dir)
     # BackupAndRestore first: a backup exists by the time the epoch's progress line is out.
@@ -140,40 +227,45 @@ def run(cfg: TrainConfig) -> dict:
     if info.is_chief:
         fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir,
                                                          update_freq="epoch", profile_batch=0))
-
     started = time.perf_counter()
-    with data_errors(train_files + eval_files, train_cfg):
-        history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=steps_per_epoch,
+    with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
+        history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=plan.steps_per_epoch,
                             callbacks=fit_callbacks, verbose=0)
         train_seconds = time.perf_counter() - started
         eval_results = {}
         if eval_ds is not None:
-            eval_results = model.evaluate(eval_ds, steps=eval_steps, verbose=0, return_dict=True)
+            eval_results = model.evaluate(eval_ds, steps=plan.eval_steps, verbose=0, return_dict=True)
             log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
-                f"over {eval_steps * cfg.batch_size} examples")
+                f"over {plan.eval_steps * cfg.batch_size} examples")
+    return Outcome(history, eval_results, train_seconds, progress)
 
-    losses = history.history.get("loss") or []
+
+def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
+    """metrics.json (CONTRACT section 4 and more)."""
+    history, progress, eval_results = outcome.history.history, outcome.progress, outcome.eval_results
+    losses = history.get("loss") or []
     final_loss = losses[-1] if losses else progress.last_loss
-    metrics = {
+    evaluated = bool(plan.eval_files)
+    return {
         "global_batch_size": cfg.batch_size,
-        "learning_rate": peak_lr,
+        "learning_rate": plan.peak_lr,
         "base_learning_rate": cfg.learning_rate,
         "precision": policy,
-        "steps_per_execution": spe,
-        "steps": total_steps,
-        "steps_per_epoch": steps_per_epoch,
+        "steps_per_execution": plan.steps_per_execution,
+        "steps": plan.total_steps,
+        "steps_per_epoch": plan.steps_per_epoch,
         "epochs": cfg.epochs,
         "initial_epoch": progress.first_epoch or 0,
         "train_examples_per_sec": progress.examples_per_sec(),
         "epoch_examples_per_sec": progress.epoch_rates,
-        "step_time_ms": (1000 * sum(progress.epoch_seconds) / (len(progress.epoch_seconds) * steps_per_epoch)
+        "step_time_ms": (1000 * sum(progress.epoch_seconds) / (len(progress.epoch_seconds) * plan.steps_per_epoch)
                          if progress.epoch_seconds else None),
-        "train_seconds": train_seconds,
+        "train_seconds": outcome.train_seconds,
         "final_train_loss": _finite(final_loss),
-        "final_train_accuracy": _finite((history.history.get("accuracy") or [None])[-1]),
+        "final_train_accuracy": _finite((history.get("accuracy") or [None])[-1]),
         "eval_accuracy": _finite(eval_results.get("accuracy")),
         "eval_loss": _finite(eval_results.get("loss")),
-        "eval_examples": eval_steps * cfg.batch_size if eval_ds is not None else 0,
+        "eval_examples": plan.eval_steps * cfg.batch_size if evaluated else 0,
         "replicas": info.replicas,
         "workers": info.workers,
         "strategy": info.kind,
@@ -183,17 +275,6 @@ def run(cfg: TrainConfig) -> dict:
         "skipped_records": int(skipped.numpy()) if skipped is not None else 0,
         "model_dir": cfg.model_dir,
     }
-
-    export(model, cfg.model_dir, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
-    if info.is_chief:
-        write_json(join(base_dir, "metrics.json"), metrics)
-        if metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
-                cfg.hypertune_metric, metrics["eval_accuracy"], total_steps):
-            log(f"reported {cfg.hypertune_metric}={metrics['eval_accuracy']:.4f} to hyperparameter tuning")
-        log(f"exported model to {cfg.model_dir}; metrics in {join(base_dir, 'metrics.json')}")
-    else:
-        log("done (not the chief: the model and metrics are written by the chief)")
-    return metrics
 
 
 def input_fn(files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool):
