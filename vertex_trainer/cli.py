@@ -40,6 +40,11 @@ VarOpt = Annotated[Optional[List[str]], typer.Option(
     "--var", metavar="KEY=VALUE", help="a template variable for {{ KEY }} in the spec", show_default=False)]
 ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (wins over the spec)")]
 RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (wins over the spec)")]
+# For commands that take a job, not a spec.
+JobProjectOpt = Annotated[Optional[str], typer.Option(
+    "--project", help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, then gcloud's)")]
+JobRegionOpt = Annotated[Optional[str], typer.Option(
+    "--region", help="Vertex AI region (default: gcloud's ai/region; not needed with a full job name)")]
 
 
 class OutputFormat(str, Enum):
@@ -221,7 +226,7 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
 
 
 @app.command()
-def status(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
+def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
            wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends; exit 1 "
                                               "unless it SUCCEEDED")] = False,
            output: OutputOpt = OutputFormat.text) -> None:
@@ -237,7 +242,7 @@ def status(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
 
 
 @app.command()
-def cancel(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
+def cancel(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
            output: OutputOpt = OutputFormat.text) -> None:
     """Cancel a job (a job that already ended is left as it is)."""
     from vertex_trainer import api
@@ -257,7 +262,7 @@ def cancel(job: JobArg, project: ProjectOpt = None, region: RegionOpt = None,
 
 
 @app.command("list")
-def list_jobs(project: ProjectOpt = None, region: RegionOpt = None,
+def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
               label: Annotated[Optional[List[str]], typer.Option(
                   "--label", metavar="KEY=VALUE", help="only jobs with this label (repeatable)",
                   show_default=False)] = None,
