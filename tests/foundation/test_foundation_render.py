@@ -126,7 +126,8 @@ def test_render_parses_as_aiplatform_custom_job():
         spec = load_example(name)
         job = render.custom_job(spec, IMAGE, idempotency_key="k")
         parsed = aiplatform_v1.CustomJob.from_json(json.dumps(job))
-        back = json.loads(aiplatform_v1.CustomJob.to_json(parsed, use_integers_for_enums=False))
+        back = json.loads(aiplatform_v1.CustomJob.to_json(parsed, use_integers_for_enums=False,
+                                                          always_print_fields_with_no_presence=False))
         assert back["displayName"] == job["displayName"]
         assert back["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] == job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
         assert back["jobSpec"]["scheduling"].get("strategy") == job["jobSpec"]["scheduling"]["strategy"]
