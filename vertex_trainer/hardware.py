@@ -279,6 +279,20 @@ def accelerator_of(machine_type: str, accelerator_type: str | None) -> Accelerat
     return None
 
 
+def boots_from_hyperdisk(machine_type: str) -> bool:
+    """A3 Ultra and A4 machines boot only from Hyperdisk (hyperdisk-balanced)."""
+    return machine_type.startswith(("a3-ultragpu-", "a4-"))
+
+
+def accelerator_kind(machine_type: str, accelerator_type: str | None) -> str:
+    """"tpu", "gpu" or "cpu": what the machine computes on."""
+    m = machine(machine_type)
+    if m is not None and m.is_tpu:
+        return "tpu"
+    acc = accelerator_of(machine_type, accelerator_type)
+    return acc.kind if acc else "cpu"
+
+
 def default_precision(machine_type: str, accelerator_type: str | None) -> str:
     acc = accelerator_of(machine_type, accelerator_type)
     return acc.precision if acc else "float32"

@@ -282,14 +282,10 @@ def resolve_variant(spec: Any) -> str:
     variant = _get(_image(spec), "variant") or "auto"
     if variant != "auto":
         return variant
+    from vertex_trainer.hardware import accelerator_kind
+
     hw = _get(spec, "hardware")
-    machine = (_get(hw, "machine_type") or "").lower()
-    accel = (_get(hw, "accelerator_type") or "").upper()
-    if _get(hw, "tpu_topology") or accel.startswith("TPU") or machine.startswith(("ct", "cloud-tpu")):
-        return "tpu"
-    if accel and (_get(hw, "accelerator_count") or 0) > 0:
-        return "gpu"
-    return "cpu"
+    return accelerator_kind(_get(hw, "machine_type") or "", _get(hw, "accelerator_type"))
 
 
 def _region_mirror(region: str | None) -> str:

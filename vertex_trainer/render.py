@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from vertex_trainer import hardware
 from vertex_trainer.spec import JobSpec, spec_hash
 
 STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
@@ -49,7 +50,7 @@ def machine_spec(spec: JobSpec) -> dict:
 
 def _disk(spec: JobSpec) -> dict:
     disk_type = spec.boot_disk.type or (
-        "hyperdisk-balanced" if spec.hardware.machine_type.startswith(("a3-ultragpu-", "a4-")) else "pd-ssd")
+        "hyperdisk-balanced" if hardware.boots_from_hyperdisk(spec.hardware.machine_type) else "pd-ssd")
     return {"bootDiskType": disk_type, "bootDiskSizeGb": spec.boot_disk.size_gb}
 
 

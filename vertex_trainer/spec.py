@@ -246,7 +246,7 @@ class JobSpec(_Strict):
                             disable_retries=s.disable_retries, replicas=self.replicas)
         _check_labels(self.labels)
         _check_env(self.env)
-        if self.boot_disk.type and self.boot_disk.type.startswith("pd-") and _hyperdisk_only(h.machine_type):
+        if self.boot_disk.type and self.boot_disk.type.startswith("pd-") and hw.boots_from_hyperdisk(h.machine_type):
             raise SpecError("boot_disk.type", f"{h.machine_type} boots only from hyperdisk-balanced",
                             value=self.boot_disk.type, hint="set boot_disk.type: hyperdisk-balanced or remove it")
         if self.tensorboard:
@@ -310,10 +310,6 @@ class JobSpec(_Strict):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
-
-
-def _hyperdisk_only(machine_type: str) -> bool:
-    return machine_type.startswith(("a3-ultragpu-", "a4-"))
 
 
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
