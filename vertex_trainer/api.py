@@ -127,7 +127,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         client = client or VertexClient(spec.project, spec.region, log=log)
         # Missing buckets stop here, before an image is built or a job created.
         check_buckets(spec, log=log or _stderr, vertex_endpoint=client.endpoint)
-    artifact, image = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
+    artifact, image, plan = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 
     if dry_run:
@@ -137,7 +137,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         lookup = {"method": "GET", "url": preview.url(f"{preview.parent}/customJobs"),
                   "params": {"filter": f'labels.{KEY_LABEL}="{key}"'}}
         return DryRun(body, [lookup, preview.create_request(body)], image, key,
-                      package=_package_step(spec, builder))
+                      package=_package_step(plan))
 
     if local:
         from vertex_trainer.local import run_local
@@ -153,26 +153,22 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     return job
 
 
-def _artifact(spec: "JobSpec", *, dry_run: bool, builder: str | None, log) -> tuple[Any, str | None]:
-    """(render.Artifact or None, image) for the spec: a plain image uri needs no packaging."""
+def _artifact(spec: "JobSpec", *, dry_run: bool, builder: str | None, log) -> tuple[Any, str | None, Any]:
+    """(render.Artifact or None, image, build plan or None) for the spec.
+
+    A plain image uri needs no packaging; a dry run (or local run) only plans the build, once."""
     if not spec.image.builds:
-        return None, spec.image.uri
+        return None, spec.image.uri, None
     from vertex_trainer import package
 
-    if dry_run:
-        artifact = package.plan_artifact(spec)
-        return artifact, artifact.image_uri
-    result = package.ensure_artifact(spec, builder=builder, dry_run=False, log=log)
-    return result.artifact, result.image
+    result = package.ensure_artifact(spec, builder=builder, dry_run=dry_run, log=log)
+    return result.artifact, result.image, result.plan
 
 
-def _package_step(spec: "JobSpec", builder: str | None) -> dict | None:
+def _package_step(plan) -> dict | None:
     """What packaging a dry run skipped: the build (or upload) submit does first, if needed."""
-    if not spec.image.builds:
+    if plan is None:
         return None
-    from vertex_trainer import package
-
-    plan = package.plan_build(spec, builder)
     return {"kind": plan.kind, "target": plan.target, "builder": plan.builder,
             "context_hash": plan.context_hash, "files": len(plan.entries), "bytes": plan.size}
 
