@@ -17,6 +17,7 @@ import typer
 from typing_extensions import Annotated
 
 from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.submit import short_state  # light: stdlib only until a request is made
 
 app = typer.Typer(
     name="vertex-trainer",
@@ -216,7 +217,7 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
     job = api.submit(job_spec, idempotency_key=idempotency_key, log=say)
     if output is OutputFormat.text:
         verb = "adopted" if job.adopted else "created"
-        print(f"{verb:8} {job.name}\nstate    {_short(job.state)}\nconsole  {job.console_url}")
+        print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}")
         if job.adopted:
             say(f"a job with idempotency key {job.idempotency_key} already existed: adopted, not re-created")
     if wait:
@@ -250,13 +251,13 @@ def cancel(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = No
     found = api.status(job, **_where(project, region))
     if found.done:
         if output is OutputFormat.text:
-            print(f"{found.name} already ended: {_short(found.state)} (nothing to cancel)")
+            print(f"{found.name} already ended: {short_state(found.state)} (nothing to cancel)")
         else:
             emit_json(found.describe())
         return
     found.cancel()
     if output is OutputFormat.text:
-        print(f"cancel requested: {found.name}\nstate    {_short(found.state)}")
+        print(f"cancel requested: {found.name}\nstate    {short_state(found.state)}")
     else:
         emit_json(found.describe())
 
@@ -286,7 +287,7 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
               + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else ""))
         return
     rows = [("ID", "DISPLAY NAME", "STATE", "CREATED", "KEY")]
-    rows += [(j.id, j.display_name, _short(j.state), (j.data.get("createTime") or "")[:19].replace("T", " "),
+    rows += [(j.id, j.display_name, short_state(j.state), (j.data.get("createTime") or "")[:19].replace("T", " "),
               j.idempotency_key or "-") for j in jobs]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
@@ -326,10 +327,6 @@ def dev_gcs_emulator(
     serve_forever(port=port, proxy_port=proxy_port, buckets=tuple(bucket or ()), print_fn=show)
 
 
-def _short(state: str) -> str:
-    return state.removeprefix("JOB_STATE_")
-
-
 def _stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -350,7 +347,7 @@ def _show_job(job, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return emit_json(job.describe())
     d = job.describe()
-    rows = [("name", d["name"]), ("display", d["display_name"]), ("state", _short(d["state"])),
+    rows = [("name", d["name"]), ("display", d["display_name"]), ("state", short_state(d["state"])),
             ("created", d["create_time"]), ("started", d["start_time"]), ("ended", d["end_time"]),
             ("console", d["console_url"]), ("error", d["error"])]
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
@@ -369,14 +366,14 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     console = err_console()
 
     def line(j) -> None:
-        console.print(f"{time.strftime('%H:%M:%S')}  {_short(j.state)}", markup=False)
+        console.print(f"{time.strftime('%H:%M:%S')}  {short_state(j.state)}", markup=False)
 
     try:
         if console.is_terminal:
             with console.status(f"waiting for {job.id} (Ctrl-C stops waiting)") as spinner:
                 def on_state(j) -> None:
                     line(j)
-                    spinner.update(f"{job.id} {_short(j.state)} (Ctrl-C stops waiting)")
+                    spinner.update(f"{job.id} {short_state(j.state)} (Ctrl-C stops waiting)")
 
                 job.wait(on_state=on_state, check=False)
         else:
@@ -384,9 +381,9 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     except KeyboardInterrupt:
         if cancel_on_interrupt:
             job.cancel()
-            _stderr_line(f"interrupted: cancel requested, the job is {_short(job.state)}")
+            _stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
         else:
-            _stderr_line(f"stopped waiting; the job keeps running ({_short(job.state)}).\n"
+            _stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
                          f"  follow it:  vertex-trainer status {job.name} --wait\n"
                          f"  cancel it:  vertex-trainer cancel {job.name}")
         if output is OutputFormat.json:
@@ -397,7 +394,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     elif describe:
         _show_job(job, output)
     else:
-        print(f"final    {_short(job.state)}")
+        print(f"final    {short_state(job.state)}")
     if not job.succeeded:
         raise_failed(job)
 
@@ -433,7 +430,7 @@ def _show_local(result, output: OutputFormat) -> None:
         emit_json(result.to_dict())
     else:
         d = result.to_dict()
-        rows = [("local", d["name"]), ("state", _short(d["state"] or "")), ("output", d["output_dir"])]
+        rows = [("local", d["name"]), ("state", short_state(d["state"] or "")), ("output", d["output_dir"])]
         print("\n".join(f"{k:8} {v}" for k, v in rows if v))  # run_local showed the metrics
     if result.done and not result.succeeded:
         from vertex_trainer.errors import JobFailed
