@@ -127,7 +127,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         client = client or VertexClient(spec.project, spec.region, log=log)
         # Missing buckets stop here, before an image is built or a job created.
         check_buckets(spec, log=log or _stderr, vertex_endpoint=client.endpoint)
-    artifact, image, plan = _artifact(spec, dry_run=dry_run or local, builder=builder, log=log)
+    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder, log=log)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 
     if dry_run:
@@ -153,14 +153,19 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     return job
 
 
-def _artifact(spec: "JobSpec", *, dry_run: bool, builder: str | None, log) -> tuple[Any, str | None, Any]:
+def _artifact(spec: "JobSpec", *, dry_run: bool, local: bool, builder: str | None,
+              log) -> tuple[Any, str | None, Any]:
     """(render.Artifact or None, image, build plan or None) for the spec.
 
-    A plain image uri needs no packaging; a dry run (or local run) only plans the build, once."""
+    A plain image uri needs no packaging; a dry run plans the build once (as a real submit would,
+    so a missing staging bucket shows); a local run only needs the tag."""
     if not spec.image.builds:
         return None, spec.image.uri, None
     from vertex_trainer import package
 
+    if local:  # the installed trainer runs; the image only needs a name (no staging, no builder)
+        artifact = package.plan_artifact(spec)
+        return artifact, artifact.image_uri, None
     result = package.ensure_artifact(spec, builder=builder, dry_run=dry_run, log=log)
     return result.artifact, result.image, result.plan
 
