@@ -29,13 +29,16 @@ demo: $(STAMP)
 		--num-classes 10 --eval-examples 512
 	$(BIN)/vertex-trainer submit $(DEMO_SPEC) --local --wait
 
-# pytest exits 5 when it collected no test: that is a failure here, never a silent pass.
+# The layer contracts first (import-linter, seconds), then the suite. pytest exits 5 when it
+# collected no test: that is a failure here, never a silent pass.
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	@$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$rc
 
 # Everything but the TensorFlow training runs (seconds).
 test-fast: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -m "not trainer and not slow"
 
 clean:

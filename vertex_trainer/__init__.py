@@ -15,16 +15,16 @@ __all__ = ["load_spec", "submit", "Job", "status", "cancel", "list_jobs"]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
-    "submit": "vertex_trainer.submit",  # the module is callable: vertex_trainer.submit(spec)
+    "submit": "vertex_trainer.api",
     "status": "vertex_trainer.api",
     "cancel": "vertex_trainer.api",
     "list_jobs": "vertex_trainer.api",
-    "Job": "vertex_trainer.submit",
+    "Job": "vertex_trainer.vertex.jobs",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api import cancel, list_jobs, load_spec, status, submit
-    from vertex_trainer.submit import Job
+    from vertex_trainer.vertex.jobs import Job
 
 
 def __getattr__(name: str) -> Any:
@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     module = importlib.import_module(module_name)
-    value = module if module_name.endswith("." + name) else getattr(module, name)
+    value = getattr(module, name)
     globals()[name] = value
     return value
 

@@ -1,39 +1,99 @@
-"""The Python API, used by the CLI, notebooks and CI: load a spec, submit it, follow the job.
+"""The Python API and the one orchestrator: the CLI and notebooks call it; it never calls the CLI.
 
     import vertex_trainer as vt
     spec = vt.load_spec("job_specs/resnet50.yaml", set=["trainer.epochs=1"])
     job = vt.submit(spec)                # -> Job (name, state, console_url, refresh/wait/cancel)
     job.wait()
 
-submit() is the one orchestration: package (when the spec asks for a build) -> render -> create
-(idempotent) | run locally | describe the request (dry run). Everything it sends or runs is made
-from the same rendered CustomJob dict.
+`submit()` is the one path: pre-submit checks -> artifact (plan, or build when needed) -> render
+-> create (idempotent) | run locally | describe the requests (dry run). Everything it sends or
+runs is made from the same rendered CustomJob dict. This module and the CLI are the edge: the
+environment is read here once (`Settings.from_environ`) and passed down as `settings`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from vertex_trainer.submit import (
-    KEY_LABEL, SPEC_LABEL, Job, JobState, VertexClient, check_key, create_idempotent,
-    new_key, short_state,
-)
+from vertex_trainer.contract import SPEC_LABEL, Artifact, JobState, short_state
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import Job, JobsClient, check_key, create_idempotent, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.packaging import PackageResult
     from vertex_trainer.spec import JobSpec
 
-__all__ = ["load_spec", "submit", "status", "cancel", "list_jobs", "Job", "DryRun", "LocalJob"]
+__all__ = ["load_spec", "submit", "status", "cancel", "list_jobs", "render_job", "package",
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob"]
+
+Log = Callable[[str], None]
+
+
+def settings_from_env() -> Settings:
+    """The settings of this process, read from its environment (the edge)."""
+    return Settings.from_environ(os.environ)
 
 
 def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = None,
-              project: str | None = None, region: str | None = None) -> "JobSpec":
-    """Load, template, override (``set=["a.b=c"]``) and validate a job spec. Raises UserError."""
+              project: str | None = None, region: str | None = None, *,
+              settings: Settings | None = None) -> "JobSpec":
+    """Load, template, override (``set=["a.b=c"]``) and validate a job spec. Raises UserError.
+
+    A spec that runs the bundled trainer also has its trainer args checked by the trainer's own
+    parser, so a misspelt model or flag fails here (exit 2)."""
     from vertex_trainer import spec as _spec
 
-    return _spec.load_spec(path, sets=tuple(set), vars=dict(vars or {}), project=project,
-                           region=region)
+    settings = settings or settings_from_env()
+    loaded = _spec.load_spec(path, sets=tuple(set), vars=dict(vars or {}), project=project,
+                             region=region, environ=settings.environ,
+                             default_project=settings.project, default_region=settings.region)
+    if loaded.runs_bundled_trainer:
+        _spec.check_trainer_flags(loaded)
+    return loaded
+
+
+def check(spec: "JobSpec", *, local: bool = False) -> None:
+    """The checks made before anything is built, sent or run (exit 2 on failure).
+
+    A cloud job must have a project and cloud paths; a local run always runs the bundled trainer,
+    so its args must pass the trainer's parser whatever the spec's image."""
+    from vertex_trainer.spec import check_trainer_flags, cloud_problems
+
+    if not local:
+        cloud_problems(spec)
+    if local or spec.runs_bundled_trainer:
+        check_trainer_flags(spec)
+
+
+def plan_artifact(spec: "JobSpec") -> Artifact:
+    """The artifact a job runs, without any network call: `image.uri` as is, or the content-hash
+    tag the packager would build (the one planner behind render, --local and dry runs)."""
+    if not spec.image.builds:
+        return Artifact(spec.image.uri)
+    from vertex_trainer import packaging
+
+    return packaging.plan_artifact(spec)
+
+
+def render_job(spec: "JobSpec", idempotency_key: str | None = None) -> dict:
+    """The CustomJob REST body `submit` would send (no network)."""
+    from vertex_trainer import render
+
+    if idempotency_key is not None:
+        check_key(idempotency_key)
+    return render.custom_job(spec, plan_artifact(spec), idempotency_key=idempotency_key)
+
+
+def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = False,
+            log: Log | None = None, settings: Settings | None = None) -> "PackageResult":
+    """Build and push the image once per content hash (or stage the Python package)."""
+    from vertex_trainer import packaging
+
+    return packaging.ensure_artifact(spec, settings=settings or settings_from_env(),
+                                     builder=builder, dry_run=dry_run, log=log)
 
 
 @dataclass
@@ -75,9 +135,9 @@ class LocalJob(JobState):
     def failure_message(self) -> str:
         r = self.result
         text = f"local job {r.name} ended {short_state(r.state)}"
-        if getattr(r, "failed_replica", None):
+        if r.failed_replica:
             text += f" ({r.failed_replica} exited with {r.exit_code})"
-        tail = getattr(r, "log_tail", None)
+        tail = r.log_tail
         if tail:
             text += "\n" + (tail if isinstance(tail, str) else "\n".join(tail))
         return text
@@ -99,8 +159,8 @@ def _str_or_none(value: Any) -> str | None:
 def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
            local: bool = False, dry_run: bool = False, timeout: float | None = None,
            on_state: Callable[[Job], None] | None = None, builder: str | None = None,
-           log: Callable[[str], None] | None = None, console: Any = None,
-           client: VertexClient | None = None) -> Job | LocalJob | DryRun:
+           log: Log | None = None, console: Any = None, client: JobsClient | None = None,
+           settings: Settings | None = None) -> Job | LocalJob | DryRun:
     """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
 
     - ``idempotency_key``: reuse it when retrying (CI: the run id) and no second job is created;
@@ -112,40 +172,29 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     """
     from vertex_trainer import render
 
+    settings = settings or (client.settings if client else settings_from_env())
+    log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
-    if not local:
-        from vertex_trainer.spec import cloud_problems
-
-        cloud_problems(spec)  # local paths, missing project: exit 2 before anything is built or sent
-    elif not spec.runs_bundled_trainer:
-        from vertex_trainer.spec import check_trainer_flags
-
-        check_trainer_flags(spec)  # a local run always runs the bundled trainer
+    check(spec, local=local)  # exit 2 before anything is built, sent or run
     if not (local or dry_run):
         from vertex_trainer.preflight import check_buckets
 
-        client = client or VertexClient(spec.project, spec.region, log=log)
-        # Missing buckets stop here, before an image is built or a job created.
-        check_buckets(spec, log=log or _stderr, vertex_endpoint=client.endpoint)
-    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder, log=log)
+        check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
+    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder,
+                                      log=log, settings=settings)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
 
-    if dry_run:
-        if local:
-            return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
-        preview = client or VertexClient(spec.project, spec.region, session=_NoNetwork())
-        lookup = {"method": "GET", "url": preview.url(f"{preview.parent}/customJobs"),
-                  "params": {"filter": f'labels.{KEY_LABEL}="{key}"'}}
-        return DryRun(body, [lookup, preview.create_request(body)], image, key,
-                      package=_package_step(plan))
-
+    if dry_run and local:
+        return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
     if local:
         from vertex_trainer.local import run_local
 
-        result = run_local(body, spec, wait=wait, console=console)
+        result = run_local(body, spec, settings=settings, wait=wait, console=console)
         return LocalJob(result, body, image, key)
 
-    client = client or VertexClient(spec.project, spec.region, log=log)
+    client = client or JobsClient(spec.project, spec.region, settings=settings, log=log)
+    if dry_run:
+        return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
     data, adopted = create_idempotent(client, body, key)
     job = Job(data, client, image=image, idempotency_key=key, adopted=adopted)
     if wait:
@@ -153,20 +202,17 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     return job
 
 
-def _artifact(spec: "JobSpec", *, dry_run: bool, local: bool, builder: str | None,
-              log) -> tuple[Any, str | None, Any]:
-    """(render.Artifact or None, image, build plan or None) for the spec.
+def _artifact(spec: "JobSpec", *, dry_run: bool, local: bool, builder: str | None, log: Log,
+              settings: Settings) -> tuple[Artifact, str, Any]:
+    """(artifact, image, build plan or None) for the spec.
 
-    A plain image uri needs no packaging; a dry run plans the build once (as a real submit would,
-    so a missing staging bucket shows); a local run only needs the tag."""
-    if not spec.image.builds:
-        return None, spec.image.uri, None
-    from vertex_trainer import package
-
-    if local:  # the installed trainer runs; the image only needs a name (no staging, no builder)
-        artifact = package.plan_artifact(spec)
+    A plain image uri needs no packaging; a local run only needs the tag (the installed trainer
+    runs); a cloud submit ensures the image exists, and a dry run plans that once (as a real
+    submit would, so a missing staging location shows)."""
+    if local or not spec.image.builds:
+        artifact = plan_artifact(spec)
         return artifact, artifact.image_uri, None
-    result = package.ensure_artifact(spec, builder=builder, dry_run=dry_run, log=log)
+    result = package(spec, builder=builder, dry_run=dry_run, log=log, settings=settings)
     return result.artifact, result.image, result.plan
 
 
@@ -182,35 +228,28 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class _NoNetwork:
-    """A session that refuses to be used: dry runs must not open connections."""
-
-    def request(self, *args, **kwargs):  # pragma: no cover - a bug if reached
-        raise RuntimeError("dry run tried to send a request")
-
-
 # -- jobs by name --------------------------------------------------------------------------------
 
 def status(job: str, *, project: str | None = None, region: str | None = None,
-           client: VertexClient | None = None) -> Job:
+           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
     """The job `job` (a resource name, or an id with project and region), freshly fetched."""
-    return Job.get(job, project=project, region=region, client=client)
+    return Job.get(job, project=project, region=region, client=client,
+                   settings=settings or (client.settings if client else settings_from_env()))
 
 
 def cancel(job: str, *, project: str | None = None, region: str | None = None,
-           client: VertexClient | None = None) -> Job:
+           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
     """Request cancellation (no-op for a job that already ended); returns the refreshed job."""
-    return status(job, project=project, region=region, client=client).cancel()
+    return status(job, project=project, region=region, client=client, settings=settings).cancel()
 
 
 def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = None,
-              all_jobs: bool = False, limit: int | None = 50,
-              client: VertexClient | None = None) -> list[Job]:
+              all_jobs: bool = False, limit: int | None = 50, client: JobsClient | None = None,
+              settings: Settings | None = None) -> list[Job]:
     """Jobs in project/region, newest first: by default only those created by vertex-trainer
     (they carry the spec label); ``labels`` narrows further."""
     terms = [] if all_jobs else [f"labels.{SPEC_LABEL}:*"]
     terms += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
-    client = client or VertexClient(project, region)
+    client = client or JobsClient(project, region, settings=settings or settings_from_env())
     found = client.list(" AND ".join(terms) or None, limit=limit)
     return [Job(data, client) for data in found]
-

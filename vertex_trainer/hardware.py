@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from vertex_trainer.errors import SpecError
 
@@ -522,7 +522,3 @@ def catalog_rows() -> list[dict]:
             "default_precision": acc.precision if acc else "float32",
         })
     return rows
-
-
-def accelerators_table() -> list[dict]:
-    return [asdict(a) for a in ACCELERATORS.values()]

@@ -1,25 +1,25 @@
-"""Checks a cloud submit makes before anything is built or created: do the Cloud Storage buckets
-the job reads and writes exist, and are they near the job's region?
+"""Checks a cloud submit makes before anything is built or created.
 
-A missing bucket is an error (exit 2): the job would fail only after the image build and the
-queue wait. A bucket in another region is a warning: it works, but every read crosses regions
-(slower input, egress charges). A bucket whose metadata cannot be read (403, network) is a
-warning too: the job's service account may still have access.
-
-One metadata GET per distinct bucket, through the Cloud Storage JSON API
-(`STORAGE_EMULATOR_HOST` honoured). Skipped when the Vertex endpoint is an emulator and no
-storage emulator is set: such a run is offline by construction.
+- Values that only work locally (a local output_dir or data path, no project): `spec.cloud_problems`.
+- The bundled trainer's own flag parser on the job's args (a misspelt model or flag is exit 2
+  here, not after an image build and a queue wait).
+- Do the Cloud Storage buckets the job reads and writes exist, and are they near the job's region?
+  A missing bucket is an error (exit 2): the job would fail only after the build and the queue
+  wait. A bucket in another region is a warning: it works, but every read crosses regions. A
+  bucket whose metadata cannot be read (403, network) is a warning too: the job's service account
+  may still have access. One metadata GET per distinct bucket. Skipped when Vertex AI is an
+  emulator and no storage emulator is set: such a run is offline by construction.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from typing import Callable
 
-from vertex_trainer import auth
-from vertex_trainer.errors import UserError
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp import storage
+from vertex_trainer.settings import Settings
 
-STORAGE_ENDPOINT = "https://storage.googleapis.com"
 # Multi-regions and the region prefixes they cover.
 _MULTI = {"US": ("us-", "northamerica-"), "EU": ("europe-",), "ASIA": ("asia-", "australia-")}
 
@@ -30,19 +30,10 @@ def buckets_of(spec) -> dict[str, str]:
               "trainer.eval_data": spec.trainer.eval_data, "image.staging_bucket": spec.image.staging_bucket}
     found: dict[str, str] = {}
     for field, value in fields.items():
-        bucket = _bucket(value)
+        bucket = storage.bucket_of(value)
         if bucket and bucket not in found:
             found[bucket] = field
     return found
-
-
-def _bucket(path: str | None) -> str | None:
-    if not path:
-        return None
-    for prefix in ("gs://", "/gcs/"):
-        if path.startswith(prefix):
-            return path[len(prefix):].split("/", 1)[0] or None
-    return None
 
 
 def location_mismatch(region: str, location: str, location_type: str | None) -> str | None:
@@ -62,34 +53,29 @@ def location_mismatch(region: str, location: str, location_type: str | None) -> 
     return None
 
 
-def check_buckets(spec, *, log: Callable[[str], None], vertex_endpoint: str | None = None) -> None:
+def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> None:
     """Refuse missing buckets (UserError), warn about far or unreadable ones."""
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
-    if vertex_endpoint and auth.is_emulator(vertex_endpoint) and not emulator:
+    if settings.offline and not settings.storage_emulator:
         return
     buckets = buckets_of(spec)
     if not buckets:
         return
-    endpoint = (emulator if emulator.startswith("http") else f"http://{emulator}") if emulator else STORAGE_ENDPOINT
-    import requests
-
-    session = auth.session(endpoint.rstrip("/"))
+    # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
+    short = dataclasses.replace(settings.retry, attempts=min(settings.retry.attempts, 3),
+                                deadline=min(settings.retry.deadline, 15.0),
+                                read_timeout=min(settings.retry.read_timeout, 10.0))
+    api = storage.storage_api(settings, log=lambda _: None, retry=short)
     for bucket, field in buckets.items():
-        url = f"{endpoint.rstrip('/')}/storage/v1/b/{bucket}"
         try:
-            resp = session.get(url, params={"fields": "location,locationType"}, timeout=10)
-        except requests.RequestException as exc:
-            log(f"warning: {field}: could not check gs://{bucket} ({type(exc).__name__}); submitting anyway")
+            meta = storage.bucket_metadata(api, bucket)
+        except ServiceError as exc:
+            log(f"warning: {field}: could not read the metadata of gs://{bucket} ({exc.message}); "
+                "the job's service account may still have access")
             continue
-        if resp.status_code == 404:
+        if meta is None:
             raise UserError(f"{field}: bucket gs://{bucket} does not exist; nothing was created",
                             hint=f"create it near the job: gcloud storage buckets create gs://{bucket} "
                                  f"--location={spec.region}")
-        if resp.status_code != 200:
-            log(f"warning: {field}: could not read the metadata of gs://{bucket} (HTTP {resp.status_code}); "
-                "the job's service account may still have access")
-            continue
-        meta = resp.json()
         far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
         if far:
             log(f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "

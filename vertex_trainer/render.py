@@ -10,31 +10,19 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-from dataclasses import dataclass
 
 import yaml
 
 from vertex_trainer import hardware
+from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL, STRATEGIES, Artifact
 from vertex_trainer.spec import JobSpec, spec_hash
-
-STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
-TRAINER_MODULE = "trainer.task"
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """The code a job runs: a container image, or a Python package on a prebuilt executor image."""
-
-    image_uri: str  # containerSpec.imageUri, or the executor image for python packages
-    package_uris: tuple[str, ...] = ()  # non-empty -> pythonPackageSpec
-    python_module: str = TRAINER_MODULE
 
 
 def default_artifact(spec: JobSpec) -> Artifact:
-    """The artifact of a spec that names its image (`image.uri`); builds need package.plan_artifact."""
+    """The artifact of a spec that names its image (`image.uri`); builds need packaging.plan_artifact."""
     if spec.image.uri:
         return Artifact(spec.image.uri)
-    raise ValueError("this spec builds its image: pass package.plan_artifact(spec) or ensure_artifact(spec)")
+    raise ValueError("this spec builds its image: pass packaging.plan_artifact(spec) or ensure_artifact(spec)")
 
 
 def machine_spec(spec: JobSpec) -> dict:
@@ -100,9 +88,9 @@ def scheduling(spec: JobSpec) -> dict:
 
 def labels(spec: JobSpec, idempotency_key: str | None = None) -> dict[str, str]:
     out = dict(spec.labels)
-    out["vertex-trainer-spec"] = spec_hash(spec)
+    out[SPEC_LABEL] = spec_hash(spec)
     if idempotency_key:
-        out["vertex-trainer-key"] = idempotency_key
+        out[KEY_LABEL] = idempotency_key
     return out
 
 
@@ -122,10 +110,6 @@ def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key:
     if spec.encryption_key:
         job["encryptionSpec"] = {"kmsKeyName": spec.encryption_key}
     return job
-
-
-def parent(spec: JobSpec) -> str:
-    return f"projects/{spec.project or '-'}/locations/{spec.region}"
 
 
 def to_json(job: dict) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from vertex_trainer.emulators.vertex import FakeVertex
-from vertex_trainer.submit import RetryPolicy, VertexClient
+from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.vertex.jobs import JobsClient
 
 PROJECT, REGION = "test-project", "us-central1"
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
@@ -48,7 +49,7 @@ def fake():
 
 @pytest.fixture
 def client(fake):
-    return VertexClient(PROJECT, REGION, endpoint=fake.url, retry=FAST_RETRY)
+    return JobsClient(PROJECT, REGION, settings=Settings(vertex_endpoint=fake.url, retry=FAST_RETRY))
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import pytest
 
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
-from vertex_trainer.submit import (
-    Job, PollPolicy, RetryPolicy, VertexClient, check_key, console_url, create_idempotent,
-    job_name, new_key,
+from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from vertex_trainer.vertex.jobs import (
+    Job, JobsClient, check_key, console_url, create_idempotent, job_name, new_key,
 )
 
 pytestmark = pytest.mark.wire
@@ -43,8 +43,8 @@ def test_create_committed_then_connection_dropped_is_adopted(fake, client, job_b
 
 
 def test_create_timeout_after_commit_is_adopted(fake, job_body):
-    slow = VertexClient("test-project", "us-central1", endpoint=fake.url,
-                        retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.3))
+    slow = JobsClient("test-project", "us-central1", settings=Settings(
+        vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.3)))
     fake.fail("create", 503, commit=True, delay=1.0)  # the answer comes after the client gave up
     data, adopted = create_idempotent(slow, job_body("k4"), "k4")
     assert adopted and len(fake.jobs) == 1
@@ -137,7 +137,7 @@ def test_list_filters_by_label_and_pages(fake, job_body):
     for i in range(5):
         fake.add_job(job_body(f"k{i}"))
     fake.add_job({**job_body("other"), "labels": {"team": "x"}})
-    client = VertexClient("test-project", "us-central1", endpoint=fake.url)
+    client = JobsClient("test-project", "us-central1", settings=Settings(vertex_endpoint=fake.url))
     assert len(client.list(page_size=2)) == 6
     assert len([r for r in fake.calls("list")]) == 3
     assert [j["labels"]["vertex-trainer-key"] for j in client.list('labels.vertex-trainer-key="k3"')] == ["k3"]
@@ -147,7 +147,7 @@ def test_list_filters_by_label_and_pages(fake, job_body):
 
 def test_jobs_in_other_regions_are_not_listed(fake, job_body):
     fake.add_job(job_body("k1"), location="europe-west4")
-    client = VertexClient("test-project", "us-central1", endpoint=fake.url)
+    client = JobsClient("test-project", "us-central1", settings=Settings(vertex_endpoint=fake.url))
     assert client.list() == []
 
 
@@ -246,6 +246,7 @@ def test_generated_rest_client_speaks_to_the_fake(fake, job_body):
 
 def test_fake_rejects_unknown_fields_like_the_service():
     with FakeVertex() as fake:
-        client = VertexClient("p", "us-central1", endpoint=fake.url, retry=RetryPolicy(attempts=1))
+        client = JobsClient("p", "us-central1",
+                            settings=Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=1)))
         with pytest.raises(ServiceError, match="INVALID_ARGUMENT"):
             client.create_once({"displayName": "x", "jobSpec": {"bogus": 1}})

@@ -1,5 +1,5 @@
 """Credentials and HTTP sessions for every Google API the tool calls (Vertex AI, Cloud Build,
-Artifact Registry, Cloud Storage).
+Artifact Registry, Cloud Storage, Cloud Logging).
 
 One rule everywhere: an `http://` endpoint is a local emulator and gets an anonymous plain
 session; anything else gets Application Default Credentials, or a clear exit-2 message saying how
@@ -8,21 +8,19 @@ to log in (nothing is sent). google-auth and requests are imported only when a s
 
 from __future__ import annotations
 
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.settings import is_emulator
+
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 USER_AGENT = "vertex-trainer"
 
-
-def is_emulator(endpoint: str) -> bool:
-    """An http:// endpoint is an emulator: anonymous credentials, plain HTTP."""
-    return endpoint.startswith("http://")
+__all__ = ["SCOPES", "credentials", "session", "plain_session", "access_token", "is_emulator"]
 
 
 def credentials():
     """Application Default Credentials, or UserError (exit 2) telling the user how to log in."""
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
-
-    from vertex_trainer.errors import UserError
 
     try:
         creds, _ = google.auth.default(scopes=list(SCOPES))
@@ -35,18 +33,37 @@ def credentials():
     return creds
 
 
-def session(endpoint: str):
-    """A requests session for `endpoint`: anonymous for emulators, Google-authorized otherwise."""
+def plain_session():
+    """A requests session with our User-Agent and no credentials."""
     import requests
 
-    if is_emulator(endpoint):
-        s = requests.Session()
-    else:
-        from google.auth.transport.requests import AuthorizedSession
-
-        s = AuthorizedSession(credentials())
+    s = requests.Session()
     s.headers["User-Agent"] = f"{USER_AGENT}/{_version()}"
     return s
+
+
+def session(endpoint: str):
+    """A requests session for `endpoint`: anonymous for emulators, Google-authorized otherwise."""
+    if is_emulator(endpoint):
+        return plain_session()
+    from google.auth.transport.requests import AuthorizedSession
+
+    s = AuthorizedSession(credentials())
+    s.headers["User-Agent"] = f"{USER_AGENT}/{_version()}"
+    return s
+
+
+def access_token() -> str:
+    """A fresh OAuth access token from ADC (for APIs that take a bare Bearer token)."""
+    from google.auth.transport.requests import Request
+
+    creds = credentials()
+    try:
+        creds.refresh(Request())
+    except Exception as exc:  # noqa: BLE001 - RefreshError, TransportError
+        raise ServiceError(f"could not get an access token: {exc}",
+                           hint="run `gcloud auth application-default login`") from None
+    return creds.token
 
 
 def _version() -> str:

@@ -1,0 +1,83 @@
+"""What every command shares: options, loading the spec the one way, output helpers, settings.
+
+The CLI is the edge: the environment is read here (`settings()`), once per command, and handed
+to the API; nothing below reads it again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vertex_trainer.errors import UserError
+from vertex_trainer.settings import Settings
+
+SpecPath = Annotated[Path, typer.Argument(help="the job spec (YAML)", show_default=False)]
+SetOpt = Annotated[Optional[List[str]], typer.Option(
+    "--set", metavar="KEY=VALUE", help="override a spec field, e.g. --set trainer.batch_size=4096",
+    show_default=False)]
+VarOpt = Annotated[Optional[List[str]], typer.Option(
+    "--var", metavar="KEY=VALUE", help="a template variable for {{ KEY }} in the spec", show_default=False)]
+ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (wins over the spec)")]
+RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (wins over the spec)")]
+# For commands that take a job, not a spec.
+JobProjectOpt = Annotated[Optional[str], typer.Option(
+    "--project", help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, then gcloud's)")]
+JobRegionOpt = Annotated[Optional[str], typer.Option(
+    "--region", help="Vertex AI region (default: gcloud's ai/region; not needed with a full job name)")]
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text for people, json for scripts")]
+
+
+def settings() -> Settings:
+    """This invocation's settings, from the environment (the edge)."""
+    import os
+
+    return Settings.from_environ(os.environ)
+
+
+def load(spec: Path, set_: list[str] | None, var: list[str] | None, project: str | None,
+         region: str | None, cfg: Settings):
+    """Load the spec the way every command does (file < --set < --project/--region)."""
+    from vertex_trainer import api
+    from vertex_trainer.spec import parse_assignments
+
+    variables = dict(parse_assignments(var, "--var"))
+    return api.load_spec(spec, set=set_ or (), vars=variables, project=project, region=region,
+                         settings=cfg)
+
+
+def where(cfg: Settings, project: str | None, region: str | None, need: bool = False) -> dict:
+    """--project/--region, else the defaults ($GOOGLE_CLOUD_PROJECT, gcloud's configuration)."""
+    found = {"project": project or cfg.project, "region": region or cfg.region}
+    if need and not found["project"]:
+        raise UserError("no project: pass --project or set $GOOGLE_CLOUD_PROJECT")
+    if need and not found["region"]:
+        raise UserError("no region: pass --region (e.g. --region us-central1)")
+    return found
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+def stderr_line(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def err_console():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)

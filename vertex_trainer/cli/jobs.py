@@ -1,0 +1,226 @@
+"""submit, status, cancel, list: creating and following jobs (CONTRACT sections 2-3)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vertex_trainer.cli.common import (
+    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
+    VarOpt, emit_json, err_console, load, settings, stderr_line, where,
+)
+from vertex_trainer.contract import short_state
+from vertex_trainer.errors import JobFailed
+
+JobArg = Annotated[str, typer.Argument(help="a job: projects/P/locations/R/customJobs/ID, or an ID with "
+                                            "--project/--region", show_default=False)]
+KeyOpt = Annotated[Optional[str], typer.Option(
+    "--idempotency-key", metavar="KEY",
+    help="reuse for retries (CI: the run id): a job already created with KEY is adopted, never "
+         "created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. Default: random")]
+
+
+def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
+           region: RegionOpt = None,
+           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the exact requests; send, "
+                                                 "build and run nothing")] = False,
+           local: Annotated[bool, typer.Option("--local", help="run the same job on this machine")] = False,
+           wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the job until it ends; "
+                                              "exit 1 unless it SUCCEEDED")] = False,
+           output: OutputOpt = OutputFormat.text,
+           idempotency_key: KeyOpt = None,
+           cancel_on_interrupt: Annotated[bool, typer.Option(
+               "--cancel-on-interrupt", help="with --wait: Ctrl-C cancels the job (default: stop "
+                                             "waiting, the job keeps running)")] = False) -> None:
+    """Create the Vertex AI CustomJob (or run it here with --local)."""
+    from vertex_trainer import api
+    from vertex_trainer.vertex.names import check_key
+
+    if idempotency_key is not None:
+        check_key(idempotency_key)
+    cfg = settings()
+    job_spec = load(spec, set_, var, project, region, cfg)
+    if dry_run or local:
+        result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
+                            dry_run=dry_run, log=stderr_line, settings=cfg,
+                            console=None if output is OutputFormat.json else err_console())
+        return _show_dry_run(result, output) if dry_run else _show_local(result, output)
+    job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg)
+    if output is OutputFormat.text:
+        verb = "adopted" if job.adopted else "created"
+        print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}")
+        if job.adopted:
+            stderr_line(f"a job with idempotency key {job.idempotency_key} already existed: adopted, "
+                        "not re-created")
+    if wait:
+        _follow(job, output, cancel_on_interrupt)
+    elif output is OutputFormat.json:
+        emit_json(job.to_dict())
+
+
+def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
+           wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends; exit 1 "
+                                              "unless it SUCCEEDED")] = False,
+           output: OutputOpt = OutputFormat.text) -> None:
+    """Show a job's state (and its error, if it failed)."""
+    from vertex_trainer import api
+
+    cfg = settings()
+    found = api.status(job, **where(cfg, project, region), settings=cfg)
+    if wait and not found.done:
+        return _follow(found, output, cancel_on_interrupt=False, describe=True)
+    _show_job(found, output)
+    if wait and not found.succeeded:
+        raise JobFailed(found.failure_message())
+
+
+def cancel(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
+           output: OutputOpt = OutputFormat.text) -> None:
+    """Cancel a job (a job that already ended is left as it is)."""
+    from vertex_trainer import api
+
+    cfg = settings()
+    found = api.status(job, **where(cfg, project, region), settings=cfg)
+    if found.done:
+        if output is OutputFormat.text:
+            print(f"{found.name} already ended: {short_state(found.state)} (nothing to cancel)")
+        else:
+            emit_json(found.describe())
+        return
+    found.cancel()
+    if output is OutputFormat.text:
+        print(f"cancel requested: {found.name}\nstate    {short_state(found.state)}")
+    else:
+        emit_json(found.describe())
+
+
+def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
+              label: Annotated[Optional[List[str]], typer.Option(
+                  "--label", metavar="KEY=VALUE", help="only jobs with this label (repeatable)",
+                  show_default=False)] = None,
+              all_jobs: Annotated[bool, typer.Option("--all", help="include jobs not created by "
+                                                     "vertex-trainer")] = False,
+              limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many, newest "
+                                                 "first")] = 20,
+              output: OutputOpt = OutputFormat.text) -> None:
+    """List jobs, newest first (by default those created by vertex-trainer)."""
+    from vertex_trainer import api
+    from vertex_trainer.vertex.names import parse_label
+
+    labels = dict(parse_label(item) for item in label or ())
+    cfg = settings()
+    place = where(cfg, project, region, need=True)
+    jobs = api.list_jobs(place["project"], place["region"], labels=labels, all_jobs=all_jobs,
+                         limit=limit, settings=cfg)
+    if output is OutputFormat.json:
+        return emit_json({"jobs": [j.describe() for j in jobs]})
+    if not jobs:
+        print(f"no jobs in {place['project']} / {place['region']}"
+              + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else ""))
+        return
+    rows = [("ID", "DISPLAY NAME", "STATE", "CREATED", "KEY")]
+    rows += [(j.id, j.display_name, short_state(j.state), (j.data.get("createTime") or "")[:19].replace("T", " "),
+              j.idempotency_key or "-") for j in jobs]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+# -- showing jobs --------------------------------------------------------------------------------
+
+def _show_job(job, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        return emit_json(job.describe())
+    d = job.describe()
+    rows = [("name", d["name"]), ("display", d["display_name"]), ("state", short_state(d["state"])),
+            ("created", d["create_time"]), ("started", d["start_time"]), ("ended", d["end_time"]),
+            ("console", d["console_url"]), ("error", d["error"])]
+    print("\n".join(f"{k:8} {v}" for k, v in rows if v))
+
+
+def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
+    """submit/status --wait: show each state change until the job ends; exit per CONTRACT."""
+    import time
+
+    console = err_console()
+
+    def line(j) -> None:
+        console.print(f"{time.strftime('%H:%M:%S')}  {short_state(j.state)}", markup=False)
+
+    try:
+        if console.is_terminal:
+            with console.status(f"waiting for {job.id} (Ctrl-C stops waiting)") as spinner:
+                def on_state(j) -> None:
+                    line(j)
+                    spinner.update(f"{job.id} {short_state(j.state)} (Ctrl-C stops waiting)")
+
+                job.wait(on_state=on_state, check=False)
+        else:
+            job.wait(on_state=line, check=False)
+    except KeyboardInterrupt:
+        if cancel_on_interrupt:
+            job.cancel()
+            stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
+        else:
+            stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
+                        f"  follow it:  vertex-trainer status {job.name} --wait\n"
+                        f"  cancel it:  vertex-trainer cancel {job.name}")
+        if output is OutputFormat.json:
+            emit_json(job.describe() if describe else job.to_dict())
+        raise typer.Exit(130)
+    if output is OutputFormat.json:
+        emit_json(job.describe() if describe else job.to_dict())
+    elif describe:
+        _show_job(job, output)
+    else:
+        print(f"final    {short_state(job.state)}")
+    if not job.succeeded:
+        raise JobFailed(job.failure_message())
+
+
+def _show_dry_run(plan, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        return emit_json(plan.to_dict())
+    if plan.local:
+        print("# dry run: nothing runs. submit --local would run this CustomJob on this machine:")
+        sys.stdout.write(json.dumps(plan.job, indent=2) + "\n")
+        return
+    lookup, create = plan.requests
+    from urllib.parse import urlencode
+
+    print("# dry run: nothing was sent, built or run. submit would:")
+    steps = iter(range(1, 4))
+    pkg = plan.package
+    if pkg:
+        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
+        print(f"# {next(steps)}. package: if {pkg['target']} does not exist yet, {how}")
+        print(f"#    (context: {pkg['files']} files, {pkg['bytes']:,} bytes, {pkg['context_hash']})")
+    print(f"# {next(steps)}. look for a job already created with idempotency key {plan.idempotency_key}")
+    print(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
+    print(f"# {next(steps)}. if there is none, create it")
+    if plan.image:
+        print(f"#    image: {plan.image}")
+    print(f"{create['method']} {create['url']}")
+    sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
+
+
+def _show_local(result, output: OutputFormat) -> None:
+    if output is OutputFormat.json:
+        emit_json(result.to_dict())
+    else:
+        d = result.to_dict()
+        rows = [("local", d["name"]), ("state", short_state(d["state"] or "")), ("output", d["output_dir"])]
+        print("\n".join(f"{k:8} {v}" for k, v in rows if v))  # run_local showed the metrics
+    if result.done and not result.succeeded:
+        raise JobFailed(result.failure_message())
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(submit)
+    app.command()(status)
+    app.command()(cancel)
+    app.command("list")(list_jobs)

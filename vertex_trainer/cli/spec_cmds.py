@@ -1,0 +1,107 @@
+"""validate, render, hardware, schema: commands about a spec; none sends anything."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vertex_trainer.cli.common import (
+    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load,
+    settings,
+)
+
+
+class RenderFormat(str, Enum):
+    json = "json"
+    yaml = "yaml"
+    gcloud = "gcloud"
+    spec = "spec"
+
+
+def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
+             region: RegionOpt = None) -> None:
+    """Check a job spec (fields, hardware, scheduling) without sending anything."""
+    from vertex_trainer.hardware import fmt_duration
+
+    job = load(spec, set_, var, project, region, settings())
+    s = job.scheduling
+    wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
+    preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
+    image = job.image.uri or job.image.repository or "python package"
+    lines = [
+        f"OK  {spec}: {job.name}",
+        f"  where     {job.project or '(no project yet)'} / {job.region}",
+        f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
+        f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else ""),
+        f"  image     {image}",
+        f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
+    ]
+    print("\n".join(lines))
+
+
+def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
+           region: RegionOpt = None,
+           format: Annotated[RenderFormat, typer.Option("--format", "-f", help="json: the REST body; yaml; "
+                             "gcloud: a --config file for gcloud ai custom-jobs create; spec: the resolved spec")]
+           = RenderFormat.json,
+           idempotency_key: Annotated[Optional[str], typer.Option(
+               "--idempotency-key", help="include the vertex-trainer-key label submit would add")] = None) -> None:
+    """Print the CustomJob that submit would send (nothing is sent)."""
+    from vertex_trainer import api, render as r
+
+    job_spec = load(spec, set_, var, project, region, settings())
+    if format is RenderFormat.spec:
+        sys.stdout.write(job_spec.to_yaml())
+        return
+    job = api.render_job(job_spec, idempotency_key=idempotency_key)
+    if format is RenderFormat.json:
+        sys.stdout.write(r.to_json(job))
+    elif format is RenderFormat.yaml:
+        sys.stdout.write(r.to_yaml(job))
+    else:
+        sys.stdout.write(r.to_gcloud_config(job_spec, job))
+
+
+def hardware(output: OutputOpt = OutputFormat.text) -> None:
+    """List the hardware presets (machine, accelerators, memory, Flex Start, default precision)."""
+    from vertex_trainer.hardware import catalog_rows
+
+    rows = catalog_rows()
+    if output is OutputFormat.json:
+        emit_json(rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for col in ("preset", "machine type", "accelerators", "acc. memory", "vCPUs", "flex-start", "precision"):
+        table.add_column(col)
+    for row in rows:
+        acc = f"{row['accelerator_count']} x {row['accelerator_type']}" if row["accelerator_type"] else "-"
+        if row["tpu_topology"]:
+            acc += f" ({row['tpu_topology']})"
+        flex = "yes" if row["flex_start"] else "no"
+        if row["spot_or_flex_only"]:
+            flex += " (spot/flex only)"
+        table.add_row(row["preset"], row["machine_type"], acc,
+                      f"{row['accelerator_memory_gb']} GB" if row["accelerator_memory_gb"] else "-",
+                      str(row["vcpus"] or "-"), flex, row["default_precision"])
+    Console(highlight=False).print(table)
+
+
+def schema() -> None:
+    """Print the JSON Schema of the job spec (for editor completion)."""
+    from vertex_trainer.spec import json_schema
+
+    emit_json(json_schema())
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(validate)
+    app.command()(render)
+    app.command()(hardware)
+    app.command()(schema)

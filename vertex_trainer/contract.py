@@ -1,0 +1,83 @@
+"""The names every layer agrees on (CONTRACT sections 2-4). A leaf: it imports nothing of ours.
+
+Label keys, the AIP_* variables Vertex AI sets in each replica, job states, the trainer's module
+and the `Artifact` a job runs. Anything typed in two places belongs here instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# -- labels every job carries (CONTRACT section 3) ------------------------------------------------
+KEY_LABEL = "vertex-trainer-key"        # the idempotency key
+SPEC_LABEL = "vertex-trainer-spec"      # hash of the resolved spec
+RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
+MAX_USER_LABELS = 62                    # Vertex allows 64; we add the two above
+
+# -- what Vertex AI sets in every replica ---------------------------------------------------------
+AIP_MODEL_DIR = "AIP_MODEL_DIR"
+AIP_CHECKPOINT_DIR = "AIP_CHECKPOINT_DIR"
+AIP_TENSORBOARD_LOG_DIR = "AIP_TENSORBOARD_LOG_DIR"
+AIP_DIRS = {                            # variable -> sub-directory of baseOutputDirectory
+    AIP_MODEL_DIR: "model",
+    AIP_CHECKPOINT_DIR: "checkpoints",
+    AIP_TENSORBOARD_LOG_DIR: "logs",
+}
+VERTEX_ENV = (*AIP_DIRS, "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID")
+
+# -- the trainer inside the image (CONTRACT section 4) --------------------------------------------
+TRAINER_MODULE = "trainer.task"
+METRICS_FILE = "metrics.json"           # written by the chief beside the model directory
+RECORD_DIR = "vertex-trainer"           # the resolved spec and job saved beside a run's outputs
+
+# -- job states (aiplatform_v1.JobState) ----------------------------------------------------------
+SUCCEEDED = "JOB_STATE_SUCCEEDED"
+TERMINAL_STATES = frozenset({
+    SUCCEEDED, "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
+})
+_STATE_NAMES = {  # the REST transport may answer with enum numbers
+    0: "JOB_STATE_UNSPECIFIED", 1: "JOB_STATE_QUEUED", 2: "JOB_STATE_PENDING", 3: "JOB_STATE_RUNNING",
+    4: "JOB_STATE_SUCCEEDED", 5: "JOB_STATE_FAILED", 6: "JOB_STATE_CANCELLING",
+    7: "JOB_STATE_CANCELLED", 8: "JOB_STATE_PAUSED", 9: "JOB_STATE_EXPIRED",
+    10: "JOB_STATE_UPDATING", 11: "JOB_STATE_PARTIALLY_SUCCEEDED",
+}
+
+# Scheduling.Strategy names, by the spec's spelling.
+STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
+
+
+def state_name(value: Any) -> str:
+    """A JobState name from a name or an enum number."""
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return _STATE_NAMES.get(int(value), f"JOB_STATE_{value}")
+    return value or "JOB_STATE_UNSPECIFIED"
+
+
+def short_state(state: str) -> str:
+    """JOB_STATE_RUNNING -> RUNNING."""
+    return state.removeprefix("JOB_STATE_")
+
+
+class JobState:
+    """`done` and `succeeded`, for anything with a Vertex `state` (a cloud Job or a local run)."""
+
+    state: str
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == SUCCEEDED
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """The code a job runs: a container image, or a Python package on a prebuilt executor image."""
+
+    image_uri: str                          # containerSpec.imageUri, or the executor image
+    package_uris: tuple[str, ...] = ()      # non-empty -> pythonPackageSpec
+    python_module: str = TRAINER_MODULE

@@ -1,0 +1,232 @@
+"""ApiClient: one HTTP exchange, one retry policy and one error parser for every Google REST API.
+
+- Transient failures (connection errors, timeouts, HTTP 408/429/5xx, a 2xx that is not JSON) are
+  retried with exponential backoff and full jitter, bounded in attempts and total time
+  (`RetryPolicy`). One `Budget` can span several calls that serve one logical operation.
+- Permanent failures become the project's errors: `ServiceError` (exit 3) with the service's
+  status and message, and a hint from the caller's `hints` function (permissions, disabled API,
+  wrong project), or `UserError` (exit 2) when credentials are missing.
+- `send()` makes exactly one attempt (for creates whose outcome must be checked before trying
+  again); `call()` and `json()` retry.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp import auth
+from vertex_trainer.settings import RetryPolicy
+
+Log = Callable[[str], None]
+TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def silent(_: str) -> None:
+    """A log function that drops its message."""
+
+
+class Transient(Exception):
+    """A failure worth retrying (connection error, timeout, 408/429/5xx)."""
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """A Google error body: `{"error": {"code", "status", "message", "details"}}` (or a bare text)."""
+
+    code: int
+    status: str
+    message: str
+    details: tuple = ()
+
+    def __str__(self) -> str:
+        return f"HTTP {self.code} {self.status}: {self.message}".rstrip(": ")
+
+
+def parse_error(response) -> ApiError:
+    """The error of a non-2xx response, from any Google API's JSON error shape or plain text."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        message = error.get("message") or ""
+        if not message and isinstance(error.get("errors"), list) and error["errors"]:
+            message = str(error["errors"][0].get("message", ""))
+        return ApiError(int(error.get("code") or response.status_code),
+                        str(error.get("status") or response.reason or ""), message,
+                        tuple(error.get("details") or ()))
+    if isinstance(body, dict) and isinstance(body.get("errors"), list) and body["errors"]:
+        first = body["errors"][0]  # Docker registry API shape
+        return ApiError(response.status_code, str(first.get("code") or response.reason or ""),
+                        str(first.get("message") or ""))
+    text = (response.text or "").strip().replace("\n", " ")
+    return ApiError(response.status_code, response.reason or "", text[:300])
+
+
+Hints = Callable[[str, ApiError], "str | None"]
+
+
+def default_hint(service: str, api: str | None, project: str | None = None) -> Hints:
+    """Hints every Google API shares: refused credentials, a disabled API."""
+    where = f" --project {project}" if project else ""
+
+    def hint(op: str, err: ApiError) -> str | None:
+        if err.code == 401:
+            return "the credentials were refused: run `gcloud auth application-default login` again"
+        if err.code == 403 and api and ("has not been used" in err.message
+                                        or "SERVICE_DISABLED" in err.message
+                                        or "is disabled" in err.message):
+            return f"enable the {service} API: gcloud services enable {api}{where}"
+        return None
+
+    return hint
+
+
+class Budget:
+    """One retry budget, shared by every call that serves one logical operation."""
+
+    def __init__(self, policy: RetryPolicy, log: Log = silent, *, service: str = "the service",
+                 sleep: Callable[[float], None] = time.sleep):
+        self.policy, self.log, self.service, self._sleep = policy, log, service, sleep
+        self.started = time.monotonic()
+        self.failures = 0
+        self._delay = policy.initial
+
+    def backoff(self, what: str, failure: str, *, retry_hint: str | None = None) -> None:
+        """Sleep before the next attempt, or raise ServiceError when the budget is spent."""
+        self.failures += 1
+        policy = self.policy
+        delay = random.uniform(0, self._delay)  # full jitter
+        self._delay = min(self._delay * policy.multiplier, policy.maximum)
+        elapsed = time.monotonic() - self.started
+        if self.failures >= policy.attempts or elapsed + delay > policy.deadline:
+            raise ServiceError(
+                f"{what} failed after {self.failures} attempt{'s' * (self.failures > 1)} "
+                f"({elapsed:.1f}s): {failure}",
+                hint=retry_hint or f"{self.service} is unreachable or overloaded; run the same "
+                                   "command again later")
+        self.log(f"{what}: {failure}; retrying in {delay:.1f}s")
+        self._sleep(delay)
+
+
+class ApiClient:
+    """One Google REST API at one endpoint: `ApiClient("https://x.googleapis.com", ...)`."""
+
+    def __init__(self, endpoint: str, *, retry: RetryPolicy | None = None, log: Log | None = None,
+                 session: Any = None, service: str = "the API", hints: Hints | None = None,
+                 retry_hint: str | None = None):
+        self.endpoint = endpoint.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self.log = log or silent
+        self.service = service
+        self.hints = hints
+        self.retry_hint = retry_hint
+        self._session = session
+
+    @property
+    def emulator(self) -> bool:
+        return auth.is_emulator(self.endpoint)
+
+    @property
+    def session(self):
+        if self._session is None:
+            self._session = auth.session(self.endpoint)
+        return self._session
+
+    def url(self, path: str) -> str:
+        """An absolute URL from a path under the endpoint ("v1/projects/...") or a full URL."""
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.endpoint}/{path.lstrip('/')}"
+
+    def budget(self) -> Budget:
+        return Budget(self.retry, self.log, service=self.service)
+
+    # -- one exchange -------------------------------------------------------------------------
+    def send(self, op: str, method: str, path: str, *, allow: Iterable[int] = (), **kwargs: Any):
+        """One attempt. Returns the response (2xx, or a status in `allow`); raises Transient, or
+        ServiceError/UserError for a permanent failure."""
+        import requests
+
+        kwargs.setdefault("timeout", (self.retry.connect_timeout, self.retry.read_timeout))
+        try:
+            response = self.session.request(method, self.url(path), **kwargs)
+        except requests.Timeout as exc:
+            raise Transient(f"timed out ({type(exc).__name__})") from exc
+        except requests.ConnectionError as exc:
+            raise Transient(f"connection failed: {_short(exc)}") from exc
+        except UserError:
+            raise
+        except Exception as exc:  # google-auth refresh problems surface here
+            _raise_auth(exc)
+            raise
+        if response.status_code < 400 or response.status_code in set(allow):
+            return response
+        err = parse_error(response)
+        if response.status_code in TRANSIENT_STATUS:
+            raise Transient(str(err))
+        raise self.error(op, path, err)
+
+    def error(self, op: str, path: str, err: ApiError) -> ServiceError:
+        """The project's error for a permanent failure of `op`."""
+        hint = self.hints(op, err) if self.hints else None
+        resource = re.sub(r"^v\d+\w*/", "", path)  # v1/projects/... -> projects/...
+        return ServiceError(f"{op} {resource}: {err}", hint=hint)
+
+    # -- with retries -------------------------------------------------------------------------
+    def call(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any):
+        """`send` with retries of transient failures; returns the response."""
+        budget = budget or self.budget()
+        while True:
+            try:
+                return self.send(op, method, path, **kwargs)
+            except Transient as exc:
+                budget.backoff(op, str(exc), retry_hint=self.retry_hint)
+
+    def json(self, op: str, method: str, path: str, *, budget: Budget | None = None,
+             **kwargs: Any) -> dict:
+        """`call` and decode the JSON answer (a 2xx that is not JSON counts as transient)."""
+        budget = budget or self.budget()
+        while True:
+            try:
+                return decode(self.send(op, method, path, **kwargs))
+            except Transient as exc:
+                budget.backoff(op, str(exc), retry_hint=self.retry_hint)
+
+
+def decode(response) -> dict:
+    """The JSON body of a 2xx response ({} when empty); Transient when it is not JSON."""
+    if not response.content:
+        return {}
+    try:
+        body = response.json()
+    except ValueError:
+        raise Transient(f"HTTP {response.status_code} with a body that is not JSON") from None
+    return body if isinstance(body, dict) else {"value": body}
+
+
+def _raise_auth(exc: Exception) -> None:
+    """Turn google-auth refresh failures into a clear message; nothing reached the API."""
+    try:
+        from google.auth import exceptions as auth_exceptions
+    except ImportError:  # pragma: no cover
+        return
+    if isinstance(exc, auth_exceptions.RefreshError):
+        raise UserError(f"could not get an access token: {exc}",
+                        hint="run `gcloud auth application-default login` again (the stored "
+                             "credentials expired or were revoked)") from exc
+    if isinstance(exc, auth_exceptions.TransportError):
+        raise Transient(f"could not reach the token endpoint: {exc}") from exc
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    m = re.search(r"\[Errno -?\d+\] [^'\")]+|Connection refused|RemoteDisconnected\([^)]*\)|"
+                  r"Connection reset by peer|Connection aborted", text)
+    return m.group(0) if m else text[:200]

@@ -1,0 +1,192 @@
+"""Settings: everything the tool takes from its environment, read once at the edge.
+
+The CLI and the Python API call `Settings.from_environ(os.environ)` once; every layer below gets
+the resulting frozen object (or the one value it needs) as an argument and never reads
+`os.environ` itself. Tests build a `Settings(...)` directly.
+
+| variable | field |
+|---|---|
+| VERTEX_TRAINER_API_ENDPOINT | vertex_endpoint (an http:// URL is an emulator) |
+| VERTEX_TRAINER_CLOUDBUILD_ENDPOINT | cloudbuild_endpoint |
+| VERTEX_TRAINER_REGISTRY_ENDPOINT | registry_endpoint |
+| VERTEX_TRAINER_LOGGING_ENDPOINT | logging_endpoint |
+| STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
+| VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
+| VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
+| VERTEX_TRAINER_DEBUG | debug ("1") |
+| GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT, gcloud's core/project | project |
+| CLOUDSDK_AI_REGION, gcloud's ai/region | region |
+| CLOUDSDK_CONFIG | where gcloud's configuration is read from |
+"""
+
+from __future__ import annotations
+
+import configparser
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from vertex_trainer.errors import UserError
+
+ENDPOINT_ENV = "VERTEX_TRAINER_API_ENDPOINT"
+CLOUDBUILD_ENV = "VERTEX_TRAINER_CLOUDBUILD_ENDPOINT"
+REGISTRY_ENV = "VERTEX_TRAINER_REGISTRY_ENDPOINT"
+LOGGING_ENV = "VERTEX_TRAINER_LOGGING_ENDPOINT"
+STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+RETRY_ENV = "VERTEX_TRAINER_RETRY"
+POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
+DEBUG_ENV = "VERTEX_TRAINER_DEBUG"
+
+STORAGE_URL = "https://storage.googleapis.com"
+CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
+LOGGING_URL = "https://logging.googleapis.com"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded in attempts and in total time."""
+
+    attempts: int = 6
+    initial: float = 1.0
+    maximum: float = 20.0
+    multiplier: float = 2.0
+    deadline: float = 120.0
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+    @classmethod
+    def parse(cls, text: str) -> "RetryPolicy":
+        """"attempts=4,initial=0.01,deadline=5" -> RetryPolicy (unknown keys are exit 2)."""
+        values: dict[str, Any] = {}
+        names = [f.name for f in fields(cls)]
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            key, _, value = item.partition("=")
+            key = key.strip().replace("-", "_")
+            if key not in names:
+                raise UserError(f"${RETRY_ENV}: unknown setting {key!r} (known: {', '.join(names)})")
+            try:
+                values[key] = int(value) if key == "attempts" else float(value)
+            except ValueError:
+                raise UserError(f"${RETRY_ENV}: {key}={value!r} is not a number") from None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    """Adaptive polling: start fast, slow down while nothing changes, speed up on a change."""
+
+    initial: float = 5.0
+    maximum: float = 60.0
+    multiplier: float = 1.5
+
+    @classmethod
+    def parse(cls, text: str) -> "PollPolicy":
+        try:
+            initial = float(text)
+        except ValueError:
+            raise UserError(f"${POLL_ENV}={text!r} is not a number of seconds") from None
+        if initial <= 0:
+            raise UserError(f"${POLL_ENV}={text!r} must be more than 0 seconds")
+        return cls(initial=initial, maximum=max(initial, min(60.0, initial * 12)))
+
+    def intervals(self) -> Iterator[float]:
+        delay = self.initial
+        while True:
+            yield delay
+            delay = min(delay * self.multiplier, self.maximum)
+
+
+def is_emulator(endpoint: str | None) -> bool:
+    """An http:// endpoint is an emulator: anonymous credentials, plain HTTP."""
+    return bool(endpoint) and endpoint.startswith("http://")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Endpoints, policies and defaults for one invocation. Frozen; pass it down."""
+
+    vertex_endpoint: str | None = None        # None: https://{region}-aiplatform.googleapis.com
+    cloudbuild_endpoint: str | None = None
+    registry_endpoint: str | None = None      # None: https://<the image's registry host>
+    logging_endpoint: str | None = None
+    storage_emulator: str | None = None       # host:port or URL of a Cloud Storage emulator
+    retry: RetryPolicy = RetryPolicy()
+    poll: PollPolicy = PollPolicy()
+    debug: bool = False
+    project: str | None = None                # the default project (a spec or flag wins)
+    region: str | None = None                 # the default region (a spec or flag wins)
+    # The process environment as it was at the edge: feeds `{{ env.NAME }}` in specs and the
+    # environment of locally run replicas. Not consulted for anything else.
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    # -- endpoints ------------------------------------------------------------------------
+    def vertex_url(self, region: str) -> str:
+        return (self.vertex_endpoint or f"https://{region}-aiplatform.googleapis.com").rstrip("/")
+
+    def cloudbuild_url(self) -> str:
+        return (self.cloudbuild_endpoint or CLOUDBUILD_URL).rstrip("/")
+
+    def registry_url(self, host: str) -> str:
+        return (self.registry_endpoint or f"https://{host}").rstrip("/")
+
+    def logging_url(self) -> str:
+        return (self.logging_endpoint or LOGGING_URL).rstrip("/")
+
+    def storage_url(self) -> str:
+        """The Cloud Storage JSON API root: the emulator when one is set."""
+        emulator = self.storage_emulator
+        if not emulator:
+            return STORAGE_URL
+        return (emulator if "://" in emulator else f"http://{emulator}").rstrip("/")
+
+    @property
+    def offline(self) -> bool:
+        """True when Vertex AI is an emulator (a local stand-in)."""
+        return is_emulator(self.vertex_endpoint)
+
+    # -- the edge ---------------------------------------------------------------------------
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> "Settings":
+        """Read every setting from `environ` (the edge passes os.environ). Bad values: exit 2."""
+        env = dict(environ)
+
+        def text(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value.rstrip("/") or None
+
+        gcloud = _gcloud_properties(env)
+        retry = env.get(RETRY_ENV, "").strip()
+        poll = env.get(POLL_ENV, "").strip()
+        return cls(
+            vertex_endpoint=text(ENDPOINT_ENV),
+            cloudbuild_endpoint=text(CLOUDBUILD_ENV),
+            registry_endpoint=text(REGISTRY_ENV),
+            logging_endpoint=text(LOGGING_ENV),
+            storage_emulator=text(STORAGE_EMULATOR_ENV),
+            retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
+            poll=PollPolicy.parse(poll) if poll else PollPolicy(),
+            debug=env.get(DEBUG_ENV, "").strip() == "1",
+            project=(text("GOOGLE_CLOUD_PROJECT") or text("CLOUDSDK_CORE_PROJECT")
+                     or gcloud.get("core", "project", fallback=None) or None),
+            region=text("CLOUDSDK_AI_REGION") or gcloud.get("ai", "region", fallback=None) or None,
+            environ=env,
+        )
+
+
+def _gcloud_properties(env: Mapping[str, str]) -> configparser.ConfigParser:
+    """gcloud's active configuration, read from its files (running gcloud costs ~0.7 s)."""
+    cfg = configparser.ConfigParser()
+    home = env.get("HOME")
+    root_text = env.get("CLOUDSDK_CONFIG") or (str(Path(home) / ".config" / "gcloud") if home else "")
+    if not root_text:
+        return cfg
+    root = Path(root_text)
+    try:
+        active = (root / "active_config").read_text().strip() or "default"
+    except OSError:
+        active = "default"
+    try:
+        cfg.read(root / "configurations" / f"config_{active}")
+    except (OSError, configparser.Error, UnicodeDecodeError):
+        pass
+    return cfg

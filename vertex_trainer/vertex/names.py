@@ -1,0 +1,67 @@
+"""Vertex AI resource names, idempotency keys and label selectors (pure; no network)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from vertex_trainer.errors import UserError
+
+_KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
+_NAME_RE = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<id>[^/:]+)")
+_LABEL_KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_LABEL_VALUE_RE = re.compile(r"[a-z0-9_-]{0,63}")
+
+
+def new_key() -> str:
+    """A random, label-safe idempotency key for one invocation."""
+    return "vt-" + secrets.token_hex(8)
+
+
+def check_key(key: str) -> str:
+    """Validate a user-given idempotency key; it becomes a Vertex label value."""
+    if not _KEY_RE.fullmatch(key or ""):
+        safe = re.sub(r"[^a-z0-9_-]+", "-", (key or "").lower()).strip("-")[:63]
+        raise UserError(
+            f"--idempotency-key {key!r} is not a valid label value: use 1-63 characters from "
+            "lowercase letters, digits, '_' and '-'",
+            hint=f"for example --idempotency-key {safe or 'ci-run-1'}")
+    return key
+
+
+def parse_label(text: str) -> tuple[str, str]:
+    """Parse a K=V label selector (list --label)."""
+    key, sep, value = text.partition("=")
+    if not sep or not _LABEL_KEY_RE.fullmatch(key) or not _LABEL_VALUE_RE.fullmatch(value):
+        raise UserError(f"--label {text!r}: expected KEY=VALUE with lowercase letters, digits, "
+                        "'_' or '-' (keys start with a letter)")
+    return key, value
+
+
+def job_name(job: str, project: str | None = None, region: str | None = None) -> str:
+    """A full resource name from a resource name, or a job id plus project and region."""
+    job = job.strip()
+    if _NAME_RE.fullmatch(job):
+        return job
+    if re.fullmatch(r"[0-9]+", job):
+        if not project or not region:
+            missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
+            raise UserError(f"job id {job} needs {missing} (or pass the full name "
+                            "projects/P/locations/R/customJobs/ID)")
+        return f"projects/{project}/locations/{region}/customJobs/{job}"
+    raise UserError(f"{job!r} is not a job: pass projects/P/locations/R/customJobs/ID, "
+                    "or a numeric job id with --project and --region")
+
+
+def split_name(name: str) -> tuple[str, str, str]:
+    """(project, region, id) of a CustomJob resource name."""
+    m = _NAME_RE.fullmatch(name)
+    if not m:
+        raise ValueError(f"not a CustomJob name: {name!r}")
+    return m["project"], m["region"], m["id"]
+
+
+def console_url(name: str) -> str:
+    project, region, job_id = split_name(name)
+    return (f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/"
+            f"{job_id}/cpu?project={project}")
