@@ -12,6 +12,7 @@ from typing import Any
 # -- labels every job carries (CONTRACT section 3) ------------------------------------------------
 KEY_LABEL = "vertex-trainer-key"        # the idempotency key
 SPEC_LABEL = "vertex-trainer-spec"      # hash of the resolved spec
+JOB_LABEL = "vertex-trainer-job"        # on a model version: the training job it came from
 RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
 MAX_USER_LABELS = 62                    # Vertex allows 64; we add the two above
 
@@ -29,6 +30,10 @@ VERTEX_ENV = (*AIP_DIRS, "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID")
 # -- the trainer inside the image (CONTRACT section 4) --------------------------------------------
 TRAINER_MODULE = "trainer.task"
 METRICS_FILE = "metrics.json"           # written by the chief beside the model directory
+SERVE_MODULE = "trainer.serve"          # the prediction server in the same image (deploy: auto)
+SERVING_PORT = 8080                     # AIP_HTTP_PORT Vertex AI gives the serving container
+PREDICT_ROUTE = "/predict"
+HEALTH_ROUTE = "/health"
 RECORD_DIR = "vertex-trainer"           # the resolved spec and job saved beside a run's outputs
 
 # -- job states (aiplatform_v1.JobState) ----------------------------------------------------------

@@ -5,21 +5,41 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import importlib
+
 import numpy as np
 import pytest
-import tensorflow as tf
 from PIL import Image
 
-from trainer import data, datagen
+from trainer import datagen
 
-FEATURES = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+pytestmark = pytest.mark.trainer
+
+
+class _Lazy:
+    """A module imported on first use: collecting this file (e.g. by `make test-fast`, which
+    deselects it) must not pay TensorFlow's 3 s import."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+tf = _Lazy("tensorflow")
+data = _Lazy("trainer.data")  # imports TensorFlow
+
+
+def features() -> dict:
+    return {"image/encoded": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
 
 
 def stored(paths) -> list[tuple[bytes, int]]:
     out = []
     for record in datagen.iter_records(paths):
-        ex = tf.io.parse_single_example(record, FEATURES)
+        ex = tf.io.parse_single_example(record, features())
         out.append((ex["image/encoded"].numpy(), int(ex["image/class/label"])))
     return out
 

@@ -1,6 +1,7 @@
-"""A fake Vertex AI JobService (REST, v1) on loopback, for tests and `vertex-trainer dev fake-vertex`.
+"""A fake Vertex AI (REST, v1) on loopback, for tests and `vertex-trainer dev fake-vertex`.
 
-It speaks the wire the real service speaks, as far as CustomJobs go:
+It speaks the wire the real service speaks, for CustomJobs here and for models, endpoints and
+operations in vertex_models.py (`FakeVertex.models`):
 
 - ``POST   /v1/projects/P/locations/L/customJobs``            create (body: CustomJob JSON)
 - ``GET    /v1/projects/P/locations/L/customJobs``            list (``filter``, ``pageSize``, ``pageToken``)
@@ -32,6 +33,9 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from vertex_trainer.emulators.vertex_models import ModelService
+from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 
 TERMINAL_STATES = frozenset({
     "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
@@ -128,6 +132,7 @@ class FakeVertex:
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
         self._ids = itertools.count(1_000_000_000_000_000_001)
+        self.models = ModelService(self._lock)  # models, endpoints, operations (vertex_models.py)
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
         self._thread: threading.Thread | None = None
@@ -318,7 +323,7 @@ class FakeVertex:
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         path = parts.path
-        op, target = "", ""
+        op, target, call = "", "", None
         if (m := _COLLECTION.match(path)) and method in ("POST", "GET"):
             op, target = ("create" if method == "POST" else "list"), m[1]
         elif (m := _JOB.match(path)):
@@ -326,6 +331,9 @@ class FakeVertex:
                 op, target = "cancel", m[1]
             elif not m[2] and method == "GET":
                 op, target = "get", m[1]
+        if not op and (routed := self.models.route(method, path)):
+            op, call = routed
+            target = path
         if not op:
             return 404, _envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op
@@ -336,10 +344,12 @@ class FakeVertex:
             if not fault.status:
                 return 0, None, op, True
             message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.").format(
-                permission=_PERMISSIONS[op], parent=target)
+                permission=_PERMISSIONS.get(op, "aiplatform.*"), parent=target)
             return fault.status, _envelope(fault.status, message), op, False
         try:
-            if op == "create":
+            if call is not None:
+                result = call(query, body)
+            elif op == "create":
                 result = self._create(target, body)
             elif op == "list":
                 result = self._list(target, query)
@@ -347,7 +357,7 @@ class FakeVertex:
                 result = self._get(target)
             else:
                 result = self._cancel(target)
-        except _HttpError as exc:
+        except (_HttpError, ModelServiceError) as exc:
             return exc.code, _envelope(exc.code, exc.message), op, False
         if fault and fault.delay:  # committed, then slow to answer
             time.sleep(fault.delay)
@@ -356,7 +366,7 @@ class FakeVertex:
         if fault:  # committed, then answered with an error: the outcome is unknown to the client
             message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.")
             return fault.status, _envelope(fault.status, message), op, False
-        if query.get("$alt", "").replace(" ", "") == "json;enum-encoding=int":
+        if call is None and query.get("$alt", "").replace(" ", "") == "json;enum-encoding=int":
             result = self._ints(result)
         return 200, result, op, False
 

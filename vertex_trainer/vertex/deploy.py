@@ -1,0 +1,280 @@
+"""Register a trained model and serve it, at most once per job (CONTRACT section 5).
+
+1. models:upload of the job's `<output_dir>/model` as a new version under the model with the
+   requested display name (parentModel when it exists), the version labelled with the job's id;
+2. the endpoint, by resource name, or found by display name, or created (with the display name
+   as its id when that is a valid id, so a retried create answers ALREADY_EXISTS);
+3. deployModel with dedicated resources and the traffic split: the new version gets `traffic`
+   percent, the versions already serving keep their relative shares of the rest.
+
+Each step looks before it acts, and looks again after an answer was lost, so running the same
+deploy twice uploads nothing and deploys nothing the second time. Long-running operations are
+polled to their end (bounded by `timeout`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp.http import Log, Transient, silent
+from vertex_trainer.gcp.lro import wait_operation
+from vertex_trainer.settings import PollPolicy
+from vertex_trainer.vertex.models import RegistryClient
+
+_ENDPOINT_ID = re.compile(r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$")
+_ENDPOINT_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/endpoints/[^/]+$")
+
+
+@dataclass(frozen=True)
+class ServingContainer:
+    """The Model's containerSpec: what Vertex AI runs to serve predictions."""
+
+    image_uri: str
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    port: int = SERVING_PORT
+    predict_route: str = PREDICT_ROUTE
+    health_route: str = HEALTH_ROUTE
+
+    def to_api(self) -> dict:
+        out: dict[str, Any] = {"imageUri": self.image_uri}
+        if self.command:
+            out["command"] = list(self.command)
+        if self.args:
+            out["args"] = list(self.args)
+        if self.env:
+            out["env"] = [{"name": k, "value": v} for k, v in self.env]
+        out.update(ports=[{"containerPort": self.port}], predictRoute=self.predict_route,
+                   healthRoute=self.health_route)
+        return out
+
+
+@dataclass(frozen=True)
+class DeployRequest:
+    """Everything a deploy needs, resolved and validated (api builds it from the spec)."""
+
+    model_display_name: str
+    artifact_uri: str
+    container: ServingContainer
+    job_id: str                      # label value naming the training job
+    endpoint: str                    # display name or projects/P/locations/R/endpoints/ID
+    machine_type: str
+    accelerator_type: str | None = None
+    accelerator_count: int = 0
+    min_replicas: int = 1
+    max_replicas: int = 1
+    traffic: int = 100
+    labels: dict[str, str] = field(default_factory=dict)
+    service_account: str | None = None
+
+    def model_body(self) -> dict:
+        body: dict[str, Any] = {"displayName": self.model_display_name,
+                                "artifactUri": self.artifact_uri,
+                                "containerSpec": self.container.to_api(),
+                                "labels": {**self.labels, JOB_LABEL: self.job_id}}
+        return body
+
+    def deployed_model(self, model: str, version: str) -> dict:
+        machine: dict[str, Any] = {"machineType": self.machine_type}
+        if self.accelerator_type:
+            machine.update(acceleratorType=self.accelerator_type, acceleratorCount=self.accelerator_count)
+        out: dict[str, Any] = {
+            "model": f"{model}@{version}",
+            "displayName": f"{self.model_display_name}-v{version}"[:128],
+            "dedicatedResources": {"machineSpec": machine, "minReplicaCount": self.min_replicas,
+                                   "maxReplicaCount": self.max_replicas},
+        }
+        if self.service_account:
+            out["serviceAccount"] = self.service_account
+        return out
+
+
+@dataclass
+class Deployment:
+    """A model version serving on an endpoint (CONTRACT section 5 `deploy --output json`)."""
+
+    model: str
+    model_version: str
+    endpoint: str
+    deployed_model_id: str
+    traffic_split: dict[str, int]
+    adopted: bool
+    client: RegistryClient | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "model_version": self.model_version, "endpoint": self.endpoint,
+                "deployed_model_id": self.deployed_model_id, "traffic_split": self.traffic_split,
+                "adopted": self.adopted}
+
+    def predict(self, instances: list, parameters: dict | None = None) -> list:
+        """Send `instances` to the endpoint; returns its predictions."""
+        if self.client is None:
+            raise ValueError("this Deployment has no client to send predictions with")
+        return self.client.predict(self.endpoint, instances, parameters).get("predictions", [])
+
+
+def split_traffic(current: dict[str, int], share: int) -> dict[str, int]:
+    """The traffic split for deployModel: "0" (the model being deployed) gets `share` percent,
+    the deployed models keep their relative shares of the rest; integers summing to 100."""
+    serving = {k: int(v) for k, v in current.items() if int(v) > 0}
+    if not serving or share >= 100:
+        return {"0": 100}
+    rest = 100 - share
+    total = sum(serving.values())
+    exact = {k: rest * v / total for k, v in serving.items()}
+    out = {k: int(x) for k, x in exact.items()}
+    # Largest remainders get the percents that rounding down left over.
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[:rest - sum(out.values())]:
+        out[k] += 1
+    split = {"0": share, **{k: v for k, v in out.items() if v}}
+    return split if share else {k: v for k, v in split.items() if k != "0"}
+
+
+def deploy(client: RegistryClient, request: DeployRequest, *, poll: PollPolicy,
+           timeout: float | None = 3600.0, log: Log = silent,
+           sleep: Callable[[float], None] = time.sleep) -> Deployment:
+    """Upload (once), find or create the endpoint, deploy (once). See the module docstring."""
+    model, version, uploaded = _ensure_version(client, request, poll=poll, timeout=timeout,
+                                               log=log, sleep=sleep)
+    endpoint = _ensure_endpoint(client, request, poll=poll, timeout=timeout, log=log, sleep=sleep)
+    existing = _deployed(endpoint, model, version)
+    if existing is not None:
+        log(f"deploy: {model}@{version} already serves on {endpoint['name']} "
+            f"(deployed model {existing['id']}): nothing to do")
+        return Deployment(model, version, endpoint["name"], existing["id"],
+                          _ints(endpoint.get("trafficSplit")), adopted=not uploaded, client=client)
+    split = split_traffic(_ints(endpoint.get("trafficSplit")), request.traffic)
+    log(f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
+        f"(traffic {split})")
+    body = request.deployed_model(model, version)
+    budget = client.api.budget()
+    while True:
+        try:
+            operation = client.deploy_once(endpoint["name"], body, split)
+            break
+        except Transient as exc:  # committed or not? look before trying again
+            log(f"deploy: {exc}; checking whether the model was deployed")
+            # A committed deploy shows on the endpoint only when its operation ends: wait for
+            # the endpoint's unfinished operations first, then look.
+            for pending in client.operations(endpoint["name"]):
+                if not pending.get("done"):
+                    try:
+                        _wait(client, pending, "an earlier deploy", poll=poll, timeout=timeout,
+                              log=log, sleep=sleep)
+                    except ServiceError as failed:
+                        log(f"deploy: an earlier operation failed ({failed.message})")
+            found = _deployed(client.get_endpoint(endpoint["name"]), model, version)
+            if found is not None:
+                operation = None
+                break
+            budget.backoff("deploy", str(exc))
+    if operation is not None:
+        _wait(client, operation, "deploying the model", poll=poll, timeout=timeout, log=log, sleep=sleep)
+    endpoint = client.get_endpoint(endpoint["name"])
+    found = _deployed(endpoint, model, version)
+    if found is None:
+        raise ServiceError(f"deploy of {model}@{version} finished but {endpoint['name']} does not "
+                           "list it", hint="see the endpoint in the Google Cloud console")
+    return Deployment(model, version, endpoint["name"], found["id"],
+                      _ints(endpoint.get("trafficSplit")), adopted=False, client=client)
+
+
+def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any) -> tuple[str, str, bool]:
+    """(model name, version id, uploaded now) of the version labelled with the job."""
+    log = wait["log"]
+    label = f'labels.{JOB_LABEL}="{request.job_id}"'
+
+    def existing() -> tuple[str | None, dict | None]:
+        parent = client.find_model(request.model_display_name)
+        if parent is None:
+            return None, None
+        found = client.model_versions(parent["name"], label)
+        return parent["name"], (min(found, key=lambda v: int(v.get("versionId") or 0)) if found else None)
+
+    parent, version = existing()
+    if version is not None:
+        log(f"register: {parent}@{version['versionId']} already holds job {request.job_id}: "
+            "no upload")
+        return parent, str(version["versionId"]), False
+    what = f"version of {parent}" if parent else f"model {request.model_display_name!r}"
+    log(f"register: uploading {request.artifact_uri} as a new {what}")
+    budget = client.api.budget()
+    while True:
+        try:
+            operation = client.upload_once(request.model_body(), parent_model=parent)
+            break
+        except Transient as exc:
+            log(f"register: {exc}; checking whether the upload was committed")
+            parent_now, version = existing()
+            if version is not None:
+                return parent_now, str(version["versionId"]), True  # type: ignore[return-value]
+            budget.backoff("upload", str(exc))
+    response = _wait(client, operation, "uploading the model", **wait)
+    model, version_id = response.get("model"), str(response.get("modelVersionId") or "")
+    if not model or not version_id:
+        raise ServiceError(f"the model upload finished without a model version: {response}")
+    log(f"register: {model}@{version_id}")
+    return model, version_id, True
+
+
+def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any) -> dict:
+    log = wait["log"]
+    if _ENDPOINT_NAME.match(request.endpoint):
+        return client.get_endpoint(request.endpoint)
+    found = client.find_endpoint(request.endpoint)
+    if found is not None:
+        return found
+    endpoint_id = request.endpoint if _ENDPOINT_ID.match(request.endpoint) else None
+    log(f"endpoint: creating {request.endpoint!r}")
+    operation = client.create_endpoint({"displayName": request.endpoint, "labels": dict(request.labels)},
+                                       endpoint_id)
+    if operation is None:  # created by an earlier attempt whose answer was lost
+        return client.get_endpoint(f"{client.parent}/endpoints/{endpoint_id}")
+    created = _wait(client, operation, "creating the endpoint", **wait)
+    name = created.get("name") or (f"{client.parent}/endpoints/{endpoint_id}" if endpoint_id else "")
+    if not name:
+        raise ServiceError(f"creating endpoint {request.endpoint!r} finished without a name")
+    return client.get_endpoint(name)
+
+
+def _deployed(endpoint: dict, model: str, version: str) -> dict | None:
+    for d in endpoint.get("deployedModels") or []:
+        ref, _, ref_version = str(d.get("model", "")).partition("@")
+        if ref == model and str(d.get("modelVersionId") or ref_version) == str(version):
+            return d
+    return None
+
+
+def _wait(client: RegistryClient, operation: dict, what: str, *, poll: PollPolicy,
+          timeout: float | None, log: Log, sleep: Callable[[float], None]) -> dict:
+    started = time.monotonic()
+
+    def progress(op: dict) -> None:
+        if not op.get("done"):
+            log(f"{what}: still running ({time.monotonic() - started:.0f}s)")
+
+    return wait_operation(client.api, operation, poll=poll, what=what, timeout=timeout,
+                          on_poll=progress, sleep=sleep)
+
+
+def _ints(split: dict | None) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (split or {}).items()}
+
+
+def check_endpoint_ref(endpoint: str, project: str, region: str) -> None:
+    """An endpoint given by resource name must be in the job's project and region (exit 2)."""
+    if endpoint.startswith("projects/"):
+        m = re.match(r"^projects/([^/]+)/locations/([^/]+)/endpoints/[^/]+$", endpoint)
+        if not m:
+            raise UserError(f"deploy.endpoint {endpoint!r} is not an endpoint resource name",
+                            hint="projects/P/locations/R/endpoints/ID, or a display name")
+        if (m[1], m[2]) != (project, region):
+            raise UserError(f"deploy.endpoint {endpoint!r} is in {m[1]}/{m[2]}, the job in "
+                            f"{project}/{region}", hint="deploy to an endpoint in the job's project "
+                            "and region, or give a display name to create one there")

@@ -1,0 +1,124 @@
+"""Vertex AI Model Registry and Endpoints over the one HTTP layer: find, upload, create, deploy.
+
+Plain REST resources in and out (dicts in the API's JSON form); the idempotent orchestration of
+"register this job's model and serve it" is in deploy.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vertex_trainer.gcp.http import ApiClient, ApiError, Log, decode, default_hint, silent
+from vertex_trainer.settings import Settings
+
+_PERMISSIONS = {"upload": "aiplatform.models.upload", "deploy": "aiplatform.endpoints.deploy",
+                "create endpoint": "aiplatform.endpoints.create", "predict": "aiplatform.endpoints.predict"}
+
+
+def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None = None,
+               session: Any = None) -> ApiClient:
+    """The Vertex AI REST API of one region, with the hints every Vertex call shares."""
+    shared = default_hint("Vertex AI", "aiplatform.googleapis.com", project)
+
+    def hint(op: str, err: ApiError) -> str | None:
+        found = shared(op, err)
+        if found:
+            return found
+        if err.code == 403:
+            return (f"the caller needs {_PERMISSIONS.get(op, 'aiplatform.*')} on project {project} "
+                    "(role roles/aiplatform.user)")
+        if err.code == 404:
+            return f"not found in project {project}, region {region}: check the name and --region"
+        return None
+
+    return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log or silent,
+                     session=session, service="Vertex AI", hints=hint)
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class RegistryClient:
+    """Models and endpoints of one project and region."""
+
+    def __init__(self, project: str, region: str, *, settings: Settings | None = None,
+                 log: Log | None = None, session: Any = None):
+        self.project, self.region = project, region
+        self.settings = settings or Settings()
+        self.api = vertex_api(project, region, self.settings, log=log, session=session)
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.region}"
+
+    def _list(self, op: str, path: str, key: str, filter: str | None = None) -> list[dict]:
+        found: list[dict] = []
+        token = ""
+        while True:
+            params: dict[str, Any] = {"pageSize": 100}
+            if filter:
+                params["filter"] = filter
+            if token:
+                params["pageToken"] = token
+            page = self.api.json(op, "GET", f"v1/{path}", params=params)
+            found.extend(page.get(key, []))
+            token = page.get("nextPageToken", "")
+            if not token:
+                return found
+
+    # -- models --------------------------------------------------------------------------------
+    def find_model(self, display_name: str) -> dict | None:
+        """The model (its default version) with this display name; the oldest if several."""
+        found = self._list("list models", f"{self.parent}/models", "models",
+                           f'display_name="{_quote(display_name)}"')
+        return min(found, key=lambda m: m.get("createTime", "")) if found else None
+
+    def model_versions(self, model: str, filter: str | None = None) -> list[dict]:
+        return self._list("list model versions", f"{model}:listVersions", "models", filter)
+
+    def get_model(self, ref: str) -> dict:
+        return self.api.json("get model", "GET", f"v1/{ref}")
+
+    def upload_once(self, model: dict, *, parent_model: str | None = None,
+                    model_id: str | None = None) -> dict:
+        """models:upload, one attempt (the caller checks for a committed upload before retrying).
+        Returns the Operation."""
+        body: dict[str, Any] = {"model": model}
+        if parent_model:
+            body["parentModel"] = parent_model
+        if model_id:
+            body["modelId"] = model_id
+        return decode(self.api.send("upload", "POST", f"v1/{self.parent}/models:upload", json=body))
+
+    # -- endpoints -----------------------------------------------------------------------------
+    def find_endpoint(self, display_name: str) -> dict | None:
+        found = self._list("list endpoints", f"{self.parent}/endpoints", "endpoints",
+                           f'display_name="{_quote(display_name)}"')
+        return min(found, key=lambda e: e.get("createTime", "")) if found else None
+
+    def get_endpoint(self, name: str) -> dict:
+        return self.api.json("get endpoint", "GET", f"v1/{name}")
+
+    def create_endpoint(self, endpoint: dict, endpoint_id: str | None = None) -> dict | None:
+        """endpoints.create. With a client-chosen id a repeated create answers ALREADY_EXISTS, so
+        it is retried safely; returns the Operation, or None when the id already exists."""
+        params = {"endpointId": endpoint_id} if endpoint_id else None
+        response = self.api.call("create endpoint", "POST", f"v1/{self.parent}/endpoints",
+                                 params=params, json=endpoint, allow=(409,) if endpoint_id else ())
+        return None if response.status_code == 409 else decode(response)
+
+    def deploy_once(self, endpoint: str, deployed_model: dict, traffic_split: dict[str, int]) -> dict:
+        """endpoints.deployModel, one attempt. Returns the Operation."""
+        body = {"deployedModel": deployed_model, "trafficSplit": traffic_split}
+        return decode(self.api.send("deploy", "POST", f"v1/{endpoint}:deployModel", json=body))
+
+    def operations(self, resource: str) -> list[dict]:
+        """The long-running operations of a model or endpoint (done or not)."""
+        return self._list("list operations", f"{resource}/operations", "operations")
+
+    def predict(self, endpoint: str, instances: list, parameters: dict | None = None) -> dict:
+        body: dict[str, Any] = {"instances": instances}
+        if parameters:
+            body["parameters"] = parameters
+        return self.api.json("predict", "POST", f"v1/{endpoint}:predict", json=body)
