@@ -1,7 +1,7 @@
 """How long `vertex-trainer package SPEC --dry-run` takes on an unchanged context.
 
 Two figures:
-  * in process: ensure_artifact(spec, dry_run=True) -- assemble the context, render the
+  * in process: packaging.ensure_artifact(spec, settings=..., dry_run=True) -- assemble the context, render the
     Dockerfile, hash every file, name the tag (what render and submit --dry-run pay);
   * command line: the whole `vertex-trainer package SPEC --dry-run --output json` process,
     Python start-up and imports included.
@@ -42,17 +42,19 @@ def main() -> None:
         sys.path.insert(0, root)
         env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
 
-    from vertex_trainer import package
+    from vertex_trainer import packaging
+    from vertex_trainer.settings import Settings
     from vertex_trainer.spec import load_spec
 
     spec = load_spec(args.spec)
+    settings = Settings()   # a dry run sends nothing: no endpoint is used
     first_start = time.perf_counter()
-    result = package.ensure_artifact(spec, dry_run=True)
+    result = packaging.ensure_artifact(spec, settings=settings, dry_run=True)
     first = time.perf_counter() - first_start
     times = []
     for _ in range(args.runs):
         start = time.perf_counter()
-        again = package.ensure_artifact(spec, dry_run=True)
+        again = packaging.ensure_artifact(spec, settings=settings, dry_run=True)
         times.append(time.perf_counter() - start)
         assert again.image == result.image, "the tag moved on an unchanged context"
 

@@ -1,5 +1,9 @@
 """Fixtures for the packager tests: a small trainer tree, specs, and loopback services
-(gcp-storage-emulator in-process, a fake registry, a fake Cloud Build)."""
+(gcp-storage-emulator in-process, a fake registry, a fake Cloud Build).
+
+The library takes its endpoints from a `Settings` argument (the `settings` fixture points it at
+whichever services the test uses); only tests that go through the CLI, the edge, set environment
+variables (`edge_env`)."""
 
 from __future__ import annotations
 
@@ -12,11 +16,16 @@ import pytest
 
 from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
 from vertex_trainer.emulators.registry import FakeRegistry
+from vertex_trainer.settings import (
+    CLOUDBUILD_ENV, REGISTRY_ENV, RETRY_ENV, STORAGE_EMULATOR_ENV, RetryPolicy, Settings,
+)
 from vertex_trainer.spec import build_spec
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT, REGION, BUCKET = "test-project", "us-central1", "test-staging"
 REPOSITORY = "us-central1-docker.pkg.dev/test-project/training/trainer"
+# Retries in milliseconds, so a test of a transient failure stays quick.
+FAST_RETRY = "attempts=4,initial=0.01,maximum=0.05,deadline=10"
 
 
 def hadolint_path() -> str:
@@ -74,9 +83,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def storage(monkeypatch):
-    """gcp-storage-emulator in this process; STORAGE_EMULATOR_HOST points at it; the staging
-    bucket exists. Yields a google-cloud-storage client."""
+def storage():
+    """gcp-storage-emulator in this process, with the staging bucket. Yields a
+    google-cloud-storage client for it (`.emulator_host` is its URL)."""
     from gcp_storage_emulator.server import create_server
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage as gcs
@@ -85,8 +94,8 @@ def storage(monkeypatch):
     server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
     host = f"http://127.0.0.1:{port}"
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", host)
-    client = gcs.Client(project=PROJECT, credentials=AnonymousCredentials())
+    client = gcs.Client(project=PROJECT, credentials=AnonymousCredentials(),
+                        client_options={"api_endpoint": host})
     client.create_bucket(BUCKET)
     client.emulator_host = host
     try:
@@ -96,17 +105,41 @@ def storage(monkeypatch):
 
 
 @pytest.fixture
-def registry(monkeypatch):
+def registry():
     with FakeRegistry() as fake:
-        monkeypatch.setenv("VERTEX_TRAINER_REGISTRY_ENDPOINT", fake.url)
         yield fake
 
 
 @pytest.fixture
-def cloudbuild(monkeypatch, storage, registry):
+def cloudbuild(storage, registry):
     with FakeCloudBuild(storage_host=storage.emulator_host, registry=registry) as fake:
-        monkeypatch.setenv("VERTEX_TRAINER_CLOUDBUILD_ENDPOINT", fake.url)
         yield fake
+
+
+@pytest.fixture
+def settings(request) -> Settings:
+    """Settings aimed at the loopback services this test uses (what the CLI builds from the
+    environment), with millisecond retries."""
+    uses = request.fixturenames
+    endpoints = {}
+    if "storage" in uses:
+        endpoints["storage_emulator"] = request.getfixturevalue("storage").emulator_host
+    if "registry" in uses:
+        endpoints["registry_endpoint"] = request.getfixturevalue("registry").url
+    if "cloudbuild" in uses:
+        endpoints["cloudbuild_endpoint"] = request.getfixturevalue("cloudbuild").url
+    return Settings(project=PROJECT, retry=RetryPolicy.parse(FAST_RETRY), **endpoints)
+
+
+@pytest.fixture
+def edge_env(monkeypatch, settings):
+    """The same endpoints as environment variables, for tests that run the CLI (the edge)."""
+    for name, value in ((STORAGE_EMULATOR_ENV, settings.storage_emulator),
+                        (REGISTRY_ENV, settings.registry_endpoint),
+                        (CLOUDBUILD_ENV, settings.cloudbuild_endpoint)):
+        if value:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv(RETRY_ENV, FAST_RETRY)
 
 
 @pytest.fixture

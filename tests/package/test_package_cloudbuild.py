@@ -11,14 +11,17 @@ import tarfile
 
 import pytest
 
-from vertex_trainer import package as p
+from vertex_trainer import packaging as p
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.settings import Settings
 
 pytestmark = pytest.mark.wire
 
 
-def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, cloudbuild, storage, registry, log, pk):
+def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, cloudbuild, storage, registry,
+                                                     log, pk, settings):
     spec = make_spec()
-    result = p.ensure_artifact(spec, log=log, trainer_dir=trainer_dir)
+    result = p.ensure_artifact(spec, settings=settings, log=log, trainer_dir=trainer_dir)
     plan = p.plan_build(spec, trainer_dir=trainer_dir)
 
     assert (result.action, result.built, result.pushed) == ("built", True, True)
@@ -53,9 +56,9 @@ def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, clo
     assert registry.has(result.image)
 
 
-def test_the_request_is_a_valid_cloudbuild_v1_build(make_spec, trainer_dir, cloudbuild):
+def test_the_request_is_a_valid_cloudbuild_v1_build(make_spec, trainer_dir, cloudbuild, settings):
     cloudbuild_v1 = pytest.importorskip("google.cloud.devtools.cloudbuild_v1")
-    p.ensure_artifact(make_spec(), trainer_dir=trainer_dir)
+    p.ensure_artifact(make_spec(), settings=settings, trainer_dir=trainer_dir)
     body = cloudbuild.creates[0].body
     # Strict parse: an unknown or misspelled field raises.
     build = cloudbuild_v1.Build.from_json(json.dumps(body), ignore_unknown_fields=False)
@@ -64,11 +67,12 @@ def test_the_request_is_a_valid_cloudbuild_v1_build(make_spec, trainer_dir, clou
     assert build.timeout.total_seconds() == 3600
 
 
-def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_dir, cloudbuild, storage, log):
+def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_dir, cloudbuild, storage, log,
+                                                             settings):
     spec = make_spec()
-    first = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    first = p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     objects_before = sorted(b.name for b in storage.list_blobs("test-staging"))
-    second = p.ensure_artifact(spec, log=log, trainer_dir=trainer_dir)
+    second = p.ensure_artifact(spec, settings=settings, log=log, trainer_dir=trainer_dir)
     assert (second.action, second.built, second.pushed) == ("reused", False, False)
     assert second.image == first.image and second.reused
     assert len(cloudbuild.creates) == 1
@@ -78,55 +82,55 @@ def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_
         "image": first.image, "built": False, "pushed": False, "context_hash": first.context_hash}
 
 
-def test_a_trainer_change_builds_a_new_tag(make_spec, trainer_dir, cloudbuild):
+def test_a_trainer_change_builds_a_new_tag(make_spec, trainer_dir, cloudbuild, settings):
     spec = make_spec()
-    first = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    first = p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     (trainer_dir / "task.py").write_text("print('v2')\n")
-    second = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    second = p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     assert second.built and second.image != first.image
     assert [c.body["images"][0] for c in cloudbuild.creates] == [first.image, second.image]
 
 
-def test_a_failed_build_is_exit_3_with_the_log_url(make_spec, trainer_dir, cloudbuild, registry):
+def test_a_failed_build_is_exit_3_with_the_log_url(make_spec, trainer_dir, cloudbuild, registry, settings):
     cloudbuild.fail_with = "step 0: pip install exited 1"
     with pytest.raises(p.BuildFailed) as e:
-        p.ensure_artifact(make_spec(), trainer_dir=trainer_dir)
+        p.ensure_artifact(make_spec(), settings=settings, trainer_dir=trainer_dir)
     assert e.value.exit_code == 3
     assert "FAILURE" in str(e.value) and "pip install exited 1" in str(e.value)
     assert "https://console.cloud.google.com/cloud-build/builds" in e.value.hint
     assert registry.manifests == {}
 
 
-def test_custom_context_builds_through_cloud_build(make_spec, tmp_path, cloudbuild, pk):
+def test_custom_context_builds_through_cloud_build(make_spec, tmp_path, cloudbuild, pk, settings):
     ctx = tmp_path / "ctx"
     ctx.mkdir()
     (ctx / "Dockerfile").write_text("FROM python:3.11.13-slim-bookworm\n")
     spec = make_spec(repository=f"{pk.REPOSITORY}-custom", context=str(ctx))
-    result = p.ensure_artifact(spec)
+    result = p.ensure_artifact(spec, settings=settings)
     assert result.built and result.image.startswith(f"{pk.REPOSITORY}-custom:")
     names = tarfile.open(fileobj=io.BytesIO(gzip.decompress(next(iter(cloudbuild.sources.values()))))).getnames()
     assert sorted(names) == [".vertex-trainer", ".vertex-trainer/spec.yaml", "Dockerfile"]
 
 
-def test_missing_staging_bucket_is_a_service_error(make_spec, trainer_dir, cloudbuild):
+def test_missing_staging_bucket_is_a_service_error(make_spec, trainer_dir, cloudbuild, settings):
     spec = make_spec(repository="us-central1-docker.pkg.dev/test-project/training/trainer",
                      staging_bucket="gs://no-such-bucket/x")
-    with pytest.raises(p.ServiceError) as e:
-        p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    with pytest.raises(ServiceError) as e:
+        p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     assert "no-such-bucket" in str(e.value) and e.value.exit_code == 3
     assert cloudbuild.creates == []
 
 
-def test_cloud_build_needs_a_staging_location(make_spec, trainer_dir, cloudbuild):
+def test_cloud_build_needs_a_staging_location(make_spec, trainer_dir, cloudbuild, settings):
     data_spec = make_spec().model_copy(update={"output_dir": "/tmp/local-out"})
-    with pytest.raises(p.UserError) as e:
-        p.ensure_artifact(data_spec, trainer_dir=trainer_dir)
+    with pytest.raises(UserError) as e:
+        p.ensure_artifact(data_spec, settings=settings, trainer_dir=trainer_dir)
     assert "image.staging_bucket" in str(e.value) and e.value.exit_code == 2
     assert cloudbuild.requests == []
 
 
 def test_dry_run_touches_nothing(make_spec, trainer_dir, no_network):
-    result = p.ensure_artifact(make_spec(), dry_run=True, trainer_dir=trainer_dir)
+    result = p.ensure_artifact(make_spec(), settings=Settings(), dry_run=True, trainer_dir=trainer_dir)
     assert result.action == "planned" and not result.built and not result.pushed
     out = result.to_json()
     assert out["dry_run"] is True and out["builder"] == "cloud-build"
@@ -137,34 +141,84 @@ def test_dry_run_touches_nothing(make_spec, trainer_dir, no_network):
 
 # -- the registry check ---------------------------------------------------------------------
 
-def test_registry_check_head_manifest(registry):
+def test_registry_check_head_manifest(registry, settings):
     image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
-    assert p.registry_tag_exists(image) is False
+    assert p.registry_tag_exists(image, settings=settings) is False
     registry.add(image)
-    assert p.registry_tag_exists(image) is True
+    assert p.registry_tag_exists(image, settings=settings) is True
     heads = [r for r in registry.requests if r.method == "HEAD"]
     assert heads[-1].path == "/v2/test-project/training/trainer/manifests/abc123"
     assert "application/vnd.oci.image.index.v1+json" in heads[-1].headers["Accept"]
 
 
-def test_registry_token_challenge_is_answered(registry):
+def test_registry_token_challenge_is_answered(registry, settings):
     registry.token = "registry-scoped-token"
     image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
     registry.add(image)
-    assert p.registry_tag_exists(image, token="oauth-access-token") is True
+    assert p.registry_tag_exists(image, settings=settings, token="oauth-access-token") is True
     token_calls = [r for r in registry.requests if r.path.startswith("/v2/token")]
     assert len(token_calls) == 1 and "scope=repository%3Atest-project%2Ftraining%2Ftrainer%3Apull" in token_calls[0].path
     assert registry.requests[-1].headers["Authorization"] == "Bearer registry-scoped-token"
 
 
-def test_registry_refusal_is_a_service_error(registry):
+def test_registry_refusal_is_a_service_error(registry, settings):
     registry.token, registry.access_token = "registry-scoped-token", "good-oauth-token"
-    with pytest.raises(p.ServiceError) as e:
-        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:x", token="bad")
+    with pytest.raises(ServiceError) as e:
+        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:x",
+                              settings=settings, token="bad")
     assert "refused" in str(e.value) and "artifactregistry.reader" in e.value.hint
 
 
-def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, registry, monkeypatch, capsys):
+# -- transient failures: one retry policy (gcp.http) for every GET, never for the create --------
+
+def test_a_408_from_the_registry_is_retried(registry, settings, log):
+    image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
+    registry.add(image)
+    registry.inject(408, method="HEAD")
+    assert p.registry_tag_exists(image, settings=settings, log=log) is True
+    heads = [r for r in registry.requests if r.method == "HEAD"]
+    assert len(heads) == 2 and registry.faults == []
+    assert any("408" in line and "retrying" in line for line in log)
+
+
+def test_a_registry_that_stays_unavailable_is_exit_3(registry, settings):
+    registry.inject(503, times=10, method="HEAD")
+    with pytest.raises(ServiceError) as e:
+        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:abc123",
+                              settings=settings)
+    assert e.value.exit_code == 3 and "after 4 attempts" in str(e.value)
+    assert len([r for r in registry.requests if r.method == "HEAD"]) == settings.retry.attempts
+
+
+def test_a_408_while_following_the_build_is_retried(make_spec, trainer_dir, cloudbuild, settings, log):
+    cloudbuild.inject(408, method="GET")
+    result = p.ensure_artifact(make_spec(), settings=settings, log=log, trainer_dir=trainer_dir)
+    assert result.built and len(cloudbuild.creates) == 1 and cloudbuild.faults == []
+    (build,) = cloudbuild.builds.values()
+    assert build["status"] == "SUCCESS"
+    assert any("following build" in line and "408" in line and "retrying" in line for line in log)
+
+
+def test_a_transient_failure_of_the_create_is_not_retried(make_spec, trainer_dir, cloudbuild, settings):
+    """A second POST could start a second build: the create is sent exactly once."""
+    cloudbuild.inject(503, method="POST")
+    with pytest.raises(ServiceError) as e:
+        p.ensure_artifact(make_spec(), settings=settings, trainer_dir=trainer_dir)
+    assert e.value.exit_code == 3 and "1 attempt" in str(e.value)
+    assert len(cloudbuild.creates) == 1 and cloudbuild.builds == {}
+
+
+def test_a_refused_create_names_the_role(make_spec, trainer_dir, cloudbuild, settings):
+    cloudbuild.inject(403, method="POST")
+    with pytest.raises(ServiceError) as e:
+        p.ensure_artifact(make_spec(), settings=settings, trainer_dir=trainer_dir)
+    assert "refused the build (HTTP 403)" in str(e.value)
+    assert "roles/cloudbuild.builds.editor" in e.value.hint
+    assert len(cloudbuild.creates) == 1
+
+
+def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, registry, edge_env, monkeypatch,
+                                                     capsys):
     """`vertex-trainer submit` on a spec that names image.repository: build, then create the job
     with that exact tag; the second submit reuses the image and says so."""
     from vertex_trainer import cli

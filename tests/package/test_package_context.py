@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tarfile
 import time
 
 import pytest
 
-from vertex_trainer import package as p
+from vertex_trainer import packaging as p
+from vertex_trainer.errors import UserError
 
 
 def plan(spec, trainer_dir, **kw):
@@ -42,6 +47,29 @@ def test_hash_is_the_same_across_machines(make_spec, trainer_dir, tmp_path):
     assert p.archive_bytes(a, spec) == p.archive_bytes(b, spec)
     blob = p.archive_bytes(a, spec)
     assert str(trainer_dir).encode() not in gzip.decompress(blob)
+
+
+def _golden_entries():
+    from vertex_trainer.packaging.context import ContextEntry, entry_from_bytes
+
+    return [entry_from_bytes("Dockerfile", b"FROM scratch\n"),
+            entry_from_bytes("app/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
+            ContextEntry("app/link", 0, hashlib.sha256(b"run.sh").hexdigest(), 0o777, link="run.sh")]
+
+
+def test_the_hash_and_archive_formats_are_frozen():
+    """Every image tag ever pushed is this hash: a change here re-tags (and rebuilds) every
+    trainer. The values were computed by the packager before it was split into modules."""
+    from vertex_trainer.packaging.context import entry_from_bytes
+
+    entries = _golden_entries()
+    assert p.hash_entries(entries) == \
+        "sha256:3992f927e9ad71a55da9ab1c6b206083dfb8d599ce20371bee7a85535a1e0128"
+    assert p.hash_entries(reversed(entries)) == p.hash_entries(entries)
+    buf = io.BytesIO()
+    p.write_archive(entries, buf, extra=[entry_from_bytes(p.SPEC_ENTRY, b"name: x\n")])
+    assert hashlib.sha256(gzip.decompress(buf.getvalue())).hexdigest() == \
+        "99dade31190c3d765d874e03137c93aa58634964d6fdd9298b5acd4a4546461b"
 
 
 def test_hash_changes_when_a_trainer_file_changes(make_spec, trainer_dir):
@@ -151,13 +179,13 @@ def test_custom_context_uses_its_own_dockerignore(make_spec, tmp_path):
 
 def test_custom_context_without_dockerfile_is_a_user_error(make_spec, tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(p.UserError) as e:
+    with pytest.raises(UserError) as e:
         p.plan_build(make_spec(repository="us-docker.pkg.dev/p1234/r/x", context=str(tmp_path / "empty")))
     assert e.value.exit_code == 2 and "Dockerfile" in str(e.value)
 
 
 def test_custom_context_refuses_bundled_only_settings(make_spec, tmp_path):
-    with pytest.raises(p.UserError) as e:
+    with pytest.raises(UserError) as e:
         p.plan_build(make_spec(repository="us-docker.pkg.dev/p1234/r/x", context=str(tmp_path),
                                pip_packages=["pandas"]))
     assert "image.pip_packages" in str(e.value)
@@ -189,18 +217,36 @@ def test_dockerignore_semantics(patterns, path, excluded):
     assert p.DockerIgnore(patterns).excluded(path) is excluded
 
 
-def test_planning_is_fast_and_offline(make_spec, trainer_dir, no_network):
+def test_planning_is_offline_and_starts_no_process(make_spec, trainer_dir, no_network, monkeypatch):
     spec = make_spec()
     for i in range(40):   # a few dozen files
         (trainer_dir / f"module_{i}.py").write_text(f"VALUE = {i}\n" * 200)
-    p.plan_artifact(spec, trainer_dir=trainer_dir)   # warm the template cache
-    start = time.perf_counter()
-    for _ in range(10):
-        artifact = p.plan_artifact(spec, trainer_dir=trainer_dir)
-    per_call = (time.perf_counter() - start) / 10
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    artifact = p.plan_artifact(spec, trainer_dir=trainer_dir)
     assert artifact.image_uri.endswith(":" + plan(spec, trainer_dir).tag)
-    assert per_call < 0.1, f"plan_artifact took {per_call * 1000:.1f} ms"
     assert no_network == []
+
+
+def test_planning_imports_no_http_or_cloud_library(trainer_dir, pk):
+    """plan_artifact is what render and --dry-run pay for: no requests, google-auth, storage
+    client or TensorFlow (the speed itself is measured in benchmarks/package_dry_run.py)."""
+    code = (
+        "import json, sys\n"
+        "from vertex_trainer.spec import build_spec\n"
+        "spec = build_spec(json.loads(sys.argv[1]))\n"
+        "before = set(sys.modules)\n"
+        "from vertex_trainer.packaging import plan_artifact\n"
+        "plan_artifact(spec, trainer_dir=sys.argv[2])\n"
+        "heavy = ('requests', 'urllib3', 'google.auth', 'google.cloud.storage', 'tensorflow')\n"
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith(heavy))))\n")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(pk.spec_data()), str(trainer_dir)],
+                          capture_output=True, text=True, cwd=pk.REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
 
 
 def test_without_requirements_txt_the_trainer_extra_is_used(make_spec, trainer_dir):

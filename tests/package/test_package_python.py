@@ -11,13 +11,15 @@ import zipfile
 
 import pytest
 
-from vertex_trainer import package as p
+from vertex_trainer import packaging as p
+from vertex_trainer.errors import UserError
 from vertex_trainer import render
 
 
-def test_sdist_is_uploaded_and_rendered_as_python_package_spec(make_spec, trainer_dir, storage, pk, log):
+def test_sdist_is_uploaded_and_rendered_as_python_package_spec(make_spec, trainer_dir, storage, pk, log,
+                                                               settings):
     spec = make_spec(python_package=True)
-    result = p.ensure_artifact(spec, log=log, trainer_dir=trainer_dir)
+    result = p.ensure_artifact(spec, settings=settings, log=log, trainer_dir=trainer_dir)
     plan = p.plan_build(spec, trainer_dir=trainer_dir)
     uri = f"gs://{pk.BUCKET}/runs/pkg-test/staging/packages/{plan.tag}/vertex_trainer_task-1.0.tar.gz"
     assert result.artifact.package_uris == (uri,)
@@ -45,7 +47,7 @@ def test_sdist_is_uploaded_and_rendered_as_python_package_spec(make_spec, traine
     assert pps["pythonModule"] == "trainer.task"
     assert pps["executorImageUri"] == result.image
 
-    again = p.ensure_artifact(spec, trainer_dir=trainer_dir)
+    again = p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     assert (again.action, again.built, again.pushed) == ("reused", False, False)
     assert again.artifact == result.artifact
     assert "already staged" in again.summary()
@@ -87,6 +89,6 @@ def test_executor_follows_variant_and_region(make_spec, trainer_dir):
 
 def test_tpu_python_package_needs_an_executor_image(make_spec, trainer_dir):
     spec = make_spec(hardware="tpu-v5e-8", python_package=True)
-    with pytest.raises(p.UserError) as e:
+    with pytest.raises(UserError) as e:
         p.plan_artifact(spec, trainer_dir=trainer_dir)
     assert e.value.exit_code == 2 and "image.executor_image" in str(e.value)

@@ -13,6 +13,9 @@ QUEUED -> WORKING -> SUCCESS (or FAILURE). When `storage_host` is given (the gcp
 URL), the build fetches its source object from there and fails, as the real service would, when
 the object is missing or is not a tar.gz with a Dockerfile at its root. When `registry` is given
 (emulators.registry.FakeRegistry), a successful build pushes its `images` there.
+
+`inject(408, method="GET")` makes the next matching request fail with that status (fault
+injection, to prove the client retries what is safe to retry, and only that).
 """
 
 from __future__ import annotations
@@ -59,12 +62,26 @@ class FakeCloudBuild(LoopbackServer):
     fail_with: str | None = None       # force every build to fail with this detail
     requests: list[RecordedRequest] = field(default_factory=list)
     builds: dict[str, dict] = field(default_factory=dict)
+    faults: list[tuple[str | None, int]] = field(default_factory=list)   # (method or None, status)
 
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._polls: dict[str, int] = {}
         self.sources: dict[str, bytes] = {}   # build id -> the context it fetched
+
+    def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
+        """Answer the next `times` requests (of `method`, or any) with `status` instead."""
+        with self._lock:
+            self.faults.extend([(method, status)] * times)
+
+    def _take_fault(self, method: str) -> int | None:
+        with self._lock:
+            for i, (want, status) in enumerate(self.faults):
+                if want in (None, method):
+                    del self.faults[i]
+                    return status
+        return None
 
     @property
     def creates(self) -> list[RecordedRequest]:
@@ -182,6 +199,9 @@ class FakeCloudBuild(LoopbackServer):
                 path, _, query = self.path.partition("?")
                 body = self._body()
                 fake.requests.append(RecordedRequest("POST", path, query, dict(self.headers), body))
+                fault = fake._take_fault("POST")
+                if fault is not None:
+                    return self._error(fault, "UNAVAILABLE", f"injected fault {fault}")
                 m = re.fullmatch(_PARENT + r"/builds", path)
                 if m:
                     if not isinstance(body, dict):
@@ -203,6 +223,9 @@ class FakeCloudBuild(LoopbackServer):
             def do_GET(self):
                 path, _, query = self.path.partition("?")
                 fake.requests.append(RecordedRequest("GET", path, query, dict(self.headers), None))
+                fault = fake._take_fault("GET")
+                if fault is not None:
+                    return self._error(fault, "UNAVAILABLE", f"injected fault {fault}")
                 m = re.fullmatch(_PARENT + r"/builds/(?P<id>[^/]+)", path)
                 if m:
                     if m["id"] not in fake.builds:

@@ -7,6 +7,9 @@ build succeeds, so a second `package` finds the tag and builds nothing.
 
 With `token="..."` the registry answers 401 with a Bearer challenge, like Artifact Registry, and
 hands out that token at `/v2/token` to a client that shows HTTP basic credentials.
+
+`inject(408, method="HEAD")` makes the next matching request fail with that status (fault
+injection, to prove the client retries transient answers).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class FakeRegistry(LoopbackServer):
     access_token: str | None = None  # the OAuth token /v2/token accepts (None: any)
     manifests: dict[str, str] = field(default_factory=dict)    # "path:tag" -> digest
     requests: list[RegistryRequest] = field(default_factory=list)
+    faults: list[tuple[str | None, int]] = field(default_factory=list)   # (method or None, status)
 
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
@@ -47,6 +51,19 @@ class FakeRegistry(LoopbackServer):
         with self._lock:
             self.manifests[ref] = digest
         return digest
+
+    def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
+        """Answer the next `times` requests (of `method`, or any) with `status` instead."""
+        with self._lock:
+            self.faults.extend([(method, status)] * times)
+
+    def _take_fault(self, method: str) -> int | None:
+        with self._lock:
+            for i, (want, status) in enumerate(self.faults):
+                if want in (None, method):
+                    del self.faults[i]
+                    return status
+        return None
 
     def has(self, image: str) -> bool:
         with self._lock:
@@ -79,8 +96,18 @@ class FakeRegistry(LoopbackServer):
                     return True
                 return self.headers.get("Authorization") == f"Bearer {registry.token}"
 
+            def _fault(self) -> bool:
+                status = registry._take_fault(self.command)
+                if status is None:
+                    return False
+                self._send(status, {"errors": [{"code": "UNAVAILABLE",
+                                                "message": f"injected fault {status}"}]})
+                return True
+
             def do_GET(self):
                 self._record()
+                if self._fault():
+                    return
                 if self.path.startswith("/v2/token"):
                     auth = self.headers.get("Authorization", "")
                     if not auth.startswith("Basic "):
@@ -94,7 +121,8 @@ class FakeRegistry(LoopbackServer):
 
             def do_HEAD(self):
                 self._record()
-                self._manifest()
+                if not self._fault():
+                    self._manifest()
 
             def _manifest(self):
                 if self.path in ("/v2/", "/v2"):

@@ -123,7 +123,7 @@ class ApiClient:
                  retry_hint: str | None = None):
         self.endpoint = endpoint.rstrip("/")
         self.retry = retry or RetryPolicy()
-        self.log = log or silent
+        self.log = log if log is not None else silent
         self.service = service
         self.hints = hints
         self.retry_hint = retry_hint

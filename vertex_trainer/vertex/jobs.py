@@ -48,7 +48,7 @@ class JobsClient:
         self.settings = settings or Settings()
         shared = default_hint("Vertex AI", "aiplatform.googleapis.com", project)
         self.api = ApiClient(self.settings.vertex_url(region), retry=self.settings.retry,
-                             log=log or silent, session=session, service="Vertex AI",
+                             log=log, session=session, service="Vertex AI",
                              hints=lambda op, err: shared(op, err) or self._hint(op, err),
                              retry_hint=_RETRY_HINT)
 

@@ -31,7 +31,7 @@ def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None
             return f"not found in project {project}, region {region}: check the name and --region"
         return None
 
-    return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log or silent,
+    return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log,
                      session=session, service="Vertex AI", hints=hint)
 
 

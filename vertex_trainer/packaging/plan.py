@@ -1,0 +1,310 @@
+"""What would be built, and under which name: the BuildPlan and the Artifact a job runs.
+
+Pure: it reads and hashes files, renders templates, and nothing else (no network, no
+subprocess). `plan_artifact(spec)` is what `render`, `submit --dry-run` and `--local` use;
+`ensure.ensure_artifact` starts from the same `plan_build`.
+
+- Bundled trainer: the context mirrors the repository root (Dockerfile, .dockerignore,
+  trainer_image/requirements*.txt, trainer_image/trainer/**), so the root Dockerfile builds the
+  same image with `docker build .`. Tag: `<repository>:<first 24 hex of the content hash>`.
+- `image.context`: the user's directory, filtered by its own .dockerignore.
+- `image.python_package`: an sdist of the trainer, staged at
+  `<staging>/packages/<hash>/vertex_trainer_task-1.0.tar.gz`, run on a prebuilt executor image.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from vertex_trainer.contract import Artifact
+from vertex_trainer.errors import ServiceError, SpecError, UserError
+from vertex_trainer.packaging.context import (
+    ContextEntry, DockerIgnore, entry_from_bytes, entry_from_file, hash_entries, human_size,
+    walk_context, write_archive,
+)
+from vertex_trainer.packaging.templates import (
+    VARIANTS, bundled_trainer_dir, is_framework_requirement, render_dockerfile, render_dockerignore,
+    requirement_lines, trainer_requirements,
+)
+from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
+
+BUILDERS = ("cloud-build", "docker")
+DEFAULT_BUILDER = "cloud-build"
+# Vertex AI runs linux/amd64 machines; pin it so a build on an arm64 laptop still runs there.
+PLATFORM = "linux/amd64"
+TAG_HEX_CHARS = 24          # 96 bits of the sha256: collisions are not a concern for one repo
+SPEC_ENTRY = ".vertex-trainer/spec.yaml"
+PACKAGE_DIST = "vertex-trainer-task"
+PACKAGE_VERSION = "1.0"
+SDIST_ROOT = f"{PACKAGE_DIST.replace('-', '_')}-{PACKAGE_VERSION}"
+
+
+class BuildFailed(ServiceError):
+    """The image build ran and did not succeed (exit 3); the message carries the log URL."""
+
+
+# -- spec accessors (the packager reads only the image block, the hardware and a few names) ----
+
+def attr(obj: Any, name: str, default: Any = None) -> Any:
+    """obj.name, or `default` when obj is None or has no such attribute."""
+    return getattr(obj, name, default) if obj is not None else default
+
+
+def resolve_variant(spec: Any) -> str:
+    """image.variant, or for "auto": TPU machine -> tpu, accelerator -> gpu, else cpu."""
+    variant = attr(attr(spec, "image"), "variant") or "auto"
+    if variant != "auto":
+        return variant
+    from vertex_trainer.hardware import accelerator_kind
+
+    hw = attr(spec, "hardware")
+    return accelerator_kind(attr(hw, "machine_type") or "", attr(hw, "accelerator_type"))
+
+
+def _region_mirror(region: str | None) -> str:
+    region = (region or "").lower()
+    if region.startswith("europe"):
+        return "europe"
+    if region.startswith(("asia", "australia")):
+        return "asia"
+    return "us"
+
+
+def executor_image(spec: Any) -> str:
+    """The prebuilt Vertex AI training image that runs a python_package job."""
+    explicit = attr(attr(spec, "image"), "executor_image")
+    if explicit:
+        return explicit
+    variant = VARIANTS[resolve_variant(spec)]
+    if not variant.executor:
+        raise SpecError("image.executor_image", f"is required for python_package on the "
+                        f"{variant.name} variant: Vertex AI has no current prebuilt TensorFlow "
+                        "training image for it", value=None, has_value=False,
+                        hint="set image.executor_image, or build an image with image.repository")
+    # Vertex AI only serves these images under :latest; the region mirror keeps the pull local.
+    return f"{_region_mirror(attr(spec, 'region'))}-docker.pkg.dev/{variant.executor}"
+
+
+def staging_location(spec: Any) -> tuple[str, str]:
+    """(bucket, prefix) for uploads: image.staging_bucket, else <output_dir>/staging when the
+    output directory is on Cloud Storage (the run's package then sits beside its outputs)."""
+    explicit = attr(attr(spec, "image"), "staging_bucket")
+    if explicit:
+        return parse_staging("image.staging_bucket", explicit)
+    output_dir = str(attr(spec, "output_dir") or "")
+    if output_dir.startswith("gs://"):
+        bucket, prefix = parse_staging("output_dir", output_dir.rstrip("/"))
+        return bucket, "/".join(p for p in (prefix, "staging") if p)
+    raise SpecError("image.staging_bucket", "is required to stage uploads when output_dir is not "
+                    "a gs:// path", value=None, has_value=False,
+                    hint="set image.staging_bucket: gs://BUCKET/PREFIX (same region as the job)")
+
+
+def spec_yaml(spec: Any) -> str:
+    """The resolved spec as saved in the archive (`.vertex-trainer/spec.yaml`)."""
+    to_yaml = getattr(spec, "to_yaml", None)
+    if callable(to_yaml):
+        return to_yaml()
+    return json.dumps(dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else str(spec),
+                      indent=2, sort_keys=True, default=str) + "\n"
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """What would be built, and under which name. Made without any I/O beyond reading files."""
+
+    kind: str                         # "image" | "python-package"
+    entries: tuple[ContextEntry, ...]  # hashed, in archive order
+    context_hash: str                 # "sha256:<64 hex>"
+    target: str                       # repository:tag, or gs://.../package.tar.gz
+    source: str                       # where the files came from (for display only)
+    variant: str | None = None
+    base_image: str | None = None
+    builder: str | None = None
+    executor_image: str | None = None
+
+    @property
+    def tag(self) -> str:
+        return self.context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+
+    @property
+    def size(self) -> int:
+        return sum(e.size for e in self.entries)
+
+    def describe(self) -> list[str]:
+        lines = [f"{self.kind}: {self.target}",
+                 f"context: {self.source} ({len(self.entries)} files, {human_size(self.size)})",
+                 f"context hash: {self.context_hash}"]
+        if self.variant:
+            lines.append(f"variant: {self.variant} (base {self.base_image})")
+        if self.builder:
+            lines.append(f"builder: {self.builder}")
+        if self.executor_image:
+            lines.append(f"executor image: {self.executor_image}")
+        lines += [f"  {e.size:>9}  {e.name}" for e in self.entries]
+        return lines
+
+
+def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
+    """The build context as uploaded (image) or the sdist (python package); with `spec`, the
+    resolved spec rides along under .vertex-trainer/ (outside the hash)."""
+    buf = io.BytesIO()
+    extra = [entry_from_bytes(SPEC_ENTRY, spec_yaml(spec).encode())] if spec is not None else []
+    root = SDIST_ROOT if plan.kind == "python-package" else ""
+    write_archive(plan.entries, buf, root=root, extra=extra)
+    return buf.getvalue()
+
+
+def plan_bundled_context(*, variant: str = "gpu", base_image: str | None = None,
+                         base_image_digest: str | None = None, pip_packages: Iterable[str] = (),
+                         trainer_dir: Path | None = None) -> tuple[list[ContextEntry], str]:
+    """The bundled trainer's build context, laid out like the repository root (so the root
+    Dockerfile builds the very same image with `docker build .`). Returns (entries, source)."""
+    trainer_dir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
+    pip_packages = list(pip_packages)
+    dockerignore = render_dockerignore()
+    ignore = DockerIgnore(dockerignore)
+    entries = [
+        entry_from_bytes("Dockerfile", render_dockerfile(
+            variant, base_image=base_image, base_image_digest=base_image_digest,
+            pip_packages=pip_packages).encode()),
+        entry_from_bytes(".dockerignore", dockerignore.encode()),
+        entry_from_bytes("trainer_image/requirements.txt", trainer_requirements(trainer_dir)),
+    ]
+    if pip_packages:
+        entries.append(entry_from_bytes("trainer_image/requirements-extra.txt",
+                                        ("\n".join(pip_packages) + "\n").encode()))
+    entries += walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
+    entries = [e for e in entries if e.name in ("Dockerfile", ".dockerignore")
+               or not ignore.excluded(e.name)]
+    return sorted(entries, key=lambda e: e.name), str(trainer_dir)
+
+
+def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
+    """A user's directory with its own Dockerfile, filtered by its own .dockerignore."""
+    root = Path(context).expanduser().resolve()
+    if not root.is_dir():
+        raise SpecError("image.context", "is not a directory", value=str(context))
+    if not (root / "Dockerfile").is_file():
+        raise SpecError("image.context", "has no Dockerfile", value=str(context),
+                        hint="add a Dockerfile at the top of the directory, or drop image.context "
+                        "to build the bundled trainer")
+    ignore_file = root / ".dockerignore"
+    ignore_text = ignore_file.read_text() if ignore_file.is_file() else ""
+    # The saved spec rides along in the archive; it must never reach the image or the hash.
+    ignore = DockerIgnore(ignore_text + "\n.vertex-trainer\n")
+    entries = walk_context(root, ignore)
+    # Docker always reads the Dockerfile and .dockerignore, whatever the patterns say.
+    names = {e.name for e in entries}
+    for special in ("Dockerfile", ".dockerignore"):
+        if special not in names and (root / special).is_file():
+            entries.append(entry_from_file(special, root / special))
+    return sorted(entries, key=lambda e: e.name), str(root)
+
+
+def sdist_entries(trainer_dir: Path, pip_packages: list[str],
+                  executor_keras: str | None) -> list[ContextEntry]:
+    """The files of the trainer's sdist (pyproject.toml, PKG-INFO, trainer/**)."""
+    ignore = DockerIgnore(render_dockerignore())
+    code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
+    requirements = [r for r in requirement_lines(trainer_requirements(trainer_dir).decode())
+                    # The executor image brings TensorFlow itself; reinstalling it would replace
+                    # the image's accelerator build with a generic wheel.
+                    if not is_framework_requirement(r)]
+    deps = ([executor_keras] if executor_keras else []) + requirements + pip_packages
+    pyproject = (
+        "[build-system]\n"
+        'requires = ["setuptools>=61"]\n'
+        'build-backend = "setuptools.build_meta"\n\n'
+        "[project]\n"
+        f'name = "{PACKAGE_DIST}"\n'
+        f'version = "{PACKAGE_VERSION}"\n'
+        'description = "The vertex-trainer trainer, packaged for a prebuilt Vertex AI image"\n'
+        f"dependencies = {json.dumps(deps)}\n\n"
+        "[tool.setuptools.packages.find]\n"
+        'include = ["trainer", "trainer.*"]\n')
+    pkg_info = (f"Metadata-Version: 2.1\nName: {PACKAGE_DIST}\nVersion: {PACKAGE_VERSION}\n"
+                + "".join(f"Requires-Dist: {d}\n" for d in deps))
+    entries = [entry_from_bytes("pyproject.toml", pyproject.encode()),
+               entry_from_bytes("PKG-INFO", pkg_info.encode())]
+    for e in code:
+        entries.append(dataclasses.replace(e, name=e.name[len("trainer_image/"):]))
+    return sorted(entries, key=lambda e: e.name)
+
+
+def plan_build(spec: Any, builder: str | None = None, *,
+               trainer_dir: Path | None = None) -> BuildPlan | None:
+    """The BuildPlan for the spec's image block, or None when image.uri is used as is.
+    `builder` overrides image.builder; `trainer_dir` replaces the bundled trainer package."""
+    validate_image_values(spec)
+    image = attr(spec, "image")
+    if image is None:
+        raise SpecError("image", "is required: set image.uri, image.repository or "
+                        "image.python_package", value=None, has_value=False)
+    if attr(image, "uri"):
+        return None
+    pip_packages = [validate_requirement(f"image.pip_packages[{i}]", r)
+                    for i, r in enumerate(attr(image, "pip_packages") or ())]
+    if attr(image, "python_package"):
+        return _plan_python_package(spec, image, pip_packages, trainer_dir)
+    repository = attr(image, "repository")
+    if not repository:
+        raise SpecError("image", "needs one of image.uri, image.repository or "
+                        "image.python_package", value=None, has_value=False)
+    builder = builder or attr(image, "builder") or DEFAULT_BUILDER
+    if builder not in BUILDERS:
+        raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
+    if attr(image, "context"):
+        entries, source = plan_custom_context(image.context)
+        variant = base = None
+    else:
+        variant = resolve_variant(spec)
+        entries, source = plan_bundled_context(
+            variant=variant, base_image=attr(image, "base_image"),
+            base_image_digest=attr(image, "base_image_digest"), pip_packages=pip_packages,
+            trainer_dir=trainer_dir)
+        base = attr(image, "base_image") or VARIANTS[variant].base_image
+        if attr(image, "base_image_digest"):
+            base = f"{base}@{image.base_image_digest}"
+    context_hash = hash_entries(entries)
+    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+    return BuildPlan("image", tuple(entries), context_hash, f"{repository}:{tag}", source,
+                     variant=variant, base_image=base, builder=builder)
+
+
+def _plan_python_package(spec: Any, image: Any, pip_packages: list[str],
+                         trainer_dir: Path | None) -> BuildPlan:
+    tdir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
+    variant = resolve_variant(spec)
+    # tf-keras matched to the default executor's TensorFlow; with an image of your own,
+    # bring tf-keras in it (or in image.pip_packages).
+    keras = None if attr(image, "executor_image") else VARIANTS[variant].executor_keras
+    entries = sdist_entries(tdir, pip_packages, keras)
+    context_hash = hash_entries(entries)
+    bucket, prefix = staging_location(spec)
+    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+    obj = "/".join(p for p in (prefix, "packages", tag, f"{SDIST_ROOT}.tar.gz") if p)
+    return BuildPlan("python-package", tuple(entries), context_hash, f"gs://{bucket}/{obj}",
+                     str(tdir), variant=variant, executor_image=executor_image(spec))
+
+
+def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:
+    """The Artifact a job runs for this plan (None: image.uri as given)."""
+    if plan is None:
+        return Artifact(image_uri=spec.image.uri)
+    if plan.kind == "python-package":
+        return Artifact(image_uri=plan.executor_image, package_uris=(plan.target,))
+    return Artifact(image_uri=plan.target)
+
+
+def plan_artifact(spec: Any, *, trainer_dir: Path | None = None) -> Artifact:
+    """What the job will run, with the exact tag or package URI. No network, no subprocess.
+    `trainer_dir` replaces the bundled trainer package (tests, forks)."""
+    return artifact_of(spec, plan_build(spec, trainer_dir=trainer_dir))
