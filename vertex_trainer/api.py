@@ -136,7 +136,7 @@ class LocalJob(JobState):
         r = self.result
         text = f"local job {r.name} ended {short_state(r.state)}"
         if r.failed_replica:
-            text += f" ({r.failed_replica} exited with {r.exit_code})"
+            text += f" ({r.failed_replica} exited with {r.failed_exit_code})"
         tail = r.log_tail
         if tail:
             text += "\n" + (tail if isinstance(tail, str) else "\n".join(tail))

@@ -1,18 +1,39 @@
 """Fixtures for the local-runner tests: a Cloud Storage emulator (with TensorFlow's TLS route),
-hand-written CustomJob bodies, and a check that no process outlives a run."""
+hand-written CustomJob bodies, Settings built the way the edge builds them, and checks that no
+process outlives a run."""
 
 from __future__ import annotations
 
 import os
+import select
 import sys
+import time
 import uuid
 
 import pytest
 
 from vertex_trainer.emulators.gcs import GcsEmulator
+from vertex_trainer.settings import Settings
 
-# Env keys the emulator route sets; tests put them into os.environ with monkeypatch.setenv so
-# the runner's children inherit them exactly as they would from a user's shell.
+# Variables of the Cloud Storage route; removed from the environment a test gives run_local when
+# it needs "no route" regardless of the shell the suite runs in.
+GCS_ROUTE_VARS = ("STORAGE_EMULATOR_HOST", "https_proxy", "HTTPS_PROXY", "http_proxy",
+                  "HTTP_PROXY", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+                  "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG")
+
+
+def local_settings(**extra: str) -> Settings:
+    """Settings as the edge makes them: this process's environment plus `extra`."""
+    return Settings(environ=dict(os.environ) | extra)
+
+
+def settings_without_gcs(tmp_path, **extra: str) -> Settings:
+    """Settings whose environment has no Cloud Storage route: no emulator variables, and no
+    Application Default Credentials (HOME points at an empty directory)."""
+    env = {k: v for k, v in os.environ.items() if k not in GCS_ROUTE_VARS}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return Settings(environ=env | {"HOME": str(home)} | extra)
 
 
 @pytest.fixture(scope="session")
@@ -31,13 +52,15 @@ def gcs_bucket(gcs_emulator) -> str:
 
 
 @pytest.fixture
-def gcs_env(gcs_emulator, monkeypatch) -> dict[str, str]:
-    """Put the emulator route into os.environ (as `vertex-trainer dev gcs-emulator` tells users
-    to); returns the variables."""
-    env = gcs_emulator.env()
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return env
+def gcs_env(gcs_emulator) -> dict[str, str]:
+    """The emulator route (what `vertex-trainer dev gcs-emulator` tells users to export)."""
+    return gcs_emulator.env()
+
+
+@pytest.fixture
+def marker() -> str:
+    """A per-test token: put it in the replicas' environment to find their processes in /proc."""
+    return f"VT_TEST_{uuid.uuid4().hex}"
 
 
 def worker_pool(args=(), *, replicas: int = 1, command=None, env=None) -> dict:
@@ -70,6 +93,22 @@ def pid_alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state not in ("Z", "X")
+
+
+def wait_gone(pids, timeout: float) -> list[int]:
+    """Wait (on pidfds: woken by each exit, no polling) until every pid has exited or `timeout`
+    has passed; the pids still alive."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(fd)
+    return [p for p in pids if pid_alive(p)]
 
 
 def processes_with_env(marker: str) -> list[int]:

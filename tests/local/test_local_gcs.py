@@ -3,6 +3,7 @@ TensorFlow's own gs:// filesystem via the TLS-terminating proxy, against gcp-sto
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -35,6 +36,7 @@ print("RESULT " + json.dumps(out))
 """
 
 
+@pytest.mark.trainer  # imports TensorFlow (in a child process)
 def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_bucket):
     env = dict(os.environ, **gcs_emulator.env(), TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, "-c", TF_SCRIPT, gcs_bucket], env=env,
@@ -54,9 +56,14 @@ def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_buck
     assert gcs_emulator.read_object(gcs_bucket, "dir/moved.txt") == b"x" * 300000 + b"end"
 
 
-def test_google_cloud_storage_client_uses_the_emulator(gcs_emulator, gcs_bucket, gcs_env):
+def test_google_cloud_storage_client_uses_the_emulator(gcs_emulator, gcs_bucket, gcs_env,
+                                                       monkeypatch):
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
+
+    # The client library's own switch, read from the process environment as in a user's shell.
+    for k, v in gcs_env.items():
+        monkeypatch.setenv(k, v)
 
     client = storage.Client(project="local-emulator", credentials=AnonymousCredentials())
     client.bucket(gcs_bucket).blob("staging/pkg.tar.gz").upload_from_string(b"payload")
@@ -122,7 +129,7 @@ def test_dev_gcs_emulator_command_prints_a_working_environment_and_stops_cleanly
     import urllib.request
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vertex_trainer.cli", "dev", "gcs-emulator", "--port", "0",
+        [sys.executable, "-m", "vertex_trainer", "dev", "gcs-emulator", "--port", "0",
          "--proxy-port", "0", "--bucket", "demo-bucket"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -143,3 +150,72 @@ def test_dev_gcs_emulator_command_prints_a_working_environment_and_stops_cleanly
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=10)
     assert not os.path.exists(env["CURL_CA_BUNDLE"])
+
+
+# -- run_local's side of the route: the check, a stand-in run, metrics.json read back ----------
+
+# A stand-in chief that writes metrics.json with google-cloud-storage, which finds the emulator
+# through STORAGE_EMULATOR_HOST in the environment run_local gave it.
+WRITE_METRICS = r"""
+import json, os
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import storage
+base = os.environ["AIP_MODEL_DIR"].removesuffix("/model/")
+bucket, _, prefix = base.removeprefix("gs://").partition("/")
+client = storage.Client(project="local-emulator", credentials=AnonymousCredentials())
+client.bucket(bucket).blob(f"{prefix}/metrics.json").upload_from_string(
+    json.dumps({"replicas": 1, "strategy": "default"}))
+print("metrics written", flush=True)
+"""
+
+
+def test_check_gcs_route_recognises_the_emulator_route(gcs_env):
+    from vertex_trainer.local import check_gcs_route
+
+    assert check_gcs_route(gcs_env) == "emulator"
+
+
+def test_check_gcs_route_finds_gclouds_credentials_from_the_given_environment(tmp_path):
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.local import check_gcs_route
+
+    config = tmp_path / "gcloud"
+    config.mkdir()
+    # The shape `gcloud auth application-default login` writes (loading it sends nothing).
+    (config / "application_default_credentials.json").write_text(json.dumps(
+        {"type": "authorized_user", "client_id": "id", "client_secret": "secret",
+         "refresh_token": "token"}))
+    assert check_gcs_route({"CLOUDSDK_CONFIG": str(config)}) == "credentials"
+    (config / "application_default_credentials.json").write_text("not json")
+    with pytest.raises(UserError, match="application_default_credentials.json"):
+        check_gcs_route({"CLOUDSDK_CONFIG": str(config)})
+
+
+def test_a_local_run_reaches_the_emulator_through_the_settings_environment(
+        tmp_path, gcs_emulator, gcs_bucket, gcs_env, marker):
+    from rich.console import Console
+
+    from vertex_trainer.local import SUCCEEDED, run_local
+    from vertex_trainer.settings import Settings
+
+    from .conftest import custom_job, processes_with_env, python_command, worker_pool
+
+    base = f"gs://{gcs_bucket}/runs/stand-in"
+    job = custom_job(base, [worker_pool(command=python_command(WRITE_METRICS))])
+    assert "STORAGE_EMULATOR_HOST" not in os.environ  # the route comes from the settings only
+    settings = Settings.from_environ(dict(os.environ) | gcs_env | {"VT_MARKER": marker})
+    buf = io.StringIO()
+    result = run_local(job, None, settings=settings, console=Console(file=buf, width=200))
+    assert result.state == SUCCEEDED, buf.getvalue()
+    assert result.model_dir == f"{base}/model/"
+    assert result.metrics == {"replicas": 1, "strategy": "default"}
+    assert "runs/stand-in/metrics.json" in gcs_emulator.list_objects(gcs_bucket)
+    assert processes_with_env(marker) == []
+
+
+def test_read_metrics_on_gs_is_none_when_absent(gcs_bucket, gcs_env):
+    from vertex_trainer.local import read_metrics
+    from vertex_trainer.settings import Settings
+
+    settings = Settings.from_environ(gcs_env)
+    assert read_metrics(f"gs://{gcs_bucket}/runs/never", settings) is None

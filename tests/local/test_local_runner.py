@@ -3,14 +3,14 @@ failure handling, interruption, and that no process is ever left behind."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
-import uuid
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +18,13 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.local import (
     CANCELLED, FAILED, SUCCEEDED, build_replicas, command_of, parse_progress, run_local,
 )
+from vertex_trainer.local.display import Display
+from vertex_trainer.settings import Settings
 
-from .conftest import custom_job, pid_alive, processes_with_env, python_command, worker_pool
+from .conftest import (
+    custom_job, local_settings, pid_alive, processes_with_env, python_command,
+    settings_without_gcs, wait_gone, worker_pool,
+)
 
 # A stand-in replica that reports the environment it was given (in a file per replica).
 ENV_DUMP = textwrap.dedent("""
@@ -27,7 +32,8 @@ ENV_DUMP = textwrap.dedent("""
     cs = json.loads(os.environ["CLUSTER_SPEC"])
     name = f"{cs['task']['type']}-{cs['task']['index']}"
     keys = ["AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR", "CLUSTER_SPEC",
-            "TF_CONFIG", "CLOUD_ML_JOB_ID", "MY_SETTING"]
+            "TF_CONFIG", "CLOUD_ML_JOB_ID", "MY_SETTING", "VT_ONLY_IN_SETTINGS",
+            "VT_ONLY_IN_PROCESS_ENV"]
     dump = {k: os.environ.get(k) for k in keys}
     with open(os.path.join(os.environ["DUMP_DIR"], name + ".json"), "w") as f:
         json.dump(dump, f)
@@ -38,22 +44,22 @@ ENV_DUMP = textwrap.dedent("""
 
 def _quiet_console():
     from rich.console import Console
-    import io
 
     buf = io.StringIO()
     return Console(file=buf, force_terminal=False, width=200), buf
 
 
-def test_each_replica_sees_the_environment_vertex_documents(tmp_path, monkeypatch):
-    monkeypatch.setenv("DUMP_DIR", str(tmp_path))
+def test_each_replica_sees_the_environment_vertex_documents(tmp_path):
     out = tmp_path / "out"
     pools = [worker_pool(command=python_command(ENV_DUMP), env={"MY_SETTING": "42"}),
              worker_pool(command=python_command(ENV_DUMP), replicas=2,
                          env={"MY_SETTING": "42"})]
     job = custom_job(str(out), pools)
     console, buf = _quiet_console()
-    result = run_local(job, None, console=console)
+    result = run_local(job, None, settings=local_settings(DUMP_DIR=str(tmp_path)),
+                       console=console)
     assert result.state == SUCCEEDED and result.exit_code == 0, buf.getvalue()
+    assert result.succeeded and result.done
 
     dumps = {p.stem: json.loads(p.read_text()) for p in tmp_path.glob("workerpool*.json")}
     assert sorted(dumps) == ["workerpool0-0", "workerpool1-0", "workerpool1-1"]
@@ -85,6 +91,7 @@ def test_each_replica_sees_the_environment_vertex_documents(tmp_path, monkeypatc
         assert tf["task"]["type"] == ("chief" if pool == "0" else "worker")
         assert tf["task"]["index"] == int(index)
     assert result.model_dir == f"{out}/model/" and result.output_dir == str(out)
+    assert result.replicas == ["workerpool0-0", "workerpool1-0", "workerpool1-1"]
 
     log = buf.getvalue()
     for name in dumps:
@@ -92,14 +99,72 @@ def test_each_replica_sees_the_environment_vertex_documents(tmp_path, monkeypatc
     assert "JOB_STATE_SUCCEEDED" in log and f"model:   {out}/model/" in log
 
 
+def test_replicas_get_the_settings_environment_not_the_process_environment(tmp_path,
+                                                                           monkeypatch):
+    """The environment is data from the edge (Settings.environ): a variable only this process
+    has does not reach a replica; one only the settings carry does."""
+    monkeypatch.setenv("VT_ONLY_IN_PROCESS_ENV", "leaked")
+    environ = {k: v for k, v in os.environ.items() if k != "VT_ONLY_IN_PROCESS_ENV"}
+    settings = Settings(environ=environ | {"DUMP_DIR": str(tmp_path),
+                                           "VT_ONLY_IN_SETTINGS": "given"})
+    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(ENV_DUMP))])
+    result = run_local(job, None, settings=settings, console=_quiet_console()[0])
+    assert result.state == SUCCEEDED
+    seen = json.loads((tmp_path / "workerpool0-0.json").read_text())
+    assert seen["VT_ONLY_IN_SETTINGS"] == "given"
+    assert seen["VT_ONLY_IN_PROCESS_ENV"] is None
+
+
+def test_no_module_of_the_local_runner_reads_the_process_environment():
+    """The code, not its prose: no `os.environ` / `os.getenv` / `from os import environ`."""
+    import ast
+
+    banned = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
+    package = Path(__file__).resolve().parents[2] / "vertex_trainer" / "local"
+    offenders = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr in banned
+                    and isinstance(node.value, ast.Name) and node.value.id == "os") or \
+                    (isinstance(node, ast.ImportFrom) and node.module == "os"
+                     and banned & {a.name for a in node.names}):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert len(list(package.glob("*.py"))) >= 5
+    assert offenders == []
+
+
+def test_importing_the_local_runner_imports_nothing_heavy():
+    code = ("import sys, vertex_trainer.local; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'rich', 'requests') or m.startswith('google.cloud.storage')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_single_replica_still_gets_a_one_task_cluster(tmp_path):
     job = custom_job(str(tmp_path), [worker_pool(args=["--epochs=1"])])
-    (rep,) = build_replicas(job, str(tmp_path), job_id="local-1")
-    assert rep.argv == [sys.executable, "-m", "trainer.task", "--epochs=1"]
+    (rep,) = build_replicas(job, str(tmp_path), job_id="local-1", base_env={})
+    assert rep.argv == (sys.executable, "-m", "trainer.task", "--epochs=1")
     cs, tf = json.loads(rep.env["CLUSTER_SPEC"]), json.loads(rep.env["TF_CONFIG"])
     assert list(cs["cluster"]) == ["workerpool0"] and len(cs["cluster"]["workerpool0"]) == 1
     assert tf["cluster"] == {"chief": cs["cluster"]["workerpool0"]}
     assert tf["task"] == {"type": "chief", "index": 0, "trial": ""}
+    # With an empty base environment a replica gets exactly what Vertex AI sets (and unbuffered
+    # output): nothing leaks in from anywhere else.
+    assert set(rep.env) == {"AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR",
+                            "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "PYTHONUNBUFFERED"}
+
+
+def test_vertex_variables_win_and_loopback_bypasses_a_proxy(tmp_path):
+    pool = worker_pool(env={"AIP_MODEL_DIR": "/elsewhere", "MY_SETTING": "1"})
+    base_env = {"https_proxy": "http://proxy:3128", "no_proxy": "internal.example"}
+    (rep,) = build_replicas(custom_job(str(tmp_path), [pool]), str(tmp_path), job_id="local-1",
+                            base_env=base_env, project="p", region="us-central1")
+    assert rep.env["AIP_MODEL_DIR"] == f"{tmp_path}/model/"
+    assert rep.env["MY_SETTING"] == "1"
+    assert rep.env["CLOUD_ML_PROJECT_ID"] == "p" and rep.env["CLOUD_ML_REGION"] == "us-central1"
+    assert rep.env["no_proxy"] == rep.env["NO_PROXY"] == "internal.example,localhost,127.0.0.1,::1"
+    assert base_env == {"https_proxy": "http://proxy:3128", "no_proxy": "internal.example"}
 
 
 def test_commands_for_container_and_python_package_pools():
@@ -118,68 +183,114 @@ def test_parse_progress():
     assert parse_progress("Epoch 1/5") is None
 
 
-def test_a_failing_replica_stops_the_others_and_leaves_no_process(tmp_path, monkeypatch):
-    marker = f"VT_TEST_{uuid.uuid4().hex}"
-    monkeypatch.setenv("VT_MARKER", marker)
-    # workerpool0 and one worker hang (the second even starts a grandchild that ignores
-    # SIGTERM); the other worker fails after a moment with a clear error.
-    script = textwrap.dedent("""
-        import json, os, subprocess, sys, time, signal
-        task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
-        if task["type"] == "workerpool1" and task["index"] == 1:
-            print("loading data...", flush=True)
-            time.sleep(1.0)
-            print("ValueError: train_data matched no files: /nope/train-*", flush=True)
-            sys.exit(1)
-        if task["type"] == "workerpool1":
-            subprocess.Popen([sys.executable, "-c",
-                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
-        print("waiting for the cluster", flush=True)
-        time.sleep(600)
-    """)
+def test_live_display_folds_step_progress_and_keeps_each_epochs_last_line():
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=200)
+    with Display(console, ["workerpool0-0"], live=True) as display:
+        display.line("workerpool0-0", "progress epoch=1/2 step=3/10 examples_per_sec=9.0 loss=1.5")
+        display.line("workerpool0-0", "progress epoch=1/2 step=10/10 examples_per_sec=9.0 loss=1.2")
+        display.line("workerpool0-0", "hello")
+    shown = buf.getvalue()
+    assert "step=3/10" not in shown
+    assert "step=10/10" in shown and "hello" in shown
+    assert display.progress["workerpool0-0"]["loss"] == "1.2"
+
+
+# Every replica but workerpool1-1 hangs; workerpool1-0 also starts a grandchild that ignores
+# SIGTERM. workerpool1-1 waits on a FIFO until the three others report their pids (so all of them,
+# the grandchild included, are running), prints them, and fails.
+FAILING = textwrap.dedent("""
+    import json, os, subprocess, sys, time
+    task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+    fifo = os.environ["READY_FIFO"]
+    if task["type"] == "workerpool1" and task["index"] == 1:
+        print("loading data...", flush=True)
+        pids = []
+        while len(pids) < 3:
+            with open(fifo) as f:
+                pids += f.read().split()
+        print("PIDS", *pids, flush=True)
+        print("ValueError: train_data matched no files: /nope/train-*", flush=True)
+        sys.exit(3)
+    if task["type"] == "workerpool1":
+        subprocess.Popen([sys.executable, "-c",
+            "import os, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "f = open(sys.argv[1], 'w'); f.write(f'{os.getpid()} '); f.close(); time.sleep(600)",
+            fifo])
+    with open(fifo, "w") as f:
+        f.write(f"{os.getpid()} ")
+    print("waiting for the cluster", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_replica_stops_the_others_and_leaves_no_process(tmp_path, marker):
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
     job = custom_job(str(tmp_path / "out"), [
-        worker_pool(command=python_command(script)),
-        worker_pool(command=python_command(script), replicas=2),
+        worker_pool(command=python_command(FAILING)),
+        worker_pool(command=python_command(FAILING), replicas=2),
     ])
     console, buf = _quiet_console()
-    t0 = time.monotonic()
-    result = run_local(job, None, console=console)
-    took = time.monotonic() - t0
+    result = run_local(job, None, settings=local_settings(VT_MARKER=marker, READY_FIFO=str(fifo)),
+                       console=console)
 
-    assert result.state == FAILED and result.exit_code == 1
-    assert result.failed_replica == "workerpool1-1"
+    assert result.state == FAILED and result.exit_code == 1 and not result.succeeded
+    assert result.failed_replica == "workerpool1-1" and result.failed_exit_code == 3
     assert "ValueError: train_data matched no files: /nope/train-*" in result.log_tail
-    assert took < 15, f"took {took:.1f}s"
+    assert result.metrics is None
     log = buf.getvalue()
-    assert "workerpool1-1 exited with code 1; its last lines:" in log
+    assert "workerpool1-1 exited with code 3; its last lines:" in log
     assert "ValueError: train_data matched no files" in log
+    # The chief, the other worker and the SIGTERM-ignoring grandchild: all gone on return.
+    (pids_line,) = [line for line in result.log_tail if line.startswith("PIDS ")]
+    pids = [int(p) for p in pids_line.split()[1:]]
+    assert len(pids) == 3 and not any(pid_alive(p) for p in pids)
     assert processes_with_env(marker) == []
 
 
 def test_missing_trainer_module_is_a_user_error(tmp_path):
     job = custom_job(str(tmp_path), [worker_pool(command=["python", "-m", "no_such_module_x"])])
     with pytest.raises(UserError, match="no_such_module_x"):
-        run_local(job, None, console=_quiet_console()[0])
+        run_local(job, None, settings=local_settings(), console=_quiet_console()[0])
 
 
-def test_gs_paths_without_emulator_or_credentials_are_refused(tmp_path, monkeypatch):
-    for k in ("STORAGE_EMULATOR_HOST", "https_proxy", "HTTPS_PROXY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+def test_a_missing_command_is_a_user_error_and_leaves_no_process(tmp_path, marker):
+    job = custom_job(str(tmp_path), [
+        worker_pool(command=python_command("import time; time.sleep(600)")),
+        worker_pool(command=["/no/such/command-x"]),
+    ])
+    with pytest.raises(UserError, match="cannot start '/no/such/command-x'"):
+        run_local(job, None, settings=local_settings(VT_MARKER=marker),
+                  console=_quiet_console()[0])
+    assert processes_with_env(marker) == []
+
+
+def test_gs_paths_without_emulator_or_credentials_are_refused(tmp_path):
     job = custom_job("gs://bucket/runs/x", [worker_pool(command=python_command("pass"))])
+    settings = settings_without_gcs(tmp_path)
     with pytest.raises(UserError, match="gs://") as e:
-        run_local(job, None, console=_quiet_console()[0])
+        run_local(job, None, settings=settings, console=_quiet_console()[0])
     assert "dev gcs-emulator" in str(e.value)
+    # A credentials file that is not there is refused too (no fall-through to other sources).
+    settings = settings_without_gcs(tmp_path,
+                                    GOOGLE_APPLICATION_CREDENTIALS=str(tmp_path / "none.json"))
+    with pytest.raises(UserError, match="none.json"):
+        run_local(job, None, settings=settings, console=_quiet_console()[0])
     # An emulator host alone is not enough: TF's gs:// needs the proxy route too.
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:1")
+    settings = settings_without_gcs(tmp_path, STORAGE_EMULATOR_HOST="http://127.0.0.1:1")
     with pytest.raises(UserError, match="https_proxy"):
-        run_local(job, None, console=_quiet_console()[0])
+        run_local(job, None, settings=settings, console=_quiet_console()[0])
+    assert not list(tmp_path.glob("**/custom_job.json"))  # refused before anything was written
 
 
-def test_json_output_keeps_stdout_clean(tmp_path, capfd):
+def test_default_output_keeps_stdout_clean(tmp_path, capfd):
     job = custom_job(str(tmp_path), [worker_pool(command=python_command(
         "print('hello'); print('progress epoch=1/1 step=1/1 examples_per_sec=1.0 loss=1.0')"))])
-    result = run_local(job, None, output_format="json")
+    result = run_local(job, None, settings=local_settings())
     captured = capfd.readouterr()
     assert result.state == SUCCEEDED
     assert captured.out == ""
@@ -187,10 +298,11 @@ def test_json_output_keeps_stdout_clean(tmp_path, capfd):
 
 
 RUNNER = textwrap.dedent("""
-    import sys, json
+    import json, os, sys
     from vertex_trainer.local import run_local
+    from vertex_trainer.settings import Settings
     job = json.loads(sys.argv[1])
-    r = run_local(job, None)
+    r = run_local(job, None, settings=Settings(environ=dict(os.environ)))
     print("STATE", r.state, r.exit_code, flush=True)
     sys.exit(r.exit_code)
 """)
@@ -203,60 +315,72 @@ HANG = textwrap.dedent("""
 
 
 def _start_runner(tmp_path, marker):
+    """run_local in a child process with two hanging replicas; returns once both are up."""
     job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(HANG)),
                                              worker_pool(command=python_command(HANG))])
     env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=os.getcwd())
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready = []
-    deadline = time.monotonic() + 30
-    while len(ready) < 2 and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if "READY" in line:
+    for line in proc.stdout:  # the replicas' lines, through the runner's console
+        if "| READY " in line:
             ready.append(int(line.split()[-1]))
-    assert len(ready) == 2, "replicas did not start"
-    return proc, ready
+            if len(ready) == 2:
+                return proc, ready
+    raise AssertionError(f"the replicas did not start (runner exit {proc.wait()})")
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_stops_every_replica(tmp_path, sig):
-    marker = f"VT_TEST_{uuid.uuid4().hex}"
+def test_interrupt_stops_every_replica(tmp_path, sig, marker):
     proc, pids = _start_runner(tmp_path, marker)
     proc.send_signal(sig)
-    rest, _ = proc.communicate(timeout=30)
+    rest, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1, rest
     assert f"STATE {CANCELLED} 1" in rest
+    assert "Interrupted: stopping all replicas" in rest
     assert not any(pid_alive(p) for p in pids)
     assert processes_with_env(marker) == []
 
 
-def test_replicas_die_with_a_killed_runner(tmp_path):
-    marker = f"VT_TEST_{uuid.uuid4().hex}"
+@pytest.mark.timeout(120)
+def test_replicas_die_with_a_killed_runner(tmp_path, marker):
     proc, pids = _start_runner(tmp_path, marker)
     proc.kill()  # SIGKILL: no clean-up code runs; PR_SET_PDEATHSIG must do it
     proc.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(pid_alive(p) for p in pids)
+    assert wait_gone(pids, timeout=30) == []
     assert processes_with_env(marker) == []
 
 
-def test_staged_package_uris_do_not_require_cloud_storage(tmp_path, monkeypatch):
+def test_staged_package_uris_do_not_require_cloud_storage(tmp_path):
     """A python-package job's packageUris are gs:// on Vertex; locally the installed code runs."""
-    for k in ("STORAGE_EMULATOR_HOST", "https_proxy", "HTTPS_PROXY"):
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
     pool = {"replicaCount": "1", "machineSpec": {"machineType": "n1-standard-4"},
             "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/x",
                                   "packageUris": ["gs://staging/trainer-0.1.tar.gz"],
                                   "pythonModule": "json.tool", "args": ["--help"]}}
-    result = run_local(custom_job(str(tmp_path), [pool]), None, console=_quiet_console()[0])
+    result = run_local(custom_job(str(tmp_path), [pool]), None,
+                       settings=settings_without_gcs(tmp_path), console=_quiet_console()[0])
     assert result.state == SUCCEEDED
 
 
+class _TextSpec:
+    """What run_local needs of a spec: a name and the YAML it was resolved to."""
+
+    name = "from-spec"
+
+    def to_yaml(self) -> str:
+        return "name: from-spec\n"
+
+
 def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
+    job = custom_job(str(tmp_path), [worker_pool(command=python_command("print('ok')"))])
+    result = run_local(job, _TextSpec(), settings=local_settings(), console=_quiet_console()[0])
+    assert result.state == SUCCEEDED
+    assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
+    assert (tmp_path / "vertex-trainer" / "spec.yaml").read_text() == "name: from-spec\n"
+
+
+def test_the_recorded_spec_reproduces_the_run(tmp_path):
     import yaml
 
     from vertex_trainer import render
@@ -267,7 +391,7 @@ def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
                        "trainer": {"train_data": "data/train-*", "num_classes": 2}})
     job = render.custom_job(spec, idempotency_key="k")
     job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = python_command("print('ok')")
-    result = run_local(job, spec, console=_quiet_console()[0])
+    result = run_local(job, spec, settings=local_settings(), console=_quiet_console()[0])
     assert result.state == SUCCEEDED
     assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
     assert build_spec(yaml.safe_load((tmp_path / "vertex-trainer" / "spec.yaml").read_text())) == spec

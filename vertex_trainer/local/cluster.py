@@ -1,0 +1,299 @@
+"""From a rendered CustomJob to the replicas that run it here: argv and complete environment.
+
+Vertex AI documents what each replica sees:
+
+* AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR = <base>/model/, <base>/checkpoints/,
+  <base>/logs/ where <base> is jobSpec.baseOutputDirectory.outputUriPrefix (the CustomJobSpec
+  reference, https://cloud.google.com/vertex-ai/docs/reference/rest/v1/CustomJobSpec).
+* CLUSTER_SPEC ({"cluster": {"workerpool0": [...], ...}, "environment": "cloud", "task": {...},
+  "job": <CustomJobSpec>}) and TF_CONFIG (the same cluster as chief/worker/ps; evaluators get a
+  task but are not in the cluster), https://cloud.google.com/vertex-ai/docs/training/distributed-training.
+  Vertex sets both even for a single replica.
+* CLOUD_ML_JOB_ID, CLOUD_ML_PROJECT_ID, CLOUD_ML_REGION and the pool's env list. Vertex's own
+  variables win over a spec variable of the same name (on Vertex they are reserved).
+
+Hosts are 127.0.0.1 with a free port per replica (Vertex uses each VM's hostname and port 2222).
+Everything here is pure except `free_ports` (binds sockets) and `check_gcs_route` (reads the
+credential files the environment names). The environment is always a mapping passed in: nothing
+here reads the process environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Mapping
+
+from vertex_trainer.contract import AIP_DIRS, TRAINER_MODULE
+from vertex_trainer.errors import UserError
+
+# CLUSTER_SPEC pool index -> TF_CONFIG task type (Vertex distributed-training docs).
+TF_TYPES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+_PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "grpc_proxy")
+# What TensorFlow's gs:// filesystem needs besides STORAGE_EMULATOR_HOST to reach the emulator
+# (emulators/gcs.py `emulator_env`): it has no emulator switch of its own.
+TF_ROUTE_VARS = ("https_proxy", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING")
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One process of the cluster, `workerpool<pool>-<index>`: what to run and with what."""
+
+    pool: int
+    index: int
+    address: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+    @property
+    def name(self) -> str:
+        return f"workerpool{self.pool}-{self.index}"
+
+
+def job_spec_of(job: dict) -> dict:
+    """The CustomJobSpec of a rendered CustomJob; UserError when it has no worker pools."""
+    spec = job.get("jobSpec") or job.get("job_spec")
+    if not isinstance(spec, dict) or not spec.get("workerPoolSpecs"):
+        raise UserError("the rendered job has no jobSpec.workerPoolSpecs; nothing to run locally")
+    return spec
+
+
+def pools_of(job: dict) -> list[tuple[int, dict, int]]:
+    """(pool index, WorkerPoolSpec, replica count) for every non-empty pool."""
+    out = []
+    for i, pool in enumerate(job_spec_of(job)["workerPoolSpecs"]):
+        if not pool:  # Vertex allows {} placeholders to reach pool 2/3
+            continue
+        count = int(pool.get("replicaCount", 1) or 0)
+        if count > 0:
+            out.append((i, pool, count))
+    if not out or out[0][0] != 0:
+        raise UserError("workerPoolSpecs[0] (the primary replica) is missing or has no replicas")
+    if out[0][2] != 1:
+        raise UserError(f"workerPoolSpecs[0].replicaCount must be 1 (got {out[0][2]})",
+                        hint="put additional machines in workerPoolSpecs[1]")
+    return out
+
+
+def command_of(pool: dict, python: str = sys.executable) -> list[str]:
+    """The argv a pool's replicas run locally.
+
+    containerSpec: the image's entrypoint is `python -m trainer.task` (trainer_image/Dockerfile);
+    containerSpec.command, when set, replaces it, as it replaces ENTRYPOINT on Vertex.
+    pythonPackageSpec: `python -m <pythonModule> <args>`, as the prebuilt executor images run it.
+    A leading `python`/`python3` means this interpreter (the image's Python is the local one).
+    """
+    if "containerSpec" in pool:
+        cs = pool["containerSpec"]
+        command = list(cs.get("command") or [python, "-m", TRAINER_MODULE])
+        args = list(cs.get("args") or [])
+    elif "pythonPackageSpec" in pool:
+        ps = pool["pythonPackageSpec"]
+        module = ps.get("pythonModule")
+        if not module:
+            raise UserError("pythonPackageSpec.pythonModule is empty; nothing to run")
+        command = [python, "-m", module]
+        args = list(ps.get("args") or [])
+    else:
+        raise UserError("a worker pool has neither containerSpec nor pythonPackageSpec")
+    if command and os.path.basename(command[0]) in ("python", "python3"):
+        command[0] = python
+    return command + [str(a) for a in args]
+
+
+def _task_of(pool: dict) -> dict:
+    return (pool or {}).get("containerSpec") or (pool or {}).get("pythonPackageSpec") or {}
+
+
+def pool_env(pool: dict) -> dict[str, str]:
+    """The pool's env list (containerSpec.env / pythonPackageSpec.env) as a mapping."""
+    return {str(e["name"]): str(e.get("value", "")) for e in _task_of(pool).get("env") or []}
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """n distinct free TCP ports (all held open at once so they differ, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def output_dirs(base: str) -> dict[str, str]:
+    """AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR under the base output directory."""
+    base = base.rstrip("/")
+    return {name: f"{base}/{sub}/" for name, sub in AIP_DIRS.items()}
+
+
+def build_replicas(job: dict, base_output: str, *, job_id: str, base_env: Mapping[str, str],
+                   project: str | None = None, region: str | None = None,
+                   host: str = "127.0.0.1", python: str = sys.executable) -> list[Replica]:
+    """Every replica of the job, with its argv and complete environment.
+
+    `base_env` is what every replica inherits (the edge's environment, `Settings.environ`); the
+    pool's env list and then the Vertex variables are laid over it.
+    """
+    pools = pools_of(job)
+    spec = job_spec_of(job)
+    ports = iter(free_ports(sum(count for _, _, count in pools), host))
+    addresses = {i: [f"{host}:{next(ports)}" for _ in range(count)] for i, _, count in pools}
+
+    cluster_spec_cluster = {f"workerpool{i}": addrs for i, addrs in addresses.items()}
+    # Evaluators run beside the cluster, not in it (TF_CONFIG docs; TF rejects them otherwise).
+    tf_cluster = {TF_TYPES[i]: addrs for i, addrs in addresses.items() if i in (0, 1, 2)}
+    compact = {"separators": (",", ":")}
+
+    replicas = []
+    for i, pool, count in pools:
+        argv = tuple(command_of(pool, python))
+        for r in range(count):
+            cluster_spec = {"cluster": cluster_spec_cluster, "environment": "cloud",
+                            "task": {"type": f"workerpool{i}", "index": r, "trial": ""},
+                            "job": spec}
+            tf_config = {"cluster": tf_cluster, "environment": "cloud",
+                         "task": {"type": TF_TYPES.get(i, f"workerpool{i}"), "index": r,
+                                  "trial": ""},
+                         "job": spec}
+            env = dict(base_env)
+            env.update(pool_env(pool))
+            env.update(output_dirs(base_output))
+            env.update({
+                "CLUSTER_SPEC": json.dumps(cluster_spec, **compact),
+                "TF_CONFIG": json.dumps(tf_config, **compact),
+                "CLOUD_ML_JOB_ID": job_id,
+                # Output reaches us line by line, not in 8 KB blocks at exit.
+                "PYTHONUNBUFFERED": "1",
+            })
+            if project:
+                env["CLOUD_ML_PROJECT_ID"] = project
+            if region:
+                env["CLOUD_ML_REGION"] = region
+            keep_loopback_off_proxies(env)
+            replicas.append(Replica(pool=i, index=r, address=addresses[i][r], argv=argv, env=env))
+    return replicas
+
+
+def keep_loopback_off_proxies(env: dict[str, str]) -> None:
+    """gRPC (TF's collectives between replicas) honours http(s)_proxy; loopback must bypass it."""
+    if not any(env.get(k) for k in _PROXY_VARS):
+        return
+    current = [h for h in (env.get("no_proxy") or env.get("NO_PROXY") or "").split(",") if h]
+    current += [h for h in LOOPBACK if h not in current]
+    env["no_proxy"] = env["NO_PROXY"] = ",".join(current)
+
+
+def check_importable(replicas: list[Replica], python: str = sys.executable) -> None:
+    """Fail fast, before starting processes, when `python -m X` cannot find X."""
+    import importlib.util
+
+    for rep in replicas:
+        argv = rep.argv
+        if len(argv) >= 3 and argv[0] == python and argv[1] == "-m":
+            module = argv[2]
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise UserError(
+                    f"{rep.name}: module {module!r} is not importable in this environment "
+                    f"({python})",
+                    hint="install the trainer locally: pip install -e '.[trainer]' "
+                         "(local runs use the local environment, not the image)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cloud Storage: is there a route for the replicas?
+# ---------------------------------------------------------------------------------------------
+
+def references_gcs(job: dict) -> bool:
+    """Does what the replicas get (output directory, args, command, env) name gs:// paths?
+
+    pythonPackageSpec.packageUris do not count: locally the package is the installed one.
+    """
+    spec = job_spec_of(job)
+    seen = [(spec.get("baseOutputDirectory") or {}).get("outputUriPrefix", "")]
+    for pool in spec["workerPoolSpecs"]:
+        task = _task_of(pool)
+        seen += [str(a) for a in (task.get("args") or []) + (task.get("command") or [])]
+        seen += [str(e.get("value", "")) for e in task.get("env") or []]
+    return any("gs://" in s for s in seen)
+
+
+def check_gcs_route(env: Mapping[str, str]) -> str:
+    """'emulator' or 'credentials' when the replicas, given `env`, can reach gs:// paths.
+
+    1. STORAGE_EMULATOR_HOST plus TensorFlow's TLS-proxy route (`vertex-trainer dev gcs-emulator`);
+    2. Application Default Credentials as the replicas would find them from `env`.
+    Otherwise UserError (exit 2) naming both ways out.
+    """
+    if env.get("STORAGE_EMULATOR_HOST"):
+        missing = [k for k in TF_ROUTE_VARS if not (env.get(k) or env.get(k.upper()))]
+        if missing:
+            raise UserError(
+                "STORAGE_EMULATOR_HOST is set, but TensorFlow's gs:// filesystem has no emulator "
+                f"switch and the TLS-proxy route is incomplete (missing: {', '.join(missing)})",
+                hint="start `vertex-trainer dev gcs-emulator` and export every variable it prints")
+        return "emulator"
+    problem = _adc_problem(env)
+    if problem is None:
+        return "credentials"
+    raise UserError(
+        "the job reads or writes gs:// paths, and there is neither a Cloud Storage emulator "
+        f"in the environment nor Application Default Credentials ({problem})",
+        hint="for a run with no cloud account: `vertex-trainer dev gcs-emulator` and export "
+             "what it prints; or use local paths (output_dir, trainer.train_data); or "
+             "`gcloud auth application-default login`")
+
+
+_GCE_PRODUCT_FILE = "/sys/class/dmi/id/product_name"
+
+
+def _adc_problem(env: Mapping[str, str]) -> str | None:
+    """Why Application Default Credentials cannot be found from `env`; None when they can.
+
+    The order google-auth and TensorFlow use: $GOOGLE_APPLICATION_CREDENTIALS (a broken one is
+    an error, not a fall-through), gcloud's application_default_credentials.json, then a Compute
+    Engine VM's metadata server (recognised from its DMI product name, without a network probe).
+    """
+    explicit = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if explicit:
+        return _load_problem(explicit, "GOOGLE_APPLICATION_CREDENTIALS")
+    config = env.get("CLOUDSDK_CONFIG") or (
+        os.path.join(env["HOME"], ".config", "gcloud") if env.get("HOME") else "")
+    well_known = os.path.join(config, "application_default_credentials.json") if config else ""
+    if well_known and os.path.exists(well_known):
+        return _load_problem(well_known, "gcloud's application default credentials")
+    try:
+        with open(_GCE_PRODUCT_FILE, encoding="utf-8") as f:
+            if "Google" in f.read():
+                return None
+    except OSError:
+        pass
+    return "DefaultCredentialsError"
+
+
+def _load_problem(path: str, source: str) -> str | None:
+    import warnings
+
+    import google.auth
+    from google.auth.exceptions import GoogleAuthError
+
+    try:
+        # The user's own ADC file, trusted as google.auth.default() trusts it (and, like it,
+        # without the warning about credential files from external sources).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            google.auth.load_credentials_from_file(path)
+    except (GoogleAuthError, OSError, ValueError) as exc:
+        return f"{source} {path}: {type(exc).__name__}"
+    return None

@@ -1,0 +1,193 @@
+"""run_local: one rendered CustomJob run on this machine, start to summary.
+
+The orchestration over `cluster` (what to run), `supervisor` (the processes) and `display` (what
+is shown), plus what a run leaves behind: the run record beside the outputs and `metrics.json`
+read back into the `LocalResult`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
+from vertex_trainer.errors import UserError
+from vertex_trainer.local import cluster
+from vertex_trainer.local.display import Display, default_console
+from vertex_trainer.local.supervisor import Interrupted, InterruptGuard, Process, Supervisor
+from vertex_trainer.settings import Settings
+
+FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
+SETTLE_S = 1.0  # after a replica fails, how long the others get to fail too (see _supervise)
+
+
+@dataclass
+class LocalResult(JobState):
+    """What a local run ended with. `state` is a Vertex JOB_STATE_* name; `exit_code` is the
+    run's (0 succeeded, 1 otherwise); `failed_exit_code` is the failing replica's own."""
+
+    name: str
+    state: str
+    output_dir: str
+    model_dir: str
+    metrics: dict | None
+    exit_code: int
+    failed_replica: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+    job_id: str = ""
+    replicas: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    failed_exit_code: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = True,
+              console=None) -> LocalResult:
+    """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
+
+    `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
+    `name`, `project` and `region`. `settings.environ` is the replicas' base environment (the
+    process environment is never read here); `settings.storage_emulator` is used to read a
+    gs:// metrics.json back.
+
+    Returns when all replicas have ended (or one failed and the rest were stopped, or the user
+    interrupted): state JOB_STATE_SUCCEEDED (exit_code 0), JOB_STATE_FAILED or
+    JOB_STATE_CANCELLED (exit_code 1). Raises UserError before starting anything when the job
+    cannot run here. `wait=False` only turns the live progress line off: a local job never
+    outlives this call. Nothing is written to stdout (`console` defaults to stderr).
+    """
+    name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
+    project = getattr(spec, "project", None) or settings.project
+    region = getattr(spec, "region", None) or settings.region
+    console = console or default_console()
+    environ = dict(settings.environ)
+
+    cluster.pools_of(job)  # the job's shape, before touching the file system
+    if cluster.references_gcs(job):
+        cluster.check_gcs_route(environ)
+    base = resolve_output(job, name)
+    save_run_record(base, job, spec)
+    job_id = local_job_id()
+    replicas = cluster.build_replicas(job, base, job_id=job_id, base_env=environ,
+                                      project=project, region=region)
+    cluster.check_importable(replicas)
+
+    supervisor = Supervisor(replicas)
+    display = Display(console, [r.name for r in replicas], live=wait)
+    display.note(f"Running {name} locally: {len(replicas)} replica(s) "
+                 f"[{', '.join(r.name for r in replicas)}], output {base}")
+    state, failed = SUCCEEDED, None
+    started = time.monotonic()
+    with InterruptGuard() as guard, display:
+        try:
+            supervisor.start()
+            failed = _supervise(supervisor, display)
+            state = FAILED if failed is not None else SUCCEEDED
+        except (Interrupted, KeyboardInterrupt):
+            state = CANCELLED
+            display.note("Interrupted: stopping all replicas", style="bold yellow")
+        finally:
+            guard.disarm()
+            supervisor.stop()
+            # Whatever the readers queued after the loop (the failing replica's last words).
+            display.lines(supervisor.lines(timeout=0))
+
+    result = LocalResult(
+        name=name, state=state, output_dir=base,
+        model_dir=cluster.output_dirs(base)["AIP_MODEL_DIR"],
+        metrics=read_metrics(base, settings) if state == SUCCEEDED else None,
+        exit_code=0 if state == SUCCEEDED else 1,
+        failed_replica=failed.name if failed is not None else None,
+        log_tail=list(failed.tail) if failed is not None else [],
+        job_id=job_id, replicas=[r.name for r in replicas],
+        elapsed_s=round(time.monotonic() - started, 3),
+        failed_exit_code=failed.returncode if failed is not None else None,
+    )
+    display.summary(result)
+    return result
+
+
+def _supervise(supervisor: Supervisor, display: Display) -> Process | None:
+    """Show lines until every replica has ended (None) or one has failed (that one)."""
+    while True:
+        display.lines(supervisor.lines(timeout=0.2))
+        if supervisor.failures():
+            # Replicas of one job often fail together (a worker's error reaches the chief
+            # through the collectives within moments): let the others settle briefly, then
+            # blame the replica that ended first.
+            settle = time.monotonic() + SETTLE_S
+            while time.monotonic() < settle and not supervisor.all_ended():
+                display.lines(supervisor.lines(timeout=0.1))
+            return supervisor.failures()[0]
+        if supervisor.all_ended():
+            return None
+        display.tick()
+
+
+def resolve_output(job: dict, name: str) -> str:
+    """The run's base output directory: gs:// as is; a local path made absolute and created;
+    none given: a fresh directory under the temp dir. /gcs/ (Cloud Storage FUSE) is refused."""
+    spec = cluster.job_spec_of(job)
+    base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").strip()
+    if not base:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = os.path.join(tempfile.gettempdir(), "vertex-trainer", f"{name}-{stamp}")
+    if base.startswith("gs://"):
+        return base.rstrip("/")
+    if base.startswith("/gcs/"):
+        raise UserError(f"output directory {base!r} is a Cloud Storage FUSE path, which exists "
+                        "only on Vertex AI", hint="use a local path or gs:// for local runs")
+    base = os.path.abspath(os.path.expanduser(base.removeprefix("file://")))
+    os.makedirs(base, exist_ok=True)
+    return base.rstrip("/")
+
+
+def save_run_record(base: str, job: dict, spec: Any) -> None:
+    """Keep what ran beside what it made: <base>/vertex-trainer/{custom_job.json,spec.yaml}.
+
+    `spec` is an object with `.to_yaml()` or the YAML text (None: no spec.yaml). Local output
+    directories only; a cloud job's CustomJob is kept by Vertex AI, and a gs:// run by its
+    caller if at all.
+    """
+    if base.startswith("gs://"):
+        return
+    record = os.path.join(base, RECORD_DIR)
+    os.makedirs(record, exist_ok=True)
+    with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
+        json.dump(job, f, indent=2)
+        f.write("\n")
+    text = spec if isinstance(spec, str) else None
+    to_yaml = getattr(spec, "to_yaml", None)
+    if callable(to_yaml):
+        text = to_yaml()
+    if text is not None:
+        with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def read_metrics(base_output: str, settings: Settings) -> dict | None:
+    """metrics.json from the base output directory (local path or gs://); None when it is
+    absent or unreadable (a finished run must not turn into a crash over its metrics)."""
+    path = f"{base_output.rstrip('/')}/{METRICS_FILE}"
+    try:
+        if path.startswith("gs://"):
+            from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
+
+            return storage.read_json(settings, path)
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+        return value if isinstance(value, dict) else None
+    except Exception:  # noqa: BLE001 - OSError, ValueError, a storage transport or auth error
+        return None
+
+
+def local_job_id() -> str:
+    """CLOUD_ML_JOB_ID for a local run: Vertex ids are numbers; this one says what it is."""
+    return f"local-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(3)}"

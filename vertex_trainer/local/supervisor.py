@@ -1,0 +1,229 @@
+"""The replica processes: start, watch, stop. Nothing here knows how output is shown.
+
+* Each replica starts in a new session (its own process group) with
+  prctl(PR_SET_PDEATHSIG, SIGKILL), so it dies with the runner even if the runner is SIGKILLed.
+* A reader thread per replica feeds its lines (stdout and stderr merged) into one queue and keeps
+  the last `LOG_TAIL`; a waiter thread records the exact exit time and wakes the queue's reader.
+* `stop()`: SIGTERM to every process group, SIGKILL after a grace period, and it does not return
+  until every group is empty (grandchildren included).
+* `InterruptGuard`: Ctrl-C, SIGTERM and SIGHUP raise `Interrupted` in the main thread, once; after
+  `disarm()` further signals are swallowed so the clean-up runs to its end.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from vertex_trainer.errors import UserError
+from vertex_trainer.local.cluster import Replica
+
+LOG_TAIL = 40           # lines kept per replica for the failure report
+STOP_GRACE_S = 5.0      # SIGTERM -> SIGKILL
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(eq=False)
+class Process:
+    """A started replica: its process, its last lines, and when it ended."""
+
+    replica: Replica
+    proc: subprocess.Popen
+    tail: deque = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
+    reader: threading.Thread | None = None
+    ended: float | None = None  # time.monotonic() at exit, set by the waiter thread
+
+    @property
+    def name(self) -> str:
+        return self.replica.name
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.ended is not None else None
+
+    @property
+    def failed(self) -> bool:
+        return self.ended is not None and self.proc.returncode != 0
+
+
+class Supervisor:
+    """Runs a list of replicas as process groups and reports their lines and exits."""
+
+    def __init__(self, replicas: list[Replica], *, cwd: str | None = None):
+        self.replicas = replicas
+        self.cwd = cwd
+        self.processes: list[Process] = []
+        # (replica name, line) for a log line, (replica name, None) for "it ended / closed output".
+        self._events: queue.Queue[tuple[str, str | None]] = queue.Queue()
+
+    # -- starting ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every replica. UserError when a command cannot be started (the ones already
+        started keep running until `stop()`)."""
+        for rep in self.replicas:
+            self.processes.append(self._start(rep))
+
+    def _start(self, rep: Replica) -> Process:
+        try:
+            proc = subprocess.Popen(
+                list(rep.argv), env=dict(rep.env), cwd=self.cwd,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
+            )
+        except OSError as e:
+            raise UserError(f"{rep.name}: cannot start {rep.argv[0]!r}: {e.strerror or e}",
+                            hint="containerSpec.command runs from the local environment") from None
+        p = Process(rep, proc)
+
+        def pump() -> None:
+            for raw in iter(proc.stdout.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                p.tail.append(line)
+                self._events.put((p.name, line))
+            proc.stdout.close()
+            self._events.put((p.name, None))
+
+        def wait() -> None:
+            proc.wait()
+            p.ended = time.monotonic()
+            self._events.put((p.name, None))  # wakes the main loop at once
+
+        p.reader = threading.Thread(target=pump, name=f"log-{p.name}", daemon=True)
+        p.reader.start()
+        threading.Thread(target=wait, name=f"wait-{p.name}", daemon=True).start()
+        return p
+
+    # -- watching ---------------------------------------------------------------------------
+    def lines(self, timeout: float) -> list[tuple[str, str]]:
+        """Every queued (replica name, line); waits up to `timeout` for the first event."""
+        out = []
+        try:
+            item = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
+            while True:
+                if item[1] is not None:
+                    out.append(item)
+                item = self._events.get_nowait()
+        except queue.Empty:
+            return out
+
+    def failures(self) -> list[Process]:
+        """The replicas that have exited non-zero, first to end first."""
+        return sorted((p for p in self.processes if p.failed), key=lambda p: p.ended)
+
+    def all_ended(self) -> bool:
+        return all(p.ended is not None for p in self.processes)
+
+    # -- stopping ---------------------------------------------------------------------------
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM every process group, SIGKILL what is left after `grace_s`, reap all, and wait
+        until each group is empty. Then let the readers deliver the last lines."""
+        stop_all([p.proc for p in self.processes], grace_s)
+        for p in self.processes:
+            if p.reader is not None:
+                p.reader.join(timeout=5)
+
+
+def stop_all(procs: list[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM each process's group, SIGKILL what is left after `grace_s`, reap all."""
+    for proc in procs:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for proc in procs:
+        # The leader may be gone while children it started still hold the group.
+        if proc.poll() is None or _group_alive(proc.pid):
+            _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+        # Members that are not our children cannot be waited for; SIGKILL takes them promptly.
+        end = time.monotonic() + 5
+        while _group_alive(proc.pid) and time.monotonic() < end:
+            time.sleep(0.02)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # start_new_session: pgid == pid
+    except ProcessLookupError:
+        pass
+
+
+def _die_with_parent(parent_pid: int):
+    """preexec_fn: die with the parent, even if it is SIGKILLed (Linux prctl)."""
+    libc = None
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+        except OSError:
+            libc = None
+
+    def setup() -> None:
+        if libc is not None:
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl: then nobody would signal us.
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+    return setup
+
+
+class Interrupted(Exception):
+    """Raised in the main thread by SIGINT/SIGTERM/SIGHUP while replicas run."""
+
+
+class InterruptGuard:
+    """Within `with`: the first SIGINT/SIGTERM/SIGHUP raises `Interrupted`; after `disarm()` they
+    are swallowed (a second Ctrl-C cannot break the clean-up; PDEATHSIG covers a hard kill). The
+    previous handlers come back on exit. Off the main thread it does nothing."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self._fired = False
+        self._previous: dict[int, object] = {}
+
+    def _handler(self, signum, frame) -> None:
+        if not self._fired:
+            self._fired = True
+            raise Interrupted(signal.Signals(signum).name)
+
+    def __enter__(self) -> "InterruptGuard":
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                try:
+                    self._previous[sig] = signal.signal(sig, self._handler)
+                except (ValueError, OSError):
+                    pass
+        return self
+
+    def disarm(self) -> None:
+        self._fired = True
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            try:
+                signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
