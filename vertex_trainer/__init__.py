@@ -19,12 +19,12 @@ _LAZY = {
     "status": "vertex_trainer.api",
     "cancel": "vertex_trainer.api",
     "list_jobs": "vertex_trainer.api",
-    "Job": "vertex_trainer.vertex.jobs",
+    "Job": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api import cancel, list_jobs, load_spec, status, submit
-    from vertex_trainer.vertex.jobs import Job
+    from vertex_trainer.api import Job
 
 
 def __getattr__(name: str) -> Any:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from vertex_trainer.contract import SPEC_LABEL, Artifact, JobState, short_state
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import Job, JobsClient, check_key, create_idempotent, new_key
+from vertex_trainer.vertex.jobs import Job as _VertexJob
+from vertex_trainer.vertex.jobs import JobsClient, check_key, create_idempotent, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.packaging import PackageResult
@@ -35,6 +36,17 @@ Log = Callable[[str], None]
 def settings_from_env() -> Settings:
     """The settings of this process, read from its environment (the edge)."""
     return Settings.from_environ(os.environ)
+
+
+class Job(_VertexJob):
+    """A Vertex AI CustomJob (see vertex_trainer.vertex.jobs.Job). `Job.get(name)` reads the
+    settings from the environment when none are given, like every API entry point."""
+
+    @classmethod
+    def get(cls, job: str, *, project: str | None = None, region: str | None = None,
+            settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
+        settings = settings or (client.settings if client else settings_from_env())
+        return super().get(job, project=project, region=region, settings=settings, client=client)
 
 
 def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = None,
@@ -253,3 +265,29 @@ def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = N
     client = client or JobsClient(project, region, settings=settings or settings_from_env())
     found = client.list(" AND ".join(terms) or None, limit=limit)
     return [Job(data, client) for data in found]
+
+
+def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
+         since: str | None = None, project: str | None = None, region: str | None = None,
+         settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
+    """A job's log in time order, each entry once (CONTRACT section 7): `LogEntry`s from Cloud
+    Logging for a Vertex AI job (a name, an id with `project`, or a `Job`), or from the record of
+    a local run (its output directory, or its name). `follow=True` goes on until the job has
+    ended, with a `JobEvent` at each look at its state and, unless it succeeded, a `Failure`
+    last; `lines=False` leaves the entries out. See vertex_trainer.vertex.logs."""
+    from vertex_trainer.local import runlog
+    from vertex_trainer.vertex.logs import LogsClient, job_of, parse_since
+
+    settings = settings or settings_from_env()
+    start = parse_since(since)
+    if isinstance(job, str) and (record := runlog.find_run(job)):
+        return runlog.entries(record, follow=follow, replica=replica, since_ns=start,
+                              interval=min(0.5, settings.poll.initial))
+    if follow:
+        found = job if isinstance(job, Job) else status(job, project=project, region=region,
+                                                        settings=settings)
+        client = LogsClient(found.client.project, settings=settings, log=log)
+        return client.follow(found, lines=lines, replica=replica, since=start)
+    project, job_id = job_of(job.name if isinstance(job, Job) else job, project)
+    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica,
+                                                                  since=start)

@@ -39,6 +39,32 @@ class SpecError(UserError):
             text += f" (got {value!r})"
         super().__init__(text, hint=hint)
 
+    @property
+    def problems(self) -> tuple["SpecError", ...]:
+        """Every problem this error reports: itself, or each one of a SpecProblems."""
+        return (self,)
+
+
+class SpecProblems(SpecError):
+    """Several spec fields are invalid: every problem on its own line, each with its fix.
+
+    `field` is the first problem's dotted path; `problems` holds each SpecError. The message
+    reads well after the CLI's `error: ` (the hints are inside it, so `hint` is None).
+    """
+
+    def __init__(self, problems):
+        self._problems = tuple(problems)
+        lines = [f"{len(self._problems)} problems in the spec:"]
+        for p in self._problems:
+            lines.append(f"  {p.message}" + (f"\n    hint: {p.hint}" if p.hint else ""))
+        UserError.__init__(self, "\n".join(lines), hint=None)
+        self.field = self._problems[0].field
+        self.value = None
+
+    @property
+    def problems(self) -> tuple[SpecError, ...]:
+        return self._problems
+
 
 class ServiceError(VertexTrainerError):
     """A service or transport error that persisted after retries. Exit 3."""

@@ -131,6 +131,22 @@ CASES = [
                                  _set("trainer.extra_args", ["--mixed"])), "trainer.extra_args", "did you mean --seed"),
     ("kms-region", _set("encryption_key", "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"),
      "encryption_key", "europe-west4"),
+    # Paths: gs://BUCKET/PATH or a local path; other schemes never reach Vertex AI or the trainer.
+    ("output-dir-s3", _set("output_dir", "s3://bucket/x"), "output_dir",
+     "use gs://BUCKET/PATH; a local path only with --local"),
+    ("output-dir-http", _set("output_dir", "https://storage.googleapis.com/b/x"), "output_dir", "https:// is not"),
+    ("output-dir-bad-bucket", _set("output_dir", "gs://My_Bucket/runs"), "output_dir", "not a valid bucket name"),
+    ("output-dir-one-slash", _set("output_dir", "gs:/my-bucket/runs"), "output_dir", "not a gs://BUCKET/PATH"),
+    ("train-data-s3", _set("trainer.train_data", "s3://bucket/train-*"), "trainer.train_data",
+     "gs://BUCKET/PATH or /gcs/BUCKET/PATH"),
+    ("eval-data-http-in-a-list", _set("trainer.eval_data", "gs://my-bucket/a-*,http://x/b"), "trainer.eval_data",
+     "http:// is not supported"),
+    # Values no spec can hold.
+    ("lr-nan", _set("trainer.learning_rate", float("nan")), "trainer.learning_rate", "finite number"),
+    ("replicas-huge", _set("replicas", 10**30), "replicas", "too large"),
+    ("label-nul", _set("labels", {"team": "a\x00b"}), "labels.team", "NUL byte"),
+    ("bad-optimizer", _set("trainer.optimizer", "adam"), "trainer.optimizer", "did you mean 'adamw'"),
+    ("scheduling-a-list", _set("scheduling", ["spot"]), "scheduling", "must be a mapping"),
 ]
 
 

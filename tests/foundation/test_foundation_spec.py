@@ -5,9 +5,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from pydantic import ValidationError
 
 from vertex_trainer.errors import SpecError, UserError
-from vertex_trainer.spec import build_spec, json_schema, load_spec, spec_hash
+from vertex_trainer.spec import JobSpec, build_spec, check_trainer_flags, json_schema, load_spec, spec_hash
 
 
 def test_preset_expands_to_explicit_hardware(base_spec):
@@ -21,8 +22,20 @@ def test_preset_expands_to_explicit_hardware(base_spec):
 
 def test_spec_is_frozen(base_spec):
     spec = build_spec(base_spec)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError) as e:
         spec.name = "other"
+    assert e.value.errors()[0]["type"] == "frozen_instance"
+    with pytest.raises(ValidationError):
+        spec.trainer.batch_size = 1
+    assert spec.name == "base-job" and spec.trainer.batch_size == 2048
+
+
+def test_every_way_of_building_a_jobspec_runs_the_cross_field_rules(base_spec):
+    base_spec["hardware"] = build_spec(base_spec).hardware.model_dump()
+    base_spec["trainer"]["batch_size"] = 1001  # not a multiple of 8 devices
+    with pytest.raises(SpecError) as e:
+        JobSpec.model_validate(base_spec)  # bypassing build_spec
+    assert e.value.field == "trainer.batch_size" and "e.g. 1008" in e.value.hint
 
 
 @pytest.mark.parametrize("text,seconds", [("90s", 90), ("30m", 1800), ("4h", 14400), ("2d", 172800),
@@ -59,14 +72,35 @@ def test_override_order_file_set_flags(base_spec):
     assert spec.region == "europe-west4"
 
 
-def test_templates_env_vars_name_timestamp(base_spec, monkeypatch):
-    monkeypatch.setenv("USER", "alice")
+def test_templates_env_vars_name_timestamp(base_spec):
     base_spec["name"] = "job-{{ env.USER }}-{{ run }}"
-    base_spec["output_dir"] = "gs://b/runs/{{ name }}/{{ timestamp }}"
-    spec = build_spec(base_spec, vars={"run": "7"})
+    base_spec["output_dir"] = "gs://bkt/runs/{{ name }}/{{ timestamp }}"
+    spec = build_spec(base_spec, vars={"run": "7"}, environ={"USER": "alice"})
     assert spec.name == "job-alice-7"
-    assert spec.output_dir.startswith("gs://b/runs/job-alice-7/2")
+    assert spec.output_dir.startswith("gs://bkt/runs/job-alice-7/2")
     assert len(spec.output_dir.rsplit("/", 1)[1]) == len("20261129-120000")
+
+
+def test_env_templates_read_only_the_given_environ(base_spec, monkeypatch):
+    monkeypatch.setenv("VT_SECRET", "leak")  # the process environment is not the spec's business
+    base_spec["labels"] = {"who": "{{ env.VT_SECRET | default('nobody') }}"}
+    assert build_spec(base_spec).labels == {"who": "nobody"}
+    assert build_spec(base_spec, environ={"VT_SECRET": "given"}).labels == {"who": "given"}
+    base_spec["labels"] = {"who": "{{ env.VT_SECRET }}"}
+    with pytest.raises(SpecError) as e:
+        build_spec(base_spec)
+    assert e.value.field == "labels.who" and "VT_SECRET" in e.value.message and "default(" in e.value.hint
+
+
+def test_templates_are_sandboxed(base_spec):
+    base_spec["labels"] = {"x": "{{ ''.__class__.__mro__ }}"}
+    with pytest.raises(SpecError) as e:
+        build_spec(base_spec)
+    assert e.value.field == "labels.x" and "unsafe" in e.value.message
+    base_spec["labels"] = {"x": "{{ 1 / 0 }}"}
+    with pytest.raises(SpecError) as e:
+        build_spec(base_spec)
+    assert e.value.field == "labels.x" and "ZeroDivisionError" in e.value.message
 
 
 def test_template_git_sha(base_spec, tmp_path):
@@ -88,24 +122,24 @@ def test_undefined_template_variable_is_an_error(base_spec):
     assert e.value.field == "output_dir" and "nope" in str(e.value)
 
 
-def test_project_and_region_fallbacks(base_spec, monkeypatch, tmp_path):
+def test_project_and_region_defaults_apply_only_when_nothing_else_gives_one(base_spec, monkeypatch):
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")  # read by the edge, never by spec/
+    defaults = {"default_project": "default-project", "default_region": "europe-west4"}
     del base_spec["project"], base_spec["region"]
-    cfg = tmp_path / "gcloud-config"
-    (cfg / "configurations").mkdir(parents=True)
-    (cfg / "active_config").write_text("work")
-    (cfg / "configurations" / "config_work").write_text("[core]\nproject = gcloud-project\n[ai]\nregion = europe-west4\n")
-    spec = build_spec(base_spec)
-    assert (spec.project, spec.region) == ("gcloud-project", "europe-west4")
-    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-project")
-    assert build_spec(base_spec).project == "env-project"
-    assert build_spec(base_spec, project="flag-project").project == "flag-project"
+    assert build_spec(base_spec, region="us-central1").project is None
+    spec = build_spec(base_spec, **defaults)
+    assert (spec.project, spec.region) == ("default-project", "europe-west4")
+    spec = build_spec(base_spec, sets=["project=set-project"], region="us-east1", **defaults)
+    assert (spec.project, spec.region) == ("set-project", "us-east1")
+    spec = build_spec({**base_spec, "project": "file-project", "region": "us-west1"}, **defaults)
+    assert (spec.project, spec.region) == ("file-project", "us-west1")
 
 
 def test_missing_region_everywhere_is_an_error(base_spec):
     del base_spec["region"]
     with pytest.raises(SpecError) as e:
         build_spec(base_spec)
-    assert e.value.field == "region"
+    assert e.value.field == "region" and "is required" in e.value.message and "--region" in e.value.hint
 
 
 def test_spec_hash_is_stable_and_label_safe(base_spec):
@@ -145,10 +179,15 @@ def test_trainer_args_are_kebab_case(base_spec):
     assert args[-2:] == ["--foo", "bar"]
 
 
-def test_trainer_flags_are_checked_only_for_the_bundled_trainer(base_spec):
-    base_spec["trainer"]["model"] = "my-own-model"  # image.uri: that image's trainer decides
-    assert build_spec(base_spec).trainer.model == "my-own-model"
+def test_trainer_flags_are_checked_by_the_api_not_the_model(base_spec):
+    # image.uri: that image's trainer decides; the spec only checks the model name's shape.
+    base_spec["trainer"]["model"] = "my-own-model"
+    spec = build_spec(base_spec)
+    assert spec.trainer.model == "my-own-model" and not spec.runs_bundled_trainer
+    # The bundled trainer refuses it, but only when asked (api.load_spec asks for bundled specs).
     base_spec["image"] = {"repository": "us-docker.pkg.dev/p/r/trainer"}
+    spec = build_spec(base_spec)
+    assert spec.runs_bundled_trainer
     with pytest.raises(SpecError) as e:
-        build_spec(base_spec)
-    assert e.value.field == "trainer.model"
+        check_trainer_flags(spec)
+    assert e.value.field == "trainer.model" and "invalid choice: 'my-own-model'" in e.value.message

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 
-from trainer import precision, strategy
-from trainer.config import UsageError, choose_steps_per_execution, parse_flags
+from trainer import flags, precision, strategy
+from trainer.config import TrainConfig, UsageError, choose_steps_per_execution, parse_flags
 
 REQUIRED = ["--train-data=/data/train-*", "--num-classes=10"]
 DIRS = ["--model-dir=/out/model/", "--checkpoint-dir=/out/checkpoints/", "--tensorboard-dir=/out/logs/"]
@@ -65,6 +66,58 @@ def test_bad_values(bad, message):
         parse_flags([*REQUIRED, *DIRS, bad], environ={})
 
 
+def test_train_config_has_one_field_per_flag_with_the_tables_defaults():
+    fields = dataclasses.fields(TrainConfig)
+    assert [f.name for f in fields] == [flag.name for flag in flags.FLAGS]
+    for f in fields:
+        if f.default is not dataclasses.MISSING:
+            assert f.default == flags.BY_NAME[f.name].default, f.name
+
+
+def test_every_flag_parses_in_both_spellings():
+    cfg = parse_flags([*REQUIRED, *DIRS], environ={})
+    for flag in flags.FLAGS:
+        if flag.type is bool or flag.env or flag.required:
+            continue
+        value = flag.choices[-1] if flag.choices else {int: "7", float: "0.5", str: "x"}[flag.type]
+        kebab = parse_flags([*REQUIRED, *DIRS, f"{flag.option}={value}"], environ={})
+        snake = parse_flags([*REQUIRED, *DIRS, f"--{flag.name}={value}"], environ={})
+        assert getattr(kebab, flag.name) == getattr(snake, flag.name) == flag.type(value), flag.name
+        assert getattr(cfg, flag.name) == flag.default, flag.name
+
+
+@pytest.mark.parametrize("flag", [f for f in flags.FLAGS if f.type in (int, float) and
+                                  (f.ge, f.gt, f.le, f.lt) != (None, None, None, None)], ids=lambda f: f.name)
+def test_every_bound_in_the_table_is_enforced(flag):
+    low = flag.ge - 1 if flag.ge is not None else flag.gt if flag.gt is not None else None
+    high = flag.le + 1 if flag.le is not None else flag.lt if flag.lt is not None else None
+    for bad in (v for v in (low, high) if v is not None):
+        with pytest.raises(UsageError, match=f"^{flag.option} must be "):
+            parse_flags([*REQUIRED, *DIRS, f"{flag.option}={flag.type(bad)}"], environ={})
+
+
+def test_choice_tuples_are_the_trainers_registries():
+    import inspect
+
+    from trainer import model
+
+    assert set(flags.MODELS) == {"tiny-cnn", *model._APPLICATIONS} and model.MODELS is flags.MODELS
+    assert precision.POLICIES is flags.PRECISIONS
+    for policy in flags.PRECISIONS:
+        assert precision.resolve(policy, "gpu", (8, 0)) in flags.PRECISIONS
+    assert strategy.STRATEGIES is flags.STRATEGIES
+    source = inspect.getsource(strategy.create)
+    assert all(f'"{kind}"' in source for kind in flags.STRATEGIES)
+
+
+@pytest.mark.trainer
+def test_every_optimizer_in_the_table_is_built():
+    from trainer import schedules
+
+    for name in flags.OPTIMIZERS:
+        assert schedules.make_optimizer(name, 0.1, weight_decay=1e-4) is not None, name
+
+
 # --- precision ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("device, capability, expected", [
@@ -107,6 +160,7 @@ def test_steps_per_execution_divides_the_epoch(steps, requested, expected):
 
 # --- learning-rate schedule ----------------------------------------------------------------
 
+@pytest.mark.trainer
 def test_learning_rate_scaling_warmup_and_cosine():
     from trainer import schedules
 
@@ -123,6 +177,7 @@ def test_learning_rate_scaling_warmup_and_cosine():
     assert values[:4] == sorted(values[:4]) and values[4:] == sorted(values[4:], reverse=True)
 
 
+@pytest.mark.trainer
 def test_optimizers_and_weight_decay_exclusions():
     import tensorflow as tf
 
@@ -187,6 +242,7 @@ def test_config_module_stays_light():
 
 # --- models -------------------------------------------------------------------------------
 
+@pytest.mark.trainer
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_keeps_float32_outputs(policy):
     from trainer import precision
@@ -207,6 +263,7 @@ def test_mixed_precision_keeps_float32_outputs(policy):
         keras.mixed_precision.set_global_policy("float32")
 
 
+@pytest.mark.trainer
 def test_resnet50_by_name_without_pretrained_weights():
     from trainer.model import build_model
 

@@ -1,5 +1,7 @@
 """The trainer's flags (CONTRACT section 4) -> one frozen TrainConfig.
 
+The flags are described once, as data, in `trainer.flags`; the parser and the range checks
+below are built from that table (and so is the spec's `trainer:` block in vertex-trainer).
 Flags use the `--kebab-case=value` form the job renderer emits; snake_case spellings are
 accepted too. Unknown flags and bad values raise UsageError (the trainer exits 2).
 """
@@ -10,14 +12,11 @@ import argparse
 import dataclasses
 import difflib
 import os
-from typing import Sequence
+from typing import Any, Sequence
 
-from trainer.model import MODELS
-from trainer.precision import POLICIES
-from trainer.strategy import STRATEGIES
+from trainer.flags import FLAGS, OPTIMIZERS, Flag
 
-
-OPTIMIZERS = ("sgd", "lamb", "adamw")
+__all__ = ["OPTIMIZERS", "TrainConfig", "UsageError", "choose_steps_per_execution", "parse_flags"]
 
 
 class UsageError(Exception):
@@ -26,6 +25,8 @@ class UsageError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
+    """The resolved flags; one field per entry of trainer.flags.FLAGS (a unit test checks it)."""
+
     model: str
     train_data: str
     eval_data: str | None
@@ -91,60 +92,21 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> _Parser:
     p = _Parser(prog="python -m trainer.task", allow_abbrev=False,
                 description="Train an image classifier from ImageNet-layout TFRecords.")
-
-    def add(name: str, **kw):
-        flags = [f"--{name}"]
-        if "-" in name:
-            flags.append(f"--{name.replace('-', '_')}")
-        p.add_argument(*flags, dest=name.replace("-", "_"), **kw)
-
-    def flag(name: str, help: str):
-        add(name, type=_bool, nargs="?", const=True, default=False, help=help)
-
-    add("model", default="resnet50", choices=MODELS, help="model name")
-    add("train-data", required=True, help="TFRecord files: path, glob or comma-separated list")
-    add("eval-data", default=None, help="eval TFRecords (default: no evaluation)")
-    add("num-classes", type=int, required=True)
-    add("image-size", type=int, default=224)
-    add("epochs", type=int, default=1)
-    add("steps-per-epoch", type=int, default=0, help="0: train examples / batch size")
-    add("batch-size", type=int, default=256, help="GLOBAL batch size")
-    add("learning-rate", type=float, default=0.1, help="LR at --base-batch-size, scaled linearly")
-    add("base-batch-size", type=int, default=256)
-    add("warmup-epochs", type=float, default=5.0)
-    add("precision", default="auto", choices=POLICIES)
-    add("steps-per-execution", type=int, default=0, help="0: chosen from steps per epoch")
-    add("seed", type=int, default=0)
-    add("label-offset", type=int, default=0, help="subtracted from stored labels (1 for 1-based)")
-    add("model-dir", default=None, help="default $AIP_MODEL_DIR")
-    add("checkpoint-dir", default=None, help="default $AIP_CHECKPOINT_DIR")
-    add("tensorboard-dir", default=None, help="default $AIP_TENSORBOARD_LOG_DIR")
-    add("optimizer", default="sgd", choices=OPTIMIZERS)
-    add("momentum", type=float, default=0.9)
-    add("weight-decay", type=float, default=5e-5, help="decoupled; not applied to BN and biases")
-    add("label-smoothing", type=float, default=0.0)
-    add("train-examples", type=int, default=0, help="train set size (saves counting records)")
-    add("eval-steps", type=int, default=0, help="0: the whole eval set (whole batches)")
-    add("eval-examples", type=int, default=0, help="eval set size (saves counting records)")
-    flag("skip-corrupt", "count and skip corrupt or non-matching records instead of failing")
-    flag("cache", "cache the records in memory after the first epoch (small data sets)")
-    add("augment", default="standard", choices=("standard", "flip", "none"))
-    add("eval-crop-fraction", type=float, default=0.875)
-    add("shuffle-buffer", type=int, default=10_000)
-    add("read-parallelism", type=int, default=16, help="files read at once")
-    add("gcs-read-block-mb", type=int, default=16,
-        help="GCS_READ_CACHE_BLOCK_SIZE_MB per open gs:// file (bounds host memory)")
-    add("data-threads", type=int, default=0, help="tf.data private threadpool size; 0 = cores")
-    flag("deterministic", "reproducible input order (slower)")
-    flag("sync-batch-norm", "all-reduce batch-norm statistics across replicas (tiny-cnn only)")
-    add("strategy", default="auto", choices=STRATEGIES)
-    add("cpu-replicas", type=int, default=1, help="split the CPU into N replicas (tests, demos)")
-    add("jit-compile", default="auto", choices=("auto", "true", "false"),
-        help="XLA; auto = on GPUs only")
-    add("intra-op-threads", type=int, default=0)
-    add("inter-op-threads", type=int, default=0)
-    add("log-interval-secs", type=float, default=30.0)
-    add("hypertune-metric", default="accuracy", help="tag reported to Vertex hyperparameter tuning")
+    for flag in FLAGS:
+        options = [flag.option]
+        if "_" in flag.name:
+            options.append(f"--{flag.name}")  # snake_case spelling too
+        kw: dict[str, Any] = {"dest": flag.name, "help": flag.help or None}
+        if flag.type is bool:
+            # --cache, --cache=true, --cache=false
+            kw.update(type=_bool, nargs="?", const=True, default=bool(flag.default))
+        else:
+            kw.update(type=flag.type, default=flag.default)
+            if flag.required:
+                kw["required"] = True
+            if flag.choices:
+                kw["choices"] = flag.choices
+        p.add_argument(*options, **kw)
     return p
 
 
@@ -162,44 +124,44 @@ def parse_flags(argv: Sequence[str], environ=None) -> TrainConfig:
             hints.append(f"{u} (did you mean {close[0]}?)" if close and name.startswith("--") else u)
         raise UsageError("unknown flags: " + ", ".join(hints))
     values = vars(args)
-    for name, var in (("model_dir", "AIP_MODEL_DIR"), ("checkpoint_dir", "AIP_CHECKPOINT_DIR"),
-                      ("tensorboard_dir", "AIP_TENSORBOARD_LOG_DIR")):
-        if not values[name]:
-            values[name] = env.get(var) or None
-        if not values[name]:
-            raise UsageError(f"--{name.replace('_', '-')} is not set and ${var} is empty: "
-                             f"pass --{name.replace('_', '-')}=DIR or set {var}")
+    for flag in FLAGS:
+        if flag.env is None:
+            continue
+        if not values[flag.name]:
+            values[flag.name] = env.get(flag.env) or None
+        if not values[flag.name]:
+            raise UsageError(f"{flag.option} is not set and ${flag.env} is empty: "
+                             f"pass {flag.option}=DIR or set {flag.env}")
     cfg = TrainConfig(**values)
     _validate(cfg)
     return cfg
 
 
+def _range_problem(flag: Flag, value: Any) -> str | None:
+    """'--x must be >= 1, got 0' when `value` is outside the flag's bounds, else None."""
+    low = (flag.ge, "[") if flag.ge is not None else (flag.gt, "(") if flag.gt is not None else None
+    high = (flag.le, "]") if flag.le is not None else (flag.lt, ")") if flag.lt is not None else None
+    ok = ((flag.ge is None or value >= flag.ge) and (flag.gt is None or value > flag.gt)
+          and (flag.le is None or value <= flag.le) and (flag.lt is None or value < flag.lt))
+    if ok or (low is None and high is None):
+        return None
+    if low and high:
+        rule = f"in {low[1]}{low[0]:g}, {high[0]:g}{high[1]}"
+    elif low:
+        rule = f"{'>=' if low[1] == '[' else '>'} {low[0]:g}"
+    else:
+        rule = f"{'<=' if high[1] == ']' else '<'} {high[0]:g}"
+    return f"{flag.option} must be {rule}, got {value}"
+
+
 def _validate(cfg: TrainConfig) -> None:
-    positive = ["num_classes", "image_size", "epochs", "batch_size", "base_batch_size",
-                "shuffle_buffer", "read_parallelism", "gcs_read_block_mb", "cpu_replicas"]
-    non_negative = ["steps_per_epoch", "steps_per_execution", "train_examples", "eval_steps",
-                    "eval_examples", "data_threads", "intra_op_threads", "inter_op_threads",
-                    "label_offset"]
-    for name in positive:
-        if getattr(cfg, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
-    for name in non_negative:
-        if getattr(cfg, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(cfg, name)}")
-    if cfg.learning_rate <= 0:
-        raise UsageError(f"--learning-rate must be > 0, got {cfg.learning_rate}")
-    if cfg.warmup_epochs < 0:
-        raise UsageError(f"--warmup-epochs must be >= 0, got {cfg.warmup_epochs}")
-    if not 0.0 <= cfg.label_smoothing < 1.0:
-        raise UsageError(f"--label-smoothing must be in [0, 1), got {cfg.label_smoothing}")
-    if not 0.0 < cfg.eval_crop_fraction <= 1.0:
-        raise UsageError(f"--eval-crop-fraction must be in (0, 1], got {cfg.eval_crop_fraction}")
-    if cfg.num_classes < 2:
-        raise UsageError(f"--num-classes must be >= 2, got {cfg.num_classes}")
+    for flag in FLAGS:
+        if flag.type in (int, float):
+            problem = _range_problem(flag, getattr(cfg, flag.name))
+            if problem:
+                raise UsageError(problem)
     if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
         raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")
-    if cfg.weight_decay < 0 or cfg.momentum < 0:
-        raise UsageError("--weight-decay and --momentum must be >= 0")
 
 
 def choose_steps_per_execution(steps_per_epoch: int, requested: int, *, cap: int = 100) -> tuple[int, int]:

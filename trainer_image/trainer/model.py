@@ -6,6 +6,8 @@ whatever the mixed-precision policy, so the loss is computed in float32.
 
 from __future__ import annotations
 
+from trainer.flags import MODELS  # the --model choices; a unit test checks them against the registry
+
 # name -> keras.applications constructor (no pretrained weights: we train from scratch).
 _APPLICATIONS = {
     "resnet50": "ResNet50",
@@ -19,7 +21,6 @@ _APPLICATIONS = {
 }
 # These include their own input rescaling.
 _SELF_RESCALING = {"efficientnet-b0", "efficientnet-b1", "convnext-tiny"}
-MODELS = ("tiny-cnn",) + tuple(_APPLICATIONS)
 
 
 def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm: bool = False):

@@ -7,7 +7,7 @@ where bf16 runs slower than float32. The model's last layer always outputs float
 
 from __future__ import annotations
 
-POLICIES = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+from trainer.flags import PRECISIONS as POLICIES  # the one list of policies (the --precision flag)
 
 
 def resolve(requested: str, device: str, compute_capability: tuple[int, int] | None = None) -> str:

@@ -13,10 +13,11 @@ import json
 import os
 from typing import Any, Mapping
 
+from trainer.flags import STRATEGIES  # the one list of strategies (the --strategy flag)
+
 # Vertex AI worker pools in CLUSTER_SPEC -> TF_CONFIG task types.
 WORKERPOOL_TO_TF = {"workerpool0": "chief", "workerpool1": "worker", "workerpool2": "ps",
                     "workerpool3": "evaluator"}
-STRATEGIES = ("auto", "tpu", "multi-worker", "mirrored", "default")
 
 
 class ClusterError(Exception):

@@ -1,0 +1,29 @@
+"""The job spec: one frozen, strict model, loaded once at the edge (CONTRACT section 1).
+
+    model.py     the pydantic models (JobSpec, HardwareSpec, ImageSpec, Scheduling, BootDisk)
+    trainer.py   TrainerArgs, generated from the bundled trainer's flag table; check_trainer_flags
+    load.py      YAML, `--set`, templates, override order -> JobSpec
+    rules.py     the cross-field rules (run by JobSpec's validator) and cloud_problems
+    images.py    the checks of values that reach a Dockerfile or a shell
+    messages.py  pydantic errors -> SpecError / SpecProblems (dotted paths, did-you-mean)
+
+Layering: this package imports only vertex_trainer.errors, .contract, .hardware and the trainer's
+flag table (plus trainer.config inside check_trainer_flags); nothing here reads os.environ.
+"""
+
+from vertex_trainer.spec.images import (
+    parse_staging, validate_image_reference, validate_image_values, validate_requirement,
+)
+from vertex_trainer.spec.load import apply_set, build_spec, load_spec, parse_assignments, read_yaml
+from vertex_trainer.spec.model import (
+    BootDisk, HardwareSpec, ImageSpec, JobSpec, Scheduling, json_schema, spec_hash,
+)
+from vertex_trainer.spec.rules import cloud_problems
+from vertex_trainer.spec.trainer import TrainerArgs, check_trainer_flags
+
+__all__ = [
+    "JobSpec", "HardwareSpec", "ImageSpec", "Scheduling", "BootDisk", "TrainerArgs",
+    "load_spec", "build_spec", "read_yaml", "parse_assignments", "apply_set",
+    "spec_hash", "json_schema", "cloud_problems", "check_trainer_flags",
+    "validate_image_values", "validate_image_reference", "validate_requirement", "parse_staging",
+]

@@ -1,0 +1,344 @@
+"""Loading a spec: YAML -> `--set` overrides -> `--project`/`--region` -> templates -> JobSpec.
+
+Override order (CONTRACT section 1): spec file < `--set` < `--project`/`--region` flags; then
+jinja2 templating of string values; then validation (messages.py turns pydantic's errors into
+SpecError). Nothing here reads the environment or gcloud's configuration: the edge passes
+`environ` (for `{{ env.X }}`) and `default_project`/`default_region` in.
+
+Hostile input answers with a UserError (exit 2), never a traceback: duplicate or non-text keys,
+nesting deeper than MAX_DEPTH, more than MAX_VALUES values (alias bombs), NUL bytes, text longer
+than MAX_TEXT, integers beyond int64.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+from pydantic import ValidationError
+
+from vertex_trainer import hardware as hw
+from vertex_trainer.errors import SpecError, UserError
+from vertex_trainer.spec.messages import dotted, shown, translate
+from vertex_trainer.spec.model import JobSpec
+
+MAX_FILE_BYTES = 1 << 20     # a spec is a few hundred bytes; a megabyte is certainly a mistake
+MAX_DEPTH = 32               # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
+MAX_VALUES = 20_000          # values after aliases are expanded (a YAML "billion laughs" stops here)
+MAX_TEXT = 65_536            # characters in one value
+_INT64 = 1 << 63
+
+
+# -- YAML -----------------------------------------------------------------------------------------
+
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate and non-text keys (PyYAML keeps the last duplicate)."""
+
+
+def _construct_mapping(loader: _SpecLoader, node, deep=False):
+    seen: dict[str, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`, merged by construct_mapping
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, str):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be text, not {_key_kind(key)}; quote it or write it as a name",
+                key_node.start_mark)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+def _key_kind(key: Any) -> str:
+    if isinstance(key, bool):
+        return f"{str(key).lower()} (yes/no/on/off are booleans in YAML)"
+    if key is None:
+        return "null"
+    if isinstance(key, (int, float)):
+        return f"the number {key}"
+    return {list: "a list", dict: "a mapping"}.get(type(key), f"a {type(key).__name__}")
+
+
+_SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# Keep timestamps and dates as text: they are never meant as datetimes in a spec.
+_SpecLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+# What PyYAML raises on input it cannot turn into data (an int of 5,000 digits is a ValueError).
+_YAML_FAILURES = (yaml.YAMLError, ValueError, TypeError, OverflowError)
+
+
+def _parse(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise UserError(f"the YAML nests too deeply (more than a few hundred levels); a job spec nests "
+                        f"3 levels", hint="check the brackets and the indentation") from None
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    """Parse a spec file; syntax errors name the line."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise UserError(f"spec file not found: {p}",
+                        hint="give the path of a YAML job spec, e.g. job_specs/quickstart-local.yaml") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read spec file {p}: {e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise UserError(f"{p}: more than {MAX_FILE_BYTES // 1024} KiB; a job spec is a short YAML file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"cannot read spec file {p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try:
+        data = _parse(text)
+    except UserError as e:
+        raise UserError(f"{p}: {e.message}", hint=e.hint) from None
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+        raise UserError(f"{p}:{where} invalid YAML: {e.problem or e}") from None
+    except ValueError as e:  # PyYAML turning a scalar into a number
+        what = "a number has more than 4300 digits" if "digits" in str(e) else f"a number cannot be read ({e})"
+        raise UserError(f"{p}: invalid YAML: {what}", hint="quote the value if it is text") from None
+    except _YAML_FAILURES as e:
+        raise UserError(f"{p}: invalid YAML: {e}") from None
+    if data is None:
+        raise UserError(f"{p}: the spec is empty", hint="see job_specs/ for examples")
+    if not isinstance(data, dict):
+        raise UserError(f"{p}: a spec is a mapping of keys (name:, region:, hardware:, ...), "
+                        f"not a {type(data).__name__}")
+    return data
+
+
+# -- plain data: a bounded deep copy ---------------------------------------------------------------
+
+def _plain(data: Any) -> Any:
+    """A deep copy of spec data as dicts, lists and scalars, refusing what no spec can hold.
+
+    Bounded in depth and size, so recursive YAML aliases and alias bombs end here too.
+    """
+    count = 0
+
+    def walk(node: Any, path: tuple, depth: int) -> Any:
+        nonlocal count
+        count += 1
+        where = dotted(path) or "the spec"
+        if count > MAX_VALUES:
+            raise UserError(f"the spec holds more than {MAX_VALUES} values (YAML aliases expanding?)",
+                            hint="a job spec has a few dozen values")
+        if isinstance(node, (dict, list, tuple)) and depth >= MAX_DEPTH:
+            raise SpecError(dotted(path[:3]), f"nests more than {MAX_DEPTH} levels deep; a job spec nests 3",
+                            has_value=False, hint="check the brackets and the indentation")
+        if isinstance(node, Mapping):
+            out = {}
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise SpecError(where, f"a key must be text, not {_key_kind(key)}", has_value=False,
+                                    hint="quote the key")
+                out[_text(key, path, "a key")] = walk(value, path + (key,), depth + 1)
+            return out
+        if isinstance(node, (list, tuple)):
+            return [walk(v, path + (i,), depth + 1) for i, v in enumerate(node)]
+        if isinstance(node, str):
+            return _text(node, path)
+        if isinstance(node, bool) or node is None or isinstance(node, float):
+            return node
+        if isinstance(node, int):
+            if not -_INT64 <= node < _INT64:
+                raise SpecError(where, "is too large (at most 2^63 - 1)", has_value=False)
+            return node
+        if isinstance(node, os.PathLike):
+            return _text(os.fspath(node), path)
+        if isinstance(node, (_dt.date, _dt.time)):
+            return node.isoformat()
+        raise SpecError(where, f"is a {type(node).__name__}; a spec holds text, numbers, true/false, lists "
+                        "and mappings", has_value=False)
+
+    return walk(data, (), 0)
+
+
+def _text(value: str, path: tuple, what: str = "") -> str:
+    where = dotted(path) or "the spec"
+    what = f"{what} " if what else ""
+    if len(value) > MAX_TEXT:
+        raise SpecError(where, f"{what}is {len(value)} characters long; at most {MAX_TEXT}", has_value=False)
+    if "\x00" in value:
+        raise SpecError(where, f"{what}contains a NUL byte", has_value=False, hint="remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SpecError(where, f"{what}contains an invalid character (a lone UTF-16 surrogate)", has_value=False,
+                        hint="write the character itself, or its \\U escape") from None
+    return value
+
+
+# -- --set ----------------------------------------------------------------------------------------
+
+def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str, str]]:
+    """'a.b=c' strings -> [(key, value)]; a missing '=' is a clear error."""
+    out = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"{flag} {item!r}: expected KEY=VALUE", hint=f"e.g. {flag} trainer.batch_size=4096"
+                            if flag == "--set" else f"e.g. {flag} user=alice")
+        out.append((key.strip(), value))
+    return out
+
+
+def apply_set(data: dict, key: str, raw: str) -> None:
+    """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar)."""
+    try:
+        value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""  # noqa: S506 - SafeLoader
+    except (*_YAML_FAILURES, RecursionError):
+        value = raw
+    parts = key.split(".")
+    node = data
+    for i, part in enumerate(parts[:-1]):
+        path = ".".join(parts[: i + 1])
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif isinstance(child, str) and path == "hardware":
+            child = node[part] = hw.resolve_preset(child)  # --set hardware.accelerator_count=4 on a preset
+        elif not isinstance(child, dict):
+            raise UserError(f"--set {key}: {path} is {shown(child)}, not a mapping",
+                            hint=f"set {path} itself, e.g. --set {path}=...")
+        node = child
+    node[parts[-1]] = value
+
+
+# -- templates ------------------------------------------------------------------------------------
+
+class _LazyGitSha:
+    """`{{ git_sha }}`: computed only when a template uses it."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = cwd
+
+    def __str__(self) -> str:
+        try:
+            out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=self.cwd, capture_output=True,
+                                 text=True, timeout=10, check=True)
+        except (OSError, subprocess.SubprocessError):
+            raise UserError("{{ git_sha }} is used but the spec is not in a git checkout with a commit",
+                            hint="commit first, or pass --var and use {{ my_var }} instead") from None
+        return out.stdout.strip()
+
+
+def _is_template(node: Any) -> bool:
+    return isinstance(node, str) and ("{{" in node or "{%" in node)
+
+
+def _needs_templates(data: Any) -> bool:
+    if isinstance(data, dict):
+        return any(_needs_templates(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_needs_templates(v) for v in data)
+    return _is_template(data)
+
+
+def _render_templates(data: Any, context: dict, path: str = "") -> Any:
+    import jinja2  # only specs that template pay for jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    # Sandboxed: a template can format values, not reach Python internals.
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+
+    def render(node: str, where: str) -> str:
+        try:
+            return env.from_string(node).render(**context)
+        except UserError:
+            raise
+        except jinja2.UndefinedError as e:
+            names = ", ".join(sorted(k for k in context if k != "env"))
+            raise SpecError(where, f"template {shown(node)}: {e.message}", has_value=False,
+                            hint=f"known variables: {names}, env.NAME; add --var KEY=VALUE, or give a "
+                            "default: {{ env.NAME | default('x') }}") from None
+        except jinja2.TemplateError as e:
+            raise SpecError(where, f"template {shown(node)}: {e}", has_value=False,
+                            hint="templates look like {{ env.USER }} or {{ git_sha }}") from None
+        except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError, RecursionError) as e:
+            raise SpecError(where, f"template {shown(node)} failed: {type(e).__name__}: {e}", has_value=False,
+                            hint="templates look like {{ env.USER }} or {{ git_sha }}") from None
+
+    def walk(node: Any, where: str) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(node)]
+        return render(node, where) if _is_template(node) else node
+
+    return walk(data, path)
+
+
+# -- the whole load -------------------------------------------------------------------------------
+
+def load_spec(path: str | os.PathLike, sets: Iterable[str | tuple[str, str]] = (),
+              vars: Mapping[str, Any] | None = None, project: str | None = None, region: str | None = None,
+              *, environ: Mapping[str, str] | None = None, default_project: str | None = None,
+              default_region: str | None = None) -> JobSpec:
+    """Load, override, template and validate a job spec file. Raises UserError/SpecError (exit 2).
+
+    `sets` are `"dotted.key=value"` strings (or (key, value) pairs); `vars` feed `{{ var }}`;
+    `project`/`region` flags win over the file and `--set`. `environ` feeds `{{ env.NAME }}`
+    (default: nothing); `default_project`/`default_region` apply when neither the file, `--set`
+    nor the flags give one (the edge reads them from $GOOGLE_CLOUD_PROJECT / gcloud's config).
+    """
+    data = read_yaml(path)
+    return build_spec(data, sets=sets, vars=vars, project=project, region=region, base_dir=Path(path).parent,
+                      environ=environ, default_project=default_project, default_region=default_region)
+
+
+def build_spec(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = (),
+               vars: Mapping[str, Any] | None = None, project: str | None = None, region: str | None = None,
+               base_dir: Path | None = None, *, environ: Mapping[str, str] | None = None,
+               default_project: str | None = None, default_region: str | None = None) -> JobSpec:
+    """The same as load_spec, from an already-parsed mapping (never mutated)."""
+    if not isinstance(data, Mapping):
+        raise UserError(f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}")
+    data = _plain(data)
+    if isinstance(sets, str):
+        sets = [sets]
+    for item in sets or ():
+        key, value = item if isinstance(item, tuple) else parse_assignments([item], "--set")[0]
+        apply_set(data, key, value)
+    if project:
+        data["project"] = project
+    if region:
+        data["region"] = region
+    data = _plain(data)  # --set values obey the same limits as the file (`--set a='&x [*x]'`)
+
+    if _needs_templates(data):
+        raw_name = data.get("name")
+        context: dict[str, Any] = {
+            "env": dict(environ or {}),
+            "git_sha": _LazyGitSha(base_dir or Path.cwd()),
+            "timestamp": _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"),
+            **(vars or {}),
+        }
+        if isinstance(raw_name, str):
+            context["name"] = _render_templates(raw_name, context, "name")
+        data = _render_templates(data, context)
+
+    if not data.get("project") and default_project:
+        data["project"] = default_project
+    if not data.get("region") and default_region:
+        data["region"] = default_region
+    data = _plain(data)  # and so does the output of templates
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as e:
+        raise translate(e) from None

@@ -1,0 +1,132 @@
+"""pydantic's ValidationError -> the project's SpecError: dotted paths, the fix, every problem.
+
+Unknown keys come first, with a "did you mean"; then the rest in the spec's order. Missing and
+malformed fields carry the field's description as their hint. One problem is a plain SpecError;
+several are one SpecProblems whose message lists each on its own line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from vertex_trainer import hardware as hw
+from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.spec.base import PROBLEM
+from vertex_trainer.spec.model import JobSpec
+
+_SHOWN = 80  # characters of a bad value quoted back
+
+
+def translate(exc: ValidationError) -> SpecError:
+    """The SpecError (one problem) or SpecProblems (several) for a failed JobSpec validation."""
+    errors = exc.errors(include_url=False)
+    unknown = sorted((e for e in errors if e["type"] == "extra_forbidden"), key=lambda e: len(e["loc"]))
+    found, listed = [], set()
+    for err in unknown + [e for e in errors if e["type"] != "extra_forbidden"]:
+        problem = _one(err)
+        if err["type"] == "extra_forbidden":  # the allowed keys of one mapping, listed once
+            parent = tuple(err["loc"][:-1])
+            if parent in listed:
+                problem = SpecError(problem.field, problem.message[len(problem.field) + 2:], has_value=False)
+            listed.add(parent)
+        found.append(problem)
+    return found[0] if len(found) == 1 else SpecProblems(found)
+
+
+def dotted(loc) -> str:
+    """('trainer', 'extra_args', 0) -> 'trainer.extra_args[0]'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def shown(value: Any) -> str:
+    """A bad value as quoted back in a message: its repr, shortened."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too large to print
+        return "a very large number"
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _one(err: dict) -> SpecError:
+    loc = tuple(err["loc"])
+    field = dotted(loc)
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == PROBLEM:
+        sub = ctx.get("sub")
+        return SpecError(f"{field}.{sub}" if field and sub else field or sub, ctx["message"], has_value=False,
+                         hint=ctx.get("hint"))
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        allowed = list(model.model_fields) if model else []
+        near = hw.suggest(str(loc[-1]), allowed) if allowed else None
+        message = "unknown key" + (f"; did you mean '{near}'?" if near else "")
+        return SpecError(field, message, has_value=False,
+                         hint="allowed keys: " + ", ".join(allowed) if allowed else None)
+    if kind == "missing":
+        return SpecError(field, "is required", has_value=False, hint=_missing_hint(loc))
+    message = err["msg"].removeprefix("Value error, ")
+    hint = None
+    if kind == "literal_error":
+        expected = re.findall(r"'([^']*)'", ctx.get("expected", ""))
+        near = hw.suggest(str(err.get("input")), expected) if isinstance(err.get("input"), str) else None
+        hint = f"did you mean '{near}'?" if near else None
+    elif kind == "string_pattern_mismatch":
+        message = "has an invalid format"
+        hint = _field_doc(loc)
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"must be a mapping of keys, not {_kind(err.get('input'))}"
+        hint = _field_doc(loc)
+    elif kind in ("string_type", "int_type", "float_type", "bool_type", "tuple_type", "list_type",
+                  "greater_than_equal", "less_than_equal", "greater_than", "less_than", "int_parsing",
+                  "float_parsing", "bool_parsing", "int_from_float", "finite_number", "int_parsing_size"):
+        hint = _field_doc(loc)
+    if "input" in err and kind not in ("model_type", "model_attributes_type", "dict_type"):
+        value = shown(err["input"])
+        if value not in message:
+            message += f" (got {value})"
+    return SpecError(field, message, has_value=False, hint=hint)
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", str: "text", int: "a number", float: "a number", bool: "true/false",
+            type(None): "empty"}.get(type(value), type(value).__name__)
+
+
+def _missing_hint(loc) -> str | None:
+    if loc == ("region",):
+        return "add `region: us-central1` to the spec, pass --region, or set gcloud's ai/region"
+    return _field_doc(loc) or "see `vertex-trainer schema` for every field"
+
+
+def _model_at(loc) -> type[BaseModel] | None:
+    """The pydantic model that owns the mapping at `loc` (for did-you-mean on unknown keys)."""
+    model: Any = JobSpec
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        ann = field.annotation
+        candidates = [ann, *getattr(ann, "__args__", ())]
+        nxt = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if nxt is None:
+            return None
+        model = nxt
+    return model
+
+
+def _field_doc(loc) -> str | None:
+    model = _model_at(loc[:-1])
+    if model is None or not loc or not isinstance(loc[-1], str):
+        return None
+    f = model.model_fields.get(loc[-1])
+    return f.description if f else None

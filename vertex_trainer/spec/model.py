@@ -1,0 +1,235 @@
+"""The job spec as frozen, strict pydantic models (CONTRACT section 1).
+
+Each model checks only its own fields; the rules that span several fields live in rules.py and
+run from one `JobSpec` validator, so every way of building a JobSpec runs them. Build one with
+`vertex_trainer.spec.load_spec` / `build_spec` (they add templates, `--set` and readable errors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
+
+from vertex_trainer import hardware as hw
+from vertex_trainer.errors import SpecError
+from vertex_trainer.spec import rules
+from vertex_trainer.spec.base import Strict, as_problem, problem
+from vertex_trainer.spec.images import BUILDERS, VARIANTS
+from vertex_trainer.spec.trainer import TrainerArgs
+
+
+def _duration(value: Any) -> Any:
+    return None if value is None else hw.parse_duration(value)
+
+
+Duration = Annotated[
+    int,
+    BeforeValidator(_duration),
+    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
+                              {"type": "string", "pattern": r"^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$|^\d+$"}],
+                    "description": "seconds, or 90s, 30m, 4h, 2d, 1h30m"}),
+]
+
+
+class HardwareSpec(Strict):
+    """One machine: every replica of the job runs on the same shape."""
+
+    machine_type: str = Field(description="Compute Engine machine type, e.g. a3-highgpu-8g")
+    accelerator_type: str | None = Field(None, description="AcceleratorType enum name, e.g. NVIDIA_H100_80GB")
+    accelerator_count: int = Field(0, ge=0, description="accelerators per machine")
+    tpu_topology: str | None = Field(None, pattern=r"^\d+x\d+(x\d+)?$", description="TPU v5e topology, e.g. 2x2")
+
+    @property
+    def preset(self) -> str | None:
+        return hw.preset_for(self.machine_type, self.accelerator_type, self.accelerator_count, self.tpu_topology)
+
+    @property
+    def accelerator(self) -> hw.Accelerator | None:
+        return hw.accelerator_of(self.machine_type, self.accelerator_type)
+
+    @property
+    def devices(self) -> int:
+        """Data-parallel replicas one machine contributes (GPUs, TPU chips/cores, or 1)."""
+        return hw.devices_per_machine(self.machine_type, self.accelerator_type, self.accelerator_count,
+                                      self.tpu_topology)
+
+    def describe(self) -> str:
+        acc = self.accelerator
+        if acc is None:
+            return self.machine_type
+        count = self.accelerator_count or self.devices
+        topo = f", topology {self.tpu_topology}" if self.tpu_topology else ""
+        return f"{self.machine_type} ({count} x {acc.name}{topo})"
+
+
+def _hardware(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return hw.resolve_preset(value.strip())
+        except SpecError as e:
+            raise as_problem(e, "hardware") from None
+    return value
+
+
+class BootDisk(Strict):
+    type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] | None = Field(
+        None, description="boot disk type; default pd-ssd (hyperdisk-balanced on a3-ultragpu / a4 machines)")
+    size_gb: int = Field(100, ge=100, le=64000, description="boot disk size in GB")
+
+
+class ImageSpec(Strict):
+    """Which code runs: an existing image, an image built from the trainer, or a Python package."""
+
+    uri: str | None = Field(None, description="use this container image as is (no build)")
+    repository: str | None = Field(
+        None, description="Artifact Registry repository to build into; the tag is the build context's content hash")
+    builder: Literal[BUILDERS] = Field("cloud-build", description="how to build the image: cloud-build or docker")
+    context: str | None = Field(None, description="a directory with its own Dockerfile; default: the bundled trainer")
+    variant: Literal[("auto", *VARIANTS)] = Field(
+        "auto", description="which Dockerfile template: auto follows the hardware")
+    base_image: str | None = Field(None, description="override the variant's pinned base image")
+    base_image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$",
+                                          description="pin the base image by digest")
+    pip_packages: tuple[str, ...] = Field((), description="extra pip requirements baked into the image")
+    python_package: bool = Field(
+        False, description="no Docker: build an sdist of the trainer and run it on a prebuilt Vertex image")
+    executor_image: str | None = Field(None, description="prebuilt Vertex AI training image for python_package")
+    staging_bucket: str | None = Field(
+        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._/-]*)?$",
+        description="gs://bucket/prefix for build contexts and packages; default: <output_dir>/staging")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ImageSpec":
+        given = [k for k in ("uri", "repository") if getattr(self, k)] + (["python_package"] if self.python_package else [])
+        if len(given) != 1:
+            what = "none is set" if not given else f"{' and '.join(given)} are set"
+            raise problem(f"set exactly one of uri, repository or python_package: true ({what})",
+                          hint="uri: an existing image; repository: build the trainer; python_package: no Docker")
+        if self.executor_image and not self.python_package:
+            raise problem("only applies with python_package: true", sub="executor_image",
+                          hint="remove executor_image or set python_package: true")
+        return self
+
+    @property
+    def builds(self) -> bool:
+        """True when the code must be packaged (built or uploaded) before a cloud run."""
+        return bool(self.repository or self.python_package)
+
+
+class Scheduling(Strict):
+    strategy: Literal["standard", "spot", "flex-start"] = Field(
+        "standard", description="standard, spot (preemptible, cheaper) or flex-start (Dynamic Workload Scheduler)")
+    max_wait: Duration | None = Field(None, description="flex-start only: how long to wait for capacity (0 = forever)")
+    timeout: Duration | None = Field(None, description="maximum run time (default 7d); flex-start requires <= 7d")
+    restart_on_worker_restart: bool = Field(False, description="restart the whole job when a worker restarts")
+    disable_retries: bool = Field(False, description="fail instead of retrying on internal errors")
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive(cls, v):
+        if v is not None and v <= 0:
+            raise ValueError("timeout must be more than 0 seconds")
+        return v
+
+
+_NAME = r"^[a-z0-9-]{1,100}$"
+_PROJECT = r"^([a-z][a-z0-9.-]*:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$"
+_REGION = r"^[a-z]+-[a-z]+[0-9]+$"
+
+
+def _as_text(value: Any, dump) -> Any:
+    # YAML turns `tier: 1` into an int and `debug: true` into a bool; labels and env are text.
+    if isinstance(value, dict):
+        return {k: dump(x) if isinstance(x, (int, float, bool)) else x for k, x in value.items()}
+    return value
+
+
+class JobSpec(Strict):
+    """A resolved, validated training job. Build it with `load_spec` or `build_spec`."""
+
+    name: str = Field(pattern=_NAME, description="CustomJob display name: [a-z0-9-], 1..100 chars")
+    project: str | None = Field(None, pattern=_PROJECT, description="Google Cloud project id")
+    region: str = Field(pattern=_REGION, description="Vertex AI region, e.g. us-central1")
+    hardware: Annotated[HardwareSpec, BeforeValidator(_hardware)] = Field(
+        description="a preset name (vertex-trainer hardware) or {machine_type, accelerator_type, accelerator_count,"
+        " tpu_topology}")
+    replicas: int = Field(1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers")
+    boot_disk: BootDisk = Field(
+        BootDisk(), description="{type: pd-ssd | pd-standard | hyperdisk-balanced, size_gb: 100..64000}")
+    image: ImageSpec = Field(description="exactly one of uri (an image), repository (build the trainer) "
+                             "or python_package: true")
+    scheduling: Scheduling = Field(
+        Scheduling(), description="{strategy: standard | spot | flex-start, max_wait, timeout, "
+        "restart_on_worker_restart, disable_retries}")
+    output_dir: str | None = Field(
+        None, description="gs://BUCKET/PATH (Vertex AI writes the model, checkpoints and logs there); "
+        "a local path only with --local")
+    service_account: str | None = Field(
+        None, pattern=r"^[a-z0-9-]+@[a-z0-9.-]+\.iam\.gserviceaccount\.com$|^[0-9]+-compute@developer\.gserviceaccount\.com$",
+        description="service account the job runs as, NAME@PROJECT.iam.gserviceaccount.com")
+    network: str | None = Field(None, pattern=r"^projects/[0-9]+/global/networks/[a-z0-9-]+$",
+                                description="VPC network: projects/PROJECT_NUMBER/global/networks/NAME")
+    tensorboard: str | None = Field(None, pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
+                                    description="projects/P/locations/REGION/tensorboards/ID; needs service_account")
+    encryption_key: str | None = Field(
+        None, pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[^/]+/cryptoKeys/[^/]+$",
+        description="Cloud KMS key in the job's region: projects/P/locations/R/keyRings/K/cryptoKeys/C")
+    labels: dict[str, str] = Field(default_factory=dict, description="Vertex labels (lowercase, <= 63 chars)")
+    env: dict[str, str] = Field(default_factory=dict, description="environment variables for every replica")
+    trainer: TrainerArgs = Field(description="the trainer's flags (--kebab-case=value); unset = trainer default")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _label_values_as_text(cls, v):
+        return _as_text(v, lambda x: str(x).lower() if isinstance(x, bool) else str(x))
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_values_as_text(cls, v):
+        return _as_text(v, lambda x: json.dumps(x) if isinstance(x, bool) else str(x))
+
+    @model_validator(mode="after")
+    def _rules(self) -> "JobSpec":
+        rules.check(self)  # the cross-field rules; raises SpecError / SpecProblems (exit 2)
+        return self
+
+    @property
+    def runs_bundled_trainer(self) -> bool:
+        """True when the cloud job runs the trainer shipped with vertex-trainer (not image.uri/context)."""
+        return self.image.python_package or bool(self.image.repository and not self.image.context)
+
+    @property
+    def total_devices(self) -> int:
+        return self.replicas * self.hardware.devices
+
+    def to_dict(self) -> dict:
+        """Plain data (durations in seconds), the canonical form hashed and saved beside artifacts."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
+
+
+def spec_hash(spec: JobSpec) -> str:
+    """A label-safe hash of the resolved spec (same spec -> same hash)."""
+    canonical = json.dumps(spec.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:20]
+
+
+def json_schema() -> dict:
+    """JSON Schema of the spec file (for editors): hardware may be a preset name."""
+    schema = JobSpec.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "vertex-trainer job spec"
+    props = schema["properties"]
+    hw_schema = props["hardware"]
+    props["hardware"] = {
+        "description": hw_schema.get("description", ""),
+        "anyOf": [{"type": "string", "enum": sorted(hw.PRESETS)},
+                  {k: v for k, v in hw_schema.items() if k != "description"}],
+    }
+    return schema

@@ -1,0 +1,246 @@
+"""The rules that span several fields of a spec, and the extra checks before a cloud submit.
+
+`check(spec)` runs from JobSpec's own validator, so every JobSpec has passed them. Each rule
+raises SpecError; `problems` runs them all and collects every problem (the rules that need valid
+hardware run only when it is), so one validate answers with everything there is to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from vertex_trainer import hardware as hw
+from vertex_trainer.contract import MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
+from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.spec.images import validate_image_values
+
+# A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
+Spec = Any
+Rule = Callable[[Spec], None]
+
+
+def check(spec: Spec) -> None:
+    """Raise SpecError (one problem) or SpecProblems (several) unless every rule holds."""
+    raise_all(problems(spec))
+
+
+def raise_all(found: list[SpecError]) -> None:
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise SpecProblems(found)
+
+
+def problems(spec: Spec) -> list[SpecError]:
+    """Every cross-field problem of `spec`, in the order a reader would fix them."""
+    found: list[SpecError] = []
+
+    def run(*rules: Rule) -> bool:
+        ok = True
+        for rule in rules:
+            try:
+                rule(spec)
+            except SpecError as e:
+                found.extend(e.problems)
+                ok = False
+        return ok
+
+    hardware_ok = run(_hardware)
+    if hardware_ok:
+        run(_scheduling)
+    run(_labels, _env)
+    if hardware_ok:
+        run(_boot_disk)
+    run(_tensorboard, _encryption_key, _output_dir, _data_paths)
+    if hardware_ok:
+        run(_trainer)
+    # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
+    run(validate_image_values)
+    return found
+
+
+def cloud_problems(spec: Spec) -> None:
+    """Raise SpecError for values that only work locally (checked before a cloud submit)."""
+    found: list[SpecError] = []
+    if not spec.project:
+        found.append(SpecError("project", "is required to submit to Vertex AI", has_value=False,
+                               hint="add `project:` to the spec, pass --project, or set GOOGLE_CLOUD_PROJECT"))
+    if spec.output_dir and not spec.output_dir.startswith("gs://"):
+        found.append(SpecError("output_dir", "must be a gs:// path for a cloud job (local paths work with --local)",
+                               value=spec.output_dir, hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}"))
+    for field in ("train_data", "eval_data"):
+        value = getattr(spec.trainer, field)
+        if value and not all(p.startswith(("gs://", "/gcs/")) for p in _patterns(value)):
+            found.append(SpecError(f"trainer.{field}", "must be gs:// or /gcs/ for a cloud job (local paths work "
+                                   "with --local)", value=value, hint="upload the TFRecords to Cloud Storage first"))
+    raise_all(found)
+
+
+# -- hardware and scheduling ----------------------------------------------------------------------
+
+def _hardware(spec: Spec) -> None:
+    h = spec.hardware
+    hw.check_hardware("hardware", h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology)
+
+
+def _scheduling(spec: Spec) -> None:
+    h, s = spec.hardware, spec.scheduling
+    hw.check_scheduling(hardware_field="hardware", machine_type=h.machine_type,
+                        accelerator_type=h.accelerator_type, strategy=s.strategy, max_wait=s.max_wait,
+                        timeout=s.timeout, restart=s.restart_on_worker_restart,
+                        disable_retries=s.disable_retries, replicas=spec.replicas)
+
+
+def _boot_disk(spec: Spec) -> None:
+    machine, disk = spec.hardware.machine_type, spec.boot_disk.type
+    if disk and disk.startswith("pd-") and hw.boots_from_hyperdisk(machine):
+        raise SpecError("boot_disk.type", f"{machine} boots only from hyperdisk-balanced",
+                        value=disk, hint="set boot_disk.type: hyperdisk-balanced or remove it")
+
+
+# -- labels and environment -----------------------------------------------------------------------
+
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _labels(spec: Spec) -> None:
+    labels = spec.labels
+    if len(labels) > MAX_USER_LABELS:
+        raise SpecError("labels", f"{len(labels)} labels; at most {MAX_USER_LABELS} (Vertex allows 64, "
+                        f"vertex-trainer adds {len(RESERVED_LABELS)})", has_value=False, hint="remove some labels")
+    for key, value in labels.items():
+        if key in RESERVED_LABELS or key.startswith("goog"):
+            raise SpecError(f"labels.{key}", "is reserved (set by vertex-trainer or Google)", has_value=False,
+                            hint="use another key; the idempotency key comes from --idempotency-key")
+        if not _LABEL_KEY.match(key):
+            raise SpecError(f"labels.{key}", "invalid label key: 1-63 chars of a-z, 0-9, _ or -, starting with a "
+                            "lowercase letter", has_value=False, hint=f"e.g. {_label_safe(key) or 'team'}")
+        if not _LABEL_VALUE.match(value):
+            raise SpecError(f"labels.{key}", "invalid label value: 0-63 chars of a-z, 0-9, _ or -", value=value,
+                            hint=f"e.g. {_label_safe(value)!r}")
+
+
+def _label_safe(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")[:63]
+
+
+def _env(spec: Spec) -> None:
+    for key, value in spec.env.items():
+        if not _ENV_NAME.match(key):
+            raise SpecError(f"env.{key}", "is not a valid environment variable name", has_value=False,
+                            hint="use letters, digits and _; not starting with a digit")
+        if key in VERTEX_ENV:
+            raise SpecError(f"env.{key}", "is set by Vertex AI in every replica and cannot be overridden",
+                            has_value=False, hint="remove it; use output_dir for the AIP_* directories")
+        if "\x00" in value:
+            raise SpecError(f"env.{key}", "contains a NUL byte", has_value=False, hint="remove it")
+
+
+# -- resources in the job's region ----------------------------------------------------------------
+
+def _tensorboard(spec: Spec) -> None:
+    if not spec.tensorboard:
+        return
+    tb_region = spec.tensorboard.split("/")[3]
+    if tb_region != spec.region:
+        raise SpecError("tensorboard", f"the TensorBoard instance is in {tb_region}, the job in {spec.region}",
+                        has_value=False, hint="use a TensorBoard instance in the job's region")
+    if not spec.service_account:
+        raise SpecError("service_account", "Vertex AI requires a service account when tensorboard is set",
+                        has_value=False, hint="set service_account: NAME@PROJECT.iam.gserviceaccount.com")
+    if not spec.output_dir:
+        raise SpecError("output_dir", "tensorboard needs output_dir (the logs are written there)",
+                        has_value=False, hint="set output_dir: gs://BUCKET/PATH")
+
+
+def _encryption_key(spec: Spec) -> None:
+    if spec.encryption_key:
+        key_region = spec.encryption_key.split("/")[3]
+        if key_region != spec.region:
+            raise SpecError("encryption_key", f"the key is in {key_region}, the job in {spec.region}",
+                            has_value=False, hint="Vertex AI needs a Cloud KMS key in the job's region")
+
+
+# -- paths: gs://BUCKET/PATH, /gcs/ (Cloud Storage FUSE) or local ---------------------------------
+
+_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]+):/")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def gcs_problem(uri: str) -> str | None:
+    """What is wrong with a gs://BUCKET[/PATH] URI (bucket naming rules), or None."""
+    bucket = uri[len("gs://"):].split("/", 1)[0]
+    if not bucket:
+        return "names no bucket"
+    if (not _BUCKET.match(bucket) or any(len(part) > 63 or not part for part in bucket.split("."))
+            or ("." not in bucket and len(bucket) > 63)):
+        return (f"{bucket!r} is not a valid bucket name: 3-63 characters of a-z, 0-9, -, _ and . "
+                "(up to 222 with dots), starting and ending with a letter or digit")
+    if _CONTROL.search(uri):
+        return "contains a control character"
+    return None
+
+
+def _path_problem(value: str, *, allow_fuse: bool) -> str | None:
+    """Why `value` is neither gs://BUCKET/PATH nor a local path (nor /gcs/... when allowed)."""
+    m = _SCHEME.match(value)
+    if m is None:
+        return "contains a control character" if _CONTROL.search(value) else None
+    if not value.startswith("gs://"):
+        if m.group("scheme").lower() == "gs":
+            return "is not a gs://BUCKET/PATH URI"
+        return f"{m.group('scheme')}:// is not supported: " + (
+            "the trainer reads Cloud Storage (gs:// or /gcs/) or local files" if allow_fuse
+            else "Vertex AI writes the job's outputs to Cloud Storage")
+    return gcs_problem(value)
+
+
+def _patterns(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _output_dir(spec: Spec) -> None:
+    if spec.output_dir:
+        problem = _path_problem(spec.output_dir, allow_fuse=False)
+        if problem:
+            raise SpecError("output_dir", problem, value=spec.output_dir,
+                            hint="use gs://BUCKET/PATH; a local path only with --local")
+
+
+def _data_paths(spec: Spec) -> None:
+    for field in ("train_data", "eval_data"):
+        value = getattr(spec.trainer, field)
+        for pattern in _patterns(value or ""):
+            problem = _path_problem(pattern, allow_fuse=True)
+            if problem:
+                raise SpecError(f"trainer.{field}", problem, value=value,
+                                hint="use gs://BUCKET/PATH or /gcs/BUCKET/PATH; a local path only with --local")
+
+
+# -- the trainer's values against the hardware ----------------------------------------------------
+
+def _trainer(spec: Spec) -> None:
+    t = spec.trainer
+    devices = spec.total_devices
+    if t.batch_size is not None and t.batch_size % devices:
+        fix = (t.batch_size // devices + 1) * devices
+        raise SpecError(
+            "trainer.batch_size", f"the global batch {t.batch_size} does not split evenly over {devices} "
+            f"replicas ({spec.replicas} machine(s) x {spec.hardware.devices} device(s))", has_value=False,
+            hint=f"use a multiple of {devices}, e.g. {fix}")
+    if t.steps_per_epoch and t.steps_per_execution and t.steps_per_epoch % t.steps_per_execution:
+        raise SpecError(
+            "trainer.steps_per_epoch", f"{t.steps_per_epoch} is not a multiple of steps_per_execution "
+            f"{t.steps_per_execution} (Keras would run extra steps each epoch)", has_value=False,
+            hint=f"use {t.steps_per_epoch - t.steps_per_epoch % t.steps_per_execution or t.steps_per_execution}")
+    if t.warmup_epochs and t.epochs and t.warmup_epochs >= t.epochs:
+        raise SpecError("trainer.warmup_epochs", f"{t.warmup_epochs:g} warmup epochs leave no training in "
+                        f"{t.epochs} epochs", has_value=False, hint="use fewer warmup epochs than epochs")
+    accelerator = spec.hardware.accelerator
+    if t.precision == "mixed_float16" and accelerator and accelerator.kind == "tpu":
+        raise SpecError("trainer.precision", "TPUs do not run float16", value="mixed_float16",
+                        hint="use auto or mixed_bfloat16 on TPU")

@@ -1,0 +1,119 @@
+"""The spec's `trainer:` block, generated from the bundled trainer's own flag table.
+
+`trainer.flags.FLAGS` describes every flag of `python -m trainer.task` once; `TrainerArgs` is
+built from the flags marked `spec=True` with pydantic's `create_model`, so a flag the trainer
+gains is a spec field the same day, with the same type, choices, bounds and help. A few fields
+are stricter in the spec (`_SPEC_RULES`); every other field is optional and unset means the
+trainer's default. `extra_args` passes anything else through verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, create_model
+from trainer.flags import FLAGS, Flag
+
+from vertex_trainer.contract import AIP_DIRS
+from vertex_trainer.errors import SpecError
+from vertex_trainer.spec.base import Strict
+
+# A JobSpec (model.py imports this module for TrainerArgs, so this one cannot import model.py).
+Spec = Any
+
+# Where the spec is stricter than the trainer (or looser: `model` may name another image's model).
+_SPEC_RULES: dict[str, dict[str, Any]] = {
+    # An image.uri / image.context trainer may have other models; the bundled trainer's list is
+    # checked by check_trainer_flags. Always rendered (the trainer's default, explicitly).
+    "model": {"choices": None, "pattern": r"^[a-z0-9][a-z0-9_-]*$", "default": "resnet50"},
+    "train_data": {"required": True},
+    "num_classes": {"required": True, "ge": 2},
+    "image_size": {"ge": 8, "le": 1024},
+    # 0 (= automatic) is spelled by leaving them unset.
+    "steps_per_epoch": {"ge": 1},
+    "steps_per_execution": {"ge": 1},
+}
+_BOUNDS = ("ge", "gt", "le", "lt")
+
+
+class _TrainerBase(Strict):
+    """The trainer's flags (CONTRACT section 4). Unset fields fall back to the trainer's defaults."""
+
+    def to_args(self) -> list[str]:
+        """The container args: `--kebab-case=value`, in field order, then extra_args."""
+        args = []
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name == "extra_args" or value is None:
+                continue
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            elif isinstance(value, float) and value.is_integer():
+                value = int(value)  # --warmup-epochs=5, not 5.0
+            args.append(f"--{name.replace('_', '-')}={value}")
+        return args + list(self.extra_args)
+
+
+def _field(flag: Flag) -> tuple[Any, Any]:
+    """(annotation, FieldInfo) of one spec field, from the flag and the spec's own rules."""
+    rules = _SPEC_RULES.get(flag.name, {})
+    choices = rules.get("choices", flag.choices)
+    annotation: Any = Literal[tuple(choices)] if choices else flag.type
+    kw: dict[str, Any] = {"description": flag.help or None}
+    for bound in _BOUNDS:
+        value = rules.get(bound, getattr(flag, bound))
+        if value is not None:
+            kw[bound] = value
+    if "pattern" in rules:
+        kw["pattern"] = rules["pattern"]
+    if rules.get("required"):
+        return annotation, Field(**kw)
+    if "default" in rules:
+        return annotation, Field(rules["default"], **kw)
+    return annotation | None, Field(None, **kw)
+
+
+def _build() -> type[_TrainerBase]:
+    fields: dict[str, Any] = {flag.name: _field(flag) for flag in FLAGS if flag.spec}
+    fields["extra_args"] = (tuple[str, ...], Field((), description="passed to the trainer verbatim, last"))
+    return create_model("TrainerArgs", __base__=_TrainerBase, __doc__=_TrainerBase.__doc__,
+                        __module__=__name__, **fields)
+
+
+TrainerArgs = _build()
+SPEC_FLAGS = tuple(name for name in TrainerArgs.model_fields if name != "extra_args")
+
+
+def check_trainer_flags(spec: Spec) -> None:
+    """Parse the job's trainer args with the bundled trainer's own parser (no TensorFlow import).
+
+    A model the bundled trainer lacks, or a misspelt extra flag, then fails here with exit 2, not
+    after an image build and a queue wait on Vertex AI. Call it for specs that run the bundled
+    trainer (`spec.runs_bundled_trainer`) and for local runs. Skipped when the trainer package is
+    not installed beside the client.
+    """
+    try:
+        from trainer.config import UsageError as TrainerUsage, parse_flags
+    except ImportError:
+        return
+    dirs = {var: f"/{sub}/" for var, sub in AIP_DIRS.items()}
+    try:
+        parse_flags(spec.trainer.to_args(), environ=dirs)
+    except TrainerUsage as e:
+        message = str(e)
+        raise SpecError(_field_of(spec, message), f"the bundled trainer refuses it: {message}",
+                        has_value=False, hint="see `python -m trainer.task --help` for its flags and models") from None
+
+
+def _field_of(spec: Spec, message: str) -> str:
+    """The dotted spec field a trainer UsageError is about."""
+    extra = "trainer.extra_args" if spec.trainer.extra_args else "trainer"
+    if message.startswith("unknown flags"):
+        return extra
+    m = re.search(r"--([a-z0-9][a-z0-9_-]*)", message)
+    if m:
+        name = m.group(1).replace("-", "_")
+        if name in SPEC_FLAGS and getattr(spec.trainer, name) is not None:
+            return f"trainer.{name}"
+    return extra
