@@ -52,10 +52,11 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
 
-    # The export is a SavedModel that classifies uint8 images with float32 probabilities.
+    # The export classifies uint8 images (serving_images) with float32 probabilities; the
+    # default signature takes encoded bytes (tests/serving).
     check = ("import sys, numpy as np, tensorflow as tf; m = tf.saved_model.load(sys.argv[1]); "
-             "f = m.signatures['serving_default']; "
-             "out = list(f(tf.zeros([2, 16, 16, 3], tf.uint8)).values())[0]; "
+             "f = m.signatures['serving_images']; "
+             "out = f(image=tf.zeros([2, 16, 16, 3], tf.uint8))['probabilities']; "
              "print(out.shape, out.dtype.name, float(tf.reduce_sum(out)))")
     out = subprocess.run([__import__("sys").executable, "-c", check, str(tmp_path / "model")],
                          capture_output=True, text=True, env=trainer_env(), timeout=60)

@@ -80,7 +80,7 @@ def run(cfg: TrainConfig) -> dict:
     outcome = fit_and_evaluate(cfg, info, plan, model, train_ds, eval_ds)
     metrics = collect_metrics(cfg, info, plan, policy, outcome, skipped)
 
-    export(model, cfg.model_dir, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
+    export(model, cfg, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
     if info.is_chief:
         metrics_path = join(output_base(cfg.model_dir), "metrics.json")
         write_json(metrics_path, metrics)
@@ -379,18 +379,23 @@ class data_errors:
         raise data.DataError(f"{found} (pass --skip-corrupt to count and skip such records)") from None
 
 
-def export(model, model_dir: str, *, is_chief: bool, task: str) -> None:
-    """SavedModel into model_dir on the chief; other workers save to a temp dir and delete it.
+def export(model, cfg: TrainConfig, *, is_chief: bool, task: str) -> None:
+    """SavedModel with the serving signatures (trainer/export.py) into cfg.model_dir on the chief;
+    other workers save to a temp dir and delete it.
 
     Every MultiWorkerMirroredStrategy worker must take part in saving (it may run collectives),
-    but only the chief's copy is kept.
+    so all of them save the same thing, but only the chief's copy is kept.
     """
     import tensorflow as tf
 
-    target = model_dir if is_chief else tempfile.mkdtemp(prefix=f"trainer-{task}-")
-    model.save(target, save_format="tf", include_optimizer=False)
-    if not is_chief:
-        tf.io.gfile.rmtree(target)
+    from trainer import export as export_lib
+
+    target = cfg.model_dir if is_chief else tempfile.mkdtemp(prefix=f"trainer-{task}-")
+    try:
+        export_lib.save(model, target, export_lib.ServingConfig.from_train_config(cfg))
+    finally:
+        if not is_chief:
+            tf.io.gfile.rmtree(target)
 
 
 def output_base(model_dir: str) -> str:

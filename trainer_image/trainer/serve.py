@@ -1,0 +1,462 @@
+"""`python -m trainer.serve [MODEL_DIR] [--port PORT] [--host HOST]`: the exported model behind
+Vertex AI's prediction contract (CONTRACT section 5, docs/serving.md).
+
+`deploy.serving_image: auto` runs the job's own training image with this module as the
+Vertex AI Model's container command, and `vertex-trainer serve` runs the very same `serve()`
+locally: the TensorFlow and the preprocessing that trained and evaluated the model serve it.
+
+Vertex AI sets AIP_HTTP_PORT, AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE, AIP_STORAGE_URI (a copy of the
+model's artifactUri) and AIP_DEPLOYED_MODEL_ID; only main() reads them (settings_from_env) and
+passes the values down.
+
+Routes: GET <health> answers 200 once the model is loaded (503 while loading); POST <predict>
+takes {"instances": [{"b64": "<base64 JPEG or PNG>"}, ...]} (or the named form
+{"image_bytes": {"b64": ...}}; "parameters" is ignored) and answers
+{"predictions": [{"class": int, "probabilities": [float, ...]}, ...], "deployedModelId": "..."}.
+All instances of a request are checked first (a bad one is a 400 naming it), then classified
+in batches of BATCH_SIZE by the SavedModel's serving_default signature (trainer/export.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import dataclasses
+import io
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit
+
+DEFAULT_PORT = 8080
+DEFAULT_HEALTH_ROUTE = "/health"
+DEFAULT_PREDICT_ROUTE = "/predict"
+LOCAL_DEPLOYED_MODEL_ID = "local"
+BATCH_SIZE = 64  # instances per model call: bounds the memory of one call, whatever the request size
+JPEG_MAGIC = b"\xff\xd8\xff"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one request may carry; beyond it the request is refused (400, or 413 for the body)."""
+
+    max_instances: int = 1024
+    max_image_bytes: int = 10 * 1024 * 1024
+    max_pixels: int = 40_000_000          # width x height of one image, checked from its header
+    max_body_bytes: int = 64 * 1024 * 1024
+
+
+class BadRequest(Exception):
+    """The client's fault: answered with this status and {"error": message}."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+class ServeError(Exception):
+    """The model cannot be served (missing, not a trainer export): main() exits 2."""
+
+
+def log(message: str) -> None:
+    print(f"serve: {message}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+
+class Model:
+    """A trainer export loaded for prediction: predict(list of encoded images)."""
+
+    def __init__(self, model_dir: str, *, batch_size: int = BATCH_SIZE):
+        import tensorflow as tf
+
+        from trainer import export
+
+        self.model_dir = model_dir
+        self.batch_size = batch_size
+        self._errors = (tf.errors.InvalidArgumentError,)
+        try:
+            if not tf.io.gfile.exists(model_dir.rstrip("/") + "/saved_model.pb"):
+                raise ServeError(f"no saved_model.pb in {model_dir} (pass the export's directory, "
+                                 "<output_dir>/model, or set AIP_STORAGE_URI)")
+            loaded = tf.saved_model.load(model_dir)
+            config = export.read_serving_config(model_dir) or {}
+        except tf.errors.OpError as e:
+            raise ServeError(f"cannot load the model from {model_dir}: {_first_line(e)}") from None
+        signature = loaded.signatures.get(export.BYTES_SIGNATURE)
+        inputs = signature.structured_input_signature[1] if signature is not None else {}
+        if list(inputs) != [export.INPUT_NAME]:
+            raise ServeError(f"{model_dir} has no {export.BYTES_SIGNATURE} signature taking "
+                             f"{export.INPUT_NAME} (exported by an older trainer? train again to re-export)")
+        self._loaded = loaded  # keeps the signature's variables alive
+        self._signature = signature
+        self._tf = tf
+        # One call now: the first request is not slow, and a broken export fails here, not later.
+        self._call([tf.io.encode_png(tf.zeros([2, 2, 3], tf.uint8)).numpy()])
+        self.num_classes = int(signature.structured_outputs["probabilities"].shape[-1])
+        labels = config.get("labels")
+        self.labels = list(labels) if labels else None
+        self.description = (f"{config.get('model') or 'model'}, {self.num_classes} classes, "
+                            f"image_size {config.get('image_size', '?')}, "
+                            f"eval_crop_fraction {config.get('eval_crop_fraction', '?')}")
+
+    def predict(self, images: Sequence[bytes]) -> list[dict]:
+        """One prediction dict per image, in order; BadRequest naming an image that fails to decode."""
+        predictions: list[dict] = []
+        for start in range(0, len(images), self.batch_size):
+            chunk = list(images[start:start + self.batch_size])
+            try:
+                classes, probabilities = self._call(chunk)
+            except self._errors:
+                # One undecodable image fails the whole batch: find it, to name it.
+                self._name_undecodable(chunk, start)
+                raise
+            for cls, probs in zip(classes.tolist(), probabilities.tolist()):
+                prediction = {"class": int(cls), "probabilities": probs}
+                if self.labels and 0 <= cls < len(self.labels):
+                    prediction["label"] = self.labels[cls]
+                predictions.append(prediction)
+        return predictions
+
+    def _call(self, images: list[bytes]):
+        out = self._signature(image_bytes=self._tf.constant(images, dtype=self._tf.string))
+        return out["classes"].numpy(), out["probabilities"].numpy()
+
+    def _name_undecodable(self, images: list[bytes], offset: int) -> None:
+        for i, image in enumerate(images):
+            try:
+                self._call([image])
+            except self._errors:
+                raise BadRequest(f"instance {offset + i}: the image data is corrupt "
+                                 "(it cannot be decoded as JPEG or PNG)") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The request
+
+def parse_request(body: bytes, limits: Limits, *, input_name: str = "image_bytes") -> list[bytes]:
+    """The encoded images of a predict request body, each checked; BadRequest naming the bad one."""
+    try:
+        request = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"the request body is not JSON ({e})") from None
+    usage = f'send {{"instances": [{{"b64": "<base64 JPEG or PNG>"}}, ...]}}'
+    if not isinstance(request, dict):
+        raise BadRequest(f"the request body must be a JSON object: {usage}")
+    if "instances" not in request:
+        raise BadRequest(f'no "instances" in the request: {usage}')
+    instances = request["instances"]
+    if not isinstance(instances, list):
+        raise BadRequest(f'"instances" must be a list: {usage}')
+    if not instances:
+        raise BadRequest('"instances" is empty')
+    if len(instances) > limits.max_instances:
+        raise BadRequest(f"{len(instances)} instances; at most {limits.max_instances} per request "
+                         "(split it into several requests)")
+    return [_instance_bytes(i, instance, limits, input_name) for i, instance in enumerate(instances)]
+
+
+def _instance_bytes(index: int, instance: Any, limits: Limits, input_name: str) -> bytes:
+    where = f"instance {index}"
+    value = instance
+    if isinstance(value, dict) and list(value) == [input_name]:
+        value = value[input_name]
+    if not (isinstance(value, dict) and list(value) == ["b64"]):
+        raise BadRequest(f'{where}: expected {{"b64": "<base64 JPEG or PNG>"}} or '
+                         f'{{"{input_name}": {{"b64": ...}}}}, got {_describe(instance)}')
+    text = value["b64"]
+    if not isinstance(text, str):
+        raise BadRequest(f'{where}: "b64" must be a string, got {type(text).__name__}')
+    data = _b64decode(where, text)
+    check_image(where, data, limits)
+    return data
+
+
+def _b64decode(where: str, text: str) -> bytes:
+    # Standard or URL-safe alphabet, line breaks (base64 without -w0) and missing padding are fine.
+    compact = "".join(text.split()).replace("-", "+").replace("_", "/")
+    compact += "=" * (-len(compact) % 4)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise BadRequest(f"{where}: invalid base64 ({e})") from None
+
+
+def check_image(where: str, data: bytes, limits: Limits) -> None:
+    """JPEG or PNG, within the byte and pixel limits, with a readable header (no TensorFlow)."""
+    if not data:
+        raise BadRequest(f"{where}: the image is empty")
+    if len(data) > limits.max_image_bytes:
+        raise BadRequest(f"{where}: the image is {len(data)} bytes; the limit is {limits.max_image_bytes}")
+    if data.startswith(JPEG_MAGIC):
+        kind = "JPEG"
+    elif data.startswith(PNG_MAGIC):
+        kind = "PNG"
+    else:
+        raise BadRequest(f"{where}: not a JPEG or PNG image")
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data), formats=[kind]) as image:
+            width, height = image.size
+    except Image.DecompressionBombError:
+        raise BadRequest(f"{where}: the image has more than {limits.max_pixels} pixels") from None
+    except Exception:  # noqa: BLE001 - any failure to read the header is the client's bad image
+        raise BadRequest(f"{where}: not a valid {kind} image (its header cannot be read)") from None
+    if width * height > limits.max_pixels:
+        raise BadRequest(f"{where}: the image is {width}x{height} pixels; the limit is "
+                         f"{limits.max_pixels} pixels")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        keys = ", ".join(repr(k) for k in list(value)[:5])
+        return f"an object with keys {keys}" if keys else "an empty object"
+    return f"a JSON {type(value).__name__}".replace("str", "string").replace("NoneType", "null")
+
+
+# ---------------------------------------------------------------------------------------------
+# The HTTP server
+
+class PredictionServer(ThreadingHTTPServer):
+    """The HTTP server; `model` is None while loading (health answers 503 then)."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], *, health_route: str = DEFAULT_HEALTH_ROUTE,
+                 predict_route: str = DEFAULT_PREDICT_ROUTE,
+                 deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID, limits: Limits = Limits()):
+        super().__init__(address, _Handler)
+        self.health_route = health_route
+        self.predict_route = predict_route
+        self.deployed_model_id = deployed_model_id
+        self.limits = limits
+        self.model: Model | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """Where a client on this machine reaches the server, e.g. http://127.0.0.1:8080."""
+        host = self.server_address[0]
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{host}:{self.port}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 120  # a stalled client frees its thread
+    server: PredictionServer
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == self.server.health_route:
+            if self.server.model is None:
+                self._reply(503, {"status": "loading"})
+            else:
+                self._reply(200, {"status": "ready"})
+        elif path == self.server.predict_route:
+            self._reply(405, {"error": f"use POST {path}"}, allow="POST")
+        else:
+            self._not_found("GET", path)
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path == self.server.health_route:
+            self._reply(405, {"error": f"use GET {path}"}, allow="GET")
+        elif path != self.server.predict_route:
+            self._not_found("POST", path)
+        else:
+            self._predict()
+
+    def _predict(self) -> None:
+        started = time.perf_counter()
+        model, limits, count = self.server.model, self.server.limits, 0
+        try:
+            body = self._read_body(limits.max_body_bytes)
+            if model is None:
+                raise BadRequest("the model is still loading; retry when the health route answers 200",
+                                 status=503)
+            images = parse_request(body, limits)
+            count = len(images)
+            predictions = model.predict(images)
+        except BadRequest as e:
+            status, answer = e.status, {"error": str(e)}
+        except Exception as e:  # noqa: BLE001 - logged; the client gets one line, no traceback
+            traceback.print_exc()
+            status, answer = 500, {"error": f"internal error: {type(e).__name__}: {_first_line(e)}"}
+        else:
+            status, answer = 200, {"predictions": predictions,
+                                   "deployedModelId": self.server.deployed_model_id}
+        detail = f"instances={count}" if status == 200 else answer["error"]
+        log(f"POST {self.path} {status} {detail} {1000 * (time.perf_counter() - started):.1f}ms")
+        self._reply(status, answer)
+
+    def _read_body(self, limit: int) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked(limit)
+        length = self.headers.get("Content-Length")
+        if length is None:
+            self.close_connection = True
+            raise BadRequest("a Content-Length header is required", status=411)
+        try:
+            size = int(length)
+        except ValueError:
+            self.close_connection = True
+            raise BadRequest(f"bad Content-Length {length!r}") from None
+        if size > limit:
+            self.close_connection = True  # the unread body must not be taken for the next request
+            raise BadRequest(f"the request body is {size} bytes; the limit is {limit}", status=413)
+        return self.rfile.read(size)
+
+    def _read_chunked(self, limit: int) -> bytes:
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";")[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise BadRequest("bad chunked request body") from None
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(parts)
+            total += size
+            if total > limit:
+                self.close_connection = True
+                raise BadRequest(f"the request body exceeds the limit of {limit} bytes", status=413)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(8)  # the CRLF after each chunk
+
+    def _not_found(self, method: str, path: str) -> None:
+        self._reply(404, {"error": f"no route {method} {path}; this server answers GET "
+                                   f"{self.server.health_route} and POST {self.server.predict_route}"})
+
+    def _reply(self, status: int, answer: dict, **headers: str) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name.capitalize(), value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass  # predict requests are logged by _predict; health checks (every few seconds) are not
+
+
+def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
+          health_route: str = DEFAULT_HEALTH_ROUTE, predict_route: str = DEFAULT_PREDICT_ROUTE,
+          deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID, limits: Limits = Limits(),
+          ready: Callable[[PredictionServer], None] | None = None) -> None:
+    """Serve the export in `model_dir` (local path or gs://) on host:port until stopped.
+
+    The server listens at once (health answers 503) and loads the model; once loaded, health
+    answers 200 and `ready(server)` is called (from the loading thread) with the running
+    PredictionServer: `server.url` is where to reach it (port 0 picks a free port), and
+    `server.shutdown()` from any other thread makes serve() return. KeyboardInterrupt propagates
+    after the socket is closed. Raises ServeError if the model cannot be loaded, OSError if the
+    address cannot be bound.
+    """
+    server = PredictionServer((host, port), health_route=health_route, predict_route=predict_route,
+                              deployed_model_id=deployed_model_id, limits=limits)
+    log(f"listening on {host}:{server.port}; loading the model from {model_dir}")
+    failure: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            try:
+                server.model = Model(model_dir)
+            except ServeError:
+                raise
+            except Exception as e:  # noqa: BLE001 - whatever TensorFlow raises: one line for the user
+                raise ServeError(f"cannot load the model from {model_dir}: {type(e).__name__}: "
+                                 f"{_first_line(e)}") from e
+            log(f"model loaded ({server.model.description}); serving {server.url} "
+                f"(GET {health_route}, POST {predict_route})")
+            if ready is not None:
+                ready(server)
+        except BaseException as e:  # noqa: BLE001 - re-raised by serve() in the caller's thread
+            failure.append(e)
+            server.shutdown()
+
+    loader = threading.Thread(target=load, name="load-model", daemon=True)
+    loader.start()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    loader.join(timeout=5)
+    if failure:
+        raise failure[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The container's entrypoint
+
+def settings_from_env(environ: Mapping[str, str]) -> dict:
+    """The Vertex AI serving variables (defaults for a local run): serve()'s keyword arguments."""
+    port_text = environ.get("AIP_HTTP_PORT") or str(DEFAULT_PORT)
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ServeError(f"AIP_HTTP_PORT={port_text!r} is not a port number") from None
+    return {
+        "model_dir": environ.get("AIP_STORAGE_URI") or None,
+        "port": port,
+        "health_route": environ.get("AIP_HEALTH_ROUTE") or DEFAULT_HEALTH_ROUTE,
+        "predict_route": environ.get("AIP_PREDICT_ROUTE") or DEFAULT_PREDICT_ROUTE,
+        "deployed_model_id": environ.get("AIP_DEPLOYED_MODEL_ID") or LOCAL_DEPLOYED_MODEL_ID,
+    }
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.serve",
+        description="Serve a trainer export behind Vertex AI's prediction contract.")
+    parser.add_argument("model_dir", nargs="?", help="the export (local or gs://); default $AIP_STORAGE_URI")
+    parser.add_argument("--port", type=int, help=f"default $AIP_HTTP_PORT, else {DEFAULT_PORT}; 0 = any free port")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # before TensorFlow loads: no INFO noise
+    try:
+        settings = settings_from_env(os.environ if environ is None else environ)
+        model_dir = settings.pop("model_dir")
+        model_dir = args.model_dir or model_dir
+        if not model_dir:
+            raise ServeError("no model directory: pass MODEL_DIR or set AIP_STORAGE_URI")
+        if args.port is not None:
+            settings["port"] = args.port
+        serve(model_dir, host=args.host, **settings)
+    except ServeError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except OSError as e:  # the address is taken or not ours
+        print(f"error: cannot listen on {args.host}:{settings['port']}: {e}", file=sys.stderr, flush=True)
+        return 2
+    except KeyboardInterrupt:
+        log("stopped")
+    return 0
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "message", None) or error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
