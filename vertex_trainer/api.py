@@ -26,8 +26,9 @@ from vertex_trainer.vertex.jobs import JobsClient, check_key, create_idempotent,
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.packaging import PackageResult
     from vertex_trainer.spec import JobSpec
+    from vertex_trainer.vertex.deploy import Deployment
 
-__all__ = ["load_spec", "submit", "status", "cancel", "list_jobs", "render_job", "package",
+__all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
            "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob"]
 
 Log = Callable[[str], None]
@@ -47,6 +48,18 @@ class Job(_VertexJob):
             settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
         settings = settings or (client.settings if client else settings_from_env())
         return super().get(job, project=project, region=region, settings=settings, client=client)
+
+    spec: "JobSpec | None" = None   # set by submit(): the spec the job was made from
+
+    def deploy(self, spec: "JobSpec | None" = None, **kwargs: Any) -> "Deployment":
+        """Register this job's model and serve it (see `deploy`); `spec` defaults to the one
+        this job was submitted from."""
+        spec = spec or self.spec
+        if spec is None:
+            from vertex_trainer.errors import UserError
+
+            raise UserError("Job.deploy needs the spec (its deploy: block): job.deploy(spec)")
+        return deploy(spec, job=self.name, settings=self.client.settings, **kwargs)
 
 
 def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = None,
@@ -209,6 +222,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
     data, adopted = create_idempotent(client, body, key)
     job = Job(data, client, image=image, idempotency_key=key, adopted=adopted)
+    job.spec = spec
     if wait:
         job.wait(timeout=timeout, on_state=on_state)
     return job
@@ -238,6 +252,43 @@ def _package_step(plan) -> dict | None:
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = None,
+           dry_run: bool = False, timeout: float | None = None, log: Log | None = None,
+           settings: Settings | None = None) -> "Deployment | dict":
+    """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
+    the spec's endpoint, at most once per job (CONTRACT section 5). `dry_run` returns the
+    requests it would send, as a dict, and sends nothing."""
+    from vertex_trainer import deploying
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.spec import cloud_problems
+    from vertex_trainer.vertex.deploy import deploy as run_deploy
+    from vertex_trainer.vertex.models import RegistryClient
+
+    if (job is None) == (model_dir is None):
+        raise UserError("deploy needs exactly one of --job JOB or --model-dir gs://...",
+                        hint="--job: a job that SUCCEEDED; --model-dir: a SavedModel in Cloud Storage")
+    settings = settings or settings_from_env()
+    log = log or _stderr
+    if not spec.project:
+        cloud_problems(spec)  # names the missing project (exit 2)
+    client = RegistryClient(spec.project, spec.region, settings=settings, log=log)
+    if job is not None:
+        if dry_run:
+            artifact, label, image = f"<output_dir of {job}>/model", "JOB_ID", "<the job's image>"
+        else:
+            found = status(job, project=spec.project, region=spec.region, settings=settings)
+            artifact, label, image = deploying.from_job(spec, found.data)
+    else:
+        planned = plan_artifact(spec).image_uri if spec.image.builds or spec.image.uri else None
+        artifact, label, image = deploying.from_model_dir(model_dir, planned)
+    request = deploying.request(spec, artifact, label, image)
+    if dry_run:
+        return deploying.dry_run(client, request)
+    deploying.check_model_dir(settings, artifact, log=log)
+    return run_deploy(client, request, poll=settings.poll,
+                      timeout=timeout or deploying.deploy_block(spec).timeout, log=log)
 
 
 # -- jobs by name --------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The job spec: one frozen, strict model, loaded once at the edge (CONTRACT section 1).
 
     model.py     the pydantic models (JobSpec, HardwareSpec, ImageSpec, Scheduling, BootDisk)
+    deploy.py    the deploy: block (DeploySpec) and its rules against the rest of the spec
     trainer.py   TrainerArgs, generated from the bundled trainer's flag table; check_trainer_flags
     load.py      YAML, `--set`, templates, override order -> JobSpec
     rules.py     the cross-field rules (run by JobSpec's validator) and cloud_problems
@@ -11,6 +12,7 @@ Layering: this package imports only vertex_trainer.errors, .contract, .hardware 
 flag table (plus trainer.config inside check_trainer_flags); nothing here reads os.environ.
 """
 
+from vertex_trainer.spec.deploy import DeploySpec
 from vertex_trainer.spec.images import (
     parse_staging, validate_image_reference, validate_image_values, validate_requirement,
 )
@@ -22,7 +24,7 @@ from vertex_trainer.spec.rules import cloud_problems
 from vertex_trainer.spec.trainer import TrainerArgs, check_trainer_flags
 
 __all__ = [
-    "JobSpec", "HardwareSpec", "ImageSpec", "Scheduling", "BootDisk", "TrainerArgs",
+    "JobSpec", "DeploySpec", "HardwareSpec", "ImageSpec", "Scheduling", "BootDisk", "TrainerArgs",
     "load_spec", "build_spec", "read_yaml", "parse_assignments", "apply_set",
     "spec_hash", "json_schema", "cloud_problems", "check_trainer_flags",
     "validate_image_values", "validate_image_reference", "validate_requirement", "parse_staging",

@@ -18,6 +18,7 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
 from vertex_trainer.spec.base import Strict, as_problem, problem
+from vertex_trainer.spec.deploy import DeploySpec
 from vertex_trainer.spec.images import BUILDERS, VARIANTS
 from vertex_trainer.spec.trainer import TrainerArgs
 
@@ -181,6 +182,8 @@ class JobSpec(Strict):
     labels: dict[str, str] = Field(default_factory=dict, description="Vertex labels (lowercase, <= 63 chars)")
     env: dict[str, str] = Field(default_factory=dict, description="environment variables for every replica")
     trainer: TrainerArgs = Field(description="the trainer's flags (--kebab-case=value); unset = trainer default")
+    deploy: DeploySpec | None = Field(None, description="register the model and serve it on an Endpoint "
+                                      "once the job succeeded (submit --wait --deploy, deploy)")
 
     @field_validator("labels", mode="before")
     @classmethod

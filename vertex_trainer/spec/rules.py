@@ -13,6 +13,7 @@ from typing import Any, Callable
 from vertex_trainer import hardware as hw
 from vertex_trainer.contract import MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.spec.deploy import deploy_rules
 from vertex_trainer.spec.images import validate_image_values
 
 # A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
@@ -52,7 +53,7 @@ def problems(spec: Spec) -> list[SpecError]:
     run(_labels, _env)
     if hardware_ok:
         run(_boot_disk)
-    run(_tensorboard, _encryption_key, _output_dir, _data_paths)
+    run(_tensorboard, _encryption_key, _output_dir, _data_paths, deploy_rules)
     if hardware_ok:
         run(_trainer)
     # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.

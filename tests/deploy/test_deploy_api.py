@@ -1,0 +1,179 @@
+"""`deploy` through the API and the CLI: from a finished job to an endpoint, against the fake
+Vertex AI and gcp-storage-emulator; bad input is exit 2 before anything is sent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vertex_trainer import api
+from vertex_trainer.emulators.vertex import FakeVertex
+from vertex_trainer.errors import UserError
+from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from vertex_trainer.spec import build_spec
+
+pytestmark = pytest.mark.wire
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = "us-central1-docker.pkg.dev/test-project/r/trainer:abc"
+
+
+@pytest.fixture
+def fake():
+    with FakeVertex() as server:
+        yield server
+
+
+@pytest.fixture
+def storage():
+    """gcp-storage-emulator in-process, with the bucket `out-bucket`. Yields its URL."""
+    import requests
+    from gcp_storage_emulator.server import create_server
+
+    server = create_server("127.0.0.1", 0, in_memory=True)
+    server.start()
+    url = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
+    assert requests.post(f"{url}/storage/v1/b", params={"project": "p"}, json={"name": "out-bucket"}).ok
+    yield url
+    server.stop()
+
+
+def put(storage_url: str, name: str, data: bytes = b"pb") -> None:
+    import requests
+
+    r = requests.post(f"{storage_url}/upload/storage/v1/b/out-bucket/o",
+                      params={"uploadType": "media", "name": name}, data=data)
+    assert r.ok, r.text
+
+
+@pytest.fixture
+def settings(fake, storage):
+    return Settings(vertex_endpoint=fake.url, storage_emulator=storage,
+                    retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02, deadline=5),
+                    poll=PollPolicy(initial=0.01, maximum=0.02))
+
+
+def spec(**deploy):
+    return build_spec({
+        "name": "digits", "project": "test-project", "region": "us-central1", "hardware": "cpu",
+        "image": {"uri": IMAGE}, "output_dir": "gs://out-bucket/runs/digits",
+        "trainer": {"model": "tiny-cnn", "train_data": "gs://out-bucket/data/train-*", "num_classes": 10},
+        "deploy": {"endpoint": "digits", "machine_type": "n1-standard-2", **deploy}})
+
+
+def finished_job(fake, state="JOB_STATE_SUCCEEDED", base="gs://out-bucket/runs/digits") -> str:
+    body = {"displayName": "digits", "labels": {"vertex-trainer-spec": "x"},
+            "jobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-8"},
+                                             "replicaCount": "1", "containerSpec": {"imageUri": IMAGE}}],
+                        "baseOutputDirectory": {"outputUriPrefix": base}}}
+    return fake.add_job(body, state=state)["name"]
+
+
+def sent(fake, op):
+    return [r for r in fake.requests if r.op == op]
+
+
+def test_deploy_a_finished_job_once(fake, storage, settings):
+    put(storage, "runs/digits/model/saved_model.pb")
+    job = finished_job(fake)
+    first = api.deploy(spec(traffic=100), job=job, settings=settings, log=lambda _: None)
+    (upload,) = sent(fake, "upload")
+    model = upload.body["model"]
+    assert model["artifactUri"] == "gs://out-bucket/runs/digits/model"
+    assert model["containerSpec"] == {"imageUri": IMAGE, "command": ["python", "-m", "trainer.serve"],
+                                      "ports": [{"containerPort": 8080}], "predictRoute": "/predict",
+                                      "healthRoute": "/health"}
+    assert model["labels"]["vertex-trainer-job"] == job.rsplit("/", 1)[1]
+    (deploy_call,) = sent(fake, "deploy")
+    assert deploy_call.body["trafficSplit"] == {"0": 100}
+    assert first.to_dict()["traffic_split"] == {first.deployed_model_id: 100}
+
+    again = api.deploy(spec(), job=job, settings=settings, log=lambda _: None)
+    assert again.adopted and len(sent(fake, "upload")) == 1 and len(sent(fake, "deploy")) == 1
+
+
+def test_a_job_that_did_not_succeed_is_exit_2_and_nothing_is_sent(fake, settings):
+    job = finished_job(fake, state="JOB_STATE_RUNNING")
+    with pytest.raises(UserError) as err:
+        api.deploy(spec(), job=job, settings=settings, log=lambda _: None)
+    assert err.value.exit_code == 2 and "only a job that SUCCEEDED" in str(err.value)
+    assert sent(fake, "upload") == [] and sent(fake, "deploy") == []
+
+
+def test_a_missing_export_is_exit_2_before_the_upload(fake, settings):
+    job = finished_job(fake)  # nothing under runs/digits/model
+    with pytest.raises(UserError) as err:
+        api.deploy(spec(), job=job, settings=settings, log=lambda _: None)
+    assert "no SavedModel at gs://out-bucket/runs/digits/model" in str(err.value)
+    assert sent(fake, "upload") == []
+
+
+def test_model_dir_must_be_cloud_storage(settings):
+    with pytest.raises(UserError) as err:
+        api.deploy(spec(), model_dir="runs/local/model", settings=settings)
+    assert "vertex-trainer serve runs/local/model" in str(err.value)
+    with pytest.raises(UserError, match="exactly one of --job"):
+        api.deploy(spec(), settings=settings)
+
+
+def test_dry_run_sends_nothing(fake, settings):
+    plan = api.deploy(spec(), job="projects/test-project/locations/us-central1/customJobs/1",
+                      dry_run=True, settings=settings)
+    assert plan["dry_run"] and fake.connections == 0
+    assert [r["method"] for r in plan["requests"]] == ["GET", "POST", "GET", "POST"]
+    assert plan["requests"][1]["body"]["model"]["displayName"] == "digits"
+
+
+def test_job_deploy_from_the_python_api(fake, storage, settings):
+    put(storage, "runs/digits/model/saved_model.pb")
+    job = api.submit(spec(), settings=settings, wait=True, log=lambda _: None)
+    deployment = job.deploy()
+    assert deployment.model_version == "1" and deployment.endpoint.endswith("/endpoints/digits")
+    assert sent(fake, "upload")[0].body["model"]["labels"]["vertex-trainer-job"] == job.id
+
+
+BAD = [
+    ("deploy.machine_type=m9-standard-4", "deploy.machine_type", "not a machine type Vertex AI serves on"),
+    ("deploy.accelerator_type=NVIDIA_TESLA_T5", "deploy.accelerator_type", "did you mean 'NVIDIA_TESLA_T4'"),
+    ("deploy.traffic=120", "deploy.traffic", "less than or equal to 100"),
+    ("deploy.max_replicas=0", "deploy.max_replicas", "greater than or equal to 1"),
+    ("deploy.endpoint=projects/other/locations/us-central1/endpoints/5", "deploy.endpoint", "the job in"),
+    ("deploy.serving_image=bad image", "deploy.serving_image", "space"),
+    ("deploy.modl=x", "deploy.modl", "did you mean 'model'"),
+]
+
+
+@pytest.mark.parametrize("setting,field,fragment", BAD, ids=[b[1] + "-" + b[0].split("=")[1][:12] for b in BAD])
+def test_bad_deploy_values_are_exit_2(tmp_path, setting, field, fragment, fake):
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url}
+    proc = subprocess.run([sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", "1",
+                           "--set", setting], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert field in proc.stderr and fragment in proc.stderr and "Traceback" not in proc.stderr
+    assert fake.connections == 0
+
+
+def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
+    put(storage, "runs/digits/model/saved_model.pb")
+    job = finished_job(fake)
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
+           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    args = [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job, "--output", "json"]
+    out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert set(result) == {"model", "model_version", "endpoint", "deployed_model_id", "traffic_split",
+                           "adopted"}
+    assert result["adopted"] is False and sum(result["traffic_split"].values()) == 100
+    again = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
+                                      timeout=120).stdout)
+    assert again == {**result, "adopted": True}
