@@ -62,6 +62,11 @@ def serve(model_dir: Annotated[str, typer.Argument(help="the exported model: <ou
               "--port", help="port on 127.0.0.1 (default: $AIP_HTTP_PORT, else 8080; 0 = any free)")] = None,
           host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1") -> None:
     """Serve an exported model here, behind the same prediction contract as the Vertex endpoint."""
+    from pathlib import Path
+
+    if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
+        raise UserError(f"no exported model in {model_dir} (saved_model.pb is missing)",
+                        hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model")
     cfg = settings()
     env = cfg.environ
     try:
