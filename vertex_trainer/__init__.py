@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_spec", "submit", "Job", "status", "cancel", "list_jobs"]
+__all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs"]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
     "submit": "vertex_trainer.api",
+    "deploy": "vertex_trainer.api",
     "status": "vertex_trainer.api",
     "cancel": "vertex_trainer.api",
     "list_jobs": "vertex_trainer.api",
@@ -23,7 +24,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.api import cancel, list_jobs, load_spec, status, submit
+    from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit
     from vertex_trainer.api import Job
 
 
