@@ -93,9 +93,11 @@ def test_403_exits_3_with_the_permission(fake, run_cli, spec_file):
     assert len(fake.requests) == 1
 
 
-def test_status_of_a_missing_job_exits_3(fake, run_cli):
-    result = run_cli("status", "12345", "--project", "test-project", "--region", "us-central1")
-    assert result.returncode == 3
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_a_missing_job_is_exit_2(fake, run_cli, command):
+    """No such job is the caller's input, not a service failure (issue 15)."""
+    result = run_cli(command, "12345", "--project", "test-project", "--region", "us-central1")
+    assert result.returncode == 2, result.stderr
     assert "NOT_FOUND" in result.stderr and "vertex-trainer list" in result.stderr
 
 

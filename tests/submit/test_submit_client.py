@@ -119,8 +119,9 @@ def test_403_api_disabled_hint(fake, client, job_body):
 
 def test_404_names_the_job_and_how_to_find_it(fake, client):
     name = "projects/test-project/locations/us-central1/customJobs/99"
-    with pytest.raises(ServiceError) as err:
+    with pytest.raises(UserError) as err:  # a job that does not exist is the caller's input: exit 2
         client.get(name)
+    assert err.value.exit_code == 2
     assert "NOT_FOUND" in str(err.value) and "vertex-trainer list" in str(err.value)
     assert len(fake.requests) == 1
 

@@ -40,6 +40,10 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
+    if job.tune is not None:  # hyperparameter tuning (CONTRACT section 10)
+        t = job.tune
+        lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
+                     f"trials, {t.parallel_trials} at a time ({t.algorithm} search)")
     print("\n".join(lines))
 
 
@@ -58,6 +62,8 @@ def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         sys.stdout.write(job_spec.to_yaml())
         return
     job = api.render_job(job_spec, idempotency_key=idempotency_key)
+    if job_spec.tune is not None:
+        job = r.tuning_job(job_spec, job)  # submit creates this; each trial runs the CustomJob
     if format is RenderFormat.json:
         sys.stdout.write(r.to_json(job))
     elif format is RenderFormat.yaml:
@@ -74,12 +80,8 @@ def hardware(output: OutputOpt = OutputFormat.text) -> None:
     if output is OutputFormat.json:
         emit_json(rows)
         return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for col in ("preset", "machine type", "accelerators", "acc. memory", "vCPUs", "flex-start", "precision"):
-        table.add_column(col)
+    header = ("preset", "machine type", "accelerators", "acc. memory", "vCPUs", "flex-start", "precision")
+    lines = [header]
     for row in rows:
         acc = f"{row['accelerator_count']} x {row['accelerator_type']}" if row["accelerator_type"] else "-"
         if row["tpu_topology"]:
@@ -87,10 +89,25 @@ def hardware(output: OutputOpt = OutputFormat.text) -> None:
         flex = "yes" if row["flex_start"] else "no"
         if row["spot_or_flex_only"]:
             flex += " (spot/flex only)"
-        table.add_row(row["preset"], row["machine_type"], acc,
+        lines.append((row["preset"], row["machine_type"], acc,
                       f"{row['accelerator_memory_gb']} GB" if row["accelerator_memory_gb"] else "-",
-                      str(row["vcpus"] or "-"), flex, row["default_precision"])
-    Console(highlight=False).print(table)
+                      str(row["vcpus"] or "-"), flex, row["default_precision"]))
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal:  # piped: full values in aligned columns, never cut to a width
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        for line in lines:
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        return
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for col in header:
+        table.add_column(col)
+    for line in lines[1:]:
+        table.add_row(*line)
+    console.print(table)
 
 
 def schema() -> None:

@@ -120,13 +120,16 @@ class ApiClient:
 
     def __init__(self, endpoint: str, *, retry: RetryPolicy | None = None, log: Log | None = None,
                  session: Any = None, service: str = "the API", hints: Hints | None = None,
-                 retry_hint: str | None = None):
+                 retry_hint: str | None = None,
+                 user_error: Callable[[str, ApiError], bool] | None = None):
         self.endpoint = endpoint.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.log = log if log is not None else silent
         self.service = service
         self.hints = hints
         self.retry_hint = retry_hint
+        # Refusals that are the caller's input (e.g. a job id that does not exist): exit 2.
+        self.user_error = user_error
         self._session = session
 
     @property
@@ -173,11 +176,13 @@ class ApiClient:
             raise Transient(str(err))
         raise self.error(op, path, err)
 
-    def error(self, op: str, path: str, err: ApiError) -> ServiceError:
-        """The project's error for a permanent failure of `op`."""
+    def error(self, op: str, path: str, err: ApiError) -> ServiceError | UserError:
+        """The project's error for a permanent failure of `op`: UserError (exit 2) when the
+        caller's `user_error` says the input was wrong, else ServiceError (exit 3)."""
         hint = self.hints(op, err) if self.hints else None
         resource = re.sub(r"^v\d+\w*/", "", path)  # v1/projects/... -> projects/...
-        return ServiceError(f"{op} {resource}: {err}", hint=hint)
+        kind = UserError if self.user_error and self.user_error(op, err) else ServiceError
+        return kind(f"{op} {resource}: {err}", hint=hint)
 
     # -- with retries -------------------------------------------------------------------------
     def call(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any):

@@ -21,6 +21,7 @@ from vertex_trainer.spec.base import Strict, as_problem, problem
 from vertex_trainer.spec.deploy import DeploySpec
 from vertex_trainer.spec.images import BUILDERS, VARIANTS
 from vertex_trainer.spec.trainer import TrainerArgs
+from vertex_trainer.spec.tune import TuneSpec
 
 
 def _duration(value: Any) -> Any:
@@ -184,6 +185,8 @@ class JobSpec(Strict):
     trainer: TrainerArgs = Field(description="the trainer's flags (--kebab-case=value); unset = trainer default")
     deploy: DeploySpec | None = Field(None, description="register the model and serve it on an Endpoint "
                                       "once the job succeeded (submit --wait --deploy, deploy)")
+    tune: TuneSpec | None = Field(None, description="hyperparameter tuning: submit creates a Vertex AI "
+                                  "HyperparameterTuningJob whose trials run this job with other trainer flags")
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -224,7 +227,8 @@ def spec_hash(spec: JobSpec) -> str:
 
 
 def json_schema() -> dict:
-    """JSON Schema of the spec file (for editors): hardware may be a preset name."""
+    """JSON Schema of the spec FILE (for editors): hardware may be a preset name, and any value
+    may be a jinja2 template (`{{ timestamp }}`), which is resolved when the spec is loaded."""
     schema = JobSpec.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "vertex-trainer job spec"
@@ -235,4 +239,28 @@ def json_schema() -> dict:
         "anyOf": [{"type": "string", "enum": sorted(hw.PRESETS)},
                   {k: v for k, v in hw_schema.items() if k != "description"}],
     }
-    return schema
+    return _templates_allowed(schema)
+
+
+_TEMPLATE = {"type": "string", "pattern": r"\{\{|\{%",
+             "description": "a jinja2 template, resolved when the spec is loaded"}
+_LEAF_TYPES = {"string", "integer", "number", "boolean"}
+
+
+def _templates_allowed(node: Any) -> Any:
+    """Let every scalar value (a pattern, an enum, a number) also be a template string."""
+    if isinstance(node, list):
+        return [_templates_allowed(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (v if k in ("properties", "$defs", "definitions") else _templates_allowed(v))
+           for k, v in node.items()}
+    for key in ("properties", "$defs", "definitions"):
+        if key in node:
+            out[key] = {name: _templates_allowed(sub) for name, sub in node[key].items()}
+    leaf = out.get("type") in _LEAF_TYPES or ("enum" in out and "type" not in out) or "const" in out
+    if leaf:
+        described = {k: v for k, v in out.items() if k in ("description", "title", "default")}
+        rule = {k: v for k, v in out.items() if k not in described}
+        return {**described, "anyOf": [rule, _TEMPLATE]}
+    return out

@@ -35,7 +35,10 @@ _RETRY_HINT = ("the Vertex AI API is unreachable or overloaded; run the same com
 
 
 class JobsClient:
-    """JobService over REST for one project and region."""
+    """JobService over REST for one project and region (CustomJobs; a subclass names another
+    collection of the same service, e.g. hptuning.TuningClient)."""
+
+    collection = "customJobs"
 
     def __init__(self, project: str | None, region: str | None, *, settings: Settings | None = None,
                  session: Any = None, log: Log | None = None):
@@ -50,7 +53,8 @@ class JobsClient:
         self.api = ApiClient(self.settings.vertex_url(region), retry=self.settings.retry,
                              log=log, session=session, service="Vertex AI",
                              hints=lambda op, err: shared(op, err) or self._hint(op, err),
-                             retry_hint=_RETRY_HINT)
+                             retry_hint=_RETRY_HINT,
+                             user_error=lambda op, err: err.code == 404 and op in ("get", "cancel"))
 
     @property
     def log(self) -> Log:
@@ -74,7 +78,7 @@ class JobsClient:
     # -- JobService ----------------------------------------------------------------------------
     def create_once(self, job: dict) -> dict:
         """POST one CustomJob. Raises Transient when the outcome is unknown. Not retried here."""
-        return decode(self.api.send("create", "POST", f"v1/{self.parent}/customJobs", json=job))
+        return decode(self.api.send("create", "POST", f"v1/{self.parent}/{self.collection}", json=job))
 
     def get(self, name: str) -> dict:
         return self.api.json("get", "GET", f"v1/{name}")
@@ -93,9 +97,9 @@ class JobsClient:
                 params["filter"] = filter
             if token:
                 params["pageToken"] = token
-            page = self.api.json("list", "GET", f"v1/{self.parent}/customJobs", params=params,
+            page = self.api.json("list", "GET", f"v1/{self.parent}/{self.collection}", params=params,
                                  budget=budget)
-            jobs.extend(page.get("customJobs", []))
+            jobs.extend(page.get(self.collection, []))
             token = page.get("nextPageToken", "")
             if not token or (limit and len(jobs) >= limit):
                 break
@@ -114,14 +118,15 @@ class JobsClient:
 
     def requests_for(self, job: dict, key: str) -> list[dict]:
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
-        return [{"method": "GET", "url": self.url(f"{self.parent}/customJobs"),
+        return [{"method": "GET", "url": self.url(f"{self.parent}/{self.collection}"),
                  "params": {"filter": self.key_filter(key)}},
-                {"method": "POST", "url": self.url(f"{self.parent}/customJobs"), "body": job}]
+                {"method": "POST", "url": self.url(f"{self.parent}/{self.collection}"), "body": job}]
 
     # -- errors --------------------------------------------------------------------------------
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 403:
-            return (f"the caller needs {_PERMISSIONS.get(op, 'aiplatform.customJobs.*')} on project "
+            permission = f"aiplatform.{self.collection}.{op if op in _PERMISSIONS else '*'}"
+            return (f"the caller needs {permission} on project "
                     f"{self.project} (role roles/aiplatform.user); check the account with "
                     "`gcloud auth list`, and that the Vertex AI API is enabled "
                     "(gcloud services enable aiplatform.googleapis.com)")
