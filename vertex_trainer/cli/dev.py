@@ -24,6 +24,17 @@ def dev_fake_vertex(
     serve(host, port)
 
 
+@app.command("fake-logging")
+def dev_fake_logging(
+    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8766,
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+) -> None:
+    """Run a fake Cloud Logging (entries:list, entries:write) for offline `logs` and `--wait`."""
+    from vertex_trainer.emulators.logging import serve
+
+    serve(host, port)
+
+
 @app.command("gcs-emulator")
 def dev_gcs_emulator(
     port: Annotated[int, typer.Option("--port", help="emulator port (STORAGE_EMULATOR_HOST)")] = 9023,

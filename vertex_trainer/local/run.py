@@ -19,6 +19,7 @@ from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobStat
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import cluster
 from vertex_trainer.local.display import Display, default_console
+from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard, Process, Supervisor
 from vertex_trainer.settings import Settings
 
@@ -49,7 +50,7 @@ class LocalResult(JobState):
 
 
 def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = True,
-              console=None) -> LocalResult:
+              console=None, cancel: Any = None) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
     `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
@@ -61,7 +62,9 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     interrupted): state JOB_STATE_SUCCEEDED (exit_code 0), JOB_STATE_FAILED or
     JOB_STATE_CANCELLED (exit_code 1). Raises UserError before starting anything when the job
     cannot run here. `wait=False` only turns the live progress line off: a local job never
-    outlives this call. Nothing is written to stdout (`console` defaults to stderr).
+    outlives this call. Nothing is written to stdout (`console` defaults to stderr). `cancel`, a
+    threading.Event, stops the run from another thread as Ctrl-C does (off the main thread,
+    signals never reach it; e.g. the trials of a local tuning run).
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None) or settings.project
@@ -81,6 +84,8 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
 
     supervisor = Supervisor(replicas)
     display = Display(console, [r.name for r in replicas], live=wait)
+    runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
+    shown = runlog.tee(display)
     display.note(f"Running {name} locally: {len(replicas)} replica(s) "
                  f"[{', '.join(r.name for r in replicas)}], output {base}")
     state, failed = SUCCEEDED, None
@@ -88,7 +93,7 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     with InterruptGuard() as guard, display:
         try:
             supervisor.start()
-            failed = _supervise(supervisor, display)
+            failed = _supervise(supervisor, shown, cancel)
             state = FAILED if failed is not None else SUCCEEDED
         except (Interrupted, KeyboardInterrupt):
             state = CANCELLED
@@ -97,7 +102,7 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
             guard.disarm()
             supervisor.stop()
             # Whatever the readers queued after the loop (the failing replica's last words).
-            display.lines(supervisor.lines(timeout=0))
+            shown.lines(supervisor.lines(timeout=0))
 
     result = LocalResult(
         name=name, state=state, output_dir=base,
@@ -110,13 +115,16 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
         elapsed_s=round(time.monotonic() - started, 3),
         failed_exit_code=failed.returncode if failed is not None else None,
     )
+    runlog.close(result)
     display.summary(result)
     return result
 
 
-def _supervise(supervisor: Supervisor, display: Display) -> Process | None:
+def _supervise(supervisor: Supervisor, display: Display, cancel: Any = None) -> Process | None:
     """Show lines until every replica has ended (None) or one has failed (that one)."""
     while True:
+        if cancel is not None and cancel.is_set():
+            raise Interrupted("cancelled")
         display.lines(supervisor.lines(timeout=0.2))
         if supervisor.failures():
             # Replicas of one job often fail together (a worker's error reaches the chief
