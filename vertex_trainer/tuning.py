@@ -1,0 +1,447 @@
+"""Hyperparameter tuning (CONTRACT section 10): a spec with `tune:` becomes a Vertex AI
+HyperparameterTuningJob whose trials each run the rendered CustomJob, or the same trials here.
+
+Called by `api.submit` with the CustomJob it rendered (one render: the tuning job's trial job
+spec is that CustomJob's jobSpec, and each local trial runs that very body). On Vertex AI the
+service picks the parameters and appends `--<parameter id>=<value>` to the container's args; a
+local search does the same with the algorithm's grid or seeded random draws, `parallel_trials`
+at a time, each trial a `run_local` run with its own output directory (`<output_dir>/<trial>`, as
+Vertex AI lays trials out) and its own cloudml-hypertune metric file, read back when it ends.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import dataclasses
+import importlib.util
+import io
+import itertools
+import json
+import math
+import os
+import random
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from vertex_trainer import render
+from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, JobState
+from vertex_trainer.errors import SpecError, UserError
+from vertex_trainer.local import run_local
+from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output
+from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
+from vertex_trainer.settings import Settings
+from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
+from vertex_trainer.spec.tune import category
+from vertex_trainer.vertex.hptuning import INFEASIBLE
+from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
+from vertex_trainer.vertex.hptuning import Trial, TuningClient, TuningJob, best_trial, create_idempotent
+
+__all__ = ["submit", "plan_trials", "trial_args", "run_trials", "LocalTuning", "TuningDryRun",
+           "read_reported"]
+
+Log = Callable[[str], None]
+METRIC_FILE = "hypertune/output.metrics"   # cloudml-hypertune's own layout, under each trial's output
+
+
+@dataclass
+class TuningDryRun:
+    """What submit would do for a tuning spec: the exact requests and the tuning job body."""
+
+    job: dict
+    requests: list[dict]
+    image: str | None
+    idempotency_key: str
+    local: bool = False
+    package: dict | None = None
+    trials: list[dict] | None = None       # a local dry run: the trials it would run
+
+    def to_dict(self) -> dict:
+        return {"name": None, "state": None, "console_url": None, "image": self.image,
+                "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
+                "local": self.local, "package": self.package, "requests": self.requests,
+                **({"trials": self.trials} if self.trials is not None else {})}
+
+
+def submit(spec: JobSpec, job: dict, *, key: str, image: str | None, package: dict | None = None,
+           wait: bool = False, local: bool = False, dry_run: bool = False,
+           timeout: float | None = None, on_state: Callable | None = None, log: Log,
+           console: Any = None, settings: Settings,
+           client: TuningClient | None = None) -> "TuningJob | LocalTuning | TuningDryRun":
+    """Create the tuning job for `spec` at most once per `key` (or run its trials here, or
+    describe the requests). `job` is the rendered CustomJob each trial runs."""
+    body = render.tuning_job(spec, job)
+    if local:
+        planned = plan_trials(spec)
+        check_trials(spec, planned)
+        if dry_run:
+            trials = [{"id": str(i), "parameters": values, "args": trial_args(spec, values)}
+                      for i, values in enumerate(planned, 1)]
+            return TuningDryRun(body, [{"local": True, "body": body}], image, key, local=True,
+                                trials=trials)
+        return run_trials(spec, job, key=key, image=image, settings=settings, console=console,
+                          wait=wait, log=log, planned=planned)
+    client = client or TuningClient(spec.project, spec.region, settings=settings, log=log)
+    if dry_run:
+        return TuningDryRun(body, client.requests_for(body, key), image, key, package=package)
+    data, adopted = create_idempotent(client, body, key)
+    tuning = TuningJob(data, client, image=image, idempotency_key=key, adopted=adopted)
+    if wait:
+        tuning.wait(timeout=timeout, on_state=on_state)
+    return tuning
+
+
+# -- the search, as the service would run it ------------------------------------------------------
+
+def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
+    """The parameters of each local trial, by trainer field, in order.
+
+    grid: every combination in order (integer ranges step by 1), at most max_trials;
+    random and auto: max_trials seeded draws (seed: trainer.seed, else 0) honouring each scale,
+    repeats avoided while the space allows. (auto on Vertex AI is its own Bayesian search.)"""
+    tune = spec.tune
+    names = list(tune.parameters)
+    if tune.algorithm == "grid":
+        options = [_options(spec, name) for name in names]
+        combos = itertools.islice(itertools.product(*options), tune.max_trials)
+        return [dict(zip(names, combo)) for combo in combos]
+    rng = random.Random(spec.trainer.seed or 0)
+    planned: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for _ in range(tune.max_trials):
+        for _attempt in range(100):
+            values = {name: _draw(spec, name, rng) for name in names}
+            if json.dumps(values, sort_keys=True) not in seen:
+                break
+        seen.add(json.dumps(values, sort_keys=True))
+        planned.append(values)
+    return planned
+
+
+def _field_type(name: str) -> type:
+    annotation = TrainerArgs.model_fields[name].annotation
+    args = getattr(annotation, "__args__", ())
+    return int if int in (annotation, *args) else float
+
+
+def _options(spec: JobSpec, name: str) -> list:
+    """Every value of a grid parameter (integer, discrete or categorical), in order."""
+    p, kind = spec.tune.parameters[name], spec.tune.kind(name)
+    if kind == "integer":
+        return list(range(int(p.min), int(p.max) + 1))
+    if kind == "discrete":
+        values = sorted(float(v) for v in p.values)
+        return [int(v) for v in values] if _field_type(name) is int else values
+    return [category(v) for v in p.values]
+
+
+def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
+    p, kind = spec.tune.parameters[name], spec.tune.kind(name)
+    if kind in ("discrete", "categorical"):
+        return rng.choice(_options(spec, name))
+    low, high = float(p.min), float(p.max)
+    if p.scale == "log":
+        x = math.exp(rng.uniform(math.log(low), math.log(high)))
+    elif p.scale == "reverse_log":  # dense near max: mirror a log draw
+        x = high + low - math.exp(rng.uniform(math.log(low), math.log(high)))
+    else:
+        x = rng.uniform(low, high)
+    if kind == "integer":
+        return min(int(high), max(int(low), round(x)))
+    return float(f"{x:.6g}")
+
+
+def trial_args(spec: JobSpec, values: dict[str, Any]) -> list[str]:
+    """The flags Vertex AI appends to a trial's args: `--<parameter id>=<value>`, DOUBLE and
+    DISCRETE values as doubles ("256.0", which the trainer reads as 256), INTEGER as integers,
+    CATEGORICAL as the category's text."""
+    args = []
+    for name, value in values.items():
+        kind = spec.tune.kind(name)
+        if kind == "integer":
+            text = str(int(value))
+        elif kind in ("double", "discrete"):
+            text = repr(float(value))
+        else:
+            text = category(value)
+        args.append(f"--{render.parameter_id(name)}={text}")
+    return args
+
+
+def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
+    """Each local trial's args must pass the trainer's own parser (exit 2 before any trial)."""
+    base = spec.trainer.model_dump()
+    for i, values in enumerate(planned, 1):
+        try:
+            trainer = TrainerArgs.model_validate({**base, **values})
+            check_trainer_flags(spec.model_copy(update={"trainer": trainer}))
+        except SpecError as e:
+            raise SpecError("tune.parameters", f"trial {i} ({' '.join(trial_args(spec, values))}): "
+                            f"{e.message}", has_value=False, hint=e.hint) from None
+        except Exception as e:  # noqa: BLE001 - pydantic's ValidationError, with its own text
+            raise SpecError("tune.parameters", f"trial {i} ({' '.join(trial_args(spec, values))}): "
+                            f"{e}", has_value=False) from None
+
+
+# -- local trials ----------------------------------------------------------------------------------
+
+@dataclass
+class LocalTuning(JobState):
+    """A tuning study run on this machine by ``submit(spec, local=True)``: `trials()`,
+    `best_trial()`, and each trial's `LocalResult` in `results`."""
+
+    name: str
+    state: str
+    output_dir: str
+    goal: str
+    metric_id: str
+    image: str | None
+    idempotency_key: str
+    found: list[Trial] = field(default_factory=list)
+    results: dict[str, LocalResult] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    adopted: bool = False
+    console_url: None = None
+
+    def trials(self) -> list[Trial]:
+        return list(self.found)
+
+    def best_trial(self) -> Trial | None:
+        return best_trial(self.found, self.goal)
+
+    def failure_message(self) -> str:
+        failed = [t for t in self.found if t.state == INFEASIBLE]
+        text = f"local tuning {self.name} ended {self.state.removeprefix('JOB_STATE_')}"
+        if self.state == CANCELLED:
+            return text + f" (interrupted; {len(self.found) - len(failed)} trial(s) had ended)"
+        if failed:
+            text += f": {len(failed)} of {len(self.found)} trials failed"
+            first = failed[0]
+            tail = self.results.get(first.id)
+            text += f" (trial {first.id}: {first.error})"
+            if tail is not None and tail.log_tail:
+                text += "\n" + "\n".join(tail.log_tail[-10:])
+        return text
+
+    def to_dict(self) -> dict:
+        best = self.best_trial()
+        result = self.results.get(best.id) if best else None
+        return {"name": self.name, "state": self.state, "console_url": None, "image": self.image,
+                "idempotency_key": self.idempotency_key, "adopted": False,
+                "output_dir": self.output_dir, "metrics": result.metrics if result else None,
+                "trials": [t.to_dict() for t in self.found],
+                "best_trial": best.to_dict() if best else None}
+
+
+def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, settings: Settings,
+               console: Any = None, wait: bool = True, log: Log | None = None,
+               planned: list[dict[str, Any]] | None = None) -> LocalTuning:
+    """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
+    (or the failures reached max_failed_trials, or the user interrupted)."""
+    if importlib.util.find_spec("hypertune") is None:
+        raise UserError("a local tuning run reads each trial's metric as Vertex AI does, from "
+                        "cloudml-hypertune's report, and it is not installed here",
+                        hint="pip install cloudml-hypertune")
+    tune = spec.tune
+    planned = planned if planned is not None else plan_trials(spec)
+    name = str(job.get("displayName") or spec.name)
+    base = resolve_output(job, name)
+    _save_record(base, render.tuning_job(spec, job), spec)
+    out = _Output(console)
+    out.note(f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
+             f"{tune.goal} {tune.metric}; output {base}")
+    study = LocalTuning(name=name, state=SUCCEEDED, output_dir=base, goal=tune.goal,
+                        metric_id=tune.metric, image=image, idempotency_key=key)
+    cancel = threading.Event()
+    started = time.monotonic()
+    pending = list(enumerate(planned, 1))
+    running: dict[concurrent.futures.Future, str] = {}
+    failures = 0
+    # The trials run off the main thread, where no signal reaches them: Ctrl-C, SIGTERM and SIGHUP
+    # raise here and stop them through `cancel` (each trial then ends CANCELLED, cleaned up).
+    with concurrent.futures.ThreadPoolExecutor(tune.parallel_trials, thread_name_prefix="trial") as pool, \
+            InterruptGuard() as guard:
+        try:
+            while pending or running:
+                limit_hit = tune.max_failed_trials and failures >= tune.max_failed_trials
+                while pending and len(running) < tune.parallel_trials and not limit_hit and not cancel.is_set():
+                    number, values = pending.pop(0)
+                    trial_id = str(number)
+                    out.note(f"trial {trial_id} started: {' '.join(trial_args(spec, values))}")
+                    future = pool.submit(_run_trial, spec, job, base, trial_id, values,
+                                         settings=settings, console=out.for_trial(trial_id),
+                                         cancel=cancel)
+                    running[future] = trial_id
+                if not running:
+                    break
+                done, _ = concurrent.futures.wait(running, timeout=0.5,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    running.pop(future)
+                    trial, result = future.result()
+                    study.found.append(trial)
+                    study.results[trial.id] = result
+                    failures += trial.state == INFEASIBLE
+                    out.trial_ended(trial, tune.metric, result)
+        except (Interrupted, KeyboardInterrupt):
+            guard.disarm()
+            cancel.set()
+            out.note("Interrupted: stopping the running trials")
+            for future in concurrent.futures.as_completed(list(running)):
+                trial, result = future.result()
+                study.found.append(trial)
+                study.results[trial.id] = result
+            study.state = CANCELLED
+        except BaseException:
+            cancel.set()  # a trial could not start (e.g. no route to gs://): stop the others too
+            raise
+    study.found.sort(key=lambda t: int(t.id))
+    study.elapsed_s = round(time.monotonic() - started, 3)
+    if study.state != CANCELLED:
+        succeeded = [t for t in study.found if t.state == TRIAL_SUCCEEDED]
+        over = bool(tune.max_failed_trials) and failures >= tune.max_failed_trials
+        study.state = FAILED if over or not succeeded else SUCCEEDED
+    _save_trials(base, study)
+    out.summary(study)
+    return study
+
+
+def _run_trial(spec: JobSpec, job: dict, base: str, trial_id: str, values: dict[str, Any], *,
+               settings: Settings, console: Any, cancel: threading.Event) -> tuple[Trial, LocalResult]:
+    """One trial: the CustomJob with the trial's flags appended and its own output directory,
+    run by run_local; its metric read from its own cloudml-hypertune file."""
+    trial_base = f"{base}/{trial_id}"
+    if trial_base.startswith("gs://"):
+        metric_file = os.path.join(tempfile.mkdtemp(prefix="vertex-trainer-trial-"), METRIC_FILE)
+    else:
+        metric_file = os.path.join(trial_base, METRIC_FILE)
+    environ = {**settings.environ, "CLOUD_ML_HP_METRIC_FILE": metric_file, "CLOUD_ML_TRIAL_ID": trial_id}
+    body = trial_job(job, trial_id, trial_base, trial_args(spec, values))
+    result = run_local(body, spec, settings=dataclasses.replace(settings, environ=environ),
+                       wait=False, console=console, cancel=cancel)
+    metric = read_reported(metric_file, spec.tune.metric) if result.state == SUCCEEDED else None
+    if result.state == SUCCEEDED and metric is not None:
+        return Trial(trial_id, TRIAL_SUCCEEDED, values, metric, output_dir=trial_base), result
+    if result.state == SUCCEEDED:
+        error = (f"the trial reported no {spec.tune.metric!r} (no eval_data, or cloudml-hypertune "
+                 "missing in the trainer's environment?)")
+    elif result.state == CANCELLED:
+        error = "cancelled"
+    else:
+        error = f"{result.failed_replica or 'a replica'} exited with code {result.failed_exit_code}"
+    return Trial(trial_id, INFEASIBLE, values, None, output_dir=trial_base, error=error), result
+
+
+def trial_job(job: dict, trial_id: str, output_dir: str, args: list[str]) -> dict:
+    """The CustomJob one trial runs: `job` with the trial's flags after every pool's args and
+    its base output directory `output_dir`."""
+    body = copy.deepcopy(job)
+    body["displayName"] = f"{job.get('displayName', 'job')}-trial-{trial_id}"
+    spec = body["jobSpec"]
+    spec["baseOutputDirectory"] = {"outputUriPrefix": output_dir}
+    for pool in spec.get("workerPoolSpecs") or []:
+        for key in ("containerSpec", "pythonPackageSpec"):
+            if key in (pool or {}):
+                pool[key]["args"] = list(pool[key].get("args") or []) + list(args)
+    return body
+
+
+def read_reported(path: str, metric: str) -> float | None:
+    """The last value cloudml-hypertune wrote for `metric` in `path` (one JSON object per line),
+    or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            value = json.loads(line).get(metric)
+            if value is not None:
+                return float(value)
+        except (ValueError, AttributeError):
+            continue
+    return None
+
+
+def _save_record(base: str, body: dict, spec: JobSpec) -> None:
+    if base.startswith("gs://"):
+        return
+    record = os.path.join(base, RECORD_DIR)
+    os.makedirs(record, exist_ok=True)
+    with open(os.path.join(record, "hyperparameter_tuning_job.json"), "w", encoding="utf-8") as f:
+        json.dump(body, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
+        f.write(spec.to_yaml())
+
+
+def _save_trials(base: str, study: LocalTuning) -> None:
+    if base.startswith("gs://"):
+        return
+    path = os.path.join(base, RECORD_DIR, "trials.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(study.to_dict(), f, indent=2)
+        f.write("\n")
+
+
+class _Output:
+    """What a local study shows (stderr): its own notes, and each trial's run prefixed with
+    `trial N |` (parallel trials interleave)."""
+
+    def __init__(self, console: Any):
+        from vertex_trainer.local.display import default_console
+
+        self.console = console or default_console()
+        self.lock = threading.Lock()
+
+    def note(self, text: str, style: str = "bold") -> None:
+        with self.lock:
+            self.console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+    def for_trial(self, trial_id: str) -> Any:
+        from rich.console import Console
+
+        return Console(file=_Prefixed(self.console.file, f"trial {trial_id} | ", self.lock),
+                       highlight=False, no_color=True, width=max(self.console.width, 120))
+
+    def trial_ended(self, trial: Trial, metric: str, result: LocalResult) -> None:
+        shown = f"{metric}={trial.metric:.4f}" if trial.metric is not None else f"no {metric}"
+        params = " ".join(f"{k}={v}" for k, v in trial.parameters.items())
+        style = "bold green" if trial.state == TRIAL_SUCCEEDED else "bold red"
+        extra = f" ({trial.error})" if trial.error else ""
+        self.note(f"trial {trial.id} {trial.state} in {result.elapsed_s:.1f}s: {shown}  {params}{extra}",
+                  style=style)
+
+    def summary(self, study: LocalTuning) -> None:
+        best = study.best_trial()
+        self.note(f"{study.state} in {study.elapsed_s:.1f}s: {len(study.found)} trial(s)"
+                  + (f", best trial {best.id} ({study.metric_id}={best.metric:.4f})" if best else ""),
+                  style="bold green" if study.state == SUCCEEDED else "bold red")
+
+
+class _Prefixed(io.TextIOBase):
+    """A text stream that puts `prefix` before every line it passes on (whole lines, locked)."""
+
+    def __init__(self, out: Any, prefix: str, lock: threading.Lock):
+        self.out, self.prefix, self.lock = out, prefix, lock
+        self.partial = ""
+
+    def write(self, text: str) -> int:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        if lines:
+            with self.lock:
+                self.out.write("".join(f"{self.prefix}{line}\n" for line in lines))
+                self.out.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            self.out.flush()
+
+    def isatty(self) -> bool:
+        return False
