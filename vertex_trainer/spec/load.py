@@ -250,12 +250,49 @@ def _needs_templates(data: Any) -> bool:
     return _is_template(data)
 
 
-def _render_templates(data: Any, context: dict, path: str = "") -> Any:
+def _template_env():
     import jinja2  # only specs that template pay for jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
     # Sandboxed: a template can format values, not reach Python internals.
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+
+
+def _names_in(env, text: str) -> set[str]:
+    """The variables a template uses (none when it does not parse: rendering reports that)."""
+    import jinja2
+    from jinja2 import meta
+
+    try:
+        return set(meta.find_undeclared_variables(env.parse(text)))
+    except jinja2.TemplateError:
+        return set()
+
+
+def template_variables(data: Any) -> set[str]:
+    """The variables the templates still in `data` use (e.g. a spec resolved with `defer`)."""
+    env = _template_env() if _needs_templates(data) else None
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+        elif _is_template(node):
+            found.update(_names_in(env, node))
+
+    walk(data)
+    return found
+
+
+def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset[str] = frozenset()) -> Any:
+    """Render every template in `data`; one that uses a variable in `defer` is kept as it is."""
+    import jinja2
+
+    env = _template_env()
 
     def render(node: str, where: str) -> str:
         try:
@@ -264,9 +301,13 @@ def _render_templates(data: Any, context: dict, path: str = "") -> Any:
             raise
         except jinja2.UndefinedError as e:
             names = ", ".join(sorted(k for k in context if k != "env"))
+            hint = (f"known variables: {names}, env.NAME; add --var KEY=VALUE, or give a "
+                    "default: {{ env.NAME | default('x') }}")
+            if "trigger" in _names_in(env, node) and "trigger" not in context:
+                hint = ("trigger.bucket/object/generation/folder have values in the runs a storage "
+                        "event starts (vertex-trainer trigger render SPEC --bucket B); " + hint)
             raise SpecError(where, f"template {shown(node)}: {e.message}", has_value=False,
-                            hint=f"known variables: {names}, env.NAME; add --var KEY=VALUE, or give a "
-                            "default: {{ env.NAME | default('x') }}") from None
+                            hint=hint) from None
         except jinja2.TemplateError as e:
             raise SpecError(where, f"template {shown(node)}: {e}", has_value=False,
                             hint="templates look like {{ env.USER }} or {{ git_sha }}") from None
@@ -279,7 +320,9 @@ def _render_templates(data: Any, context: dict, path: str = "") -> Any:
             return {k: walk(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()}
         if isinstance(node, list):
             return [walk(v, f"{where}[{i}]") for i, v in enumerate(node)]
-        return render(node, where) if _is_template(node) else node
+        if not _is_template(node):
+            return node
+        return node if defer and _names_in(env, node) & defer else render(node, where)
 
     return walk(data, path)
 
@@ -307,6 +350,22 @@ def build_spec(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = 
                base_dir: Path | None = None, *, environ: Mapping[str, str] | None = None,
                default_project: str | None = None, default_region: str | None = None) -> JobSpec:
     """The same as load_spec, from an already-parsed mapping (never mutated)."""
+    data = resolve_data(data, sets=sets, vars=vars, project=project, region=region, base_dir=base_dir,
+                        environ=environ, default_project=default_project, default_region=default_region)
+    try:
+        return JobSpec.model_validate(data)
+    except ValidationError as e:
+        raise translate(e) from None
+
+
+def resolve_data(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = (),
+                 vars: Mapping[str, Any] | None = None, project: str | None = None,
+                 region: str | None = None, base_dir: Path | None = None, *,
+                 environ: Mapping[str, str] | None = None, default_project: str | None = None,
+                 default_region: str | None = None, defer: Iterable[str] = ()) -> dict:
+    """The spec data after `--set`, the flags and the templates, not yet validated (build_spec
+    validates it). Templates that use a variable named in `defer` stay as they are, to be
+    rendered later (`trigger render` keeps `{{ trigger.* }}` for the event that starts a run)."""
     if not isinstance(data, Mapping):
         raise UserError(f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}")
     data = _plain(data)
@@ -329,16 +388,16 @@ def build_spec(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = 
             "timestamp": _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"),
             **(vars or {}),
         }
+        deferred = frozenset(defer)
         if isinstance(raw_name, str):
-            context["name"] = _render_templates(raw_name, context, "name")
-        data = _render_templates(data, context)
+            if deferred and _is_template(raw_name) and _names_in(_template_env(), raw_name) & deferred:
+                deferred |= {"name"}  # a name known only later defers the values that use it
+            else:
+                context["name"] = _render_templates(raw_name, context, "name")
+        data = _render_templates(data, context, defer=deferred)
 
     if not data.get("project") and default_project:
         data["project"] = default_project
     if not data.get("region") and default_region:
         data["region"] = default_region
-    data = _plain(data)  # and so does the output of templates
-    try:
-        return JobSpec.model_validate(data)
-    except ValidationError as e:
-        raise translate(e) from None
+    return _plain(data)  # and so does the output of templates

@@ -1,0 +1,72 @@
+"""Fixtures for the pipeline tests: a spec that trains on Flex Start and deploys, the fake
+Vertex AI (which learns pipelineJobs, models and endpoints), fast settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vertex_trainer.emulators.vertex import FakeVertex
+from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+
+IMAGE = "us-central1-docker.pkg.dev/test-project/training/trainer:v1"
+SPEC = f"""\
+name: digits-flex
+project: test-project
+region: europe-west4
+hardware: a100x2
+replicas: 2
+image:
+  uri: {IMAGE}
+scheduling:
+  strategy: flex-start
+  max_wait: 4h
+  timeout: 1d
+output_dir: gs://out-bucket/runs/digits
+service_account: trainer@test-project.iam.gserviceaccount.com
+network: projects/123/global/networks/vpc
+labels: {{team: vision}}
+env: {{TF_CPP_MIN_LOG_LEVEL: "1"}}
+trainer:
+  model: tiny-cnn
+  train_data: gs://data-bucket/digits/train-*
+  num_classes: 10
+  batch_size: 64
+deploy:
+  model: digits
+  endpoint: digits
+  machine_type: n1-standard-4
+  accelerator_type: NVIDIA_TESLA_T4
+  accelerator_count: 1
+  min_replicas: 1
+  max_replicas: 3
+  traffic: 50
+"""
+
+
+@pytest.fixture
+def fake():
+    with FakeVertex() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(fake) -> Settings:
+    return Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02,
+                                                                deadline=5),
+                    poll=PollPolicy(initial=0.01, maximum=0.02))
+
+
+@pytest.fixture
+def spec_file(tmp_path) -> Path:
+    path = tmp_path / "digits-flex.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.fixture
+def spec(spec_file, settings):
+    from vertex_trainer import api
+
+    return api.load_spec(spec_file, settings=settings)

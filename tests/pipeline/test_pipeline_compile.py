@@ -1,0 +1,134 @@
+"""`pipeline compile`: the KFP pipeline built with kfp and GCPC holds exactly the rendered job
+(machine, accelerator, Flex Start, max wait) and, with deploy:, the upload and deploy steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.conftest import IMAGE
+from vertex_trainer import api, render
+from vertex_trainer.errors import SpecError
+from vertex_trainer.pipeline import steps
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tasks(ir: dict) -> dict:
+    return ir["root"]["dag"]["tasks"]
+
+
+def _params(task: dict) -> dict:
+    return {k: v["runtimeValue"]["constant"] for k, v in task["inputs"].get("parameters", {}).items()}
+
+
+def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, tmp_path):
+    out = tmp_path / "pipeline.yaml"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VERTEX_TRAINER_")},
+           "CLOUDSDK_CONFIG": str(tmp_path)}
+    done = subprocess.run([str(Path(sys.executable).parent / "vertex-trainer"), "pipeline", "compile",
+                           str(spec_file), "-o", str(out)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    from google.cloud import aiplatform_v1
+    from google.protobuf import json_format
+    from kfp import components
+
+    pipeline = components.load_component_from_file(str(out))  # kfp reads it back
+    ir = json_format.MessageToDict(pipeline.pipeline_spec, preserving_proto_field_name=False)
+    tasks = _tasks(ir)
+    assert set(tasks) == {"custom-training-job", "importer", "model-upload", "endpoint-create", "model-deploy"}
+
+    train = _params(tasks["custom-training-job"])
+    assert train["strategy"] == "FLEX_START" and train["max_wait_duration"] == "14400s"
+    assert train["timeout"] == "86400s" and train["project"] == "test-project"
+    assert train["location"] == "europe-west4"
+    assert train["base_output_directory"] == "gs://out-bucket/runs/digits"
+    assert train["service_account"] == "trainer@test-project.iam.gserviceaccount.com"
+    assert train["network"] == "projects/123/global/networks/vpc"
+    pools = train["worker_pool_specs"]
+    assert [p["machine_spec"]["machine_type"] for p in pools] == ["a2-highgpu-2g", "a2-highgpu-2g"]
+    assert {p["machine_spec"]["accelerator_type"] for p in pools} == {"NVIDIA_TESLA_A100"}
+
+    # Exactly the rendered worker pools: the same protos, whichever JSON spelling carried them.
+    rendered = render.custom_job(api.load_spec(spec_file), idempotency_key=None)
+    for ours, theirs in zip(pools, rendered["jobSpec"]["workerPoolSpecs"], strict=True):
+        assert aiplatform_v1.WorkerPoolSpec(_ints(ours)) == aiplatform_v1.WorkerPoolSpec.from_json(json.dumps(theirs))
+
+    model = ir["deploymentSpec"]["executors"]["exec-importer"]["importer"]
+    assert model["artifactUri"]["constant"] == "gs://out-bucket/runs/digits/model"
+    assert model["typeSchema"]["schemaTitle"] == "google.UnmanagedContainerModel"
+    container = model["metadata"]["containerSpec"]
+    assert container["imageUri"] == IMAGE and container["command"] == ["python", "-m", "trainer.serve"]
+    assert tasks["importer"]["dependentTasks"] == ["custom-training-job"]  # after training only
+
+    upload = _params(tasks["model-upload"])
+    assert (upload["project"], upload["location"], upload["display_name"]) == ("test-project", "europe-west4", "digits")
+    endpoint = _params(tasks["endpoint-create"])
+    assert (endpoint["project"], endpoint["location"], endpoint["display_name"]) == (
+        "test-project", "europe-west4", "digits")
+    deploy = _params(tasks["model-deploy"])
+    assert deploy["dedicated_resources_machine_type"] == "n1-standard-4"
+    assert deploy["dedicated_resources_accelerator_type"] == "NVIDIA_TESLA_T4"
+    assert deploy["dedicated_resources_max_replica_count"] == 3
+    assert deploy["traffic_split"] == {"0": 100}  # compiled without looking: a first deploy
+    assert sorted(tasks["model-deploy"]["dependentTasks"]) == ["endpoint-create", "model-upload"]
+    assert all(not t.get("cachingOptions") for t in tasks.values())  # no step is ever cached
+
+
+def _ints(pool: dict) -> dict:
+    # Pipeline parameters are JSON numbers (doubles): 8.0 for an int32 field.
+    if isinstance(pool, dict):
+        return {k: _ints(v) for k, v in pool.items()}
+    if isinstance(pool, list):
+        return [_ints(v) for v in pool]
+    return int(pool) if isinstance(pool, float) and pool.is_integer() else pool
+
+
+def test_without_deploy_the_pipeline_only_trains(spec):
+    ir = api.compile_pipeline(spec.model_copy(update={"deploy": None}))
+    assert list(_tasks(ir)) == ["custom-training-job"]
+
+
+def test_resolve_versions_the_existing_model_and_reuses_the_endpoint(spec, settings, fake):
+    from vertex_trainer import deploying
+    from vertex_trainer.vertex.deploy import deploy
+    from vertex_trainer.vertex.models import RegistryClient
+
+    client = RegistryClient("test-project", "europe-west4", settings=settings)
+    earlier = deploy(client, deploying.request(spec, "gs://out-bucket/old/model", "old-job", IMAGE),
+                     poll=settings.poll)
+    ir = api.compile_pipeline(spec, resolve=True, idempotency_key="k-1", settings=settings)
+    tasks = _tasks(ir)
+    assert "endpoint-create" not in tasks  # the endpoint exists: imported, not created again
+    executors = ir["deploymentSpec"]["executors"]
+    imported = {e["importer"]["typeSchema"]["schemaTitle"]: e["importer"]["metadata"].get("resourceName")
+                for e in executors.values() if "importer" in e}
+    assert imported["google.VertexModel"] == earlier.model  # a new version of it (parentModel)
+    assert imported["google.VertexEndpoint"] == earlier.endpoint
+    assert "parent_model" in tasks["model-upload"]["inputs"]["artifacts"]
+    assert _params(tasks["model-deploy"])["traffic_split"] == {"0": 50, earlier.deployed_model_id: 50}
+    assert _params(tasks["model-upload"])["labels"]["vertex-trainer-key"] == "k-1"
+
+
+def test_disable_retries_has_no_pipeline_equivalent_and_is_refused(spec):
+    strict = spec.model_copy(update={"scheduling": spec.scheduling.model_copy(update={"disable_retries": True})})
+    with pytest.raises(SpecError, match="scheduling.disable_retries"):
+        api.compile_pipeline(strict)
+
+
+def test_a_job_field_the_training_step_cannot_carry_is_an_error_not_a_silent_drop():
+    job = {"displayName": "x", "jobSpec": {"workerPoolSpecs": [], "enableWebAccess": True}}
+    with pytest.raises(ValueError, match="enableWebAccess"):
+        steps.training_inputs(job, project="p", location="l")
+
+
+def test_snake_keys_turns_rest_json_into_proto_field_names():
+    assert steps.snake_keys({"machineSpec": {"acceleratorCount": 8}, "env": [{"name": "A_B", "value": "1"}]}) == \
+        {"machine_spec": {"accelerator_count": 8}, "env": [{"name": "A_B", "value": "1"}]}

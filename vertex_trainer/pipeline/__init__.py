@@ -1,0 +1,19 @@
+"""The Vertex AI Pipelines (KFP v2) form of a job: train, then register and deploy (CONTRACT 6).
+
+    steps.py     pure: each GCPC step's inputs from the rendered CustomJob and the DeployRequest
+    compiler.py  the kfp pipeline (kfp and GCPC imported inside `compile_ir` only)
+    job.py       the PipelineJob REST body, the pipeline root, and the registry look-ups that
+                 decide between a new model or a new version, a new endpoint or an existing one
+    build.py     spec -> the one rendered CustomJob + deploying's DeployRequest -> IR and body
+
+Layering: below the orchestrator (api) and the trigger, above `deploying` (whose DeployRequest
+it compiles) and the Vertex clients and `render`: one render serves every output.
+"""
+
+from vertex_trainer.pipeline.build import pipeline_body, pipeline_ir
+from vertex_trainer.pipeline.compiler import compile_ir, to_yaml
+from vertex_trainer.pipeline.job import default_root, first_deploy, pipeline_job, resolve_target
+from vertex_trainer.pipeline.steps import DeployTarget
+
+__all__ = ["pipeline_ir", "pipeline_body", "compile_ir", "to_yaml", "pipeline_job", "default_root",
+           "first_deploy", "resolve_target", "DeployTarget"]
