@@ -66,33 +66,7 @@ def test_synthesize_is_seeded(tmp_path):
     assert stored(a) == stored(b)
 
 
-def test_convert_class_folders(tmp_path):
-    src = tmp_path / "images"
-    rng = np.random.default_rng(0)
-    expected = {}
-    for cls, fmt in (("zebra", "PNG"), ("apple", "JPEG"), ("mango", "JPEG")):
-        (src / cls).mkdir(parents=True)
-        for i in range(3):
-            ext = ".png" if fmt == "PNG" else ".jpg"
-            pixels = rng.integers(0, 255, size=(10, 14, 3), dtype=np.uint8)
-            Image.fromarray(pixels).save(src / cls / f"{i}{ext}", format=fmt)
-            expected[(src / cls / f"{i}{ext}").read_bytes()] = cls
-    (src / "apple" / "notes.txt").write_text("not an image")
-    paths = datagen.convert(str(src), str(tmp_path / "out"), shards=2)
-    assert len(paths) == 2
-    records = stored(paths)
-    assert len(records) == 9
-    classes = ["apple", "mango", "zebra"]  # label = index among the sorted folder names
-    assert {(expected[enc], label) for enc, label in records} == {(c, i) for i, c in enumerate(classes)}
-    assert (tmp_path / "out" / "labels.txt").read_text().split() == classes
-
-
-def test_convert_picks_shard_count_from_target_size(tmp_path):
-    src = tmp_path / "images" / "only"
-    src.mkdir(parents=True)
-    for i in range(4):
-        Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(src / f"{i}.png")
-    assert len(datagen.convert(str(tmp_path / "images"), str(tmp_path / "out"))) == 1
+# Converting class-per-folder images (data convert) is tested in tests/dataprep.
 
 
 def test_eval_pipeline_shapes_dtypes_and_labels(synth_data):

@@ -1,9 +1,9 @@
 """Write image-classification TFRecords in the ImageNet layout the input pipeline reads.
 
-Two tools, exposed by the CLI as `vertex-trainer data synth` and `vertex-trainer data convert`:
-
-- `synthesize`: random images (valid JPEG) with random labels, for demos and throughput tests.
-- `convert`: a folder of class-per-folder images -> sharded TFRecords (label = sorted folder index).
+`synthesize` (the CLI's `vertex-trainer data synth`): random images (valid JPEG) with random
+labels, for demos and throughput tests. Converting real class-per-folder images is
+`vertex-trainer data convert`, an Apache Beam pipeline on the host (vertex_trainer.dataprep),
+which writes the same layout without TensorFlow.
 
 Records are `tf.train.Example`s with the feature names of the public ImageNet converters
 (`image/encoded`, `image/class/label`, `image/format`, `image/height`, ...). Labels are written
@@ -17,8 +17,6 @@ import math
 import os
 import posixpath
 from typing import Iterator, Sequence
-
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 
 
 def shard_name(out_dir: str, prefix: str, index: int, shards: int) -> str:
@@ -107,78 +105,6 @@ def synthesize(out_dir: str, *, examples: int, shards: int, image_size: int, num
         eval_shards = max(1, min(eval_examples, math.ceil(shards / 8)))
         written += make(eval_examples, eval_prefix, eval_shards)
     return written
-
-
-def convert(image_dir: str, out_dir: str, *, shards: int | None = None, target_shard_mb: int = 128,
-            prefix: str = "train", seed: int = 0) -> list[str]:
-    """Convert class-per-folder images (`image_dir/<class>/<image>`) into sharded TFRecords.
-
-    The label of an image is the index of its folder among the sorted folder names. Images are
-    shuffled (seeded) before sharding so every shard mixes classes. JPEG and PNG bytes are stored
-    as they are (no re-encoding); other formats are rejected. Without `shards`, the shard count
-    is chosen so shards are about `target_shard_mb` MB. Writes `labels.txt` (one class name per
-    line, in label order) next to the shards. Returns the shard paths.
-    """
-    import random
-
-    import tensorflow as tf
-
-    classes = sorted(d for d in tf.io.gfile.listdir(image_dir)
-                     if tf.io.gfile.isdir(_join(image_dir, d.rstrip("/"))))
-    classes = [c.rstrip("/") for c in classes]
-    if not classes:
-        raise ValueError(f"{image_dir}: no class folders found (expected {image_dir}/<class>/<image>)")
-    items: list[tuple[str, int]] = []
-    skipped: list[str] = []
-    for label, cls in enumerate(classes):
-        for name in sorted(tf.io.gfile.listdir(_join(image_dir, cls))):
-            path = _join(image_dir, cls, name)
-            if name.lower().endswith(IMAGE_EXTENSIONS):
-                items.append((path, label))
-            elif not tf.io.gfile.isdir(path):
-                skipped.append(path)
-    if not items:
-        raise ValueError(f"{image_dir}: no .jpg/.jpeg/.png images in the class folders")
-    if skipped:
-        print(f"convert: skipped {len(skipped)} non-image files, e.g. {skipped[0]}")
-    random.Random(seed).shuffle(items)
-
-    if shards is None:
-        total = sum(tf.io.gfile.stat(p).length for p, _ in items)
-        shards = max(1, round(total / (target_shard_mb * 1024 * 1024)))
-    _check_positive(shards=shards)
-    shards = min(shards, len(items))
-    _makedirs(out_dir)
-
-    def encode(item: tuple[str, int]) -> bytes:
-        path, label = item
-        with tf.io.gfile.GFile(path, "rb") as f:
-            data = f.read()
-        fmt, height, width, channels = _inspect_image(data, path)
-        return encode_example(data, label, height=height, width=width, image_format=fmt,
-                              filename=posixpath.basename(path), synset=classes[label],
-                              channels=channels)
-
-    paths = [shard_name(out_dir, prefix, i, shards) for i in range(shards)]
-    written = _write_split(items, paths, encode)
-    with tf.io.gfile.GFile(_join(out_dir, "labels.txt"), "w") as f:
-        f.write("".join(c + "\n" for c in classes))
-    return written
-
-
-def _inspect_image(data: bytes, path: str) -> tuple[str, int, int, int]:
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            fmt = im.format
-            width, height = im.size
-            channels = len(im.getbands())
-    except Exception as e:  # Pillow raises several types for unreadable files
-        raise ValueError(f"{path}: not a readable image ({e})") from None
-    if fmt not in ("JPEG", "PNG"):
-        raise ValueError(f"{path}: {fmt} images are not supported; convert them to JPEG or PNG")
-    return fmt, height, width, channels
 
 
 def _to_jpeg(pixels, quality: int = 90) -> bytes:

@@ -1,14 +1,18 @@
-"""data synth / data convert: TFRecords in the layout the trainer reads (trainer/datagen.py)."""
+"""data synth / data convert: TFRecords in the layout the trainer reads.
+
+`synth` writes random images (trainer/datagen.py); `convert` runs the Beam pipeline of
+vertex_trainer.dataprep on this machine or on Dataflow.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+from enum import Enum
+from typing import List, Optional
 
 import typer
 from typing_extensions import Annotated
 
-from vertex_trainer.errors import UserError
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, emit_json, settings, stderr_line
 
 app = typer.Typer(help="Make TFRecord datasets in the layout the trainer reads.", no_args_is_help=True)
 
@@ -33,19 +37,86 @@ def data_synth(
     print(f"wrote {len(paths)} files to {out_dir}")
 
 
+class RunnerName(str, Enum):
+    direct = "direct"
+    dataflow = "dataflow"
+
+
 @app.command("convert")
 def data_convert(
-    image_dir: Annotated[Path, typer.Argument(help="a folder with one sub-folder of images per class")],
+    image_dir: Annotated[str, typer.Argument(help="one sub-folder of images per class (local or gs://)")],
     out_dir: Annotated[str, typer.Argument(help="where to write the TFRecords (local path or gs://)")],
-    shards: Annotated[Optional[int], typer.Option("--shards", min=1, help="number of shards "
-                                                  "(default: ~128 MB each)")] = None,
-    prefix: Annotated[str, typer.Option("--prefix", help="file name prefix: train or validation")] = "train",
+    shards: Annotated[Optional[int], typer.Option("--shards", help="train shards (default: ~128 MB each)",
+                                                  show_default=False)] = None,
+    eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="share of each class held out "
+                                                 "as validation-* (seeded)")] = 0.0,
+    eval_dir: Annotated[Optional[str], typer.Option("--eval-dir", help="a second class-per-folder tree "
+                                                    "for validation-* (same folder names)", show_default=False)] = None,
+    eval_shards: Annotated[Optional[int], typer.Option("--eval-shards", help="validation shards (default: "
+                                                       "~128 MB each)", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="shuffle (and split) seed: same seed, same shards")] = 0,
+    max_side: Annotated[Optional[int], typer.Option("--max-side", help="resize larger images to this many "
+                                                    "pixels on their longer side (re-encoded as JPEG)",
+                                                    show_default=False)] = None,
+    jpeg_quality: Annotated[int, typer.Option("--jpeg-quality", help="JPEG quality of re-encoded images")] = 90,
+    marker: Annotated[str, typer.Option("--marker", help="object written last, when the dataset is "
+                                        "complete (what the trigger waits for)")] = "_SUCCESS",
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace a dataset already in OUT_DIR "
+                                            "(its marker is removed first)")] = False,
+    runner: Annotated[RunnerName, typer.Option("--runner", help="direct: this machine; dataflow: "
+                                               "Google Cloud Dataflow")] = RunnerName.direct,
+    workers: Annotated[int, typer.Option("--workers", help="direct runner: worker processes")] = 1,
+    project: Annotated[Optional[str], typer.Option("--project", help="dataflow: project (default: "
+                                                   "$GOOGLE_CLOUD_PROJECT, gcloud's)", show_default=False)] = None,
+    region: Annotated[Optional[str], typer.Option("--region", help="dataflow: region, best the image "
+                                                  "bucket's", show_default=False)] = None,
+    temp_location: Annotated[Optional[str], typer.Option("--temp-location", help="dataflow: gs:// for "
+                                                         "staging and temp files (default: "
+                                                         "gs://<OUT_DIR bucket>/tmp/dataflow)",
+                                                         show_default=False)] = None,
+    max_workers: Annotated[Optional[int], typer.Option("--max-workers", help="dataflow: autoscaling cap",
+                                                       show_default=False)] = None,
+    machine_type: Annotated[Optional[str], typer.Option("--machine-type", help="dataflow: worker machine "
+                                                        "type (e.g. n2-standard-4)", show_default=False)] = None,
+    job_name: Annotated[Optional[str], typer.Option("--job-name", help="dataflow: job name (default: "
+                                                    "vertex-trainer-data-<UTC time>)", show_default=False)] = None,
+    beam_option: Annotated[Optional[List[str]], typer.Option(
+        "--beam-option", metavar="--KEY=VALUE", help="any other Beam/Dataflow pipeline option, verbatim "
+        "(repeatable), e.g. --beam-option=--subnetwork=regions/R/subnetworks/S", show_default=False)] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="dataflow: follow the job to its end "
+                                       "and print the summary")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the pipeline options; list, write "
+                                          "and send nothing")] = False,
+    output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Convert class-per-folder images to sharded TFRecords."""
-    if not image_dir.is_dir():
-        raise UserError(f"IMAGE_DIR {str(image_dir)!r} is not a directory",
-                        hint="give a folder with one sub-folder of images per class")
-    from trainer import datagen
+    """Convert class-per-folder images to sharded TFRecords with Apache Beam.
 
-    paths = datagen.convert(str(image_dir), out_dir, shards=shards, prefix=prefix)
-    print(f"wrote {len(paths)} files to {out_dir}")
+    Label = index of the class folder among the sorted names (labels.txt). Bad files are listed
+    in rejected.txt, never fatal. The end writes manifest.json and, last, the marker.
+    """
+    from vertex_trainer import dataprep
+
+    cfg = settings()
+    conv = dataprep.Conversion(
+        image_dir=image_dir, out_dir=out_dir, shards=shards, eval_shards=eval_shards,
+        eval_fraction=eval_fraction, eval_dir=eval_dir, seed=seed, max_side=max_side,
+        jpeg_quality=jpeg_quality, marker=marker, overwrite=overwrite)
+    run_on = dataprep.Runner(
+        name=runner.value, project=project or cfg.project, region=region or cfg.region,
+        temp_location=temp_location, max_workers=max_workers, machine_type=machine_type,
+        job_name=job_name, wait=wait, direct_workers=workers, options=tuple(beam_option or ()))
+    if dry_run:
+        print(dataprep.dry_run_text(conv, run_on))
+        return
+    result = dataprep.convert(conv, run_on, settings=cfg, log=stderr_line)
+    if output == OutputFormat.json:
+        emit_json({"runner": result.runner, "seconds": round(result.seconds, 3), "job_name": result.job_name,
+                   "job_id": result.job_id, "console_url": result.console_url, "counters": result.counters,
+                   "manifest": result.manifest})
+        return
+    if result.job_id:
+        print(f"Dataflow job {result.job_name} ({result.job_id})\n  {result.console_url}")
+        if not result.manifest:
+            print(f"{out_dir.rstrip('/')}/{marker} appears when the dataset is complete")
+    if result.manifest:
+        print(dataprep.summary_text(result.manifest, result.seconds))
