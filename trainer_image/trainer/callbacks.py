@@ -22,12 +22,14 @@ class Progress(keras.callbacks.Callback):
 
     Keras calls batch hooks once per execution (every steps_per_execution steps), so the
     timings here cost nothing extra. Throughput excludes the first epoch when there are
-    others (it includes tracing and compilation).
+    others (it includes tracing and compilation). With a `meter` (trainer.throughput, before
+    this callback in fit's list) each line also shows the epoch's measured input wait.
     """
 
     def __init__(self, *, global_batch: int, steps_per_epoch: int, epochs: int,
-                 interval_secs: float = 30.0, backup_dir: str = "", out=None):
+                 interval_secs: float = 30.0, backup_dir: str = "", out=None, meter=None):
         super().__init__()
+        self.meter = meter
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
         self.epochs = epochs
@@ -56,7 +58,7 @@ class Progress(keras.callbacks.Callback):
             step = batch + 1
             rate = step * self.global_batch / (now - self._epoch_start)
             self._print(progress_line(self._epoch + 1, self.epochs, step, self.steps_per_epoch,
-                                      rate, float(logs.get("loss", float("nan")))))
+                                      rate, float(logs.get("loss", float("nan"))), **self._wait()))
             self._last_log = now
 
     def on_epoch_end(self, epoch, logs=None):
@@ -70,8 +72,13 @@ class Progress(keras.callbacks.Callback):
         extra = {"step_time_ms": f"{1000 * seconds / self.steps_per_epoch:.2f}"}
         if "accuracy" in logs:
             extra["accuracy"] = f"{float(logs['accuracy']):.4f}"
+        extra.update(self._wait())
         self._print(progress_line(epoch + 1, self.epochs, self.steps_per_epoch,
                                   self.steps_per_epoch, rate, self.last_loss, **extra))
+
+    def _wait(self) -> dict:
+        fraction = self.meter.epoch_fraction() if self.meter is not None else None
+        return {} if fraction is None else {"input_wait_fraction": f"{fraction:.3f}"}
 
     @property
     def _epoch(self) -> int:

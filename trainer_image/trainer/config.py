@@ -62,6 +62,7 @@ class TrainConfig:
     gcs_read_block_mb: int = 16
     data_threads: int = 0
     deterministic: bool = False
+    synthetic_data: bool = False    # random batches instead of the input pipeline (trainer/throughput.py)
     sync_batch_norm: bool = False
     strategy: str = "auto"
     cpu_replicas: int = 1
@@ -84,6 +85,21 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _int(text: str) -> int:
+    # Vertex AI hyperparameter tuning passes DISCRETE values as doubles ("--batch-size=256.0"):
+    # a whole number written as a float is that integer; 2.5 is still an error.
+    try:
+        return int(text)
+    except ValueError:
+        value = float(text)
+        if value.is_integer():
+            return int(value)
+        raise ValueError(text) from None
+
+
+_int.__name__ = "int"  # argparse names the type in its message: "invalid int value: '2.5'"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D102 - argparse hook
         raise UsageError(message)
@@ -101,7 +117,7 @@ def _parser() -> _Parser:
             # --cache, --cache=true, --cache=false
             kw.update(type=_bool, nargs="?", const=True, default=bool(flag.default))
         else:
-            kw.update(type=flag.type, default=flag.default)
+            kw.update(type=_int if flag.type is int else flag.type, default=flag.default)
             if flag.required:
                 kw["required"] = True
             if flag.choices:

@@ -129,6 +129,32 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
     return ds.with_options(_options(cfg, deterministic))
 
 
+def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int = 0) -> tf.data.Dataset:
+    """One random batch of the pipeline's shape and dtypes (uint8 images, int32 labels), made
+    once, cached and repeated forever: no files, no decode, next to no host work per step.
+
+    It leaves through the same distributed iterator (and copy to the device) as a real batch,
+    so a run on it measures everything but reading and decoding: the compute ceiling.
+    """
+    seed = cfg.seed * 1009 + shard_index  # different pipelines, different (fixed) noise
+
+    def make(_):
+        images = tf.random.stateless_uniform([batch_size, cfg.image_size, cfg.image_size, 3],
+                                             seed=[seed, 1], maxval=256, dtype=tf.int32)
+        labels = tf.random.stateless_uniform([batch_size], seed=[seed, 2], maxval=cfg.num_classes,
+                                             dtype=tf.int32)
+        return tf.cast(images, tf.uint8), labels
+
+    ds = tf.data.Dataset.range(1).map(make).cache().repeat()
+    options = tf.data.Options()
+    # One element per pipeline: auto-sharding would leave other workers with none.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+    # No prefetch thread: get_next returns the cached batch inline, with no thread hand-off.
+    options.autotune.enabled = False
+    options.experimental_optimization.inject_prefetch = False
+    return ds.with_options(options)
+
+
 def build_sequential_dataset(files: list[str], cfg: PipelineConfig, batch_size: int) -> tf.data.Dataset:
     """The same records and transforms without parallelism or prefetch (a benchmark baseline)."""
     ds = tf.data.TFRecordDataset(files)

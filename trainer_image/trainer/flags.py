@@ -102,6 +102,9 @@ FLAGS: tuple[Flag, ...] = (
          help="GCS_READ_CACHE_BLOCK_SIZE_MB per open gs:// file (bounds host memory)"),
     Flag("data_threads", int, 0, ge=0, help="tf.data private threadpool size; 0 = cores"),
     Flag("deterministic", bool, False, help="reproducible input order (slower)"),
+    Flag("synthetic_data", bool, False,
+         help="train on one random batch of the configured shape, repeated (no files, no decode): "
+              "the compute ceiling of this model on this hardware (vertex-trainer bench)"),
     Flag("sync_batch_norm", bool, False,
          help="all-reduce batch-norm statistics across replicas (tiny-cnn only)"),
     Flag("strategy", default="auto", choices=STRATEGIES,

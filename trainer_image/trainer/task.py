@@ -1,9 +1,10 @@
 """`python -m trainer.task`: train an image classifier from TFRecords (CONTRACT section 4).
 
 run(): parse flags -> strategy -> precision policy -> plan (files, steps, LR) and save the resolved
-config -> datasets -> build and compile inside strategy.scope() -> fit (BackupAndRestore,
-TensorBoard, progress) and evaluate -> export (chief only; other workers to a temp dir) ->
-metrics.json. Each stage is one function below.
+config -> datasets (or synthetic batches), get_next timed -> build and compile inside
+strategy.scope() -> fit (BackupAndRestore, TensorBoard, progress) and evaluate -> export (chief
+only; other workers to a temp dir) -> metrics.json -> the throughput verdict (trainer/throughput.py).
+Each stage is one function below.
 
 Exit codes: 0 success, 2 bad flags or data, 1 anything else.
 """
@@ -60,7 +61,7 @@ def run(cfg: TrainConfig) -> dict:
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from trainer import _keras  # noqa: F401 - selects tf-keras before TensorFlow loads
-    from trainer import callbacks
+    from trainer import callbacks, throughput
     from trainer._keras import keras
 
     strat, info = setup_runtime(cfg)
@@ -69,15 +70,19 @@ def run(cfg: TrainConfig) -> dict:
     plan = plan_training(cfg, info)
     save_resolved_config(cfg, info, plan, policy, capability)
 
+    meter = throughput.InputWaitMeter(cfg.batch_size)  # host counters: outside the strategy's scope
     train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
+    train_ds = meter.wrap(train_ds)
     with strat.scope():
         model = build_and_compile(cfg, policy, plan.schedule(), steps_per_execution=plan.steps_per_execution,
                                   jit_compile=plan.jit_compile)
+    if info.device == "gpu":
+        meter.sync_on(model)  # asynchronous device: time the wait from the end of the previous step
     log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
         f"global batch {cfg.batch_size}, peak lr {plan.peak_lr:g}, {plan.steps_per_epoch} steps/epoch "
         f"x {cfg.epochs} epochs, steps_per_execution {plan.steps_per_execution}")
 
-    outcome = fit_and_evaluate(cfg, info, plan, model, train_ds, eval_ds)
+    outcome = fit_and_evaluate(cfg, info, plan, model, train_ds, eval_ds, meter)
     metrics = collect_metrics(cfg, info, plan, policy, outcome, skipped)
 
     export(model, cfg, is_chief=info.is_chief, task=f"{info.task_type}_{info.task_index}")
@@ -90,6 +95,9 @@ def run(cfg: TrainConfig) -> dict:
         log(f"exported model to {cfg.model_dir}; metrics in {metrics_path}")
     else:
         log("done (not the chief: the model and metrics are written by the chief)")
+    log(throughput.verdict(metrics, synthetic=cfg.synthetic_data,
+                           devices=info.replicas // max(1, info.workers), device=info.device,
+                           data_threads=cfg.data_threads))
     return metrics
 
 
@@ -149,8 +157,10 @@ class Plan:
 def plan_training(cfg: TrainConfig, info) -> Plan:
     from trainer import data, schedules
 
-    train_files = data.list_files(cfg.train_data)
-    eval_files = data.list_files(cfg.eval_data) if cfg.eval_data else []
+    # Synthetic data reads no files (unless they are needed to count the steps) and evaluates nothing.
+    synthetic_only = cfg.synthetic_data and (cfg.steps_per_epoch or cfg.train_examples)
+    train_files = [] if synthetic_only else data.list_files(cfg.train_data)
+    eval_files = data.list_files(cfg.eval_data) if cfg.eval_data and not cfg.synthetic_data else []
     train_cfg = data.PipelineConfig(
         image_size=cfg.image_size, num_classes=cfg.num_classes, training=True,
         label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
@@ -199,7 +209,8 @@ def make_datasets(cfg: TrainConfig, strat, plan: Plan):
 
     skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
     train_ds = strat.distribute_datasets_from_function(
-        input_fn(plan.train_files, plan.train_cfg, cfg.batch_size, skipped, repeat=False))
+        input_fn(plan.train_files, plan.train_cfg, cfg.batch_size, skipped, repeat=False,
+                 synthetic=cfg.synthetic_data))
     eval_ds = (strat.distribute_datasets_from_function(
         input_fn(plan.eval_files, plan.eval_cfg, cfg.batch_size, skipped, repeat=True))
         if plan.eval_files else None)
@@ -212,18 +223,21 @@ class Outcome:
     eval_results: dict
     train_seconds: float
     progress: Any
+    meter: Any
 
 
-def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_ds) -> Outcome:
-    """fit() with BackupAndRestore (resumes a preempted run), progress and TensorBoard; then eval."""
+def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_ds, meter) -> Outcome:
+    """fit() with BackupAndRestore (resumes a preempted run), input wait, progress and
+    TensorBoard; then eval."""
     from trainer import callbacks
     from trainer._keras import keras
 
     progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=plan.steps_per_epoch,
                                   epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
-                                  backup_dir=cfg.checkpoint_dir)
-    # BackupAndRestore first: a backup exists by the time the epoch's progress line is out.
-    fit_callbacks = [keras.callbacks.BackupAndRestore(backup_dir=cfg.checkpoint_dir), progress]
+                                  backup_dir=cfg.checkpoint_dir, meter=meter)
+    # BackupAndRestore first: a backup exists by the time the epoch's progress line is out; the
+    # meter right before progress, which shows its input wait.
+    fit_callbacks = [keras.callbacks.BackupAndRestore(backup_dir=cfg.checkpoint_dir), meter, progress]
     if info.is_chief:
         fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir,
                                                          update_freq="epoch", profile_batch=0))
@@ -237,7 +251,7 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
             eval_results = model.evaluate(eval_ds, steps=plan.eval_steps, verbose=0, return_dict=True)
             log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
                 f"over {plan.eval_steps * cfg.batch_size} examples")
-    return Outcome(history, eval_results, train_seconds, progress)
+    return Outcome(history, eval_results, train_seconds, progress, meter)
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
@@ -274,14 +288,20 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "image_size": cfg.image_size,
         "skipped_records": int(skipped.numpy()) if skipped is not None else 0,
         "model_dir": cfg.model_dir,
+        "synthetic_data": cfg.synthetic_data,
+        **outcome.meter.summary(),  # input_wait_fraction and what it was measured over
     }
 
 
-def input_fn(files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool):
+def input_fn(files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool,
+             synthetic: bool = False):
     """The per-input-pipeline dataset function for strategy.distribute_datasets_from_function."""
     from trainer import data
 
     def fn(ctx):
+        if synthetic:
+            return data.synthetic_dataset(pipeline_cfg, ctx.get_per_replica_batch_size(global_batch),
+                                          shard_index=ctx.input_pipeline_id)
         ds = data.build_dataset(files, pipeline_cfg, ctx.get_per_replica_batch_size(global_batch),
                                 num_shards=ctx.num_input_pipelines,
                                 shard_index=ctx.input_pipeline_id, skipped=skipped)

@@ -1,0 +1,149 @@
+"""The bench's plan and report, the spec's `trainer.synthetic_data`, and the trainer's verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from trainer.config import parse_flags
+
+from vertex_trainer import benching, render
+from vertex_trainer.contract import Artifact
+from vertex_trainer.errors import UserError
+from vertex_trainer.spec import build_spec, check_trainer_flags, load_spec
+from vertex_trainer.vertex.names import check_key
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_SPECS = sorted((REPO / "job_specs").glob("bench-resnet50-*.yaml"))
+IMAGE = Artifact("us-docker.pkg.dev/p/r/trainer:v1")
+DIRS = ["--model-dir=/m/", "--checkpoint-dir=/c/", "--tensorboard-dir=/t/"]
+
+
+def a100_spec(**trainer):
+    return load_spec(REPO / "job_specs" / "bench-resnet50-a100x8.yaml",
+                     sets=[(f"trainer.{k}", str(v)) for k, v in trainer.items()])
+
+
+def test_the_spec_accepts_synthetic_data_and_renders_the_flag():
+    spec = a100_spec(synthetic_data="true")
+    args = render.custom_job(spec, IMAGE)["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
+    assert "--synthetic-data=true" in args
+    check_trainer_flags(spec)  # the bundled trainer's own parser accepts it
+    assert parse_flags([*args, *DIRS], environ={}).synthetic_data is True
+    plain = render.custom_job(a100_spec(), IMAGE)["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
+    assert not any(a.startswith("--synthetic-data") for a in plain)  # unset: the trainer's default
+
+
+def test_the_bench_specs_are_the_published_configurations():
+    assert [p.stem for p in BENCH_SPECS] == ["bench-resnet50-a100x8", "bench-resnet50-h100x8",
+                                             "bench-resnet50-tpu-v5e", "bench-resnet50-v100x4"]
+    for path in BENCH_SPECS:
+        spec = load_spec(path)
+        t = spec.trainer
+        assert (t.model, t.image_size) == ("resnet50", 224), path
+        assert t.precision in ("mixed_float16", "mixed_bfloat16"), path
+        assert t.batch_size == 256 * spec.total_devices, path
+        assert t.jit_compile == "true" or spec.hardware.accelerator.kind == "tpu", path  # TPUs compile anyway
+    assert benching.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-v100x4.yaml")).examples_per_sec == 1270
+    assert benching.reference_for(a100_spec()).examples_per_sec == 2375
+    assert benching.reference_for(a100_spec(precision="float32")).examples_per_sec == 909
+    assert benching.reference_for(a100_spec(model="tiny-cnn")) is None
+    assert benching.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-h100x8.yaml")) is None
+
+
+def test_plan_two_short_jobs_of_the_same_spec():
+    spec = a100_spec()
+    plan = benching.plan(spec, steps=400)
+    syn, real = (run.spec for run in plan.runs)
+    assert [run.kind for run in plan.runs] == ["synthetic", "real"]
+    assert (syn.name, real.name) == ("bench-resnet50-a100x8-bench-syn", "bench-resnet50-a100x8-bench-real")
+    assert syn.trainer.synthetic_data is True and real.trainer.synthetic_data is False
+    for run in (syn, real):
+        assert (run.trainer.epochs, run.trainer.steps_per_epoch, run.trainer.steps_per_execution) == (1, 400, 100)
+        assert run.trainer.eval_data is None and run.hardware == spec.hardware
+        assert run.trainer.batch_size == spec.trainer.batch_size and run.scheduling.timeout <= 7200
+    assert syn.output_dir == "gs://my-bucket/bench/resnet50-a100x8/bench/synthetic"
+    assert real.labels["vertex-trainer-bench"] == "real" and plan.notes == ()
+
+
+def test_plan_keeps_three_measured_executions():
+    plan = benching.plan(a100_spec(), steps=100)
+    assert plan.steps_per_execution == 25 and plan.steps == 100
+    assert "steps_per_execution 100 -> 25" in plan.notes[0]
+    local = benching.plan(a100_spec(), steps=400, local=True)
+    assert "run here, not on a2-highgpu-8g" in local.notes[-1]
+    with pytest.raises(UserError, match="too few"):
+        benching.plan(a100_spec(), steps=3)
+
+
+def test_run_keys_are_valid_labels_and_distinct():
+    key = "k" * 63
+    keys = {benching.run_key(key, kind) for kind in benching.KINDS}
+    assert len(keys) == 2 and all(check_key(k) for k in keys)
+
+
+def _metrics(device: str, rate: float, wait: float, replicas: int = 8) -> dict:
+    return {"device": device, "replicas": replicas, "steady_examples_per_sec": rate,
+            "train_examples_per_sec": rate / 2, "input_wait_fraction": wait, "model": "resnet50",
+            "image_size": 224, "global_batch_size": 2048, "precision": "mixed_bfloat16",
+            "bound": "input" if wait >= 0.1 else "compute"}
+
+
+def _results(syn: dict, real: dict) -> dict:
+    return {kind: benching.Result(kind, f"job-{kind}", "JOB_STATE_SUCCEEDED", f"gs://b/{kind}", m)
+            for kind, m in (("synthetic", syn), ("real", real))}
+
+
+def test_report_compares_with_the_published_reference():
+    spec = a100_spec()
+    out = benching.report(spec, benching.plan(spec), _results(_metrics("gpu", 17_000, 0.01),
+                                                              _metrics("gpu", 9_500, 0.41)))
+    assert out["synthetic_examples_per_sec"] == 17_000 and out["real_examples_per_sec"] == 9_500
+    assert out["input_wait_fraction"] == 0.41 and out["bound"] == "input"
+    assert out["per_device_examples_per_sec"] == {"synthetic": 2125.0, "real": 1187.5}
+    ref = out["reference"]
+    assert ref["examples_per_sec_per_device"] == 2375 and "DeepLearningExamples" in ref["source"]
+    assert ref["synthetic_vs_reference"] == round(2125 / 2375, 3) and ref["real_vs_reference"] == 0.5
+    text = benching.text(out)
+    assert "2,375 examples/s per NVIDIA_TESLA_A100" in text and "input-bound" in text
+
+
+def test_a_local_run_of_a_gpu_spec_is_not_compared_with_the_gpu_reference():
+    spec = a100_spec()
+    out = benching.report(spec, benching.plan(spec, local=True),
+                          _results(_metrics("cpu", 20, 0.0, 1), _metrics("cpu", 10, 0.5, 1)))
+    assert out["hardware"] == "this machine" and out["devices"] == 1
+    assert out["reference"]["real_vs_reference"] is None  # shown, not compared
+
+
+def test_a_run_without_metrics_is_a_clear_error():
+    spec = a100_spec()
+    results = _results(_metrics("gpu", 1, 0), None)
+    with pytest.raises(UserError, match="real bench run left no metrics.json"):
+        benching.report(spec, benching.plan(spec), results)
+
+
+def test_bench_validates_the_spec_like_submit():
+    with pytest.raises(UserError):
+        build_spec({"name": "x", "region": "us-central1", "hardware": "cpu",
+                    "image": {"uri": "example.com/t:v1"}, "trainer": {"synthetic_data": "maybe"}})
+
+
+@pytest.mark.trainer
+def test_verdict_wording():
+    from trainer import throughput
+
+    def say(fraction, **kw):
+        summary = {"input_wait_fraction": fraction, "steady_examples_per_sec": 1234.0}
+        return throughput.verdict(summary, **{"synthetic": False, "devices": 4, "device": "gpu",
+                                              "cpus": 8, **kw})
+
+    assert say(0.41) == ("throughput: input-bound: 41% of the time waiting for data (1,234 examples/s); "
+                         "this machine has 8 vCPUs for 4 GPUs: try a machine type with more vCPUs, or "
+                         "--read-parallelism/--data-threads")
+    assert say(0.02).startswith("throughput: compute-bound: 2% of the time waiting for data (1,234 "
+                                "examples/s); the input pipeline keeps up with 4 GPUs (8 vCPUs)")
+    assert "synthetic data, the compute ceiling of 8 TPU cores" in say(0.0, synthetic=True, devices=8,
+                                                                        device="tpu")
+    assert "no input wait was measured" in say(None)
+    assert throughput.bound(0.1) == "input" and throughput.bound(0.099) == "compute"

@@ -1,0 +1,239 @@
+"""`bench`: the spec's job run briefly twice, on synthetic then real data, and what the two say.
+
+Called by api.bench, which runs the two jobs (locally or as short CustomJobs on the spec's
+hardware). Here: the two job variants (`plan`), the idempotency key of each, reading a cloud
+run's metrics.json, and the report: both throughputs, the measured input wait of the real run,
+`bound`, and, for known hardware and models, the published reference per accelerator with its
+source (CONTRACT section 9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vertex_trainer.errors import UserError
+from vertex_trainer.settings import Settings
+from vertex_trainer.spec import JobSpec, build_spec
+
+DEFAULT_STEPS = 400
+MIN_EXECUTIONS = 4          # the first (tracing, compilation) is not measured: 3 are
+BENCH_TIMEOUT_S = 2 * 3600  # a brief job: a cloud bench never runs longer than this
+INPUT_BOUND = 0.10          # the trainer's threshold (trainer/throughput.py), for old metrics files
+KINDS = ("synthetic", "real")
+_SHORT = {"synthetic": "syn", "real": "real"}  # in job names and idempotency keys
+
+_DLE = ("NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance, "
+        "1 GPU, batch 256/GPU (FP32: 128), averaged over an epoch: https://github.com/NVIDIA/"
+        "DeepLearningExamples/tree/master/TensorFlow/Classification/ConvNets/resnet50v1.5")
+_MLPERF = "MLPerf Training v4.0, ResNet-50, NVIDIA H200 with DALI data loading (approximate, per GPU)"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A published training throughput of one accelerator (ResNet-50, 224 px)."""
+
+    accelerators: tuple[str, ...]
+    mixed: bool                 # mixed precision (AMP) vs float32/TF32
+    examples_per_sec: float     # per accelerator
+    setup: str
+    source: str
+
+
+# shared/FACTS.md "Throughput anchors"; only ResNet-50 at 224 px has published figures.
+REFERENCES = (
+    Reference(("NVIDIA_TESLA_V100",), True, 1270, "mixed precision (AMP) + XLA, TF 1.15", _DLE),
+    Reference(("NVIDIA_TESLA_V100",), False, 412, "FP32 + XLA, TF 1.15", _DLE),
+    Reference(("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB"), True, 2375,
+              "mixed precision (AMP) + XLA, TF 1.15, A100 40GB", _DLE),
+    Reference(("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB"), False, 909, "TF32 + XLA, TF 1.15, A100 40GB", _DLE),
+    Reference(("NVIDIA_H200_141GB",), True, 7950, "mixed precision, DALI (not TensorFlow's tf.data)",
+              _MLPERF),
+)
+
+
+def reference_for(spec: JobSpec) -> Reference | None:
+    """The published figure for the spec's accelerator, model and precision, if there is one."""
+    accelerator = spec.hardware.accelerator
+    t = spec.trainer
+    if accelerator is None or t.model != "resnet50" or (t.image_size or 224) != 224:
+        return None
+    precision = t.precision or "auto"
+    mixed = precision != "float32" and (precision != "auto" or accelerator.precision != "float32")
+    return next((r for r in REFERENCES if accelerator.name in r.accelerators and r.mixed == mixed), None)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One of the two bench jobs, to be run."""
+
+    kind: str                   # synthetic | real
+    spec: JobSpec
+
+
+@dataclass(frozen=True)
+class Plan:
+    runs: tuple[Run, Run]
+    steps: int
+    steps_per_execution: int
+    local: bool = False         # both run on this machine, not on the spec's hardware
+    notes: tuple[str, ...] = ()
+
+
+def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> Plan:
+    """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation, first with
+    `trainer.synthetic_data: true`, then on the spec's data. Each writes to its own output
+    directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
+    if steps < MIN_EXECUTIONS:
+        raise UserError(f"--steps {steps} is too few: the bench needs at least {MIN_EXECUTIONS} steps",
+                        hint=f"the default is {DEFAULT_STEPS}")
+    notes = []
+    requested = spec.trainer.steps_per_execution or 0
+    spe = requested
+    if not requested or requested * MIN_EXECUTIONS > steps:
+        spe = max(1, steps // MIN_EXECUTIONS)
+        if requested:
+            notes.append(f"steps_per_execution {requested} -> {spe} for both runs, so that "
+                         f"{MIN_EXECUTIONS - 1} executions after the first are measured "
+                         f"(or pass --steps {requested * MIN_EXECUTIONS})")
+    steps = steps // spe * spe
+    data = spec.to_dict()
+    timeout = min(spec.scheduling.timeout or BENCH_TIMEOUT_S, BENCH_TIMEOUT_S)
+    runs = []
+    for kind in KINDS:
+        sets = [("name", f"{spec.name[:88]}-bench-{_SHORT[kind]}"),
+                ("trainer.epochs", "1"), ("trainer.steps_per_epoch", str(steps)),
+                ("trainer.steps_per_execution", str(spe)),
+                ("trainer.synthetic_data", "true" if kind == "synthetic" else "false"),
+                ("trainer.eval_data", "null"), ("labels.vertex-trainer-bench", kind),
+                ("scheduling.timeout", str(timeout))]
+        if spec.output_dir:
+            sets.append(("output_dir", f"{spec.output_dir.rstrip('/')}/bench/{kind}"))
+        for optional in ("deploy", "tune"):  # a bench registers, deploys and tunes nothing
+            if optional in data:
+                sets.append((optional, "null"))
+        runs.append(Run(kind, build_spec(data, sets=sets)))
+    if not local and not spec.runs_bundled_trainer:
+        notes.append("the job runs image.uri / image.context: that trainer must take "
+                     "--synthetic-data and write input_wait_fraction (the bundled trainer does)")
+    if local and spec.hardware.accelerator is not None:
+        notes.append(f"run here, not on {spec.hardware.describe()}: the figures are this "
+                     "machine's; run without --local to measure the spec's hardware")
+    return Plan(runs=(runs[0], runs[1]), steps=steps, steps_per_execution=spe, local=local,
+                notes=tuple(notes))
+
+
+def run_key(key: str, kind: str) -> str:
+    """The idempotency key of one bench job, derived from the bench's key (<= 63 chars)."""
+    suffix = f"-bench-{_SHORT[kind]}"
+    return key[: 63 - len(suffix)] + suffix
+
+
+def read_metrics(settings: Settings, output_dir: str | None) -> dict | None:
+    """metrics.json of a finished cloud run (the base output directory), or None."""
+    if not output_dir or not output_dir.startswith("gs://"):
+        return None
+    from vertex_trainer.gcp import storage
+
+    return storage.read_json(settings, f"{output_dir.rstrip('/')}/metrics.json")
+
+
+@dataclass
+class Result:
+    """What one bench job ended with."""
+
+    kind: str
+    name: str
+    state: str
+    output_dir: str | None
+    metrics: dict | None = field(default=None)
+
+
+def _rate(metrics: dict) -> float | None:
+    # Steady state (executions after the first); older trainers: the epoch's rate.
+    value = metrics.get("steady_examples_per_sec") or metrics.get("train_examples_per_sec")
+    return float(value) if value else None
+
+
+def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
+    """The bench's answer (CONTRACT section 9) from the two finished runs."""
+    missing = [k for k in KINDS if not (results.get(k) and results[k].metrics)]
+    if missing:
+        where = ", ".join(f"{results[k].output_dir}/metrics.json" for k in missing if k in results)
+        raise UserError(f"the {' and '.join(missing)} bench run left no metrics.json ({where or 'no output'})",
+                        hint="the job succeeded but wrote no metrics: check its log")
+    syn, real = results["synthetic"].metrics, results["real"].metrics
+    syn_rate, real_rate = _rate(syn), _rate(real)
+    wait = real.get("input_wait_fraction")
+    bound = real.get("bound") or (None if wait is None else "input" if wait >= INPUT_BOUND else "compute")
+    devices = int(real.get("replicas") or spec.total_devices)
+    out: dict[str, Any] = {
+        "spec": spec.name,
+        "hardware": "this machine" if bench.local else spec.hardware.describe(),
+        "device": real.get("device"),
+        "devices": devices,
+        "model": real.get("model", spec.trainer.model),
+        "image_size": real.get("image_size", spec.trainer.image_size),
+        "global_batch_size": real.get("global_batch_size"),
+        "precision": real.get("precision"),
+        "steps": bench.steps,
+        "steps_per_execution": bench.steps_per_execution,
+        "synthetic_examples_per_sec": syn_rate,
+        "real_examples_per_sec": real_rate,
+        "real_vs_synthetic": round(real_rate / syn_rate, 3) if syn_rate and real_rate else None,
+        "input_wait_fraction": wait,
+        "synthetic_input_wait_fraction": syn.get("input_wait_fraction"),
+        "bound": bound,
+        "per_device_examples_per_sec": {
+            "synthetic": round(syn_rate / devices, 1) if syn_rate else None,
+            "real": round(real_rate / devices, 1) if real_rate else None},
+        "reference": _reference(spec, real, syn_rate, real_rate, devices, local=bench.local),
+        "runs": {k: {"name": r.name, "state": r.state, "output_dir": r.output_dir} for k, r in results.items()},
+        "notes": list(bench.notes),
+    }
+    return out
+
+
+def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *,
+               local: bool) -> dict | None:
+    ref = reference_for(spec)
+    if ref is None:
+        return None
+    on_hardware = not local and real.get("device") in ("gpu", "tpu")  # else shown, not compared
+    ratio = (lambda rate: round(rate / devices / ref.examples_per_sec, 3)
+             if on_hardware and rate else None)
+    return {"accelerator": spec.hardware.accelerator.name,
+            "examples_per_sec_per_device": ref.examples_per_sec, "setup": ref.setup, "source": ref.source,
+            "synthetic_vs_reference": ratio(syn_rate), "real_vs_reference": ratio(real_rate)}
+
+
+def text(result: dict) -> str:
+    """The report for people (the CLI's text output)."""
+    def rate(value):
+        return f"{value:,.0f} examples/s" if value else "-"
+
+    per = result["per_device_examples_per_sec"]
+    lines = [
+        f"bench      {result['spec']} on {result['hardware']}: {result['model']} "
+        f"{result['image_size']} px, batch {result['global_batch_size']}, {result['precision']}, "
+        f"{result['steps']} steps ({result['steps_per_execution']} per execution)",
+        f"synthetic  {rate(result['synthetic_examples_per_sec'])}  ({per['synthetic'] or '-'} per device)",
+        f"real data  {rate(result['real_examples_per_sec'])}  ({per['real'] or '-'} per device)"
+        + (f", {100 * result['real_vs_synthetic']:.0f}% of synthetic" if result["real_vs_synthetic"] else ""),
+    ]
+    wait = result["input_wait_fraction"]
+    if wait is not None:
+        lines.append(f"input wait {100 * wait:.0f}% of the real run's step time: {result['bound']}-bound")
+    ref = result["reference"]
+    if ref:
+        line = (f"reference  {ref['examples_per_sec_per_device']:,.0f} examples/s per "
+                f"{ref['accelerator']} ({ref['setup']})")
+        if ref["real_vs_reference"] is not None:
+            line += (f": synthetic {100 * ref['synthetic_vs_reference']:.0f}%, "
+                     f"real {100 * ref['real_vs_reference']:.0f}% of it")
+        lines += [line, f"           source: {ref['source']}"]
+    lines += [f"note       {n}" for n in result["notes"]]
+    if result.get("idempotency_key"):
+        lines.append(f"key        {result['idempotency_key']} (bench again with --idempotency-key "
+                     f"{result['idempotency_key']} to adopt these jobs, not create new ones)")
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""bench: the spec's job briefly on synthetic then on real data; where the time goes (CONTRACT section 9)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vertex_trainer.cli.common import (
+    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, err_console,
+    load, settings, stderr_line,
+)
+
+
+def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
+          region: RegionOpt = None,
+          local: Annotated[bool, typer.Option("--local", help="run both jobs on this machine")] = False,
+          steps: Annotated[int, typer.Option("--steps", min=4, help="training steps per run (one epoch, "
+                                             "no evaluation)")] = 400,
+          output: OutputOpt = OutputFormat.text,
+          idempotency_key: Annotated[Optional[str], typer.Option(
+              "--idempotency-key", metavar="KEY",
+              help="reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
+                   "adopted, never created twice. Default: random")] = None) -> None:
+    """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
+    input wait, input- or compute-bound, and the published reference for known hardware."""
+    from vertex_trainer import api, benching
+    from vertex_trainer.vertex.names import check_key
+
+    if idempotency_key is not None:
+        check_key(idempotency_key)
+    cfg = settings()
+    job_spec = load(spec, set_, var, project, region, cfg)
+    result = api.bench(job_spec, local=local, steps=steps, idempotency_key=idempotency_key,
+                       log=stderr_line, settings=cfg,
+                       console=None if output is OutputFormat.json else err_console())
+    if output is OutputFormat.json:
+        emit_json(result)
+    else:
+        print(benching.text(result))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(bench)
