@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs"]
+__all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs", "tuning_job",
+           "logs", "bench", "compile_pipeline", "pipeline_submit"]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
@@ -21,11 +22,17 @@ _LAZY = {
     "cancel": "vertex_trainer.api",
     "list_jobs": "vertex_trainer.api",
     "Job": "vertex_trainer.api",
+    "compile_pipeline": "vertex_trainer.api",
+    "pipeline_submit": "vertex_trainer.api",
+    "tuning_job": "vertex_trainer.api",
+    "logs": "vertex_trainer.api",
+    "bench": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit
+    from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit, tuning_job
     from vertex_trainer.api import Job
+    from vertex_trainer.api import bench, compile_pipeline, logs, pipeline_submit
 
 
 def __getattr__(name: str) -> Any:

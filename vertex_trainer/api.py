@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from vertex_trainer.contract import SPEC_LABEL, Artifact, JobState, short_state
+from vertex_trainer.contract import LOCAL_IMAGE, SPEC_LABEL, Artifact, JobState, short_state
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import Job as _VertexJob
 from vertex_trainer.vertex.jobs import JobsClient, check_key, create_idempotent, new_key
@@ -27,9 +27,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.packaging import PackageResult
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.deploy import Deployment
+    from vertex_trainer.vertex.hptuning import TuningJob
+    from vertex_trainer.vertex.pipelines import PipelineRun
 
 __all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob"]
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job",
+           "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render", "trigger_deploy",
+           "on_object_finalized", "bench"]
 
 Log = Callable[[str], None]
 
@@ -91,11 +95,35 @@ def check(spec: "JobSpec", *, local: bool = False) -> None:
         cloud_problems(spec)
     if local or spec.runs_bundled_trainer:
         check_trainer_flags(spec)
+    if local:
+        _local_data(spec)
+
+
+def _local_data(spec: "JobSpec") -> None:
+    """A local run's local data must exist: a pattern that matches nothing is exit 2 now, not a
+    replica's failure seconds later. (gs:// and /gcs/ paths are the trainer's to open.)"""
+    import glob
+
+    from vertex_trainer.errors import SpecError
+    from vertex_trainer.spec.rules import split_patterns
+
+    for field in ("train_data", "eval_data"):
+        value = getattr(spec.trainer, field)
+        for pattern in split_patterns(value or ""):
+            if pattern.startswith(("gs://", "/gcs/")) or glob.glob(pattern):
+                continue
+            raise SpecError(f"trainer.{field}", f"no files match {pattern!r} on this machine",
+                            has_value=False,
+                            hint="make the data first, e.g. `vertex-trainer data synth DIR`, or fix "
+                                 "the path (relative paths are from the current directory)")
 
 
 def plan_artifact(spec: "JobSpec") -> Artifact:
     """The artifact a job runs, without any network call: `image.uri` as is, or the content-hash
-    tag the packager would build (the one planner behind render, --local and dry runs)."""
+    tag the packager would build (the one planner behind render, --local and dry runs). A spec
+    without `image:` (local runs only) names the installed trainer."""
+    if spec.image is None:
+        return Artifact(LOCAL_IMAGE)
     if not spec.image.builds:
         return Artifact(spec.image.uri)
     from vertex_trainer import packaging
@@ -116,8 +144,18 @@ def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = Fals
             log: Log | None = None, settings: Settings | None = None) -> "PackageResult":
     """Build and push the image once per content hash (or stage the Python package)."""
     from vertex_trainer import packaging
+    from vertex_trainer.preflight import check_stand_ins
 
-    return packaging.ensure_artifact(spec, settings=settings or settings_from_env(),
+    if spec.image is None:
+        from vertex_trainer.errors import SpecError
+
+        raise SpecError("image", "is required to package: the spec names no image", has_value=False,
+                        hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
+                             "bundled trainer")
+    settings = settings or settings_from_env()
+    if not dry_run:
+        check_stand_ins(spec, settings, builder=builder)
+    return packaging.ensure_artifact(spec, settings=settings,
                                      builder=builder, dry_run=dry_run, log=log)
 
 
@@ -136,6 +174,11 @@ class DryRun:
         return {"name": None, "state": None, "console_url": None, "image": self.image,
                 "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
                 "local": self.local, "package": self.package, "requests": self.requests}
+
+    def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
+        steps = ", ".join(r.get("method", "local") for r in self.requests)
+        return (f"DryRun(local={self.local}, image={self.image!r}, requests=[{steps}], "
+                f"idempotency_key={self.idempotency_key!r})")
 
 
 @dataclass
@@ -157,6 +200,16 @@ class LocalJob(JobState):
     def state(self) -> str:
         return self.result.state
 
+    @property
+    def output_dir(self) -> str | None:
+        """Where the run wrote its model (model/), checkpoints, logs and metrics.json."""
+        return _str_or_none(self.result.output_dir)
+
+    @property
+    def metrics(self) -> dict | None:
+        """metrics.json of the run (None when it did not finish)."""
+        return self.result.metrics
+
     def failure_message(self) -> str:
         r = self.result
         text = f"local job {r.name} ended {short_state(r.state)}"
@@ -173,8 +226,7 @@ class LocalJob(JobState):
                 "output_dir": _str_or_none(self.result.output_dir), "metrics": self.result.metrics}
 
     def __repr__(self) -> str:
-        return f"LocalJob(name={self.name!r}, state={short_state(self.state)}, " \
-               f"output_dir={_str_or_none(self.result.output_dir)!r})"
+        return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -201,13 +253,24 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     check(spec, local=local)  # exit 2 before anything is built, sent or run
-    if not (local or dry_run):
-        from vertex_trainer.preflight import check_buckets
+    if not local:
+        from vertex_trainer import preflight
 
-        check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
+        far = preflight.registry_far(spec)
+        if far:
+            log(far)
+        if not dry_run:
+            preflight.check_stand_ins(spec, settings, builder=builder)
+            preflight.check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
     artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder,
                                       log=log, settings=settings)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
+    if spec.tune is not None:  # a HyperparameterTuningJob whose trials run `body` (tuning.py)
+        from vertex_trainer import tuning
+
+        return tuning.submit(spec, body, key=key, image=image, package=_package_step(plan),
+                             wait=wait, local=local, dry_run=dry_run, timeout=timeout,
+                             on_state=on_state, log=log, console=console, settings=settings)
 
     if dry_run and local:
         return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
@@ -235,7 +298,7 @@ def _artifact(spec: "JobSpec", *, dry_run: bool, local: bool, builder: str | Non
     A plain image uri needs no packaging; a local run only needs the tag (the installed trainer
     runs); a cloud submit ensures the image exists, and a dry run plans that once (as a real
     submit would, so a missing staging location shows)."""
-    if local or not spec.image.builds:
+    if local or spec.image is None or not spec.image.builds:
         artifact = plan_artifact(spec)
         return artifact, artifact.image_uri, None
     result = package(spec, builder=builder, dry_run=dry_run, log=log, settings=settings)
@@ -281,7 +344,7 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
             found = status(job, project=spec.project, region=spec.region, settings=settings)
             artifact, label, image = deploying.from_job(spec, found.data)
     else:
-        planned = plan_artifact(spec).image_uri if spec.image.builds or spec.image.uri else None
+        planned = plan_artifact(spec).image_uri if spec.image is not None else None
         artifact, label, image = deploying.from_model_dir(model_dir, planned)
     request = deploying.request(spec, artifact, label, image)
     if dry_run:
@@ -291,6 +354,166 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
                       timeout=timeout or deploying.deploy_block(spec).timeout, log=log)
 
 
+# -- pipelines and storage-triggered runs (CONTRACT section 6) -----------------------------------
+
+def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, resolve: bool = False,
+                     settings: Settings | None = None, log: Log | None = None) -> dict:
+    """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec`: the rendered CustomJob as its
+    training step, then upload and deploy when the spec has `deploy:`. Opens no connection unless
+    `resolve`: then the model and endpoint are looked up (read-only) as `pipeline_submit` does;
+    else the deploy steps are those of a first deploy (a new model, a new endpoint unless
+    deploy.endpoint names one, all of the traffic)."""
+    from vertex_trainer.pipeline import pipeline_ir
+
+    check(spec)
+    key = check_key(idempotency_key) if idempotency_key is not None else None
+    return pipeline_ir(spec, plan_artifact(spec), key,
+                       registry=_registry(spec, settings, log) if resolve else None)
+
+
+def _registry(spec: "JobSpec", settings: Settings | None, log: Log | None):
+    from vertex_trainer.vertex.models import RegistryClient
+
+    return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
+
+
+def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
+                    dry_run: bool = False, pipeline_root: str | None = None,
+                    timeout: float | None = None, on_state: Callable[[Any], None] | None = None,
+                    builder: str | None = None, log: Log | None = None,
+                    settings: Settings | None = None) -> "PipelineRun | DryRun":
+    """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
+    once per idempotency key: its pipelineJobId is derived from the key, and a run that exists is
+    adopted before anything is built or compiled. The pipeline root defaults to
+    gs://<output bucket>/pipeline-root. `dry_run` returns the requests; nothing is sent or built."""
+    from vertex_trainer import pipeline
+    from vertex_trainer.vertex.pipelines import (
+        PipelineRun, PipelinesClient, create_idempotent, pipeline_job_id,
+    )
+
+    settings = settings or settings_from_env()
+    log = log or _stderr
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    check(spec)
+    root = pipeline_root or pipeline.default_root(spec.output_dir)
+    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
+    made: dict = {}
+
+    def body() -> dict:  # called only when no run has the id yet
+        artifact, made["image"], made["plan"] = _artifact(spec, dry_run=dry_run, local=False,
+                                                          builder=builder, log=log, settings=settings)
+        registry = None if dry_run else _registry(spec, settings, log)
+        return pipeline.pipeline_body(spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry),
+                                      key, root)
+
+    if dry_run:
+        request = body()
+        return DryRun(request, client.requests_for(request, pipeline_job_id(key)), made["image"], key,
+                      package=_package_step(made["plan"]))
+    from vertex_trainer.preflight import check_buckets
+
+    check_buckets(spec, settings=settings, log=log)
+    data, adopted = create_idempotent(client, body, pipeline_job_id(key), key)
+    run = PipelineRun(data, client, idempotency_key=key, adopted=adopted)
+    if wait:
+        run.wait(timeout=timeout, on_state=on_state)
+    return run
+
+
+def pipeline_status(run: str, *, project: str | None = None, region: str | None = None,
+                    settings: Settings | None = None) -> "PipelineRun":
+    """The pipeline run `run` (a resource name, or an id with project and region), fetched now."""
+    from vertex_trainer.vertex.pipelines import PipelineRun
+
+    return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
+
+
+def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
+                   log: Log | None = None, **options: Any) -> dict:
+    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (CONTRACT section 6;
+    see trigger/bundle.py). Opens no connection. `options`: prefix, marker, sets, vars, project,
+    region, trigger_location, function, runtime/trigger_service_account."""
+    from vertex_trainer.trigger import function
+
+    return function.render(spec_path, out_dir, bucket=bucket, settings=settings or settings_from_env(),
+                           log=log or _stderr, **options)
+
+
+def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: Settings | None = None,
+                   log: Log | None = None, **options: Any) -> dict:
+    """Render the function (to `out_dir`, default a new temporary directory), build its pinned
+    image if missing, and run the gcloud commands that deploy it with its Eventarc trigger and
+    IAM. `dry_run` returns the commands as a script; nothing is written, built or sent."""
+    from vertex_trainer.trigger import function
+
+    return function.deploy(spec_path, bucket=bucket, dry_run=dry_run,
+                           settings=settings or settings_from_env(), log=log or _stderr, **options)
+
+
+def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
+                        emit: Callable[[dict], None] | None = None) -> dict:
+    """The Cloud Run function's body (CONTRACT section 6): start the run a marker object asks
+    for, at most once per (bucket, object, generation); acknowledge every other object. Returns
+    (and emits as one JSON log line) what happened. An invalid event or spec is permanent: logged,
+    acknowledged. Anything else raises: the function answers 500 and Eventarc redelivers."""
+    from pathlib import Path
+
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.trigger import runs
+
+    settings = settings or settings_from_env()
+    log = runs.EventLog(emit)
+    config, decision = runs.triage(event, function_dir, log)
+    if decision is None:
+        return log.last
+    try:
+        spec = load_spec(Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision),
+                         settings=settings)
+        start = pipeline_submit if spec.deploy is not None else submit
+        run = runs.keep_oldest(start(spec, idempotency_key=decision.key, settings=settings, log=_stderr))
+    except UserError as exc:  # the same event would fail the same way: acknowledge it
+        return log.refused(decision, exc)
+    except Exception as exc:
+        log.retry(decision, exc)
+        raise
+    return log.started(decision, run)
+
+
+def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
+          idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
+          client: JobsClient | None = None, settings: Settings | None = None) -> dict:
+    """Run the spec's job briefly twice, on synthetic then on real data (CONTRACT section 9), and
+    return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
+    "bound", "reference", ...}` (vertex_trainer.benching). `local=True` runs both here; else
+    each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
+    derived from `idempotency_key`, so a retried bench adopts the jobs it already created."""
+    from vertex_trainer import benching
+    from vertex_trainer.errors import JobFailed
+
+    settings = settings or (client.settings if client else settings_from_env())
+    log = log or _stderr
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    plan = benching.plan(spec, steps=steps or benching.DEFAULT_STEPS, local=local)
+    for note in plan.notes:
+        log(f"bench: {note}")
+    results = {}
+    for run in plan.runs:
+        log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
+        if local:
+            job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
+            if not job.succeeded:
+                raise JobFailed(job.failure_message())
+            results[run.kind] = benching.Result(run.kind, job.name, job.state, job.result.output_dir,
+                                                job.result.metrics)
+        else:
+            job = submit(run.spec, wait=True, idempotency_key=benching.run_key(key, run.kind), log=log,
+                         client=client, settings=settings,
+                         on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
+            results[run.kind] = benching.Result(run.kind, job.name, job.state, run.spec.output_dir,
+                                                benching.read_metrics(settings, run.spec.output_dir))
+    return {**benching.report(spec, plan, results), "idempotency_key": None if local else key}
+
+
 # -- jobs by name --------------------------------------------------------------------------------
 
 def status(job: str, *, project: str | None = None, region: str | None = None,
@@ -298,6 +521,16 @@ def status(job: str, *, project: str | None = None, region: str | None = None,
     """The job `job` (a resource name, or an id with project and region), freshly fetched."""
     return Job.get(job, project=project, region=region, client=client,
                    settings=settings or (client.settings if client else settings_from_env()))
+
+
+def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
+               settings: Settings | None = None) -> "TuningJob":
+    """The hyperparameter tuning job `job` (a resource name, or an id with project and region),
+    freshly fetched: `.trials()`, `.best_trial()`, `.wait()` (CONTRACT section 10)."""
+    from vertex_trainer.vertex.hptuning import TuningJob
+
+    return TuningJob.get(job, project=project, region=region,
+                         settings=settings or settings_from_env())
 
 
 def cancel(job: str, *, project: str | None = None, region: str | None = None,

@@ -30,6 +30,8 @@ VERTEX_ENV = (*AIP_DIRS, "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID")
 # -- the trainer inside the image (CONTRACT section 4) --------------------------------------------
 TRAINER_MODULE = "trainer.task"
 METRICS_FILE = "metrics.json"           # written by the chief beside the model directory
+# A spec without `image:` runs only locally (the installed trainer): its rendered job names this.
+LOCAL_IMAGE = "local/vertex-trainer-bundled-trainer:local"
 SERVE_MODULE = "trainer.serve"          # the prediction server in the same image (deploy: auto)
 SERVING_PORT = 8080                     # AIP_HTTP_PORT Vertex AI gives the serving container
 PREDICT_ROUTE = "/predict"
@@ -86,3 +88,46 @@ class Artifact:
     image_uri: str                          # containerSpec.imageUri, or the executor image
     package_uris: tuple[str, ...] = ()      # non-empty -> pythonPackageSpec
     python_module: str = TRAINER_MODULE
+
+
+# -- logs (CONTRACT section 7): what `logs` and `--wait` show, from Cloud Logging or a local run --
+@dataclass(frozen=True)
+class LogEntry:
+    """One entry of a job's log. `replica` is the task (workerpool0-0), or "service" for the
+    service's own messages."""
+
+    timestamp: str                          # RFC 3339, UTC
+    replica: str
+    message: str
+    severity: str = "DEFAULT"
+    insert_id: str = ""
+
+    def to_dict(self) -> dict:
+        """The `logs --output json` object."""
+        return {"timestamp": self.timestamp, "replica": self.replica, "severity": self.severity,
+                "message": self.message}
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One fresh look at a followed job: `changed` when its state differs from the last look.
+    `note` says more about the wait (a Flex Start job's time queued out of max_wait)."""
+
+    job: Any                                # a JobState: .state, .done, .succeeded
+    changed: bool
+    note: str | None = None
+
+    @property
+    def state(self) -> str:
+        return self.job.state
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a followed job did not succeed: the service's message, the failing replica's last
+    lines, and one line of advice for the usual causes."""
+
+    message: str
+    replica: str | None = None
+    lines: tuple[str, ...] = ()
+    advice: str | None = None

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
@@ -27,7 +28,7 @@ _MULTI = {"US": ("us-", "northamerica-"), "EU": ("europe-",), "ASIA": ("asia-", 
 def buckets_of(spec) -> dict[str, str]:
     """bucket -> the first spec field that names it (gs:// or /gcs/ paths)."""
     fields = {"output_dir": spec.output_dir, "trainer.train_data": spec.trainer.train_data,
-              "trainer.eval_data": spec.trainer.eval_data, "image.staging_bucket": spec.image.staging_bucket}
+              "trainer.eval_data": spec.trainer.eval_data, "image.staging_bucket": spec.image.staging_bucket if spec.image else None}
     found: dict[str, str] = {}
     for field, value in fields.items():
         bucket = storage.bucket_of(value)
@@ -80,3 +81,56 @@ def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> No
         if far:
             log(f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "
                 "charges); a bucket in the job's region is faster and cheaper")
+
+
+_REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev/")
+
+
+def registry_far(spec) -> str | None:
+    """A warning when the job's image lives in an Artifact Registry location far from the job
+    (every replica pulls it across regions), else None. Pure: no network."""
+    image = spec.image
+    ref = image and (image.repository or image.uri)
+    m = _REGISTRY_HOST.match(ref or "")
+    if not m or not spec.region:
+        return None
+    location = m["location"]
+    if "-" in location:  # a region, e.g. us-central1-docker.pkg.dev
+        near = location == spec.region
+    else:                # a multi-region: us, europe, asia
+        near = spec.region.startswith(_MULTI.get(location.upper(), (location + "-",)))
+    if near:
+        return None
+    field = "image.repository" if image.repository else "image.uri"
+    return (f"warning: {field} is in {location}, the job runs in {spec.region}: every replica pulls "
+            f"the image across regions (slower start, egress charges); use a repository in "
+            f"the job's region ({spec.region})")
+
+
+def check_stand_ins(spec, settings: Settings, *, builder: str | None = None) -> None:
+    """With Vertex AI emulated, every other Google API the submit touches must be too, or the
+    command stops here (exit 2) naming the stand-in that is missing, before anything is sent."""
+    if not settings.offline or spec.image is None or not spec.image.builds:
+        return
+    missing: list[str] = []
+    if spec.image.python_package:
+        if not settings.storage_emulator:
+            missing.append("Cloud Storage, to stage the package (STORAGE_EMULATOR_HOST: "
+                           "`vertex-trainer dev gcs-emulator`)")
+    else:
+        if not settings.registry_endpoint:
+            missing.append("the image registry, for the content-hash tag check "
+                           "(VERTEX_TRAINER_REGISTRY_ENDPOINT)")
+        if (builder or spec.image.builder) == "cloud-build":
+            if not settings.cloudbuild_endpoint:
+                missing.append("Cloud Build (VERTEX_TRAINER_CLOUDBUILD_ENDPOINT)")
+            if not settings.storage_emulator:
+                missing.append("Cloud Storage, to stage the build context (STORAGE_EMULATOR_HOST: "
+                               "`vertex-trainer dev gcs-emulator`)")
+    if missing:
+        raise UserError(
+            f"Vertex AI is a local stand-in ({settings.vertex_endpoint}) but this spec builds its "
+            "image, and these are not: " + "; ".join(missing) + ". Nothing was sent",
+            hint="point those variables at stand-ins too, or skip the build with an existing image "
+                 "(--set image.repository=null --set image.uri=REGISTRY/PATH:TAG), or run it here "
+                 "with --local")

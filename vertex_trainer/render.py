@@ -1,4 +1,5 @@
-"""JobSpec -> CustomJob, and its three printed forms. Pure: same spec in, same bytes out.
+"""JobSpec -> CustomJob (or HyperparameterTuningJob), and the printed forms. Pure: same spec in,
+same bytes out.
 
 The dict built here is the CustomJob exactly as the Vertex AI REST API receives it (camelCase keys,
 enum names, int64 as strings, durations as "3600s"). `submit` sends it, `--local` runs it, and
@@ -14,12 +15,15 @@ import shlex
 import yaml
 
 from vertex_trainer import hardware
-from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL, STRATEGIES, Artifact
+from vertex_trainer.contract import KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
 from vertex_trainer.spec import JobSpec, spec_hash
+from vertex_trainer.spec.tune import category
 
 
 def default_artifact(spec: JobSpec) -> Artifact:
     """The artifact of a spec that names its image (`image.uri`); builds need packaging.plan_artifact."""
+    if spec.image is None:
+        return Artifact(LOCAL_IMAGE)
     if spec.image.uri:
         return Artifact(spec.image.uri)
     raise ValueError("this spec builds its image: pass packaging.plan_artifact(spec) or ensure_artifact(spec)")
@@ -112,6 +116,56 @@ def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key:
     return job
 
 
+# -- hyperparameter tuning (CONTRACT section 10) -------------------------------------------------
+
+ALGORITHMS = {"auto": "ALGORITHM_UNSPECIFIED", "grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}
+GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
+SCALES = {"linear": "UNIT_LINEAR_SCALE", "log": "UNIT_LOG_SCALE", "reverse_log": "UNIT_REVERSE_LOG_SCALE"}
+
+
+def parameter_id(field: str) -> str:
+    """The StudySpec parameterId of a trainer field: Vertex AI passes `--<id>=<value>` to each
+    trial, so the id is the trainer's own flag spelling (learning_rate -> --learning-rate)."""
+    return field.replace("_", "-")
+
+
+def study_spec(spec: JobSpec) -> dict:
+    """The StudySpec of the spec's `tune:` block (metric, parameters, algorithm)."""
+    tune = spec.tune
+    parameters = []
+    for name, p in tune.parameters.items():
+        kind = tune.kind(name)
+        out: dict = {"parameterId": parameter_id(name)}
+        if kind == "double":
+            out["doubleValueSpec"] = {"minValue": float(p.min), "maxValue": float(p.max)}
+        elif kind == "integer":  # int64: a string on the wire
+            out["integerValueSpec"] = {"minValue": str(int(p.min)), "maxValue": str(int(p.max))}
+        elif kind == "discrete":  # the service wants them increasing
+            out["discreteValueSpec"] = {"values": sorted(float(v) for v in p.values)}
+        else:
+            out["categoricalValueSpec"] = {"values": [category(v) for v in p.values]}
+        if kind != "categorical":
+            out["scaleType"] = SCALES[p.scale or "linear"]
+        parameters.append(out)
+    return {"metrics": [{"metricId": tune.metric, "goal": GOALS[tune.goal]}], "parameters": parameters,
+            "algorithm": ALGORITHMS[tune.algorithm]}
+
+
+def tuning_job(spec: JobSpec, job: dict) -> dict:
+    """The HyperparameterTuningJob REST body for `spec`: every trial runs `job` (the rendered
+    CustomJob, `custom_job(...)`) with the trial's flags appended; its name, labels and key too."""
+    if spec.tune is None:
+        raise ValueError("the spec has no tune: block")
+    tune = spec.tune
+    body: dict = {"displayName": job["displayName"], "studySpec": study_spec(spec),
+                  "maxTrialCount": tune.max_trials, "parallelTrialCount": tune.parallel_trials,
+                  "maxFailedTrialCount": tune.max_failed_trials,
+                  "trialJobSpec": copy.deepcopy(job["jobSpec"]), "labels": dict(job.get("labels") or {})}
+    if job.get("encryptionSpec"):
+        body["encryptionSpec"] = dict(job["encryptionSpec"])
+    return body
+
+
 def to_json(job: dict) -> str:
     return json.dumps(job, indent=2) + "\n"
 
@@ -131,8 +185,8 @@ def _ints_for_gcloud(node):
 
 def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> list[str]:
     """The gcloud command line that creates the same CustomJob from the `--format gcloud` file."""
-    cmd = ["gcloud", "ai", "custom-jobs", "create", f"--region={spec.region}", f"--display-name={job['displayName']}",
-           f"--config={config_path}"]
+    cmd = ["gcloud", "ai", "custom-jobs", "create", f"--region={spec.region or 'REGION'}",
+           f"--display-name={job['displayName']}", f"--config={config_path}"]
     if spec.project:
         cmd.insert(4, f"--project={spec.project}")
     if job.get("labels"):
@@ -147,7 +201,35 @@ def to_gcloud_config(spec: JobSpec, job: dict) -> str:
 
     The display name, labels and key live outside CustomJobSpec, so they travel as flags.
     """
+    if "studySpec" in job:  # a HyperparameterTuningJob (tuning_job)
+        return to_gcloud_tuning_config(spec, job)
     command = " ".join(shlex.quote(a) for a in gcloud_command(spec, job))
     header = ("# CustomJobSpec for the Google Cloud CLI, rendered by vertex-trainer. Create the job with:\n"
               f"#   {command}\n")
     return header + yaml.safe_dump(_ints_for_gcloud(job["jobSpec"]), sort_keys=False, default_flow_style=False)
+
+
+def to_gcloud_tuning_config(spec: JobSpec, body: dict) -> str:
+    """A HyperparameterTuningSpec YAML for `gcloud ai hp-tuning-jobs create --config`, headed by
+    the command to run (display name, labels, key and the trial counts travel as flags)."""
+    cmd = ["gcloud", "ai", "hp-tuning-jobs", "create", f"--region={spec.region}",
+           f"--display-name={body['displayName']}", "--config=tuning.yaml",
+           f"--max-trial-count={body['maxTrialCount']}", f"--parallel-trial-count={body['parallelTrialCount']}"]
+    if spec.project:
+        cmd.insert(4, f"--project={spec.project}")
+    if body.get("labels"):
+        cmd.append("--labels=" + ",".join(f"{k}={v}" for k, v in body["labels"].items()))
+    if body.get("encryptionSpec"):
+        cmd.append(f"--kms-key={body['encryptionSpec']['kmsKeyName']}")
+    study = copy.deepcopy(body["studySpec"])
+    for p in study["parameters"]:  # int64 as YAML integers, as for replicaCount
+        if "integerValueSpec" in p:
+            p["integerValueSpec"] = {k: int(v) for k, v in p["integerValueSpec"].items()}
+    config = {"studySpec": study, "maxTrialCount": body["maxTrialCount"],
+              "parallelTrialCount": body["parallelTrialCount"],
+              "maxFailedTrialCount": body["maxFailedTrialCount"],
+              "trialJobSpec": _ints_for_gcloud(body["trialJobSpec"])}
+    command = " ".join(shlex.quote(a) for a in cmd)
+    header = ("# HyperparameterTuningSpec for the Google Cloud CLI, rendered by vertex-trainer. Create "
+              f"the job with:\n#   {command}\n")
+    return header + yaml.safe_dump(config, sort_keys=False, default_flow_style=False)

@@ -177,3 +177,42 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
     again = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
                                       timeout=120).stdout)
     assert again == {**result, "adopted": True}
+
+
+def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
+    """Issue 10's "done when": `submit --wait --deploy` makes exactly one upload (artifactUri under
+    the job's output_dir) and one deployModel; the same key again sends neither."""
+    put(storage, "runs/digits/model/saved_model.pb")
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
+           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    args = [sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy", "--output", "json",
+            "--idempotency-key", "ci-run-1"]
+    out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.lstrip().startswith("{"), out.stdout[:300]
+    result = json.loads(out.stdout)  # exactly one JSON object
+    assert result["state"] == "JOB_STATE_SUCCEEDED" and result["deploy"]["model_version"] == "1"
+    (upload,) = sent(fake, "upload")
+    assert upload.body["model"]["artifactUri"] == "gs://out-bucket/runs/digits/model"
+    (deploy_call,) = sent(fake, "deploy")
+    assert sum(deploy_call.body["trafficSplit"].values()) == 100
+
+    again = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
+                                      timeout=120).stdout)
+    assert again["adopted"] is True and again["deploy"]["adopted"] is True
+    assert len(sent(fake, "create")) == 1 and len(sent(fake, "upload")) == 1 and len(sent(fake, "deploy")) == 1
+
+
+def test_submit_deploy_of_a_failed_job_deploys_nothing(fake, storage, tmp_path):
+    fake.set_script(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"])
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
+           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    out = subprocess.run([sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy",
+                          "--output", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["state"] == "JOB_STATE_FAILED"
+    assert sent(fake, "upload") == [] and sent(fake, "deploy") == []

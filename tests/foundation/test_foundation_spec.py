@@ -7,8 +7,10 @@ import subprocess
 import pytest
 from pydantic import ValidationError
 
-from vertex_trainer.errors import SpecError, UserError
-from vertex_trainer.spec import JobSpec, build_spec, check_trainer_flags, json_schema, load_spec, spec_hash
+from vertex_trainer.errors import SpecError, SpecProblems, UserError
+from vertex_trainer.spec import (
+    JobSpec, build_spec, check_trainer_flags, cloud_problems, json_schema, load_spec, spec_hash,
+)
 
 
 def test_preset_expands_to_explicit_hardware(base_spec):
@@ -135,11 +137,17 @@ def test_project_and_region_defaults_apply_only_when_nothing_else_gives_one(base
     assert (spec.project, spec.region) == ("file-project", "us-west1")
 
 
-def test_missing_region_everywhere_is_an_error(base_spec):
+def test_missing_region_is_an_error_only_for_a_cloud_job(base_spec):
+    """A local-only spec needs no region and no image (issue 15); a cloud submit names both."""
     del base_spec["region"]
-    with pytest.raises(SpecError) as e:
-        build_spec(base_spec)
-    assert e.value.field == "region" and "is required" in e.value.message and "--region" in e.value.hint
+    del base_spec["image"]
+    spec = build_spec(base_spec)
+    assert spec.region is None and spec.image is None and spec.runs_bundled_trainer
+    with pytest.raises(SpecProblems) as e:
+        cloud_problems(spec)
+    fields = [p.field for p in e.value.problems]
+    assert fields == ["region", "image"]
+    assert "--region" in e.value.problems[0].hint and "image.repository" in e.value.problems[1].hint
 
 
 def test_spec_hash_is_stable_and_label_safe(base_spec):
@@ -165,7 +173,7 @@ def test_duplicate_key_is_an_error(write_spec):
 
 def test_json_schema_offers_presets_and_forbids_extra_keys():
     schema = json_schema()
-    presets = schema["properties"]["hardware"]["anyOf"][0]["enum"]
+    presets = schema["properties"]["hardware"]["anyOf"][0]["anyOf"][0]["enum"]
     assert "h100x8" in presets and "tpu-v5e-8" in presets
     assert schema["additionalProperties"] is False
     assert "max_wait" in schema["$defs"]["Scheduling"]["properties"]

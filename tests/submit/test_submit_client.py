@@ -197,7 +197,7 @@ def test_job_fields_and_repr(fake, client, job_body):
     assert job.console_url == (f"https://console.cloud.google.com/vertex-ai/locations/us-central1/"
                                f"training/{job.id}/cpu?project=test-project")
     assert set(job.to_dict()) == {"name", "state", "console_url", "image", "idempotency_key", "adopted"}
-    assert "QUEUED" in repr(job) and job.id in repr(job)
+    assert f"state={job.state!r}" in repr(job) and job.id in repr(job)  # one state vocabulary
     assert "<a href=" in job._repr_html_()
     json.dumps(job.describe())
 

@@ -74,7 +74,12 @@ def test_far_bucket_warns_and_submits(storage, fake, monkeypatch):
     job = api.submit(_spec(region="europe-west4"), log=messages.append)
     assert job.name.startswith("projects/test-project/locations/europe-west4/customJobs/")
     warnings = [m for m in messages if m.startswith("warning: ")]
-    assert len(warnings) == 2 and all("US multi-region, the job runs in europe-west4" in m for m in warnings)
+    buckets = [m for m in warnings if "gs://" in m]
+    assert len(buckets) == 2 and all("US multi-region, the job runs in europe-west4" in m for m in buckets)
+    # ...and the image, in the us multi-region too, is pulled across regions (issue 15)
+    assert [m for m in warnings if "gs://" not in m] == [
+        "warning: image.uri is in us, the job runs in europe-west4: every replica pulls the image across "
+        "regions (slower start, egress charges); use a repository in the job's region (europe-west4)"]
     messages.clear()
     api.submit(_spec(region="us-central1"), log=messages.append)
     assert not [m for m in messages if m.startswith("warning: ")]

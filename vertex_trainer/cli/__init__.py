@@ -1,6 +1,7 @@
 """The `vertex-trainer` command line: a thin typer layer over the Python API (vertex_trainer.api).
 
-One small function per command, grouped by module (spec_cmds, jobs, package, data, dev); each
+One small function per command, grouped by module (spec_cmds, jobs, logs, package, deploy, data,
+dev, ...; each module has `register(app)`, one line each below); each
 loads the spec once through the API and hands the object down. Heavy libraries (tensorflow,
 google.cloud.*) are imported only inside the commands that need them.
 """
@@ -12,7 +13,18 @@ import sys
 
 import typer
 
-from vertex_trainer.cli import data, dev, jobs, package, spec_cmds
+# One command module per line: adding a command group is a one-line change here.
+from vertex_trainer.cli import bench  # noqa: I001
+from vertex_trainer.cli import data
+from vertex_trainer.cli import deploy
+from vertex_trainer.cli import dev
+from vertex_trainer.cli import jobs
+from vertex_trainer.cli import logs
+from vertex_trainer.cli import package
+from vertex_trainer.cli import pipeline
+from vertex_trainer.cli import spec_cmds
+from vertex_trainer.cli import trigger
+from vertex_trainer.cli import tuning
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.settings import DEBUG_ENV
 
@@ -26,9 +38,16 @@ app = typer.Typer(
 )
 spec_cmds.register(app)
 jobs.register(app)
+logs.register(app)
 package.register(app)
+deploy.register(app)
 app.add_typer(data.app, name="data")
 app.add_typer(dev.app, name="dev")
+tuning.register(app)
+app.add_typer(pipeline.app, name="pipeline")
+app.add_typer(trigger.app, name="trigger")
+bench.register(app)
+# (new command groups register here, one line each)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,7 @@ from vertex_trainer.cli.common import (
     JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
     VarOpt, emit_json, err_console, load, settings, stderr_line, where,
 )
+from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
@@ -35,19 +36,39 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
            idempotency_key: KeyOpt = None,
            cancel_on_interrupt: Annotated[bool, typer.Option(
                "--cancel-on-interrupt", help="with --wait: Ctrl-C cancels the job (default: stop "
-                                             "waiting, the job keeps running)")] = False) -> None:
+                                             "waiting, the job keeps running)")] = False,
+           show_logs: LogsOpt = True,
+           deploy_after: Annotated[bool, typer.Option(
+               "--deploy", help="when the job SUCCEEDED, register its model and deploy it (the spec's "
+                                "deploy: block); implies --wait")] = False) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
     from vertex_trainer.vertex.names import check_key
 
     if idempotency_key is not None:
         check_key(idempotency_key)
+    if deploy_after and local:
+        from vertex_trainer.errors import UserError
+
+        raise UserError("--deploy needs a Vertex AI job; a local run's model is served here",
+                        hint="vertex-trainer serve <output_dir>/model, after submit --local")
+    wait = wait or deploy_after
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
+    if job_spec.tune is not None:  # a hyperparameter tuning job (cli/tuning.py)
+        from vertex_trainer.cli import tuning
+
+        return tuning.submit(job_spec, cfg, dry_run=dry_run, local=local, wait=wait, output=output,
+                             idempotency_key=idempotency_key, cancel_on_interrupt=cancel_on_interrupt)
     if dry_run or local:
         result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
                             dry_run=dry_run, log=stderr_line, settings=cfg,
                             console=None if output is OutputFormat.json else err_console())
+        if dry_run and deploy_after:
+            from vertex_trainer.cli.deploy import show_deployment
+
+            _show_dry_run(result, output)
+            return show_deployment(api.deploy(job_spec, job="JOB", dry_run=True, settings=cfg), output)
         return _show_dry_run(result, output) if dry_run else _show_local(result, output)
     job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg)
     if output is OutputFormat.text:
@@ -57,22 +78,29 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
             stderr_line(f"a job with idempotency key {job.idempotency_key} already existed: adopted, "
                         "not re-created")
     if wait:
-        _follow(job, output, cancel_on_interrupt)
+        _follow(job, output, cancel_on_interrupt, show_logs=show_logs, emit=not deploy_after)
     elif output is OutputFormat.json:
         emit_json(job.to_dict())
+    if deploy_after:  # _follow raised JobFailed unless the job SUCCEEDED
+        from vertex_trainer.cli.deploy import show_deployment
+
+        deployment = api.deploy(job_spec, job=job.name, log=stderr_line, settings=cfg)
+        if output is OutputFormat.json:
+            return emit_json({**job.to_dict(), "deploy": deployment.to_dict()})
+        show_deployment(deployment, output)
 
 
 def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
            wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends; exit 1 "
                                               "unless it SUCCEEDED")] = False,
-           output: OutputOpt = OutputFormat.text) -> None:
+           output: OutputOpt = OutputFormat.text, show_logs: LogsOpt = True) -> None:
     """Show a job's state (and its error, if it failed)."""
     from vertex_trainer import api
 
     cfg = settings()
     found = api.status(job, **where(cfg, project, region), settings=cfg)
     if wait and not found.done:
-        return _follow(found, output, cancel_on_interrupt=False, describe=True)
+        return _follow(found, output, cancel_on_interrupt=False, describe=True, show_logs=show_logs)
     _show_job(found, output)
     if wait and not found.succeeded:
         raise JobFailed(found.failure_message())
@@ -142,25 +170,22 @@ def _show_job(job, output: OutputFormat) -> None:
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
 
 
-def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
-    """submit/status --wait: show each state change until the job ends; exit per CONTRACT."""
-    import time
+def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
+            show_logs: bool = True, emit: bool = True) -> None:
+    """submit/status --wait: show each state change and (text output) the job's log lines until
+    it ends; a failure ends with the failing replica's last lines, its error and advice."""
+    from vertex_trainer import api
+    from vertex_trainer.cli.logs import FollowView
+    from vertex_trainer.contract import Failure
 
-    console = err_console()
-
-    def line(j) -> None:
-        console.print(f"{time.strftime('%H:%M:%S')}  {short_state(j.state)}", markup=False)
-
+    view = FollowView(err_console(), job)
+    failure = None
     try:
-        if console.is_terminal:
-            with console.status(f"waiting for {job.id} (Ctrl-C stops waiting)") as spinner:
-                def on_state(j) -> None:
-                    line(j)
-                    spinner.update(f"{job.id} {short_state(j.state)} (Ctrl-C stops waiting)")
-
-                job.wait(on_state=on_state, check=False)
-        else:
-            job.wait(on_state=line, check=False)
+        with view:
+            for item in api.logs(job, follow=True, lines=show_logs and output is OutputFormat.text,
+                                 settings=job.client.settings, log=view.note):
+                view.show(item)
+                failure = item if isinstance(item, Failure) else failure
     except KeyboardInterrupt:
         if cancel_on_interrupt:
             job.cancel()
@@ -173,13 +198,15 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
             emit_json(job.describe() if describe else job.to_dict())
         raise typer.Exit(130)
     if output is OutputFormat.json:
-        emit_json(job.describe() if describe else job.to_dict())
+        if emit or not job.succeeded:  # emit=False: the caller prints one object after its step
+            emit_json(job.describe() if describe else job.to_dict())
     elif describe:
         _show_job(job, output)
     else:
         print(f"final    {short_state(job.state)}")
     if not job.succeeded:
-        raise JobFailed(job.failure_message())
+        view.failure(failure)
+        raise JobFailed(job.failure_message(), hint=failure.advice if failure else None)
 
 
 def _show_dry_run(plan, output: OutputFormat) -> None:

@@ -31,10 +31,11 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
-    image = job.image.uri or job.image.repository or "python package"
+    image = ("(none: --local only)" if job.image is None
+             else job.image.uri or job.image.repository or "python package")
     lines = [
         f"OK  {spec}: {job.name}",
-        f"  where     {job.project or '(no project yet)'} / {job.region}",
+        f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
         f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else ""),
         f"  image     {image}",
@@ -54,7 +55,7 @@ def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
            = RenderFormat.json,
            idempotency_key: Annotated[Optional[str], typer.Option(
                "--idempotency-key", help="include the vertex-trainer-key label submit would add")] = None) -> None:
-    """Print the CustomJob that submit would send (nothing is sent)."""
+    """Print the CustomJob (with tune:, the HyperparameterTuningJob) that submit would send."""
     from vertex_trainer import api, render as r
 
     job_spec = load(spec, set_, var, project, region, settings())

@@ -1,7 +1,8 @@
 """A fake Vertex AI (REST, v1) on loopback, for tests and `vertex-trainer dev fake-vertex`.
 
-It speaks the wire the real service speaks, for CustomJobs here and for models, endpoints and
-operations in vertex_models.py (`FakeVertex.models`):
+It speaks the wire the real service speaks, for CustomJobs here, for models, endpoints and
+operations in vertex_models.py (`FakeVertex.models`) and for pipelineJobs in vertex_pipelines.py
+(`FakeVertex.pipelines`):
 
 - ``POST   /v1/projects/P/locations/L/customJobs``            create (body: CustomJob JSON)
 - ``GET    /v1/projects/P/locations/L/customJobs``            list (``filter``, ``pageSize``, ``pageToken``)
@@ -36,6 +37,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from vertex_trainer.emulators.vertex_models import ModelService
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
+from vertex_trainer.emulators.vertex_pipelines import PipelineService
+from vertex_trainer.emulators.vertex_tuning import TuningService
 
 TERMINAL_STATES = frozenset({
     "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
@@ -133,6 +136,8 @@ class FakeVertex:
         self._lock = threading.RLock()
         self._ids = itertools.count(1_000_000_000_000_000_001)
         self.models = ModelService(self._lock)  # models, endpoints, operations (vertex_models.py)
+        self.pipelines = PipelineService(self._lock)  # pipelineJobs (vertex_pipelines.py)
+        self.tuning = TuningService(self._lock)  # hyperparameterTuningJobs (vertex_tuning.py)
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
         self._thread: threading.Thread | None = None
@@ -332,6 +337,12 @@ class FakeVertex:
             elif not m[2] and method == "GET":
                 op, target = "get", m[1]
         if not op and (routed := self.models.route(method, path)):
+            op, call = routed
+            target = path
+        if not op and (routed := self.pipelines.route(method, path)):
+            op, call = routed
+            target = path
+        if not op and (routed := self.tuning.route(method, path)):
             op, call = routed
             target = path
         if not op:

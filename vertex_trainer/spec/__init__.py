@@ -2,6 +2,7 @@
 
     model.py     the pydantic models (JobSpec, HardwareSpec, ImageSpec, Scheduling, BootDisk)
     deploy.py    the deploy: block (DeploySpec) and its rules against the rest of the spec
+    tune.py      the tune: block (TuneSpec) and its rules against the trainer's fields
     trainer.py   TrainerArgs, generated from the bundled trainer's flag table; check_trainer_flags
     load.py      YAML, `--set`, templates, override order -> JobSpec
     rules.py     the cross-field rules (run by JobSpec's validator) and cloud_problems
@@ -22,10 +23,12 @@ from vertex_trainer.spec.model import (
 )
 from vertex_trainer.spec.rules import cloud_problems
 from vertex_trainer.spec.trainer import TrainerArgs, check_trainer_flags
+from vertex_trainer.spec.tune import TuneParameter, TuneSpec
 
 __all__ = [
     "JobSpec", "DeploySpec", "HardwareSpec", "ImageSpec", "Scheduling", "BootDisk", "TrainerArgs",
     "load_spec", "build_spec", "read_yaml", "parse_assignments", "apply_set",
     "spec_hash", "json_schema", "cloud_problems", "check_trainer_flags",
     "validate_image_values", "validate_image_reference", "validate_requirement", "parse_staging",
+    "TuneSpec", "TuneParameter",
 ]

@@ -99,17 +99,17 @@ def deploy_rules(spec: Any) -> None:
         if not m:
             raise SpecError("deploy.endpoint", "is not an endpoint resource name", value=d.endpoint,
                             hint="projects/P/locations/R/endpoints/ID, or a display name")
-        if m["region"] != spec.region or (spec.project and m["project"] != spec.project):
+        if (spec.region and m["region"] != spec.region) or (spec.project and m["project"] != spec.project):
             raise SpecError("deploy.endpoint", f"is in {m['project']}/{m['region']}, the job in "
                             f"{spec.project or '(no project)'}/{spec.region}", has_value=False,
                             hint="deploy to an endpoint in the job's project and region, or give a "
                                  "display name to create one there")
-    if d.serving_image == "auto" and spec.image.python_package:
+    if d.serving_image == "auto" and spec.image is not None and spec.image.python_package:
         raise SpecError("deploy.serving_image", "auto serves with the job's own image, and a "
                         "python_package job has none", has_value=False,
                         hint="set image.repository (build the trainer image), or give a serving "
                              "container URI")
-    if d.serving_image == "auto" and spec.image.context:
+    if d.serving_image == "auto" and spec.image is not None and spec.image.context:
         raise SpecError("deploy.serving_image", "auto needs the bundled trainer's image (it runs "
                         "`python -m trainer.serve`); this spec builds its own context", has_value=False,
                         hint="give a serving container URI that serves the SavedModel")

@@ -155,15 +155,16 @@ class JobSpec(Strict):
 
     name: str = Field(pattern=_NAME, description="CustomJob display name: [a-z0-9-], 1..100 chars")
     project: str | None = Field(None, pattern=_PROJECT, description="Google Cloud project id")
-    region: str = Field(pattern=_REGION, description="Vertex AI region, e.g. us-central1")
+    region: str | None = Field(None, pattern=_REGION,
+                               description="Vertex AI region, e.g. us-central1 (a cloud job needs one; --local does not)")
     hardware: Annotated[HardwareSpec, BeforeValidator(_hardware)] = Field(
         description="a preset name (vertex-trainer hardware) or {machine_type, accelerator_type, accelerator_count,"
         " tpu_topology}")
     replicas: int = Field(1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers")
     boot_disk: BootDisk = Field(
         BootDisk(), description="{type: pd-ssd | pd-standard | hyperdisk-balanced, size_gb: 100..64000}")
-    image: ImageSpec = Field(description="exactly one of uri (an image), repository (build the trainer) "
-                             "or python_package: true")
+    image: ImageSpec | None = Field(None, description="exactly one of uri (an image), repository (build the trainer) "
+                             "or python_package: true; a cloud job needs one, --local does not")
     scheduling: Scheduling = Field(
         Scheduling(), description="{strategy: standard | spot | flex-start, max_wait, timeout, "
         "restart_on_worker_restart, disable_retries}")
@@ -206,6 +207,8 @@ class JobSpec(Strict):
     @property
     def runs_bundled_trainer(self) -> bool:
         """True when the cloud job runs the trainer shipped with vertex-trainer (not image.uri/context)."""
+        if self.image is None:  # a local-only spec: the installed trainer runs
+            return True
         return self.image.python_package or bool(self.image.repository and not self.image.context)
 
     @property

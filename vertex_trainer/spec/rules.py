@@ -15,6 +15,7 @@ from vertex_trainer.contract import MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.deploy import deploy_rules
 from vertex_trainer.spec.images import validate_image_values
+from vertex_trainer.spec.tune import tune_rules
 
 # A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
 Spec = Any
@@ -53,7 +54,7 @@ def problems(spec: Spec) -> list[SpecError]:
     run(_labels, _env)
     if hardware_ok:
         run(_boot_disk)
-    run(_tensorboard, _encryption_key, _output_dir, _data_paths, deploy_rules)
+    run(_tensorboard, _encryption_key, _output_dir, _data_paths, deploy_rules, tune_rules)
     if hardware_ok:
         run(_trainer)
     # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
@@ -67,12 +68,20 @@ def cloud_problems(spec: Spec) -> None:
     if not spec.project:
         found.append(SpecError("project", "is required to submit to Vertex AI", has_value=False,
                                hint="add `project:` to the spec, pass --project, or set GOOGLE_CLOUD_PROJECT"))
+    if not spec.region:
+        found.append(SpecError("region", "is required to submit to Vertex AI (--local needs none)",
+                               has_value=False, hint="add `region: us-central1` to the spec, or pass --region"))
+    if spec.image is None:
+        found.append(SpecError("image", "is required to submit to Vertex AI (--local runs the installed "
+                               "trainer and needs none)", has_value=False,
+                               hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
+                                    "trainer; image.uri: an existing image; image.python_package: true: no Docker"))
     if spec.output_dir and not spec.output_dir.startswith("gs://"):
         found.append(SpecError("output_dir", "must be a gs:// path for a cloud job (local paths work with --local)",
                                value=spec.output_dir, hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}"))
     for field in ("train_data", "eval_data"):
         value = getattr(spec.trainer, field)
-        if value and not all(p.startswith(("gs://", "/gcs/")) for p in _patterns(value)):
+        if value and not all(p.startswith(("gs://", "/gcs/")) for p in split_patterns(value)):
             found.append(SpecError(f"trainer.{field}", "must be gs:// or /gcs/ for a cloud job (local paths work "
                                    "with --local)", value=value, hint="upload the TFRecords to Cloud Storage first"))
     raise_all(found)
@@ -146,7 +155,7 @@ def _tensorboard(spec: Spec) -> None:
     if not spec.tensorboard:
         return
     tb_region = spec.tensorboard.split("/")[3]
-    if tb_region != spec.region:
+    if spec.region and tb_region != spec.region:
         raise SpecError("tensorboard", f"the TensorBoard instance is in {tb_region}, the job in {spec.region}",
                         has_value=False, hint="use a TensorBoard instance in the job's region")
     if not spec.service_account:
@@ -160,7 +169,7 @@ def _tensorboard(spec: Spec) -> None:
 def _encryption_key(spec: Spec) -> None:
     if spec.encryption_key:
         key_region = spec.encryption_key.split("/")[3]
-        if key_region != spec.region:
+        if spec.region and key_region != spec.region:
             raise SpecError("encryption_key", f"the key is in {key_region}, the job in {spec.region}",
                             has_value=False, hint="Vertex AI needs a Cloud KMS key in the job's region")
 
@@ -200,7 +209,8 @@ def _path_problem(value: str, *, allow_fuse: bool) -> str | None:
     return gcs_problem(value)
 
 
-def _patterns(value: str) -> list[str]:
+def split_patterns(value: str) -> list[str]:
+    """The file patterns of a data value (the trainer takes a comma-separated list)."""
     return [p.strip() for p in value.split(",") if p.strip()]
 
 
@@ -215,7 +225,7 @@ def _output_dir(spec: Spec) -> None:
 def _data_paths(spec: Spec) -> None:
     for field in ("train_data", "eval_data"):
         value = getattr(spec.trainer, field)
-        for pattern in _patterns(value or ""):
+        for pattern in split_patterns(value or ""):
             problem = _path_problem(pattern, allow_fuse=True)
             if problem:
                 raise SpecError(f"trainer.{field}", problem, value=value,

@@ -287,8 +287,9 @@ class Job(JobState):
                 "error": self.error, "labels": self.labels}
 
     def __repr__(self) -> str:
+        # The same state vocabulary as `.state` and the JSON output (JOB_STATE_*).
         return (f"Job(display_name={self.display_name!r}, id={self.id!r}, "
-                f"state={short_state(self.state)}, console_url={self.console_url!r})")
+                f"state={self.state!r}, console_url={self.console_url!r})")
 
     def _repr_html_(self) -> str:
         from html import escape

@@ -22,10 +22,19 @@ def check_key(key: str) -> str:
     """Validate a user-given idempotency key; it becomes a Vertex label value."""
     if not _KEY_RE.fullmatch(key or ""):
         safe = re.sub(r"[^a-z0-9_-]+", "-", (key or "").lower()).strip("-")[:63]
+        unexpanded = "$" in (key or "") or "{" in (key or "")
         raise UserError(
             f"--idempotency-key {key!r} is not a valid label value: use 1-63 characters from "
-            "lowercase letters, digits, '_' and '-'",
+            "lowercase letters, digits, '_' and '-'"
+            + (" (it looks like a variable the shell or CI did not expand)" if unexpanded else ""),
             hint=f"for example --idempotency-key {safe or 'ci-run-1'}")
+    if key.endswith(("-", "_")):
+        # `cb-${COMMIT_SHA}` in a build without a commit: every such run would share one key and
+        # adopt the first job instead of training.
+        raise UserError(f"--idempotency-key {key!r} ends in {key[-1]!r}: it looks like a prefix whose "
+                        "variable was empty, and every run with it would adopt the first job",
+                        hint="make sure the variable is set, or fall back to another id, e.g. "
+                             "cb-${COMMIT_SHA} -> cb-build-${BUILD_ID}")
     return key
 
 

@@ -1,0 +1,35 @@
+"""What a local run checks before anything starts (issue 15): a local-only spec needs no image
+or region, and local data that does not exist is exit 2 naming the field."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}  # no gcloud config, no project, no region
+    return subprocess.run([sys.executable, "-m", "vertex_trainer", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_a_local_only_spec_validates_and_missing_data_is_exit_2(tmp_path):
+    spec = tmp_path / "local.yaml"
+    spec.write_text("name: local-only\nhardware: cpu\noutput_dir: out\n"
+                    "trainer: {model: tiny-cnn, train_data: data/train-*, num_classes: 4}\n")
+    ok = run("validate", str(spec), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "(none: --local only)" in ok.stdout
+
+    missing = run("submit", str(spec), "--local", cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "trainer.train_data: no files match 'data/train-*'" in missing.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+    cloud = run("submit", str(spec), "--dry-run", cwd=tmp_path)
+    assert cloud.returncode == 2
+    for field in ("project:", "region:", "image:", "output_dir:", "trainer.train_data:"):
+        assert f"  {field}" in cloud.stderr, cloud.stderr
