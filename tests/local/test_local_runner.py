@@ -380,6 +380,23 @@ def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
     assert (tmp_path / "vertex-trainer" / "spec.yaml").read_text() == "name: from-spec\n"
 
 
+def test_a_failed_rerun_keeps_the_record_of_the_good_run_beside_its_outputs(tmp_path):
+    """Issue 15: the record beside the model always describes that model; every run keeps its own."""
+    good = custom_job(str(tmp_path), [worker_pool(command=python_command("print('ok')"))])
+    first = run_local(good, "name: good\n", settings=local_settings(), console=_quiet_console()[0])
+    bad = custom_job(str(tmp_path), [worker_pool(command=python_command("raise SystemExit(3)"))])
+    second = run_local(bad, "name: bad\n", settings=local_settings(), console=_quiet_console()[0])
+    assert (first.state, second.state) == (SUCCEEDED, "JOB_STATE_FAILED")
+    record = tmp_path / "vertex-trainer"
+    assert (record / "spec.yaml").read_text() == "name: good\n"
+    assert json.loads((record / "custom_job.json").read_text()) == good
+    assert (record / "latest-success").read_text().strip() == first.job_id
+    runs = record / "runs"
+    assert (runs / first.job_id / "spec.yaml").read_text() == "name: good\n"
+    assert (runs / second.job_id / "spec.yaml").read_text() == "name: bad\n"
+    assert json.loads((runs / second.job_id / "custom_job.json").read_text()) == bad
+
+
 def test_the_recorded_spec_reproduces_the_run(tmp_path):
     import yaml
 

@@ -76,8 +76,8 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     base = resolve_output(job, name)
-    save_run_record(base, job, spec)
     job_id = local_job_id()
+    save_run_record(base, job, spec, job_id)
     replicas = cluster.build_replicas(job, base, job_id=job_id, base_env=environ,
                                       project=project, region=region)
     cluster.check_importable(replicas)
@@ -116,6 +116,8 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
         failed_exit_code=failed.returncode if failed is not None else None,
     )
     runlog.close(result)
+    if state == SUCCEEDED:
+        promote_run_record(base, job_id)
     display.summary(result)
     return result
 
@@ -157,16 +159,22 @@ def resolve_output(job: dict, name: str) -> str:
     return base.rstrip("/")
 
 
-def save_run_record(base: str, job: dict, spec: Any) -> None:
-    """Keep what ran beside what it made: <base>/vertex-trainer/{custom_job.json,spec.yaml}.
+RECORD_FILES = ("custom_job.json", "spec.yaml")
+LATEST_SUCCESS = "latest-success"
 
+
+def save_run_record(base: str, job: dict, spec: Any, run_id: str) -> None:
+    """Keep what ran: <base>/vertex-trainer/runs/<run_id>/{custom_job.json,spec.yaml}.
+
+    Every run gets its own record; the record beside the outputs (<base>/vertex-trainer/
+    {custom_job.json,spec.yaml}) is only replaced when a run succeeds (`promote_run_record`),
+    so it always describes the model and metrics it sits beside, even after a failed rerun.
     `spec` is an object with `.to_yaml()` or the YAML text (None: no spec.yaml). Local output
-    directories only; a cloud job's CustomJob is kept by Vertex AI, and a gs:// run by its
-    caller if at all.
+    directories only; a cloud job's CustomJob is kept by Vertex AI.
     """
     if base.startswith("gs://"):
         return
-    record = os.path.join(base, RECORD_DIR)
+    record = os.path.join(base, RECORD_DIR, "runs", run_id)
     os.makedirs(record, exist_ok=True)
     with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
         json.dump(job, f, indent=2)
@@ -178,6 +186,22 @@ def save_run_record(base: str, job: dict, spec: Any) -> None:
     if text is not None:
         with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def promote_run_record(base: str, run_id: str) -> None:
+    """The run `run_id` succeeded: its record becomes the one beside the outputs."""
+    if base.startswith("gs://"):
+        return
+    import shutil
+
+    root = os.path.join(base, RECORD_DIR)
+    for name in RECORD_FILES:
+        source = os.path.join(root, "runs", run_id, name)
+        if os.path.exists(source):
+            shutil.copyfile(source, os.path.join(root, name + ".tmp"))
+            os.replace(os.path.join(root, name + ".tmp"), os.path.join(root, name))
+    with open(os.path.join(root, LATEST_SUCCESS), "w", encoding="utf-8") as f:
+        f.write(run_id + "\n")
 
 
 def read_metrics(base_output: str, settings: Settings) -> dict | None:
