@@ -148,7 +148,7 @@ def parse_request(body: bytes, limits: Limits, *, input_name: str = "image_bytes
         request = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
         raise BadRequest(f"the request body is not JSON ({e})") from None
-    usage = f'send {{"instances": [{{"b64": "<base64 JPEG or PNG>"}}, ...]}}'
+    usage = 'send {"instances": [{"b64": "<base64 JPEG or PNG>"}, ...]}'
     if not isinstance(request, dict):
         raise BadRequest(f"the request body must be a JSON object: {usage}")
     if "instances" not in request:

@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"error: {e} (see python -m trainer.task --help)", file=sys.stderr, flush=True)
         return 2
+    # Quiet TensorFlow's C++ start-up banner unless the job's env asks otherwise; it must be set
+    # before the first TensorFlow import (trainer.data imports it).
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from trainer.data import DataError
     from trainer.strategy import ClusterError
 
@@ -59,7 +62,6 @@ def run(cfg: TrainConfig) -> dict:
     """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief)."""
     # Bound the read-ahead buffer of every open gs:// file before TF's GCS filesystem starts.
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from trainer import _keras  # noqa: F401 - selects tf-keras before TensorFlow loads
     from trainer import callbacks, throughput
     from trainer._keras import keras
@@ -89,7 +91,10 @@ def run(cfg: TrainConfig) -> dict:
     if info.is_chief:
         metrics_path = join(output_base(cfg.model_dir), "metrics.json")
         write_json(metrics_path, metrics)
-        if metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
+        # Only a tuning trial reports (Vertex sets CLOUD_ML_TRIAL_ID; local trials and tests set
+        # the metric file): a plain run has nobody listening.
+        tuning = bool(os.environ.get("CLOUD_ML_TRIAL_ID") or os.environ.get("CLOUD_ML_HP_METRIC_FILE"))
+        if tuning and metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
                 cfg.hypertune_metric, metrics["eval_accuracy"], plan.total_steps):
             log(f"reported {cfg.hypertune_metric}={metrics['eval_accuracy']:.4f} to hyperparameter tuning")
         log(f"exported model to {cfg.model_dir}; metrics in {metrics_path}")

@@ -13,7 +13,7 @@ import typer
 from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, err_console, settings, stderr_line, where,
+    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, settings, stderr_line, where,
 )
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.errors import JobFailed

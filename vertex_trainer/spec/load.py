@@ -80,8 +80,8 @@ def _parse(text: str) -> Any:
     try:
         return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
-        raise UserError(f"the YAML nests too deeply (more than a few hundred levels); a job spec nests "
-                        f"3 levels", hint="check the brackets and the indentation") from None
+        raise UserError("the YAML nests too deeply (more than a few hundred levels); a job spec nests "
+                        "3 levels", hint="check the brackets and the indentation") from None
 
 
 def read_yaml(path: str | os.PathLike) -> dict:

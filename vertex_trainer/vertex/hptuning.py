@@ -10,21 +10,18 @@ parse with `aiplatform_v1.HyperparameterTuningJob`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
+from vertex_trainer.vertex.names import job_name, split_name
 
 __all__ = ["TuningClient", "TuningJob", "Trial", "best_trial", "create_idempotent", "parse_trial",
            "tuning_job_name"]
 
 COLLECTION = "hyperparameterTuningJobs"
-_NAME_RE = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
-                      r"hyperparameterTuningJobs/(?P<id>[^/:]+)")
 # aiplatform_v1.Trial.State (the REST transport may answer with numbers).
 _TRIAL_STATES = {0: "STATE_UNSPECIFIED", 1: "REQUESTED", 2: "ACTIVE", 3: "STOPPING", 4: "SUCCEEDED",
                  5: "INFEASIBLE"}
@@ -46,26 +43,12 @@ class TuningClient(JobsClient):
 
 def tuning_job_name(job: str, project: str | None = None, region: str | None = None) -> str:
     """A full resource name from a resource name, or a numeric id plus project and region."""
-    job = job.strip()
-    if _NAME_RE.fullmatch(job):
-        return job
-    if re.fullmatch(r"[0-9]+", job):
-        if not project or not region:
-            missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
-            raise UserError(f"tuning job id {job} needs {missing} (or pass the full name "
-                            "projects/P/locations/R/hyperparameterTuningJobs/ID)")
-        return f"projects/{project}/locations/{region}/{COLLECTION}/{job}"
-    raise UserError(f"{job!r} is not a hyperparameter tuning job: pass "
-                    "projects/P/locations/R/hyperparameterTuningJobs/ID, or a numeric id with "
-                    "--project and --region")
+    return job_name(job, project, region, collection=COLLECTION, what="hyperparameter tuning job")
 
 
 def split_tuning_name(name: str) -> tuple[str, str, str]:
     """(project, region, id) of a HyperparameterTuningJob resource name."""
-    m = _NAME_RE.fullmatch(name)
-    if not m:
-        raise ValueError(f"not a HyperparameterTuningJob name: {name!r}")
-    return m["project"], m["region"], m["id"]
+    return split_name(name, COLLECTION)
 
 
 def tuning_console_url(name: str) -> str:

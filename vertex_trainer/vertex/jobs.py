@@ -12,18 +12,18 @@ with that label and adopt the one found instead of creating a second job.
 
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL, JobState, short_state, state_name
 from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.gcp.http import (
-    ApiClient, ApiError, Budget, Log, Transient, decode, default_hint, silent,
+    ApiClient, ApiError, Budget, Log, Transient, decode, default_hint,
 )
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.names import (
     check_key, console_url, job_name, new_key, parse_label, split_name,
 )
+from vertex_trainer.vertex.waiting import wait_until_done
 
 __all__ = ["JobsClient", "Job", "create_idempotent", "check_key", "console_url", "job_name",
            "new_key", "parse_label", "split_name"]
@@ -243,26 +243,8 @@ class Job(JobState):
         """Poll until the job ends. Raises JobFailed (exit 1) if it did not succeed (unless
         `check=False`) and TimeoutError after `timeout` seconds. `on_state` is called with the
         job at every state change (and once at the start)."""
-        poll = poll or self.client.settings.poll
-        deadline = None if timeout is None else time.monotonic() + timeout
-        last = self.state
-        if on_state:
-            on_state(self)
-        intervals = poll.intervals()
-        while not self.done:
-            delay = next(intervals)
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{self.name} is still {short_state(self.state)} after {timeout}s")
-                delay = min(delay, remaining)
-            time.sleep(delay)
-            self.refresh()
-            if self.state != last:
-                last = self.state
-                intervals = poll.intervals()  # something is happening: look again soon
-                if on_state:
-                    on_state(self)
+        wait_until_done(self, poll=poll or self.client.settings.poll, timeout=timeout,
+                        on_state=on_state)
         if check and not self.succeeded:
             raise JobFailed(self.failure_message())
         return self

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertex_trainer.gcp.http import ApiClient, ApiError, Log, decode, default_hint, silent
+from vertex_trainer.gcp.http import ApiClient, ApiError, Log, decode, default_hint
 from vertex_trainer.settings import Settings
 
 _PERMISSIONS = {"upload": "aiplatform.models.upload", "deploy": "aiplatform.endpoints.deploy",

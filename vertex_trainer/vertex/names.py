@@ -8,7 +8,7 @@ import secrets
 from vertex_trainer.errors import UserError
 
 _KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
-_NAME_RE = re.compile(r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<id>[^/:]+)")
+_NAME = r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/{collection}/(?P<id>[^/:]+)"
 _LABEL_KEY_RE = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 _LABEL_VALUE_RE = re.compile(r"[a-z0-9_-]{0,63}")
 
@@ -47,26 +47,28 @@ def parse_label(text: str) -> tuple[str, str]:
     return key, value
 
 
-def job_name(job: str, project: str | None = None, region: str | None = None) -> str:
-    """A full resource name from a resource name, or a job id plus project and region."""
+def job_name(job: str, project: str | None = None, region: str | None = None, *,
+             collection: str = "customJobs", what: str = "job") -> str:
+    """A full resource name from a resource name, or a numeric id plus project and region
+    (`collection`: customJobs, hyperparameterTuningJobs, ...)."""
     job = job.strip()
-    if _NAME_RE.fullmatch(job):
+    full = f"projects/P/locations/R/{collection}/ID"
+    if re.fullmatch(_NAME.format(collection=collection), job):
         return job
     if re.fullmatch(r"[0-9]+", job):
         if not project or not region:
             missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
-            raise UserError(f"job id {job} needs {missing} (or pass the full name "
-                            "projects/P/locations/R/customJobs/ID)")
-        return f"projects/{project}/locations/{region}/customJobs/{job}"
-    raise UserError(f"{job!r} is not a job: pass projects/P/locations/R/customJobs/ID, "
-                    "or a numeric job id with --project and --region")
+            raise UserError(f"{what} id {job} needs {missing} (or pass the full name {full})")
+        return f"projects/{project}/locations/{region}/{collection}/{job}"
+    raise UserError(f"{job!r} is not a {what}: pass {full}, or a numeric {what} id with --project "
+                    "and --region")
 
 
-def split_name(name: str) -> tuple[str, str, str]:
-    """(project, region, id) of a CustomJob resource name."""
-    m = _NAME_RE.fullmatch(name)
+def split_name(name: str, collection: str = "customJobs") -> tuple[str, str, str]:
+    """(project, region, id) of a resource name in `collection`."""
+    m = re.fullmatch(_NAME.format(collection=collection), name)
     if not m:
-        raise ValueError(f"not a CustomJob name: {name!r}")
+        raise ValueError(f"not a {collection} name: {name!r}")
     return m["project"], m["region"], m["id"]
 
 

@@ -20,6 +20,7 @@ from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.gcp.http import Budget, Log, Transient, decode
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.models import vertex_api
+from vertex_trainer.vertex.waiting import wait_until_done
 
 SUCCEEDED = "PIPELINE_STATE_SUCCEEDED"
 TERMINAL = frozenset({SUCCEEDED, "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"})
@@ -223,25 +224,8 @@ class PipelineRun:
              sleep: Callable[[float], None] = time.sleep) -> "PipelineRun":
         """Poll until the run ends; JobFailed (exit 1) unless it SUCCEEDED (with `check`),
         TimeoutError after `timeout` seconds. `on_state` sees every state change."""
-        poll = poll or self.client.settings.poll
-        deadline = None if timeout is None else time.monotonic() + timeout
-        last = self.state
-        if on_state:
-            on_state(self)
-        intervals = poll.intervals()
-        while not self.done:
-            delay = next(intervals)
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{self.name} is still {short_state(self.state)} after {timeout}s")
-                delay = min(delay, remaining)
-            sleep(delay)
-            self.refresh()
-            if self.state != last:
-                last, intervals = self.state, poll.intervals()
-                if on_state:
-                    on_state(self)
+        wait_until_done(self, poll=poll or self.client.settings.poll, timeout=timeout,
+                        on_state=on_state, sleep=sleep)
         if check and not self.succeeded:
             raise JobFailed(self.failure_message())
         return self

@@ -1,0 +1,36 @@
+"""Following a Vertex AI resource (a CustomJob, PipelineJob, tuning job) until it ends."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from vertex_trainer.settings import PollPolicy
+
+
+def wait_until_done(resource: Any, *, poll: PollPolicy, timeout: float | None = None,
+                    on_state: Callable[[Any], None] | None = None,
+                    sleep: Callable[[float], None] = time.sleep) -> None:
+    """Refresh `resource` (it has `.refresh()`, `.done`, `.state`, `.name`) until it is done.
+
+    Polls adaptively (start fast, slow down while nothing changes, look again soon after a
+    change); `on_state` sees the resource once at the start and at every state change; raises
+    TimeoutError after `timeout` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    last = resource.state
+    if on_state:
+        on_state(resource)
+    intervals = poll.intervals()
+    while not resource.done:
+        delay = next(intervals)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{resource.name} is still {resource.state} after {timeout}s")
+            delay = min(delay, remaining)
+        sleep(delay)
+        resource.refresh()
+        if resource.state != last:
+            last, intervals = resource.state, poll.intervals()  # something is happening
+            if on_state:
+                on_state(resource)
