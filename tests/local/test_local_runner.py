@@ -425,3 +425,19 @@ def test_local_run_checks_the_bundled_trainer_flags_first(tmp_path):
     with pytest.raises(SpecError, match="invalid choice: 'resnet-50'"):
         api.submit(spec, local=True)
     assert not (tmp_path / "out").exists()  # refused before anything ran or was written
+
+
+def test_tensorflow_start_up_banner_is_kept_in_the_log_not_on_screen(tmp_path):
+    """Issue 15: absl prints TF's banner before TF_CPP_MIN_LOG_LEVEL applies; the terminal hides
+    it, the run's log file keeps it."""
+    banner = ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+              "I0000 00:00:1796025139.247204    9302 port.cc:153] oneDNN custom operations are on.\n")
+    script = f"import sys; sys.stderr.write({banner!r}); print('trainer: real output')"
+    job = custom_job(str(tmp_path), [worker_pool(command=python_command(script))])
+    console, buf = _quiet_console()
+    result = run_local(job, None, settings=local_settings(), console=console)
+    assert result.state == SUCCEEDED
+    shown = buf.getvalue()
+    assert "trainer: real output" in shown and "oneDNN" not in shown and "absl" not in shown
+    kept = (tmp_path / "vertex-trainer" / "logs" / "workerpool0-0.log").read_text()
+    assert "oneDNN custom operations" in kept and "trainer: real output" in kept

@@ -238,10 +238,7 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
 def _show_local(result, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         emit_json(result.to_dict())
-    else:
-        d = result.to_dict()
-        rows = [("local", d["name"]), ("state", short_state(d["state"] or "")), ("output", d["output_dir"])]
-        print("\n".join(f"{k:8} {v}" for k, v in rows if v))  # run_local showed the metrics
+    # Text: run_local already printed the summary (state, time, model, output, metrics).
     if result.done and not result.succeeded:
         raise JobFailed(result.failure_message())
 

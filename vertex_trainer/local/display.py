@@ -38,6 +38,19 @@ def default_console():
     return Console(stderr=True, highlight=False)
 
 
+# TensorFlow's C++ start-up banner: absl writes it before TF_CPP_MIN_LOG_LEVEL can apply, so the
+# variable cannot hide it. Not shown in the terminal (the run's log files keep every line).
+_TF_BANNER = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|[IW]\d{4} [\d:. ]+\d+ (port|cpu_feature_guard|cuda_\w+|gpu_\w+)\.cc:\d+\] "
+    r"|To enable the following instructions: .* rebuild TensorFlow)")
+
+
+def is_banner(line: str) -> bool:
+    """A line of TensorFlow's start-up banner (not the run's own output)."""
+    return bool(_TF_BANNER.match(line))
+
+
 class Display:
     """Prefixed log lines; a live progress line on a terminal, plain lines elsewhere."""
 
@@ -86,6 +99,8 @@ class Display:
             self.line(name, line)
 
     def line(self, name: str, line: str) -> None:
+        if is_banner(line):
+            return
         prog = parse_progress(line)
         if prog is not None:
             self.progress[name] = prog
