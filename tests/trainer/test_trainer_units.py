@@ -272,3 +272,17 @@ def test_resnet50_by_name_without_pretrained_weights():
     assert 23_000_000 < model.count_params() < 24_000_000  # ResNet-50 body + a 7-way head
     with pytest.raises(ValueError, match="unknown model 'vgg'"):
         build_model("vgg", num_classes=7, image_size=32)
+
+
+@pytest.mark.trainer
+def test_eval_examples_left_out_of_whole_batches_are_named(capsys):
+    """Issue 15: 20 eval images at a global batch of 16 evaluate 16; the run says so."""
+    from trainer.task import count_steps
+
+    cfg = parse_flags([*REQUIRED, *DIRS, "--batch-size=16", "--steps-per-epoch=4", "--eval-examples=20"])
+    assert count_steps(cfg, ["train"], ["eval"]) == (4, 1)
+    out = capsys.readouterr().out
+    assert "evaluation uses 16 of 20 eval examples" in out and "4 are left out" in out
+    whole = dataclasses.replace(cfg, eval_examples=32)
+    assert count_steps(whole, ["train"], ["eval"]) == (4, 2)
+    assert "left out" not in capsys.readouterr().out

@@ -356,6 +356,11 @@ def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str])
         if eval_steps < 1:
             raise data.DataError(f"{examples} eval examples make no full batch of {cfg.batch_size}; "
                                  "use a smaller --batch-size or more eval data")
+        left_out = examples - eval_steps * cfg.batch_size
+        if left_out:  # whole global batches only (static shapes for XLA/TPU): say so, never silently
+            log(f"evaluation uses {examples - left_out} of {examples} eval examples (whole global "
+                f"batches of {cfg.batch_size}); {left_out} are left out: a global batch that divides "
+                "the eval set evaluates them all")
     return steps_per_epoch, eval_steps
 
 
