@@ -237,7 +237,8 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
            local: bool = False, dry_run: bool = False, timeout: float | None = None,
            on_state: Callable[[Job], None] | None = None, builder: str | None = None,
            log: Log | None = None, console: Any = None, client: JobsClient | None = None,
-           settings: Settings | None = None) -> Job | LocalJob | DryRun:
+           settings: Settings | None = None, quota_check: bool = True,
+           follow: Callable[[Job, Any], Any] | None = None) -> Job | LocalJob | DryRun:
     """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
 
     - ``idempotency_key``: reuse it when retrying (CI: the run id) and no second job is created;
@@ -245,7 +246,9 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     - ``wait=True`` follows the job to its end (raises JobFailed unless it SUCCEEDED).
     - ``local=True`` runs the same rendered job on this machine instead (vertex_trainer.local).
     - ``dry_run=True`` returns a :class:`DryRun` describing the requests; nothing is sent, built
-      or run.
+      or run. ``quota_check=False`` skips the quota pre-flight (vertex_trainer.capacity).
+    - ``scheduling.fallback``: vertex_trainer.fallback; ``follow(job, timeout)`` then waits for each
+      attempt instead of Job.wait, and the caller judges the last job (no JobFailed).
     """
     from vertex_trainer import render
 
@@ -254,7 +257,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     check(spec, local=local)  # exit 2 before anything is built, sent or run
     if not local:
-        from vertex_trainer import preflight
+        from vertex_trainer import capacity, preflight
 
         far = preflight.registry_far(spec)
         if far:
@@ -262,6 +265,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         if not dry_run:
             preflight.check_stand_ins(spec, settings, builder=builder)
             preflight.check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
+        capacity.before_submit(spec, settings=settings, log=log, quota=quota_check and not dry_run)
     artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder,
                                       log=log, settings=settings)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
@@ -283,6 +287,11 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     client = client or JobsClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
         return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
+    if spec.scheduling.fallback:  # capacity fallback (CONTRACT section 8)
+        from vertex_trainer import fallback
+
+        return fallback.submit(client, spec, artifact, key, image=image, job_type=Job, wait=wait,
+                               timeout=timeout, follow=follow, on_state=on_state, log=log, check=follow is None)
     data, adopted = create_idempotent(client, body, key)
     job = Job(data, client, image=image, idempotency_key=key, adopted=adopted)
     job.spec = spec

@@ -14,6 +14,9 @@ KEY_LABEL = "vertex-trainer-key"        # the idempotency key
 SPEC_LABEL = "vertex-trainer-spec"      # hash of the resolved spec
 JOB_LABEL = "vertex-trainer-job"        # on a model version: the training job it came from
 RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
+# On the jobs of a spec with scheduling.fallback (CONTRACT section 8): which strategy of the plan,
+# 1 = scheduling.strategy, 2 = fallback[0], ...; every attempt carries the same key label.
+ATTEMPT_LABEL = "vertex-trainer-attempt"
 MAX_USER_LABELS = 62                    # Vertex allows 64; we add the two above
 
 # -- what Vertex AI sets in every replica ---------------------------------------------------------

@@ -439,7 +439,8 @@ def check_scheduling(*, hardware_field: str, machine_type: str, accelerator_type
     m = machine(machine_type)
     if max_wait is not None and strategy != "flex-start":
         raise SpecError("scheduling.max_wait", f"only applies to flex-start, but strategy is {strategy!r}",
-                        has_value=False, hint="remove max_wait, or set scheduling.strategy: flex-start")
+                        has_value=False, hint="remove max_wait, or set scheduling.strategy: flex-start "
+                        "(or list flex-start in scheduling.fallback)")
     if strategy == "flex-start":
         if acc is None or not acc.flex_start:
             what = acc.name if acc else f"{machine_type} (no GPU)"

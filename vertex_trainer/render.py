@@ -15,7 +15,7 @@ import shlex
 import yaml
 
 from vertex_trainer import hardware
-from vertex_trainer.contract import KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
+from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
 from vertex_trainer.spec import JobSpec, spec_hash
 from vertex_trainer.spec.tune import category
 
@@ -76,12 +76,22 @@ def worker_pools(spec: JobSpec, artifact: Artifact) -> list[dict]:
     return pools
 
 
-def scheduling(spec: JobSpec) -> dict:
+def strategies(spec: JobSpec) -> tuple[str, ...]:
+    """The plan of a spec: scheduling.strategy, then each scheduling.fallback (attempt n is the
+    n-th, from 1)."""
     s = spec.scheduling
-    out: dict = {"strategy": STRATEGIES[s.strategy]}
+    return (s.strategy, *(s.fallback or ()))
+
+
+def scheduling(spec: JobSpec, strategy: str | None = None) -> dict:
+    """The Scheduling of the job, with `strategy` (default scheduling.strategy); max_wait only
+    with FLEX_START."""
+    s = spec.scheduling
+    strategy = strategy or s.strategy
+    out: dict = {"strategy": STRATEGIES[strategy]}
     if s.timeout is not None:
         out["timeout"] = f"{s.timeout}s"
-    if s.max_wait is not None:
+    if s.max_wait is not None and strategy == "flex-start":
         out["maxWaitDuration"] = f"{s.max_wait}s"
     if s.restart_on_worker_restart:
         out["restartJobOnWorkerRestart"] = True
@@ -90,18 +100,28 @@ def scheduling(spec: JobSpec) -> dict:
     return out
 
 
-def labels(spec: JobSpec, idempotency_key: str | None = None) -> dict[str, str]:
+def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | None = None) -> dict[str, str]:
     out = dict(spec.labels)
     out[SPEC_LABEL] = spec_hash(spec)
     if idempotency_key:
         out[KEY_LABEL] = idempotency_key
+    if spec.scheduling.fallback:  # which strategy of the plan (CONTRACT section 8)
+        out[ATTEMPT_LABEL] = str(attempt or 1)
     return out
 
 
-def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key: str | None = None) -> dict:
-    """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs)."""
+def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key: str | None = None,
+               attempt: int | None = None) -> dict:
+    """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
+    scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th strategy, labelled
+    vertex-trainer-attempt=n."""
     artifact = artifact or default_artifact(spec)
-    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact), "scheduling": scheduling(spec)}
+    plan = strategies(spec)
+    n = attempt or 1
+    if not 1 <= n <= len(plan):
+        raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} strateg{'y' if len(plan) == 1 else 'ies'}")
+    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact),
+                      "scheduling": scheduling(spec, plan[n - 1])}
     if spec.service_account:
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:
@@ -110,7 +130,7 @@ def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.output_dir}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
-    job: dict = {"displayName": spec.name, "labels": labels(spec, idempotency_key), "jobSpec": job_spec}
+    job: dict = {"displayName": spec.name, "labels": labels(spec, idempotency_key, n), "jobSpec": job_spec}
     if spec.encryption_key:
         job["encryptionSpec"] = {"kmsKeyName": spec.encryption_key}
     return job

@@ -10,6 +10,7 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_CLOUDBUILD_ENDPOINT | cloudbuild_endpoint |
 | VERTEX_TRAINER_REGISTRY_ENDPOINT | registry_endpoint |
 | VERTEX_TRAINER_LOGGING_ENDPOINT | logging_endpoint |
+| VERTEX_TRAINER_QUOTAS_ENDPOINT | quotas_endpoint (Cloud Quotas API, the quota pre-flight) |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
 | VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
 | VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
@@ -32,6 +33,7 @@ ENDPOINT_ENV = "VERTEX_TRAINER_API_ENDPOINT"
 CLOUDBUILD_ENV = "VERTEX_TRAINER_CLOUDBUILD_ENDPOINT"
 REGISTRY_ENV = "VERTEX_TRAINER_REGISTRY_ENDPOINT"
 LOGGING_ENV = "VERTEX_TRAINER_LOGGING_ENDPOINT"
+QUOTAS_ENV = "VERTEX_TRAINER_QUOTAS_ENDPOINT"
 STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
@@ -40,6 +42,7 @@ DEBUG_ENV = "VERTEX_TRAINER_DEBUG"
 STORAGE_URL = "https://storage.googleapis.com"
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 LOGGING_URL = "https://logging.googleapis.com"
+QUOTAS_URL = "https://cloudquotas.googleapis.com"
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class Settings:
     cloudbuild_endpoint: str | None = None
     registry_endpoint: str | None = None      # None: https://<the image's registry host>
     logging_endpoint: str | None = None
+    quotas_endpoint: str | None = None        # None: https://cloudquotas.googleapis.com
     storage_emulator: str | None = None       # host:port or URL of a Cloud Storage emulator
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
@@ -131,6 +135,9 @@ class Settings:
 
     def logging_url(self) -> str:
         return (self.logging_endpoint or LOGGING_URL).rstrip("/")
+
+    def quotas_url(self) -> str:
+        return (self.quotas_endpoint or QUOTAS_URL).rstrip("/")
 
     def storage_url(self) -> str:
         """The Cloud Storage JSON API root: the emulator when one is set."""
@@ -162,6 +169,7 @@ class Settings:
             cloudbuild_endpoint=text(CLOUDBUILD_ENV),
             registry_endpoint=text(REGISTRY_ENV),
             logging_endpoint=text(LOGGING_ENV),
+            quotas_endpoint=text(QUOTAS_ENV),
             storage_emulator=text(STORAGE_EMULATOR_ENV),
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),

@@ -40,7 +40,11 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
            show_logs: LogsOpt = True,
            deploy_after: Annotated[bool, typer.Option(
                "--deploy", help="when the job SUCCEEDED, register its model and deploy it (the spec's "
-                                "deploy: block); implies --wait")] = False) -> None:
+                                "deploy: block); implies --wait")] = False,
+           quota_check: Annotated[bool, typer.Option(
+               "--quota-check/--no-quota-check", help="before creating, read the project's quota for "
+               "the accelerator in the region: exit 2 when clearly too small (unreadable: a warning)")]
+           = True) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
     from vertex_trainer.vertex.names import check_key
@@ -70,17 +74,19 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
             _show_dry_run(result, output)
             return show_deployment(api.deploy(job_spec, job="JOB", dry_run=True, settings=cfg), output)
         return _show_dry_run(result, output) if dry_run else _show_local(result, output)
-    job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg)
-    if output is OutputFormat.text:
-        verb = "adopted" if job.adopted else "created"
-        print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}")
-        if job.adopted:
-            stderr_line(f"a job with idempotency key {job.idempotency_key} already existed: adopted, "
-                        "not re-created")
-    if wait:
-        _follow(job, output, cancel_on_interrupt, show_logs=show_logs, emit=not deploy_after)
-    elif output is OutputFormat.json:
-        emit_json(job.to_dict())
+    if wait and job_spec.scheduling.fallback:  # each attempt followed in turn (vertex_trainer.fallback)
+        job = _submit_with_fallback(job_spec, cfg, output, idempotency_key, quota_check,
+                                    cancel_on_interrupt, show_logs, emit=not deploy_after)
+    else:
+        job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg,
+                         quota_check=quota_check)
+        _show_created(job, output)
+        if wait:
+            _follow(job, output, cancel_on_interrupt, show_logs=show_logs, emit=not deploy_after)
+        elif output is OutputFormat.json:
+            emit_json(job.to_dict())
+        elif job.attempts:
+            _show_attempts(job)
     if deploy_after:  # _follow raised JobFailed unless the job SUCCEEDED
         from vertex_trainer.cli.deploy import show_deployment
 
@@ -158,7 +164,44 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
+def _submit_with_fallback(job_spec, cfg, output: OutputFormat, key: str | None, quota_check: bool,
+                          cancel_on_interrupt: bool, show_logs: bool, emit: bool):
+    """submit --wait of a spec with scheduling.fallback: show and follow each attempt's job; a
+    capacity refusal moves on to the next strategy (CONTRACT section 8)."""
+    from vertex_trainer import api
+
+    watched: dict = {}
+
+    def follow(job, timeout) -> None:
+        _show_created(job, output)
+        watched[job.name] = _watch(job, output, cancel_on_interrupt, show_logs=show_logs)
+
+    job = api.submit(job_spec, wait=True, follow=follow, idempotency_key=key, log=stderr_line,
+                     settings=cfg, quota_check=quota_check)
+    if job.name not in watched:  # adopted, already ended
+        _show_created(job, output)
+    view, failure = watched.get(job.name, (None, None))
+    _end(job, output, view, failure, emit=emit)
+    return job
+
+
 # -- showing jobs --------------------------------------------------------------------------------
+
+def _show_created(job, output: OutputFormat) -> None:
+    if output is not OutputFormat.text:
+        return
+    verb = "adopted" if job.adopted else "created"
+    print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}", flush=True)
+    if job.adopted:
+        stderr_line(f"a job with idempotency key {job.idempotency_key} already existed: adopted, "
+                    "not re-created")
+
+
+def _show_attempts(job) -> None:
+    from vertex_trainer.fallback import summary
+
+    print(f"attempts {summary(job.attempts)}")
+
 
 def _show_job(job, output: OutputFormat) -> None:
     if output is OutputFormat.json:
@@ -174,6 +217,13 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
             show_logs: bool = True, emit: bool = True) -> None:
     """submit/status --wait: show each state change and (text output) the job's log lines until
     it ends; a failure ends with the failing replica's last lines, its error and advice."""
+    view, failure = _watch(job, output, cancel_on_interrupt, describe=describe, show_logs=show_logs)
+    _end(job, output, view, failure, describe=describe, emit=emit)
+
+
+def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
+           show_logs: bool = True):
+    """Follow `job` to its end on stderr; returns (the view, the Failure or None)."""
     from vertex_trainer import api
     from vertex_trainer.cli.logs import FollowView
     from vertex_trainer.contract import Failure
@@ -197,6 +247,12 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
         if output is OutputFormat.json:
             emit_json(job.describe() if describe else job.to_dict())
         raise typer.Exit(130)
+    return view, failure
+
+
+def _end(job, output: OutputFormat, view, failure, describe: bool = False, emit: bool = True) -> None:
+    """The end of a followed job: the JSON object or the final line; JobFailed unless it
+    SUCCEEDED (after the failing replica's last lines)."""
     if output is OutputFormat.json:
         if emit or not job.succeeded:  # emit=False: the caller prints one object after its step
             emit_json(job.describe() if describe else job.to_dict())
@@ -204,8 +260,11 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
         _show_job(job, output)
     else:
         print(f"final    {short_state(job.state)}")
+        if getattr(job, "attempts", None):
+            _show_attempts(job)
     if not job.succeeded:
-        view.failure(failure)
+        if view is not None:
+            view.failure(failure)
         raise JobFailed(job.failure_message(), hint=failure.advice if failure else None)
 
 

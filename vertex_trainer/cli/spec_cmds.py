@@ -11,7 +11,7 @@ from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
     OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load,
-    settings,
+    settings, stderr_line,
 )
 
 
@@ -23,11 +23,21 @@ class RenderFormat(str, Enum):
 
 
 def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-             region: RegionOpt = None) -> None:
-    """Check a job spec (fields, hardware, scheduling) without sending anything."""
+             region: RegionOpt = None,
+             check_quota: Annotated[bool, typer.Option(
+                 "--check-quota", help="also read the project's quota for the accelerator in the region "
+                 "(Cloud Quotas API): exit 2 when it is clearly too small")] = False) -> None:
+    """Check a job spec (fields, hardware, scheduling) without sending anything (--check-quota:
+    one read-only look at the project's quota)."""
+    from vertex_trainer import capacity
     from vertex_trainer.hardware import fmt_duration
 
-    job = load(spec, set_, var, project, region, settings())
+    cfg = settings()
+    job = load(spec, set_, var, project, region, cfg)
+    warning = capacity.region_warning(job)  # the region table (regions.py): a warning, not an error
+    if warning:
+        stderr_line(warning)
+    quota = _quota_lines(job, cfg) if check_quota else []  # exit 2 here when clearly short
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
@@ -37,7 +47,8 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         f"OK  {spec}: {job.name}",
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
-        f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else ""),
+        f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
+        + (f"; then {', then '.join(s.fallback)} if refused" if s.fallback else ""),
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
@@ -45,7 +56,23 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         t = job.tune
         lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
                      f"trials, {t.parallel_trials} at a time ({t.algorithm} search)")
-    print("\n".join(lines))
+    print("\n".join(lines + quota))
+
+
+def _quota_lines(job, cfg) -> list[str]:
+    """validate --check-quota: a line per strategy of the plan (warnings go to stderr)."""
+    from vertex_trainer import capacity
+
+    if capacity.offline(cfg):
+        return ["  quota     not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set"]
+    if not capacity.accelerator(job):
+        return ["  quota     no accelerator: nothing to check"]
+    if not job.project or not job.region:
+        return ["  quota     not checked: the spec has no project or region yet"]
+    checks = capacity.check_quota(job, settings=cfg, log=lambda _: None)  # each shown below
+    acc = capacity.accelerator(job)
+    return [f"  quota     {c.describe(acc)}" for c in checks] or [
+        f"  quota     not checked: no quota metric is known for {acc}"]
 
 
 def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
@@ -73,11 +100,16 @@ def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         sys.stdout.write(r.to_gcloud_config(job_spec, job))
 
 
-def hardware(output: OutputOpt = OutputFormat.text) -> None:
+def hardware(output: OutputOpt = OutputFormat.text,
+             region: Annotated[Optional[str], typer.Option(
+                 "--region", metavar="REGION", help="only what Vertex AI training offers in REGION "
+                 "(the Vertex AI docs' table, with the date it was read)")] = None) -> None:
     """List the hardware presets (machine, accelerators, memory, Flex Start, default precision)."""
     from vertex_trainer.hardware import catalog_rows
 
     rows = catalog_rows()
+    if region is not None:
+        rows = _in_region(rows, region, output)
     if output is OutputFormat.json:
         emit_json(rows)
         return
@@ -109,6 +141,26 @@ def hardware(output: OutputOpt = OutputFormat.text) -> None:
     for line in lines[1:]:
         table.add_row(*line)
     console.print(table)
+
+
+def _in_region(rows: list[dict], region: str, output: OutputFormat) -> list[dict]:
+    """The presets whose accelerator Vertex AI training offers in `region` (CPU ones always)."""
+    from vertex_trainer import regions
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.hardware import suggest
+
+    if not regions.known(region):
+        near = suggest(region, regions.REGIONS)
+        raise UserError(f"--region: {region!r} is not a Vertex AI training region in the table "
+                        f"(read {regions.READ})", hint=(f"did you mean '{near}'? " if near else "")
+                        + "known: " + ", ".join(regions.REGIONS))
+    offered = regions.offered_in(region)
+    if output is OutputFormat.text:
+        uncertain = [a for a in offered if a in regions.UNCERTAIN]
+        print(f"# {region}: Vertex AI training offers {', '.join(offered) or 'no accelerators (CPU only)'}"
+              + (f" ({', '.join(uncertain)}: likely, not in the training table)" if uncertain else ""))
+        print(f"# source: {regions.SOURCE}, read {regions.READ}")
+    return [r for r in rows if not r["accelerator_type"] or r["accelerator_type"] in offered]
 
 
 def schema() -> None:

@@ -8,6 +8,10 @@
   wrong project), or `UserError` (exit 2) when credentials are missing.
 - `send()` makes exactly one attempt (for creates whose outcome must be checked before trying
   again); `call()` and `json()` retry.
+- A caller's `final` hook names the refusals that carry a retryable status but are not worth
+  retrying (a 429 that names an exhausted allocation quota, not a rate limit): they raise
+  `Refused` (a ServiceError that keeps the `ApiError`) at once. `quota_metrics()` reads the quota
+  metrics an error names.
 """
 
 from __future__ import annotations
@@ -32,6 +36,15 @@ def silent(_: str) -> None:
 
 class Transient(Exception):
     """A failure worth retrying (connection error, timeout, 408/429/5xx)."""
+
+
+class Refused(ServiceError):
+    """A permanent refusal the caller asked to tell apart (its `final` hook): `.error` is the
+    service's ApiError. Exit 3 unless the caller handles it."""
+
+    def __init__(self, message: str, *, error: "ApiError", hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.error = error
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,22 @@ def parse_error(response) -> ApiError:
 
 
 Hints = Callable[[str, ApiError], "str | None"]
+_QUOTA_METRIC = re.compile(r"\b[a-z][a-z0-9-]*\.googleapis\.com/[a-z0-9_]+")
+
+
+def quota_metrics(err: ApiError) -> tuple[str, ...]:
+    """The quota metrics (`service.googleapis.com/metric`) an error names, in its message or in
+    its details (google.rpc.ErrorInfo metadata, google.rpc.QuotaFailure violations)."""
+    texts = [err.message]
+    for detail in err.details:
+        if isinstance(detail, dict):
+            texts += [str(v) for v in (detail.get("metadata") or {}).values()]
+            texts += [str(v.get("subject", "")) + " " + str(v.get("quotaMetric", ""))
+                      for v in detail.get("violations") or () if isinstance(v, dict)]
+    found: list[str] = []
+    for text in texts:
+        found += [m for m in _QUOTA_METRIC.findall(text) if m not in found]
+    return tuple(found)
 
 
 def default_hint(service: str, api: str | None, project: str | None = None) -> Hints:
@@ -121,7 +150,8 @@ class ApiClient:
     def __init__(self, endpoint: str, *, retry: RetryPolicy | None = None, log: Log | None = None,
                  session: Any = None, service: str = "the API", hints: Hints | None = None,
                  retry_hint: str | None = None,
-                 user_error: Callable[[str, ApiError], bool] | None = None):
+                 user_error: Callable[[str, ApiError], bool] | None = None,
+                 final: Callable[[str, ApiError], bool] | None = None):
         self.endpoint = endpoint.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.log = log if log is not None else silent
@@ -130,6 +160,8 @@ class ApiClient:
         self.retry_hint = retry_hint
         # Refusals that are the caller's input (e.g. a job id that does not exist): exit 2.
         self.user_error = user_error
+        # Refusals with a retryable status that are final all the same: Refused, no retry.
+        self.final = final
         self._session = session
 
     @property
@@ -172,7 +204,7 @@ class ApiClient:
         if response.status_code < 400 or response.status_code in set(allow):
             return response
         err = parse_error(response)
-        if response.status_code in TRANSIENT_STATUS:
+        if response.status_code in TRANSIENT_STATUS and not (self.final and self.final(op, err)):
             raise Transient(str(err))
         raise self.error(op, path, err)
 
@@ -181,6 +213,8 @@ class ApiClient:
         caller's `user_error` says the input was wrong, else ServiceError (exit 3)."""
         hint = self.hints(op, err) if self.hints else None
         resource = re.sub(r"^v\d+\w*/", "", path)  # v1/projects/... -> projects/...
+        if self.final and self.final(op, err):
+            return Refused(f"{op} {resource}: {err}", error=err, hint=hint)
         kind = UserError if self.user_error and self.user_error(op, err) else ServiceError
         return kind(f"{op} {resource}: {err}", hint=hint)
 

@@ -122,9 +122,24 @@ class ImageSpec(Strict):
         return bool(self.repository or self.python_package)
 
 
+Strategy = Literal["standard", "spot", "flex-start"]
+
+
+def _no_fallback(value: Any) -> Any:
+    # `fallback: []` (or null) is no fallback: None keeps the spec hash of a spec without one;
+    # `fallback: spot` (--set scheduling.fallback=spot) is a list of one.
+    if isinstance(value, str):
+        return (value,)
+    return None if value is None or (isinstance(value, (list, tuple)) and not value) else value
+
+
 class Scheduling(Strict):
-    strategy: Literal["standard", "spot", "flex-start"] = Field(
+    strategy: Strategy = Field(
         "standard", description="standard, spot (preemptible, cheaper) or flex-start (Dynamic Workload Scheduler)")
+    fallback: Annotated[tuple[Strategy, ...] | None, BeforeValidator(_no_fallback)] = Field(
+        None, description="strategies tried in order when capacity or quota refuses the one before "
+        "(a create refused with RESOURCE_EXHAUSTED, or a job that ends FAILED with code 8), e.g. "
+        "[spot, standard]; each attempt is its own job under the same idempotency key")
     max_wait: Duration | None = Field(None, description="flex-start only: how long to wait for capacity (0 = forever)")
     timeout: Duration | None = Field(None, description="maximum run time (default 7d); flex-start requires <= 7d")
     restart_on_worker_restart: bool = Field(False, description="restart the whole job when a worker restarts")
@@ -166,8 +181,8 @@ class JobSpec(Strict):
     image: ImageSpec | None = Field(None, description="exactly one of uri (an image), repository (build the trainer) "
                              "or python_package: true; a cloud job needs one, --local does not")
     scheduling: Scheduling = Field(
-        Scheduling(), description="{strategy: standard | spot | flex-start, max_wait, timeout, "
-        "restart_on_worker_restart, disable_retries}")
+        Scheduling(), description="{strategy: standard | spot | flex-start, fallback: [...], max_wait, "
+        "timeout, restart_on_worker_restart, disable_retries}")
     output_dir: str | None = Field(
         None, description="gs://BUCKET/PATH (Vertex AI writes the model, checkpoints and logs there); "
         "a local path only with --local")

@@ -11,7 +11,7 @@ import re
 from typing import Any, Callable
 
 from vertex_trainer import hardware as hw
-from vertex_trainer.contract import MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
+from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.deploy import deploy_rules
 from vertex_trainer.spec.images import validate_image_values
@@ -50,7 +50,7 @@ def problems(spec: Spec) -> list[SpecError]:
 
     hardware_ok = run(_hardware)
     if hardware_ok:
-        run(_scheduling)
+        run(_scheduling, _fallback)
     run(_labels, _env)
     if hardware_ok:
         run(_boot_disk)
@@ -96,10 +96,44 @@ def _hardware(spec: Spec) -> None:
 
 def _scheduling(spec: Spec) -> None:
     h, s = spec.hardware, spec.scheduling
+    # max_wait belongs to a flex-start fallback too: _fallback checks it there.
+    max_wait = None if "flex-start" in (s.fallback or ()) else s.max_wait
     hw.check_scheduling(hardware_field="hardware", machine_type=h.machine_type,
-                        accelerator_type=h.accelerator_type, strategy=s.strategy, max_wait=s.max_wait,
+                        accelerator_type=h.accelerator_type, strategy=s.strategy, max_wait=max_wait,
                         timeout=s.timeout, restart=s.restart_on_worker_restart,
                         disable_retries=s.disable_retries, replicas=spec.replicas)
+
+
+def _fallback(spec: Spec) -> None:
+    """scheduling.fallback (CONTRACT section 8): other strategies than the primary, each once,
+    each one the hardware takes (flex-start: a GPU DWS serves, timeout <= 7d)."""
+    s = spec.scheduling
+    if not s.fallback:
+        return
+    hint = "e.g. scheduling: {strategy: flex-start, max_wait: 4h, fallback: [spot, standard]}"
+    seen: set[str] = set()
+    for i, strategy in enumerate(s.fallback):
+        field = f"scheduling.fallback[{i}]"
+        if strategy == s.strategy:
+            raise SpecError(field, f"{strategy!r} is already scheduling.strategy: a fallback is "
+                            "another strategy", has_value=False, hint=f"remove it; {hint}")
+        if strategy in seen:
+            raise SpecError(field, f"{strategy!r} is listed twice", has_value=False,
+                            hint="list each strategy once, in the order to try them")
+        seen.add(strategy)
+        try:
+            hw.check_scheduling(hardware_field="hardware", machine_type=spec.hardware.machine_type,
+                                accelerator_type=spec.hardware.accelerator_type, strategy=strategy,
+                                max_wait=s.max_wait if strategy == "flex-start" else None,
+                                timeout=s.timeout, restart=False, disable_retries=False, replicas=1)
+        except SpecError as e:
+            message = e.message.split("\n")[0].removeprefix(f"{e.field}: ")
+            raise SpecError(field, f"the fallback {strategy!r}: {message}", has_value=False,
+                            hint=e.hint) from None
+    if spec.tune is not None:
+        raise SpecError("scheduling.fallback", "is not supported with tune: (each trial is a job "
+                        "of the tuning job, not a submit of ours)", has_value=False,
+                        hint="remove scheduling.fallback, or submit the job without tune:")
 
 
 def _boot_disk(spec: Spec) -> None:
@@ -118,11 +152,14 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def _labels(spec: Spec) -> None:
     labels = spec.labels
-    if len(labels) > MAX_USER_LABELS:
-        raise SpecError("labels", f"{len(labels)} labels; at most {MAX_USER_LABELS} (Vertex allows 64, "
-                        f"vertex-trainer adds {len(RESERVED_LABELS)})", has_value=False, hint="remove some labels")
+    fallback = bool(spec.scheduling.fallback)  # then every job carries the attempt label too
+    limit = MAX_USER_LABELS - fallback
+    if len(labels) > limit:
+        raise SpecError("labels", f"{len(labels)} labels; at most {limit} (Vertex allows 64, "
+                        f"vertex-trainer adds {len(RESERVED_LABELS) + fallback})", has_value=False,
+                        hint="remove some labels")
     for key, value in labels.items():
-        if key in RESERVED_LABELS or key.startswith("goog"):
+        if key in RESERVED_LABELS or key == ATTEMPT_LABEL or key.startswith("goog"):
             raise SpecError(f"labels.{key}", "is reserved (set by vertex-trainer or Google)", has_value=False,
                             hint="use another key; the idempotency key comes from --idempotency-key")
         if not _LABEL_KEY.match(key):

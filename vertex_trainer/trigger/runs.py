@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from vertex_trainer.contract import ATTEMPT_LABEL
 from vertex_trainer.trigger.events import BadEvent, Decision, ObjectEvent, TriggerConfig, decide
 from vertex_trainer.vertex.jobs import Job
 
@@ -76,7 +77,10 @@ def keep_oldest(run: Any) -> Any:
     nothing)."""
     if not isinstance(run, Job) or run.adopted:
         return run
-    found = sorted(run.client.list(run.client.key_filter(run.idempotency_key)),
+    # With scheduling.fallback the key's attempts are different jobs: compare this attempt's only.
+    attempt = run.labels.get(ATTEMPT_LABEL)
+    also = {ATTEMPT_LABEL: attempt} if attempt else None
+    found = sorted(run.client.list(run.client.key_filter(run.idempotency_key, also)),
                    key=lambda j: (j.get("createTime", ""), j.get("name", "")))
     if len(found) < 2 or found[0].get("name") == run.name:
         return run

@@ -8,6 +8,10 @@ nothing on create; the body we send is the render output, which the tests parse 
 Idempotency (CONTRACT section 3): every job carries `vertex-trainer-key=<key>`. Before creating,
 and after any create whose outcome is unknown (timeout, connection reset, 429/5xx), we list jobs
 with that label and adopt the one found instead of creating a second job.
+
+A create refused with 429 RESOURCE_EXHAUSTED naming a custom-training quota metric (the
+project's quota for the accelerator, not a rate limit) is final: `Refused` at once, never
+retried (capacity fallback, CONTRACT section 8, moves on to the next strategy).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any, Callable
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL, JobState, short_state, state_name
 from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.gcp.http import (
-    ApiClient, ApiError, Budget, Log, Transient, decode, default_hint,
+    ApiClient, ApiError, Budget, Log, Transient, decode, default_hint, quota_metrics,
 )
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.names import (
@@ -54,7 +58,8 @@ class JobsClient:
                              log=log, session=session, service="Vertex AI",
                              hints=lambda op, err: shared(op, err) or self._hint(op, err),
                              retry_hint=_RETRY_HINT,
-                             user_error=lambda op, err: err.code == 404 and op in ("get", "cancel"))
+                             user_error=lambda op, err: err.code == 404 and op in ("get", "cancel"),
+                             final=lambda op, err: op == "create" and bool(capacity_quota(err)))
 
     @property
     def log(self) -> Log:
@@ -106,12 +111,15 @@ class JobsClient:
         jobs.sort(key=lambda j: j.get("createTime", ""), reverse=True)
         return jobs[:limit] if limit else jobs
 
-    def key_filter(self, key: str) -> str:
-        return f'labels.{KEY_LABEL}="{key}"'
+    def key_filter(self, key: str, also: dict[str, str] | None = None) -> str:
+        terms = {KEY_LABEL: key, **(also or {})}
+        return " AND ".join(f'labels.{k}="{v}"' for k, v in terms.items())
 
-    def find_by_key(self, key: str, budget: Budget | None = None) -> dict | None:
-        """The job created with this idempotency key (the oldest, should there be several)."""
-        found = self.list(self.key_filter(key), budget=budget)
+    def find_by_key(self, key: str, budget: Budget | None = None,
+                    also: dict[str, str] | None = None) -> dict | None:
+        """The job created with this idempotency key (and the labels `also`), the oldest should
+        there be several."""
+        found = self.list(self.key_filter(key, also), budget=budget)
         if len(found) > 1:
             self.log(f"warning: {len(found)} jobs carry {KEY_LABEL}={key}; adopting the oldest")
         return min(found, key=lambda j: j.get("createTime", "")) if found else None
@@ -138,16 +146,37 @@ class JobsClient:
                     "the spec's project/region (Vertex AI regions look like us-central1)")
         if err.code == 400:
             return "the service rejected the request; `vertex-trainer render SPEC` shows the body sent"
+        metric = capacity_quota(err)
+        if metric:
+            from vertex_trainer.vertex.quotas import console_url as quota_url
+
+            return (f"the project's quota {metric.split('/')[-1]} in {self.region} is too small for "
+                    f"this job: ask for more at {quota_url(self.project, metric)}, try another "
+                    "region, or let scheduling.fallback try the next strategy")
         return None
 
 
-def create_idempotent(client: JobsClient, job: dict, key: str) -> tuple[dict, bool]:
-    """Create `job` (which carries the key label) at most once. Returns (job, adopted)."""
+def capacity_quota(err: ApiError) -> str | None:
+    """The custom-training quota metric a 429 RESOURCE_EXHAUSTED names (the project's allocation
+    quota for an accelerator), or None (a rate limit such as custom_job_requests: retry it)."""
+    if err.code != 429 and err.status != "RESOURCE_EXHAUSTED":
+        return None
+    return next((m for m in quota_metrics(err) if "/custom_model_training_" in m), None)
+
+
+def create_idempotent(client: JobsClient, job: dict, key: str, *,
+                      match: tuple[str, ...] = ()) -> tuple[dict, bool]:
+    """Create `job` (which carries the key label) at most once. Returns (job, adopted).
+
+    `match`: more of the body's label keys a job must share to count as this one (the attempt
+    label: the attempts of one key are different jobs). A create refused for quota raises
+    `Refused` (gcp.http) at once."""
     labels = job.get("labels") or {}
     if labels.get(KEY_LABEL) != key:
         raise ValueError(f"the job body must carry the label {KEY_LABEL}={key}")
+    also = {name: labels[name] for name in match}
     budget = client.api.budget()
-    existing = client.find_by_key(key, budget)
+    existing = client.find_by_key(key, budget, also)
     if existing is not None:
         _warn_if_other_spec(client, existing, job)
         return existing, True
@@ -157,7 +186,7 @@ def create_idempotent(client: JobsClient, job: dict, key: str) -> tuple[dict, bo
         except Transient as exc:
             # The service may have committed the job before the answer was lost: look first.
             client.log(f"create: {exc}; checking whether the job was created")
-            existing = client.find_by_key(key, budget)
+            existing = client.find_by_key(key, budget, also)
             if existing is not None:
                 return existing, True
             budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
@@ -184,6 +213,8 @@ class Job(JobState):
         self.image = image
         self.idempotency_key = idempotency_key or (data.get("labels") or {}).get(KEY_LABEL)
         self.adopted = adopted
+        # With scheduling.fallback: every attempt of the submit, in order (fallback.py).
+        self.attempts: list[dict] | None = None
 
     @classmethod
     def get(cls, job: str, *, project: str | None = None, region: str | None = None,
@@ -255,10 +286,13 @@ class Job(JobState):
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The CONTRACT section 2 submit object."""
-        return {"name": self.name, "state": self.state, "console_url": self.console_url,
-                "image": self.image, "idempotency_key": self.idempotency_key,
-                "adopted": self.adopted}
+        """The CONTRACT section 2 submit object (with "attempts" when the spec has a fallback)."""
+        out = {"name": self.name, "state": self.state, "console_url": self.console_url,
+               "image": self.image, "idempotency_key": self.idempotency_key,
+               "adopted": self.adopted}
+        if self.attempts is not None:
+            out["attempts"] = self.attempts
+        return out
 
     def describe(self) -> dict:
         """The status object: the job's identity, state, times and error."""

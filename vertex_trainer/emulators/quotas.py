@@ -1,0 +1,135 @@
+"""A fake Cloud Quotas API (v1) on loopback: the project's Vertex AI quotas, as `quotaInfos`.
+
+    GET /v1/projects/P/locations/global/services/SERVICE/quotaInfos?pageSize=N&pageToken=T
+
+answers `{"quotaInfos": [QuotaInfo...], "nextPageToken"}` in the real API's shape: each QuotaInfo
+has `name`, `quotaId`, `metric`, `service`, `dimensions: ["region"]` and `dimensionsInfos`
+(`{"dimensions": {"region": R}, "details": {"value": "8"}, "applicableLocations": [R]}`, plus
+one without a region: the default for every other region). Point the tool at it with
+`VERTEX_TRAINER_QUOTAS_ENDPOINT=http://127.0.0.1:PORT`.
+
+    with FakeQuotas() as quotas:
+        quotas.set("aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus", "us-central1", 0)
+        quotas.fail(403, times=1)      # the next request answers 403 PERMISSION_DENIED
+
+Errors use Google's envelope. It shares no code with the client it stands in for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from vertex_trainer.emulators._http import LoopbackServer
+
+_PATH = re.compile(r"^/v1/projects/(?P<project>[^/]+)/locations/global/services/(?P<service>[^/]+)/quotaInfos$")
+_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+           500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
+def _quota_id(metric: str) -> str:
+    # custom_model_training_nvidia_h100_gpus -> CustomModelTrainingNvidiaH100GpusPerProjectPerRegion
+    return "".join(p.capitalize() for p in metric.split("/")[-1].split("_")) + "PerProjectPerRegion"
+
+
+@dataclass
+class FakeQuotas(LoopbackServer):
+    host: str = "127.0.0.1"
+    port: int = 0
+    page_size: int = 2                  # small, so a client must follow nextPageToken
+    # metric -> {region or None (the default for other regions): value}
+    limits: dict[str, dict[str | None, int]] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)
+    faults: list[tuple[int, str | None]] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._server: ThreadingHTTPServer | None = None
+        self._lock = threading.Lock()
+        for metric in ("aiplatform.googleapis.com/custom_job_requests",   # noise, as on the real API
+                       "aiplatform.googleapis.com/custom_model_training_cpus"):
+            self.limits.setdefault(metric, {None: 2200})
+
+    def set(self, metric: str, region: str | None, value: int) -> None:
+        """The limit of `metric` in `region` (None: every region without its own; -1: unlimited)."""
+        with self._lock:
+            self.limits.setdefault(metric, {})[region] = value
+
+    def fail(self, status: int, *, times: int = 1, message: str | None = None) -> None:
+        """Answer the next `times` requests with `status`."""
+        with self._lock:
+            self.faults.extend([(status, message)] * times)
+
+    def infos(self, project: str, service: str) -> list[dict]:
+        out = []
+        with self._lock:
+            for metric, values in self.limits.items():
+                if not metric.startswith(service + "/"):
+                    continue
+                quota_id = _quota_id(metric)
+                dims = []
+                for region, value in values.items():
+                    info: dict = {"details": {"value": str(value)} if value else {}}
+                    if region is None:
+                        info["dimensions"] = {}
+                        info["applicableLocations"] = ["global"]
+                    else:
+                        info["dimensions"] = {"region": region}
+                        info["applicableLocations"] = [region]
+                    dims.append(info)
+                out.append({"name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
+                            "quotaId": quota_id, "metric": metric, "service": service, "isPrecise": True,
+                            "containerType": "PROJECT", "dimensions": ["region"],
+                            "metricDisplayName": metric.split("/")[-1], "dimensionsInfos": dims,
+                            "isConcurrent": True,
+                            "serviceRequestQuotaUri": "https://console.cloud.google.com/iam-admin/quotas"})
+        return out
+
+    def start(self) -> "FakeQuotas":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output quiet
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, status: int, message: str) -> None:
+                self._send(status, {"error": {"code": status, "message": message,
+                                              "status": _STATUS.get(status, "UNKNOWN")}})
+
+            def do_GET(self):
+                fake.requests.append(self.path)
+                with fake._lock:
+                    fault = fake.faults.pop(0) if fake.faults else None
+                if fault:
+                    status, message = fault
+                    return self._error(status, message or (
+                        "Permission 'cloudquotas.quotas.get' denied on resource" if status == 403
+                        else "Fault injected."))
+                parts = urlsplit(self.path)
+                m = _PATH.match(parts.path)
+                if not m:
+                    return self._error(404, f"Method GET {parts.path} not found.")
+                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                infos = fake.infos(m["project"], m["service"])
+                try:
+                    start = int(query.get("pageToken") or 0)
+                    size = min(int(query.get("pageSize") or fake.page_size), fake.page_size)
+                except ValueError:
+                    return self._error(400, "Invalid page token or page size.")
+                answer: dict = {"quotaInfos": infos[start:start + size]}
+                if start + size < len(infos):
+                    answer["nextPageToken"] = str(start + size)
+                self._send(200, answer)
+
+        return self._serve(Handler)

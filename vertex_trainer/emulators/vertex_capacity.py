@@ -1,0 +1,86 @@
+"""Capacity and quota refusals for the fake Vertex AI (issue 13): what the creates of one
+scheduling strategy get. `FakeVertex` mixes `CapacityScripts` in:
+
+    fake.no_capacity("FLEX_START")   # its jobs queue, then end FAILED with code 8 (RESOURCE_EXHAUSTED)
+    fake.no_quota("SPOT")            # its creates answer 429 RESOURCE_EXHAUSTED naming the quota
+    fake.on_strategy("STANDARD", script=[...], error_code=3, error_message="...")
+
+The wording is the service's: "Resources are insufficient in region: R. Please try a different
+region." and "The following quota metrics exceed quota limits: aiplatform.googleapis.com/
+custom_model_training_preemptible_nvidia_h100_gpus".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+CAPACITY_ERROR = "Resources are insufficient in region: {region}. Please try a different region."
+# Scheduling.Strategy numbers (the generated REST client sends enums as numbers).
+_STRATEGY_NUMBERS = {"1": "ON_DEMAND", "2": "LOW_COST", "3": "STANDARD", "4": "SPOT", "6": "FLEX_START"}
+# Custom-training quota metric names of a few accelerators (the rest: lowercased + _gpus).
+_QUOTA_NAMES = {"NVIDIA_H100_80GB": "nvidia_h100_gpus", "NVIDIA_H100_MEGA_80GB": "nvidia_h100_mega_gpus",
+                "NVIDIA_TESLA_T4": "nvidia_t4_gpus", "NVIDIA_TESLA_V100": "nvidia_v100_gpus",
+                "NVIDIA_TESLA_A100": "nvidia_a100_gpus", "NVIDIA_H200_141GB": "nvidia_h200_gpus",
+                "TPU_V2": "tpu_v2", "TPU_V3": "tpu_v3"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the creates of one strategy get: a refusal of the create itself (`refuse`: an HTTP
+    status, e.g. 429; nothing is stored), or jobs that follow `script` and, when they end FAILED,
+    carry `error_code` and `error_message` ("{region}" is filled in)."""
+
+    script: tuple[str, ...] | None = None   # None: the fake's script
+    error_code: int = 3
+    error_message: str | None = None        # None: the fake's error message
+    refuse: int = 0
+    message: str | None = None              # the refusal's message (None: the quota wording)
+
+
+class CapacityScripts:
+    """The on_strategy() controls of FakeVertex (it provides `_lock` and `outcomes`)."""
+
+    _lock: Any
+    outcomes: dict[str, Outcome]
+
+    def on_strategy(self, strategy: str, *, script: list[str] | tuple[str, ...] | None = None,
+                    error_code: int = 3, error_message: str | None = None, refuse: int = 0,
+                    message: str | None = None) -> Outcome:
+        """Script the creates whose scheduling.strategy is `strategy` (STANDARD, SPOT,
+        FLEX_START, or the spec's spelling): `refuse=429` answers them RESOURCE_EXHAUSTED with
+        `message` and stores nothing; else their jobs follow `script`, and a FAILED end carries
+        `error_code` and `error_message`."""
+        outcome = Outcome(tuple(script) if script else None, error_code, error_message, refuse, message)
+        with self._lock:
+            self.outcomes[strategy.upper().replace("-", "_")] = outcome
+        return outcome
+
+    def no_capacity(self, strategy: str, *, states: tuple[str, ...] = ("JOB_STATE_QUEUED",)) -> Outcome:
+        """Jobs of `strategy` go through `states`, then end FAILED with code 8 (RESOURCE_EXHAUSTED,
+        "Resources are insufficient in region: R. ..."), as a Flex Start job whose max_wait passed."""
+        return self.on_strategy(strategy, script=[*states, "JOB_STATE_FAILED"], error_code=8,
+                                error_message=CAPACITY_ERROR)
+
+    def no_quota(self, strategy: str, message: str | None = None) -> Outcome:
+        """Creates of `strategy` answer 429 RESOURCE_EXHAUSTED naming the custom-training quota
+        metric of the job's accelerator (the preemptible_ one for SPOT and FLEX_START)."""
+        return self.on_strategy(strategy, refuse=429, message=message)
+
+    def outcome_of(self, data: dict) -> Outcome:
+        """The outcome of a create (its parsed CustomJob); a refusal comes with its message."""
+        spec = data.get("jobSpec") or {}
+        strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
+        strategy = _STRATEGY_NUMBERS.get(strategy, strategy)
+        with self._lock:
+            outcome = self.outcomes.get(strategy, Outcome())
+        if not outcome.refuse or outcome.message:
+            return outcome
+        pool = (spec.get("workerPoolSpecs") or [{}])[0]
+        accelerator = str((pool.get("machineSpec") or {}).get("acceleratorType") or "CPUS")
+        metric = _QUOTA_NAMES.get(accelerator, accelerator.lower() + "_gpus")
+        preemptible = "preemptible_" if strategy in ("SPOT", "FLEX_START") else ""
+        return dataclasses.replace(outcome, message=(
+            "The following quota metrics exceed quota limits: "
+            f"aiplatform.googleapis.com/custom_model_training_{preemptible}{metric}"))

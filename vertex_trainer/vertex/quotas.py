@@ -1,0 +1,125 @@
+"""The project's Vertex AI training quotas, read from the Cloud Quotas API.
+
+Why this API (read 2026-11-30, https://cloud.google.com/docs/quotas/reference/rest):
+- Cloud Quotas (`cloudquotas.googleapis.com/v1`, GA) lists a service's `QuotaInfo`s:
+  `GET /v1/projects/P/locations/global/services/aiplatform.googleapis.com/quotaInfos`. Each has the
+  `metric` (`aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus`) and
+  `dimensionsInfos[]`: `{"dimensions": {"region": "us-central1"}, "details": {"value": "8"},
+  "applicableLocations": [...]}`; an info without a region dimension holds for every region
+  that has no info of its own. Permission: cloudquotas.quotas.get (roles/cloudquotas.viewer).
+- Service Usage (`serviceusage.googleapis.com/v1beta1 .../consumerQuotaMetrics/METRIC`) answers one
+  metric in one GET (`consumerQuotaLimits[].quotaBuckets[].effectiveLimit`), but it is a v1beta1
+  surface that Cloud Quotas replaces. `quotaInfos.get` needs the quota id, which is not derived
+  from the metric name in any documented way ("CustomModelTrainingPreemptibleT4GPUsPerProjectPerRegion"),
+  so the list is read (a few pages) and matched on `metric`.
+The API gives limits, not usage: a limit below what the job needs is "clearly insufficient";
+a limit at or above it may still be in use by other jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from vertex_trainer.gcp.http import ApiClient, Budget, Log, default_hint
+from vertex_trainer.settings import RetryPolicy, Settings
+
+SERVICE = "aiplatform.googleapis.com"
+MAX_PAGES = 20   # aiplatform has a few hundred quotas; never page forever
+INCREASE_DOC = "https://cloud.google.com/docs/quotas/help/request_increase"
+
+
+def console_url(project: str, metric: str) -> str:
+    """The console page where the project asks for more of `metric`."""
+    short = metric.split("/", 1)[-1]
+    return (f"https://console.cloud.google.com/iam-admin/quotas?project={quote(project)}"
+            f"&service={SERVICE}&metric={quote(short)}")
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One quota metric's limit in one region."""
+
+    metric: str
+    region: str
+    limit: int | None            # None: no limit (unlimited)
+    request_url: str             # where to ask for more
+
+
+class QuotasClient:
+    """The Cloud Quotas API for one project (read-only)."""
+
+    def __init__(self, project: str, *, settings: Settings, retry: RetryPolicy | None = None,
+                 log: Log | None = None, session: Any = None):
+        self.project = project
+        shared = default_hint("Cloud Quotas", "cloudquotas.googleapis.com", project)
+        self.api = ApiClient(settings.quotas_url(), retry=retry or settings.retry, log=log,
+                             session=session, service="Cloud Quotas",
+                             hints=lambda op, err: shared(op, err) or _hint(err))
+        self._infos: list[dict] | None = None
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/global/services/{SERVICE}"
+
+    def infos(self, budget: Budget | None = None) -> list[dict]:
+        """Every QuotaInfo of Vertex AI for the project (read once, then kept)."""
+        if self._infos is None:
+            found: list[dict] = []
+            token = ""
+            for _ in range(MAX_PAGES):
+                params: dict[str, Any] = {"pageSize": 500}
+                if token:
+                    params["pageToken"] = token
+                page = self.api.json("list", "GET", f"v1/{self.parent}/quotaInfos", params=params,
+                                     budget=budget)
+                found.extend(page.get("quotaInfos") or ())
+                token = page.get("nextPageToken") or ""
+                if not token:
+                    break
+            self._infos = found
+        return self._infos
+
+    def limit(self, metric: str, region: str, budget: Budget | None = None) -> Quota | None:
+        """The limit of `metric` in `region`, or None when the project has no such quota."""
+        for info in self.infos(budget):
+            if info.get("metric") != metric:
+                continue
+            value = _value_for(info.get("dimensionsInfos") or (), region)
+            if value is _MISSING:
+                continue
+            return Quota(metric, region, value, console_url(self.project, metric))
+        return None
+
+
+_MISSING = object()
+
+
+def _hint(err) -> str | None:
+    if err.code == 403:
+        return ("reading quotas needs cloudquotas.quotas.get on the project (role "
+                "roles/cloudquotas.viewer)")
+    return None
+
+
+def _value_for(dimension_infos, region: str):
+    """The quota value for `region`: its own dimensions info, else the one without a region."""
+    default = _MISSING
+    for info in dimension_infos:
+        dims = info.get("dimensions") or {}
+        value = _int((info.get("details") or {}).get("value", 0))
+        if dims.get("region") == region:
+            return value
+        if "region" not in dims:
+            default = value
+    return default
+
+
+def _int(value) -> int | None:
+    """"8" -> 8 (proto3 JSON leaves a 0 out, hence the default 0); "-1" -> None (unlimited)."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return None if number < 0 else number
