@@ -43,3 +43,11 @@ test-fast: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs data/quickstart .pytest_cache
+
+# The cloud path offline (docs/sandbox.md): every stand-in in one process; the image is built by
+# the fake Cloud Build, the CustomJob really trains, its logs stream, the model is deployed and
+# answers predictions. The sandbox stops, leaving nothing behind, when the script ends.
+.PHONY: sandbox-demo
+sandbox-demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/vertex-trainer dev sandbox --quiet --bucket sandbox-demo -- \
+		bash examples/sandbox/demo.sh

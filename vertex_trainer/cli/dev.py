@@ -55,3 +55,37 @@ def dev_gcs_emulator(
                     "runs `submit --local` (or redirect them to a file and source it). Ctrl-C stops it.")
 
     serve_forever(port=port, proxy_port=proxy_port, buckets=tuple(bucket or ()), print_fn=show)
+
+
+@app.command("sandbox")
+def dev_sandbox(
+    command: Annotated[Optional[List[str]], typer.Argument(
+        help="run this command (after --) with the sandbox's environment, then stop; exit with its code",
+        show_default=False)] = None,
+    bucket: Annotated[Optional[List[str]], typer.Option(
+        "--bucket", help="create this bucket at start (repeatable)", show_default=False)] = None,
+    env_file: Annotated[Optional[str], typer.Option(
+        "--env-file", help="also write the variables to this file, as NAME=value lines "
+                           "(`env $(cat FILE) vertex-trainer ...`); removed on stop")] = None,
+    project: Annotated[str, typer.Option("--project", help="the sandbox's project (GOOGLE_CLOUD_PROJECT)")] = "sandbox",
+    region: Annotated[str, typer.Option("--region", help="the sandbox's default region")] = "us-central1",
+    quiet: Annotated[bool, typer.Option("--quiet", help="do not echo the jobs' and model servers' lines on stderr")] = False,
+) -> None:
+    """Every stand-in in one process, where submitted jobs really train and deployed models answer.
+
+    Vertex AI (jobs, models, endpoints, pipelines, tuning), Cloud Storage (with TensorFlow's
+    gs:// route), Cloud Build, the image registry, Cloud Logging and Cloud Quotas, on 127.0.0.1,
+    in memory.
+    Prints `export NAME=value` lines, then `# ready`, and serves until Ctrl-C or SIGTERM, which
+    stop everything it started. With a command (`dev sandbox --bucket b -- make check`) the
+    variables reach only that command. See docs/sandbox.md.
+    """
+    import os
+
+    from vertex_trainer.sandbox import Sandbox, serve
+
+    sandbox = Sandbox(os.environ, buckets=tuple(bucket or ()), project=project, region=region,
+                      echo=None if quiet else stderr_line)
+    code = serve(sandbox, env_file=env_file, command=tuple(command or ()))
+    if code:
+        raise typer.Exit(code)

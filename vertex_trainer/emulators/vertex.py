@@ -16,7 +16,13 @@ Errors use Google's envelope ``{"error": {"code", "message", "status"}}``.
 
 Jobs advance along a script of states, one step per GET (default QUEUED -> PENDING -> RUNNING ->
 SUCCEEDED). Faults are injected on demand with :meth:`FakeVertex.fail`, e.g. "the next create is
-committed but answered 503" or "drop the connection without an answer".
+committed but answered 503" or "drop the connection without an answer". Capacity and quota
+refusals per scheduling strategy come from vertex_capacity.py (`no_capacity`, `no_quota`).
+
+Two hooks make the fake do what it only pretends to otherwise (`vertex-trainer dev sandbox` plugs
+in here, from outside the emulators): a `runner` is handed every created job (``start(job)``) and
+every cancel (``cancel(name)``) and moves the job through its states with :meth:`report`; a
+`predictor` answers ``endpoints/ID:predict`` for the deployed models (vertex_models.py).
 
 Importing this module is cheap; ``aiplatform_v1`` (about 1 s) is imported when the first request
 needs it.
@@ -35,6 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
 from vertex_trainer.emulators.vertex_models import ModelService
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
@@ -100,6 +107,7 @@ class _Job:
     script: list[str]
     error: str
     pos: int = 0
+    code: int = 3         # error.code when it ends FAILED
 
 
 def _now() -> str:
@@ -113,7 +121,7 @@ class _HttpError(Exception):
         self.message = message
 
 
-class FakeVertex:
+class FakeVertex(CapacityScripts):
     """The fake server. Use as a context manager, or call start()/stop().
 
     Attributes tests read: ``url``, ``jobs`` (name -> CustomJob dict), ``requests`` (every
@@ -123,7 +131,7 @@ class FakeVertex:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
                  script: tuple[str, ...] | list[str] = DEFAULT_SCRIPT,
                  error_message: str = DEFAULT_ERROR, validate: bool = True,
-                 page_size: int = 50):
+                 page_size: int = 50, runner: Any = None, predictor: Any = None):
         self.script = list(script)
         self.error_message = error_message
         self.validate = validate
@@ -133,11 +141,18 @@ class FakeVertex:
         self.connections = 0
         self._jobs: dict[str, _Job] = {}
         self._faults: list[Fault] = []
+        self.outcomes: dict[str, Outcome] = {}  # by Scheduling.Strategy name (on_strategy)
         self._lock = threading.RLock()
         self._ids = itertools.count(1_000_000_000_000_000_001)
         self.models = ModelService(self._lock)  # models, endpoints, operations (vertex_models.py)
         self.pipelines = PipelineService(self._lock)  # pipelineJobs (vertex_pipelines.py)
         self.tuning = TuningService(self._lock)  # hyperparameterTuningJobs (vertex_tuning.py)
+        # Hooks (the sandbox's, vertex_trainer/sandbox): `runner.start(job)` after each create
+        # and `runner.cancel(name)` after each cancel; the runner reports states with report().
+        # `predictor` serves `endpoints/ID:predict` (vertex_models.py). None: scripted, as ever.
+        self.runner = runner
+        self._run_by_runner: set[str] = set()
+        self.models.predictor = predictor
         self._server = _Server((host, port), _Handler)
         self._server.fake = self
         self._thread: threading.Thread | None = None
@@ -190,6 +205,19 @@ class FakeVertex:
             if error_message is not None:
                 job.error = error_message
             self._apply_state(job)
+
+    def report(self, name: str, state: str, error_message: str | None = None) -> bool:
+        """For a runner: job `name` is now in `state`. An ended job stays as it is, and a
+        cancelling one only moves on to an end (a cancel wins over a late RUNNING); False when
+        the report was ignored."""
+        with self._lock:
+            job = self._jobs.get(name)
+            current = job.data.get("state") if job is not None else None
+            if job is None or current in TERMINAL_STATES or (
+                    current == "JOB_STATE_CANCELLING" and state not in TERMINAL_STATES):
+                return False
+            self.set_state(name, state, error_message)
+            return True
 
     def add_job(self, job: dict, *, project: str = "test-project", location: str = "us-central1",
                 state: str | None = None) -> dict:
@@ -246,10 +274,16 @@ class FakeVertex:
         for output_only in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
             data.pop(output_only, None)
         with self._lock:
+            outcome = self.outcome_of(data)  # on_strategy() (vertex_capacity.py)
+            if outcome.refuse:
+                raise _HttpError(outcome.refuse, outcome.message)
             name = f"{parent}/customJobs/{next(self._ids)}"
             now = _now()
             data.update(name=name, createTime=now, updateTime=now)
-            job = _Job(data, list(self.script) or ["JOB_STATE_PENDING"], self.error_message)
+            region = parent.rsplit("/", 1)[-1]
+            job = _Job(data, list(outcome.script or self.script) or ["JOB_STATE_PENDING"],
+                       (outcome.error_message or self.error_message).replace("{region}", region),
+                       code=outcome.error_code)
             self._jobs[name] = job
             self._apply_state(job)
             return data
@@ -265,7 +299,7 @@ class FakeVertex:
             if state in TERMINAL_STATES:
                 data["endTime"] = data["updateTime"]
             if state == "JOB_STATE_FAILED":
-                data["error"] = {"code": 3, "message": job.error}
+                data["error"] = {"code": job.code, "message": job.error}
             elif state == "JOB_STATE_CANCELLED":
                 data["error"] = {"code": 1, "message": "CANCELED"}
             elif state == "JOB_STATE_EXPIRED":
@@ -292,8 +326,13 @@ class FakeVertex:
                 raise _HttpError(400, f"Cannot cancel CustomJob {name} because it is already in "
                                       f"state {state}.")
             job.script, job.pos = ["JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"], 0
+            run_by_runner = name in self._run_by_runner
+            if run_by_runner:  # CANCELLED once the runner has stopped the job
+                job.script = ["JOB_STATE_CANCELLING"]
             self._apply_state(job)
-            return {}
+        if run_by_runner:
+            self.runner.cancel(name)
+        return {}
 
     def _list(self, parent: str, query: dict[str, str]) -> dict:
         terms = []
@@ -362,6 +401,12 @@ class FakeVertex:
                 result = call(query, body)
             elif op == "create":
                 result = self._create(target, body)
+                # The job runs for real (the sandbox), unless its strategy's outcome is scripted.
+                if self.runner is not None and not self.outcome_of(result).script:
+                    result = json.loads(json.dumps(result))  # answered as created (PENDING)
+                    with self._lock:
+                        self._run_by_runner.add(result["name"])
+                    self.runner.start(json.loads(json.dumps(result)))
             elif op == "list":
                 result = self._list(target, query)
             elif op == "get":

@@ -8,6 +8,8 @@
 - ``GET  /v1/{parent}/endpoints``                     list (``filter=display_name="X"``)
 - ``GET  /v1/{parent}/endpoints/ID``                  get
 - ``POST /v1/{parent}/endpoints/ID:deployModel``      deployModel (DeployModelRequest) -> Operation
+- ``POST /v1/{parent}/endpoints/ID:predict``          predict: a deployed model chosen by the
+  traffic split answers, through the `predictor` hook (none: 501; the sandbox serves the model)
 - ``GET  /v1/{...}/operations/ID``                    operations.get
 - ``GET  /v1/{resource}/operations``                  operations.list (of a model or endpoint)
 
@@ -20,6 +22,7 @@ injects transport faults for every op alike.
 from __future__ import annotations
 
 import itertools
+import random
 import re
 import threading
 from dataclasses import dataclass, field
@@ -37,6 +40,7 @@ _ROUTES: list[tuple[str, re.Pattern, str]] = [
     ("GET", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+)$"), "endpoint-get"),
     ("GET", re.compile(rf"^/(?:v1|ui)/({_PARENT}/[a-zA-Z]+/[^/:]+)/operations$"), "operation-list"),
     ("POST", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+):deployModel$"), "deploy"),
+    ("POST", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+):predict$"), "predict"),
     # The generated REST transports poll operations under /ui/ as well as /v1/.
     ("GET", re.compile(rf"^/(?:v1|ui)/({_PARENT}/(?:[a-zA-Z]+/[^/]+/)?operations/[0-9]+)$"), "operation"),
 ]
@@ -134,6 +138,10 @@ class ModelService:
         self._ids = itertools.count(4_000_000_000_000_000_001)
         self._op_ids = itertools.count(8_000_000_000_000_000_001)
         self._deployed_ids = itertools.count(2_000_000_000_000_000_001)
+        # The hook that serves predictions (FakeVertex(predictor=...)): `deployed(endpoint,
+        # deployed_model, model)` when a deployModel completes, `predict(endpoint, deployed_model,
+        # model, body) -> (status, payload)` per request; `model` is the Model version.
+        self.predictor: Any = None
 
     # -- routing -------------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
@@ -319,15 +327,46 @@ class ModelService:
             entry = {**deployed, "id": deployed_id, "model": model_name, "modelVersionId": version,
                      "createTime": now}
 
+            model_version = next(v for v in versions if v["versionId"] == version)
+
             def done() -> None:
                 endpoint.setdefault("deployedModels", []).append(entry)
                 new_split = {(deployed_id if k == "0" else k): v for k, v in split.items()} \
                     if split else {deployed_id: 100}
                 endpoint["trafficSplit"] = {k: v for k, v in new_split.items() if v}
                 endpoint["updateTime"] = _now()
+                if self.predictor is not None:
+                    self.predictor.deployed(name, dict(entry), dict(model_version))
 
             return self._start("deploy", name, {
                 "@type": "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelResponse",
                 "deployedModel": entry},
                 "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelOperationMetadata",
                 on_done=done)
+
+    # -- predictions -----------------------------------------------------------------------------
+    def _predict(self, name: str, query: dict, body: Any) -> dict:
+        if not isinstance(body, dict) or not isinstance(body.get("instances"), list):
+            raise ServiceError(400, 'Invalid JSON payload received: "instances" must be a list.')
+        with self._lock:
+            endpoint = self.state.endpoints.get(name)
+            if endpoint is None:
+                raise ServiceError(404, f'The Endpoint "{name}" does not exist.')
+            split = endpoint.get("trafficSplit") or {}
+            serving = [d for d in endpoint.get("deployedModels", []) if split.get(d["id"], 0) > 0]
+            if not serving:
+                raise ServiceError(400, f'The Endpoint "{name}" has no deployed model taking traffic.')
+            deployed = random.choices(serving, weights=[split[d["id"]] for d in serving])[0]
+            model = next(v for v in self.state.models[deployed["model"]]
+                         if v["versionId"] == deployed["modelVersionId"])
+        if self.predictor is None:
+            raise ServiceError(501, "This fake Vertex AI serves no predictions; "
+                                    "`vertex-trainer dev sandbox` does.")
+        # Outside the lock: the model may take a while (loading, a large batch).
+        status, payload = self.predictor.predict(name, dict(deployed), dict(model), body)
+        if status != 200:
+            message = payload.get("error") if isinstance(payload, dict) else None
+            raise ServiceError(status, str(message or payload))
+        return {**payload, "deployedModelId": deployed["id"], "model": deployed["model"],
+                "modelDisplayName": model.get("displayName", ""),
+                "modelVersionId": deployed["modelVersionId"]}

@@ -13,7 +13,7 @@ import secrets
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
@@ -50,7 +50,8 @@ class LocalResult(JobState):
 
 
 def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = True,
-              console=None, cancel: Any = None) -> LocalResult:
+              console=None, cancel: Any = None, job_id: str | None = None,
+              on_lines: Callable[[list[tuple[str, str]]], None] | None = None) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
     `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
@@ -64,7 +65,9 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     cannot run here. `wait=False` only turns the live progress line off: a local job never
     outlives this call. Nothing is written to stdout (`console` defaults to stderr). `cancel`, a
     threading.Event, stops the run from another thread as Ctrl-C does (off the main thread,
-    signals never reach it; e.g. the trials of a local tuning run).
+    signals never reach it; e.g. the trials of a local tuning run). `job_id` is CLOUD_ML_JOB_ID
+    (default: a `local-...` id); `on_lines` receives every batch of (replica, line) as shown
+    (the sandbox turns them into Cloud Logging entries).
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None) or settings.project
@@ -76,7 +79,7 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     base = resolve_output(job, name)
-    job_id = local_job_id()
+    job_id = job_id or local_job_id()
     save_run_record(base, job, spec, job_id)
     replicas = cluster.build_replicas(job, base, job_id=job_id, base_env=environ,
                                       project=project, region=region)
@@ -85,7 +88,7 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     supervisor = Supervisor(replicas)
     display = Display(console, [r.name for r in replicas], live=wait)
     runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
-    shown = runlog.tee(display)
+    shown = runlog.tee(display, on_lines)
     display.note(f"Running {name} locally: {len(replicas)} replica(s) "
                  f"[{', '.join(r.name for r in replicas)}], output {base}")
     state, failed = SUCCEEDED, None

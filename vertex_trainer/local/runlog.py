@@ -67,9 +67,10 @@ class RunLog:
         for name in touched:
             self._files[name].flush()
 
-    def tee(self, display: Any) -> "_Tee":
-        """A stand-in for `display` that also records each replica line."""
-        return _Tee(display, self)
+    def tee(self, display: Any, also: Any = None) -> "_Tee":
+        """A stand-in for `display` that also records each replica line (and hands each batch
+        to `also`, when given)."""
+        return _Tee(display, self, also)
 
     def close(self, result: Any) -> None:
         """Close the files and record how the run ended (`result`: a LocalResult)."""
@@ -86,11 +87,13 @@ class RunLog:
 
 
 class _Tee:
-    def __init__(self, display: Any, log: RunLog):
-        self.display, self.log = display, log
+    def __init__(self, display: Any, log: RunLog, also: Any = None):
+        self.display, self.log, self.also = display, log, also
 
     def lines(self, items: list[tuple[str, str]]) -> None:
         self.log.write(items)
+        if self.also is not None and items:
+            self.also(items)
         self.display.lines(items)
 
     def tick(self) -> None:

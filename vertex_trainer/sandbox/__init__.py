@@ -1,0 +1,22 @@
+"""The offline sandbox: the whole cloud path, build to prediction, on one machine (docs/sandbox.md).
+
+`vertex-trainer dev sandbox` starts every stand-in in one process (`services.Sandbox`): the fake
+Vertex AI, Cloud Storage with TensorFlow's route, Cloud Build, the registry and Cloud Logging.
+What the stand-ins alone only pretend, this package makes real, through the fake Vertex AI's
+hooks: a created CustomJob runs on this machine through the local runner (`jobs.JobRunner`), its
+state following the processes and its lines becoming Cloud Logging entries; a deployed model is
+served by its serving container's command and answers the endpoint's `:predict`
+(`serving.ModelServers`).
+
+A layer of its own just below the CLI: it composes the emulators (which must not import the
+clients) with `local` (the runner); nothing below imports it.
+"""
+
+from vertex_trainer.sandbox.jobs import JobRunner, replica_error
+from vertex_trainer.sandbox.serving import ModelServers
+from vertex_trainer.sandbox.services import (
+    READY, Sandbox, env_file_lines, export_lines, serve,
+)
+
+__all__ = ["READY", "JobRunner", "ModelServers", "Sandbox", "env_file_lines", "export_lines",
+           "replica_error", "serve"]

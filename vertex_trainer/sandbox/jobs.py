@@ -1,0 +1,195 @@
+"""CustomJobs that really run: the fake Vertex AI's runner hook, over the local runner.
+
+`FakeVertex(runner=JobRunner(...))` hands every created job to `start(job)`. Each job runs on
+its own thread through `local.run_local` (the very runner of `submit --local`: every replica a
+process with AIP_* directories, CLUSTER_SPEC and TF_CONFIG; the sandbox's Cloud Storage route in
+its environment, so TensorFlow reads and writes gs:// in the emulator), with the job's numeric id
+as CLOUD_ML_JOB_ID. The job's state follows the processes (PENDING until they start, RUNNING,
+then SUCCEEDED, FAILED with the failing replica's exit status and last line, or CANCELLED once a
+cancel has stopped every process), and every replica line becomes a Cloud Logging entry of the
+job (resource.type ml_job, labels job_id and task_name), as on Vertex AI. The service's own
+lines (provisioning, running, the end) are entries of task "service".
+
+The command each replica runs is the installed one (`python -m trainer.task` for the bundled
+trainer image, the code that image is built from): no container is pulled or started. An image
+the sandbox's registry has not seen is run the same way, with a warning in the job's log.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from vertex_trainer.contract import SUCCEEDED
+from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.settings import Settings
+
+PENDING, RUNNING = "JOB_STATE_PENDING", "JOB_STATE_RUNNING"
+FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
+SERVICE = "service"          # the task_name of the service's own log lines
+STOP_TIMEOUT_S = 30.0        # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty
+
+Echo = Callable[[str], None]
+
+
+@dataclass(eq=False)
+class _Run:
+    name: str
+    job: dict
+    cancel: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    @property
+    def job_id(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def project(self) -> str:
+        return self.name.split("/")[1]
+
+    @property
+    def region(self) -> str:
+        return self.name.split("/")[3]
+
+
+class JobRunner:
+    """The runner hook of FakeVertex (`start`, `cancel`); `vertex` is set once the fake exists.
+
+    `environ` is the replicas' base environment (the sandbox's, with its Cloud Storage route);
+    `storage_emulator` reads a gs:// metrics.json back; `logging` (a FakeLogging) receives the
+    log entries; `registry` (a FakeRegistry, optional) says which images were pushed.
+    """
+
+    def __init__(self, *, environ: Mapping[str, str], storage_emulator: str | None, logging: Any,
+                 registry: Any = None, echo: Echo | None = None):
+        self.environ = dict(environ)
+        self.storage_emulator = storage_emulator
+        self.logging = logging
+        self.registry = registry
+        self.echo = echo or (lambda text: None)
+        self.vertex: Any = None
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- the hook ---------------------------------------------------------------------------
+    def start(self, job: dict) -> None:
+        """Run a created job (a copy of the CustomJob, state PENDING) on a thread of its own."""
+        run = _Run(job["name"], job)
+        with self._lock:
+            if self._closed:  # the sandbox is stopping: nothing new starts
+                self._report(run.name, FAILED, "The sandbox is shutting down.")
+                return
+            self._runs[run.name] = run
+            run.thread = threading.Thread(target=self._run, args=(run,), daemon=True,
+                                          name=f"job-{run.job_id}")
+        run.thread.start()
+
+    def cancel(self, name: str) -> None:
+        """The job is CANCELLING: stop its processes (CANCELLED is reported once they are gone)."""
+        with self._lock:
+            run = self._runs.get(name)
+        if run is not None:
+            run.cancel.set()
+
+    # -- for the sandbox and tests ----------------------------------------------------------
+    def wait(self, name: str, timeout: float | None = None) -> bool:
+        """Block until job `name` has ended here (its processes gone, its state final)."""
+        with self._lock:
+            run = self._runs.get(name)
+        return run is not None and run.ended.wait(timeout)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Cancel every job still running and wait until their processes are gone."""
+        with self._lock:
+            self._closed = True
+            runs = list(self._runs.values())
+        for run in runs:
+            run.cancel.set()
+        for run in runs:
+            if run.thread is not None:
+                run.thread.join(timeout)
+
+    # -- one job ----------------------------------------------------------------------------
+    def _run(self, run: _Run) -> None:
+        try:
+            self._service(run, "Waiting for job to be provisioned.")
+            for image in _images(run.job):
+                if self.registry is not None and not self.registry.has(image):
+                    self._service(run, f"Image {image} was not pushed to the sandbox's registry; "
+                                       "running the installed code in its place.", "WARNING")
+            if run.cancel.is_set() or not self._report(run.name, RUNNING):
+                self._end(run, CANCELLED, None)
+                return
+            self._service(run, "Job is running.")
+            state, error = self._execute(run)
+            self._end(run, state, error)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
+            self._end(run, FAILED, f"Internal error in the sandbox: {type(exc).__name__}: {exc}")
+        finally:
+            run.ended.set()
+
+    def _execute(self, run: _Run) -> tuple[str, str | None]:
+        from rich.console import Console
+
+        from vertex_trainer.local import run_local
+
+        settings = Settings(project=run.project, region=run.region,
+                            storage_emulator=self.storage_emulator, environ=self.environ)
+        try:
+            result = run_local(run.job, None, settings=settings, wait=False,
+                               console=Console(quiet=True), cancel=run.cancel,
+                               job_id=run.job_id, on_lines=lambda items: self._lines(run, items))
+        except VertexTrainerError as exc:  # the job cannot start here (e.g. a module not installed)
+            return FAILED, exc.message + (f" ({exc.hint})" if exc.hint else "")
+        if result.state == SUCCEEDED:
+            return SUCCEEDED, None
+        if result.state == CANCELLED:
+            return CANCELLED, None
+        return FAILED, replica_error(result.failed_replica, result.failed_exit_code, result.log_tail)
+
+    def _lines(self, run: _Run, items: list[tuple[str, str]]) -> None:
+        for replica, line in items:
+            self.logging.add(run.job_id, line, replica=replica, project=run.project)
+            self.echo(f"[job {run.job_id}] {replica} | {line}")
+
+    def _service(self, run: _Run, message: str, severity: str = "INFO") -> None:
+        self.logging.add(run.job_id, message, replica=SERVICE, project=run.project, severity=severity)
+        self.echo(f"[job {run.job_id}] {message}")
+
+    def _end(self, run: _Run, state: str, error: str | None) -> None:
+        text = {SUCCEEDED: "Job completed successfully.", CANCELLED: "Job was cancelled."}.get(
+            state, f"Job failed. {error or ''}".strip())
+        self._service(run, text, "INFO" if state != FAILED else "ERROR")
+        self._report(run.name, state, error)
+
+    def _report(self, name: str, state: str, error: str | None = None) -> bool:
+        return bool(self.vertex.report(name, state, error)) if self.vertex is not None else False
+
+
+def replica_error(replica: str | None, code: int | None, tail: list[str]) -> str:
+    """Vertex AI's words for a replica that failed, plus its last line (the error, usually)."""
+    if code is not None and code < 0:  # killed by a signal: the container runtime's 128 + N
+        reason, code = f"Signal {_signal_name(-code)}", 128 - code
+    else:
+        reason = "Error"
+    text = (f"The replica {replica or 'workerpool0-0'} exited with a non-zero status of {code}. "
+            f"Termination reason: {reason}.")
+    last = [line.strip() for line in tail if line.strip()]
+    return text + (f" Last line: {last[-1]}" if last else "")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _images(job: dict) -> list[str]:
+    pools = (job.get("jobSpec") or {}).get("workerPoolSpecs") or []
+    found = [(p.get("containerSpec") or {}).get("imageUri") for p in pools if p]
+    return sorted({image for image in found if image})

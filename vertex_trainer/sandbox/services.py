@@ -1,0 +1,221 @@
+"""Every stand-in in one process, wired together: `Sandbox`, and `serve` for `dev sandbox`.
+
+| stand-in | what it is | variable |
+|---|---|---|
+| Vertex AI | emulators.vertex.FakeVertex (jobs, models, endpoints, pipelines, tuning) with this package's runner (jobs really run) and model servers (endpoints answer) | VERTEX_TRAINER_API_ENDPOINT |
+| Cloud Storage | gcp-storage-emulator + the TLS proxy for TensorFlow (emulators.gcs) | STORAGE_EMULATOR_HOST, https_proxy, CURL_CA_BUNDLE, ... |
+| Cloud Build | emulators.cloudbuild.FakeCloudBuild: fetches the staged context from the emulated bucket, "pushes" to the registry | VERTEX_TRAINER_CLOUDBUILD_ENDPOINT |
+| Artifact Registry | emulators.registry.FakeRegistry (the content-hash tag check) | VERTEX_TRAINER_REGISTRY_ENDPOINT |
+| Cloud Logging | emulators.logging.FakeLogging: every job's lines | VERTEX_TRAINER_LOGGING_ENDPOINT |
+| Cloud Quotas | emulators.quotas.FakeQuotas: the quota pre-flight's answers (`sandbox.quotas.set(...)`) | VERTEX_TRAINER_QUOTAS_ENDPOINT |
+
+Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capacity("FLEX_START")`,
+`no_quota("SPOT")`): a job whose strategy is scripted so plays its script instead of running.
+
+All on 127.0.0.1, in memory: stopping the sandbox loses everything, and leaves no process and no
+port behind. The environment is data here as everywhere below the edge: the CLI passes its own
+(`environ`), which becomes, with the Cloud Storage route, the base environment of every replica
+and model server.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from typing import Callable, Mapping, Sequence
+
+from vertex_trainer.sandbox.jobs import JobRunner
+from vertex_trainer.sandbox.serving import ModelServers
+from vertex_trainer.settings import (
+    CLOUDBUILD_ENV, ENDPOINT_ENV, LOGGING_ENV, POLL_ENV, QUOTAS_ENV, REGISTRY_ENV,
+)
+
+DEFAULT_PROJECT, DEFAULT_REGION = "sandbox", "us-central1"
+READY = "# ready"
+# Poll every second: the stand-ins answer at once, and logs then lag one second, not five.
+POLL_INTERVAL = "1"
+# What a replica or model server must not inherit from the shell that started the sandbox: the
+# tool's own endpoints (they are not on a Vertex AI VM) and another job's Vertex variables.
+_NOT_INHERITED = ("VERTEX_TRAINER_", "AIP_", "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_")
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class Sandbox:
+    """The stand-ins of every Google API the tool uses, started together; `with Sandbox(...)`.
+
+    `environ`: the environment replicas and model servers start from (the CLI's). `buckets` are
+    created at start. `echo` receives the jobs' and servers' lines and the service's notes.
+    """
+
+    def __init__(self, environ: Mapping[str, str], *, buckets: Sequence[str] = (),
+                 project: str = DEFAULT_PROJECT, region: str = DEFAULT_REGION,
+                 host: str = "127.0.0.1", echo: Callable[[str], None] | None = None):
+        self.parent_environ = dict(environ)
+        self.environ = {k: v for k, v in environ.items() if not k.startswith(_NOT_INHERITED)}
+        self.buckets = tuple(buckets)
+        self.project, self.region, self.host = project, region, host
+        self.echo = echo or (lambda text: None)
+        self.gcs = self.registry = self.cloudbuild = self.logging = self.quotas = self.vertex = None
+        self.jobs: JobRunner | None = None
+        self.models: ModelServers | None = None
+
+    def start(self) -> "Sandbox":
+        from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
+        from vertex_trainer.emulators.gcs import GcsEmulator
+        from vertex_trainer.emulators.logging import FakeLogging
+        from vertex_trainer.emulators.quotas import FakeQuotas
+        from vertex_trainer.emulators.registry import FakeRegistry
+        from vertex_trainer.emulators.vertex import FakeVertex
+
+        try:
+            self.gcs = GcsEmulator(host=self.host, project=self.project).start()
+            for bucket in self.buckets:
+                self.gcs.create_bucket(bucket)
+            self.registry = FakeRegistry(host=self.host).start()
+            self.cloudbuild = FakeCloudBuild(host=self.host, storage_host=self.gcs.endpoint,
+                                             registry=self.registry).start()
+            self.logging = FakeLogging(host=self.host, project=self.project).start()
+            self.quotas = FakeQuotas(host=self.host).start()
+            base = {**self.environ, **self.gcs.env()}
+            self.jobs = JobRunner(environ=base, storage_emulator=self.gcs.endpoint,
+                                  logging=self.logging, registry=self.registry, echo=self.echo)
+            self.models = ModelServers(environ=base, echo=self.echo)
+            # Jobs stay PENDING until the runner reports; no script advances them.
+            self.vertex = FakeVertex(self.host, 0, script=("JOB_STATE_PENDING",),
+                                     runner=self.jobs, predictor=self.models).start()
+            self.jobs.vertex = self.vertex
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def env(self) -> dict[str, str]:
+        """The variables that point vertex-trainer, google-cloud-storage and TensorFlow here."""
+        return {
+            ENDPOINT_ENV: self.vertex.url,
+            CLOUDBUILD_ENV: self.cloudbuild.url,
+            REGISTRY_ENV: self.registry.url,
+            LOGGING_ENV: self.logging.url,
+            QUOTAS_ENV: self.quotas.url,
+            POLL_ENV: POLL_INTERVAL,
+            **self.gcs.env(),                       # STORAGE_EMULATOR_HOST, the TF route, project
+            "GOOGLE_CLOUD_PROJECT": self.project,
+            "CLOUDSDK_AI_REGION": self.region,      # the default region of status/list/logs
+        }
+
+    def stop(self) -> None:
+        """Stop the jobs (their processes gone), the model servers, then every server."""
+        if self.vertex is not None:
+            self.vertex.stop()          # no new requests
+        if self.jobs is not None:
+            self.jobs.stop()
+        if self.models is not None:
+            self.models.stop()
+        for server in (self.cloudbuild, self.registry, self.logging, self.quotas, self.gcs):
+            if server is not None:
+                server.stop()
+        self.vertex = self.cloudbuild = self.registry = self.logging = self.quotas = self.gcs = None
+
+    def __enter__(self) -> "Sandbox":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def export_lines(env: Mapping[str, str]) -> str:
+    """`export NAME=value` lines, shell-quoted: `eval "$(...)"` or `source` them."""
+    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
+
+
+def env_file_lines(env: Mapping[str, str]) -> str:
+    """`NAME=value` lines: `env $(cat FILE) CMD`, `set -a; . FILE; set +a`, GitHub's $GITHUB_ENV,
+    docker's --env-file. Values are written as is (none of the sandbox's has a space)."""
+    return "".join(f"{k}={v}\n" for k, v in env.items())
+
+
+def serve(sandbox: Sandbox, *, env_file: str | None = None, command: Sequence[str] = (),
+          out: Callable[[str], None] | None = None, note: Callable[[str], None] = _stderr) -> int:
+    """Run the sandbox in the foreground (`vertex-trainer dev sandbox`); returns the exit code.
+
+    Without `command`: print the `export` lines and `# ready` (`out`, stdout), then serve until
+    SIGINT, SIGTERM or SIGHUP. With `command`: run it with the sandbox's variables added to
+    this process's environment, then stop; its exit code is returned. `env_file` gets the
+    variables as NAME=value lines while the sandbox runs (it is removed on stop: it would point
+    at ports nobody listens on). Everything is stopped before this returns.
+    """
+    out = out or (lambda text: print(text, flush=True))
+    stop = threading.Event()
+    previous = {}
+
+    def on_signal(signum, frame) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, on_signal)
+    proc: subprocess.Popen | None = None
+    wrote = False
+    try:
+        sandbox.start()
+        env = sandbox.env()
+        if env_file:
+            _write_atomically(env_file, env_file_lines(env))
+            wrote = True
+        if stop.is_set():
+            return 130
+        if not command:
+            out(export_lines(env))
+            out(READY)
+            note(f"# sandbox ready (Vertex AI {sandbox.vertex.url}, Cloud Storage "
+                 f"{sandbox.gcs.endpoint}); Ctrl-C stops it and everything it started")
+            stop.wait()
+            return 0
+        note(f"# sandbox ready: running {shlex.join(command)}")
+        try:
+            proc = subprocess.Popen(list(command), env={**sandbox.parent_environ, **env})
+        except OSError as exc:
+            note(f"error: cannot run {command[0]!r}: {exc.strerror or exc}")
+            return 127
+        threading.Thread(target=lambda: (proc.wait(), stop.set()), daemon=True).start()
+        stop.wait()
+        return _end(proc)
+    finally:
+        if proc is not None and proc.poll() is None:
+            _end(proc)
+        sandbox.stop()
+        if wrote:
+            try:
+                os.unlink(env_file)
+            except OSError:
+                pass
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _end(proc: subprocess.Popen) -> int:
+    """The command's exit code; a command still running (the sandbox was told to stop) is
+    terminated first."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    code = proc.returncode
+    return 128 - code if code < 0 else code
+
+
+def _write_atomically(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
