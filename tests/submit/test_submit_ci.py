@@ -12,7 +12,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 GITHUB = ROOT / "examples" / "ci" / "github-actions.yml"
 CLOUDBUILD = ROOT / "examples" / "ci" / "cloudbuild.yaml"
-DOCS = [ROOT / "docs" / "ci.md", ROOT / "docs" / "submitter.md"]
+# Every page a user reads: the README and all of docs/ (issue 15: every command runs as written).
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _invocations(script: str) -> list[list[str]]:
@@ -23,7 +24,7 @@ def _invocations(script: str) -> list[list[str]]:
         if "vertex-trainer " not in line or line.lstrip().startswith("#"):
             continue
         command = line[line.index("vertex-trainer "):]
-        command = re.split(r"\s(?:\||>|&&|;|2>)\s?|\s&\s*$", command)[0]
+        command = re.split(r"\s(?:\||>|&&|;|2>)\s?|\s&\s*$|\s\)(?:\s|$)", command)[0]
         argv = shlex.split(command.replace("$$(", "$("), comments=True)
         found.append(["vertex-trainer", *argv[1:]])
     return found
