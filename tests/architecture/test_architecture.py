@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "vertex_trainer"
 # The edge reads the environment once; the emulators are servers of their own (run by `dev`
 # commands and tests), not part of the client's layers.
-EDGE = ("cli/", "api.py", "emulators/")
+EDGE = ("cli/", "api/", "emulators/")
 MAX_LINES = 600
 
 

@@ -37,7 +37,7 @@ def test_render_writes_a_deployable_function_with_the_image_pinned(tmp_path):
                                                           'labels: {team: vision, run: "{{ run }}"}') + DEPLOY,
                                  vars={"run": "7"}, sets=("trainer.epochs=3",))
     assert {"main.py", "requirements.txt", "spec.yaml", "trigger.json", "deploy.sh",
-            "vertex_trainer/api.py", "vertex_trainer/templates/trigger_main.py.j2",
+            "vertex_trainer/api/core.py", "vertex_trainer/templates/trigger_main.py.j2",
             "trainer/flags.py"} <= set(result["files"])
     assert not any(f.startswith(("vertex_trainer/cli/", "vertex_trainer/emulators/")) or "__pycache__" in f
                    for f in result["files"])

@@ -1,4 +1,4 @@
-"""The Python API and the one orchestrator: the CLI and notebooks call it; it never calls the CLI.
+"""The core of the Python API: load, check, submit, deploy, follow (vertex_trainer.api re-exports it).
 
     import vertex_trainer as vt
     spec = vt.load_spec("job_specs/resnet50.yaml", set=["trainer.epochs=1"])
@@ -28,12 +28,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.deploy import Deployment
     from vertex_trainer.vertex.hptuning import TuningJob
-    from vertex_trainer.vertex.pipelines import PipelineRun
 
 __all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job",
-           "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render", "trigger_deploy",
-           "on_object_finalized", "bench"]
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job", "logs"]
 
 Log = Callable[[str], None]
 
@@ -361,166 +358,6 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
     deploying.check_model_dir(settings, artifact, log=log)
     return run_deploy(client, request, poll=settings.poll,
                       timeout=timeout or deploying.deploy_block(spec).timeout, log=log)
-
-
-# -- pipelines and storage-triggered runs (CONTRACT section 6) -----------------------------------
-
-def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, resolve: bool = False,
-                     settings: Settings | None = None, log: Log | None = None) -> dict:
-    """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec`: the rendered CustomJob as its
-    training step, then upload and deploy when the spec has `deploy:`. Opens no connection unless
-    `resolve`: then the model and endpoint are looked up (read-only) as `pipeline_submit` does;
-    else the deploy steps are those of a first deploy (a new model, a new endpoint unless
-    deploy.endpoint names one, all of the traffic)."""
-    from vertex_trainer.pipeline import pipeline_ir
-
-    check(spec)
-    key = check_key(idempotency_key) if idempotency_key is not None else None
-    return pipeline_ir(spec, plan_artifact(spec), key,
-                       registry=_registry(spec, settings, log) if resolve else None)
-
-
-def _registry(spec: "JobSpec", settings: Settings | None, log: Log | None):
-    from vertex_trainer.vertex.models import RegistryClient
-
-    return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
-
-
-def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
-                    dry_run: bool = False, pipeline_root: str | None = None,
-                    timeout: float | None = None, on_state: Callable[[Any], None] | None = None,
-                    builder: str | None = None, log: Log | None = None,
-                    settings: Settings | None = None) -> "PipelineRun | DryRun":
-    """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
-    once per idempotency key: its pipelineJobId is derived from the key, and a run that exists is
-    adopted before anything is built or compiled. The pipeline root defaults to
-    gs://<output bucket>/pipeline-root. `dry_run` returns the requests; nothing is sent or built."""
-    from vertex_trainer import pipeline
-    from vertex_trainer.vertex.pipelines import (
-        PipelineRun, PipelinesClient, create_idempotent, pipeline_job_id,
-    )
-
-    settings = settings or settings_from_env()
-    log = log or _stderr
-    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
-    check(spec)
-    root = pipeline_root or pipeline.default_root(spec.output_dir)
-    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
-    made: dict = {}
-
-    def body() -> dict:  # called only when no run has the id yet
-        artifact, made["image"], made["plan"] = _artifact(spec, dry_run=dry_run, local=False,
-                                                          builder=builder, log=log, settings=settings)
-        registry = None if dry_run else _registry(spec, settings, log)
-        return pipeline.pipeline_body(spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry),
-                                      key, root)
-
-    if dry_run:
-        request = body()
-        return DryRun(request, client.requests_for(request, pipeline_job_id(key)), made["image"], key,
-                      package=_package_step(made["plan"]))
-    from vertex_trainer.preflight import check_buckets
-
-    check_buckets(spec, settings=settings, log=log)
-    data, adopted = create_idempotent(client, body, pipeline_job_id(key), key)
-    run = PipelineRun(data, client, idempotency_key=key, adopted=adopted)
-    if wait:
-        run.wait(timeout=timeout, on_state=on_state)
-    return run
-
-
-def pipeline_status(run: str, *, project: str | None = None, region: str | None = None,
-                    settings: Settings | None = None) -> "PipelineRun":
-    """The pipeline run `run` (a resource name, or an id with project and region), fetched now."""
-    from vertex_trainer.vertex.pipelines import PipelineRun
-
-    return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
-
-
-def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
-                   log: Log | None = None, **options: Any) -> dict:
-    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (CONTRACT section 6;
-    see trigger/bundle.py). Opens no connection. `options`: prefix, marker, sets, vars, project,
-    region, trigger_location, function, runtime/trigger_service_account."""
-    from vertex_trainer.trigger import function
-
-    return function.render(spec_path, out_dir, bucket=bucket, settings=settings or settings_from_env(),
-                           log=log or _stderr, **options)
-
-
-def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: Settings | None = None,
-                   log: Log | None = None, **options: Any) -> dict:
-    """Render the function (to `out_dir`, default a new temporary directory), build its pinned
-    image if missing, and run the gcloud commands that deploy it with its Eventarc trigger and
-    IAM. `dry_run` returns the commands as a script; nothing is written, built or sent."""
-    from vertex_trainer.trigger import function
-
-    return function.deploy(spec_path, bucket=bucket, dry_run=dry_run,
-                           settings=settings or settings_from_env(), log=log or _stderr, **options)
-
-
-def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
-                        emit: Callable[[dict], None] | None = None) -> dict:
-    """The Cloud Run function's body (CONTRACT section 6): start the run a marker object asks
-    for, at most once per (bucket, object, generation); acknowledge every other object. Returns
-    (and emits as one JSON log line) what happened. An invalid event or spec is permanent: logged,
-    acknowledged. Anything else raises: the function answers 500 and Eventarc redelivers."""
-    from pathlib import Path
-
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.trigger import runs
-
-    settings = settings or settings_from_env()
-    log = runs.EventLog(emit)
-    config, decision = runs.triage(event, function_dir, log)
-    if decision is None:
-        return log.last
-    try:
-        spec = load_spec(Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision),
-                         settings=settings)
-        start = pipeline_submit if spec.deploy is not None else submit
-        run = runs.keep_oldest(start(spec, idempotency_key=decision.key, settings=settings, log=_stderr))
-    except UserError as exc:  # the same event would fail the same way: acknowledge it
-        return log.refused(decision, exc)
-    except Exception as exc:
-        log.retry(decision, exc)
-        raise
-    return log.started(decision, run)
-
-
-def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
-          idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
-          client: JobsClient | None = None, settings: Settings | None = None) -> dict:
-    """Run the spec's job briefly twice, on synthetic then on real data (CONTRACT section 9), and
-    return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
-    "bound", "reference", ...}` (vertex_trainer.benching). `local=True` runs both here; else
-    each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
-    derived from `idempotency_key`, so a retried bench adopts the jobs it already created."""
-    from vertex_trainer import benching
-    from vertex_trainer.errors import JobFailed
-
-    settings = settings or (client.settings if client else settings_from_env())
-    log = log or _stderr
-    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
-    plan = benching.plan(spec, steps=steps or benching.DEFAULT_STEPS, local=local)
-    for note in plan.notes:
-        log(f"bench: {note}")
-    results = {}
-    for run in plan.runs:
-        log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
-        if local:
-            job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
-            if not job.succeeded:
-                raise JobFailed(job.failure_message())
-            results[run.kind] = benching.Result(run.kind, job.name, job.state, job.result.output_dir,
-                                                job.result.metrics)
-        else:
-            job = submit(run.spec, wait=True, idempotency_key=benching.run_key(key, run.kind), log=log,
-                         client=client, settings=settings,
-                         on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
-            results[run.kind] = benching.Result(run.kind, job.name, job.state, run.spec.output_dir,
-                                                benching.read_metrics(settings, run.spec.output_dir))
-    return {**benching.report(spec, plan, results), "idempotency_key": None if local else key}
 
 
 # -- jobs by name --------------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+"""The Python API and the one orchestrator: the CLI and notebooks call it; it never calls the CLI.
+
+    import vertex_trainer as vt
+    spec = vt.load_spec("job_specs/resnet50.yaml", set=["trainer.epochs=1"])
+    job = vt.submit(spec)                # -> Job (name, state, console_url, refresh/wait/cancel)
+    job.wait()
+
+`submit()` is the one path: pre-submit checks -> artifact (plan, or build when needed) -> render
+-> create (idempotent) | run locally | describe the requests (dry run). Everything it sends or
+runs is made from the same rendered CustomJob dict. This package and the CLI are the edge: the
+environment is read here once (`Settings.from_environ`) and passed down as `settings`.
+
+    core.py     load, check, plan, render, package, submit, deploy, logs, jobs by name
+    events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
+    bench.py    bench: the job on synthetic, then real data
+"""
+
+from vertex_trainer.api.bench import bench
+from vertex_trainer.api.core import (
+    DryRun, Job, LocalJob, cancel, check, deploy, list_jobs, load_spec, logs, package, plan_artifact,
+    render_job, settings_from_env, status, submit, tuning_job,
+)
+from vertex_trainer.api.events import (
+    compile_pipeline, on_object_finalized, pipeline_status, pipeline_submit, trigger_deploy,
+    trigger_render,
+)
+
+__all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job",
+           "logs", "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render",
+           "trigger_deploy", "on_object_finalized", "bench"]

@@ -1,0 +1,50 @@
+"""The API of `bench` (CONTRACT section 9): the job on synthetic, then real data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vertex_trainer.api.core import Log, _stderr, settings_from_env, submit
+from vertex_trainer.contract import short_state
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.spec import JobSpec
+
+__all__ = ["bench"]
+
+
+def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
+          idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
+          client: JobsClient | None = None, settings: Settings | None = None) -> dict:
+    """Run the spec's job briefly twice, on synthetic then on real data (CONTRACT section 9), and
+    return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
+    "bound", "reference", ...}` (vertex_trainer.benching). `local=True` runs both here; else
+    each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
+    derived from `idempotency_key`, so a retried bench adopts the jobs it already created."""
+    from vertex_trainer import benching
+    from vertex_trainer.errors import JobFailed
+
+    settings = settings or (client.settings if client else settings_from_env())
+    log = log or _stderr
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    plan = benching.plan(spec, steps=steps or benching.DEFAULT_STEPS, local=local)
+    for note in plan.notes:
+        log(f"bench: {note}")
+    results = {}
+    for run in plan.runs:
+        log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
+        if local:
+            job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
+            if not job.succeeded:
+                raise JobFailed(job.failure_message())
+            results[run.kind] = benching.Result(run.kind, job.name, job.state, job.result.output_dir,
+                                                job.result.metrics)
+        else:
+            job = submit(run.spec, wait=True, idempotency_key=benching.run_key(key, run.kind), log=log,
+                         client=client, settings=settings,
+                         on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
+            results[run.kind] = benching.Result(run.kind, job.name, job.state, run.spec.output_dir,
+                                                benching.read_metrics(settings, run.spec.output_dir))
+    return {**benching.report(spec, plan, results), "idempotency_key": None if local else key}

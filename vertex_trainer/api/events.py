@@ -1,0 +1,142 @@
+"""The API of event-driven runs (CONTRACT section 6): Vertex AI Pipelines and storage triggers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from vertex_trainer.api.core import (
+    DryRun, Log, _artifact, _package_step, _stderr, check, load_spec, plan_artifact,
+    settings_from_env, submit,
+)
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import check_key, new_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.vertex.pipelines import PipelineRun
+
+__all__ = ["compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render", "trigger_deploy",
+           "on_object_finalized"]
+
+
+def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, resolve: bool = False,
+                     settings: Settings | None = None, log: Log | None = None) -> dict:
+    """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec`: the rendered CustomJob as its
+    training step, then upload and deploy when the spec has `deploy:`. Opens no connection unless
+    `resolve`: then the model and endpoint are looked up (read-only) as `pipeline_submit` does;
+    else the deploy steps are those of a first deploy (a new model, a new endpoint unless
+    deploy.endpoint names one, all of the traffic)."""
+    from vertex_trainer.pipeline import pipeline_ir
+
+    check(spec)
+    key = check_key(idempotency_key) if idempotency_key is not None else None
+    return pipeline_ir(spec, plan_artifact(spec), key,
+                       registry=_registry(spec, settings, log) if resolve else None)
+
+
+def _registry(spec: "JobSpec", settings: Settings | None, log: Log | None):
+    from vertex_trainer.vertex.models import RegistryClient
+
+    return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
+
+
+def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
+                    dry_run: bool = False, pipeline_root: str | None = None,
+                    timeout: float | None = None, on_state: Callable[[Any], None] | None = None,
+                    builder: str | None = None, log: Log | None = None,
+                    settings: Settings | None = None) -> "PipelineRun | DryRun":
+    """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
+    once per idempotency key: its pipelineJobId is derived from the key, and a run that exists is
+    adopted before anything is built or compiled. The pipeline root defaults to
+    gs://<output bucket>/pipeline-root. `dry_run` returns the requests; nothing is sent or built."""
+    from vertex_trainer import pipeline
+    from vertex_trainer.vertex.pipelines import (
+        PipelineRun, PipelinesClient, create_idempotent, pipeline_job_id,
+    )
+
+    settings = settings or settings_from_env()
+    log = log or _stderr
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    check(spec)
+    root = pipeline_root or pipeline.default_root(spec.output_dir)
+    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
+    made: dict = {}
+
+    def body() -> dict:  # called only when no run has the id yet
+        artifact, made["image"], made["plan"] = _artifact(spec, dry_run=dry_run, local=False,
+                                                          builder=builder, log=log, settings=settings)
+        registry = None if dry_run else _registry(spec, settings, log)
+        return pipeline.pipeline_body(spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry),
+                                      key, root)
+
+    if dry_run:
+        request = body()
+        return DryRun(request, client.requests_for(request, pipeline_job_id(key)), made["image"], key,
+                      package=_package_step(made["plan"]))
+    from vertex_trainer.preflight import check_buckets
+
+    check_buckets(spec, settings=settings, log=log)
+    data, adopted = create_idempotent(client, body, pipeline_job_id(key), key)
+    run = PipelineRun(data, client, idempotency_key=key, adopted=adopted)
+    if wait:
+        run.wait(timeout=timeout, on_state=on_state)
+    return run
+
+
+def pipeline_status(run: str, *, project: str | None = None, region: str | None = None,
+                    settings: Settings | None = None) -> "PipelineRun":
+    """The pipeline run `run` (a resource name, or an id with project and region), fetched now."""
+    from vertex_trainer.vertex.pipelines import PipelineRun
+
+    return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
+
+
+def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
+                   log: Log | None = None, **options: Any) -> dict:
+    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (CONTRACT section 6;
+    see trigger/bundle.py). Opens no connection. `options`: prefix, marker, sets, vars, project,
+    region, trigger_location, function, runtime/trigger_service_account."""
+    from vertex_trainer.trigger import function
+
+    return function.render(spec_path, out_dir, bucket=bucket, settings=settings or settings_from_env(),
+                           log=log or _stderr, **options)
+
+
+def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: Settings | None = None,
+                   log: Log | None = None, **options: Any) -> dict:
+    """Render the function (to `out_dir`, default a new temporary directory), build its pinned
+    image if missing, and run the gcloud commands that deploy it with its Eventarc trigger and
+    IAM. `dry_run` returns the commands as a script; nothing is written, built or sent."""
+    from vertex_trainer.trigger import function
+
+    return function.deploy(spec_path, bucket=bucket, dry_run=dry_run,
+                           settings=settings or settings_from_env(), log=log or _stderr, **options)
+
+
+def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
+                        emit: Callable[[dict], None] | None = None) -> dict:
+    """The Cloud Run function's body (CONTRACT section 6): start the run a marker object asks
+    for, at most once per (bucket, object, generation); acknowledge every other object. Returns
+    (and emits as one JSON log line) what happened. An invalid event or spec is permanent: logged,
+    acknowledged. Anything else raises: the function answers 500 and Eventarc redelivers."""
+    from pathlib import Path
+
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.trigger import runs
+
+    settings = settings or settings_from_env()
+    log = runs.EventLog(emit)
+    config, decision = runs.triage(event, function_dir, log)
+    if decision is None:
+        return log.last
+    try:
+        spec = load_spec(Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision),
+                         settings=settings)
+        start = pipeline_submit if spec.deploy is not None else submit
+        run = runs.keep_oldest(start(spec, idempotency_key=decision.key, settings=settings, log=_stderr))
+    except UserError as exc:  # the same event would fail the same way: acknowledge it
+        return log.refused(decision, exc)
+    except Exception as exc:
+        log.retry(decision, exc)
+        raise
+    return log.started(decision, run)
