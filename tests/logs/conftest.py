@@ -3,12 +3,12 @@ client code against them (in process, and as the CLI in a subprocess)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_support import cli_command, edge_env
 
 from vertex_trainer.emulators.logging import FakeLogging
 from vertex_trainer.emulators.vertex import FakeVertex
@@ -84,27 +84,9 @@ def job_body(**scheduling) -> dict:
 @pytest.fixture
 def cli_env(logging_fake, vertex_fake, tmp_path) -> dict[str, str]:
     """The CLI's environment: both fakes, fast retries and polls, no gcloud configuration."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_"))}
-    gcloud = tmp_path / "gcloud-config"
-    gcloud.mkdir(exist_ok=True)
-    env.update({
-        "VERTEX_TRAINER_API_ENDPOINT": vertex_fake.url,
-        "VERTEX_TRAINER_LOGGING_ENDPOINT": logging_fake.url,
-        "VERTEX_TRAINER_RETRY": "attempts=5,initial=0.01,maximum=0.05,deadline=10,read_timeout=5",
-        "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
-        "CLOUDSDK_CONFIG": str(gcloud),
-        "NO_GCE_CHECK": "true",
-        "COLUMNS": "200",
-    })
-    return env
-
-
-def cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "vertex-trainer"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "from vertex_trainer.cli import main; main()"]
+    return edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=vertex_fake.url,
+                    VERTEX_TRAINER_LOGGING_ENDPOINT=logging_fake.url,
+                    VERTEX_TRAINER_RETRY="attempts=5,initial=0.01,maximum=0.05,deadline=10,read_timeout=5")
 
 
 @pytest.fixture

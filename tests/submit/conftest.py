@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.cli_support import cli_command, edge_env
 
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.settings import RetryPolicy, Settings
@@ -84,26 +85,7 @@ def job_body():
 @pytest.fixture
 def cli_env(fake, tmp_path) -> dict[str, str]:
     """Environment for CLI subprocesses: the fake endpoint, fast retries and polls, no gcloud config."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_"))}
-    gcloud_dir = tmp_path / "gcloud-config"
-    gcloud_dir.mkdir(exist_ok=True)
-    env.update({
-        "VERTEX_TRAINER_API_ENDPOINT": fake.url,
-        "VERTEX_TRAINER_RETRY": "attempts=4,initial=0.01,maximum=0.05,deadline=10,read_timeout=5",
-        "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
-        "CLOUDSDK_CONFIG": str(gcloud_dir),
-        "NO_GCE_CHECK": "true",
-        "COLUMNS": "200",
-    })
-    return env
-
-
-def cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "vertex-trainer"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "from vertex_trainer.cli import main; main()"]
+    return edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url)
 
 
 @pytest.fixture

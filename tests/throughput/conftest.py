@@ -17,15 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import cli_command
+
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 64  # 4 executions of 16 steps: the first (tracing) is not measured
 SYNTH = ("import sys; from trainer.datagen import synthesize; "
          "synthesize(sys.argv[1], examples=64, shards=4, image_size=512, num_classes=4, seed=5)")
-
-
-def cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "vertex-trainer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "vertex_trainer"]
 
 
 def quiet_env(**extra: str) -> dict[str, str]:

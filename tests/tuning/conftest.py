@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import copy
 import io
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_support import cli_command, edge_env
 import yaml
 
 from vertex_trainer.emulators.vertex import FakeVertex
@@ -90,26 +90,7 @@ def write_spec(tmp_path: Path, change=None, name: str = "spec.yaml") -> Path:
 
 @pytest.fixture
 def cli_env(fake, tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "CLOUD_ML_"))}
-    gcloud_dir = tmp_path / "gcloud-config"
-    gcloud_dir.mkdir(exist_ok=True)
-    env.update({
-        "VERTEX_TRAINER_API_ENDPOINT": fake.url,
-        "VERTEX_TRAINER_RETRY": "attempts=4,initial=0.01,maximum=0.05,deadline=10,read_timeout=5",
-        "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
-        "CLOUDSDK_CONFIG": str(gcloud_dir),
-        "NO_GCE_CHECK": "true",
-        "COLUMNS": "200",
-    })
-    return env
-
-
-def cli_command() -> list[str]:
-    script = Path(sys.executable).parent / "vertex-trainer"
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "from vertex_trainer.cli import main; main()"]
+    return edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url)
 
 
 @pytest.fixture
