@@ -19,7 +19,7 @@ from vertex_trainer.vertex.logs import (
     FollowPolicy, LogsClient, _Cursor, parse_entry, parse_since, queue_note, rfc3339, to_ns,
 )
 
-from .conftest import FAST_RETRY, PROJECT, job_body
+from .conftest import PROJECT, job_body
 
 NAME = "projects/test-project/locations/us-central1/customJobs/{}"
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from vertex_trainer import api, render
+from vertex_trainer import api
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.hptuning import Trial, TuningJob, best_trial
 
