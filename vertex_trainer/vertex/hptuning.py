@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from vertex_trainer.gcp.http import ApiError
-from vertex_trainer.settings import PollPolicy, Settings
+from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
 from vertex_trainer.vertex.names import job_name, split_name
 
@@ -141,18 +141,10 @@ class TuningJob(Job):
     """A Vertex AI HyperparameterTuningJob: a `Job` (state, refresh, wait, cancel) with
     `trials()` and `best_trial()`. `TuningJob.get(name)` attaches to any tuning job."""
 
+    client_class = TuningClient   # Job.get reads the collection and the client from here
+    kind = "hyperparameter tuning job"
     _on_trial: Callable[[Trial], None] | None = None
     _reported: frozenset[str] = frozenset()
-
-    @classmethod
-    def get(cls, job: str, *, project: str | None = None, region: str | None = None,
-            settings: Settings | None = None, client: JobsClient | None = None) -> "TuningJob":
-        """Fetch a tuning job by resource name, or by id with project and region."""
-        name = tuning_job_name(job, project, region)
-        if client is None:
-            p, r, _ = split_tuning_name(name)
-            client = TuningClient(p, r, settings=settings)
-        return cls(client.get(name), client)
 
     @property
     def console_url(self) -> str:

@@ -206,6 +206,9 @@ class Job(JobState):
 
     Returned by `vertex_trainer.submit`; `Job.get(name)` attaches to any job."""
 
+    client_class: type[JobsClient] = JobsClient   # a subclass names its collection's client
+    kind = "job"                                   # what error messages call it
+
     def __init__(self, data: dict, client: JobsClient, *, image: str | None = None,
                  idempotency_key: str | None = None, adopted: bool = False):
         self.data = data
@@ -220,10 +223,11 @@ class Job(JobState):
     def get(cls, job: str, *, project: str | None = None, region: str | None = None,
             settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
         """Fetch a job by resource name, or by id with project and region."""
-        name = job_name(job, project, region)
+        collection = cls.client_class.collection
+        name = job_name(job, project, region, collection=collection, what=cls.kind)
         if client is None:
-            p, r, _ = split_name(name)
-            client = JobsClient(p, r, settings=settings)
+            p, r, _ = split_name(name, collection)
+            client = cls.client_class(p, r, settings=settings)
         return cls(client.get(name), client)
 
     # -- fields --------------------------------------------------------------------------------
