@@ -9,12 +9,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class LoopbackServer:
     """Mixin: `_serve(Handler)` starts the server; `url`, `stop()` and `with` come for free.
 
-    The class using it sets `host`, `port` (0 = any free port) and `self._server = None`.
+    The class using it sets `host`, `port` (0 = any free port) and `self._server = None`; for
+    fault injection also `faults` (a list) and `_lock` (a threading.Lock).
     """
 
     host: str
     port: int
     _server: ThreadingHTTPServer | None
+    faults: list[tuple[str | None, int]]   # (method or None, status) answered instead, in order
+    _lock: threading.Lock
+
+    def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
+        """Answer the next `times` requests (of `method`, or any) with `status` instead."""
+        with self._lock:
+            self.faults.extend([(method, status)] * times)
+
+    def _take_fault(self, method: str) -> int | None:
+        with self._lock:
+            for i, (want, status) in enumerate(self.faults):
+                if want in (None, method):
+                    del self.faults[i]
+                    return status
+        return None
 
     def _serve(self, handler: type[BaseHTTPRequestHandler]):
         self._server = ThreadingHTTPServer((self.host, self.port), handler)

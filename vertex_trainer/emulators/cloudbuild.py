@@ -70,19 +70,6 @@ class FakeCloudBuild(LoopbackServer):
         self._polls: dict[str, int] = {}
         self.sources: dict[str, bytes] = {}   # build id -> the context it fetched
 
-    def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
-        """Answer the next `times` requests (of `method`, or any) with `status` instead."""
-        with self._lock:
-            self.faults.extend([(method, status)] * times)
-
-    def _take_fault(self, method: str) -> int | None:
-        with self._lock:
-            for i, (want, status) in enumerate(self.faults):
-                if want in (None, method):
-                    del self.faults[i]
-                    return status
-        return None
-
     @property
     def creates(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.method == "POST" and r.path.endswith("/builds")]

@@ -52,19 +52,6 @@ class FakeRegistry(LoopbackServer):
             self.manifests[ref] = digest
         return digest
 
-    def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
-        """Answer the next `times` requests (of `method`, or any) with `status` instead."""
-        with self._lock:
-            self.faults.extend([(method, status)] * times)
-
-    def _take_fault(self, method: str) -> int | None:
-        with self._lock:
-            for i, (want, status) in enumerate(self.faults):
-                if want in (None, method):
-                    del self.faults[i]
-                    return status
-        return None
-
     def has(self, image: str) -> bool:
         with self._lock:
             return _strip_host(image) in self.manifests
