@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
 
 
 class LoopbackServer:
@@ -55,3 +57,19 @@ class LoopbackServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve_until_interrupted(fake: Any, lines: Iterable[str],
+                            echo: Callable[[str], None] | None = None) -> None:
+    """For the `vertex-trainer dev` commands: print `lines` (URL, exports) and keep the started
+    `fake` running until Ctrl-C, then stop it."""
+    echo = echo or (lambda text: print(text, flush=True))
+    for line in lines:
+        echo(line)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.stop()

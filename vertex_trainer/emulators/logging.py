@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import LoopbackServer
+from vertex_trainer.emulators._http import LoopbackServer, serve_until_interrupted
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 50
@@ -369,14 +369,6 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve(host: str = "127.0.0.1", port: int = 8766, *, echo=None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-logging`)."""
-    echo = echo or (lambda text: print(text, flush=True))
     fake = FakeLogging(host, port).start()
-    echo(f"fake Cloud Logging listening on {fake.url} (entries:list, entries:write)")
-    echo(f"  export VERTEX_TRAINER_LOGGING_ENDPOINT={fake.url}")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        fake.stop()
+    serve_until_interrupted(fake, [f"fake Cloud Logging listening on {fake.url} (entries:list, entries:write)",
+                                   f"  export VERTEX_TRAINER_LOGGING_ENDPOINT={fake.url}"], echo)

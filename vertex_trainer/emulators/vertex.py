@@ -41,6 +41,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from vertex_trainer.emulators._http import serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
 from vertex_trainer.emulators.vertex_models import ModelService
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
@@ -504,15 +505,7 @@ _BAD_JSON = object()
 def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None,
           echo=None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-vertex`)."""
-    echo = echo or (lambda text: print(text, flush=True))
     fake = FakeVertex(host, port, script=script or DEFAULT_SCRIPT)
     fake.start()
-    echo(f"fake Vertex AI JobService listening on {fake.url}")
-    echo(f"  export VERTEX_TRAINER_API_ENDPOINT={fake.url}")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        fake.stop()
+    serve_until_interrupted(fake, [f"fake Vertex AI JobService listening on {fake.url}",
+                                   f"  export VERTEX_TRAINER_API_ENDPOINT={fake.url}"], echo)
