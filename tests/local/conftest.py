@@ -12,6 +12,8 @@ import uuid
 
 import pytest
 
+from tests.process_support import pid_alive
+
 from vertex_trainer.emulators.gcs import GcsEmulator
 from vertex_trainer.settings import Settings
 
@@ -85,16 +87,6 @@ def python_command(script: str) -> list[str]:
     return ["python", "-c", script]
 
 
-def pid_alive(pid: int) -> bool:
-    """True if `pid` exists and is not a zombie (read from /proc; psutil is not installed)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
 def wait_gone(pids, timeout: float) -> list[int]:
     """Wait (on pidfds: woken by each exit, no polling) until every pid has exited or `timeout`
     has passed; the pids still alive."""
@@ -109,21 +101,6 @@ def wait_gone(pids, timeout: float) -> list[int]:
         finally:
             os.close(fd)
     return [p for p in pids if pid_alive(p)]
-
-
-def processes_with_env(marker: str) -> list[int]:
-    """PIDs whose environment contains `marker` (a per-test token given to every replica)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker.encode() in f.read() and pid_alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.fixture

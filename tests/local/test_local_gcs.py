@@ -198,7 +198,9 @@ def test_a_local_run_reaches_the_emulator_through_the_settings_environment(
     from vertex_trainer.local import SUCCEEDED, run_local
     from vertex_trainer.settings import Settings
 
-    from .conftest import custom_job, processes_with_env, python_command, worker_pool
+    from tests.process_support import processes_with_env
+
+    from .conftest import custom_job, python_command, worker_pool
 
     base = f"gs://{gcs_bucket}/runs/stand-in"
     job = custom_job(base, [worker_pool(command=python_command(WRITE_METRICS))])

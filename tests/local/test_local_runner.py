@@ -19,11 +19,11 @@ from vertex_trainer.local import (
     CANCELLED, FAILED, SUCCEEDED, build_replicas, command_of, parse_progress, run_local,
 )
 from vertex_trainer.local.display import Display
+from tests.process_support import pid_alive, processes_with_env
 from vertex_trainer.settings import Settings
 
 from .conftest import (
-    custom_job, local_settings, pid_alive, processes_with_env, python_command,
-    settings_without_gcs, wait_gone, worker_pool,
+    custom_job, local_settings, python_command, settings_without_gcs, wait_gone, worker_pool,
 )
 
 # A stand-in replica that reports the environment it was given (in a file per replica).

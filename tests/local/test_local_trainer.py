@@ -16,7 +16,9 @@ import pytest
 from vertex_trainer.local import FAILED, SUCCEEDED, run_local
 from vertex_trainer.settings import Settings
 
-from .conftest import local_settings, processes_with_env
+from tests.process_support import processes_with_env
+
+from .conftest import local_settings
 
 pytestmark = [pytest.mark.trainer, pytest.mark.slow]
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_support import processes_with_env
+
 from vertex_trainer.sandbox import READY, Sandbox
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 
@@ -195,30 +197,6 @@ def base_env(marker, tmp_path) -> dict[str, str]:
 
 
 # -- processes and ports ---------------------------------------------------------------------------
-
-def pid_alive(pid: int) -> bool:
-    """True if `pid` exists and is not a zombie (from /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
-def processes_with_env(marker: str) -> list[int]:
-    """PIDs (not this one) whose environment holds `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                if marker.encode() in f.read() and pid_alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def ports_of(exports: dict[str, str]) -> list[int]:

@@ -14,7 +14,9 @@ from vertex_trainer import api
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.vertex.jobs import Job, JobsClient
 
-from .conftest import PROJECT, REGION, echo_deploy_request, pid_alive, python_job
+from tests.process_support import pid_alive
+
+from .conftest import PROJECT, REGION, echo_deploy_request, python_job
 
 pytestmark = pytest.mark.wire
 

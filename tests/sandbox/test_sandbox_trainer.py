@@ -16,7 +16,9 @@ import pytest
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
-from .conftest import ROOT, SandboxProcess, cli, ports_of, processes_with_env, refused
+from tests.process_support import processes_with_env
+
+from .conftest import ROOT, SandboxProcess, cli, ports_of, refused
 
 SPEC = "examples/sandbox/digits.yaml"
 BUCKET = "sandbox-demo"   # the spec's
