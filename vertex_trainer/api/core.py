@@ -259,8 +259,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         far = preflight.registry_far(spec)
         if far:
             log(far)
-        if not dry_run:
-            preflight.check_stand_ins(spec, settings, builder=builder)
+        if not dry_run:  # (the stand-ins a build needs are checked by package(), below)
             preflight.check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
         capacity.before_submit(spec, settings=settings, log=log, quota=quota_check and not dry_run)
     artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder,
