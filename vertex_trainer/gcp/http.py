@@ -221,20 +221,18 @@ class ApiClient:
     # -- with retries -------------------------------------------------------------------------
     def call(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any):
         """`send` with retries of transient failures; returns the response."""
-        budget = budget or self.budget()
-        while True:
-            try:
-                return self.send(op, method, path, **kwargs)
-            except Transient as exc:
-                budget.backoff(op, str(exc), retry_hint=self.retry_hint)
+        return self._retried(op, budget, lambda: self.send(op, method, path, **kwargs))
 
     def json(self, op: str, method: str, path: str, *, budget: Budget | None = None,
              **kwargs: Any) -> dict:
         """`call` and decode the JSON answer (a 2xx that is not JSON counts as transient)."""
+        return self._retried(op, budget, lambda: decode(self.send(op, method, path, **kwargs)))
+
+    def _retried(self, op: str, budget: Budget | None, attempt: Callable[[], Any]) -> Any:
         budget = budget or self.budget()
         while True:
             try:
-                return decode(self.send(op, method, path, **kwargs))
+                return attempt()
             except Transient as exc:
                 budget.backoff(op, str(exc), retry_hint=self.retry_hint)
 
