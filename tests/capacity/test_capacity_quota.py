@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.capacity.conftest import H100, H100_SPOT, PROJECT, REGION
-from vertex_trainer import capacity
+from vertex_trainer.workflows import capacity
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec

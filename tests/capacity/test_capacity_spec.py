@@ -11,7 +11,7 @@ from tests.capacity.conftest import SPEC
 from vertex_trainer import regions, render
 from vertex_trainer.contract import ATTEMPT_LABEL
 from vertex_trainer.errors import SpecError
-from vertex_trainer.fallback import refusal
+from vertex_trainer.workflows.fallback import refusal
 from vertex_trainer.gcp.http import ApiError, quota_metrics
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.jobs import capacity_quota

@@ -97,12 +97,12 @@ def test_without_deploy_the_pipeline_only_trains(spec):
 
 
 def test_resolve_versions_the_existing_model_and_reuses_the_endpoint(spec, settings, fake):
-    from vertex_trainer import deploying
+    from vertex_trainer.workflows import deployment
     from vertex_trainer.vertex.deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
 
     client = RegistryClient("test-project", "europe-west4", settings=settings)
-    earlier = deploy(client, deploying.request(spec, "gs://out-bucket/old/model", "old-job", IMAGE),
+    earlier = deploy(client, deployment.request(spec, "gs://out-bucket/old/model", "old-job", IMAGE),
                      poll=settings.poll)
     ir = api.compile_pipeline(spec, resolve=True, idempotency_key="k-1", settings=settings)
     tasks = _tasks(ir)

@@ -6,7 +6,7 @@ import pytest
 
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
-from vertex_trainer.preflight import buckets_of, location_mismatch
+from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
 from vertex_trainer.spec import build_spec
 
 pytestmark = pytest.mark.wire

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from trainer.config import parse_flags
 
-from vertex_trainer import benching, render
+from vertex_trainer import render
+from vertex_trainer.workflows import benchmark
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
 from vertex_trainer.spec import build_spec, check_trainer_flags, load_spec
@@ -44,16 +45,16 @@ def test_the_bench_specs_are_the_published_configurations():
         assert t.precision in ("mixed_float16", "mixed_bfloat16"), path
         assert t.batch_size == 256 * spec.total_devices, path
         assert t.jit_compile == "true" or spec.hardware.accelerator.kind == "tpu", path  # TPUs compile anyway
-    assert benching.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-v100x4.yaml")).examples_per_sec == 1270
-    assert benching.reference_for(a100_spec()).examples_per_sec == 2375
-    assert benching.reference_for(a100_spec(precision="float32")).examples_per_sec == 909
-    assert benching.reference_for(a100_spec(model="tiny-cnn")) is None
-    assert benching.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-h100x8.yaml")) is None
+    assert benchmark.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-v100x4.yaml")).examples_per_sec == 1270
+    assert benchmark.reference_for(a100_spec()).examples_per_sec == 2375
+    assert benchmark.reference_for(a100_spec(precision="float32")).examples_per_sec == 909
+    assert benchmark.reference_for(a100_spec(model="tiny-cnn")) is None
+    assert benchmark.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-h100x8.yaml")) is None
 
 
 def test_plan_two_short_jobs_of_the_same_spec():
     spec = a100_spec()
-    plan = benching.plan(spec, steps=400)
+    plan = benchmark.plan(spec, steps=400)
     syn, real = (run.spec for run in plan.runs)
     assert [run.kind for run in plan.runs] == ["synthetic", "real"]
     assert (syn.name, real.name) == ("bench-resnet50-a100x8-bench-syn", "bench-resnet50-a100x8-bench-real")
@@ -67,18 +68,18 @@ def test_plan_two_short_jobs_of_the_same_spec():
 
 
 def test_plan_keeps_three_measured_executions():
-    plan = benching.plan(a100_spec(), steps=100)
+    plan = benchmark.plan(a100_spec(), steps=100)
     assert plan.steps_per_execution == 25 and plan.steps == 100
     assert "steps_per_execution 100 -> 25" in plan.notes[0]
-    local = benching.plan(a100_spec(), steps=400, local=True)
+    local = benchmark.plan(a100_spec(), steps=400, local=True)
     assert "run here, not on a2-highgpu-8g" in local.notes[-1]
     with pytest.raises(UserError, match="too few"):
-        benching.plan(a100_spec(), steps=3)
+        benchmark.plan(a100_spec(), steps=3)
 
 
 def test_run_keys_are_valid_labels_and_distinct():
     key = "k" * 63
-    keys = {benching.run_key(key, kind) for kind in benching.KINDS}
+    keys = {benchmark.run_key(key, kind) for kind in benchmark.KINDS}
     assert len(keys) == 2 and all(check_key(k) for k in keys)
 
 
@@ -90,13 +91,13 @@ def _metrics(device: str, rate: float, wait: float, replicas: int = 8) -> dict:
 
 
 def _results(syn: dict, real: dict) -> dict:
-    return {kind: benching.Result(kind, f"job-{kind}", "JOB_STATE_SUCCEEDED", f"gs://b/{kind}", m)
+    return {kind: benchmark.Result(kind, f"job-{kind}", "JOB_STATE_SUCCEEDED", f"gs://b/{kind}", m)
             for kind, m in (("synthetic", syn), ("real", real))}
 
 
 def test_report_compares_with_the_published_reference():
     spec = a100_spec()
-    out = benching.report(spec, benching.plan(spec), _results(_metrics("gpu", 17_000, 0.01),
+    out = benchmark.report(spec, benchmark.plan(spec), _results(_metrics("gpu", 17_000, 0.01),
                                                               _metrics("gpu", 9_500, 0.41)))
     assert out["synthetic_examples_per_sec"] == 17_000 and out["real_examples_per_sec"] == 9_500
     assert out["input_wait_fraction"] == 0.41 and out["bound"] == "input"
@@ -104,13 +105,13 @@ def test_report_compares_with_the_published_reference():
     ref = out["reference"]
     assert ref["examples_per_sec_per_device"] == 2375 and "DeepLearningExamples" in ref["source"]
     assert ref["synthetic_vs_reference"] == round(2125 / 2375, 3) and ref["real_vs_reference"] == 0.5
-    text = benching.text(out)
+    text = benchmark.text(out)
     assert "2,375 examples/s per NVIDIA_TESLA_A100" in text and "input-bound" in text
 
 
 def test_a_local_run_of_a_gpu_spec_is_not_compared_with_the_gpu_reference():
     spec = a100_spec()
-    out = benching.report(spec, benching.plan(spec, local=True),
+    out = benchmark.report(spec, benchmark.plan(spec, local=True),
                           _results(_metrics("cpu", 20, 0.0, 1), _metrics("cpu", 10, 0.5, 1)))
     assert out["hardware"] == "this machine" and out["devices"] == 1
     assert out["reference"]["real_vs_reference"] is None  # shown, not compared
@@ -120,7 +121,7 @@ def test_a_run_without_metrics_is_a_clear_error():
     spec = a100_spec()
     results = _results(_metrics("gpu", 1, 0), None)
     with pytest.raises(UserError, match="real bench run left no metrics.json"):
-        benching.report(spec, benching.plan(spec), results)
+        benchmark.report(spec, benchmark.plan(spec), results)
 
 
 def test_bench_validates_the_spec_like_submit():

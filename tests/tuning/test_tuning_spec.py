@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from vertex_trainer import render, tuning
+from vertex_trainer import render
+from vertex_trainer.workflows import tuning
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import build_spec
 

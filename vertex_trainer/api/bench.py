@@ -20,16 +20,16 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
           client: JobsClient | None = None, settings: Settings | None = None) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (CONTRACT section 9), and
     return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
-    "bound", "reference", ...}` (vertex_trainer.benching). `local=True` runs both here; else
+    "bound", "reference", ...}` (vertex_trainer.workflows.benchmark). `local=True` runs both here; else
     each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
     derived from `idempotency_key`, so a retried bench adopts the jobs it already created."""
-    from vertex_trainer import benching
+    from vertex_trainer.workflows import benchmark
     from vertex_trainer.errors import JobFailed
 
     settings = settings or (client.settings if client else settings_from_env())
     log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
-    plan = benching.plan(spec, steps=steps or benching.DEFAULT_STEPS, local=local)
+    plan = benchmark.plan(spec, steps=steps or benchmark.DEFAULT_STEPS, local=local)
     for note in plan.notes:
         log(f"bench: {note}")
     results = {}
@@ -39,12 +39,12 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
             job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
             if not job.succeeded:
                 raise JobFailed(job.failure_message())
-            results[run.kind] = benching.Result(run.kind, job.name, job.state, job.result.output_dir,
+            results[run.kind] = benchmark.Result(run.kind, job.name, job.state, job.result.output_dir,
                                                 job.result.metrics)
         else:
-            job = submit(run.spec, wait=True, idempotency_key=benching.run_key(key, run.kind), log=log,
+            job = submit(run.spec, wait=True, idempotency_key=benchmark.run_key(key, run.kind), log=log,
                          client=client, settings=settings,
                          on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
-            results[run.kind] = benching.Result(run.kind, job.name, job.state, run.spec.output_dir,
-                                                benching.read_metrics(settings, run.spec.output_dir))
-    return {**benching.report(spec, plan, results), "idempotency_key": None if local else key}
+            results[run.kind] = benchmark.Result(run.kind, job.name, job.state, run.spec.output_dir,
+                                                benchmark.read_metrics(settings, run.spec.output_dir))
+    return {**benchmark.report(spec, plan, results), "idempotency_key": None if local else key}

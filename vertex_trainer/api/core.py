@@ -141,7 +141,7 @@ def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = Fals
             log: Log | None = None, settings: Settings | None = None) -> "PackageResult":
     """Build and push the image once per content hash (or stage the Python package)."""
     from vertex_trainer import packaging
-    from vertex_trainer.preflight import check_stand_ins
+    from vertex_trainer.workflows.preflight import check_stand_ins
 
     if spec.image is None:
         from vertex_trainer.errors import SpecError
@@ -243,8 +243,8 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     - ``wait=True`` follows the job to its end (raises JobFailed unless it SUCCEEDED).
     - ``local=True`` runs the same rendered job on this machine instead (vertex_trainer.local).
     - ``dry_run=True`` returns a :class:`DryRun` describing the requests; nothing is sent, built
-      or run. ``quota_check=False`` skips the quota pre-flight (vertex_trainer.capacity).
-    - ``scheduling.fallback``: vertex_trainer.fallback; ``follow(job, timeout)`` then waits for each
+      or run. ``quota_check=False`` skips the quota pre-flight (vertex_trainer.workflows.capacity).
+    - ``scheduling.fallback``: vertex_trainer.workflows.fallback; ``follow(job, timeout)`` then waits for each
       attempt instead of Job.wait, and the caller judges the last job (no JobFailed).
     """
     from vertex_trainer import render
@@ -254,7 +254,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     check(spec, local=local)  # exit 2 before anything is built, sent or run
     if not local:
-        from vertex_trainer import capacity, preflight
+        from vertex_trainer.workflows import capacity, preflight
 
         far = preflight.registry_far(spec)
         if far:
@@ -266,7 +266,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
                                       log=log, settings=settings)
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
     if spec.tune is not None:  # a HyperparameterTuningJob whose trials run `body` (tuning.py)
-        from vertex_trainer import tuning
+        from vertex_trainer.workflows import tuning
 
         return tuning.submit(spec, body, key=key, image=image, package=_package_step(plan),
                              wait=wait, local=local, dry_run=dry_run, timeout=timeout,
@@ -284,7 +284,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     if dry_run:
         return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
     if spec.scheduling.fallback:  # capacity fallback (CONTRACT section 8)
-        from vertex_trainer import fallback
+        from vertex_trainer.workflows import fallback
 
         return fallback.submit(client, spec, artifact, key, image=image, job_type=Job, wait=wait,
                                timeout=timeout, follow=follow, on_state=on_state, log=log, check=follow is None)
@@ -328,7 +328,7 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
     """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
     the spec's endpoint, at most once per job (CONTRACT section 5). `dry_run` returns the
     requests it would send, as a dict, and sends nothing."""
-    from vertex_trainer import deploying
+    from vertex_trainer.workflows import deployment
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
     from vertex_trainer.vertex.deploy import deploy as run_deploy
@@ -347,16 +347,16 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
             artifact, label, image = f"<output_dir of {job}>/model", "JOB_ID", "<the job's image>"
         else:
             found = status(job, project=spec.project, region=spec.region, settings=settings)
-            artifact, label, image = deploying.from_job(spec, found.data)
+            artifact, label, image = deployment.from_job(spec, found.data)
     else:
         planned = plan_artifact(spec).image_uri if spec.image is not None else None
-        artifact, label, image = deploying.from_model_dir(model_dir, planned)
-    request = deploying.request(spec, artifact, label, image)
+        artifact, label, image = deployment.from_model_dir(model_dir, planned)
+    request = deployment.request(spec, artifact, label, image)
     if dry_run:
-        return deploying.dry_run(client, request)
-    deploying.check_model_dir(settings, artifact, log=log)
+        return deployment.dry_run(client, request)
+    deployment.check_model_dir(settings, artifact, log=log)
     return run_deploy(client, request, poll=settings.poll,
-                      timeout=timeout or deploying.deploy_block(spec).timeout, log=log)
+                      timeout=timeout or deployment.deploy_block(spec).timeout, log=log)
 
 
 # -- jobs by name --------------------------------------------------------------------------------

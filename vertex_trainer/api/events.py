@@ -73,7 +73,7 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
         request = body()
         return DryRun(request, client.requests_for(request, pipeline_job_id(key)), made["image"], key,
                       package=_package_step(made["plan"]))
-    from vertex_trainer.preflight import check_buckets
+    from vertex_trainer.workflows.preflight import check_buckets
 
     check_buckets(spec, settings=settings, log=log)
     data, adopted = create_idempotent(client, body, pipeline_job_id(key), key)

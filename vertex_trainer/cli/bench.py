@@ -25,7 +25,8 @@ def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Proj
                    "adopted, never created twice. Default: random")] = None) -> None:
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
     input wait, input- or compute-bound, and the published reference for known hardware."""
-    from vertex_trainer import api, benching
+    from vertex_trainer import api
+    from vertex_trainer.workflows import benchmark
     from vertex_trainer.vertex.names import check_key
 
     if idempotency_key is not None:
@@ -38,7 +39,7 @@ def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Proj
     if output is OutputFormat.json:
         emit_json(result)
     else:
-        print(benching.text(result))
+        print(benchmark.text(result))
 
 
 def register(app: typer.Typer) -> None:

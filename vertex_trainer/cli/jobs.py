@@ -74,7 +74,7 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
             _show_dry_run(result, output)
             return show_deployment(api.deploy(job_spec, job="JOB", dry_run=True, settings=cfg), output)
         return _show_dry_run(result, output) if dry_run else _show_local(result, output)
-    if wait and job_spec.scheduling.fallback:  # each attempt followed in turn (vertex_trainer.fallback)
+    if wait and job_spec.scheduling.fallback:  # each attempt followed in turn (vertex_trainer.workflows.fallback)
         job = _submit_with_fallback(job_spec, cfg, output, idempotency_key, quota_check,
                                     cancel_on_interrupt, show_logs, emit=not deploy_after)
     else:
@@ -198,7 +198,7 @@ def _show_created(job, output: OutputFormat) -> None:
 
 
 def _show_attempts(job) -> None:
-    from vertex_trainer.fallback import summary
+    from vertex_trainer.workflows.fallback import summary
 
     print(f"attempts {summary(job.attempts)}")
 

@@ -29,7 +29,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
                  "(Cloud Quotas API): exit 2 when it is clearly too small")] = False) -> None:
     """Check a job spec (fields, hardware, scheduling) without sending anything (--check-quota:
     one read-only look at the project's quota)."""
-    from vertex_trainer import capacity
+    from vertex_trainer.workflows import capacity
     from vertex_trainer.hardware import fmt_duration
 
     cfg = settings()
@@ -61,7 +61,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
 
 def _quota_lines(job, cfg) -> list[str]:
     """validate --check-quota: a line per strategy of the plan (warnings go to stderr)."""
-    from vertex_trainer import capacity
+    from vertex_trainer.workflows import capacity
 
     if capacity.offline(cfg):
         return ["  quota     not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set"]

@@ -4,9 +4,9 @@
     compiler.py  the kfp pipeline (kfp and GCPC imported inside `compile_ir` only)
     job.py       the PipelineJob REST body, the pipeline root, and the registry look-ups that
                  decide between a new model or a new version, a new endpoint or an existing one
-    build.py     spec -> the one rendered CustomJob + deploying's DeployRequest -> IR and body
+    build.py     spec -> the one rendered CustomJob + workflows.deployment's DeployRequest -> IR and body
 
-Layering: below the orchestrator (api) and the trigger, above `deploying` (whose DeployRequest
+Layering: below the orchestrator (api) and the trigger, above `workflows.deployment` (whose DeployRequest
 it compiles) and the Vertex clients and `render`: one render serves every output.
 """
 

@@ -1,9 +1,10 @@
 """From a resolved spec to the PipelineJob: one render of the CustomJob, the deploy request of
-`deploying`, the registry look-ups (when asked), the compiled pipeline and the REST body."""
+`workflows.deployment`, the registry look-ups (when asked), the compiled pipeline and the REST body."""
 
 from __future__ import annotations
 
-from vertex_trainer import deploying, render
+from vertex_trainer import render
+from vertex_trainer.workflows import deployment
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
 from vertex_trainer.pipeline.compiler import compile_ir
@@ -25,7 +26,7 @@ def pipeline_ir(spec: JobSpec, artifact: Artifact, key: str | None, *,
     if spec.deploy is not None:
         if not spec.output_dir:
             raise UserError("deploy: registers the job's <output_dir>/model: set output_dir")
-        request = deploying.request(spec, f"{spec.output_dir.rstrip('/')}/model", key or "compile",
+        request = deployment.request(spec, f"{spec.output_dir.rstrip('/')}/model", key or "compile",
                                     artifact.image_uri)
         target = resolve_target(registry, request) if registry else first_deploy(request)
     return compile_ir(job, name=spec.name, project=spec.project or "", location=spec.region, key=key,

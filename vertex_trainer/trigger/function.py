@@ -16,7 +16,7 @@ from vertex_trainer import packaging
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.pipeline import default_root, pipeline_ir
-from vertex_trainer.preflight import buckets_of
+from vertex_trainer.workflows.preflight import buckets_of
 from vertex_trainer.settings import Settings
 from vertex_trainer.trigger import bundle, gcloud
 from vertex_trainer.trigger.prepare import Prepared, prepare
