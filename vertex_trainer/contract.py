@@ -1,4 +1,4 @@
-"""The names every layer agrees on (CONTRACT sections 2-4). A leaf: it imports nothing of ours.
+"""The names every layer agrees on (docs/contract.md sections 2-4). A leaf: it imports nothing of ours.
 
 Label keys, the AIP_* variables Vertex AI sets in each replica, job states, the trainer's module
 and the `Artifact` a job runs. Anything typed in two places belongs here instead.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# -- labels every job carries (CONTRACT section 3) ------------------------------------------------
+# -- labels every job carries (docs/contract.md section 3) ------------------------------------------------
 KEY_LABEL = "vertex-trainer-key"        # the idempotency key
 SPEC_LABEL = "vertex-trainer-spec"      # hash of the resolved spec
 JOB_LABEL = "vertex-trainer-job"        # on a model version: the training job it came from
 RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
-# On the jobs of a spec with scheduling.fallback (CONTRACT section 8): which strategy of the plan,
+# On the jobs of a spec with scheduling.fallback (docs/contract.md section 8): which strategy of the plan,
 # 1 = scheduling.strategy, 2 = fallback[0], ...; every attempt carries the same key label.
 ATTEMPT_LABEL = "vertex-trainer-attempt"
 MAX_USER_LABELS = 62                    # Vertex allows 64; we add the two above
@@ -30,7 +30,7 @@ AIP_DIRS = {                            # variable -> sub-directory of baseOutpu
 }
 VERTEX_ENV = (*AIP_DIRS, "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID")
 
-# -- the trainer inside the image (CONTRACT section 4) --------------------------------------------
+# -- the trainer inside the image (docs/contract.md section 4) --------------------------------------------
 TRAINER_MODULE = "trainer.task"
 METRICS_FILE = "metrics.json"           # written by the chief beside the model directory
 # A spec without `image:` runs only locally (the installed trainer): its rendered job names this.
@@ -93,7 +93,7 @@ class Artifact:
     python_module: str = TRAINER_MODULE
 
 
-# -- logs (CONTRACT section 7): what `logs` and `--wait` show, from Cloud Logging or a local run --
+# -- logs (docs/contract.md section 7): what `logs` and `--wait` show, from Cloud Logging or a local run --
 @dataclass(frozen=True)
 class LogEntry:
     """One entry of a job's log. `replica` is the task (workerpool0-0), or "service" for the

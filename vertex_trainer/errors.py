@@ -1,4 +1,4 @@
-"""Error types that carry their own exit code (CONTRACT section 2).
+"""Error types that carry their own exit code (docs/contract.md section 2).
 
 Everything a user can get wrong, or a service can refuse, is raised as one of these; the CLI
 prints the message (no traceback unless --debug) and exits with `exit_code`.

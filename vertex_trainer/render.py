@@ -105,7 +105,7 @@ def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | Non
     out[SPEC_LABEL] = spec_hash(spec)
     if idempotency_key:
         out[KEY_LABEL] = idempotency_key
-    if spec.scheduling.fallback:  # which strategy of the plan (CONTRACT section 8)
+    if spec.scheduling.fallback:  # which strategy of the plan (docs/contract.md section 8)
         out[ATTEMPT_LABEL] = str(attempt or 1)
     return out
 
@@ -136,7 +136,7 @@ def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key:
     return job
 
 
-# -- hyperparameter tuning (CONTRACT section 10) -------------------------------------------------
+# -- hyperparameter tuning (docs/contract.md section 10) -------------------------------------------------
 
 ALGORITHMS = {"auto": "ALGORITHM_UNSPECIFIED", "grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}
 GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}

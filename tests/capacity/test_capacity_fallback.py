@@ -1,4 +1,4 @@
-"""scheduling.fallback over the wire (CONTRACT section 8): the fake Vertex refuses Flex Start for
+"""scheduling.fallback over the wire (docs/contract.md section 8): the fake Vertex refuses Flex Start for
 capacity (the job ends FAILED with code 8) and Spot for quota (the create answers 429
 RESOURCE_EXHAUSTED); each next strategy is its own job under the same idempotency key."""
 

@@ -1,4 +1,4 @@
-"""The measured input wait and `bench --local`, with the real trainer (CONTRACT section 9).
+"""The measured input wait and `bench --local`, with the real trainer (docs/contract.md section 9).
 
 One bench run (session fixture) trains twice: on synthetic batches, then on 512 px JPEGs decoded
 by one thread for a 32 px tiny-cnn (starved of input). Timing on a shared 2-core machine is

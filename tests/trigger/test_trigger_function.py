@@ -1,5 +1,5 @@
 """The rendered function, served by the real functions-framework and fed the CloudEvents Eventarc
-sends, against the fake Vertex AI: which objects start runs, exactly once (CONTRACT section 6)."""
+sends, against the fake Vertex AI: which objects start runs, exactly once (docs/contract.md section 6)."""
 
 from __future__ import annotations
 

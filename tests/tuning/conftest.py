@@ -20,7 +20,7 @@ PROJECT, REGION = "test-project", "us-central1"
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
 FAST_POLL = PollPolicy(initial=0.01, maximum=0.02)
 
-# CONTRACT section 10's example block, on the submit tests' job.
+# docs/contract.md section 10's example block, on the submit tests' job.
 SPEC = """\
 name: tune-test
 project: test-project

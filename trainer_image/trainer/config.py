@@ -1,4 +1,4 @@
-"""The trainer's flags (CONTRACT section 4) -> one frozen TrainConfig.
+"""The trainer's flags (docs/contract.md section 4) -> one frozen TrainConfig.
 
 The flags are described once, as data, in `trainer.flags`; the parser and the range checks
 below are built from that table (and so is the spec's `trainer:` block in vertex-trainer).

@@ -1,4 +1,4 @@
-"""Every flag of `python -m trainer.task`, as data (CONTRACT section 4).
+"""Every flag of `python -m trainer.task`, as data (docs/contract.md section 4).
 
 The one description of the trainer's flags: `trainer.config` builds its argparse parser and its
 range checks from `FLAGS`, and vertex-trainer builds the spec's `trainer:` block from the flags
@@ -56,7 +56,7 @@ def _dir(name: str, env: str, what: str) -> Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    # -- the contract's flags (CONTRACT section 4) -----------------------------------------------
+    # -- the contract's flags (docs/contract.md section 4) -----------------------------------------------
     Flag("model", default="resnet50", choices=MODELS, help="model name: " + ", ".join(MODELS)),
     Flag("train_data", required=True,
          help="TFRecord files: a path, glob or comma-separated list (local, gs:// or /gcs/)"),

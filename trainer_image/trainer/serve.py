@@ -1,5 +1,5 @@
 """`python -m trainer.serve [MODEL_DIR] [--port PORT] [--host HOST]`: the exported model behind
-Vertex AI's prediction contract (CONTRACT section 5, docs/serving.md).
+Vertex AI's prediction contract (docs/contract.md section 5, docs/serving.md).
 
 `deploy.serving_image: auto` runs the job's own training image with this module as the
 Vertex AI Model's container command, and `vertex-trainer serve` runs the very same `serve()`

@@ -1,4 +1,4 @@
-"""`python -m trainer.task`: train an image classifier from TFRecords (CONTRACT section 4).
+"""`python -m trainer.task`: train an image classifier from TFRecords (docs/contract.md section 4).
 
 run(): parse flags -> strategy -> precision policy -> plan (files, steps, LR) and save the resolved
 config -> datasets (or synthetic batches), get_next timed -> build and compile inside
@@ -260,7 +260,7 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
-    """metrics.json (CONTRACT section 4 and more)."""
+    """metrics.json (docs/contract.md section 4 and more)."""
     history, progress, eval_results = outcome.history.history, outcome.progress, outcome.eval_results
     losses = history.get("loss") or []
     final_loss = losses[-1] if losses else progress.last_loss

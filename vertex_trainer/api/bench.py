@@ -1,4 +1,4 @@
-"""The API of `bench` (CONTRACT section 9): the job on synthetic, then real data."""
+"""The API of `bench` (docs/contract.md section 9): the job on synthetic, then real data."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["bench"]
 def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
           idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
           client: JobsClient | None = None, settings: Settings | None = None) -> dict:
-    """Run the spec's job briefly twice, on synthetic then on real data (CONTRACT section 9), and
+    """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md section 9), and
     return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
     "bound", "reference", ...}` (vertex_trainer.workflows.benchmark). `local=True` runs both here; else
     each is a short CustomJob on the spec's hardware, followed to its end; each job's key is

@@ -283,7 +283,7 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     client = client or JobsClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
         return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
-    if spec.scheduling.fallback:  # capacity fallback (CONTRACT section 8)
+    if spec.scheduling.fallback:  # capacity fallback (docs/contract.md section 8)
         from vertex_trainer.workflows import fallback
 
         return fallback.submit(client, spec, artifact, key, image=image, job_type=Job, wait=wait,
@@ -326,7 +326,7 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
            dry_run: bool = False, timeout: float | None = None, log: Log | None = None,
            settings: Settings | None = None) -> "Deployment | dict":
     """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
-    the spec's endpoint, at most once per job (CONTRACT section 5). `dry_run` returns the
+    the spec's endpoint, at most once per job (docs/contract.md section 5). `dry_run` returns the
     requests it would send, as a dict, and sends nothing."""
     from vertex_trainer.workflows import deployment
     from vertex_trainer.errors import UserError
@@ -371,7 +371,7 @@ def status(job: str, *, project: str | None = None, region: str | None = None,
 def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
                settings: Settings | None = None) -> "TuningJob":
     """The hyperparameter tuning job `job` (a resource name, or an id with project and region),
-    freshly fetched: `.trials()`, `.best_trial()`, `.wait()` (CONTRACT section 10)."""
+    freshly fetched: `.trials()`, `.best_trial()`, `.wait()` (docs/contract.md section 10)."""
     from vertex_trainer.vertex.hptuning import TuningJob
 
     return TuningJob.get(job, project=project, region=region,
@@ -399,7 +399,7 @@ def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = N
 def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
          since: str | None = None, project: str | None = None, region: str | None = None,
          settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
-    """A job's log in time order, each entry once (CONTRACT section 7): `LogEntry`s from Cloud
+    """A job's log in time order, each entry once (docs/contract.md section 7): `LogEntry`s from Cloud
     Logging for a Vertex AI job (a name, an id with `project`, or a `Job`), or from the record of
     a local run (its output directory, or its name). `follow=True` goes on until the job has
     ended, with a `JobEvent` at each look at its state and, unless it succeeded, a `Failure`

@@ -1,4 +1,4 @@
-"""The API of event-driven runs (CONTRACT section 6): Vertex AI Pipelines and storage triggers."""
+"""The API of event-driven runs (docs/contract.md section 6): Vertex AI Pipelines and storage triggers."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def pipeline_status(run: str, *, project: str | None = None, region: str | None 
 
 def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
                    log: Log | None = None, **options: Any) -> dict:
-    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (CONTRACT section 6;
+    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (docs/contract.md section 6;
     see trigger/bundle.py). Opens no connection. `options`: prefix, marker, sets, vars, project,
     region, trigger_location, function, runtime/trigger_service_account."""
     from vertex_trainer.trigger import function
@@ -115,7 +115,7 @@ def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: S
 
 def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
                         emit: Callable[[dict], None] | None = None) -> dict:
-    """The Cloud Run function's body (CONTRACT section 6): start the run a marker object asks
+    """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object asks
     for, at most once per (bucket, object, generation); acknowledge every other object. Returns
     (and emits as one JSON log line) what happened. An invalid event or spec is permanent: logged,
     acknowledged. Anything else raises: the function answers 500 and Eventarc redelivers."""

@@ -1,4 +1,4 @@
-"""bench: the spec's job briefly on synthetic then on real data; where the time goes (CONTRACT section 9)."""
+"""bench: the spec's job briefly on synthetic then on real data; where the time goes (docs/contract.md section 9)."""
 
 from __future__ import annotations
 

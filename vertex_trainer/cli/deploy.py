@@ -1,4 +1,4 @@
-"""deploy and serve: the trained model behind Vertex AI's prediction contract (CONTRACT section 5)."""
+"""deploy and serve: the trained model behind Vertex AI's prediction contract (docs/contract.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""submit, status, cancel, list: creating and following jobs (CONTRACT sections 2-3)."""
+"""submit, status, cancel, list: creating and following jobs (docs/contract.md sections 2-3)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
 def _submit_with_fallback(job_spec, cfg, output: OutputFormat, key: str | None, quota_check: bool,
                           cancel_on_interrupt: bool, show_logs: bool, emit: bool):
     """submit --wait of a spec with scheduling.fallback: show and follow each attempt's job; a
-    capacity refusal moves on to the next strategy (CONTRACT section 8)."""
+    capacity refusal moves on to the next strategy (docs/contract.md section 8)."""
     from vertex_trainer import api
 
     watched: dict = {}

@@ -1,4 +1,4 @@
-"""logs: a job's log lines (CONTRACT section 7); and `FollowView`, what `submit/status --wait`
+"""logs: a job's log lines (docs/contract.md section 7); and `FollowView`, what `submit/status --wait`
 show on stderr while they follow a job (state changes, replica-prefixed lines, the failure)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""package: build and push the training image once per content hash (CONTRACT section 2)."""
+"""package: build and push the training image once per content hash (docs/contract.md section 2)."""
 
 from __future__ import annotations
 

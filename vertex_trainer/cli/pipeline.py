@@ -1,4 +1,4 @@
-"""pipeline compile | submit | status | cancel: the job as a Vertex AI Pipelines run (CONTRACT 6)."""
+"""pipeline compile | submit | status | cancel: the job as a Vertex AI Pipelines run (docs/contract.md section 6)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
-    if job.tune is not None:  # hyperparameter tuning (CONTRACT section 10)
+    if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
         t = job.tune
         lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
                      f"trials, {t.parallel_trials} at a time ({t.algorithm} search)")

@@ -1,4 +1,4 @@
-"""trigger render | deploy: start a run when a dataset lands in Cloud Storage (CONTRACT 6)."""
+"""trigger render | deploy: start a run when a dataset lands in Cloud Storage (docs/contract.md section 6)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ FunctionOpt = Annotated[Optional[str], typer.Option("--function", help="function
                                                                        "vt-<spec name>)")]
 RuntimeSaOpt = Annotated[Optional[str], typer.Option(
     "--runtime-service-account", help="the function's identity (default: vt-run-...@PROJECT, created)")]
-# -o is the function directory here (CONTRACT section 6), so --output has no short form.
+# -o is the function directory here (docs/contract.md section 6), so --output has no short form.
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text for people, json for scripts")]
 TriggerSaOpt = Annotated[Optional[str], typer.Option(
     "--trigger-service-account", help="the trigger's identity, the only caller of the function "

@@ -1,4 +1,4 @@
-"""trials, and `submit` of a spec with `tune:` (CONTRACT section 10): hyperparameter tuning jobs.
+"""trials, and `submit` of a spec with `tune:` (docs/contract.md section 10): hyperparameter tuning jobs.
 
 `submit` delegates here when the spec has a tune: block (cli/jobs.py); `trials JOB` lists a
 tuning job's trials and the best one. Text goes to stdout (the table of trials), progress to

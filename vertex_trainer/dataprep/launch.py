@@ -19,7 +19,7 @@ from vertex_trainer.dataprep import records
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
 
-DEFAULT_MARKER = "_SUCCESS"     # what the trigger (CONTRACT section 6) waits for
+DEFAULT_MARKER = "_SUCCESS"     # what the trigger (docs/contract.md section 6) waits for
 RUNNERS = ("direct", "dataflow")
 # What Beam's own option check accepts (it refuses project names and numbers late, at submit).
 _JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -1,6 +1,6 @@
 """tf.train.Example bytes and TFRecord framing without TensorFlow (runs on Dataflow workers).
 
-The records are the trainer's input (CONTRACT section 4, the layout of the public ImageNet
+The records are the trainer's input (docs/contract.md section 4, the layout of the public ImageNet
 converters and of `trainer.datagen`). TensorFlow is 600 MB and 3 s to import; a Dataflow worker
 only needs to *write* five message types, so they are encoded here by hand:
 

@@ -48,7 +48,7 @@ class PackageResult:
         return self.action == "reused"
 
     def to_json(self) -> dict:
-        """The `package --output json` object (CONTRACT section 2), plus a few extra keys."""
+        """The `package --output json` object (docs/contract.md section 2), plus a few extra keys."""
         out = {"image": self.image, "built": self.built, "pushed": self.pushed,
                "context_hash": self.context_hash, "action": self.action,
                "builder": self.builder, "log_url": self.log_url}

@@ -1,4 +1,4 @@
-"""The job spec: one frozen, strict model, loaded once at the edge (CONTRACT section 1).
+"""The job spec: one frozen, strict model, loaded once at the edge (docs/contract.md section 1).
 
     model.py     the pydantic models (JobSpec, HardwareSpec, ImageSpec, Scheduling, BootDisk)
     deploy.py    the deploy: block (DeploySpec) and its rules against the rest of the spec

@@ -1,4 +1,4 @@
-"""The `deploy:` block (CONTRACT section 5): where and how the trained model is served.
+"""The `deploy:` block (docs/contract.md section 5): where and how the trained model is served.
 
 The model checks its own fields; `deploy_rules(spec)` checks what spans the spec (the endpoint's
 project and region, the serving image against how the job's code is packaged), run with the other

@@ -1,6 +1,6 @@
 """Loading a spec: YAML -> `--set` overrides -> `--project`/`--region` -> templates -> JobSpec.
 
-Override order (CONTRACT section 1): spec file < `--set` < `--project`/`--region` flags; then
+Override order (docs/contract.md section 1): spec file < `--set` < `--project`/`--region` flags; then
 jinja2 templating of string values; then validation (messages.py turns pydantic's errors into
 SpecError). Nothing here reads the environment or gcloud's configuration: the edge passes
 `environ` (for `{{ env.X }}`) and `default_project`/`default_region` in.

@@ -1,4 +1,4 @@
-"""The job spec as frozen, strict pydantic models (CONTRACT section 1).
+"""The job spec as frozen, strict pydantic models (docs/contract.md section 1).
 
 Each model checks only its own fields; the rules that span several fields live in rules.py and
 run from one `JobSpec` validator, so every way of building a JobSpec runs them. Build one with

@@ -105,7 +105,7 @@ def _scheduling(spec: Spec) -> None:
 
 
 def _fallback(spec: Spec) -> None:
-    """scheduling.fallback (CONTRACT section 8): other strategies than the primary, each once,
+    """scheduling.fallback (docs/contract.md section 8): other strategies than the primary, each once,
     each one the hardware takes (flex-start: a GPU DWS serves, timeout <= 7d)."""
     s = spec.scheduling
     if not s.fallback:

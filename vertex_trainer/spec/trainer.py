@@ -38,7 +38,7 @@ _BOUNDS = ("ge", "gt", "le", "lt")
 
 
 class _TrainerBase(Strict):
-    """The trainer's flags (CONTRACT section 4). Unset fields fall back to the trainer's defaults."""
+    """The trainer's flags (docs/contract.md section 4). Unset fields fall back to the trainer's defaults."""
 
     def to_args(self) -> list[str]:
         """The container args: `--kebab-case=value`, in field order, then extra_args."""

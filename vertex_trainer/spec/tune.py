@@ -1,4 +1,4 @@
-"""The `tune:` block (CONTRACT section 10): hyperparameter tuning over the trainer's own flags.
+"""The `tune:` block (docs/contract.md section 10): hyperparameter tuning over the trainer's own flags.
 
 The models check their own fields (a range or a list of values, min < max, a log scale above 0,
 parallel <= max trials); `tune_rules(spec)` checks what spans the spec, run with the other

@@ -1,4 +1,4 @@
-"""Event-driven runs: a dataset lands in Cloud Storage, a run starts (CONTRACT section 6).
+"""Event-driven runs: a dataset lands in Cloud Storage, a run starts (docs/contract.md section 6).
 
     events.py   pure: which finalized objects start a run (`<prefix><folder>/<marker>`), the
                 idempotency key of an object generation, the `{{ trigger.* }}` variables

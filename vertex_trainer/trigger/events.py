@@ -1,4 +1,4 @@
-"""Which storage events start a run, and under which idempotency key (CONTRACT section 6). Pure.
+"""Which storage events start a run, and under which idempotency key (docs/contract.md section 6). Pure.
 
 Eventarc calls the function once per finalized object (a 2 TB upload is thousands of calls), at
 least once each (a call may come again). So:
@@ -125,7 +125,7 @@ class Decision:
         return event_key(self.event.bucket, self.event.name, self.event.generation)
 
     def template_vars(self) -> dict[str, str]:
-        """`{{ trigger.* }}` for the spec (CONTRACT section 6)."""
+        """`{{ trigger.* }}` for the spec (docs/contract.md section 6)."""
         return trigger_vars(self.event.bucket, self.event.name, self.event.generation, self.prefix,
                             self.folder or "")
 

@@ -1,4 +1,4 @@
-"""Register a trained model and serve it, at most once per job (CONTRACT section 5).
+"""Register a trained model and serve it, at most once per job (docs/contract.md section 5).
 
 1. models:upload of the job's `<output_dir>/model` as a new version under the model with the
    requested display name (parentModel when it exists), the version labelled with the job's id;
@@ -97,7 +97,7 @@ class DeployRequest:
 
 @dataclass
 class Deployment:
-    """A model version serving on an endpoint (CONTRACT section 5 `deploy --output json`)."""
+    """A model version serving on an endpoint (docs/contract.md section 5 `deploy --output json`)."""
 
     model: str
     model_version: str

@@ -1,5 +1,5 @@
 """Vertex AI HyperparameterTuningJobs: create (idempotent), get, list, cancel, and `TuningJob`
-to follow one, with its trials and the best trial (CONTRACT section 10).
+to follow one, with its trials and the best trial (docs/contract.md section 10).
 
 The JobService wire of `customJobs`, for the `hyperparameterTuningJobs` collection: the same
 client (`TuningClient` is a `JobsClient` on another collection), the same idempotent create
@@ -78,7 +78,7 @@ class Trial:
         return self.state in TRIAL_ENDED
 
     def to_dict(self) -> dict:
-        """The CONTRACT section 10 trial object (plus where it ran, and its error, when known)."""
+        """The docs/contract.md section 10 trial object (plus where it ran, and its error, when known)."""
         out: dict = {"id": self.id, "state": self.state, "parameters": dict(self.parameters),
                      "metric": self.metric}
         for key in ("custom_job", "output_dir", "error"):
@@ -205,7 +205,7 @@ class TuningJob(Job):
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The CONTRACT section 2 submit object plus "trials" and "best_trial" (section 10)."""
+        """The docs/contract.md section 2 submit object plus "trials" and "best_trial" (section 10)."""
         best = self.best_trial()
         return {**super().to_dict(), "trials": [t.to_dict() for t in self.trials()],
                 "best_trial": best.to_dict() if best else None}

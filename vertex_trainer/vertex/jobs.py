@@ -5,13 +5,13 @@ Transport: the JobService REST wire (`/v1/projects/P/locations/L/customJobs`) th
 nothing on create; the body we send is the render output, which the tests parse with
 `aiplatform_v1.CustomJob`. See docs/submitter.md.
 
-Idempotency (CONTRACT section 3): every job carries `vertex-trainer-key=<key>`. Before creating,
+Idempotency (docs/contract.md section 3): every job carries `vertex-trainer-key=<key>`. Before creating,
 and after any create whose outcome is unknown (timeout, connection reset, 429/5xx), we list jobs
 with that label and adopt the one found instead of creating a second job.
 
 A create refused with 429 RESOURCE_EXHAUSTED naming a custom-training quota metric (the
 project's quota for the accelerator, not a rate limit) is final: `Refused` at once, never
-retried (capacity fallback, CONTRACT section 8, moves on to the next strategy).
+retried (capacity fallback, docs/contract.md section 8, moves on to the next strategy).
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ class Job(JobState):
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The CONTRACT section 2 submit object (with "attempts" when the spec has a fallback)."""
+        """The docs/contract.md section 2 submit object (with "attempts" when the spec has a fallback)."""
         out = {"name": self.name, "state": self.state, "console_url": self.console_url,
                "image": self.image, "idempotency_key": self.idempotency_key,
                "adopted": self.adopted}

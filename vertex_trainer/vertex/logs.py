@@ -1,5 +1,5 @@
 """A CustomJob's logs from Cloud Logging: read them, follow them until the job ends, and say why
-it failed (CONTRACT section 7). See docs/logs.md.
+it failed (docs/contract.md section 7). See docs/logs.md.
 
 Transport: `entries:list` (POST {logging}/v2/entries:list) through the one HTTP layer
 (`gcp.http.ApiClient`: retries with backoff and jitter, 429 included; Google's error shapes).

@@ -1,5 +1,5 @@
 """Vertex AI PipelineJobs over the one HTTP layer: create (idempotent), get, list, cancel, and
-`PipelineRun` to follow one (CONTRACT section 6).
+`PipelineRun` to follow one (docs/contract.md section 6).
 
 Idempotency is the service's own: pipelineJobs.create takes a client-chosen `pipelineJobId` and
 answers ALREADY_EXISTS for a reused one. The id is derived from the idempotency key, so a retried
@@ -235,7 +235,7 @@ class PipelineRun:
         return f"{text}: {self.error}" if self.error else text
 
     def to_dict(self) -> dict:
-        """The CONTRACT section 6 `pipeline submit --output json` object."""
+        """The docs/contract.md section 6 `pipeline submit --output json` object."""
         return {"name": self.name, "state": self.state, "console_url": self.console_url,
                 "idempotency_key": self.idempotency_key, "adopted": self.adopted}
 

@@ -4,7 +4,7 @@ Called by api.bench, which runs the two jobs (locally or as short CustomJobs on 
 hardware). Here: the two job variants (`plan`), the idempotency key of each, reading a cloud
 run's metrics.json, and the report: both throughputs, the measured input wait of the real run,
 `bound`, and, for known hardware and models, the published reference per accelerator with its
-source (CONTRACT section 9).
+source (docs/contract.md section 9).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _rate(metrics: dict) -> float | None:
 
 
 def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
-    """The bench's answer (CONTRACT section 9) from the two finished runs."""
+    """The bench's answer (docs/contract.md section 9) from the two finished runs."""
     missing = [k for k in KINDS if not (results.get(k) and results[k].metrics)]
     if missing:
         where = ", ".join(f"{results[k].output_dir}/metrics.json" for k in missing if k in results)

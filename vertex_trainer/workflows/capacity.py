@@ -1,5 +1,5 @@
 """Know before submitting: does the region offer the accelerator, and does the project's quota
-cover the job? (issue 13; CONTRACT section 8 is the fallback that handles what this cannot know.)
+cover the job? (issue 13; docs/contract.md section 8 is the fallback that handles what this cannot know.)
 
 - `region_warning(spec)`: pure, from the table in regions.py (a warning, never an error: the
   table is read from the docs on a date, the service decides).

@@ -1,4 +1,4 @@
-"""Capacity fallback (CONTRACT section 8): the plan's strategies tried in order, each as its own
+"""Capacity fallback (docs/contract.md section 8): the plan's strategies tried in order, each as its own
 job under one idempotency key.
 
 The plan is scheduling.strategy, then scheduling.fallback. Attempt n runs the n-th strategy and

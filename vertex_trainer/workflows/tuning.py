@@ -1,4 +1,4 @@
-"""Hyperparameter tuning (CONTRACT section 10): a spec with `tune:` becomes a Vertex AI
+"""Hyperparameter tuning (docs/contract.md section 10): a spec with `tune:` becomes a Vertex AI
 HyperparameterTuningJob whose trials each run the rendered CustomJob, or the same trials here.
 
 Called by `api.submit` with the CustomJob it rendered (one render: the tuning job's trial job
