@@ -16,12 +16,12 @@ Everything here is plain data and pure functions: no I/O, no heavy imports.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
 
 from vertex_trainer.errors import SpecError
+from vertex_trainer.suggest import suggest  # the "did you mean" ranking (a leaf)
 
 SEVEN_DAYS = 7 * 24 * 3600
 
@@ -221,28 +221,6 @@ PRESETS: dict[str, Preset] = {
         _gpu("tpu-v2-8", "cloud-tpu", "TPU_V2", 8),
     ]
 }
-
-
-def suggest(value: str, choices) -> str | None:
-    """The nearest valid choice, for "did you mean" hints.
-
-    A distinctive shared token wins first (NVIDIA_V100 -> NVIDIA_TESLA_V100, not NVIDIA_B200),
-    then plain string similarity.
-    """
-    choices = [str(c) for c in choices]
-    tokens = {t for t in re.split(r"[_\-.]+", str(value).lower()) if t}
-    if tokens and choices:
-        def toks(c):
-            return set(re.split(r"[_\-.]+", c.lower()))
-        # A token is distinctive if fewer than half of the choices carry it.
-        common = {t for t in tokens if sum(t in toks(c) for c in choices) * 2 >= len(choices)}
-        scored = [(len((tokens - common) & toks(c)), c) for c in choices]
-        best = max(score for score, _ in scored)
-        winners = [c for score, c in scored if score == best]
-        if best and len(winners) == 1:
-            return winners[0]
-    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 def resolve_preset(name: str, field: str = "hardware") -> dict:

@@ -147,12 +147,12 @@ def _in_region(rows: list[dict], region: str, output: OutputFormat) -> list[dict
     """The presets whose accelerator Vertex AI training offers in `region` (CPU ones always)."""
     from vertex_trainer import regions
     from vertex_trainer.errors import UserError
-    from vertex_trainer.hardware import suggest
+    from vertex_trainer.suggest import nearest
 
     if not regions.known(region):
-        near = suggest(region, regions.REGIONS)
+        near = nearest(region, regions.REGIONS)
         raise UserError(f"--region: {region!r} is not a Vertex AI training region in the table "
-                        f"(read {regions.READ})", hint=(f"did you mean '{near}'? " if near else "")
+                        f"(read {regions.READ})", hint=(f"did you mean '{near[0]}'? " if near else "")
                         + "known: " + ", ".join(regions.REGIONS))
     offered = regions.offered_in(region)
     if output is OutputFormat.text:

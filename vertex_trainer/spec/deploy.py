@@ -16,6 +16,7 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict, problem
 from vertex_trainer.spec.images import validate_image_reference
+from vertex_trainer.suggest import suggest
 
 # Machine families Vertex AI online prediction offers (docs: "Configure compute resources for
 # inference"); GPUs attach to n1, a2, a3 and g2 machines.
@@ -57,7 +58,7 @@ class DeploySpec(Strict):
                           hint="families: " + ", ".join(f"{f}-*" for f in SERVING_FAMILIES)
                                + "; e.g. n1-standard-4")
         if self.accelerator_type and self.accelerator_type not in SERVING_GPUS:
-            near = hw.suggest(self.accelerator_type, SERVING_GPUS)
+            near = suggest(self.accelerator_type, SERVING_GPUS)
             raise problem(f"{self.accelerator_type!r} is not a GPU Vertex AI serves with",
                           sub="accelerator_type",
                           hint=(f"did you mean '{near}'? " if near else "") + "allowed: " + ", ".join(SERVING_GPUS))

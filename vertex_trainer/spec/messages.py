@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import PROBLEM
 from vertex_trainer.spec.model import JobSpec
+from vertex_trainer.suggest import suggest
 
 _SHOWN = 80  # characters of a bad value quoted back
 
@@ -57,7 +57,8 @@ def shown(value: Any) -> str:
 
 
 def _one(err: dict) -> SpecError:
-    loc = tuple(err["loc"])
+    # A tagged union's branch ("~name", model.py's FallbackEntry) is not a key of the spec.
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("~")))
     field = dotted(loc)
     kind = err["type"]
     ctx = err.get("ctx") or {}
@@ -68,7 +69,8 @@ def _one(err: dict) -> SpecError:
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = list(model.model_fields) if model else []
-        near = hw.suggest(str(loc[-1]), allowed) if allowed else None
+        # A key one level too high names its section too (`--set epochs=5` -> trainer.epochs).
+        near = suggest(str(loc[-1]), allowed + _nested_keys(loc[:-1])) if allowed else None
         message = "unknown key" + (f"; did you mean '{near}'?" if near else "")
         return SpecError(field, message, has_value=False,
                          hint="allowed keys: " + ", ".join(allowed) if allowed else None)
@@ -78,7 +80,7 @@ def _one(err: dict) -> SpecError:
     hint = None
     if kind == "literal_error":
         expected = re.findall(r"'([^']*)'", ctx.get("expected", ""))
-        near = hw.suggest(str(err.get("input")), expected) if isinstance(err.get("input"), str) else None
+        near = suggest(str(err.get("input")), expected) if isinstance(err.get("input"), str) else None
         hint = f"did you mean '{near}'?" if near else None
     elif kind == "string_pattern_mismatch":
         message = "has an invalid format"
@@ -122,6 +124,19 @@ def _model_at(loc) -> type[BaseModel] | None:
             return None
         model = nxt
     return model
+
+
+def _nested_keys(loc) -> list[str]:
+    """The keys of the mappings inside the one at `loc`, dotted (trainer.epochs, ...)."""
+    model = _model_at(loc)
+    if model is None:
+        return []
+    return [f"{name}.{key}" for name in model.model_fields
+            for key in ((_model_at((*loc, name)) or _NoFields).model_fields)]
+
+
+class _NoFields:
+    model_fields: dict = {}
 
 
 def _field_doc(loc) -> str | None:

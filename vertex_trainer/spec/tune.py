@@ -20,10 +20,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from trainer.flags import BY_NAME
 
-from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import Strict, problem
 from vertex_trainer.spec.trainer import SPEC_FLAGS, TrainerArgs
+from vertex_trainer.suggest import suggest
 
 # A JobSpec (model.py imports this module, so this one cannot import model.py).
 Spec = Any
@@ -212,7 +212,7 @@ def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
     field = f"tune.parameters.{name}"
     if name not in SPEC_FLAGS or name in _NOT_TUNABLE:
         tunable = [f for f in SPEC_FLAGS if f not in _NOT_TUNABLE]
-        near = hw.suggest(name, tunable)
+        near = suggest(name, tunable)
         raise SpecError(field, "is not a trainer: field" + (f"; did you mean '{near}'?" if near else ""),
                         has_value=False, hint="tune a trainer: field, e.g. learning_rate, batch_size, "
                                               "warmup_epochs, optimizer")
