@@ -1,0 +1,142 @@
+"""Vertex AI custom-training list prices as data, and the rules that price one machine.
+
+The prices are a dated snapshot shipped in this package (`snapshot.json`, made by `vertex-trainer
+dev refresh-prices` from the Cloud Billing Catalog API; how its figures were checked:
+docs/cost.md). A machine's hourly price is its vCPUs times its family's core price, plus its
+memory (GiB) times the family's RAM price, plus each accelerator's price, for one usage type
+(standard = on-demand, spot, flex-start) in one region. Where the snapshot has no price the
+answer is None with the reason, never a guess; Flex Start, whose Vertex AI list prices the
+snapshot does not hold, is priced at the standard price and marked as an upper bound.
+
+Pure data and rules: no I/O beyond reading the shipped file, no heavy imports.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping
+
+from vertex_trainer import hardware as hw
+from vertex_trainer.pricing.skus import family_of
+
+SNAPSHOT_FILE = "snapshot.json"
+STRATEGIES = ("standard", "spot", "flex-start")
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """A price snapshot: `data` in snapshot.json's shape; `source` "snapshot" or "billing-api"."""
+
+    data: Mapping
+    source: str = "snapshot"
+
+    @property
+    def as_of(self) -> str:
+        return str(self.data.get("as_of") or "unknown")
+
+    @property
+    def currency(self) -> str:
+        return str(self.data.get("currency") or "USD")
+
+    @property
+    def where(self) -> str:
+        """Where the prices were read (for messages)."""
+        return str(self.data.get("source") or self.source)
+
+    def family(self, family: str, region: str, usage: str) -> Mapping | None:
+        return ((self.data.get("families") or {}).get(family) or {}).get(region, {}).get(usage)
+
+    def accelerator(self, name: str, region: str, usage: str) -> float | None:
+        return ((self.data.get("accelerators") or {}).get(name) or {}).get(region, {}).get(usage)
+
+    def regions_for(self, family: str, accelerator: str | None, usage: str = "standard") -> tuple[str, ...]:
+        """The regions where the snapshot prices this family (and accelerator) for `usage`."""
+        regions = [r for r, u in ((self.data.get("families") or {}).get(family) or {}).items() if usage in u]
+        if accelerator:
+            priced = (self.data.get("accelerators") or {}).get(accelerator) or {}
+            regions = [r for r in regions if usage in priced.get(r, {})]
+        return tuple(sorted(regions))
+
+
+@dataclass(frozen=True)
+class Price:
+    """The hourly list price of one machine (or of all a job's machines): `hourly` USD, or None
+    with `reason`; `upper_bound` when the price is a ceiling, not the list price itself."""
+
+    hourly: float | None
+    reason: str | None = None
+    upper_bound: bool = False
+
+    def times(self, n: int) -> "Price":
+        """The price of `n` such machines."""
+        return Price(None if self.hourly is None else self.hourly * n, self.reason, self.upper_bound)
+
+
+def load_snapshot(path: str | None = None) -> PriceBook:
+    """The shipped snapshot (or the one at `path`).
+
+    Args:
+        path: a snapshot.json to read instead of the one in the package.
+    Returns:
+        A PriceBook with source "snapshot"."""
+    if path is not None:
+        with open(path, encoding="utf-8") as f:
+            return PriceBook(json.load(f))
+    return PriceBook(_shipped())
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> dict:
+    return json.loads(resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8"))
+
+
+def machine_price(book: PriceBook, *, machine_type: str, accelerator_type: str | None,
+                  accelerator_count: int, region: str | None, strategy: str) -> Price:
+    """The hourly list price of one machine of this shape, for `strategy` in `region`.
+
+    Args:
+        book: the prices.
+        machine_type, accelerator_type, accelerator_count: the machine (HardwareSpec's fields).
+        region: the Vertex AI region (None: no price).
+        strategy: standard | spot | flex-start.
+    Returns:
+        A Price: the list price, the standard price as an upper bound for flex-start when the
+        snapshot has no Flex Start price, or None with the reason."""
+    if not region:
+        return Price(None, "no region: a local run has no list price")
+    m = hw.machine(machine_type)
+    if m is None or m.is_tpu:
+        what = "TPU" if m is not None else f"machine type {machine_type}"
+        return Price(None, f"{what} prices are not in the price snapshot (as of {book.as_of})")
+    if m.vcpus is None or m.memory_gb is None:
+        return Price(None, f"{machine_type}: vCPUs and memory are not in the hardware catalog")
+    price = _priced(book, m, accelerator_type, accelerator_count, region, strategy)
+    if price.hourly is None and strategy == "flex-start":
+        standard = _priced(book, m, accelerator_type, accelerator_count, region, "standard")
+        if standard.hourly is not None:
+            return Price(standard.hourly, "Flex Start list prices for Vertex AI training are not in the "
+                         "snapshot; Flex Start is billed below on-demand, so the standard price is a "
+                         "ceiling", upper_bound=True)
+    return price
+
+
+def _priced(book: PriceBook, m, accelerator_type: str | None, count: int, region: str,
+            usage: str) -> Price:
+    family = family_of(m.name)
+    rates = book.family(family, region, usage)
+    if not rates:
+        return Price(None, f"no {usage} price for {m.name} ({family} machines) in {region} in the "
+                     f"price snapshot (as of {book.as_of})")
+    hourly = m.vcpus * float(rates["core"]) + m.memory_gb * float(rates["ram"])
+    accelerator = hw.accelerator_of(m.name, accelerator_type)
+    n = count or (m.counts[0] if m.counts else 0)
+    if accelerator is not None and n:
+        each = book.accelerator(accelerator.name, region, usage)
+        if each is None:
+            return Price(None, f"no {usage} price for {accelerator.name} in {region} in the price "
+                         f"snapshot (as of {book.as_of})")
+        hourly += n * float(each)
+    return Price(hourly)
