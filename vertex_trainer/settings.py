@@ -11,6 +11,8 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_REGISTRY_ENDPOINT | registry_endpoint |
 | VERTEX_TRAINER_LOGGING_ENDPOINT | logging_endpoint |
 | VERTEX_TRAINER_QUOTAS_ENDPOINT | quotas_endpoint (Cloud Quotas API, the quota pre-flight) |
+| VERTEX_TRAINER_BILLING_ENDPOINT | billing_endpoint (Cloud Billing Catalog API, prices) |
+| VERTEX_TRAINER_BILLING_API_KEY | billing_api_key (an API key for the Catalog API instead of ADC) |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
 | VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
 | VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
@@ -34,6 +36,8 @@ CLOUDBUILD_ENV = "VERTEX_TRAINER_CLOUDBUILD_ENDPOINT"
 REGISTRY_ENV = "VERTEX_TRAINER_REGISTRY_ENDPOINT"
 LOGGING_ENV = "VERTEX_TRAINER_LOGGING_ENDPOINT"
 QUOTAS_ENV = "VERTEX_TRAINER_QUOTAS_ENDPOINT"
+BILLING_ENV = "VERTEX_TRAINER_BILLING_ENDPOINT"
+BILLING_KEY_ENV = "VERTEX_TRAINER_BILLING_API_KEY"
 STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
@@ -43,6 +47,7 @@ STORAGE_URL = "https://storage.googleapis.com"
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 LOGGING_URL = "https://logging.googleapis.com"
 QUOTAS_URL = "https://cloudquotas.googleapis.com"
+BILLING_URL = "https://cloudbilling.googleapis.com"
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,8 @@ class Settings:
     registry_endpoint: str | None = None      # None: https://<the image's registry host>
     logging_endpoint: str | None = None
     quotas_endpoint: str | None = None        # None: https://cloudquotas.googleapis.com
+    billing_endpoint: str | None = None       # None: https://cloudbilling.googleapis.com
+    billing_api_key: str | None = field(default=None, repr=False)  # else ADC
     storage_emulator: str | None = None       # host:port or URL of a Cloud Storage emulator
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
@@ -138,6 +145,9 @@ class Settings:
 
     def quotas_url(self) -> str:
         return (self.quotas_endpoint or QUOTAS_URL).rstrip("/")
+
+    def billing_url(self) -> str:
+        return (self.billing_endpoint or BILLING_URL).rstrip("/")
 
     def storage_url(self) -> str:
         """The Cloud Storage JSON API root: the emulator when one is set."""
@@ -170,6 +180,8 @@ class Settings:
             registry_endpoint=text(REGISTRY_ENV),
             logging_endpoint=text(LOGGING_ENV),
             quotas_endpoint=text(QUOTAS_ENV),
+            billing_endpoint=text(BILLING_ENV),
+            billing_api_key=text(BILLING_KEY_ENV),
             storage_emulator=text(STORAGE_EMULATOR_ENV),
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),
