@@ -24,9 +24,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/vertex-trainer validate $(DEMO_SPEC)
 	$(BIN)/vertex-trainer data synth $(DEMO_DATA) --examples 2048 --shards 4 --image-size 32 \
 		--num-classes 10 --eval-examples 512
+	$(BIN)/vertex-trainer validate $(DEMO_SPEC) --local
 	$(BIN)/vertex-trainer submit $(DEMO_SPEC) --local --wait
 
 # The layer contracts first (import-linter, seconds), then the suite. pytest exits 5 when it

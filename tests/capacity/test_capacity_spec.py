@@ -34,7 +34,6 @@ def spec(**scheduling):
      "scheduling.fallback[0]", "does not serve NVIDIA_TESLA_T4"),
     ({**spec(strategy="spot", max_wait=None, fallback=["standard"]), "hardware": "h100x4"},
      "scheduling.fallback[0]", "only as Spot or Flex Start"),
-    (spec(strategy="spot", fallback=["standard"]), "scheduling.max_wait", "only applies to flex-start"),
 ])
 def test_bad_fallback_values_name_the_dotted_field(data, field, fragment):
     with pytest.raises(SpecError) as err:

@@ -81,7 +81,7 @@ CASES = [
      "scheduling.strategy", "TPU_V5_LITEPOD"),
     ("flex-timeout", _both(_set("scheduling.strategy", "flex-start"), _set("scheduling.timeout", "8d")),
      "scheduling.timeout", "7 days"),
-    ("max-wait-without-flex", _set("scheduling.max_wait", "4h"), "scheduling.max_wait", "only applies to flex-start"),
+    ("region-typo", _set("region", "us-central9"), "region", "did you mean 'us-central1'"),
     ("bad-duration", _set("scheduling.timeout", "4hours"), "scheduling.timeout", "invalid duration"),
     ("zero-timeout", _set("scheduling.timeout", 0), "scheduling.timeout", "more than 0"),
     ("restart-and-no-retries", _both(_set("scheduling.restart_on_worker_restart", True),

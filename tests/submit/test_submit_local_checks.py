@@ -20,16 +20,23 @@ def test_a_local_only_spec_validates_and_missing_data_is_exit_2(tmp_path):
     spec = tmp_path / "local.yaml"
     spec.write_text("name: local-only\nhardware: cpu\noutput_dir: out\n"
                     "trainer: {model: tiny-cnn, train_data: data/train-*, num_classes: 4}\n")
-    ok = run("validate", str(spec), cwd=tmp_path)
-    assert ok.returncode == 0, ok.stderr
-    assert "(none: --local only)" in ok.stdout
-
     missing = run("submit", str(spec), "--local", cwd=tmp_path)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "trainer.train_data: no files match 'data/train-*'" in missing.stderr
     assert not (tmp_path / "out").exists()  # nothing ran
+    # validate --local answers what submit --local answers (issue 24 item 4)
+    assert run("validate", str(spec), "--local", cwd=tmp_path).stderr == missing.stderr
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train-0").write_bytes(b"")
+    ok = run("validate", str(spec), "--local", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "(none: --local only)" in ok.stdout and "(for --local)" in ok.stdout
 
     cloud = run("submit", str(spec), "--dry-run", cwd=tmp_path)
     assert cloud.returncode == 2
     for field in ("project:", "region:", "image:", "output_dir:", "trainer.train_data:"):
         assert f"  {field}" in cloud.stderr, cloud.stderr
+    # validate checks for a cloud submit unless --local: the same problems as submit --dry-run
+    validated = run("validate", str(spec), cwd=tmp_path)
+    assert validated.returncode == 2 and validated.stderr == cloud.stderr

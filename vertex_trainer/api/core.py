@@ -254,8 +254,11 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     check(spec, local=local)  # exit 2 before anything is built, sent or run
     if not local:
+        from vertex_trainer.spec.rules import warnings
         from vertex_trainer.workflows import capacity, preflight
 
+        for warning in warnings(spec):  # valid but without effect (e.g. max_wait with spot)
+            log(warning)
         far = preflight.registry_far(spec)
         if far:
             log(far)

@@ -26,17 +26,26 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
              region: RegionOpt = None,
              check_quota: Annotated[bool, typer.Option(
                  "--check-quota", help="also read the project's quota for the accelerator in the region "
-                 "(Cloud Quotas API): exit 2 when it is clearly too small")] = False) -> None:
-    """Check a job spec (fields, hardware, scheduling) without sending anything (--check-quota:
-    one read-only look at the project's quota)."""
-    from vertex_trainer.workflows import capacity
-    from vertex_trainer.hardware import fmt_duration
+                 "(Cloud Quotas API): exit 2 when it is clearly too small")] = False,
+             local: Annotated[bool, typer.Option(
+                 "--local", help="check for `submit --local` (local paths, no project or image needed; "
+                 "the data must exist) instead of a cloud submit")] = False) -> None:
+    """Check a job spec (fields, hardware, scheduling) for a cloud submit, or with --local for a
+    run here, without sending anything (--check-quota: one read-only look at the project's quota).
+    It answers what `submit --dry-run` (or `submit --local`) would: the same problems, the same
+    warnings."""
+    from vertex_trainer import api
+    from vertex_trainer.durations import fmt_duration
+    from vertex_trainer.spec.rules import warnings
+    from vertex_trainer.workflows import capacity, preflight
 
     cfg = settings()
     job = load(spec, set_, var, project, region, cfg)
-    warning = capacity.region_warning(job)  # the region table (regions.py): a warning, not an error
-    if warning:
-        stderr_line(warning)
+    api.check(job, local=local)  # submit's own checks (exit 2): cloud paths and project, or local data
+    if not local:  # the warnings a cloud submit prints before it sends (nothing stops)
+        for warning in (*warnings(job), preflight.registry_far(job), capacity.region_warning(job)):
+            if warning:
+                stderr_line(warning)
     quota = _quota_lines(job, cfg) if check_quota else []  # exit 2 here when clearly short
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
@@ -44,7 +53,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
     image = ("(none: --local only)" if job.image is None
              else job.image.uri or job.image.repository or "python package")
     lines = [
-        f"OK  {spec}: {job.name}",
+        f"OK  {spec}: {job.name}" + (" (for --local)" if local else ""),
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
         f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
@@ -104,12 +113,16 @@ def hardware(output: OutputOpt = OutputFormat.text,
              region: Annotated[Optional[str], typer.Option(
                  "--region", metavar="REGION", help="only what Vertex AI training offers in REGION "
                  "(the Vertex AI docs' table, with the date it was read)")] = None) -> None:
-    """List the hardware presets (machine, accelerators, memory, Flex Start, default precision)."""
+    """List the hardware presets (machine, accelerators, memory, Flex Start, default precision),
+    the regions that offer each accelerator for training, and where each row was read."""
+    from vertex_trainer import regions
     from vertex_trainer.hardware import catalog_rows
 
     rows = catalog_rows()
     if region is not None:
         rows = _in_region(rows, region, output)
+    for row in rows:  # the regions table (regions.py), dated and cited like the rest
+        row["regions"] = regions.provenance(row["accelerator_type"]) if row["accelerator_type"] else None
     if output is OutputFormat.json:
         emit_json(rows)
         return
@@ -141,6 +154,27 @@ def hardware(output: OutputOpt = OutputFormat.text,
     for line in lines[1:]:
         table.add_row(*line)
     console.print(table)
+    print("\n".join(_provenance(rows)))
+
+
+def _provenance(rows: list[dict]) -> list[str]:
+    """Footer lines: each accelerator's training regions and sources, then the sources' URLs."""
+    from vertex_trainer import catalog, hardware
+
+    lines, used = ["", "# accelerator, the regions that offer it for training, and where it was read:"], {}
+    for name in dict.fromkeys(r["accelerator_type"] for r in rows if r["accelerator_type"]):
+        acc, where = hardware.accelerator(name), rows_regions = next(r["regions"] for r in rows
+                                                                     if r["accelerator_type"] == name)
+        ids = acc.source.split()
+        used.update(dict.fromkeys(ids))
+        place = " ".join(where["regions"]) if where and where["regions"] else "no training region known"
+        if where and where["confidence"] != "high":
+            place += f" (lower confidence: {where['note']})" if where["note"] else " (lower confidence)"
+        unconfirmed = "; not yet on a Vertex AI training page" if acc.training == "unconfirmed" else ""
+        lines.append(f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}")
+    known = catalog.sources()
+    lines += ["# sources:"] + [f"#   {i}  {known[i].url} (read {known[i].read})" for i in used]
+    return lines
 
 
 def _in_region(rows: list[dict], region: str, output: OutputFormat) -> list[dict]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from vertex_trainer import hardware as hw
+from vertex_trainer import hardware as hw, regions
 from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.deploy import deploy_rules
 from vertex_trainer.spec.images import validate_image_values
 from vertex_trainer.spec.tune import tune_rules
+from vertex_trainer.suggest import nearest
 
 # A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
 Spec = Any
@@ -48,6 +49,7 @@ def problems(spec: Spec) -> list[SpecError]:
                 ok = False
         return ok
 
+    run(_region)
     hardware_ok = run(_hardware)
     if hardware_ok:
         run(_scheduling, _fallback)
@@ -60,6 +62,22 @@ def problems(spec: Spec) -> list[SpecError]:
     # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
     run(validate_image_values)
     return found
+
+
+def warnings(spec: Spec) -> list[str]:
+    """What a spec asks that is valid but has no effect (validate and a cloud submit print each
+    line on stderr; nothing stops)."""
+    from vertex_trainer.spec.attempts import attempts  # attempts.py imports model.py, as this module cannot
+
+    s = spec.scheduling
+    out = []
+    if s.max_wait is not None and not any(a.strategy == "flex-start" for a in attempts(spec)):
+        # A strategy switched on the command line (--set scheduling.strategy=spot) keeps the file's
+        # max_wait: the job is still what the user asked, and the CustomJob has no max wait.
+        out.append(f"warning: scheduling.max_wait is ignored: it applies to flex-start, and the "
+                   f"strategy is {s.strategy!r} (remove max_wait, or list flex-start in "
+                   "scheduling.fallback)")
+    return out
 
 
 def cloud_problems(spec: Spec) -> None:
@@ -94,10 +112,23 @@ def _hardware(spec: Spec) -> None:
     hw.check_hardware("hardware", h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology)
 
 
+def _region(spec: Spec) -> None:
+    """A region Vertex AI training does not have is a typo (us-central9): exit 2 naming the nearest
+    ones, before anything is sent (the table: regions.py)."""
+    if spec.region and not regions.known(spec.region):
+        near = nearest(spec.region, regions.REGIONS, n=3)
+        hint = (f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "") + \
+            "`vertex-trainer hardware --region R` lists what a region offers"
+        raise SpecError("region", f"{spec.region!r} is not a Vertex AI training region (the table of "
+                        f"{regions.READ})", has_value=False, hint=hint)
+
+
 def _scheduling(spec: Spec) -> None:
     h, s = spec.hardware, spec.scheduling
-    # max_wait belongs to a flex-start fallback too: _fallback checks it there.
-    max_wait = None if "flex-start" in (s.fallback or ()) else s.max_wait
+    # max_wait belongs to a flex-start fallback too: _fallback checks it there. With no flex-start
+    # in the plan it is ignored, with a warning (warnings(): e.g. --set scheduling.strategy=spot).
+    waits = s.strategy == "flex-start" and "flex-start" not in (s.fallback or ())
+    max_wait = s.max_wait if waits else None
     hw.check_scheduling(hardware_field="hardware", machine_type=h.machine_type,
                         accelerator_type=h.accelerator_type, strategy=s.strategy, max_wait=max_wait,
                         timeout=s.timeout, restart=s.restart_on_worker_restart,
