@@ -148,3 +148,36 @@ def test_verdict_wording():
                                                                         device="tpu")
     assert "no input wait was measured" in say(None)
     assert throughput.bound(0.1) == "input" and throughput.bound(0.099) == "compute"
+
+
+def test_a_spec_with_warmup_benches_without_it():
+    """The spec's warmup epochs outlast the bench's one epoch (issue 24: "1 warmup epochs leave no
+    training in 1 epochs" for `bench job_specs/quickstart-local.yaml --local --steps 64`)."""
+    spec = load_spec(REPO / "job_specs" / "quickstart-local.yaml")
+    assert spec.trainer.warmup_epochs  # the quickstart warms up, and trains for more epochs
+    plan = benchmark.plan(spec, steps=64, local=True)
+    for run in plan.runs:
+        assert (run.spec.trainer.epochs, run.spec.trainer.warmup_epochs) == (1, 0)
+        assert run.spec.trainer.learning_rate == spec.trainer.learning_rate
+
+
+def test_bench_dry_run_sends_nothing_and_shows_both_creates(tmp_path):
+    import json
+    import subprocess
+
+    from tests.cli_support import cli_command, edge_env
+
+    # No endpoint is set: a request would go to googleapis.com without credentials and fail.
+    env = edge_env(tmp_path, GOOGLE_CLOUD_PROJECT="my-project")
+    cmd = [*cli_command(), "bench", "job_specs/bench-resnet50-a100x8.yaml", "--output", "json", "--dry-run"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["dry_run"] is True and set(out["runs"]) == {"synthetic", "real"}
+    creates = [r for run in out["runs"].values() for r in run["requests"] if r["method"] == "POST"]
+    assert [c["body"]["displayName"] for c in creates] == ["bench-resnet50-a100x8-bench-syn",
+                                                           "bench-resnet50-a100x8-bench-real"]
+    assert out["runs"]["real"]["idempotency_key"] == out["idempotency_key"] + "-bench-real"
+    text = subprocess.run(cmd[:-3] + ["--dry-run"], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=120)
+    assert text.returncode == 0 and text.stdout.startswith("# dry run: nothing was sent"), text.stderr

@@ -17,12 +17,15 @@ __all__ = ["bench"]
 
 def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
           idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
-          client: JobsClient | None = None, settings: Settings | None = None) -> dict:
+          client: JobsClient | None = None, settings: Settings | None = None,
+          dry_run: bool = False) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md section 9), and
     return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
     "bound", "reference", ...}` (vertex_trainer.workflows.benchmark). `local=True` runs both here; else
     each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
-    derived from `idempotency_key`, so a retried bench adopts the jobs it already created."""
+    derived from `idempotency_key`, so a retried bench adopts the jobs it already created.
+    `dry_run=True` sends, builds and runs nothing: it returns `{"dry_run": true, "runs": {kind: the
+    submit dry run of that job}, ...}`, the requests each of the two jobs would send."""
     from vertex_trainer.workflows import benchmark
     from vertex_trainer.errors import JobFailed
 
@@ -32,6 +35,13 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
     plan = benchmark.plan(spec, steps=steps or benchmark.DEFAULT_STEPS, local=local)
     for note in plan.notes:
         log(f"bench: {note}")
+    if dry_run:
+        runs = {run.kind: submit(run.spec, local=local, dry_run=True, log=log, settings=settings,
+                                 client=client, idempotency_key=None if local else
+                                 benchmark.run_key(key, run.kind)).to_dict() for run in plan.runs}
+        return {"dry_run": True, "local": local, "spec": spec.name, "steps": plan.steps,
+                "steps_per_execution": plan.steps_per_execution, "notes": list(plan.notes),
+                "idempotency_key": None if local else key, "runs": runs}
     results = {}
     for run in plan.runs:
         log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")

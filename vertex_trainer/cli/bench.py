@@ -19,6 +19,8 @@ def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Proj
           steps: Annotated[int, typer.Option("--steps", min=4, help="training steps per run (one epoch, "
                                              "no evaluation)")] = 400,
           output: OutputOpt = OutputFormat.text,
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="print the two jobs' exact requests; "
+                                                "send, build and run nothing")] = False,
           idempotency_key: Annotated[Optional[str], typer.Option(
               "--idempotency-key", metavar="KEY",
               help="reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
@@ -34,12 +36,36 @@ def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Proj
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
     result = api.bench(job_spec, local=local, steps=steps, idempotency_key=idempotency_key,
-                       log=stderr_line, settings=cfg,
+                       log=stderr_line, settings=cfg, dry_run=dry_run,
                        console=None if output is OutputFormat.json else err_console())
     if output is OutputFormat.json:
         emit_json(result)
+    elif dry_run:
+        print(_dry_run_text(result))
     else:
         print(benchmark.text(result))
+
+
+def _dry_run_text(result: dict) -> str:
+    """bench --dry-run for people: each of the two jobs as submit --dry-run describes it."""
+    import json
+
+    where = "this machine (submit --local)" if result["local"] else "Vertex AI"
+    lines = [f"# dry run: nothing was sent, built or run. bench would run two jobs of "
+             f"{result['steps']} steps ({result['steps_per_execution']} per execution) on {where}:"]
+    lines += [f"# note: {n}" for n in result["notes"]]
+    for kind, run in result["runs"].items():
+        lines.append(f"# {kind} data:" + (f" image {run['image']}" if run.get("image") else ""))
+        if run["package"]:
+            lines.append(f"#   package first: {run['package']['target']} (if it does not exist yet)")
+        for request in run["requests"]:
+            if request.get("method") == "POST":  # the create; the lookup before it is a GET
+                lines.append(f"{request['method']} {request['url']}")
+                lines.append(json.dumps(request["body"], indent=2))
+    if result["idempotency_key"]:
+        lines.append(f"# key {result['idempotency_key']} (the jobs' keys: "
+                     f"{result['idempotency_key']}-bench-syn, -bench-real)")
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:

@@ -81,7 +81,8 @@ class Plan:
 
 
 def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> Plan:
-    """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation, first with
+    """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation and no
+    learning-rate warmup (it changes no step's cost), first with
     `trainer.synthetic_data: true`, then on the spec's data. Each writes to its own output
     directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
     if steps < MIN_EXECUTIONS:
@@ -103,6 +104,9 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
     for kind in KINDS:
         sets = [("name", f"{spec.name[:88]}-bench-{_SHORT[kind]}"),
                 ("trainer.epochs", "1"), ("trainer.steps_per_epoch", str(steps)),
+                # warmup shapes the learning rate, not the cost of a step: the spec's warmup epochs
+                # would outlast the bench's one epoch (the rule "warmup < epochs"), so none here
+                ("trainer.warmup_epochs", "0"),
                 ("trainer.steps_per_execution", str(spe)),
                 ("trainer.synthetic_data", "true" if kind == "synthetic" else "false"),
                 ("trainer.eval_data", "null"), ("labels.vertex-trainer-bench", kind),
