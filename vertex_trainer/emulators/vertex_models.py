@@ -264,8 +264,9 @@ class ModelService:
         if not endpoint.get("displayName"):
             raise ServiceError(400, "List of found errors:\t1.Field: endpoint.display_name; Message: "
                                     "Required field is not set.\t")
+        # The rule is for client-chosen ids; the service's own are long numbers.
         endpoint_id = query.get("endpointId") or str(next(self._ids))
-        if not _ENDPOINT_ID.match(endpoint_id):
+        if query.get("endpointId") and not _ENDPOINT_ID.match(endpoint_id):
             raise ServiceError(400, f"Invalid endpoint_id: {endpoint_id!r}.")
         with self._lock:
             name = f"{parent}/endpoints/{endpoint_id}"

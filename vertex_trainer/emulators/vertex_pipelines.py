@@ -8,11 +8,15 @@
 Bodies are parsed strictly with the real ``aiplatform_v1.PipelineJob``; the run needs a compiled
 pipeline (``pipelineSpec`` with a ``root``) and a root (``runtimeConfig.gcsOutputDirectory``), as
 the service does. Runs advance along a script of states, one step per GET, like CustomJobs
-(default PENDING -> RUNNING -> SUCCEEDED). Nothing is executed.
+(default PENDING -> RUNNING -> SUCCEEDED). Nothing is executed, unless a `runner` is plugged in
+(the sandbox's, vertex_trainer/sandbox/pipelines.py): it is handed every created run
+(``start(run)``) and every cancel (``cancel(name)``), and moves the run along with
+:meth:`PipelineService.report` (state, error, ``jobDetail.taskDetails``).
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 import threading
@@ -52,6 +56,8 @@ class PipelineService:
         self.runs: dict[str, dict] = {}
         self._pos: dict[str, tuple[list[str], int]] = {}
         self._ids = itertools.count(1)
+        self.runner: Any = None            # the sandbox's hook (see the module docstring)
+        self._run_by_runner: set[str] = set()
 
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
         for verb, pattern, op in _ROUTES:
@@ -93,9 +99,35 @@ class PipelineService:
             now = _now()
             run.update(name=name, createTime=now, updateTime=now)
             self.runs[name] = run
-            self._pos[name] = (list(self.script) or ["PIPELINE_STATE_PENDING"], 0)
+            runner = self.runner
+            script = ["PIPELINE_STATE_PENDING"] if runner is not None else self.script
+            self._pos[name] = (list(script) or ["PIPELINE_STATE_PENDING"], 0)
             self._apply(name)
-            return dict(run)
+            answer = dict(run)
+            if runner is not None:
+                self._run_by_runner.add(name)
+        if runner is not None:
+            runner.start(copy.deepcopy(answer))
+        return answer
+
+    def report(self, name: str, state: str, *, error: dict | None = None,
+               job_detail: dict | None = None) -> bool:
+        """For a runner: run `name` is now in `state` (with `error` and `jobDetail`). An ended run
+        stays as it is; a cancelling one only moves on to an end. False when ignored."""
+        with self._lock:
+            run = self.runs.get(name)
+            current = run.get("state") if run is not None else None
+            if run is None:
+                return False
+            if job_detail is not None:
+                run["jobDetail"] = job_detail
+            if current in TERMINAL or (current == "PIPELINE_STATE_CANCELLING" and state not in TERMINAL):
+                return False
+            self._pos[name] = ([state], 0)
+            self._apply(name)
+            if error is not None and state in TERMINAL:
+                run["error"] = dict(error)
+            return True
 
     def _apply(self, name: str) -> None:
         script, pos = self._pos[name]
@@ -137,6 +169,10 @@ class PipelineService:
                 raise ServiceError(404, f'The PipelineJob "{name}" does not exist.')
             if run["state"] in TERMINAL:
                 raise ServiceError(400, f"Cannot cancel PipelineJob {name} in state {run['state']}.")
-            self._pos[name] = (["PIPELINE_STATE_CANCELLING", "PIPELINE_STATE_CANCELLED"], 0)
+            by_runner = name in self._run_by_runner
+            self._pos[name] = (["PIPELINE_STATE_CANCELLING"] if by_runner else
+                               ["PIPELINE_STATE_CANCELLING", "PIPELINE_STATE_CANCELLED"], 0)
             self._apply(name)
-            return {}
+        if by_runner:  # CANCELLED once the runner has stopped the running task
+            self.runner.cancel(name)
+        return {}

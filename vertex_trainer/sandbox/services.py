@@ -8,6 +8,7 @@
 | Artifact Registry | emulators.registry.FakeRegistry (the content-hash tag check) | VERTEX_TRAINER_REGISTRY_ENDPOINT |
 | Cloud Logging | emulators.logging.FakeLogging: every job's lines | VERTEX_TRAINER_LOGGING_ENDPOINT |
 | Cloud Quotas | emulators.quotas.FakeQuotas: the quota pre-flight's answers (`sandbox.quotas.set(...)`) | VERTEX_TRAINER_QUOTAS_ENDPOINT |
+| Cloud Billing Catalog | emulators.billing.FakeBilling: Vertex AI's SKUs in pages (`cost --live-prices`, `dev refresh-prices`) | VERTEX_TRAINER_BILLING_ENDPOINT |
 
 Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capacity("FLEX_START")`,
 `no_quota("SPOT")`): a job whose strategy is scripted so plays its script instead of running.
@@ -26,12 +27,12 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from vertex_trainer.sandbox.jobs import JobRunner
 from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
-    CLOUDBUILD_ENV, ENDPOINT_ENV, LOGGING_ENV, POLL_ENV, QUOTAS_ENV, REGISTRY_ENV,
+    BILLING_ENV, CLOUDBUILD_ENV, ENDPOINT_ENV, LOGGING_ENV, POLL_ENV, QUOTAS_ENV, REGISTRY_ENV,
 )
 
 DEFAULT_PROJECT, DEFAULT_REGION = "sandbox", "us-central1"
@@ -63,10 +64,14 @@ class Sandbox:
         self.project, self.region, self.host = project, region, host
         self.echo = echo or (lambda text: None)
         self.gcs = self.registry = self.cloudbuild = self.logging = self.quotas = self.vertex = None
+        self.billing = None
         self.jobs: JobRunner | None = None
         self.models: ModelServers | None = None
+        self.pipelines: Any = None      # sandbox.pipelines.PipelineRunner
+        self.gateway: Any = None        # sandbox.gateway.Gateway
 
     def start(self) -> "Sandbox":
+        from vertex_trainer.emulators.billing import FakeBilling
         from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
         from vertex_trainer.emulators.gcs import GcsEmulator
         from vertex_trainer.emulators.logging import FakeLogging
@@ -83,6 +88,7 @@ class Sandbox:
                                              registry=self.registry).start()
             self.logging = FakeLogging(host=self.host, project=self.project).start()
             self.quotas = FakeQuotas(host=self.host).start()
+            self.billing = FakeBilling(host=self.host).start()
             base = {**self.environ, **self.gcs.env()}
             self.jobs = JobRunner(environ=base, storage_emulator=self.gcs.endpoint,
                                   logging=self.logging, registry=self.registry, echo=self.echo)
@@ -91,10 +97,23 @@ class Sandbox:
             self.vertex = FakeVertex(self.host, 0, script=("JOB_STATE_PENDING",),
                                      runner=self.jobs, predictor=self.models).start()
             self.jobs.vertex = self.vertex
+            self._start_pipelines()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_pipelines(self) -> None:
+        """PipelineJobs run for real: their tasks reach this fake Vertex AI through the gateway."""
+        from vertex_trainer.sandbox.gateway import Gateway
+        from vertex_trainer.sandbox.pipelines import PipelineRunner
+
+        self.gateway = Gateway(self.vertex.url, project=self.project,
+                               upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1]).start()
+        self.pipelines = PipelineRunner(environ={**self.environ, **self.gateway.env()},
+                                        vertex_url=self.vertex.url, echo=self.echo)
+        self.pipelines.service = self.vertex.pipelines
+        self.vertex.pipelines.runner = self.pipelines
 
     def env(self) -> dict[str, str]:
         """The variables that point vertex-trainer, google-cloud-storage and TensorFlow here."""
@@ -104,6 +123,7 @@ class Sandbox:
             REGISTRY_ENV: self.registry.url,
             LOGGING_ENV: self.logging.url,
             QUOTAS_ENV: self.quotas.url,
+            BILLING_ENV: self.billing.url,
             POLL_ENV: POLL_INTERVAL,
             **self.gcs.env(),                       # STORAGE_EMULATOR_HOST, the TF route, project
             "GOOGLE_CLOUD_PROJECT": self.project,
@@ -112,16 +132,22 @@ class Sandbox:
 
     def stop(self) -> None:
         """Stop the jobs (their processes gone), the model servers, then every server."""
+        if self.pipelines is not None:  # their tasks still talk to Vertex AI while they stop
+            self.pipelines.stop()
         if self.vertex is not None:
             self.vertex.stop()          # no new requests
+        if self.gateway is not None:
+            self.gateway.stop()
+        self.pipelines = self.gateway = None
         if self.jobs is not None:
             self.jobs.stop()
         if self.models is not None:
             self.models.stop()
-        for server in (self.cloudbuild, self.registry, self.logging, self.quotas, self.gcs):
+        for server in (self.cloudbuild, self.registry, self.logging, self.quotas, self.billing, self.gcs):
             if server is not None:
                 server.stop()
         self.vertex = self.cloudbuild = self.registry = self.logging = self.quotas = self.gcs = None
+        self.billing = None
 
     def __enter__(self) -> "Sandbox":
         return self.start()

@@ -1,0 +1,294 @@
+"""What a task of Vertex AI Pipelines reaches, on loopback: `https://{region}-aiplatform.googleapis.com`
+(REST and gRPC) and the metadata server (docs/sandbox.md, "Pipelines that run").
+
+google-cloud-pipeline-components' launchers hard-code the service's address: the custom-job
+launcher builds `aiplatform.gapic.JobServiceClient(api_endpoint=f"{location}-aiplatform.googleapis.com")`
+(gRPC), the model and endpoint launchers POST to `https://{location}-aiplatform.googleapis.com/v1/...`
+with `requests`; both take credentials from `google.auth.default()`. Nothing of theirs is changed:
+they are given the environment a Pipelines task container has, pointed here through the
+variables those libraries honour:
+
+- `https_proxy` -> `Gateway`'s CONNECT proxy. For `*-aiplatform.googleapis.com:443` it answers
+  the TLS handshake itself (a throwaway CA, trusted through `REQUESTS_CA_BUNDLE` and
+  `GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`) and, by the protocol the client chose (ALPN), hands the
+  plain stream to the fake Vertex AI (`http/1.1`) or to its gRPC face (`h2`, `JobService` over
+  the same REST calls). Any other host is tunnelled on to `upstream_proxy` (the Cloud Storage
+  route), or refused.
+- `GCE_METADATA_HOST` / `GCE_METADATA_IP` -> a metadata server: the project, and an access token
+  for the default service account (the fake services accept any token).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import socket
+import socketserver
+import ssl
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_VERTEX_HOST = re.compile(r"^[a-z0-9-]+-aiplatform\.googleapis\.com$|^aiplatform\.googleapis\.com$")
+_JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
+_GRPC_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+               404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED",
+               501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+SERVICE_ACCOUNT = "sandbox-pipelines@sandbox.iam.gserviceaccount.com"
+
+
+class Gateway:
+    """The proxy, the gRPC face and the metadata server; `env()` is what a task process gets.
+
+    `vertex_url`: the fake Vertex AI's http://127.0.0.1:PORT; `project`: what the metadata
+    server answers; `upstream_proxy`: host:port of the proxy other hosts are tunnelled to."""
+
+    def __init__(self, vertex_url: str, *, project: str, upstream_proxy: str | None = None,
+                 host: str = "127.0.0.1"):
+        self.vertex_url = vertex_url.rstrip("/")
+        self.project, self.host = project, host
+        self.upstream = _host_port(upstream_proxy) if upstream_proxy else None
+        self._dir = tempfile.TemporaryDirectory(prefix="vertex-trainer-gateway-")
+        self._grpc: Any = None
+        self._proxy: _Proxy | None = None
+        self._metadata: ThreadingHTTPServer | None = None
+        self.ca_path = ""
+
+    def start(self) -> "Gateway":
+        from vertex_trainer.emulators.gcs import _make_ca_and_leaf
+
+        self.ca_path, leaf, key = _make_ca_and_leaf(self._dir.name, ("*.googleapis.com",
+                                                                     "aiplatform.googleapis.com"))
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(leaf, key)
+        tls.set_alpn_protocols(["h2", "http/1.1"])
+        grpc_port = self._start_grpc()
+        vertex = _host_port(self.vertex_url.split("://", 1)[1])
+        self._proxy = _Proxy((self.host, 0), tls=tls, routes={"h2": (self.host, grpc_port),
+                                                              "http/1.1": vertex},
+                             upstream=self.upstream)
+        threading.Thread(target=self._proxy.serve_forever, kwargs={"poll_interval": 0.1},
+                         daemon=True, name="gateway-proxy").start()
+        self._metadata = ThreadingHTTPServer((self.host, 0), _Metadata)
+        self._metadata.daemon_threads = True
+        self._metadata.project = self.project  # type: ignore[attr-defined]
+        threading.Thread(target=self._metadata.serve_forever, kwargs={"poll_interval": 0.1},
+                         daemon=True, name="gateway-metadata").start()
+        return self
+
+    def env(self) -> dict[str, str]:
+        """The variables that send GCPC's launchers (google-auth, requests, gRPC) here."""
+        proxy = f"http://{self.host}:{self._proxy.server_address[1]}"
+        metadata = f"{self.host}:{self._metadata.server_address[1]}"
+        no_proxy = "localhost,127.0.0.1,::1"
+        return {"https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
+                "REQUESTS_CA_BUNDLE": self.ca_path, "CURL_CA_BUNDLE": self.ca_path,
+                "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": self.ca_path,
+                "GCE_METADATA_HOST": metadata, "GCE_METADATA_IP": metadata,
+                "GOOGLE_CLOUD_PROJECT": self.project}
+
+    def stop(self) -> None:
+        if self._proxy is not None:
+            self._proxy.shutdown()
+            self._proxy.server_close()
+        if self._metadata is not None:
+            self._metadata.shutdown()
+            self._metadata.server_close()
+        if self._grpc is not None:
+            self._grpc.stop(grace=1).wait(5)
+        self._proxy = self._metadata = self._grpc = None
+        self._dir.cleanup()
+
+    # -- the gRPC face: JobService over the fake's REST routes ------------------------------
+    def _start_grpc(self) -> int:
+        from concurrent import futures
+
+        import grpc
+        from google.cloud import aiplatform_v1 as v1
+        from google.protobuf import empty_pb2, json_format
+
+        def custom_job(answer: dict) -> bytes:
+            pb = v1.CustomJob.pb(v1.CustomJob())
+            json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
+            return pb.SerializeToString()
+
+        def call(context, method: str, path: str, body: Any = None) -> dict:
+            auth = dict(context.invocation_metadata()).get("authorization", "")
+            status, answer = self._rest(method, path, body, auth)
+            if status != 200:
+                message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
+                context.abort(getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")),
+                              message or f"HTTP {status}")
+            return answer
+
+        def create(request, context):
+            body = json_format.MessageToDict(v1.CustomJob.pb(request.custom_job))
+            return custom_job(call(context, "POST", f"/v1/{request.parent}/customJobs", body))
+
+        def get(request, context):
+            return custom_job(call(context, "GET", f"/v1/{request.name}"))
+
+        def cancel(request, context):
+            call(context, "POST", f"/v1/{request.name}:cancel", {})
+            return empty_pb2.Empty().SerializeToString()
+
+        def listing(request, context):
+            query = "&".join(f"{k}={urllib.request.quote(str(v))}" for k, v in
+                             (("filter", request.filter), ("pageSize", request.page_size),
+                              ("pageToken", request.page_token)) if v)
+            answer = call(context, "GET", f"/v1/{request.parent}/customJobs" + (f"?{query}" if query else ""))
+            pb = v1.ListCustomJobsResponse.pb(v1.ListCustomJobsResponse())
+            json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
+            return pb.SerializeToString()
+
+        def handler(fn, request_type):
+            return grpc.unary_unary_rpc_method_handler(
+                fn, request_deserializer=request_type.deserialize,
+                response_serializer=lambda data: data)
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(_JOB_SERVICE, {
+            "CreateCustomJob": handler(create, v1.CreateCustomJobRequest),
+            "GetCustomJob": handler(get, v1.GetCustomJobRequest),
+            "CancelCustomJob": handler(cancel, v1.CancelCustomJobRequest),
+            "ListCustomJobs": handler(listing, v1.ListCustomJobsRequest),
+        })])
+        port = server.add_insecure_port(f"{self.host}:0")
+        server.start()
+        self._grpc = server
+        return port
+
+    def _rest(self, method: str, path: str, body: Any, auth: str) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.vertex_url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json",
+                                                  **({"Authorization": auth} if auth else {})})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(request, timeout=60) as resp:
+                return resp.status, json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, json.loads(exc.read() or b"{}")
+            except ValueError:
+                return exc.code, {}
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class _Proxy(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address, *, tls: ssl.SSLContext, routes: dict[str, tuple[str, int]],
+                 upstream: tuple[str, int] | None):
+        self.tls, self.routes, self.upstream = tls, routes, upstream
+        super().__init__(address, _Tunnel)
+
+
+class _Tunnel(socketserver.BaseRequestHandler):
+    """One CONNECT: terminate TLS for Vertex AI's hosts, else tunnel to the upstream proxy."""
+
+    server: _Proxy
+
+    def handle(self) -> None:
+        client: socket.socket = self.request
+        head = b""
+        while b"\r\n\r\n" not in head and len(head) < 65536:
+            chunk = client.recv(4096)
+            if not chunk:
+                return
+            head += chunk
+        line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+        if len(line) < 2 or line[0] != "CONNECT":
+            client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            return
+        host = line[1].rsplit(":", 1)[0]
+        if not _VERTEX_HOST.match(host):
+            return self._onward(client, head)
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        try:
+            tls = self.server.tls.wrap_socket(client, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        target = self.server.routes.get(tls.selected_alpn_protocol() or "http/1.1")
+        if target is None:
+            return
+        with socket.create_connection(target, timeout=30) as upstream:
+            _pipe(tls, upstream)
+
+    def _onward(self, client: socket.socket, head: bytes) -> None:
+        if self.server.upstream is None:
+            client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            return
+        with socket.create_connection(self.server.upstream, timeout=30) as upstream:
+            upstream.sendall(head)
+            _pipe(client, upstream)
+
+
+def _pipe(a: socket.socket, b: socket.socket) -> None:
+    """Copy bytes both ways until either side closes (one thread: an SSL socket must not be read
+    and written from two threads at once)."""
+    a.settimeout(None)
+    b.settimeout(None)
+    while True:
+        ready = [a] if isinstance(a, ssl.SSLSocket) and a.pending() else []
+        if not ready:
+            ready, _, _ = select.select([a, b], [], [], 30)
+        for src in ready:
+            dst = b if src is a else a
+            try:
+                data = src.recv(65536)
+                while isinstance(src, ssl.SSLSocket) and src.pending():
+                    data += src.recv(65536)
+                if not data:
+                    return
+                dst.sendall(data)
+            except (OSError, ssl.SSLError):
+                return
+
+
+class _Metadata(BaseHTTPRequestHandler):
+    """The GCE metadata server's answers google-auth asks for (project, token, account)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        path = self.path.split("?", 1)[0].rstrip("/")
+        account = "/computeMetadata/v1/instance/service-accounts/default"
+        answers: dict[str, Any] = {
+            "": "", "/computeMetadata/v1": "",
+            "/computeMetadata/v1/project/project-id": self.server.project,  # type: ignore[attr-defined]
+            "/computeMetadata/v1/project/numeric-project-id": "123456789012",
+            "/computeMetadata/v1/universe/universe-domain": "googleapis.com",
+            f"{account}/token": {"access_token": "sandbox-token", "expires_in": 3600,
+                                 "token_type": "Bearer"},
+            f"{account}/email": SERVICE_ACCOUNT,
+            account: {"aliases": ["default"], "email": SERVICE_ACCOUNT,
+                      "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
+            f"{account}/scopes": "https://www.googleapis.com/auth/cloud-platform",
+        }
+        if path not in answers:
+            return self._send(404, "text/plain", b"not found")
+        value = answers[path]
+        if isinstance(value, str):
+            return self._send(200, "application/text", value.encode())
+        return self._send(200, "application/json", json.dumps(value).encode())
+
+    def _send(self, code: int, kind: str, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Metadata-Flavor", "Google")
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
