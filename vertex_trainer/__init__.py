@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs", "tuning_job",
-           "logs", "bench", "compile_pipeline", "pipeline_submit"]
+           "logs", "bench", "compile_pipeline", "pipeline_submit", "SubmitOptions"]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
@@ -27,11 +27,12 @@ _LAZY = {
     "tuning_job": "vertex_trainer.api",
     "logs": "vertex_trainer.api",
     "bench": "vertex_trainer.api",
+    "SubmitOptions": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit, tuning_job
-    from vertex_trainer.api import Job
+    from vertex_trainer.api import Job, SubmitOptions
     from vertex_trainer.api import bench, compile_pipeline, logs, pipeline_submit
 
 

@@ -87,6 +87,27 @@ def test_submit_wait_shows_the_lines_of_a_job_that_runs_and_ends_while_it_waits(
     assert running < lines.index("workerpool0-0 | A: first, arrives late")
 
 
+def test_submit_wait_output_json_keeps_the_log_lines_on_stderr(vertex_fake, logging_fake, popen_cli,
+                                                                spec_file):
+    """README: with --output json stdout stays the one JSON object; the lines still show (stderr)."""
+    vertex_fake.set_script(["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])
+    proc = popen_cli("submit", spec_file, "--wait", "--output", "json",
+                     env={"VERTEX_TRAINER_POLL_INTERVAL": "0.25"})
+    assert logging_fake.wait_until(lambda f: f.reads >= 1, timeout=30), proc.stderr
+    job_id = re.search(r'job_id="(\d+)"', logging_fake.requests[0]["filter"])[1]
+    (name,) = vertex_fake.jobs
+    line = logging_fake.add(job_id, "epoch 1/1 loss=0.5", at=time.time())
+    assert logging_fake.wait_until(
+        lambda f: any((_upper_bound(r) or 0) > to_ns(line["timestamp"]) for r in f.requests),
+        timeout=30)
+    vertex_fake.set_state(name, "JOB_STATE_SUCCEEDED")
+    out, err = proc.communicate(timeout=30)
+
+    assert proc.returncode == 0, err
+    assert json.loads(out)["name"] == name and json.loads(out)["state"] == "JOB_STATE_SUCCEEDED"
+    assert _replica_lines(err) == ["workerpool0-0 | epoch 1/1 loss=0.5"]
+
+
 def test_logs_follow_on_a_finished_job_prints_and_returns_by_itself(vertex_fake, logging_fake,
                                                                      run_cli):
     done, done_id = _job(vertex_fake, ["JOB_STATE_SUCCEEDED"])

@@ -13,12 +13,18 @@ environment is read here once (`Settings.from_environ`) and passed down as `sett
     core.py     load, check, plan, render, package, submit, deploy, logs, jobs by name
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
+    capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
+    cost.py     cost: prices, the estimate, the comparison, refresh-prices
 """
 
 from vertex_trainer.api.bench import bench
+from vertex_trainer.api.capacity import (
+    create_resource, delete_resource, list_resources, plan, resource_request, web_access,
+)
+from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
 from vertex_trainer.api.core import (
-    DryRun, Job, LocalJob, cancel, check, deploy, list_jobs, load_spec, logs, package, plan_artifact,
-    render_job, settings_from_env, status, submit, tuning_job,
+    DryRun, Job, LocalJob, SubmitOptions, cancel, check, deploy, list_jobs, load_spec, logs, package,
+    plan_artifact, render_job, settings_from_env, status, submit, tuning_job,
 )
 from vertex_trainer.api.events import (
     compile_pipeline, on_object_finalized, pipeline_status, pipeline_submit, trigger_deploy,
@@ -26,6 +32,8 @@ from vertex_trainer.api.events import (
 )
 
 __all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job",
-           "logs", "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render",
-           "trigger_deploy", "on_object_finalized", "bench"]
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions",
+           "tuning_job", "logs", "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render",
+           "trigger_deploy", "on_object_finalized", "bench",
+           "plan", "create_resource", "list_resources", "delete_resource", "resource_request",
+           "web_access", "cost", "prices", "refresh_prices", "job_cost"]

@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.hptuning import TuningJob
 
 __all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "tuning_job", "logs"]
+           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions",
+           "tuning_job", "logs"]
 
 Log = Callable[[str], None]
 
@@ -50,11 +51,27 @@ class Job(_VertexJob):
         settings = settings or (client.settings if client else settings_from_env())
         return super().get(job, project=project, region=region, settings=settings, client=client)
 
-    spec: "JobSpec | None" = None   # set by submit(): the spec the job was made from
+    spec: "JobSpec | None"   # the spec submit() made it from (a constructor argument), or None
+    deployment: "Deployment | None" = None   # set by submit(deploy=True) once the model serves
+
+    def to_dict(self) -> dict:
+        """The docs/contract.md section 2 submit object (with "deploy" after submit(deploy=True))."""
+        out = super().to_dict()
+        if self.deployment is not None:
+            out["deploy"] = self.deployment.to_dict()
+        return out
 
     def deploy(self, spec: "JobSpec | None" = None, **kwargs: Any) -> "Deployment":
-        """Register this job's model and serve it (see `deploy`); `spec` defaults to the one
-        this job was submitted from."""
+        """Register this job's model and serve it (see :func:`deploy`).
+
+        Args:
+            spec: the spec whose ``deploy:`` block applies (default: the one this job was
+                submitted from).
+            **kwargs: passed to :func:`deploy` (``dry_run``, ``timeout``, ``log``).
+
+        Returns:
+            the Deployment (model, version, endpoint, traffic split).
+        """
         spec = spec or self.spec
         if spec is None:
             from vertex_trainer.errors import UserError
@@ -166,11 +183,16 @@ class DryRun:
     idempotency_key: str
     local: bool = False
     package: dict | None = None  # the build or upload submit would do first (when the spec builds)
+    deploy: dict | None = None   # submit(deploy=True): the requests the deploy would send after
 
     def to_dict(self) -> dict:
-        return {"name": None, "state": None, "console_url": None, "image": self.image,
-                "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
-                "local": self.local, "package": self.package, "requests": self.requests}
+        """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
+        out = {"name": None, "state": None, "console_url": None, "image": self.image,
+               "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
+               "local": self.local, "package": self.package, "requests": self.requests}
+        if self.deploy is not None:
+            out["deploy"] = self.deploy
+        return out
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
         steps = ", ".join(r.get("method", "local") for r in self.requests)
@@ -230,72 +252,197 @@ def _str_or_none(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+@dataclass(frozen=True)
+class SubmitOptions:
+    """The less common knobs of :func:`submit`, in one object so its signature stays small.
+
+    Every field can also be given to ``submit`` as a keyword: ``submit(spec, timeout=600)`` is
+    ``submit(spec, options=SubmitOptions(timeout=600))``.
+
+    Attributes:
+        timeout: with ``wait``, seconds to follow the job before giving up (None: until it ends).
+        quota_check: read the project's quota for the accelerator before creating
+            (vertex_trainer.workflows.capacity); a dry run never reads it.
+        builder: ``docker`` or ``cloud-build`` when the spec builds its image (default: the
+            packager's choice).
+        on_state: called with the job at each state change while waiting.
+        follow: ``follow(job, timeout)`` follows each job created (each attempt of a
+            ``scheduling.fallback`` plan) instead of ``Job.wait``; the caller then judges the
+            last job: submit raises no JobFailed.
+        console: a rich Console for a local run's progress (default: stderr).
+        summary: False leaves a local run's end-of-run summary (model, output, metrics) to the
+            caller, who prints it from the returned LocalJob (the CLI: on stdout).
+        client: the JobsClient to create with (default: one for the spec's project and region).
+        max_cost: a budget in USD (``submit --max-cost``; wins over ``scheduling.max_cost``): a
+            plan whose worst case (timeout x hourly list price) exceeds it is refused (exit 2)
+            before anything is built or sent (docs/contract.md section 12).
+    """
+
+    timeout: float | None = None
+    quota_check: bool = True
+    builder: str | None = None
+    on_state: Callable[[Job], None] | None = None
+    follow: Callable[[Job, Any], Any] | None = None
+    console: Any = None
+    summary: bool = True
+    client: JobsClient | None = None
+    max_cost: float | None = None
+
+
 def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
-           local: bool = False, dry_run: bool = False, timeout: float | None = None,
-           on_state: Callable[[Job], None] | None = None, builder: str | None = None,
-           log: Log | None = None, console: Any = None, client: JobsClient | None = None,
-           settings: Settings | None = None, quota_check: bool = True,
-           follow: Callable[[Job, Any], Any] | None = None) -> Job | LocalJob | DryRun:
+           local: bool = False, dry_run: bool = False, deploy: bool = False,
+           options: SubmitOptions | None = None, settings: Settings | None = None,
+           log: Log | None = None, **option: Any) -> "Job | LocalJob | DryRun | TuningJob":
     """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
 
-    - ``idempotency_key``: reuse it when retrying (CI: the run id) and no second job is created;
-      a random key is used when it is None.
-    - ``wait=True`` follows the job to its end (raises JobFailed unless it SUCCEEDED).
-    - ``local=True`` runs the same rendered job on this machine instead (vertex_trainer.local).
-    - ``dry_run=True`` returns a :class:`DryRun` describing the requests; nothing is sent, built
-      or run. ``quota_check=False`` skips the quota pre-flight (vertex_trainer.workflows.capacity).
-    - ``scheduling.fallback``: vertex_trainer.workflows.fallback; ``follow(job, timeout)`` then waits for each
-      attempt instead of Job.wait, and the caller judges the last job (no JobFailed).
-    """
-    from vertex_trainer import render
+    The one path (docs/contract.md section 2): pre-submit checks -> artifact (planned, or built
+    when the spec builds) -> render -> create (idempotent) | run here | describe (dry run). A spec
+    with ``tune:`` becomes a HyperparameterTuningJob (section 10); one with
+    ``scheduling.fallback`` tries its strategies in turn (section 8).
 
-    settings = settings or (client.settings if client else settings_from_env())
+    Args:
+        spec: the job spec, from :func:`load_spec`.
+        wait: follow the job to its end; raises JobFailed unless it SUCCEEDED (see
+            ``SubmitOptions.follow``).
+        idempotency_key: reuse it when retrying (CI: the run id) and no second job is created;
+            None picks a random key.
+        local: run the same rendered job on this machine instead (vertex_trainer.local).
+        dry_run: describe the requests and return a :class:`DryRun`; nothing is sent, built or run.
+        deploy: when the job SUCCEEDED, register its model and deploy it (the spec's ``deploy:``
+            block, section 5); implies ``wait``. The Deployment is ``job.deployment`` (a dry run:
+            ``DryRun.deploy``, the requests it would send).
+        options: the less common knobs (:class:`SubmitOptions`).
+        settings: the process settings (default: read from the environment).
+        log: where progress lines go (default: stderr).
+        **option: any :class:`SubmitOptions` field by name (``timeout=600``, ``client=...``).
+
+    Returns:
+        the :class:`Job` (a ``TuningJob`` for a ``tune:`` spec), a :class:`LocalJob` with
+        ``local=True``, or a :class:`DryRun` with ``dry_run=True``.
+
+    Raises:
+        UserError, SpecError: bad input (exit 2), before anything is built, sent or run.
+        JobFailed: ``wait`` and the job did not succeed (unless ``options.follow`` is given).
+    """
+    opts = _options(options, option)
+    settings = settings or (opts.client.settings if opts.client else settings_from_env())
     log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    _check_deploy(spec, deploy=deploy, local=local)
+    wait = wait or deploy
     check(spec, local=local)  # exit 2 before anything is built, sent or run
-    if not local:
-        from vertex_trainer.spec.rules import warnings
-        from vertex_trainer.workflows import capacity, preflight
+    if not local and spec.tune is None:  # over budget (scheduling.max_cost, --max-cost): exit 2, nothing sent
+        from vertex_trainer.workflows.cost import enforce_budget
 
-        for warning in warnings(spec):  # valid but without effect (e.g. max_wait with spot)
-            log(warning)
-        far = preflight.registry_far(spec)
-        if far:
-            log(far)
-        if not dry_run:  # (the stand-ins a build needs are checked by package(), below)
-            preflight.check_buckets(spec, settings=settings, log=log)  # missing buckets stop here
-        capacity.before_submit(spec, settings=settings, log=log, quota=quota_check and not dry_run)
-    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=builder,
+        enforce_budget(spec, max_cost=opts.max_cost)
+    skipped = {} if local else _preflight(spec, settings=settings, log=log, dry_run=dry_run,
+                                          quota=opts.quota_check)
+    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=opts.builder,
                                       log=log, settings=settings)
+    from vertex_trainer import render
+
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
-    if spec.tune is not None:  # a HyperparameterTuningJob whose trials run `body` (tuning.py)
+    if spec.tune is not None:  # a HyperparameterTuningJob whose trials run `body`
         from vertex_trainer.workflows import tuning
 
         return tuning.submit(spec, body, key=key, image=image, package=_package_step(plan),
-                             wait=wait, local=local, dry_run=dry_run, timeout=timeout,
-                             on_state=on_state, log=log, console=console, settings=settings)
-
-    if dry_run and local:
-        return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
+                             wait=wait, local=local, dry_run=dry_run, timeout=opts.timeout,
+                             on_state=opts.on_state, log=log, console=opts.console, settings=settings)
     if local:
-        from vertex_trainer.local import run_local
+        return _run_here(spec, body, image, key, dry_run=dry_run, wait=wait, opts=opts,
+                         settings=settings)
 
-        result = run_local(body, spec, settings=settings, wait=wait, console=console)
-        return LocalJob(result, body, image, key)
-
-    client = client or JobsClient(spec.project, spec.region, settings=settings, log=log)
+    client = opts.client or JobsClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
-        return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan))
+        deploying = _deploy(spec, job="JOB", dry_run=True, settings=settings) if deploy else None
+        return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan),
+                      deploy=deploying)
+    job = _create(client, spec, artifact, body, key, image=image, wait=wait, opts=opts, log=log,
+                  skipped=skipped)
+    if deploy and job.succeeded:
+        job.deployment = _deploy(spec, job=job.name, log=log, settings=settings)
+    return job
+
+
+def _options(options: SubmitOptions | None, option: Mapping[str, Any]) -> SubmitOptions:
+    """`options` with the keyword shorthands applied (an unknown name is a TypeError, as for any
+    function)."""
+    import dataclasses
+
+    options = options or SubmitOptions()
+    known = {f.name for f in dataclasses.fields(SubmitOptions)}
+    unknown = sorted(set(option) - known)
+    if unknown:
+        raise TypeError(f"submit() got unexpected keyword argument(s) {', '.join(unknown)} "
+                        f"(SubmitOptions fields: {', '.join(sorted(known))})")
+    return dataclasses.replace(options, **option) if option else options
+
+
+def _check_deploy(spec: "JobSpec", *, deploy: bool, local: bool) -> None:
+    """`deploy=True` needs a CustomJob on Vertex AI (exit 2 otherwise, nothing sent)."""
+    if not deploy:
+        return
+    from vertex_trainer.errors import UserError
+
+    if local:
+        raise UserError("--deploy needs a Vertex AI job; a local run's model is served here",
+                        hint="vertex-trainer serve <output_dir>/model, after submit --local")
+    if spec.tune is not None:
+        raise UserError("--deploy serves one job's model; a tuning job has a model per trial",
+                        hint="deploy the best trial's: vertex-trainer deploy SPEC --model-dir "
+                             "<the best trial's output_dir>/model (vertex-trainer trials JOB)")
+
+
+def _preflight(spec: "JobSpec", *, settings: Settings, log: Log, dry_run: bool,
+               quota: bool) -> dict[int, str]:
+    """A cloud submit's look before it builds or sends: the registry's region (a warning), the
+    buckets (missing: exit 2), each attempt's region, quota and persistent resource (docs/contract.md
+    sections 8 and 11). Returns the attempts to skip (attempt n -> why)."""
+    from vertex_trainer.spec.rules import warnings
+    from vertex_trainer.workflows import capacity, preflight
+
+    for warning in warnings(spec):  # valid but without effect (e.g. max_wait with spot)
+        log(warning)
+    far = preflight.registry_far(spec)
+    if far:
+        log(far)
+    if not dry_run:  # (the stand-ins a build needs are checked by package())
+        preflight.check_buckets(spec, settings=settings, log=log)
+    return capacity.before_submit(spec, settings=settings, log=log, quota=quota and not dry_run,
+                                  remote=not dry_run)
+
+
+def _run_here(spec: "JobSpec", body: dict, image: str, key: str, *, dry_run: bool, wait: bool,
+              opts: SubmitOptions, settings: Settings) -> "LocalJob | DryRun":
+    """submit(local=True): the rendered job run on this machine (or, dry, described)."""
+    if dry_run:
+        return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
+    from vertex_trainer.local import run_local
+
+    result = run_local(body, spec, settings=settings, wait=wait, console=opts.console,
+                       summary=opts.summary)
+    return LocalJob(result, body, image, key)
+
+
+def _create(client: JobsClient, spec: "JobSpec", artifact: Artifact, body: dict, key: str, *,
+            image: str, wait: bool, opts: SubmitOptions, log: Log,
+            skipped: Mapping[int, str] | None = None) -> Job:
+    """Create the job once per key (each strategy of a fallback plan in turn) and, with `wait`,
+    follow it: `opts.follow` when given (the caller judges the end), else Job.wait."""
     if spec.scheduling.fallback:  # capacity fallback (docs/contract.md section 8)
         from vertex_trainer.workflows import fallback
 
-        return fallback.submit(client, spec, artifact, key, image=image, job_type=Job, wait=wait,
-                               timeout=timeout, follow=follow, on_state=on_state, log=log, check=follow is None)
+        # Each attempt in its own region: a client per region (docs/contract.md section 11).
+        return fallback.submit(fallback.region_clients(client), spec, artifact, key, image=image,
+                               job_type=Job, wait=wait, timeout=opts.timeout, follow=opts.follow,
+                               on_state=opts.on_state, log=log, check=opts.follow is None,
+                               skipped=skipped)
     data, adopted = create_idempotent(client, body, key)
-    job = Job(data, client, image=image, idempotency_key=key, adopted=adopted)
-    job.spec = spec
-    if wait:
-        job.wait(timeout=timeout, on_state=on_state)
+    job = Job(data, client, image=image, idempotency_key=key, adopted=adopted, spec=spec)
+    if wait and opts.follow is not None:
+        opts.follow(job, opts.timeout)  # (a job adopted after it ended: its log and how it ended)
+    elif wait:
+        job.wait(timeout=opts.timeout, on_state=opts.on_state)
     return job
 
 
@@ -360,6 +507,9 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
     deployment.check_model_dir(settings, artifact, log=log)
     return run_deploy(client, request, poll=settings.poll,
                       timeout=timeout or deployment.deploy_block(spec).timeout, log=log)
+
+
+_deploy = deploy  # (submit's `deploy` argument hides the function inside submit)
 
 
 # -- jobs by name --------------------------------------------------------------------------------

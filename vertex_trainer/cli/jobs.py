@@ -44,56 +44,51 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
            quota_check: Annotated[bool, typer.Option(
                "--quota-check/--no-quota-check", help="before creating, read the project's quota for "
                "the accelerator in the region: exit 2 when clearly too small (unreadable: a warning)")]
-           = True) -> None:
+           = True,
+           max_cost: Annotated[Optional[float], typer.Option(
+               "--max-cost", metavar="USD", min=0.01, help="refuse (exit 2, nothing sent) a plan whose worst "
+               "case (timeout x hourly list price) costs more; wins over scheduling.max_cost")] = None) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
-    from vertex_trainer.vertex.names import check_key
 
-    if idempotency_key is not None:
-        check_key(idempotency_key)
-    if deploy_after and local:
-        from vertex_trainer.errors import UserError
-
-        raise UserError("--deploy needs a Vertex AI job; a local run's model is served here",
-                        hint="vertex-trainer serve <output_dir>/model, after submit --local")
-    wait = wait or deploy_after
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    if job_spec.tune is not None:  # a hyperparameter tuning job (cli/tuning.py)
+    if job_spec.tune is not None:  # a hyperparameter tuning job: its own display (cli/tuning.py)
         from vertex_trainer.cli import tuning
 
         return tuning.submit(job_spec, cfg, dry_run=dry_run, local=local, wait=wait, output=output,
-                             idempotency_key=idempotency_key, cancel_on_interrupt=cancel_on_interrupt)
-    if dry_run or local:
-        result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
-                            dry_run=dry_run, log=stderr_line, settings=cfg,
-                            console=None if output is OutputFormat.json else err_console())
-        if dry_run and deploy_after:
-            from vertex_trainer.cli.deploy import show_deployment
+                             idempotency_key=idempotency_key, cancel_on_interrupt=cancel_on_interrupt,
+                             deploy=deploy_after)
+    watched: dict = {}
 
-            _show_dry_run(result, output)
-            return show_deployment(api.deploy(job_spec, job="JOB", dry_run=True, settings=cfg), output)
-        return _show_dry_run(result, output) if dry_run else _show_local(result, output)
-    if wait and job_spec.scheduling.fallback:  # each attempt followed in turn (vertex_trainer.workflows.fallback)
-        job = _submit_with_fallback(job_spec, cfg, output, idempotency_key, quota_check,
-                                    cancel_on_interrupt, show_logs, emit=not deploy_after)
-    else:
-        job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg,
-                         quota_check=quota_check)
+    def follow(job, timeout) -> None:  # each job submit creates (each attempt of a fallback plan)
         _show_created(job, output)
-        if wait:
-            _follow(job, output, cancel_on_interrupt, show_logs=show_logs, emit=not deploy_after)
-        elif output is OutputFormat.json:
-            emit_json(job.to_dict())
-        elif job.attempts:
-            _show_attempts(job)
-    if deploy_after:  # _follow raised JobFailed unless the job SUCCEEDED
+        watched[job.name] = _watch(job, output, cancel_on_interrupt, show_logs=show_logs)
+
+    text = output is OutputFormat.text
+    result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
+                        dry_run=dry_run, deploy=deploy_after, settings=cfg, log=stderr_line,
+                        quota_check=quota_check, follow=follow, max_cost=max_cost,
+                        console=err_console() if text else None, summary=not text)
+    if dry_run:
+        _show_dry_run(result, output)
+        if text and not local:  # hourly and worst case per attempt (docs/contract.md section 12)
+            print(f"# {_price_line(job_spec)}")
+        return
+    if local:
+        return _show_local(result, output)
+    if result.name not in watched:  # not followed: --no-wait, or adopted after it ended
+        _show_created(result, output)
+    if wait or deploy_after:
+        _end(result, output, *watched.get(result.name, (None, None)))
+    elif output is OutputFormat.json:
+        emit_json(result.to_dict())
+    elif result.attempts:
+        _show_attempts(result)
+    if result.deployment is not None and text:
         from vertex_trainer.cli.deploy import show_deployment
 
-        deployment = api.deploy(job_spec, job=job.name, log=stderr_line, settings=cfg)
-        if output is OutputFormat.json:
-            return emit_json({**job.to_dict(), "deploy": deployment.to_dict()})
-        show_deployment(deployment, output)
+        show_deployment(result.deployment, output)
 
 
 def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
@@ -106,7 +101,9 @@ def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = No
     cfg = settings()
     found = api.status(job, **where(cfg, project, region), settings=cfg)
     if wait and not found.done:
-        return _follow(found, output, cancel_on_interrupt=False, describe=True, show_logs=show_logs)
+        # (status -o json is for scripts polling a job: its lines are not read; submit's are.)
+        return _follow(found, output, cancel_on_interrupt=False, describe=True,
+                       show_logs=show_logs and output is OutputFormat.text)
     _show_job(found, output)
     if wait and not found.succeeded:
         raise JobFailed(found.failure_message())
@@ -164,27 +161,6 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
 
 
-def _submit_with_fallback(job_spec, cfg, output: OutputFormat, key: str | None, quota_check: bool,
-                          cancel_on_interrupt: bool, show_logs: bool, emit: bool):
-    """submit --wait of a spec with scheduling.fallback: show and follow each attempt's job; a
-    capacity refusal moves on to the next strategy (docs/contract.md section 8)."""
-    from vertex_trainer import api
-
-    watched: dict = {}
-
-    def follow(job, timeout) -> None:
-        _show_created(job, output)
-        watched[job.name] = _watch(job, output, cancel_on_interrupt, show_logs=show_logs)
-
-    job = api.submit(job_spec, wait=True, follow=follow, idempotency_key=key, log=stderr_line,
-                     settings=cfg, quota_check=quota_check)
-    if job.name not in watched:  # adopted, already ended
-        _show_created(job, output)
-    view, failure = watched.get(job.name, (None, None))
-    _end(job, output, view, failure, emit=emit)
-    return job
-
-
 # -- showing jobs --------------------------------------------------------------------------------
 
 def _show_created(job, output: OutputFormat) -> None:
@@ -203,22 +179,50 @@ def _show_attempts(job) -> None:
     print(f"attempts {summary(job.attempts)}")
 
 
+def _price_line(job_spec) -> str:
+    from vertex_trainer import pricing
+    from vertex_trainer.workflows import cost
+
+    return cost.price_line(cost.estimate(job_spec, pricing.load_snapshot()))
+
+
+def _cost(job) -> dict | None:
+    """What an ended job cost (run time x hourly list price, an estimate), else None."""
+    from vertex_trainer import api
+
+    return api.job_cost(job.data) if job.done and isinstance(getattr(job, "data", None), dict) else None
+
+
+def _with_cost(obj: dict, job) -> dict:
+    cost = _cost(job)
+    return {**obj, "cost": cost} if cost is not None else obj
+
+
+def _cost_line(job) -> None:
+    from vertex_trainer.workflows.cost import job_cost_line
+
+    line = job_cost_line(_cost(job))
+    if line:
+        print(line)
+
+
 def _show_job(job, output: OutputFormat) -> None:
     if output is OutputFormat.json:
-        return emit_json(job.describe())
+        return emit_json(_with_cost(job.describe(), job))
     d = job.describe()
     rows = [("name", d["name"]), ("display", d["display_name"]), ("state", short_state(d["state"])),
             ("created", d["create_time"]), ("started", d["start_time"]), ("ended", d["end_time"]),
             ("console", d["console_url"]), ("error", d["error"])]
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
+    _cost_line(job)
 
 
 def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
-            show_logs: bool = True, emit: bool = True) -> None:
+            show_logs: bool = True) -> None:
     """submit/status --wait: show each state change and (text output) the job's log lines until
     it ends; a failure ends with the failing replica's last lines, its error and advice."""
     view, failure = _watch(job, output, cancel_on_interrupt, describe=describe, show_logs=show_logs)
-    _end(job, output, view, failure, describe=describe, emit=emit)
+    _end(job, output, view, failure, describe=describe)
 
 
 def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
@@ -232,7 +236,8 @@ def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool 
     failure = None
     try:
         with view:
-            for item in api.logs(job, follow=True, lines=show_logs and output is OutputFormat.text,
+            # The log lines go to stderr whatever --output: stdout stays the one JSON object.
+            for item in api.logs(job, follow=True, lines=show_logs,
                                  settings=job.client.settings, log=view.note):
                 view.show(item)
                 failure = item if isinstance(item, Failure) else failure
@@ -250,16 +255,16 @@ def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool 
     return view, failure
 
 
-def _end(job, output: OutputFormat, view, failure, describe: bool = False, emit: bool = True) -> None:
+def _end(job, output: OutputFormat, view, failure, describe: bool = False) -> None:
     """The end of a followed job: the JSON object or the final line; JobFailed unless it
     SUCCEEDED (after the failing replica's last lines)."""
     if output is OutputFormat.json:
-        if emit or not job.succeeded:  # emit=False: the caller prints one object after its step
-            emit_json(job.describe() if describe else job.to_dict())
+        emit_json(_with_cost(job.describe() if describe else job.to_dict(), job))
     elif describe:
         _show_job(job, output)
     else:
         print(f"final    {short_state(job.state)}")
+        _cost_line(job)
         if getattr(job, "attempts", None):
             _show_attempts(job)
     if not job.succeeded:
@@ -292,14 +297,40 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
         print(f"#    image: {plan.image}")
     print(f"{create['method']} {create['url']}")
     sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
+    if plan.deploy is not None:  # --deploy: what the deploy after the job would send
+        from vertex_trainer.cli.deploy import show_deployment
+
+        show_deployment(plan.deploy, output)
 
 
 def _show_local(result, output: OutputFormat) -> None:
+    """The end of submit --local: the JSON object, or the summary on stdout (the run's progress
+    went to stderr), like the tuning summary; JobFailed unless it SUCCEEDED."""
     if output is OutputFormat.json:
         emit_json(result.to_dict())
-    # Text: run_local already printed the summary (state, time, model, output, metrics).
+    else:
+        print(local_summary(result))
     if result.done and not result.succeeded:
         raise JobFailed(result.failure_message())
+
+
+def local_summary(result) -> str:
+    """local/state/model/output/metrics lines of a LocalJob (the metrics the run display names)."""
+    from vertex_trainer.local.display import SUMMARY_METRICS
+
+    r = result.result
+    rows = [("local", result.name), ("state", f"{short_state(result.state)} in {r.elapsed_s:.1f}s"),
+            ("output", result.output_dir)]
+    if result.succeeded:
+        rows.insert(2, ("model", _str(r.model_dir)))
+        metrics = result.metrics or {}
+        shown = {k: metrics[k] for k in SUMMARY_METRICS if k in metrics}
+        rows.append(("metrics", json.dumps(shown) if shown else "none (no metrics.json in the output)"))
+    return "\n".join(f"{k:8} {v}" for k, v in rows if v)
+
+
+def _str(value) -> str | None:
+    return None if value is None else str(value)
 
 
 def register(app: typer.Typer) -> None:

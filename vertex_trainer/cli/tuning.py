@@ -43,21 +43,22 @@ def trials(job: TuningJobArg, project: JobProjectOpt = None, region: JobRegionOp
 
 
 def submit(job_spec: Any, cfg: Any, *, dry_run: bool, local: bool, wait: bool, output: OutputFormat,
-           idempotency_key: str | None, cancel_on_interrupt: bool) -> None:
-    """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run)."""
+           idempotency_key: str | None, cancel_on_interrupt: bool, deploy: bool = False) -> None:
+    """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit,
+    then the trials as they end (--wait) and the table of trials."""
     from vertex_trainer import api
 
-    if dry_run or local:
-        result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
-                            dry_run=dry_run, log=stderr_line, settings=cfg,
-                            console=None if output is OutputFormat.json else err_console())
-        if dry_run:
-            return _show_dry_run(result, output)
-        _show(result, output)
-        if not result.succeeded:
-            raise JobFailed(result.failure_message())
+    # A cloud tuning job is followed here (each trial as it ends), not by api.submit's wait.
+    job = api.submit(job_spec, wait=wait and local, idempotency_key=idempotency_key, local=local,
+                     dry_run=dry_run, deploy=deploy, log=stderr_line, settings=cfg,
+                     console=None if output is OutputFormat.json else err_console())
+    if dry_run:
+        return _show_dry_run(job, output)
+    if local:
+        _show(job, output)
+        if not job.succeeded:
+            raise JobFailed(job.failure_message())
         return
-    job = api.submit(job_spec, idempotency_key=idempotency_key, log=stderr_line, settings=cfg)
     if output is OutputFormat.text:
         verb = "adopted" if job.adopted else "created"
         tune = job_spec.tune

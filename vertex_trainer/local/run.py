@@ -51,7 +51,8 @@ class LocalResult(JobState):
 
 def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = True,
               console=None, cancel: Any = None, job_id: str | None = None,
-              on_lines: Callable[[list[tuple[str, str]]], None] | None = None) -> LocalResult:
+              on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
+              summary: bool = True) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
     `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
@@ -67,7 +68,9 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     threading.Event, stops the run from another thread as Ctrl-C does (off the main thread,
     signals never reach it; e.g. the trials of a local tuning run). `job_id` is CLOUD_ML_JOB_ID
     (default: a `local-...` id); `on_lines` receives every batch of (replica, line) as shown
-    (the sandbox turns them into Cloud Logging entries).
+    (the sandbox turns them into Cloud Logging entries). `summary=False` leaves the summary of
+    a run that succeeded (model, output, metrics) to the caller (the CLI prints it on stdout); a
+    failure is still summarised on the console.
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None) or settings.project
@@ -121,7 +124,8 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     runlog.close(result)
     if state == SUCCEEDED:
         promote_run_record(base, job_id)
-    display.summary(result)
+    if summary or state != SUCCEEDED:
+        display.summary(result)
     return result
 
 
