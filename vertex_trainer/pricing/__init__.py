@@ -88,6 +88,11 @@ def load_snapshot(path: str | None = None) -> PriceBook:
     return PriceBook(_shipped())
 
 
+def shipped_path():
+    """The path of the snapshot shipped in the package (what refresh-prices rewrites)."""
+    return resources.files(__package__).joinpath(SNAPSHOT_FILE)
+
+
 @lru_cache(maxsize=1)
 def _shipped() -> dict:
     return json.loads(resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8"))

@@ -1,0 +1,158 @@
+"""The API of `vertex-trainer cost` and `dev refresh-prices` (docs/contract.md section 12).
+
+    from vertex_trainer import api
+    spec = api.load_spec("job_specs/resnet50-h100x8-flex.yaml")
+    api.cost(spec, throughput=24000).to_json()      # hourly, worst case, expected per attempt
+    api.cost(spec, compare=True).recommendation     # flex-start, spot, standard or a reservation
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.pricing import PriceBook
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.workflows.cost import Estimate
+    from vertex_trainer.workflows.cost_compare import Comparison
+
+__all__ = ["cost", "prices", "refresh_prices", "job_cost"]
+
+
+def prices(*, live: bool = False, settings: Settings | None = None) -> "PriceBook":
+    """The prices: the snapshot shipped in the package, or (`live`) read now from the Cloud
+    Billing Catalog API at the settings' endpoint.
+
+    Args:
+        live: read the Billing API instead of the snapshot (--live-prices).
+        settings: the process settings (default: from the environment).
+    Returns:
+        A PriceBook (source "snapshot" or "billing-api")."""
+    from vertex_trainer import pricing
+
+    if not live:
+        return pricing.load_snapshot()
+    from vertex_trainer.vertex.billing import BillingClient
+
+    return BillingClient(settings=settings or settings_from_env()).price_book()
+
+
+def _reader(settings: Settings):
+    """Reads a JSON file by local path or gs:// URI (the dataset's manifest.json)."""
+    def read(path: str) -> dict | None:
+        if path.startswith("gs://"):
+            from vertex_trainer.gcp.storage import read_json
+
+            return read_json(settings, path)
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    return read
+
+
+def cost(spec: "JobSpec", *, throughput: float | None = None, bench: str | dict | None = None,
+         live: bool = False, compare: bool = False, can_wait: bool = True,
+         checkpoints: bool | None = None, read_manifest: bool = True,
+         settings: Settings | None = None) -> "Estimate | Comparison":
+    """What the spec's plan costs (docs/contract.md section 12), before anything is sent.
+
+    Args:
+        spec: the job spec, from load_spec.
+        throughput: the job's examples per second (--throughput).
+        bench: a `bench --output json` result, or the path of a file holding one (--bench).
+        live: read prices from the Billing API instead of the snapshot (--live-prices).
+        compare: also the alternatives and one recommendation (--compare).
+        can_wait: the start may wait for capacity (False: --start-now).
+        checkpoints: the trainer resumes from checkpoints (None: the bundled trainer does).
+        read_manifest: read the dataset's manifest.json for the examples per epoch.
+        settings: the process settings (default: from the environment).
+    Returns:
+        An Estimate (`.to_json()` is the --output json object), or with `compare` a Comparison
+        (`.rows`, `.recommendation`)."""
+    from vertex_trainer.workflows import cost as costs
+
+    settings = settings or settings_from_env()
+    name = "the bench result"
+    if isinstance(bench, str):
+        name, bench = bench, costs.load_bench(bench)
+    rate = costs.throughput_of(spec, examples_per_sec=throughput, bench=bench, bench_name=name)
+    book = prices(live=live, settings=settings)
+    est = costs.estimate(spec, book, throughput=rate, read_json=_reader(settings) if read_manifest else None)
+    if not compare:
+        return est
+    from vertex_trainer.workflows import cost_compare
+
+    return cost_compare.compare(spec, book, est, can_wait=can_wait, checkpoints=checkpoints,
+                                quota=_quota_reader(spec, settings))
+
+
+def _quota_reader(spec: "JobSpec", settings: Settings):
+    """(accelerator, strategy, region) -> the quota limit, when the Cloud Quotas API answers; else
+    None (quota is shown where readable, never required)."""
+    if not (spec.project and settings.quotas_endpoint):
+        return None
+    from vertex_trainer import regions
+    from vertex_trainer.errors import VertexTrainerError
+    from vertex_trainer.settings import RetryPolicy
+    from vertex_trainer.vertex.quotas import QuotasClient
+
+    client = QuotasClient(spec.project, settings=settings, retry=RetryPolicy(attempts=2, deadline=5))
+    broken: list[bool] = []
+
+    def read(accelerator: str, strategy: str, region: str) -> int | None:
+        metric = regions.quota_metric(accelerator, strategy)
+        if not metric or broken:
+            return None
+        try:
+            found = client.limit(metric, region)
+        except VertexTrainerError:
+            broken.append(True)
+            return None
+        return None if found is None else found.limit
+
+    return read
+
+
+def job_cost(data: dict) -> dict | None:
+    """What an ended CustomJob cost (run time x hourly list price of the snapshot; an estimate,
+    not the bill).
+
+    Args:
+        data: the CustomJob as the REST API returns it (Job.data).
+    Returns:
+        The "cost" object of `status --output json`, or None for a job that has not run."""
+    from vertex_trainer import pricing
+    from vertex_trainer.workflows import cost as costs
+
+    return costs.job_cost(data, pricing.load_snapshot())
+
+
+def refresh_prices(path: str | None = None, *, settings: Settings | None = None) -> dict:
+    """Read Vertex AI's SKUs from the Cloud Billing Catalog API (every page) and write the price
+    snapshot (`vertex-trainer dev refresh-prices`).
+
+    Args:
+        path: where to write it (default: the snapshot shipped in the package).
+        settings: the process settings; VERTEX_TRAINER_BILLING_ENDPOINT picks a stand-in.
+    Returns:
+        {"path", "as_of", "skus_read", "skus_used", "families", "accelerators"} (counts)."""
+    from vertex_trainer import pricing
+    from vertex_trainer.vertex.billing import BillingClient
+
+    book = BillingClient(settings=settings or settings_from_env()).price_book()
+    target = path or pricing.shipped_path()
+    tmp = f"{target}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(dict(book.data), indent=1) + "\n")
+    os.replace(tmp, target)
+    data = book.data
+    return {"path": str(target), "as_of": data["as_of"], "skus_read": data["skus_read"],
+            "skus_used": data["skus_used"], "families": len(data["families"]),
+            "accelerators": len(data["accelerators"])}

@@ -1,0 +1,63 @@
+"""cost: the list price of the spec's plan before anything is sent (docs/contract.md section 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typing_extensions import Annotated
+
+from vertex_trainer.cli.common import (
+    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load, settings,
+)
+
+
+def cost(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
+         region: RegionOpt = None, output: OutputOpt = OutputFormat.text,
+         throughput: Annotated[Optional[float], typer.Option(
+             "--throughput", metavar="EX_PER_S", help="the job's training examples per second "
+             "(all replicas): gives the expected hours and cost")] = None,
+         bench: Annotated[Optional[Path], typer.Option(
+             "--bench", metavar="FILE", help="a `bench --output json` result: its measured throughput")] = None,
+         live_prices: Annotated[bool, typer.Option(
+             "--live-prices", help="read the prices from the Cloud Billing Catalog API now, not the "
+             "snapshot shipped with vertex-trainer")] = False,
+         compare: Annotated[bool, typer.Option(
+             "--compare", help="the alternatives (same accelerator generation and size, each strategy, "
+             "the regions that offer them) and one recommendation")] = False,
+         start_now: Annotated[bool, typer.Option(
+             "--start-now", help="with --compare: the start cannot wait for capacity")] = False,
+         checkpoints: Annotated[Optional[bool], typer.Option(
+             "--checkpoints/--no-checkpoints", help="with --compare: the trainer resumes from "
+             "checkpoints (default: yes for the bundled trainer, no for an image of your own)",
+             show_default=False)] = None) -> None:
+    """Hourly list price, worst case (timeout x hourly) and expected cost of every attempt of the
+    plan; with --compare, the alternatives and a recommendation (flex-start, spot, standard or a
+    reservation) with its reason. Nothing is sent (unless --live-prices)."""
+    from vertex_trainer import api
+    from vertex_trainer.errors import UserError
+
+    if throughput is not None and bench is not None:
+        raise UserError("--throughput and --bench both give the throughput: pass one")
+    cfg = settings()
+    job_spec = load(spec, set_, var, project, region, cfg)
+    result = api.cost(job_spec, throughput=throughput, bench=str(bench) if bench else None,
+                      live=live_prices, compare=compare, can_wait=not start_now,
+                      checkpoints=checkpoints, settings=cfg)
+    if output is OutputFormat.json:
+        emit_json(result.to_json())
+        return
+    from vertex_trainer.workflows import cost as costs
+
+    if compare:
+        from vertex_trainer.workflows import cost_compare
+
+        print(costs.text(result.estimate))
+        print(cost_compare.compare_text(result))
+    else:
+        print(costs.text(result))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(cost)
