@@ -14,9 +14,10 @@ import shlex
 
 import yaml
 
-from vertex_trainer import hardware
+from vertex_trainer import hardware as hardware_catalog
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
 from vertex_trainer.spec import JobSpec, spec_hash
+from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 from vertex_trainer.spec.tune import category
 
 
@@ -29,20 +30,33 @@ def default_artifact(spec: JobSpec) -> Artifact:
     raise ValueError("this spec builds its image: pass packaging.plan_artifact(spec) or ensure_artifact(spec)")
 
 
-def machine_spec(spec: JobSpec) -> dict:
-    h = spec.hardware
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def machine_spec(spec: JobSpec, attempt: PlannedAttempt | None = None) -> dict:
+    """The MachineSpec of `attempt` (default: the spec's own, attempt 1): its hardware and, with a
+    reservation, its reservationAffinity (docs/contract.md section 11)."""
+    attempt = attempt or attempts(spec)[0]
+    h = attempt.hardware
     out: dict = {"machineType": h.machine_type}
     if h.accelerator_type:
         out["acceleratorType"] = h.accelerator_type
         out["acceleratorCount"] = h.accelerator_count
     if h.tpu_topology:
         out["tpuTopology"] = h.tpu_topology
+    if attempt.reservation == "any":
+        out["reservationAffinity"] = {"reservationAffinityType": "ANY_RESERVATION"}
+    elif attempt.reservation:
+        out["reservationAffinity"] = {"reservationAffinityType": "SPECIFIC_RESERVATION",
+                                      "key": RESERVATION_KEY, "values": [attempt.reservation]}
     return out
 
 
-def _disk(spec: JobSpec) -> dict:
+def disk_spec(spec: JobSpec, hardware=None) -> dict:
+    """The DiskSpec of every pool: boot_disk, its type defaulting to what the machine boots from."""
+    machine_type = (hardware or spec.hardware).machine_type
     disk_type = spec.boot_disk.type or (
-        "hyperdisk-balanced" if hardware.boots_from_hyperdisk(spec.hardware.machine_type) else "pd-ssd")
+        "hyperdisk-balanced" if hardware_catalog.boots_from_hyperdisk(machine_type) else "pd-ssd")
     return {"bootDiskType": disk_type, "bootDiskSizeGb": spec.boot_disk.size_gb}
 
 
@@ -61,14 +75,16 @@ def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
     return key, body
 
 
-def worker_pools(spec: JobSpec, artifact: Artifact) -> list[dict]:
-    """replicas 1 -> [chief]; N -> [chief x1, workers x(N-1)], all on the same machine and code."""
+def worker_pools(spec: JobSpec, artifact: Artifact, attempt: PlannedAttempt | None = None) -> list[dict]:
+    """replicas 1 -> [chief]; N -> [chief x1, workers x(N-1)], all on the same machine (the
+    attempt's, default attempt 1) and code."""
     code_key, code = _code(spec, artifact)
+    attempt = attempt or attempts(spec)[0]
 
     def pool(count: int) -> dict:
         # Each pool owns its objects: a caller editing one pool must never change the other.
-        return {"machineSpec": machine_spec(spec), "replicaCount": str(count), "diskSpec": _disk(spec),
-                code_key: copy.deepcopy(code)}
+        return {"machineSpec": machine_spec(spec, attempt), "replicaCount": str(count),
+                "diskSpec": disk_spec(spec, attempt.hardware), code_key: copy.deepcopy(code)}
 
     pools = [pool(1)]
     if spec.replicas > 1:
@@ -77,10 +93,8 @@ def worker_pools(spec: JobSpec, artifact: Artifact) -> list[dict]:
 
 
 def strategies(spec: JobSpec) -> tuple[str, ...]:
-    """The plan of a spec: scheduling.strategy, then each scheduling.fallback (attempt n is the
-    n-th, from 1)."""
-    s = spec.scheduling
-    return (s.strategy, *(s.fallback or ()))
+    """The strategy of each attempt of the plan (spec/attempts.py; attempt n is the n-th, from 1)."""
+    return tuple(a.strategy for a in attempts(spec))
 
 
 def scheduling(spec: JobSpec, strategy: str | None = None) -> dict:
@@ -113,15 +127,21 @@ def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | Non
 def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key: str | None = None,
                attempt: int | None = None) -> dict:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
-    scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th strategy, labelled
-    vertex-trainer-attempt=n."""
+    scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th attempt (its
+    strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n."""
     artifact = artifact or default_artifact(spec)
-    plan = strategies(spec)
+    plan = attempts(spec)
     n = attempt or 1
     if not 1 <= n <= len(plan):
-        raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} strateg{'y' if len(plan) == 1 else 'ies'}")
-    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact),
-                      "scheduling": scheduling(spec, plan[n - 1])}
+        raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} attempt{'s' * (len(plan) > 1)}")
+    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact, plan[n - 1]),
+                      "scheduling": scheduling(spec, plan[n - 1].strategy)}
+    if spec.persistent_resource:  # an id, or the full name (its last part is the id)
+        job_spec["persistentResourceId"] = spec.persistent_resource.rsplit("/", 1)[-1]
+    if spec.enable_web_access:
+        job_spec["enableWebAccess"] = True
+    if spec.enable_dashboard_access:
+        job_spec["enableDashboardAccess"] = True
     if spec.service_account:
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:

@@ -31,10 +31,11 @@ def test_flex_no_capacity_and_spot_no_quota_end_on_standard_after_three_creates(
     assert len(fake.jobs) == 2                                        # the 429 stored nothing
     flex, spot, standard = out["attempts"]
     assert flex["strategy"] == "flex-start" and flex["state"] == "JOB_STATE_FAILED"
-    assert flex["reason"].startswith("no capacity") and "Resources are insufficient" in flex["reason"]
-    assert spot == {"attempt": 2, "strategy": "spot", "name": None, "state": None,
-                    "reason": spot["reason"]}
-    assert "429 RESOURCE_EXHAUSTED" in spot["reason"] and "preemptible_nvidia_h100_gpus" in spot["reason"]
+    # reason is the typed code (docs/contract.md section 11), message the service's words.
+    assert flex["reason"] == "no-capacity" and "Resources are insufficient" in flex["message"]
+    assert spot == {"attempt": 2, "region": REGION, "strategy": "spot", "hardware": "h100x8",
+                    "name": None, "state": None, "reason": "quota", "message": spot["message"]}
+    assert "429 RESOURCE_EXHAUSTED" in spot["message"] and "preemptible_nvidia_h100_gpus" in spot["message"]
     assert standard["name"] == out["name"] and standard["state"] == "JOB_STATE_SUCCEEDED"
     assert standard["reason"] is None
     # Every attempt carries the key; the attempt label tells them apart.
@@ -75,7 +76,8 @@ def test_a_job_that_fails_on_its_own_is_not_retried(fake, run_cli, spec_file):
     assert strategies(fake) == ["FLEX_START"]
     assert out["state"] == "JOB_STATE_FAILED"
     assert [a["strategy"] for a in out["attempts"]] == ["flex-start"]
-    assert "non-zero status" in out["attempts"][0]["reason"]
+    assert out["attempts"][0]["reason"] is None  # not a capacity refusal: final
+    assert "non-zero status" in out["attempts"][0]["message"]
 
 
 def test_without_wait_one_create_and_a_rerun_with_wait_goes_on(fake, run_cli, spec_file):
@@ -112,7 +114,7 @@ def test_last_create_refused_for_quota_is_exit_3_naming_every_attempt(fake, sett
     with pytest.raises(ServiceError) as err:
         api.submit(spec, idempotency_key="no-quota", settings=settings, log=lambda _: None)
     assert err.value.exit_code == 3
-    assert "every strategy of the plan was refused: spot refused (quota) -> standard refused (quota)" \
+    assert "every attempt of the plan was refused: spot refused (quota) -> standard refused (quota)" \
         in err.value.message
     assert "console.cloud.google.com/iam-admin/quotas" in err.value.hint
     assert len(fake.calls("create")) == 2 and not fake.jobs

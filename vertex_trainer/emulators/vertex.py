@@ -2,7 +2,8 @@
 
 It speaks the wire the real service speaks, for CustomJobs here, for models, endpoints and
 operations in vertex_models.py (`FakeVertex.models`) and for pipelineJobs in vertex_pipelines.py
-(`FakeVertex.pipelines`):
+(`FakeVertex.pipelines`), and persistentResources in vertex_resources.py (`FakeVertex.resources`; jobs
+that name one must fit it):
 
 - ``POST   /v1/projects/P/locations/L/customJobs``            create (body: CustomJob JSON)
 - ``GET    /v1/projects/P/locations/L/customJobs``            list (``filter``, ``pageSize``, ``pageToken``)
@@ -17,7 +18,8 @@ Errors use Google's envelope ``{"error": {"code", "message", "status"}}``.
 Jobs advance along a script of states, one step per GET (default QUEUED -> PENDING -> RUNNING ->
 SUCCEEDED). Faults are injected on demand with :meth:`FakeVertex.fail`, e.g. "the next create is
 committed but answered 503" or "drop the connection without an answer". Capacity and quota
-refusals per scheduling strategy come from vertex_capacity.py (`no_capacity`, `no_quota`).
+refusals per scheduling strategy and region come from vertex_capacity.py (`no_capacity`, `no_quota`).
+A running job with `enableWebAccess` carries `webAccessUris` (one shell URI per replica).
 
 Two hooks make the fake do what it only pretends to otherwise (`vertex-trainer dev sandbox` plugs
 in here, from outside the emulators): a `runner` is handed every created job (``start(job)``) and
@@ -46,6 +48,7 @@ from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
 from vertex_trainer.emulators.vertex_models import ModelService
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
+from vertex_trainer.emulators.vertex_resources import ResourceService
 from vertex_trainer.emulators.vertex_tuning import TuningService
 
 TERMINAL_STATES = frozenset({
@@ -142,12 +145,13 @@ class FakeVertex(CapacityScripts):
         self.connections = 0
         self._jobs: dict[str, _Job] = {}
         self._faults: list[Fault] = []
-        self.outcomes: dict[str, Outcome] = {}  # by Scheduling.Strategy name (on_strategy)
+        self.outcomes: dict[tuple[str, str], Outcome] = {}  # (strategy, region) (on_strategy)
         self._lock = threading.RLock()
         self._ids = itertools.count(1_000_000_000_000_000_001)
         self.models = ModelService(self._lock)  # models, endpoints, operations (vertex_models.py)
         self.pipelines = PipelineService(self._lock)  # pipelineJobs (vertex_pipelines.py)
         self.tuning = TuningService(self._lock)  # hyperparameterTuningJobs (vertex_tuning.py)
+        self.resources = ResourceService(self._lock, self.models)  # persistentResources (vertex_resources.py)
         # Hooks (the sandbox's, vertex_trainer/sandbox): `runner.start(job)` after each create
         # and `runner.cancel(name)` after each cancel; the runner reports states with report().
         # `predictor` serves `endpoints/ID:predict` (vertex_models.py). None: scripted, as ever.
@@ -275,7 +279,8 @@ class FakeVertex(CapacityScripts):
         for output_only in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
             data.pop(output_only, None)
         with self._lock:
-            outcome = self.outcome_of(data)  # on_strategy() (vertex_capacity.py)
+            self.resources.check_job(parent, data)  # on a persistent resource: it must fit
+            outcome = self.outcome_of(data, parent.rsplit("/", 1)[-1])  # on_strategy() (vertex_capacity.py)
             if outcome.refuse:
                 raise _HttpError(outcome.refuse, outcome.message)
             name = f"{parent}/customJobs/{next(self._ids)}"
@@ -299,6 +304,11 @@ class FakeVertex(CapacityScripts):
                 data.setdefault("startTime", data["updateTime"])
             if state in TERMINAL_STATES:
                 data["endTime"] = data["updateTime"]
+            # An interactive shell per replica while the job runs (jobSpec.enableWebAccess).
+            if state == "JOB_STATE_RUNNING" and (data.get("jobSpec") or {}).get("enableWebAccess"):
+                data["webAccessUris"] = web_access_uris(data)
+            elif state != "JOB_STATE_RUNNING":
+                data.pop("webAccessUris", None)
             if state == "JOB_STATE_FAILED":
                 data["error"] = {"code": job.code, "message": job.error}
             elif state == "JOB_STATE_CANCELLED":
@@ -385,6 +395,9 @@ class FakeVertex(CapacityScripts):
         if not op and (routed := self.tuning.route(method, path)):
             op, call = routed
             target = path
+        if not op and (routed := self.resources.route(method, path)):
+            op, call = routed
+            target = path
         if not op:
             return 404, _envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op
@@ -441,6 +454,21 @@ class FakeVertex(CapacityScripts):
         if "customJobs" in result:
             return {**result, "customJobs": [one(j) for j in result["customJobs"]]}
         return one(result) if result else result
+
+
+def web_access_uris(job: dict) -> dict[str, str]:
+    """workerpoolI-J -> the replica's shell URI, in the service's form
+    (https://<hash>-dot-<region>.aiplatform-training.googleusercontent.com)."""
+    import hashlib
+
+    region = job["name"].split("/")[3]
+    out = {}
+    for i, pool in enumerate((job.get("jobSpec") or {}).get("workerPoolSpecs") or []):
+        for j in range(int(pool.get("replicaCount") or 1)):
+            replica = f"workerpool{i}-{j}"
+            digest = hashlib.sha256(f"{job['name']}/{replica}".encode()).hexdigest()[:16]
+            out[replica] = f"https://{digest}-dot-{region}.aiplatform-training.googleusercontent.com"
+    return out
 
 
 def _envelope(code: int, message: str) -> dict:

@@ -1,13 +1,15 @@
-"""Capacity and quota refusals for the fake Vertex AI (issue 13): what the creates of one
-scheduling strategy get. `FakeVertex` mixes `CapacityScripts` in:
+"""Capacity and quota refusals for the fake Vertex AI (issues 13 and 21): what the creates of one
+scheduling strategy, in one region or every region, get. `FakeVertex` mixes `CapacityScripts` in:
 
-    fake.no_capacity("FLEX_START")   # its jobs queue, then end FAILED with code 8 (RESOURCE_EXHAUSTED)
-    fake.no_quota("SPOT")            # its creates answer 429 RESOURCE_EXHAUSTED naming the quota
+    fake.no_capacity("FLEX_START")             # its jobs queue, then end FAILED with code 8
+    fake.no_capacity(region="us-central1")     # every job in us-central1 does
+    fake.no_quota("SPOT", region="us-east5")   # its creates there answer 429 RESOURCE_EXHAUSTED
     fake.on_strategy("STANDARD", script=[...], error_code=3, error_message="...")
 
-The wording is the service's: "Resources are insufficient in region: R. Please try a different
-region." and "The following quota metrics exceed quota limits: aiplatform.googleapis.com/
-custom_model_training_preemptible_nvidia_h100_gpus".
+The most specific script wins: (strategy, region), then (strategy, any region), then (any
+strategy, region). The wording is the service's: "Resources are insufficient in region: R.
+Please try a different region." and "The following quota metrics exceed quota limits:
+aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_h100_gpus".
 """
 
 from __future__ import annotations
@@ -39,42 +41,54 @@ class Outcome:
     message: str | None = None              # the refusal's message (None: the quota wording)
 
 
+ANY = "*"
+
+
 class CapacityScripts:
     """The on_strategy() controls of FakeVertex (it provides `_lock` and `outcomes`)."""
 
     _lock: Any
-    outcomes: dict[str, Outcome]
+    outcomes: dict[tuple[str, str], Outcome]
 
-    def on_strategy(self, strategy: str, *, script: list[str] | tuple[str, ...] | None = None,
-                    error_code: int = 3, error_message: str | None = None, refuse: int = 0,
+    def on_strategy(self, strategy: str | None = None, *, region: str | None = None,
+                    script: list[str] | tuple[str, ...] | None = None, error_code: int = 3,
+                    error_message: str | None = None, refuse: int = 0,
                     message: str | None = None) -> Outcome:
         """Script the creates whose scheduling.strategy is `strategy` (STANDARD, SPOT,
-        FLEX_START, or the spec's spelling): `refuse=429` answers them RESOURCE_EXHAUSTED with
-        `message` and stores nothing; else their jobs follow `script`, and a FAILED end carries
-        `error_code` and `error_message`."""
+        FLEX_START, or the spec's spelling; None: any) in `region` (None: any): `refuse=429`
+        answers them RESOURCE_EXHAUSTED with `message` and stores nothing; else their jobs
+        follow `script`, and a FAILED end carries `error_code` and `error_message`."""
         outcome = Outcome(tuple(script) if script else None, error_code, error_message, refuse, message)
+        key = (strategy.upper().replace("-", "_") if strategy else ANY, region or ANY)
         with self._lock:
-            self.outcomes[strategy.upper().replace("-", "_")] = outcome
+            self.outcomes[key] = outcome
         return outcome
 
-    def no_capacity(self, strategy: str, *, states: tuple[str, ...] = ("JOB_STATE_QUEUED",)) -> Outcome:
-        """Jobs of `strategy` go through `states`, then end FAILED with code 8 (RESOURCE_EXHAUSTED,
-        "Resources are insufficient in region: R. ..."), as a Flex Start job whose max_wait passed."""
-        return self.on_strategy(strategy, script=[*states, "JOB_STATE_FAILED"], error_code=8,
-                                error_message=CAPACITY_ERROR)
+    def no_capacity(self, strategy: str | None = None, *, region: str | None = None,
+                    states: tuple[str, ...] = ("JOB_STATE_QUEUED",)) -> Outcome:
+        """Jobs of `strategy` (None: any) in `region` (None: any) go through `states`, then end
+        FAILED with code 8 (RESOURCE_EXHAUSTED, "Resources are insufficient in region: R. ..."), as
+        a Flex Start job whose max_wait passed."""
+        return self.on_strategy(strategy, region=region, script=[*states, "JOB_STATE_FAILED"],
+                                error_code=8, error_message=CAPACITY_ERROR)
 
-    def no_quota(self, strategy: str, message: str | None = None) -> Outcome:
-        """Creates of `strategy` answer 429 RESOURCE_EXHAUSTED naming the custom-training quota
-        metric of the job's accelerator (the preemptible_ one for SPOT and FLEX_START)."""
-        return self.on_strategy(strategy, refuse=429, message=message)
+    def no_quota(self, strategy: str | None = None, message: str | None = None, *,
+                 region: str | None = None) -> Outcome:
+        """Creates of `strategy` (None: any) in `region` (None: any) answer 429
+        RESOURCE_EXHAUSTED naming the custom-training quota metric of the job's accelerator (the
+        preemptible_ one for SPOT and FLEX_START)."""
+        return self.on_strategy(strategy, region=region, refuse=429, message=message)
 
-    def outcome_of(self, data: dict) -> Outcome:
-        """The outcome of a create (its parsed CustomJob); a refusal comes with its message."""
+    def outcome_of(self, data: dict, region: str | None = None) -> Outcome:
+        """The outcome of a create (its parsed CustomJob, in `region`, default: the region of its
+        name); a refusal comes with its message."""
         spec = data.get("jobSpec") or {}
         strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
         strategy = _STRATEGY_NUMBERS.get(strategy, strategy)
+        region = region or _region_of(data.get("name", ""))
         with self._lock:
-            outcome = self.outcomes.get(strategy, Outcome())
+            outcome = next((self.outcomes[k] for k in ((strategy, region), (strategy, ANY), (ANY, region))
+                            if k in self.outcomes), Outcome())
         if not outcome.refuse or outcome.message:
             return outcome
         pool = (spec.get("workerPoolSpecs") or [{}])[0]
@@ -84,3 +98,8 @@ class CapacityScripts:
         return dataclasses.replace(outcome, message=(
             "The following quota metrics exceed quota limits: "
             f"aiplatform.googleapis.com/custom_model_training_{preemptible}{metric}"))
+
+
+def _region_of(name: str) -> str:
+    parts = name.split("/")
+    return parts[3] if len(parts) > 3 and parts[2] == "locations" else ANY

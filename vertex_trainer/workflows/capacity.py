@@ -1,17 +1,22 @@
-"""Know before submitting: does the region offer the accelerator, and does the project's quota
-cover the job? (issue 13; docs/contract.md section 8 is the fallback that handles what this cannot know.)
+"""Know before submitting: does each attempt's region offer its accelerator, does the project's
+quota cover it, does the persistent resource fit? (issue 13, docs/contract.md sections 8 and 11;
+fallback.py handles what this cannot know.)
 
-- `region_warning(spec)`: pure, from the table in regions.py (a warning, never an error: the
-  table is read from the docs on a date, the service decides).
-- `check_quota(spec, settings=..., log=...)`: reads the project's custom-training quota for the
-  accelerator in the job's region (Cloud Quotas API, vertex/quotas.py) for each strategy of the
-  plan (standard counts against custom_model_training_<gpu>, spot and flex-start against the
-  preemptible_ variant). A limit below what the job needs, for every strategy of the plan, is a
-  UserError (exit 2, nothing built or created) naming the numbers and the page to ask for more;
-  for some of them only, a warning. A quota that cannot be read (403, no credentials, the API
-  disabled, a network error) is a warning, never a failure. Offline (Vertex AI is an emulator and
-  no quota endpoint is set) it is skipped, like the bucket pre-flight.
-- `before_submit(...)`: both, as a cloud submit runs them (`quota=False`: --no-quota-check).
+- `region_warning(spec)` / `check_regions(spec)`: pure, from the table in regions.py. The spec's
+  own region (attempt 1) gets a warning, never an error: the user chose it, the table is read from
+  the docs on a date and the service decides. A fallback attempt the plan moves to a region the
+  table says does not offer its accelerator is exit 2, naming the attempt and the regions that do.
+- `check_quota(spec, settings=..., log=...)`: reads the project's custom-training quota for each
+  attempt's accelerator in its region (Cloud Quotas API, vertex/quotas.py); standard counts
+  against custom_model_training_<gpu>, spot and flex-start against the preemptible_ variant. A
+  limit below what the job needs, for every attempt of the plan, is a UserError (exit 2, nothing
+  built or created) naming the numbers and the page to ask for more; for some attempts only,
+  those attempts are skipped without a create (one line each). A quota that cannot be read (403,
+  no credentials, the API disabled, a network error) is a warning, never a failure. Offline
+  (Vertex AI is an emulator and no quota endpoint is set) it is skipped, like the bucket check.
+- `check_persistent_resource(spec, ...)`: persistent_resource must be RUNNING with a pool that
+  fits each worker pool (vertex/resources.py), else exit 2 naming the mismatch.
+- `before_submit(...)`: all of them, as a cloud submit runs them; returns the attempts to skip.
 """
 
 from __future__ import annotations
@@ -23,13 +28,15 @@ from typing import Callable
 from vertex_trainer import regions
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec.attempts import attempts
 
 Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class QuotaCheck:
-    """One strategy's quota against what the job needs."""
+    """The quota of some attempts (those counting against one metric in one region) against what
+    the job needs."""
 
     strategy: str                     # the strategies that count against `metric` ("flex-start, spot")
     metric: str
@@ -39,6 +46,7 @@ class QuotaCheck:
     known: bool = True                # False: the quota could not be read (`why`)
     why: str | None = None
     request_url: str | None = None
+    attempts: tuple[int, ...] = (1,)  # the attempts of the plan this check covers
 
     @property
     def short(self) -> bool:
@@ -56,12 +64,12 @@ class QuotaCheck:
     def to_dict(self) -> dict:
         return {"strategy": self.strategy, "metric": self.metric, "region": self.region,
                 "needed": self.needed, "limit": self.limit, "known": self.known, "why": self.why,
-                "request_url": self.request_url, "short": self.short}
+                "request_url": self.request_url, "short": self.short, "attempts": list(self.attempts)}
 
 
 def plan(spec) -> tuple[str, ...]:
-    """scheduling.strategy, then scheduling.fallback."""
-    return (spec.scheduling.strategy, *(spec.scheduling.fallback or ()))
+    """The strategy of each attempt (spec/attempts.py)."""
+    return tuple(a.strategy for a in attempts(spec))
 
 
 def accelerator(spec) -> str | None:
@@ -74,18 +82,43 @@ def region_warning(spec) -> str | None:
     return regions.availability_warning(spec.region, accelerator(spec))
 
 
+def check_regions(spec) -> None:
+    """Exit 2 (UserError) when a fallback attempt runs where the region table says its
+    accelerator is not offered for training: the attempt, and the regions that do."""
+    first = attempts(spec)[0]
+    for a in attempts(spec)[1:]:
+        acc = a.hardware.accelerator
+        if acc is None or (a.region, a.hardware) == (first.region, first.hardware):
+            continue  # attempt 1's region and hardware: region_warning's
+        if a.region and regions.offers(a.region, acc.name) is False and acc.name not in regions.UNCERTAIN:
+            where = ", ".join(regions.regions_for(acc.name))
+            raise UserError(f"{a.field}: {a.describe()}: {a.region} does not offer {acc.name} for "
+                            f"Vertex AI training; regions that do: {where}; nothing was created",
+                            hint=f"give the entry a region that does (region: {regions.regions_for(acc.name)[0]}), "
+                                 f"or other hardware (vertex-trainer hardware --region {a.region}); "
+                                 f"source: {regions.LOCATIONS_URL} (read {regions.READ})")
+
+
 def offline(settings: Settings) -> bool:
     return settings.offline and not settings.quotas_endpoint
 
 
 def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=None) -> list[QuotaCheck]:
-    """The quota of every strategy of the plan against the job's need (accelerators x machines);
-    [] when there is nothing to check (a CPU job, no project or region, an unknown metric)."""
-    acc = accelerator(spec)
-    if not acc or not spec.project or not spec.region:
+    """The quota of every attempt of the plan against the job's need (accelerators x machines),
+    one check per (metric, region); [] when there is nothing to check (a CPU job, no project or
+    region, an unknown metric)."""
+    if not spec.project or not spec.region:
         return []
-    metrics = {s: regions.quota_metric(acc, s) for s in plan(spec)}
-    if not all(metrics.values()):
+    groups: dict[tuple[str, str], list] = {}  # flex-start and spot share the preemptible quota
+    for a in attempts(spec):
+        acc = a.hardware.accelerator
+        if acc is None or not a.region:
+            continue
+        metric = regions.quota_metric(acc.name, a.strategy)
+        if not metric:
+            return []
+        groups.setdefault((metric, a.region), []).append(a)
+    if not groups:
         return []
     from vertex_trainer.vertex.quotas import QuotasClient
 
@@ -95,30 +128,32 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
                                 read_timeout=min(settings.retry.read_timeout, 10.0))
     client = QuotasClient(spec.project, settings=settings, retry=retry, log=log or (lambda _: None),
                           session=session)
-    needed = spec.total_devices
-    by_metric: dict[str, list[str]] = {}
-    for strategy, metric in metrics.items():  # flex-start and spot share the preemptible quota
-        by_metric.setdefault(metric, []).append(strategy)
+
+    def base(metric: str, region: str, group: list) -> QuotaCheck:
+        names = ", ".join(dict.fromkeys(a.strategy for a in group))
+        return QuotaCheck(names, metric, region, spec.replicas * group[0].hardware.devices,
+                          attempts=tuple(a.n for a in group))
+
     try:
         client.infos()
     except VertexTrainerError as exc:  # 403, disabled API, no credentials, network: not checked
         why = exc.message + (f" ({exc.hint})" if exc.hint else "")
-        return [QuotaCheck(", ".join(s), m, spec.region, needed, known=False, why=why)
-                for m, s in by_metric.items()]
+        return [dataclasses.replace(base(m, r, g), known=False, why=why) for (m, r), g in groups.items()]
     out = []
-    for metric, strategies in by_metric.items():
-        base = QuotaCheck(", ".join(strategies), metric, spec.region, needed)
-        quota = client.limit(metric, spec.region)
+    for (metric, region), group in groups.items():
+        check = base(metric, region, group)
+        quota = client.limit(metric, region)
         if quota is None:
-            out.append(dataclasses.replace(base, known=False, why="the project lists no such quota"))
+            out.append(dataclasses.replace(check, known=False, why="the project lists no such quota"))
         else:
-            out.append(dataclasses.replace(base, limit=quota.limit, request_url=quota.request_url))
+            out.append(dataclasses.replace(check, limit=quota.limit, request_url=quota.request_url))
     return out
 
 
 def check_quota(spec, *, settings: Settings, log: Log, session=None) -> list[QuotaCheck]:
-    """Read the quotas (see the module doc); raise UserError when every strategy is clearly
-    short, warn when some are or when a quota could not be read. Returns the checks."""
+    """Read the quotas (see the module doc); raise UserError when every attempt is clearly
+    short, warn when some are or when a quota could not be read. Returns the checks (the short
+    ones name the attempts a submit skips)."""
     if offline(settings):
         return []
     checks = quota_checks(spec, settings=settings, log=log, session=session)
@@ -141,11 +176,54 @@ def check_quota(spec, *, settings: Settings, log: Log, session=None) -> list[Quo
     return checks
 
 
-def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True) -> None:
-    """What a cloud submit knows before it builds or sends: the region warning, then (unless
-    `quota=False`) the quota pre-flight."""
+def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
+    """attempt n -> why a submit skips it: its quota is clearly too small (fallback.py)."""
+    out: dict[int, str] = {}
+    for check in checks:
+        if check.short:
+            for n in check.attempts:
+                out[n] = (f"quota {check.metric.split('/')[-1]} in {check.region} is {check.limit}, "
+                          f"the job needs {check.needed}")
+    return out
+
+
+def check_persistent_resource(spec, *, settings: Settings, log: Log, session=None) -> dict | None:
+    """Read spec.persistent_resource and refuse (exit 2, nothing created) one that is not RUNNING
+    or has no pool that fits each worker pool of the job; returns the resource (None: no such
+    field)."""
+    if not spec.persistent_resource:
+        return None
+    from vertex_trainer import render
+    from vertex_trainer.contract import Artifact
+    from vertex_trainer.vertex.resources import ResourcesClient, fit_problems
+
+    client = ResourcesClient(spec.project, spec.region, settings=settings, log=log, session=session)
+    resource = client.get(client.name_of(spec.persistent_resource))
+    pools = render.worker_pools(spec, Artifact("(the machines only)"))
+    problem = fit_problems(resource, pools)
+    if problem:
+        raise UserError(f"persistent_resource: {resource.get('name')} {problem}; nothing was created",
+                        hint="create one that fits: vertex-trainer resources create SPEC --id ID, or "
+                             "change the spec's hardware / boot_disk / replicas to match a pool "
+                             "(vertex-trainer resources list)")
+    return resource
+
+
+def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True,
+                  remote: bool = True) -> dict[int, str]:
+    """What a cloud submit knows before it builds or sends: the region checks, then (unless
+    `quota=False`) the quota pre-flight, then (`remote`: not a dry run) the persistent resource.
+
+    Args:
+        spec: the JobSpec; settings: the endpoints and policies; log: warnings and notes.
+        quota: read the quotas (False: --no-quota-check); remote: read the persistent resource.
+    Returns:
+        attempt n -> why it is skipped (its quota is clearly too small)."""
     warning = region_warning(spec)
     if warning:
         log(warning)
-    if quota:
-        check_quota(spec, settings=settings, log=log)
+    check_regions(spec)
+    skipped = skipped_attempts(check_quota(spec, settings=settings, log=log)) if quota else {}
+    if remote:
+        check_persistent_resource(spec, settings=settings, log=log)
+    return skipped

@@ -1,56 +1,113 @@
-"""Capacity fallback (docs/contract.md section 8): the plan's strategies tried in order, each as its own
-job under one idempotency key.
+"""Capacity fallback (docs/contract.md sections 8 and 11): the plan's attempts tried in order, each
+as its own job in its own region, under one idempotency key.
 
-The plan is scheduling.strategy, then scheduling.fallback. Attempt n runs the n-th strategy and
-carries the label vertex-trainer-attempt=n beside the key label. A strategy is refused when
+The plan is spec/attempts.py's: attempt 1 is the spec's own (strategy, region, hardware,
+reservation), each scheduling.fallback entry one more. Attempt n carries the label
+vertex-trainer-attempt=n beside the key label and is created under its region's parent, through
+that region's endpoint (`clients(region)`). An attempt is refused when
 
 - its create answers 429 RESOURCE_EXHAUSTED naming a custom-training quota metric (the
-  project's quota for the accelerator: `gcp.http.Refused`, never retried), or
+  project's quota for the accelerator in that region: `gcp.http.Refused`, never retried), or
 - its job ends FAILED (or EXPIRED) with error code 8, RESOURCE_EXHAUSTED ("Resources are
-  insufficient in region ..."; a Flex Start job whose max_wait passed without capacity).
+  insufficient in region ..."; a Flex Start job whose max_wait passed without capacity),
 
-Then the next strategy is submitted. A job that fails for any other reason, or is cancelled, is
-final: never resubmitted. A refusal of the second kind is seen only by following the job, so it
-needs `wait`; a re-run with the same key adopts the latest attempt (and, when that attempt was
-refused and the plan has more, goes on with the next one, as the first run would have).
+and skipped without a create when the pre-flight found its quota clearly too small
+(`skipped`, from workflows/capacity.py). Then the next attempt is submitted. A job that fails for
+any other reason, or is cancelled, is final: never resubmitted. A refusal of the second kind is
+seen only by following the job, so it needs `wait`; a re-run with the same key looks in every
+region of the plan, adopts the latest attempt (and, when that attempt was refused and the plan
+has more, goes on with the next one, as the first run would have).
+
+What each attempt met is a typed `AttemptRecord` (SkyPilot's failover history): the JSON
+`attempts` and the text summary print from the records, never from parsed messages.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal, Mapping
 
 from vertex_trainer import render
 from vertex_trainer.contract import ATTEMPT_LABEL, Artifact, state_name
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.gcp.http import Refused
+from vertex_trainer.spec.attempts import PlannedAttempt, attempts as plan_of
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
+from vertex_trainer.vertex.names import split_name
 
 RESOURCE_EXHAUSTED = 8  # google.rpc.Code
 Log = Callable[[str], None]
 Follow = Callable[[Job, "float | None"], Any]
+Clients = Callable[[str], JobsClient]
+Reason = Literal["no-capacity", "quota", "skipped-quota", "skipped-not-offered"]
+REASONS: tuple[str, ...] = ("no-capacity", "quota", "skipped-quota", "skipped-not-offered")
 
 
-@dataclass
-class Attempt:
-    """One strategy of the plan, tried: its job (None when the create was refused) and why it
-    was left (None for the last one, unless it failed)."""
+@dataclass(frozen=True)
+class AttemptRecord:
+    """What one attempt of the plan met: its job (`name` None when no job was made: the create
+    was refused or the attempt skipped), the job's `state`, and `reason`, why the plan moved on
+    (None: it did not, e.g. the last attempt, or a job that failed on its own). `message` is the
+    service's words (or why the job is final)."""
 
     n: int
+    region: str | None
     strategy: str
+    hardware: str
     name: str | None = None
     state: str | None = None
-    reason: str | None = None
+    reason: Reason | None = None
+    message: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        """True when the plan moved on from this attempt (capacity, quota, or skipped)."""
+        return self.reason is not None
+
+    def outcome(self) -> str:
+        """'FAILED (no capacity)', 'refused (quota)', 'skipped (quota)', 'SUCCEEDED'."""
+        if self.reason in ("skipped-quota", "skipped-not-offered"):
+            return "skipped (" + ("quota" if self.reason == "skipped-quota" else "not offered") + ")"
+        what = (self.state or "").removeprefix("JOB_STATE_") or "refused"
+        if self.reason == "no-capacity":
+            what += " (no capacity)"
+        elif self.reason == "quota":
+            what += " (quota)"
+        return what
 
     def to_dict(self) -> dict:
-        return {"attempt": self.n, "strategy": self.strategy, "name": self.name, "state": self.state,
-                "reason": self.reason}
+        """The JSON record (docs/contract.md section 11)."""
+        return {"attempt": self.n, "region": self.region, "strategy": self.strategy,
+                "hardware": self.hardware, "name": self.name, "state": self.state,
+                "reason": self.reason, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "AttemptRecord":
+        """The record of a JSON attempt (`to_dict`'s form)."""
+        reason = data.get("reason")
+        return cls(int(data["attempt"]), data.get("region"), str(data.get("strategy") or "?"),
+                   str(data.get("hardware") or "?"), data.get("name"), data.get("state"),
+                   reason if reason in REASONS else None, data.get("message"))
+
+
+def summary(records) -> str:
+    """One line from the records: 'flex-start FAILED (no capacity) -> spot refused (quota) ->
+    standard SUCCEEDED'; each attempt's region (and hardware) is named when the plan has more
+    than one."""
+    records = [r if isinstance(r, AttemptRecord) else AttemptRecord.from_dict(r) for r in records]
+    regions = len({r.region for r in records}) > 1
+    machines = len({r.hardware for r in records}) > 1
+    parts = []
+    for r in records:
+        where = (f" in {r.region}" if regions else "") + (f" on {r.hardware}" if machines else "")
+        parts.append(f"{r.strategy}{where} {r.outcome()}")
+    return " -> ".join(parts)
 
 
 def refusal(data: dict) -> str | None:
-    """Why a job that ended was refused for capacity, or None (it succeeded, runs, was cancelled
-    or failed for another reason)."""
+    """Why a job that ended was refused for capacity (the service's words), or None (it
+    succeeded, runs, was cancelled or failed for another reason)."""
     error = data.get("error") or {}
     if state_name(data.get("state")) not in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED"):
         return None
@@ -71,86 +128,183 @@ def attempt_of(data: dict) -> int:
         return 1
 
 
-def summary(attempts: list[dict]) -> str:
-    """flex-start FAILED (no capacity) -> spot refused (quota) -> standard SUCCEEDED."""
-    parts = []
-    for a in attempts:
-        what = (a["state"] or "").removeprefix("JOB_STATE_") or "refused"
-        if a["reason"] and a["reason"].startswith("no capacity"):
-            what += " (no capacity)"
-        elif a["reason"] and a["reason"].startswith("quota"):
-            what += " (quota)"
-        parts.append(f"{a['strategy']} {what}")
-    return " -> ".join(parts)
+def record_of(data: dict, planned: PlannedAttempt | None, n: int) -> AttemptRecord:
+    """The record of an attempt's job (`data`), planned as `planned` (None: beyond today's plan)."""
+    why = refusal(data)
+    region = _region_of(data) or (planned.region if planned else None)
+    strategy = planned.strategy if planned else _strategy_of(data)
+    hardware = planned.hardware_name if planned else _machine_of(data)
+    return AttemptRecord(n, region, strategy, hardware, data.get("name"), state_name(data.get("state")),
+                         "no-capacity" if why else None, why or _error(data))
 
 
-def submit(client: JobsClient, spec, artifact: Artifact, key: str, *, image: str | None,
+def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, dict]:
+    """attempt n -> its job, from every region of the plan (the oldest of a number wins)."""
+    found: dict[int, dict] = {}
+    for region in regions:
+        client = clients(region)
+        for data in client.list(client.key_filter(key)):  # newest first
+            n = attempt_of(data)
+            if n not in found or data.get("createTime", "") < found[n].get("createTime", ""):
+                found[n] = data
+    return found
+
+
+def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, *, image: str | None,
            job_type: type[Job] = Job, wait: bool = False, timeout: float | None = None,
            follow: Follow | None = None, on_state: Callable[[Job], None] | None = None,
-           log: Log = lambda _: None, check: bool = True) -> Job:
-    """Run the plan of `spec` under `key` (see the module doc) and return the last attempt's
-    job, with `.attempts` (the JSON records) and `.spec`. `follow(job, timeout)` waits for one
-    attempt's job to end (default: `Job.wait` without raising); `wait=False` returns after the
-    first create that is not refused. Raises `Refused` (exit 3) when the last strategy's create
-    is refused too, and (`wait` and `check`) JobFailed unless the last job SUCCEEDED."""
-    plan = render.strategies(spec)
+           log: Log = lambda _: None, check: bool = True,
+           skipped: Mapping[int, str] | None = None) -> Job:
+    """Run the plan of `spec` under `key` (see the module doc) and return the last attempt's job.
+
+    Args:
+        clients: region -> the JobsClient of that region (a single JobsClient serves its own
+            region only, for plans that stay there).
+        spec: the JobSpec; artifact: what its jobs run; key: the idempotency key.
+        image: the image named in the job's output; job_type: the Job class to return.
+        wait: follow each attempt to its end (a capacity refusal after the create needs it).
+        timeout: seconds for the whole plan; follow: `follow(job, seconds_left)` waits for one
+            attempt (default `Job.wait` without raising); on_state: its state callback.
+        log: one line per refused or skipped attempt; check: with `wait`, raise JobFailed unless
+            the last job SUCCEEDED.
+        skipped: attempt n -> why the pre-flight skips it (its quota is clearly too small).
+    Returns:
+        The last attempt's Job, with `.attempts` (the JSON records), `.attempt_records` (the
+        typed ones) and `.spec`.
+    Raises:
+        Refused (exit 3) when the last attempt's create is refused too; JobFailed (see check)."""
+    if isinstance(clients, JobsClient):
+        clients = _single(clients)
+    plan = plan_of(spec)
+    skipped = dict(skipped or {})
     deadline = None if timeout is None else time.monotonic() + timeout
     follow = follow or (lambda job, left: job.wait(left, on_state=on_state, check=False))
-    earlier: dict[int, dict] = {}
-    for data in client.list(client.key_filter(key)):  # newest first: the oldest of a number wins
-        earlier[attempt_of(data)] = data
-    attempts: list[Attempt] = []
+    regions = tuple(dict.fromkeys(a.region for a in plan if a.region))
+    earlier = earlier_jobs(clients, regions, key)
+    records: list[AttemptRecord] = []
     n = max(earlier) if earlier else 1
     for m in sorted(earlier):
         if m < n:
-            data = earlier[m]
-            attempts.append(Attempt(m, _strategy(plan, m, data), data.get("name"),
-                                    state_name(data.get("state")), refusal(data) or _error(data)))
+            records.append(record_of(earlier[m], plan[m - 1] if m <= len(plan) else None, m))
+    job: Job | None = None
     while True:
-        strategy = _strategy(plan, n, earlier.get(n))
+        planned = plan[n - 1] if n <= len(plan) else None
         data, adopted = earlier.get(n), True
+        if data is None and n in skipped:
+            records.append(AttemptRecord(n, planned.region, planned.strategy, planned.hardware_name,
+                                         reason="skipped-quota", message=skipped[n]))
+            log(f"attempt {n} ({planned.strategy} in {planned.region}) skipped: {skipped[n]}")
+            if n < len(plan):
+                n += 1
+                continue
+            break
         if data is None:
+            client = clients(planned.region)
             body = render.custom_job(spec, artifact, idempotency_key=key, attempt=n)
             try:
                 data, adopted = create_idempotent(client, body, key, match=(ATTEMPT_LABEL,))
             except Refused as exc:
                 err = exc.error
-                reason = f"quota refused ({err.code} {err.status}): {err.message}"
-                attempts.append(Attempt(n, strategy, reason=reason))
+                message = f"quota refused ({err.code} {err.status}): {err.message}"
+                records.append(AttemptRecord(n, planned.region, planned.strategy, planned.hardware_name,
+                                             reason="quota", message=message))
                 if n < len(plan):
-                    log(f"attempt {n} ({strategy}) refused: {reason}; next: {plan[n]}")
+                    log(f"attempt {n} ({_where(planned, plan)}) refused: {message}; next: "
+                        f"{_where(plan[n], plan)}")
                     n += 1
                     continue
-                records = [a.to_dict() for a in attempts]
-                raise Refused(f"every strategy of the plan was refused: {summary(records)}; "
+                raise Refused(f"every attempt of the plan was refused: {summary(records)}; "
                               f"last: {exc.message}", error=err, hint=exc.hint) from None
+        else:
+            client = clients(_region_of(data) or planned.region)
         job = job_type(data, client, image=image, idempotency_key=key, adopted=adopted)
         if wait and not job.done:
             follow(job, None if deadline is None else max(0.0, deadline - time.monotonic()))
-        reason = refusal(job.data)
-        attempts.append(Attempt(n, strategy, job.name, job.state, reason or _error(job.data)))
-        if reason and n < len(plan):
-            log(f"attempt {n} ({strategy}) refused: {reason}; next: {plan[n]}")
+        record = record_of(job.data, planned, n)
+        records.append(record)
+        if record.refused and n < len(plan):
+            log(f"attempt {n} ({_where(planned, plan)}) refused: {record.message}; next: "
+                f"{_where(plan[n], plan)}")
             n += 1
             continue
         break
-    job.attempts = [a.to_dict() for a in attempts]
+    if job is None:  # every attempt left was skipped, and none made a job
+        from vertex_trainer.errors import UserError
+
+        raise UserError(f"no attempt of the plan could be made: {summary(records)}; nothing was created",
+                        hint="ask for more quota, or add an attempt in a region with quota")
+    job.attempt_records = tuple(records)
+    job.attempts = [r.to_dict() for r in records]
     job.spec = spec
     if wait and check and not job.succeeded:
-        raise JobFailed(job.failure_message() + f" (attempts: {summary(job.attempts)})")
+        raise JobFailed(job.failure_message() + f" (attempts: {summary(records)})")
     if not wait and not job.done and n < len(plan):
         log(f"scheduling.fallback: a capacity refusal of this job (code 8) is seen only by "
             f"following it: use --wait, or run the same submit with --idempotency-key {key} "
-            "--wait later to go on with the next strategy")
+            "--wait later to go on with the next attempt")
     return job
 
 
-def _strategy(plan: tuple[str, ...], n: int, data: dict | None) -> str:
-    if n <= len(plan):
-        return plan[n - 1]
+def requests_for(clients: Clients, spec, artifact: Artifact, key: str) -> list[dict]:
+    """What the plan's submit would send, attempt by attempt (for --dry-run); opens no
+    connection. Each attempt's lookup and create go to its own region's endpoint."""
+    out = []
+    for a in plan_of(spec):
+        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
+        for request in clients(a.region).requests_for(body, key):
+            out.append({**request, "attempt": a.n})
+    return out
+
+
+def region_clients(client: JobsClient) -> Clients:
+    """region -> a JobsClient of `client`'s project there (its own endpoint, same settings and
+    log); `client` itself serves its region."""
+    cache = {client.region: client}
+
+    def get(region: str) -> JobsClient:
+        if region not in cache:
+            cache[region] = JobsClient(client.project, region, settings=client.settings, log=client.log)
+        return cache[region]
+
+    return get
+
+
+def _single(client: JobsClient) -> Clients:
+    def one(region: str) -> JobsClient:
+        if region != client.region:
+            raise ValueError(f"this JobsClient serves {client.region}, the plan needs {region}: "
+                             "pass a client factory (region -> JobsClient)")
+        return client
+
+    return one
+
+
+def _where(a: PlannedAttempt, plan) -> str:
+    """'spot' in a plan that stays in one region on one machine, else 'spot in us-east5'."""
+    text = a.strategy
+    if len({p.region for p in plan}) > 1:
+        text += f" in {a.region}"
+    if len({p.hardware for p in plan}) > 1:
+        text += f" on {a.hardware_name}"
+    return text
+
+
+def _region_of(data: dict) -> str | None:
+    try:
+        return split_name(data.get("name", ""), "customJobs")[1]
+    except ValueError:  # a name that is not a custom job's: the plan says
+        return None
+
+
+def _strategy_of(data: dict) -> str:
     # An attempt beyond today's plan (the spec's fallback list was shortened): its own strategy.
     strategy = str(((data or {}).get("jobSpec") or {}).get("scheduling", {}).get("strategy", "?"))
     return strategy.lower().replace("_", "-")
+
+
+def _machine_of(data: dict) -> str:
+    pools = ((data or {}).get("jobSpec") or {}).get("workerPoolSpecs") or [{}]
+    return str((pools[0].get("machineSpec") or {}).get("machineType", "?"))
 
 
 def _error(data: dict) -> str | None:

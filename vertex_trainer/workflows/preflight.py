@@ -81,6 +81,29 @@ def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> No
         if far:
             log(f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "
                 "charges); a bucket in the job's region is faster and cheaper")
+        _check_attempt_regions(spec, bucket, field, meta)
+
+
+def _check_attempt_regions(spec, bucket: str, field: str, meta: dict) -> None:
+    """A fallback attempt the plan moves to another region must find its data there: the bucket's
+    location covers that region (a multi-region containing it does), or the spec says
+    scheduling.allow_remote_data: true; else exit 2 (docs/contract.md section 11). The spec's own
+    region keeps the warning above: the user chose that region with the bucket."""
+    from vertex_trainer.spec.attempts import attempts
+
+    if spec.scheduling.allow_remote_data:
+        return
+    for a in attempts(spec)[1:]:
+        if not a.region or a.region == spec.region:
+            continue
+        far = location_mismatch(a.region, meta.get("location", ""), meta.get("locationType"))
+        if far:
+            raise UserError(
+                f"{a.field}: {a.describe()}: {field} gs://{bucket} {far.replace('the job runs', 'the attempt runs')}; "
+                "nothing was created",
+                hint="keep the attempt where the data is, use a multi-region bucket that covers every "
+                     "region of the plan (e.g. --location=US), or set scheduling.allow_remote_data: "
+                     "true to read across regions")
 
 
 _REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev/")
@@ -88,13 +111,33 @@ _REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pk
 
 def registry_far(spec) -> str | None:
     """A warning when the job's image lives in an Artifact Registry location far from the job
-    (every replica pulls it across regions), else None. Pure: no network."""
+    (every replica pulls it across regions), else None; for a plan whose attempts run in other
+    regions, a regional repository on another continent than some attempt. Pure: no network."""
     image = spec.image
     ref = image and (image.repository or image.uri)
     m = _REGISTRY_HOST.match(ref or "")
     if not m or not spec.region:
         return None
     location = m["location"]
+    own = _registry_far_from(spec, location)
+    if own or "-" not in location:
+        return own
+    from vertex_trainer.spec.attempts import attempts
+
+    field = "image.repository" if image.repository else "image.uri"
+    continent = location.split("-")[0]
+    away = [a for a in attempts(spec)[1:] if a.region and a.region.split("-")[0] != continent]
+    if not away:
+        return None
+    where = ", ".join(dict.fromkeys(f"{a.region} (attempt {a.n})" for a in away))
+    multi = {"us": "us", "northamerica": "us", "europe": "europe"}.get(away[0].region.split("-")[0], "asia")
+    return (f"warning: {field} is in {location}, and the plan also runs in {where}: those replicas "
+            f"pull the image from another continent; a multi-region repository serves each "
+            f"continent near ({multi}-docker.pkg.dev/PROJECT/REPO, or one per continent)")
+
+
+def _registry_far_from(spec, location: str) -> str | None:
+    image = spec.image
     if "-" in location:  # a region, e.g. us-central1-docker.pkg.dev
         near = location == spec.region
     else:                # a multi-region: us, europe, asia

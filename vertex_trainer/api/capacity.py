@@ -1,0 +1,143 @@
+"""Capacity in the Python API (docs/contract.md section 11): the plan, persistent resources, a
+shell on a replica. The CLI's `resources` and `shell` commands call these.
+
+    import vertex_trainer as vt
+    spec = vt.load_spec("job_specs/h100.yaml")
+    vt.plan(spec)                            # the attempts: region, strategy, hardware, reservation
+    vt.create_resource(spec, "team-h100")    # a persistent resource from the spec's hardware
+    vt.web_access(job, replica="workerpool0-0")   # waits for RUNNING, returns the shell's URI
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Callable
+
+from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.spec.attempts import PlannedAttempt
+    from vertex_trainer.vertex.jobs import Job
+
+Log = Callable[[str], None]
+
+
+def _settings(settings: Settings | None) -> Settings:
+    from vertex_trainer.api.core import settings_from_env
+
+    return settings or settings_from_env()
+
+
+def plan(spec: "JobSpec") -> "tuple[PlannedAttempt, ...]":
+    """The attempts of the spec's capacity plan, in order (no network).
+
+    Args: spec: the JobSpec. Returns: PlannedAttempt records (n, region, strategy, hardware,
+    reservation)."""
+    from vertex_trainer.spec.attempts import attempts
+
+    return attempts(spec)
+
+
+def resource_request(spec: "JobSpec") -> dict:
+    """The PersistentResource body `create_resource` sends for `spec` (no network).
+
+    Args: spec: the JobSpec whose hardware, boot disk and replicas the resource holds.
+    Returns: the REST body."""
+    from vertex_trainer import render
+    from vertex_trainer.contract import Artifact
+    from vertex_trainer.vertex.resources import resource_body
+
+    return resource_body(spec, render.worker_pools(spec, Artifact("(the machines only)")))
+
+
+def create_resource(spec: "JobSpec", resource_id: str | None = None, *, dry_run: bool = False,
+                    timeout: float | None = None, settings: Settings | None = None,
+                    log: Log | None = None) -> dict:
+    """Create a persistent resource from the spec's hardware, at most once per id, and follow
+    the operation until it is RUNNING.
+
+    Args:
+        spec: the JobSpec (project, region, hardware, boot disk, replicas).
+        resource_id: its id (default: spec.persistent_resource, else the spec's name).
+        dry_run: return the request without sending it.
+        timeout: seconds to wait for the operation (None: until it ends).
+        settings: endpoints and policies (default: from the environment); log: retries.
+    Returns:
+        {"name", "state", "adopted", "resource"} (dry run: {"dry_run", "url", "params", "body"})."""
+    from vertex_trainer.spec import cloud_problems
+    from vertex_trainer.vertex.resources import ResourcesClient, check_id
+
+    if not spec.project or not spec.region:
+        cloud_problems(spec)
+    resource_id = check_id(resource_id or (spec.persistent_resource or spec.name).rsplit("/", 1)[-1])
+    client = ResourcesClient(spec.project, spec.region, settings=_settings(settings), log=log)
+    body = resource_request(spec)
+    if dry_run:
+        return {"dry_run": True, "method": "POST", "url": client.url(f"{client.parent}/persistentResources"),
+                "params": {"persistentResourceId": resource_id}, "body": body}
+    resource, adopted = client.create(body, resource_id, timeout=timeout)
+    return {"name": resource.get("name"), "state": resource.get("state"), "adopted": adopted,
+            "resource": resource}
+
+
+def list_resources(project: str, region: str, *, settings: Settings | None = None) -> list[dict]:
+    """The persistent resources of project/region, newest first (REST JSON).
+
+    Args: project, region: where; settings: endpoints and policies. Returns: the resources."""
+    from vertex_trainer.vertex.resources import ResourcesClient
+
+    return ResourcesClient(project, region, settings=_settings(settings)).list()
+
+
+def delete_resource(resource: str, *, project: str | None = None, region: str | None = None,
+                    timeout: float | None = None, settings: Settings | None = None) -> bool:
+    """Delete a persistent resource (an id with project and region, or its full name) and follow
+    the operation.
+
+    Args: resource: the id or name; project, region: where an id is; timeout: seconds to wait;
+    settings: endpoints and policies. Returns: False when there was no such resource."""
+    from vertex_trainer.vertex.resources import ResourcesClient
+
+    if resource.startswith("projects/"):
+        parts = resource.split("/")
+        project, region = parts[1], parts[3]
+    return ResourcesClient(project, region, settings=_settings(settings)).delete(resource, timeout=timeout)
+
+
+def web_access(job: "str | Job", replica: str = "workerpool0-0", *, project: str | None = None,
+               region: str | None = None, timeout: float | None = None,
+               settings: Settings | None = None) -> str:
+    """Wait until the job is RUNNING and return the URI of `replica`'s interactive shell.
+
+    Args:
+        job: a Job, its resource name, or an id with project and region.
+        replica: the node, e.g. workerpool0-0 (the chief) or workerpool1-0.
+        timeout: seconds to wait for RUNNING (None: until the job ends).
+        settings: endpoints and policies.
+    Returns: the URI.
+    Raises: UserError (exit 2) when the job has no web access, or no such replica; JobFailed
+    (exit 1) when it ended before it ran."""
+    from vertex_trainer.api.core import status
+    from vertex_trainer.errors import JobFailed, UserError
+
+    found = job if not isinstance(job, str) else status(job, project=project, region=region,
+                                                         settings=_settings(settings))
+    if not ((found.data.get("jobSpec") or {}).get("enableWebAccess")):
+        raise UserError(f"{found.name} was created without web access: no shell to open",
+                        hint="set enable_web_access: true in the spec and submit it again")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    intervals = found.client.settings.poll.intervals()
+    while found.state != "JOB_STATE_RUNNING" or not found.web_access_uris:
+        if found.done:
+            raise JobFailed(f"{found.name} ended {found.state.removeprefix('JOB_STATE_')} before a "
+                            "shell could be opened")
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{found.name} is not RUNNING after {timeout:.0f}s ({found.state})")
+        time.sleep(next(intervals))
+        found.refresh()
+    uris = found.web_access_uris
+    if replica not in uris:
+        raise UserError(f"{found.name} has no replica {replica!r}",
+                        hint="replicas of this job: " + ", ".join(sorted(uris)))
+    return uris[replica]
