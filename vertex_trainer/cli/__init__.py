@@ -15,6 +15,7 @@ import typer
 
 # One command module per line: adding a command group is a one-line change here.
 from vertex_trainer.cli import bench  # noqa: I001
+from vertex_trainer.cli import cost
 from vertex_trainer.cli import data
 from vertex_trainer.cli import deploy
 from vertex_trainer.cli import dev
@@ -47,6 +48,7 @@ tuning.register(app)
 app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(trigger.app, name="trigger")
 bench.register(app)
+cost.register(app)
 # (new command groups register here, one line each)
 
 

@@ -89,3 +89,20 @@ def dev_sandbox(
     code = serve(sandbox, env_file=env_file, command=tuple(command or ()))
     if code:
         raise typer.Exit(code)
+
+
+@app.command("refresh-prices")
+def dev_refresh_prices(
+    out: Annotated[Optional[str], typer.Option(
+        "--out", help="write the snapshot here (default: the one shipped in the package)")] = None,
+) -> None:
+    """Rebuild the price snapshot from the Cloud Billing Catalog API: Vertex AI's SKUs, every
+    page, mapped to (machine family or accelerator, region, usage type). An API key
+    ($VERTEX_TRAINER_BILLING_API_KEY) or ADC; $VERTEX_TRAINER_BILLING_ENDPOINT picks a stand-in
+    (the sandbox has one). See docs/cost.md."""
+    from vertex_trainer import api
+    from vertex_trainer.cli.common import settings
+
+    done = api.refresh_prices(out, settings=settings())
+    print(f"prices as of {done['as_of']}: {done['skus_used']} of {done['skus_read']} SKUs used "
+          f"({done['families']} machine families, {done['accelerators']} accelerators) -> {done['path']}")

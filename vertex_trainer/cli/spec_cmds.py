@@ -22,6 +22,15 @@ class RenderFormat(str, Enum):
     spec = "spec"
 
 
+def _price(job) -> str:
+    from vertex_trainer import pricing
+    from vertex_trainer.workflows import cost
+
+    book = pricing.load_snapshot()
+    cost.enforce_budget(job, book)
+    return cost.price_line(cost.estimate(job, book)).removeprefix("price: ")
+
+
 def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
              region: RegionOpt = None,
              check_quota: Annotated[bool, typer.Option(
@@ -61,6 +70,8 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
+    if not local:  # hourly and worst case per attempt; over scheduling.max_cost: exit 2 (docs/contract.md section 12)
+        lines.append(f"  price     {_price(job)}")
     if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
         t = job.tune
         lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "

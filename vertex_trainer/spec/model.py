@@ -144,6 +144,9 @@ class Scheduling(Strict):
     timeout: Duration | None = Field(None, description="maximum run time (default 7d); flex-start requires <= 7d")
     restart_on_worker_restart: bool = Field(False, description="restart the whole job when a worker restarts")
     disable_retries: bool = Field(False, description="fail instead of retrying on internal errors")
+    max_cost: float | None = Field(
+        None, gt=0, description="USD: a plan whose worst case (timeout x hourly list price, every attempt) "
+        "costs more is refused before anything is sent (vertex-trainer cost SPEC shows it)")
 
     @field_validator("timeout")
     @classmethod
