@@ -19,13 +19,27 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
           idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
           client: JobsClient | None = None, settings: Settings | None = None,
           dry_run: bool = False) -> dict:
-    """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md section 9), and
-    return `{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
-    "bound", "reference", ...}` (vertex_trainer.workflows.benchmark). `local=True` runs both here; else
-    each is a short CustomJob on the spec's hardware, followed to its end; each job's key is
-    derived from `idempotency_key`, so a retried bench adopts the jobs it already created.
-    `dry_run=True` sends, builds and runs nothing: it returns `{"dry_run": true, "runs": {kind: the
-    submit dry run of that job}, ...}`, the requests each of the two jobs would send."""
+    """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md
+    section 9; vertex_trainer.workflows.benchmark).
+
+    Args:
+        spec: the job spec.
+        local: run both here; else each is a short CustomJob on the spec's hardware, followed to
+            its end.
+        steps: training steps of each run (default: benchmark.DEFAULT_STEPS).
+        idempotency_key: each job's key is derived from it, so a retried bench adopts the jobs
+            it already created; None picks a random key.
+        log: where progress lines go (default: stderr).
+        console: a rich Console for the local runs' progress (default: stderr).
+        client: the JobsClient to create with (default: one for the spec's project and region).
+        settings: the process settings (default: read from the environment).
+        dry_run: send, build and run nothing; return the requests each of the two jobs would send.
+
+    Returns:
+        ``{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
+        "bound", "reference", ...}``; with ``dry_run``, ``{"dry_run": true, "runs": {kind: the
+        submit dry run of that job}, ...}``.
+    """
     from vertex_trainer.workflows import benchmark
     from vertex_trainer.errors import JobFailed
 

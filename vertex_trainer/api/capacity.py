@@ -32,8 +32,12 @@ def _settings(settings: Settings | None) -> Settings:
 def plan(spec: "JobSpec") -> "tuple[PlannedAttempt, ...]":
     """The attempts of the spec's capacity plan, in order (no network).
 
-    Args: spec: the JobSpec. Returns: PlannedAttempt records (n, region, strategy, hardware,
-    reservation)."""
+    Args:
+        spec: the JobSpec.
+
+    Returns:
+        PlannedAttempt records (n, region, strategy, hardware, reservation).
+    """
     from vertex_trainer.spec.attempts import attempts
 
     return attempts(spec)
@@ -42,8 +46,12 @@ def plan(spec: "JobSpec") -> "tuple[PlannedAttempt, ...]":
 def resource_request(spec: "JobSpec") -> dict:
     """The PersistentResource body `create_resource` sends for `spec` (no network).
 
-    Args: spec: the JobSpec whose hardware, boot disk and replicas the resource holds.
-    Returns: the REST body."""
+    Args:
+        spec: the JobSpec whose hardware, boot disk and replicas the resource holds.
+
+    Returns:
+        the REST body.
+    """
     from vertex_trainer import render
     from vertex_trainer.contract import Artifact
     from vertex_trainer.vertex.resources import resource_body
@@ -62,7 +70,9 @@ def create_resource(spec: "JobSpec", resource_id: str | None = None, *, dry_run:
         resource_id: its id (default: spec.persistent_resource, else the spec's name).
         dry_run: return the request without sending it.
         timeout: seconds to wait for the operation (None: until it ends).
-        settings: endpoints and policies (default: from the environment); log: retries.
+        settings: endpoints and policies (default: from the environment).
+        log: where the client's notes (retries) go.
+
     Returns:
         {"name", "state", "adopted", "resource"} (dry run: {"dry_run", "url", "params", "body"})."""
     from vertex_trainer.spec import cloud_problems
@@ -84,7 +94,14 @@ def create_resource(spec: "JobSpec", resource_id: str | None = None, *, dry_run:
 def list_resources(project: str, region: str, *, settings: Settings | None = None) -> list[dict]:
     """The persistent resources of project/region, newest first (REST JSON).
 
-    Args: project, region: where; settings: endpoints and policies. Returns: the resources."""
+    Args:
+        project: the Google Cloud project.
+        region: the Vertex AI region.
+        settings: endpoints and policies (default: from the environment).
+
+    Returns:
+        the resources, as REST JSON dicts.
+    """
     from vertex_trainer.vertex.resources import ResourcesClient
 
     return ResourcesClient(project, region, settings=_settings(settings)).list()
@@ -95,8 +112,16 @@ def delete_resource(resource: str, *, project: str | None = None, region: str | 
     """Delete a persistent resource (an id with project and region, or its full name) and follow
     the operation.
 
-    Args: resource: the id or name; project, region: where an id is; timeout: seconds to wait;
-    settings: endpoints and policies. Returns: False when there was no such resource."""
+    Args:
+        resource: the id or the full name.
+        project: the project of an id.
+        region: the region of an id.
+        timeout: seconds to wait for the operation (None: until it ends).
+        settings: endpoints and policies (default: from the environment).
+
+    Returns:
+        True when it was deleted, False when there was no such resource.
+    """
     from vertex_trainer.vertex.resources import ResourcesClient
 
     if resource.startswith("projects/"):
@@ -113,9 +138,14 @@ def web_access(job: "str | Job", replica: str = "workerpool0-0", *, project: str
     Args:
         job: a Job, its resource name, or an id with project and region.
         replica: the node, e.g. workerpool0-0 (the chief) or workerpool1-0.
+        project: the project of a job id.
+        region: the region of a job id.
         timeout: seconds to wait for RUNNING (None: until the job ends).
         settings: endpoints and policies.
-    Returns: the URI.
+
+    Returns:
+        the URI.
+
     Raises: UserError (exit 2) when the job has no web access, or no such replica; JobFailed
     (exit 1) when it ended before it ran."""
     from vertex_trainer.api.core import status

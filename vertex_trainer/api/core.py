@@ -37,7 +37,11 @@ Log = Callable[[str], None]
 
 
 def settings_from_env() -> Settings:
-    """The settings of this process, read from its environment (the edge)."""
+    """The settings of this process, read from its environment (the edge).
+
+    Returns:
+        a Settings (project, region, endpoints, retry and poll policies) from ``os.environ``.
+    """
     return Settings.from_environ(os.environ)
 
 
@@ -48,6 +52,18 @@ class Job(_VertexJob):
     @classmethod
     def get(cls, job: str, *, project: str | None = None, region: str | None = None,
             settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
+        """A CustomJob, fetched now.
+
+        Args:
+            job: a resource name, or an id with project and region.
+            project: the project of an id (default: the settings').
+            region: the region of an id (default: the settings').
+            settings: the process settings (default: read from the environment).
+            client: the JobsClient to read with (default: a new one).
+
+        Returns:
+            the Job.
+        """
         settings = settings or (client.settings if client else settings_from_env())
         return super().get(job, project=project, region=region, settings=settings, client=client)
 
@@ -83,10 +99,26 @@ class Job(_VertexJob):
 def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = None,
               project: str | None = None, region: str | None = None, *,
               settings: Settings | None = None) -> "JobSpec":
-    """Load, template, override (``set=["a.b=c"]``) and validate a job spec. Raises UserError.
+    """Load, template, override and validate a job spec (docs/contract.md section 1).
 
     A spec that runs the bundled trainer also has its trainer args checked by the trainer's own
-    parser, so a misspelt model or flag fails here (exit 2)."""
+    parser, so a misspelt model or flag fails here (exit 2).
+
+    Args:
+        path: the YAML file.
+        set: overrides, each ``"a.b=c"`` (as ``--set``); they win over the file.
+        vars: values for the spec's ``{{ NAME }}`` template variables (as ``--var``).
+        project: the Google Cloud project; wins over the spec's.
+        region: the Vertex AI region; wins over the spec's.
+        settings: the process settings (default: read from the environment); their project and
+            region fill what the spec leaves out.
+
+    Returns:
+        the validated JobSpec.
+
+    Raises:
+        SpecError: a field is wrong (its dotted name, the value and the fix; exit 2).
+    """
     from vertex_trainer import spec as _spec
 
     settings = settings or settings_from_env()
@@ -102,7 +134,16 @@ def check(spec: "JobSpec", *, local: bool = False) -> None:
     """The checks made before anything is built, sent or run (exit 2 on failure).
 
     A cloud job must have a project and cloud paths; a local run always runs the bundled trainer,
-    so its args must pass the trainer's parser whatever the spec's image."""
+    so its args must pass the trainer's parser whatever the spec's image, and its local data
+    must exist.
+
+    Args:
+        spec: the job spec, from :func:`load_spec`.
+        local: check for a run on this machine instead of a Vertex AI submit.
+
+    Returns:
+        None; raises SpecError (every problem found, exit 2) when the spec cannot go.
+    """
     from vertex_trainer.spec import check_trainer_flags, cloud_problems
 
     if not local:
@@ -133,9 +174,16 @@ def _local_data(spec: "JobSpec") -> None:
 
 
 def plan_artifact(spec: "JobSpec") -> Artifact:
-    """The artifact a job runs, without any network call: `image.uri` as is, or the content-hash
-    tag the packager would build (the one planner behind render, --local and dry runs). A spec
-    without `image:` (local runs only) names the installed trainer."""
+    """The artifact a job runs, without any network call (the one planner behind render,
+    --local and dry runs).
+
+    Args:
+        spec: the job spec.
+
+    Returns:
+        an Artifact: ``image.uri`` as is, or the content-hash tag the packager would build; a
+        spec without ``image:`` (local runs only) names the installed trainer.
+    """
     if spec.image is None:
         return Artifact(LOCAL_IMAGE)
     if not spec.image.builds:
@@ -146,7 +194,15 @@ def plan_artifact(spec: "JobSpec") -> Artifact:
 
 
 def render_job(spec: "JobSpec", idempotency_key: str | None = None) -> dict:
-    """The CustomJob REST body `submit` would send (no network)."""
+    """The CustomJob REST body `submit` would send (no network; docs/contract.md section 2).
+
+    Args:
+        spec: the job spec.
+        idempotency_key: the key whose label the body carries (None: no key label).
+
+    Returns:
+        the CustomJob as a dict, exactly as the REST API receives it (camelCase, enum names).
+    """
     from vertex_trainer import render
 
     if idempotency_key is not None:
@@ -156,7 +212,19 @@ def render_job(spec: "JobSpec", idempotency_key: str | None = None) -> dict:
 
 def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = False,
             log: Log | None = None, settings: Settings | None = None) -> "PackageResult":
-    """Build and push the image once per content hash (or stage the Python package)."""
+    """Build and push the image once per content hash, or stage the Python package
+    (docs/contract.md section 4).
+
+    Args:
+        spec: a job spec with ``image:`` (``repository`` to build, or ``python_package``).
+        builder: ``docker`` or ``cloud-build`` (default: the packager's choice).
+        dry_run: plan only: the hash, tag and builder; nothing is touched.
+        log: where progress lines go (default: stderr).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a PackageResult: the artifact, the image, whether it was built, and the plan.
+    """
     from vertex_trainer import packaging
     from vertex_trainer.workflows.preflight import check_stand_ins
 
@@ -230,6 +298,11 @@ class LocalJob(JobState):
         return self.result.metrics
 
     def failure_message(self) -> str:
+        """Why the run did not succeed, for an error message.
+
+        Returns:
+            the state, the failing replica and its exit code, and its last lines.
+        """
         r = self.result
         text = f"local job {r.name} ended {short_state(r.state)}"
         if r.failed_replica:
@@ -476,8 +549,21 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
            dry_run: bool = False, timeout: float | None = None, log: Log | None = None,
            settings: Settings | None = None) -> "Deployment | dict":
     """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
-    the spec's endpoint, at most once per job (docs/contract.md section 5). `dry_run` returns the
-    requests it would send, as a dict, and sends nothing."""
+    the spec's endpoint, at most once per job (docs/contract.md section 5).
+
+    Args:
+        spec: the job spec whose ``deploy:`` block says where and how.
+        job: the training job that SUCCEEDED (its ``<output_dir>/model`` is registered).
+        model_dir: a SavedModel in Cloud Storage, instead of ``job`` (exactly one of the two).
+        dry_run: return the requests it would send, as a dict; nothing is sent.
+        timeout: seconds to wait for the upload and the deployment (default: deploy.timeout).
+        log: where progress lines go (default: stderr).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the Deployment (model, version, endpoint, traffic split, adopted), or with ``dry_run``
+        a dict ``{"requests": [...]}``.
+    """
     from vertex_trainer.workflows import deployment
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
@@ -516,15 +602,37 @@ _deploy = deploy  # (submit's `deploy` argument hides the function inside submit
 
 def status(job: str, *, project: str | None = None, region: str | None = None,
            client: JobsClient | None = None, settings: Settings | None = None) -> Job:
-    """The job `job` (a resource name, or an id with project and region), freshly fetched."""
+    """A CustomJob, freshly fetched.
+
+    Args:
+        job: a resource name (projects/P/locations/R/customJobs/ID), or an id with project
+            and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        client: the JobsClient to read with (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the Job (state, error, console_url; refresh, wait, cancel).
+    """
     return Job.get(job, project=project, region=region, client=client,
                    settings=settings or (client.settings if client else settings_from_env()))
 
 
 def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
                settings: Settings | None = None) -> "TuningJob":
-    """The hyperparameter tuning job `job` (a resource name, or an id with project and region),
-    freshly fetched: `.trials()`, `.best_trial()`, `.wait()` (docs/contract.md section 10)."""
+    """A hyperparameter tuning job, freshly fetched (docs/contract.md section 10).
+
+    Args:
+        job: a resource name (projects/P/locations/R/hyperparameterTuningJobs/ID), or an id
+            with project and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the TuningJob: ``.trials()``, ``.best_trial()``, ``.wait()``.
+    """
     from vertex_trainer.vertex.hptuning import TuningJob
 
     return TuningJob.get(job, project=project, region=region,
@@ -533,15 +641,39 @@ def tuning_job(job: str, *, project: str | None = None, region: str | None = Non
 
 def cancel(job: str, *, project: str | None = None, region: str | None = None,
            client: JobsClient | None = None, settings: Settings | None = None) -> Job:
-    """Request cancellation (no-op for a job that already ended); returns the refreshed job."""
+    """Request a job's cancellation (nothing is sent for a job that already ended).
+
+    Args:
+        job: a resource name, or an id with project and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        client: the JobsClient to use (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the Job, refreshed after the request.
+    """
     return status(job, project=project, region=region, client=client, settings=settings).cancel()
 
 
 def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = None,
               all_jobs: bool = False, limit: int | None = 50, client: JobsClient | None = None,
               settings: Settings | None = None) -> list[Job]:
-    """Jobs in project/region, newest first: by default only those created by vertex-trainer
-    (they carry the spec label); ``labels`` narrows further."""
+    """The CustomJobs of a project and region, newest first.
+
+    Args:
+        project: the Google Cloud project.
+        region: the Vertex AI region.
+        labels: only jobs carrying every one of these labels.
+        all_jobs: include jobs not created by vertex-trainer (default: only those carrying the
+            spec label).
+        limit: at most this many (None: every one).
+        client: the JobsClient to list with (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a list of Job.
+    """
     terms = [] if all_jobs else [f"labels.{SPEC_LABEL}:*"]
     terms += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
     client = client or JobsClient(project, region, settings=settings or settings_from_env())
@@ -552,11 +684,25 @@ def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = N
 def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
          since: str | None = None, project: str | None = None, region: str | None = None,
          settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
-    """A job's log in time order, each entry once (docs/contract.md section 7): `LogEntry`s from Cloud
-    Logging for a Vertex AI job (a name, an id with `project`, or a `Job`), or from the record of
-    a local run (its output directory, or its name). `follow=True` goes on until the job has
-    ended, with a `JobEvent` at each look at its state and, unless it succeeded, a `Failure`
-    last; `lines=False` leaves the entries out. See vertex_trainer.vertex.logs."""
+    """A job's log in time order, each entry once (docs/contract.md section 7; see
+    vertex_trainer.vertex.logs).
+
+    Args:
+        job: a Vertex AI job (a resource name, an id with ``project``, or a Job), or a local
+            run (its output directory, or its name).
+        follow: go on until the job has ended, with a JobEvent at each look at its state and,
+            unless it succeeded, a Failure last.
+        lines: False leaves the log entries out (only the events and the Failure).
+        replica: only this replica's lines (e.g. ``workerpool1-0``).
+        since: only entries after this (``30m``, or an RFC 3339 time).
+        project: the project of a job id (default: the settings').
+        region: the region, to look the job up when following (default: the settings').
+        settings: the process settings (default: read from the environment).
+        log: where the client's notes (retries) go.
+
+    Returns:
+        an iterable of LogEntry (and, with ``follow``, JobEvent and Failure).
+    """
     from vertex_trainer.local import runlog
     from vertex_trainer.vertex.logs import LogsClient, job_of, parse_since
 

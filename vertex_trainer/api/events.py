@@ -21,11 +21,22 @@ __all__ = ["compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_re
 
 def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, resolve: bool = False,
                      settings: Settings | None = None, log: Log | None = None) -> dict:
-    """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec`: the rendered CustomJob as its
-    training step, then upload and deploy when the spec has `deploy:`. Opens no connection unless
-    `resolve`: then the model and endpoint are looked up (read-only) as `pipeline_submit` does;
-    else the deploy steps are those of a first deploy (a new model, a new endpoint unless
-    deploy.endpoint names one, all of the traffic)."""
+    """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec` (docs/contract.md section 6):
+    the rendered CustomJob as its training step, then upload and deploy when the spec has
+    `deploy:`.
+
+    Args:
+        spec: the job spec.
+        idempotency_key: the key the training step's job carries (None: no key).
+        resolve: look the model and endpoint up (read-only) as `pipeline_submit` does; without
+            it no connection is opened and the deploy steps are those of a first deploy (a new
+            model, a new endpoint unless deploy.endpoint names one, all of the traffic).
+        settings: the process settings (default: read from the environment).
+        log: where the client's notes go (with ``resolve``).
+
+    Returns:
+        the PipelineSpec (KFP IR) as a dict.
+    """
     from vertex_trainer.pipeline import pipeline_ir
 
     check(spec)
@@ -46,9 +57,25 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
                     builder: str | None = None, log: Log | None = None,
                     settings: Settings | None = None) -> "PipelineRun | DryRun":
     """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
-    once per idempotency key: its pipelineJobId is derived from the key, and a run that exists is
-    adopted before anything is built or compiled. The pipeline root defaults to
-    gs://<output bucket>/pipeline-root. `dry_run` returns the requests; nothing is sent or built."""
+    once per idempotency key (docs/contract.md section 6): its pipelineJobId is derived from the
+    key, and a run that exists is adopted before anything is built or compiled.
+
+    Args:
+        spec: the job spec.
+        wait: follow the run to its end (raises JobFailed unless it SUCCEEDED).
+        idempotency_key: reuse it when retrying; None picks a random key.
+        dry_run: return the requests as a DryRun; nothing is sent or built.
+        pipeline_root: where the pipeline's artifacts go (default:
+            gs://<output bucket>/pipeline-root).
+        timeout: with ``wait``, seconds before giving up.
+        on_state: called with the run at each state change while waiting.
+        builder: ``docker`` or ``cloud-build`` when the spec builds its image.
+        log: where progress lines go (default: stderr).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the PipelineRun, or a DryRun with ``dry_run``.
+    """
     from vertex_trainer import pipeline
     from vertex_trainer.vertex.pipelines import (
         PipelineRun, PipelinesClient, create_idempotent, pipeline_job_id,
@@ -85,7 +112,18 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
 
 def pipeline_status(run: str, *, project: str | None = None, region: str | None = None,
                     settings: Settings | None = None) -> "PipelineRun":
-    """The pipeline run `run` (a resource name, or an id with project and region), fetched now."""
+    """A pipeline run, fetched now.
+
+    Args:
+        run: a resource name (projects/P/locations/R/pipelineJobs/ID), or an id with project
+            and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the PipelineRun (state, tasks; refresh, wait, cancel).
+    """
     from vertex_trainer.vertex.pipelines import PipelineRun
 
     return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
@@ -93,9 +131,21 @@ def pipeline_status(run: str, *, project: str | None = None, region: str | None 
 
 def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
                    log: Log | None = None, **options: Any) -> dict:
-    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (docs/contract.md section 6;
-    see trigger/bundle.py). Opens no connection. `options`: prefix, marker, sets, vars, project,
-    region, trigger_location, function, runtime/trigger_service_account."""
+    """Write the deployable Cloud Run function for `spec_path` to `out_dir` (docs/contract.md
+    section 6; see trigger/bundle.py). Opens no connection.
+
+    Args:
+        spec_path: the job spec the function starts.
+        out_dir: the directory to write the function to.
+        bucket: the bucket whose marker objects start a run.
+        settings: the process settings (default: read from the environment).
+        log: where progress lines go (default: stderr).
+        **options: prefix, marker, sets, vars, project, region, trigger_location, function,
+            runtime_service_account, trigger_service_account.
+
+    Returns:
+        what was written: the function's directory, files and configuration, as a dict.
+    """
     from vertex_trainer.trigger import function
 
     return function.render(spec_path, out_dir, bucket=bucket, settings=settings or settings_from_env(),
@@ -104,9 +154,21 @@ def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None
 
 def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: Settings | None = None,
                    log: Log | None = None, **options: Any) -> dict:
-    """Render the function (to `out_dir`, default a new temporary directory), build its pinned
-    image if missing, and run the gcloud commands that deploy it with its Eventarc trigger and
-    IAM. `dry_run` returns the commands as a script; nothing is written, built or sent."""
+    """Render the function, build its pinned image if missing, and run the gcloud commands that
+    deploy it with its Eventarc trigger and IAM (docs/contract.md section 6).
+
+    Args:
+        spec_path: the job spec the function starts.
+        bucket: the bucket whose marker objects start a run.
+        dry_run: return the commands as a script; nothing is written, built or sent.
+        settings: the process settings (default: read from the environment).
+        log: where progress lines go (default: stderr).
+        **options: as for :func:`trigger_render`, and out_dir (default: a new temporary
+            directory).
+
+    Returns:
+        what was deployed (or, dry, the commands), as a dict.
+    """
     from vertex_trainer.trigger import function
 
     return function.deploy(spec_path, bucket=bucket, dry_run=dry_run,
@@ -115,10 +177,20 @@ def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: S
 
 def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
                         emit: Callable[[dict], None] | None = None) -> dict:
-    """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object asks
-    for, at most once per (bucket, object, generation); acknowledge every other object. Returns
-    (and emits as one JSON log line) what happened. An invalid event or spec is permanent: logged,
-    acknowledged. Anything else raises: the function answers 500 and Eventarc redelivers."""
+    """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object
+    asks for, at most once per (bucket, object, generation); acknowledge every other object. An
+    invalid event or spec is permanent: logged, acknowledged. Anything else raises: the function
+    answers 500 and Eventarc redelivers.
+
+    Args:
+        event: the CloudEvent of a finalized object (google.cloud.storage.object.v1.finalized).
+        function_dir: the rendered function's directory (its config and spec).
+        settings: the process settings (default: read from the environment).
+        emit: where the one JSON log line goes (default: stdout, as Cloud Logging reads it).
+
+    Returns:
+        what happened (started, adopted, ignored or refused), as the dict it emitted.
+    """
     from pathlib import Path
 
     from vertex_trainer.errors import UserError
