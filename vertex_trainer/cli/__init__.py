@@ -23,6 +23,8 @@ from vertex_trainer.cli import jobs
 from vertex_trainer.cli import logs
 from vertex_trainer.cli import package
 from vertex_trainer.cli import pipeline
+from vertex_trainer.cli import resources
+from vertex_trainer.cli import shell
 from vertex_trainer.cli import spec_cmds
 from vertex_trainer.cli import trigger
 from vertex_trainer.cli import tuning
@@ -49,6 +51,8 @@ app.add_typer(pipeline.app, name="pipeline")
 app.add_typer(trigger.app, name="trigger")
 bench.register(app)
 cost.register(app)
+resources.register(app)
+shell.register(app)
 # (new command groups register here, one line each)
 
 

@@ -66,7 +66,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
         f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
-        + (f"; then {', then '.join(s.fallback)} if refused" if s.fallback else ""),
+        + (f"; then {', then '.join(_fallback_words(job))} if refused" if s.fallback else ""),
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
@@ -77,6 +77,17 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
                      f"trials, {t.parallel_trials} at a time ({t.algorithm} search)")
     print("\n".join(lines + quota))
+
+
+def _fallback_words(job) -> list[str]:
+    """'spot', or 'spot in us-east5 on a100x8' for an attempt that moves (spec/attempts.py)."""
+    from vertex_trainer.spec.attempts import attempts
+
+    plan = attempts(job)
+    return [a.strategy + (f" in {a.region}" if a.region != plan[0].region else "")
+            + (f" on {a.hardware_name}" if a.hardware != plan[0].hardware else "")
+            + (f" (reservation {a.reservation})" if a.reservation and a.reservation != plan[0].reservation else "")
+            for a in plan[1:]]
 
 
 def _quota_lines(job, cfg) -> list[str]:
@@ -156,6 +167,7 @@ def hardware(output: OutputOpt = OutputFormat.text,
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         for line in lines:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+        print("\n".join(_provenance(rows)))
         return
     from rich.table import Table
 
@@ -174,15 +186,15 @@ def _provenance(rows: list[dict]) -> list[str]:
 
     lines, used = ["", "# accelerator, the regions that offer it for training, and where it was read:"], {}
     for name in dict.fromkeys(r["accelerator_type"] for r in rows if r["accelerator_type"]):
-        acc, where = hardware.accelerator(name), rows_regions = next(r["regions"] for r in rows
-                                                                     if r["accelerator_type"] == name)
-        ids = acc.source.split()
-        used.update(dict.fromkeys(ids))
+        acc = hardware.accelerator(name)
+        where = next(r["regions"] for r in rows if r["accelerator_type"] == name)
+        ids, region_ids = acc.source.split(), where["source_ids"] if where else []
+        used.update(dict.fromkeys(ids + region_ids))
         place = " ".join(where["regions"]) if where and where["regions"] else "no training region known"
         if where and where["confidence"] != "high":
             place += f" (lower confidence: {where['note']})" if where["note"] else " (lower confidence)"
         unconfirmed = "; not yet on a Vertex AI training page" if acc.training == "unconfirmed" else ""
-        lines.append(f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}")
+        lines.append(f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}; regions: {' '.join(region_ids)}")
     known = catalog.sources()
     lines += ["# sources:"] + [f"#   {i}  {known[i].url} (read {known[i].read})" for i in used]
     return lines

@@ -12,9 +12,12 @@ import json
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    BeforeValidator, Discriminator, Field, Tag, WithJsonSchema, field_validator, model_validator,
+)
 
 from vertex_trainer import hardware as hw
+from vertex_trainer.durations import parse_duration
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
 from vertex_trainer.spec.base import Strict, as_problem, problem
@@ -25,7 +28,7 @@ from vertex_trainer.spec.tune import TuneSpec
 
 
 def _duration(value: Any) -> Any:
-    return None if value is None else hw.parse_duration(value)
+    return None if value is None else parse_duration(value)
 
 
 Duration = Annotated[

@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
-from vertex_trainer.hardware import fmt_duration, parse_duration
+from vertex_trainer.durations import fmt_duration, parse_duration
 from vertex_trainer.settings import Settings, is_emulator
 from vertex_trainer.vertex.advice import advice
 from vertex_trainer.vertex.jobs import Job
