@@ -42,6 +42,7 @@ def logs(job: LogJobArg,
     from vertex_trainer import api
 
     cfg = settings()
+    _check_reference(job)
     if follow and cfg.offline and not cfg.logging_endpoint:
         stderr_line("note: Vertex AI is an emulator and Cloud Logging is not "
                     "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only")
@@ -67,11 +68,37 @@ def logs(job: LogJobArg,
                         hint=failure.advice if failure else None)
 
 
+def _check_reference(job: str) -> None:
+    """Exit 2 for what is neither a job (a resource name or a numeric id) nor a local run (its
+    output directory or its name): the one message says both readings."""
+    import re
+
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.local import runlog
+
+    text = job.strip()
+    if re.fullmatch(r"[0-9]+|projects/[^/]+/locations/[^/]+/[A-Za-z]+/[^/]+", text) or runlog.find_run(text):
+        return
+    if os.path.isdir(text):
+        what = f"{job!r} is a directory, but no local run wrote to it (no vertex-trainer/logs/ inside)"
+    elif os.path.exists(text):
+        what = f"{job!r} is a file, neither a job nor a local run's output directory"
+    else:
+        what = f"{job!r} is neither a job nor a local run's directory (no such file or directory)"
+    raise UserError(what, hint="pass a Vertex AI job (projects/P/locations/R/customJobs/ID, or its "
+                               "numeric id with --project and --region), or a local run's output_dir "
+                               "(e.g. runs/quickstart) or name")
+
+
 def _write(entry: LogEntry, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(entry.to_dict()) + "\n")
     else:
+        from vertex_trainer.local.display import is_banner
+
         for line in entry.message.split("\n") or [""]:
+            if is_banner(line):  # TensorFlow's start-up banner: the record keeps it, the screen not
+                continue
             sys.stdout.write(f"[{entry.replica}] {line}\n")
     sys.stdout.flush()
 
