@@ -135,3 +135,23 @@ def test_text_output_names_the_snapshot_date(run_cli, spec_file):
     result = run_cli("cost", spec_file())
     assert result.returncode == 0, result.stderr
     assert f"as of {pricing.load_snapshot().as_of}" in result.stdout and "worst case" in result.stdout
+
+
+def test_bench_adds_the_cost_per_epoch_of_the_measured_throughput():
+    from vertex_trainer.workflows import benchmark
+
+    spec = build_spec(spec_data())
+    book = pricing.load_snapshot()
+    per_epoch = cost.cost_per_epoch(spec, book, 20_000.0)
+    hourly = cost.estimate(spec, book).attempts[0].hourly
+    assert per_epoch["examples"] == 156 * 8192
+    assert per_epoch["usd"] == pytest.approx(156 * 8192 / 20_000 / 3600 * hourly, abs=0.01)
+    a100 = cost.cost_per_epoch(build_spec(spec_data(hardware="a100x8")), book, 10_000.0)
+    assert a100["usd"] != per_epoch["usd"]                 # two hardware choices compare in dollars
+    result = {"spec": "s", "hardware": "h", "model": "resnet50", "image_size": 224, "global_batch_size": 8192,
+              "precision": "mixed_bfloat16", "steps": 400, "steps_per_execution": 200,
+              "synthetic_examples_per_sec": 21_000.0, "real_examples_per_sec": 20_000.0,
+              "real_vs_synthetic": 0.95, "input_wait_fraction": None, "bound": None,
+              "per_device_examples_per_sec": {"synthetic": 1312.5, "real": 1250.0}, "reference": None,
+              "notes": [], "cost_per_epoch": per_epoch}
+    assert f"{per_epoch['usd']:,.2f} USD per epoch" in benchmark.text(result)

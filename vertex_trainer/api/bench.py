@@ -71,4 +71,20 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
                          on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
             results[run.kind] = benchmark.Result(run.kind, job.name, job.state, run.spec.output_dir,
                                                 benchmark.read_metrics(settings, run.spec.output_dir))
-    return {**benchmark.report(spec, plan, results), "idempotency_key": None if local else key}
+    report = benchmark.report(spec, plan, results)
+    report["cost_per_epoch"] = _cost_per_epoch(spec, report, local=local, settings=settings)
+    return {**report, "idempotency_key": None if local else key}
+
+
+def _cost_per_epoch(spec: "JobSpec", report: dict, *, local: bool, settings: Settings) -> dict | None:
+    """What one epoch costs at the measured throughput on the spec's hardware, strategy and
+    region (docs/contract.md section 12), so two hardware choices compare in dollars."""
+    from vertex_trainer import pricing
+    from vertex_trainer.api.cost import _reader
+    from vertex_trainer.workflows import cost
+
+    rate = report.get("real_examples_per_sec") or report.get("synthetic_examples_per_sec")
+    found = cost.cost_per_epoch(spec, pricing.load_snapshot(), rate, _reader(settings))
+    if found is not None and local:
+        found["note"] = "at this machine's throughput: a cloud bench measures the spec's hardware"
+    return found

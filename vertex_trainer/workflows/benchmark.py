@@ -236,6 +236,15 @@ def text(result: dict) -> str:
             line += (f": synthetic {100 * ref['synthetic_vs_reference']:.0f}%, "
                      f"real {100 * ref['real_vs_reference']:.0f}% of it")
         lines += [line, f"           source: {ref['source']}"]
+    per_epoch = result.get("cost_per_epoch")   # docs/contract.md section 12
+    if per_epoch and per_epoch.get("usd") is not None:
+        le = "at most " if per_epoch.get("upper_bound") else ""
+        lines.append(f"cost       {le}{per_epoch['usd']:,.2f} USD per epoch ({per_epoch['examples']:,} examples: "
+                     f"{per_epoch['hours']:,.2f} h x {per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in "
+                     f"{per_epoch['region']}, list prices as of {per_epoch['prices_as_of']})"
+                     + (f"; {per_epoch['note']}" if per_epoch.get("note") else ""))
+    elif per_epoch:
+        lines.append(f"cost       per epoch unknown ({per_epoch.get('reason')})")
     lines += [f"note       {n}" for n in result["notes"]]
     if result.get("idempotency_key"):
         lines.append(f"key        {result['idempotency_key']} (bench again with --idempotency-key "
