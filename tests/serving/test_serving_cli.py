@@ -51,3 +51,32 @@ def test_cli_serve_refuses_a_missing_model(tmp_path):
                           timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: no exported model in ") and "saved_model.pb" in proc.stderr
+
+
+@pytest.mark.trainer
+def test_the_first_request_after_start_gets_a_prediction_and_no_banner_shows(digits_run):
+    """issue 24 items 7 and 8: a request sent as soon as `serve` listens is answered (not 503
+    "still loading"), and TensorFlow's start-up banner is not on the screen."""
+    from trainer.banner import is_banner
+
+    proc = subprocess.Popen([sys.executable, "-m", "vertex_trainer", "serve", str(digits_run.model_dir),
+                             "--port", "0"], env=tf_env(), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    try:
+        for line in proc.stdout:  # the first line: listening, before the model is loaded
+            seen.append(line)
+            if line.startswith("serve: listening on "):
+                break
+        assert seen and seen[-1].startswith("serve: listening on "), seen
+        port = seen[-1].split("listening on ", 1)[1].split(";")[0].rsplit(":", 1)[1]
+        image = base64.b64encode(digits_run.images[0]).decode()
+        status, answer = call("POST", f"http://127.0.0.1:{port}/predict", {"instances": [{"b64": image}]})
+        assert status == 200, answer
+        assert len(answer["predictions"][0]["probabilities"]) == 10
+    finally:
+        proc.terminate()
+        rest, _ = proc.communicate(timeout=20)
+    shown = seen + rest.splitlines(keepends=True)
+    assert not [line for line in shown if is_banner(line)], "".join(shown)
+    assert any(" serving http://" in line or line.startswith("serving ") for line in shown), "".join(shown)

@@ -55,12 +55,25 @@ def server():
     thread.join(timeout=10)
 
 
-def test_health_is_503_while_loading_then_200(server):
+def test_health_is_503_while_loading_and_a_prediction_waits_for_the_model(server):
     assert call("GET", server.url + "/health") == (503, {"status": "loading"})
-    status, answer = call("POST", server.url + "/predict", {"instances": [OK]})
-    assert status == 503 and "loading" in answer["error"]
+    answers: list = []
+    request = threading.Thread(target=lambda: answers.append(
+        call("POST", server.url + "/predict", {"instances": [OK]})))
+    request.start()  # the first request after start: held while the model loads (issue 24 item 8)
+    assert call("GET", server.url + "/health") == (503, {"status": "loading"})
+    assert request.is_alive() and answers == []  # nothing answers it before the model is there
     server.model = FakeModel()
+    server.settled.set()
+    request.join(timeout=60)
+    assert answers[0][0] == 200 and answers[0][1]["predictions"][0]["class"] == 1
     assert call("GET", server.url + "/health") == (200, {"status": "ready"})
+
+
+def test_a_prediction_held_while_loading_gets_503_if_the_load_fails(server):
+    server.settled.set()  # loading ended without a model
+    status, answer = call("POST", server.url + "/predict", {"instances": [OK]})
+    assert status == 503 and "not loaded" in answer["error"]
 
 
 def test_predict_takes_both_instance_forms_in_one_model_call(server):

@@ -9,7 +9,10 @@ Vertex AI sets AIP_HTTP_PORT, AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE, AIP_STORAGE_U
 model's artifactUri) and AIP_DEPLOYED_MODEL_ID; only main() reads them (settings_from_env) and
 passes the values down.
 
-Routes: GET <health> answers 200 once the model is loaded (503 while loading); POST <predict>
+Routes: GET <health> answers 200 once the model is loaded (503 while loading: Vertex AI routes no
+traffic until it answers 200); a POST <predict> that comes while the model loads is held until it
+is loaded (up to Limits.load_wait_s), then answered, so the first request after start gets a
+prediction, not a 503. POST <predict>
 takes {"instances": [{"b64": "<base64 JPEG or PNG>"}, ...]} (or the named form
 {"image_bytes": {"b64": ...}}; "parameters" is ignored) and answers
 {"predictions": [{"class": int, "probabilities": [float, ...]}, ...], "deployedModelId": "..."}.
@@ -51,6 +54,7 @@ class Limits:
     max_image_bytes: int = 10 * 1024 * 1024
     max_pixels: int = 40_000_000          # width x height of one image, checked from its header
     max_body_bytes: int = 64 * 1024 * 1024
+    load_wait_s: float = 600.0            # how long a request that comes while loading is held
 
 
 class BadRequest(Exception):
@@ -240,6 +244,7 @@ class PredictionServer(ThreadingHTTPServer):
         self.deployed_model_id = deployed_model_id
         self.limits = limits
         self.model: Model | None = None
+        self.settled = threading.Event()  # set once loading has ended, loaded or failed
 
     @property
     def port(self) -> int:
@@ -284,9 +289,12 @@ class _Handler(BaseHTTPRequestHandler):
         model, limits, count = self.server.model, self.server.limits, 0
         try:
             body = self._read_body(limits.max_body_bytes)
+            if model is None:  # held until the model is loaded: the first request gets an answer
+                self.server.settled.wait(limits.load_wait_s)
+                model = self.server.model
             if model is None:
-                raise BadRequest("the model is still loading; retry when the health route answers 200",
-                                 status=503)
+                raise BadRequest("the model is not loaded (still loading, or it failed to load); "
+                                 "retry when the health route answers 200", status=503)
             images = parse_request(body, limits)
             count = len(images)
             predictions = model.predict(images)
@@ -365,8 +373,9 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
           ready: Callable[[PredictionServer], None] | None = None) -> None:
     """Serve the export in `model_dir` (local path or gs://) on host:port until stopped.
 
-    The server listens at once (health answers 503) and loads the model; once loaded, health
-    answers 200 and `ready(server)` is called (from the loading thread) with the running
+    The server listens at once (health answers 503, predict requests are held) and loads the
+    model; once loaded, health answers 200, held requests are answered, and `ready(server)` is
+    called (from the loading thread) with the running
     PredictionServer: `server.url` is where to reach it (port 0 picks a free port), and
     `server.shutdown()` from any other thread makes serve() return. KeyboardInterrupt propagates
     after the socket is closed. Raises ServeError if the model cannot be loaded, OSError if the
@@ -378,9 +387,12 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
     failure: list[BaseException] = []
 
     def load() -> None:
+        from trainer.banner import quiet_startup
+
         try:
             try:
-                server.model = Model(model_dir)
+                with quiet_startup():  # TensorFlow's start-up banner stays off the screen
+                    server.model = Model(model_dir)
             except ServeError:
                 raise
             except Exception as e:  # noqa: BLE001 - whatever TensorFlow raises: one line for the user
@@ -392,7 +404,10 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
                 ready(server)
         except BaseException as e:  # noqa: BLE001 - re-raised by serve() in the caller's thread
             failure.append(e)
+            server.settled.set()
             server.shutdown()
+        finally:
+            server.settled.set()  # held requests go on: answered, or 503 if it failed
 
     loader = threading.Thread(target=load, name="load-model", daemon=True)
     loader.start()
