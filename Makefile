@@ -51,3 +51,15 @@ clean:
 sandbox-demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/vertex-trainer dev sandbox --quiet --bucket sandbox-demo -- \
 		bash examples/sandbox/demo.sh
+
+# The seed's flow offline (docs/sandbox.md): the dataset and its _SUCCESS marker land in the bucket,
+# the rendered Cloud Run function (under functions-framework) gets the storage events and starts a
+# Vertex AI Pipelines run that trains (FLEX_START), registers, deploys; the endpoint answers.
+SEED_FN := $(or $(TMPDIR),/tmp)/vertex-trainer-seed-function
+.PHONY: sandbox-seed-demo
+sandbox-seed-demo: $(STAMP)
+	rm -rf "$(SEED_FN)"
+	$(BIN)/vertex-trainer trigger render examples/sandbox/digits-seed.yaml --bucket sandbox-demo \
+		--prefix incoming/ --project sandbox -o "$(SEED_FN)"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/vertex-trainer dev sandbox --quiet --function "$(SEED_FN)" -- \
+		bash examples/sandbox/seed-demo.sh

@@ -2,6 +2,9 @@
 
     python examples/sandbox/digits.py upload gs://sandbox-demo/digits
     python examples/sandbox/digits.py predict examples/sandbox/digits.yaml JOB [--count 297]
+    python examples/sandbox/digits.py marker gs://sandbox-demo/incoming/digits-1
+    python examples/sandbox/digits.py await-runs --count 1
+    python examples/sandbox/digits.py ask-endpoint digits-seed [--count 297]
 
 `upload` writes the 1,797 digits as PNG TFRecords in the layout the trainer reads (1,500 for
 training in 3 shards, 297 held out for validation), through google-cloud-storage: with the
@@ -11,6 +14,11 @@ needed: the records are encoded by vertex_trainer.dataprep.records.
 `predict` is the Python API on the same variables: the job's deployment (`job.deploy(spec)`,
 which adopts the one `submit --deploy` made, or deploys now), then `deployment.predict(...)` with
 the held-out digits as PNG bytes; prints a few answers and the endpoint's accuracy.
+
+`marker` writes the folder's `_SUCCESS` object (the upload is complete: with `dev sandbox
+--function`, that starts the run). `await-runs` waits until the project has COUNT pipeline runs
+and all have ended, and prints each run's state and its tasks'. `ask-endpoint` sends the
+held-out digits to the endpoint of that display name.
 
 Needs scikit-learn and Pillow (both installed by `make`).
 """
@@ -83,6 +91,60 @@ def predict(spec_path: str, job_name: str, count: int) -> None:
           f"({right / len(held_out):.3f})")
 
 
+def marker(folder: str) -> None:
+    from vertex_trainer.gcp import storage
+    from vertex_trainer.settings import Settings
+
+    bucket_name, prefix = storage.split_uri(folder.rstrip("/"))
+    blob = storage.client(Settings.from_environ(os.environ)).bucket(bucket_name).blob(f"{prefix}/_SUCCESS")
+    blob.upload_from_string(b"")
+    print(f"gs://{bucket_name}/{prefix}/_SUCCESS: generation {blob.generation}")
+
+
+def await_runs(count: int, timeout: float) -> None:
+    import time
+
+    from vertex_trainer.settings import Settings
+    from vertex_trainer.vertex.pipelines import PipelinesClient
+
+    settings = Settings.from_environ(os.environ)
+    client = PipelinesClient(settings.project, settings.region or "us-central1", settings=settings)
+    done = ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED")
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = client.list()
+        if len(runs) >= count and all(r.get("state") in done for r in runs):
+            break
+        if time.monotonic() > deadline:
+            sys.exit(f"{len(runs)} pipeline run(s) after {timeout:.0f} s, "
+                     f"states {[r.get('state') for r in runs]}")
+        time.sleep(2)
+    for run in sorted(runs, key=lambda r: r["createTime"]):
+        print(f"run {run['name'].rsplit('/', 1)[-1]}: {run['state']}")
+        for task in (run.get("jobDetail") or {}).get("taskDetails", [])[1:]:
+            print(f"  {task['taskName']:<14} {task['state']}")
+    if any(r["state"] != "PIPELINE_STATE_SUCCEEDED" for r in runs):
+        sys.exit(1)
+
+
+def ask_endpoint(display_name: str, count: int) -> None:
+    from vertex_trainer.settings import Settings
+    from vertex_trainer.vertex.models import RegistryClient
+
+    settings = Settings.from_environ(os.environ)
+    client = RegistryClient(settings.project, settings.region or "us-central1", settings=settings)
+    endpoint = client.find_endpoint(display_name)
+    if endpoint is None:
+        sys.exit(f"no endpoint named {display_name!r}")
+    images, labels = digits()
+    held_out = list(zip(images[TRAIN:], labels[TRAIN:]))[:count]
+    instances = [{"b64": base64.b64encode(image).decode()} for image, _ in held_out]
+    predictions = client.predict(endpoint["name"], instances)["predictions"]
+    right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out))
+    print(f"endpoint {endpoint['name']}: {right}/{len(held_out)} held-out digits right "
+          f"({right / len(held_out):.3f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -92,9 +154,23 @@ def main() -> None:
     ask.add_argument("spec")
     ask.add_argument("job")
     ask.add_argument("--count", type=int, default=297)
+    mark = sub.add_parser("marker", help="write FOLDER/_SUCCESS (the folder is complete)")
+    mark.add_argument("folder")
+    runs = sub.add_parser("await-runs", help="wait until COUNT pipeline runs exist and have ended")
+    runs.add_argument("--count", type=int, default=1)
+    runs.add_argument("--timeout", type=float, default=900)
+    asking = sub.add_parser("ask-endpoint", help="send the held-out digits to an endpoint")
+    asking.add_argument("endpoint")
+    asking.add_argument("--count", type=int, default=297)
     args = parser.parse_args()
     if args.command == "upload":
         upload(args.target)
+    elif args.command == "marker":
+        marker(args.folder)
+    elif args.command == "await-runs":
+        await_runs(args.count, args.timeout)
+    elif args.command == "ask-endpoint":
+        ask_endpoint(args.endpoint, args.count)
     else:
         predict(args.spec, args.job, args.count)
 

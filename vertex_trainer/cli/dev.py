@@ -70,6 +70,13 @@ def dev_sandbox(
     project: Annotated[str, typer.Option("--project", help="the sandbox's project (GOOGLE_CLOUD_PROJECT)")] = "sandbox",
     region: Annotated[str, typer.Option("--region", help="the sandbox's default region")] = "us-central1",
     quiet: Annotated[bool, typer.Option("--quiet", help="do not echo the jobs' and model servers' lines on stderr")] = False,
+    function: Annotated[Optional[str], typer.Option(
+        "--function", help="serve this `trigger render` directory under functions-framework and "
+                           "deliver a storage event for every object finalized in its bucket",
+        show_default=False)] = None,
+    redeliver: Annotated[int, typer.Option(
+        "--redeliver", min=1, help="with --function: deliver each event this many times "
+                                   "(at-least-once delivery, to show the dedupe)")] = 1,
 ) -> None:
     """Every stand-in in one process, where submitted jobs really train and deployed models answer.
 
@@ -78,14 +85,26 @@ def dev_sandbox(
     in memory.
     Prints `export NAME=value` lines, then `# ready`, and serves until Ctrl-C or SIGTERM, which
     stop everything it started. With a command (`dev sandbox --bucket b -- make check`) the
-    variables reach only that command. See docs/sandbox.md.
+    variables reach only that command. PipelineJobs run their tasks (GCPC's launchers) and
+    tuning jobs their trials; with --function DIR, uploads to the function's bucket start runs as
+    on Google Cloud. See docs/sandbox.md.
     """
     import os
+    from pathlib import Path
 
+    # The sandbox serves gRPC (the Vertex AI gateway of pipeline tasks) and forks processes from
+    # other threads meanwhile: gRPC's fork handlers then break a child before its exec ("epoll_wait
+    # error: Bad file descriptor"). Read by gRPC at import, so set before anything imports it.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    from vertex_trainer.errors import UserError
     from vertex_trainer.sandbox import Sandbox, serve
 
+    if function is not None and not (Path(function) / "main.py").is_file():
+        raise UserError(f"--function {function}: no main.py there",
+                        hint="write the directory with `vertex-trainer trigger render SPEC --bucket "
+                             "BUCKET -o DIR`")
     sandbox = Sandbox(os.environ, buckets=tuple(bucket or ()), project=project, region=region,
-                      echo=None if quiet else stderr_line)
+                      echo=None if quiet else stderr_line, function=function, redeliver=redeliver)
     code = serve(sandbox, env_file=env_file, command=tuple(command or ()))
     if code:
         raise typer.Exit(code)

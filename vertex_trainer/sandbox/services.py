@@ -57,7 +57,10 @@ class Sandbox:
 
     def __init__(self, environ: Mapping[str, str], *, buckets: Sequence[str] = (),
                  project: str = DEFAULT_PROJECT, region: str = DEFAULT_REGION,
-                 host: str = "127.0.0.1", echo: Callable[[str], None] | None = None):
+                 host: str = "127.0.0.1", echo: Callable[[str], None] | None = None,
+                 function: str | None = None, redeliver: int = 1):
+        self.function_dir, self.redeliver = function, redeliver
+        self.function: Any = None       # sandbox.events.FunctionHost (with `function`)
         self.parent_environ = dict(environ)
         self.environ = {k: v for k, v in environ.items() if not k.startswith(_NOT_INHERITED)}
         self.buckets = tuple(buckets)
@@ -98,6 +101,8 @@ class Sandbox:
                                      runner=self.jobs, predictor=self.models).start()
             self.jobs.vertex = self.vertex
             self._start_pipelines()
+            if self.function_dir:
+                self._start_function()
         except BaseException:
             self.stop()
             raise
@@ -114,6 +119,16 @@ class Sandbox:
                                         vertex_url=self.vertex.url, echo=self.echo)
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
+
+    def _start_function(self) -> None:
+        """The rendered function under functions-framework, and its bucket's events."""
+        from vertex_trainer.sandbox.events import FunctionHost
+
+        host = FunctionHost(self.function_dir, environ={**self.environ, **self.env()},
+                            storage=self.gcs.endpoint, redeliver=self.redeliver, echo=self.echo)
+        if host.bucket not in self.buckets:  # the bucket the function watches exists from the start
+            self.gcs.create_bucket(host.bucket)
+        self.function = host.start()
 
     def env(self) -> dict[str, str]:
         """The variables that point vertex-trainer, google-cloud-storage and TensorFlow here."""
@@ -132,6 +147,9 @@ class Sandbox:
 
     def stop(self) -> None:
         """Stop the jobs (their processes gone), the model servers, then every server."""
+        if self.function is not None:   # no new events, then no new runs
+            self.function.stop()
+            self.function = None
         if self.pipelines is not None:  # their tasks still talk to Vertex AI while they stop
             self.pipelines.stop()
         if self.vertex is not None:
