@@ -216,3 +216,30 @@ def test_submit_deploy_of_a_failed_job_deploys_nothing(fake, storage, tmp_path):
     assert out.returncode == 1
     assert json.loads(out.stdout)["state"] == "JOB_STATE_FAILED"
     assert sent(fake, "upload") == [] and sent(fake, "deploy") == []
+
+
+def test_cli_deploy_says_the_traffic_split_in_words(fake, storage, tmp_path):
+    """issue 24 item 6: the split is a sentence on stdout and in the progress line, not a dict."""
+    put(storage, "runs/digits/model/saved_model.pb")
+    job = finished_job(fake)
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
+           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    out = subprocess.run([sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "traffic   100% to this version\n" in out.stdout
+    assert "(traffic: 100% to the new version)" in out.stderr
+    assert "{" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("split,new,expected", [
+    ({"0": 100}, "0", "100% to the new version"),
+    ({"0": 70, "5": 20, "4": 10}, "0", "70% to the new version, 20% to deployed model 5, 10% to deployed model 4"),
+    ({}, "0", "no traffic"),
+])
+def test_describe_split(split, new, expected):
+    from vertex_trainer.vertex.deploy import describe_split
+
+    assert describe_split(split, new) == expected

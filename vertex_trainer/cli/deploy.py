@@ -50,8 +50,10 @@ def show_deployment(result, output: OutputFormat) -> None:
         return
     if output is OutputFormat.json:
         return emit_json(result.to_dict())
+    from vertex_trainer.vertex.deploy import describe_split
+
     verb = "already deployed" if result.adopted else "deployed"
-    split = ", ".join(f"{k}: {v}%" for k, v in result.traffic_split.items())
+    split = describe_split(result.traffic_split, new=result.deployed_model_id, label="this version")
     print(f"{verb:9} {result.model}@{result.model_version}\nendpoint  {result.endpoint}\n"
           f"model id  {result.deployed_model_id}\ntraffic   {split}")
 

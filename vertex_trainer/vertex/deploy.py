@@ -119,6 +119,22 @@ class Deployment:
         return self.client.predict(self.endpoint, instances, parameters).get("predictions", [])
 
 
+def describe_split(split: dict[str, int], new: str = "0", label: str = "the new version") -> str:
+    """A traffic split as people read it: "100% to the new version" or "70% to the new version,
+    30% to deployed model 456" (`new`: the key of the version being deployed; "0" in a
+    deployModel request, its deployed model id after).
+
+    Args:
+        split: deployed model id (or "0") -> percent.
+        new: the key that names the new version.
+        label: what to call it.
+    Returns:
+        The sentence; "no traffic" for an empty split."""
+    parts = [f"{share}% to " + (label if key == new else f"deployed model {key}")
+             for key, share in sorted(split.items(), key=lambda kv: (kv[0] != new, -kv[1], kv[0]))]
+    return ", ".join(parts) or "no traffic"
+
+
 def split_traffic(current: dict[str, int], share: int) -> dict[str, int]:
     """The traffic split for deployModel: "0" (the model being deployed) gets `share` percent,
     the deployed models keep their relative shares of the rest; integers summing to 100."""
@@ -151,7 +167,7 @@ def deploy(client: RegistryClient, request: DeployRequest, *, poll: PollPolicy,
                           _ints(endpoint.get("trafficSplit")), adopted=not uploaded, client=client)
     split = split_traffic(_ints(endpoint.get("trafficSplit")), request.traffic)
     log(f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
-        f"(traffic {split})")
+        f"(traffic: {describe_split(split)})")
     body = request.deployed_model(model, version)
     budget = client.api.budget()
     while True:
