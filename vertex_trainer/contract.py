@@ -41,18 +41,41 @@ PREDICT_ROUTE = "/predict"
 HEALTH_ROUTE = "/health"
 RECORD_DIR = "vertex-trainer"           # the resolved spec and job saved beside a run's outputs
 
-# -- job states (aiplatform_v1.JobState) ----------------------------------------------------------
-SUCCEEDED = "JOB_STATE_SUCCEEDED"
-TERMINAL_STATES = frozenset({
-    SUCCEEDED, "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
-    "JOB_STATE_PARTIALLY_SUCCEEDED",
-})
-_STATE_NAMES = {  # the REST transport may answer with enum numbers
-    0: "JOB_STATE_UNSPECIFIED", 1: "JOB_STATE_QUEUED", 2: "JOB_STATE_PENDING", 3: "JOB_STATE_RUNNING",
-    4: "JOB_STATE_SUCCEEDED", 5: "JOB_STATE_FAILED", 6: "JOB_STATE_CANCELLING",
-    7: "JOB_STATE_CANCELLED", 8: "JOB_STATE_PAUSED", 9: "JOB_STATE_EXPIRED",
-    10: "JOB_STATE_UPDATING", 11: "JOB_STATE_PARTIALLY_SUCCEEDED",
-}
+# -- states (aiplatform_v1.JobState, PipelineState) ----------------------------------------------
+@dataclass(frozen=True)
+class States:
+    """One family of resource states: the names by enum number (the REST transport may answer
+    with numbers), the prefix every name carries, the terminal set and the one that succeeded."""
+
+    prefix: str                             # "JOB_STATE_"
+    names: tuple[str, ...]                  # the enum's names by number, without the prefix
+    terminal: frozenset[str]                # full names
+    succeeded: str
+
+    def name(self, value: Any) -> str:
+        """A full state name from a name or an enum number."""
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            number = int(value)
+            return self.prefix + (self.names[number] if number < len(self.names) else str(number))
+        return value or f"{self.prefix}{self.names[0]}"
+
+    def short(self, state: str) -> str:
+        """JOB_STATE_RUNNING -> RUNNING."""
+        return state.removeprefix(self.prefix)
+
+
+def _states(prefix: str, names: str, terminal: str, succeeded: str = "SUCCEEDED") -> States:
+    return States(prefix, tuple(names.split()), frozenset(prefix + n for n in terminal.split()),
+                  prefix + succeeded)
+
+
+JOB_STATES = _states("JOB_STATE_", "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED CANCELLING "
+                     "CANCELLED PAUSED EXPIRED UPDATING PARTIALLY_SUCCEEDED",
+                     terminal="SUCCEEDED FAILED CANCELLED EXPIRED PARTIALLY_SUCCEEDED")
+PIPELINE_STATES = _states("PIPELINE_STATE_", "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED "
+                          "CANCELLING CANCELLED PAUSED", terminal="SUCCEEDED FAILED CANCELLED")
+SUCCEEDED = JOB_STATES.succeeded
+TERMINAL_STATES = JOB_STATES.terminal
 
 # Scheduling.Strategy names, by the spec's spelling.
 STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"}
@@ -60,28 +83,28 @@ STRATEGIES = {"standard": "STANDARD", "spot": "SPOT", "flex-start": "FLEX_START"
 
 def state_name(value: Any) -> str:
     """A JobState name from a name or an enum number."""
-    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-        return _STATE_NAMES.get(int(value), f"JOB_STATE_{value}")
-    return value or "JOB_STATE_UNSPECIFIED"
+    return JOB_STATES.name(value)
 
 
 def short_state(state: str) -> str:
-    """JOB_STATE_RUNNING -> RUNNING."""
-    return state.removeprefix("JOB_STATE_")
+    """JOB_STATE_RUNNING -> RUNNING (and PIPELINE_STATE_RUNNING -> RUNNING)."""
+    return PIPELINE_STATES.short(JOB_STATES.short(state))
 
 
 class JobState:
-    """`done` and `succeeded`, for anything with a Vertex `state` (a cloud Job or a local run)."""
+    """`done` and `succeeded`, for anything with a Vertex `state` (a cloud Job, a pipeline run, a
+    local run): `states` names the family (JobState unless a subclass says otherwise)."""
 
     state: str
+    states: States = JOB_STATES
 
     @property
     def done(self) -> bool:
-        return self.state in TERMINAL_STATES
+        return self.state in self.states.terminal
 
     @property
     def succeeded(self) -> bool:
-        return self.state == SUCCEEDED
+        return self.state == self.states.succeeded
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,7 @@ def cancel(run: RunArg, project: JobProjectOpt = None, region: JobRegionOpt = No
 
 
 def _show(run, output: OutputFormat, wait: bool) -> None:
-    from vertex_trainer.vertex.pipelines import short_state
+    from vertex_trainer.contract import short_state
 
     if output is OutputFormat.text:
         verb = "adopted" if run.adopted else "run"

@@ -7,7 +7,7 @@
   status and message, and a hint from the caller's `hints` function (permissions, disabled API,
   wrong project), or `UserError` (exit 2) when credentials are missing.
 - `send()` makes exactly one attempt (for creates whose outcome must be checked before trying
-  again); `call()` and `json()` retry.
+  again); `call()` and `json()` retry; `pages()` is the one pager of every list call.
 - A caller's `final` hook names the refusals that carry a retryable status but are not worth
   retrying (a 429 that names an exhausted allocation quota, not a rate limit): they raise
   `Refused` (a ServiceError that keeps the `ApiError`) at once. `quota_metrics()` reads the quota
@@ -20,7 +20,7 @@ import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
@@ -28,6 +28,7 @@ from vertex_trainer.settings import RetryPolicy
 
 Log = Callable[[str], None]
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+MAX_PAGES = 100   # the bound on the pages one list call reads (ApiClient.pages)
 
 
 def silent(_: str) -> None:
@@ -227,6 +228,54 @@ class ApiClient:
              **kwargs: Any) -> dict:
         """`call` and decode the JSON answer (a 2xx that is not JSON counts as transient)."""
         return self._retried(op, budget, lambda: decode(self.send(op, method, path, **kwargs)))
+
+    # -- lists --------------------------------------------------------------------------------
+    def pages(self, op: str, method: str, path: str, *, items: str, params: dict | None = None,
+              body: dict | None = None, page_size: int = 100, max_pages: int | None = MAX_PAGES,
+              limit: int | None = None, budget: Budget | None = None,
+              read: Callable[[Callable[[], dict]], dict] | None = None) -> Iterator[list[dict]]:
+        """The one pager of every Google list call (AIP-158: pageSize, pageToken, nextPageToken).
+
+        Args:
+            op, method, path: as for `json` (GET sends the page fields as query parameters,
+                POST in the JSON `body`, as Cloud Logging's entries:list wants).
+            items: the answer's field that holds the page's resources ("customJobs").
+            params, body: the list call's own query parameters or body (filter, orderBy).
+            page_size: pageSize of every request.
+            max_pages: a bound on the pages read (None: no bound); when it stops a list that
+                goes on, `log` says so.
+            limit: stop once this many items have been yielded (the last page is not cut).
+            budget: one retry budget for every page.
+            read: wraps each request (`read(fetch) -> page`), e.g. to pace reads under a quota.
+
+        Yields: each page's items (a list, possibly empty), in the service's order."""
+        token, count, pages = "", 0, 0
+        while max_pages is None or pages < max_pages:
+            paging: dict[str, Any] = {"pageSize": page_size, **({"pageToken": token} if token else {})}
+            kwargs = ({"json": {**(body or {}), **paging}} if method == "POST"
+                      else {"params": {**(params or {}), **paging}})
+
+            def fetch(kwargs: dict = kwargs) -> dict:
+                return self.json(op, method, path, budget=budget, **kwargs)
+
+            page = read(fetch) if read else fetch()
+            pages += 1
+            found = page.get(items) or []
+            count += len(found)
+            yield found
+            token = page.get("nextPageToken") or ""
+            if not token or (limit is not None and count >= limit):
+                return
+        self.log(f"{op}: stopped after {max_pages} pages; the list goes on (narrow the filter)")
+
+    def list(self, op: str, path: str, *, items: str, limit: int | None = None,
+             **kwargs: Any) -> list[dict]:
+        """Every item of a GET list call, through `pages` (same arguments), at most `limit`.
+
+        Returns: the items in the service's order."""
+        found = [item for page in self.pages(op, "GET", path, items=items, limit=limit, **kwargs)
+                 for item in page]
+        return found[:limit] if limit is not None else found
 
     def _retried(self, op: str, budget: Budget | None, attempt: Callable[[], Any]) -> Any:
         budget = budget or self.budget()

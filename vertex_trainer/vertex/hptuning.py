@@ -16,7 +16,7 @@ from typing import Any, Callable
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
-from vertex_trainer.vertex.names import job_name, split_name
+from vertex_trainer.vertex.names import job_name
 
 __all__ = ["TuningClient", "TuningJob", "Trial", "best_trial", "create_idempotent", "parse_trial",
            "tuning_job_name"]
@@ -44,17 +44,6 @@ class TuningClient(JobsClient):
 def tuning_job_name(job: str, project: str | None = None, region: str | None = None) -> str:
     """A full resource name from a resource name, or a numeric id plus project and region."""
     return job_name(job, project, region, collection=COLLECTION, what="hyperparameter tuning job")
-
-
-def split_tuning_name(name: str) -> tuple[str, str, str]:
-    """(project, region, id) of a HyperparameterTuningJob resource name."""
-    return split_name(name, COLLECTION)
-
-
-def tuning_console_url(name: str) -> str:
-    project, region, job_id = split_tuning_name(name)
-    return (f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/"
-            f"{job_id}?project={project}")
 
 
 # -- trials ---------------------------------------------------------------------------------------
@@ -143,12 +132,10 @@ class TuningJob(Job):
 
     client_class = TuningClient   # Job.get reads the collection and the client from here
     kind = "hyperparameter tuning job"
+    console_page = "training/{id}"
+    sdk_class = "HyperparameterTuningJob"
     _on_trial: Callable[[Trial], None] | None = None
     _reported: frozenset[str] = frozenset()
-
-    @property
-    def console_url(self) -> str:
-        return tuning_console_url(self.name) if self.name else ""
 
     @property
     def study_spec(self) -> dict:

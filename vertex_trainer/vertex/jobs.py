@@ -16,18 +16,15 @@ retried (capacity fallback, docs/contract.md section 8, moves on to the next str
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL, JobState, short_state, state_name
-from vertex_trainer.errors import JobFailed, UserError
-from vertex_trainer.gcp.http import (
-    ApiClient, ApiError, Budget, Log, Transient, decode, default_hint, quota_metrics,
-)
-from vertex_trainer.settings import PollPolicy, Settings
+from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
+from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, quota_metrics
 from vertex_trainer.vertex.names import (
     check_key, console_url, job_name, new_key, parse_label, split_name,
 )
-from vertex_trainer.vertex.waiting import wait_until_done
+from vertex_trainer.vertex.service import CollectionClient
+from vertex_trainer.vertex.stateful import StatefulResource
 
 __all__ = ["JobsClient", "Job", "create_idempotent", "check_key", "console_url", "job_name",
            "new_key", "parse_label", "split_name"]
@@ -38,78 +35,17 @@ _RETRY_HINT = ("the Vertex AI API is unreachable or overloaded; run the same com
                "(with the same --idempotency-key, no second job is created)")
 
 
-class JobsClient:
+class JobsClient(CollectionClient):
     """JobService over REST for one project and region (CustomJobs; a subclass names another
-    collection of the same service, e.g. hptuning.TuningClient)."""
+    collection of the same service, e.g. hptuning.TuningClient): get, cancel and list come from
+    `CollectionClient`; the idempotent create is `create_idempotent`."""
 
     collection = "customJobs"
+    retry_hint = _RETRY_HINT
 
-    def __init__(self, project: str | None, region: str | None, *, settings: Settings | None = None,
-                 session: Any = None, log: Log | None = None):
-        if not project:
-            raise UserError("no Google Cloud project: set `project:` in the spec, pass --project, "
-                            "or set $GOOGLE_CLOUD_PROJECT")
-        if not region:
-            raise UserError("no region: set `region:` in the spec or pass --region")
-        self.project, self.region = project, region
-        self.settings = settings or Settings()
-        shared = default_hint("Vertex AI", "aiplatform.googleapis.com", project)
-        self.api = ApiClient(self.settings.vertex_url(region), retry=self.settings.retry,
-                             log=log, session=session, service="Vertex AI",
-                             hints=lambda op, err: shared(op, err) or self._hint(op, err),
-                             retry_hint=_RETRY_HINT,
-                             user_error=lambda op, err: err.code == 404 and op in ("get", "cancel"),
-                             final=lambda op, err: op == "create" and bool(capacity_quota(err)))
-
-    @property
-    def log(self) -> Log:
-        return self.api.log
-
-    @log.setter
-    def log(self, log: Log) -> None:
-        self.api.log = log
-
-    @property
-    def endpoint(self) -> str:
-        return self.api.endpoint
-
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.region}"
-
-    def url(self, path: str) -> str:
-        return self.api.url(f"v1/{path}")
-
-    # -- JobService ----------------------------------------------------------------------------
     def create_once(self, job: dict) -> dict:
         """POST one CustomJob. Raises Transient when the outcome is unknown. Not retried here."""
         return decode(self.api.send("create", "POST", f"v1/{self.parent}/{self.collection}", json=job))
-
-    def get(self, name: str) -> dict:
-        return self.api.json("get", "GET", f"v1/{name}")
-
-    def cancel(self, name: str) -> None:
-        self.api.json("cancel", "POST", f"v1/{name}:cancel", json={})
-
-    def list(self, filter: str | None = None, *, limit: int | None = None,
-             budget: Budget | None = None, page_size: int = 100) -> list[dict]:
-        """CustomJobs of the parent matching `filter` (Vertex filter syntax), newest first."""
-        jobs: list[dict] = []
-        token = ""
-        while True:
-            params: dict[str, Any] = {"pageSize": page_size}
-            if filter:
-                params["filter"] = filter
-            if token:
-                params["pageToken"] = token
-            page = self.api.json("list", "GET", f"v1/{self.parent}/{self.collection}", params=params,
-                                 budget=budget)
-            jobs.extend(page.get(self.collection, []))
-            token = page.get("nextPageToken", "")
-            if not token or (limit and len(jobs) >= limit):
-                break
-        jobs.sort(key=lambda j: j.get("createTime", ""), reverse=True)
-        return jobs[:limit] if limit else jobs
 
     def key_filter(self, key: str, also: dict[str, str] | None = None) -> str:
         terms = {KEY_LABEL: key, **(also or {})}
@@ -131,6 +67,12 @@ class JobsClient:
                 {"method": "POST", "url": self.url(f"{self.parent}/{self.collection}"), "body": job}]
 
     # -- errors --------------------------------------------------------------------------------
+    def _user_error(self, op: str, err: ApiError) -> bool:
+        return err.code == 404 and op in ("get", "cancel")     # the caller's job name: exit 2
+
+    def _final(self, op: str, err: ApiError) -> bool:
+        return op == "create" and bool(capacity_quota(err))   # a quota, not a rate limit
+
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 403:
             permission = f"aiplatform.{self.collection}.{op if op in _PERMISSIONS else '*'}"
@@ -201,124 +143,41 @@ def _warn_if_other_spec(client: JobsClient, existing: dict, job: dict) -> None:
                    "--idempotency-key to submit the changed spec")
 
 
-class Job(JobState):
-    """A Vertex AI CustomJob: `name`, `state`, `console_url`, `refresh()`, `wait()`, `cancel()`.
+class Job(StatefulResource):
+    """A Vertex AI CustomJob: `name`, `state`, `console_url`, `refresh()`, `wait()`, `cancel()`
+    (`StatefulResource`), plus the image it runs and, with scheduling.fallback, its attempts.
 
     Returned by `vertex_trainer.submit`; `Job.get(name)` attaches to any job."""
 
     client_class: type[JobsClient] = JobsClient   # a subclass names its collection's client
-    kind = "job"                                   # what error messages call it
+    kind = "job"                                   # what messages call it
+    console_page = "training/{id}/cpu"
+    output_fields = ("name", "state", "console_url", "image", "idempotency_key", "adopted")
+    sdk_class = "CustomJob"
 
     def __init__(self, data: dict, client: JobsClient, *, image: str | None = None,
-                 idempotency_key: str | None = None, adopted: bool = False):
-        self.data = data
-        self.client = client
+                 idempotency_key: str | None = None, adopted: bool = False,
+                 attempts: list[dict] | None = None, spec: Any = None):
+        """Args: data, client, idempotency_key, adopted: as for StatefulResource; image: the
+        image the job runs; attempts: with scheduling.fallback, every attempt of the submit in
+        order (workflows.fallback); spec: the JobSpec it was submitted from (Job.deploy uses it)."""
+        super().__init__(data, client, idempotency_key=idempotency_key, adopted=adopted)
         self.image = image
-        self.idempotency_key = idempotency_key or (data.get("labels") or {}).get(KEY_LABEL)
-        self.adopted = adopted
-        # With scheduling.fallback: every attempt of the submit, in order (fallback.py).
-        self.attempts: list[dict] | None = None
+        self.attempts = attempts
+        self.spec = spec
 
-    @classmethod
-    def get(cls, job: str, *, project: str | None = None, region: str | None = None,
-            settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
-        """Fetch a job by resource name, or by id with project and region."""
-        collection = cls.client_class.collection
-        name = job_name(job, project, region, collection=collection, what=cls.kind)
-        if client is None:
-            p, r, _ = split_name(name, collection)
-            client = cls.client_class(p, r, settings=settings)
-        return cls(client.get(name), client)
-
-    # -- fields --------------------------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.data.get("name", "")
+    # With scheduling.fallback: what each attempt met (workflows.fallback.AttemptRecord).
+    attempt_records: tuple = ()
 
     @property
-    def id(self) -> str:
-        return self.name.rsplit("/", 1)[-1]
+    def web_access_uris(self) -> dict[str, str]:
+        """Replica ("workerpool0-0") -> the URI of its interactive shell, while the job runs with
+        enable_web_access (docs/contract.md section 11); {} otherwise. `refresh()` first for news."""
+        return dict(self.data.get("webAccessUris") or {})
 
-    @property
-    def display_name(self) -> str:
-        return self.data.get("displayName", "")
-
-    @property
-    def state(self) -> str:
-        return state_name(self.data.get("state"))
-
-    @property
-    def error(self) -> str | None:
-        """The job's failure message, if it has one."""
-        error = self.data.get("error") or {}
-        return error.get("message") or None
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return dict(self.data.get("labels") or {})
-
-    @property
-    def console_url(self) -> str:
-        return console_url(self.name) if self.name else ""
-
-    # -- actions -------------------------------------------------------------------------------
-    def refresh(self) -> "Job":
-        """Fetch the current state from Vertex AI."""
-        self.data = self.client.get(self.name)
-        return self
-
-    def cancel(self) -> "Job":
-        """Ask Vertex AI to cancel the job (it passes through CANCELLING), then refresh."""
-        if not self.done:
-            self.client.cancel(self.name)
-        return self.refresh()
-
-    def wait(self, timeout: float | None = None, *, on_state: Callable[["Job"], None] | None = None,
-             poll: PollPolicy | None = None, check: bool = True) -> "Job":
-        """Poll until the job ends. Raises JobFailed (exit 1) if it did not succeed (unless
-        `check=False`) and TimeoutError after `timeout` seconds. `on_state` is called with the
-        job at every state change (and once at the start)."""
-        wait_until_done(self, poll=poll or self.client.settings.poll, timeout=timeout,
-                        on_state=on_state)
-        if check and not self.succeeded:
-            raise JobFailed(self.failure_message())
-        return self
-
-    def failure_message(self) -> str:
-        text = f"job {self.name} ended {short_state(self.state)}"
-        return f"{text}: {self.error}" if self.error else text
-
-    # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object (with "attempts" when the spec has a fallback)."""
-        out = {"name": self.name, "state": self.state, "console_url": self.console_url,
-               "image": self.image, "idempotency_key": self.idempotency_key,
-               "adopted": self.adopted}
+        out = super().to_dict()
         if self.attempts is not None:
             out["attempts"] = self.attempts
         return out
-
-    def describe(self) -> dict:
-        """The status object: the job's identity, state, times and error."""
-        d = self.data
-        return {"name": self.name, "display_name": self.display_name, "state": self.state,
-                "console_url": self.console_url, "create_time": d.get("createTime"),
-                "start_time": d.get("startTime"), "end_time": d.get("endTime"),
-                "error": self.error, "labels": self.labels}
-
-    def __repr__(self) -> str:
-        # The same state vocabulary as `.state` and the JSON output (JOB_STATE_*).
-        return (f"Job(display_name={self.display_name!r}, id={self.id!r}, "
-                f"state={self.state!r}, console_url={self.console_url!r})")
-
-    def _repr_html_(self) -> str:
-        from html import escape
-
-        rows = [("name", escape(self.name)), ("display name", escape(self.display_name)),
-                ("state", f"<b>{escape(short_state(self.state))}</b>"),
-                ("console", f'<a href="{escape(self.console_url)}" target="_blank">open in the '
-                            "Google Cloud console</a>")]
-        if self.error:
-            rows.append(("error", escape(self.error)))
-        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
-        return f"<table>{body}</table>"

@@ -267,25 +267,22 @@ class LogsClient:
 
     def pages(self, filter: str, *, order: str = "timestamp asc",
               page_size: int | None = None, limit: int | None = None) -> Iterator[list[dict]]:
-        """The raw entries matching `filter`, a page (one read) at a time."""
-        token, count = "", 0
-        while True:
-            body: dict[str, Any] = {"resourceNames": [f"projects/{self.project}"], "filter": filter,
-                                    "orderBy": order, "pageSize": page_size or self.policy.page_size}
-            if token:
-                body["pageToken"] = token
-            self._pace()
-            try:
-                page = self.api.json("Cloud Logging", "POST", "v2/entries:list", json=body)
-            finally:
-                self._last_read = time.monotonic()
-            self.reads += 1
-            entries = page.get("entries") or []
-            count += len(entries)
-            yield entries
-            token = page.get("nextPageToken") or ""
-            if not token or (limit is not None and count >= limit):
-                return
+        """The raw entries matching `filter`, a page (one paced read) at a time, through the one
+        pager (`ApiClient.pages`; a job's log may run to any number of pages)."""
+        body = {"resourceNames": [f"projects/{self.project}"], "filter": filter, "orderBy": order}
+        return self.api.pages("Cloud Logging", "POST", "v2/entries:list", items="entries", body=body,
+                              page_size=page_size or self.policy.page_size, max_pages=None,
+                              limit=limit, read=self._read)
+
+    def _read(self, fetch: Callable[[], dict]) -> dict:
+        """One read, paced; counted in `reads` when it succeeds."""
+        self._pace()
+        try:
+            page = fetch()
+        finally:
+            self._last_read = time.monotonic()
+        self.reads += 1
+        return page
 
     def entries(self, job_id: str, *, replica: str | None = None,
                 since: int | str | None = None) -> Iterator[LogEntry]:

@@ -8,31 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from vertex_trainer.gcp.http import ApiClient, ApiError, Log, decode, default_hint
+from vertex_trainer.gcp.http import Log, decode
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.service import vertex_api
 
-_PERMISSIONS = {"upload": "aiplatform.models.upload", "deploy": "aiplatform.endpoints.deploy",
-                "create endpoint": "aiplatform.endpoints.create", "predict": "aiplatform.endpoints.predict"}
-
-
-def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None = None,
-               session: Any = None) -> ApiClient:
-    """The Vertex AI REST API of one region, with the hints every Vertex call shares."""
-    shared = default_hint("Vertex AI", "aiplatform.googleapis.com", project)
-
-    def hint(op: str, err: ApiError) -> str | None:
-        found = shared(op, err)
-        if found:
-            return found
-        if err.code == 403:
-            return (f"the caller needs {_PERMISSIONS.get(op, 'aiplatform.*')} on project {project} "
-                    "(role roles/aiplatform.user)")
-        if err.code == 404:
-            return f"not found in project {project}, region {region}: check the name and --region"
-        return None
-
-    return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log,
-                     session=session, service="Vertex AI", hints=hint)
+__all__ = ["RegistryClient", "vertex_api"]
 
 
 def _quote(text: str) -> str:
@@ -53,19 +33,7 @@ class RegistryClient:
         return f"projects/{self.project}/locations/{self.region}"
 
     def _list(self, op: str, path: str, key: str, filter: str | None = None) -> list[dict]:
-        found: list[dict] = []
-        token = ""
-        while True:
-            params: dict[str, Any] = {"pageSize": 100}
-            if filter:
-                params["filter"] = filter
-            if token:
-                params["pageToken"] = token
-            page = self.api.json(op, "GET", f"v1/{path}", params=params)
-            found.extend(page.get(key, []))
-            token = page.get("nextPageToken", "")
-            if not token:
-                return found
+        return self.api.list(op, f"v1/{path}", items=key, params={"filter": filter} if filter else None)
 
     # -- models --------------------------------------------------------------------------------
     def find_model(self, display_name: str) -> dict | None:

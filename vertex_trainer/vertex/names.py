@@ -48,19 +48,24 @@ def parse_label(text: str) -> tuple[str, str]:
 
 
 def job_name(job: str, project: str | None = None, region: str | None = None, *,
-             collection: str = "customJobs", what: str = "job") -> str:
-    """A full resource name from a resource name, or a numeric id plus project and region
-    (`collection`: customJobs, hyperparameterTuningJobs, ...)."""
+             collection: str = "customJobs", what: str = "job", id_pattern: str = r"[0-9]+") -> str:
+    """A full resource name from a resource name, or an id plus project and region.
+
+    Args: job: the name or id; project, region: where an id is; collection: customJobs,
+    hyperparameterTuningJobs, pipelineJobs, ...; what: the resource in messages; id_pattern: the
+    ids of the collection (numbers, unless the client chooses them).
+    Returns: projects/P/locations/R/COLLECTION/ID. Raises UserError for anything else."""
     job = job.strip()
     full = f"projects/P/locations/R/{collection}/ID"
+    an_id = f"a numeric {what} id" if id_pattern == r"[0-9]+" else f"a {what} id"
     if re.fullmatch(_NAME.format(collection=collection), job):
         return job
-    if re.fullmatch(r"[0-9]+", job):
+    if re.fullmatch(id_pattern, job):
         if not project or not region:
             missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
             raise UserError(f"{what} id {job} needs {missing} (or pass the full name {full})")
         return f"projects/{project}/locations/{region}/{collection}/{job}"
-    raise UserError(f"{job!r} is not a {what}: pass {full}, or a numeric {what} id with --project "
+    raise UserError(f"{job!r} is not a {what}: pass {full}, or {an_id} with --project "
                     "and --region")
 
 

@@ -66,19 +66,8 @@ class QuotasClient:
     def infos(self, budget: Budget | None = None) -> list[dict]:
         """Every QuotaInfo of Vertex AI for the project (read once, then kept)."""
         if self._infos is None:
-            found: list[dict] = []
-            token = ""
-            for _ in range(MAX_PAGES):
-                params: dict[str, Any] = {"pageSize": 500}
-                if token:
-                    params["pageToken"] = token
-                page = self.api.json("list", "GET", f"v1/{self.parent}/quotaInfos", params=params,
-                                     budget=budget)
-                found.extend(page.get("quotaInfos") or ())
-                token = page.get("nextPageToken") or ""
-                if not token:
-                    break
-            self._infos = found
+            self._infos = self.api.list("list", f"v1/{self.parent}/quotaInfos", items="quotaInfos",
+                                        page_size=500, max_pages=MAX_PAGES, budget=budget)
         return self._infos
 
     def limit(self, metric: str, region: str, budget: Budget | None = None) -> Quota | None:
