@@ -343,6 +343,54 @@ def test_interrupt_stops_every_replica(tmp_path, sig, marker):
     assert processes_with_env(marker) == []
 
 
+# A replica that, like the trainer, answers SIGTERM by going on (saving, finishing an epoch): its
+# dying words must stay off the screen and must not hold the run.
+STUBBORN = textwrap.dedent("""
+    import os, signal, time
+    def on_term(*_):
+        for i in range(2000):
+            print(f"DYING line {i}", flush=True)
+            time.sleep(0.005)
+    signal.signal(signal.SIGTERM, on_term)
+    print("READY", os.getpid(), flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_with_two_replicas_stops_both_at_once_and_keeps_their_dying_output_off_screen(
+        tmp_path, marker):
+    """issue 24 item 3: no more lines on screen after "stopping all replicas", and the run ends
+    well before the SIGTERM grace a replica that goes on would otherwise get."""
+    import time
+
+    from vertex_trainer.local.supervisor import STOP_GRACE_S
+
+    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(STUBBORN)),
+                                             worker_pool(command=python_command(STUBBORN))])
+    env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    pids = []
+    for line in proc.stdout:
+        if "| READY " in line:
+            pids.append(int(line.split()[-1]))
+            if len(pids) == 2:
+                break
+    assert len(pids) == 2, f"the replicas did not start (runner exit {proc.wait()})"
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert proc.returncode == 1 and f"STATE {CANCELLED} 1" in rest, rest
+    assert "Interrupted: stopping all replicas" in rest
+    assert "DYING" not in rest, rest                    # the screen: nothing after the note
+    assert took < STOP_GRACE_S, f"the run took {took:.1f} s to stop"
+    logs = "".join(p.read_text() for p in (tmp_path / "out" / "vertex-trainer" / "logs").glob("*.log"))
+    assert "DYING line 0" in logs                       # the run's log keeps them
+    assert not any(pid_alive(p) for p in pids) and processes_with_env(marker) == []
+
+
 @pytest.mark.timeout(120)
 def test_replicas_die_with_a_killed_runner(tmp_path, marker):
     proc, pids = _start_runner(tmp_path, marker)

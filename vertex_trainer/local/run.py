@@ -20,7 +20,9 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.local import cluster
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
-from vertex_trainer.local.supervisor import Interrupted, InterruptGuard, Process, Supervisor
+from vertex_trainer.local.supervisor import (
+    INTERRUPT_GRACE_S, Interrupted, InterruptGuard, Process, Supervisor,
+)
 from vertex_trainer.settings import Settings
 
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
@@ -106,9 +108,20 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
             display.note("Interrupted: stopping all replicas", style="bold yellow")
         finally:
             guard.disarm()
-            supervisor.stop()
-            # Whatever the readers queued after the loop (the failing replica's last words).
-            shown.lines(supervisor.lines(timeout=0))
+            cancelled = state == CANCELLED
+            # Ctrl-C: every replica's group at once, killed after a short grace (a trainer saves a
+            # checkpoint on SIGTERM; the user asked to stop, not to wait for it).
+            supervisor.stop(INTERRUPT_GRACE_S if cancelled else None)
+            # Whatever the readers queued after the loop: the failing replica's last words are
+            # shown; after Ctrl-C the replicas' dying output (epochs that were still running, a
+            # collective's "aborted" traceback) goes only to the run's log.
+            last = supervisor.lines(timeout=0)
+            if cancelled:
+                runlog.write(last)
+                if on_lines is not None and last:
+                    on_lines(last)
+            else:
+                shown.lines(last)
 
     result = LocalResult(
         name=name, state=state, output_dir=base,

@@ -4,8 +4,9 @@
   prctl(PR_SET_PDEATHSIG, SIGKILL), so it dies with the runner even if the runner is SIGKILLed.
 * A reader thread per replica feeds its lines (stdout and stderr merged) into one queue and keeps
   the last `LOG_TAIL`; a waiter thread records the exact exit time and wakes the queue's reader.
-* `stop()`: SIGTERM to every process group, SIGKILL after a grace period, and it does not return
-  until every group is empty (grandchildren included).
+* `stop()`: SIGTERM to every process group (all of them first, then the wait), SIGKILL after a
+  grace period (STOP_GRACE_S; after Ctrl-C, INTERRUPT_GRACE_S), and it does not return until
+  every group is empty (grandchildren included).
 * `InterruptGuard`: Ctrl-C, SIGTERM and SIGHUP raise `Interrupted` in the main thread, once; after
   `disarm()` further signals are swallowed so the clean-up runs to its end.
 """
@@ -28,6 +29,7 @@ from vertex_trainer.local.cluster import Replica
 
 LOG_TAIL = 40           # lines kept per replica for the failure report
 STOP_GRACE_S = 5.0      # SIGTERM -> SIGKILL
+INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: the run exits within a second or two, whatever the trainer does
 _PR_SET_PDEATHSIG = 1
 
 
@@ -122,10 +124,13 @@ class Supervisor:
         return all(p.ended is not None for p in self.processes)
 
     # -- stopping ---------------------------------------------------------------------------
-    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM every process group, SIGKILL what is left after `grace_s`, reap all, and wait
-        until each group is empty. Then let the readers deliver the last lines."""
-        stop_all([p.proc for p in self.processes], grace_s)
+    def stop(self, grace_s: float | None = STOP_GRACE_S) -> None:
+        """SIGTERM every process group, SIGKILL what is left after `grace_s` (None: STOP_GRACE_S),
+        reap all, and wait until each group is empty. Then let the readers deliver the last lines.
+
+        Args:
+            grace_s: seconds between SIGTERM and SIGKILL."""
+        stop_all([p.proc for p in self.processes], STOP_GRACE_S if grace_s is None else grace_s)
         for p in self.processes:
             if p.reader is not None:
                 p.reader.join(timeout=5)
