@@ -478,9 +478,11 @@ def check_scheduling(*, hardware_field: str, machine_type: str, accelerator_type
         # Vertex runs a TPU slice as one replica and provisions the hosts its topology needs
         # (configure-compute-tpu in catalog/sources.csv): more chips is a larger topology.
         hosts = machines_per_replica(machine_type, tpu_topology)
-        bigger = [p.name for p in PRESETS.values()
-                  if machines_per_replica(p.machine_type, p.tpu_topology) > hosts
-                  and accelerator_of(p.machine_type, p.accelerator_type) == acc]
+        want = devices_per_machine(machine_type, accelerator_type, 0, tpu_topology) * replicas
+        bigger = sorted((p for p in PRESETS.values() if machines_per_replica(p.machine_type, p.tpu_topology) > hosts
+                         and accelerator_of(p.machine_type, p.accelerator_type) == acc),
+                        key=lambda p: abs(devices_per_machine(p.machine_type, None, 0, p.tpu_topology) - want))
+        bigger = [p.name for p in bigger]
         raise SpecError("replicas", "a TPU job is one replica on Vertex AI: the slice's topology says how many "
                         "TPU hosts it gets", value=replicas,
                         hint=f"set replicas: 1 and pick a larger slice, e.g. hardware: {(bigger or ['tpu-v5e-16'])[0]}")

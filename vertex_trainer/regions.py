@@ -89,7 +89,10 @@ def availability_warning(region: str | None, accelerator: str | None) -> str | N
     if not region or not accelerator or accelerator not in TRAINING:
         return None
     row = _ROWS[accelerator]
-    source = f"(Vertex AI docs, read {READ}: {LOCATIONS_URL})"
+    urls = [s.url for s in catalog.cited(row["source"])]
+    where_read = "Vertex AI docs" if row["confidence"] == "high" else "Cloud TPU / Compute Engine zones"
+    url = LOCATIONS_URL if LOCATIONS_URL in urls or not urls else urls[0]
+    source = f"({where_read}, read {catalog.read_date(row['source'])}: {url})"
     if not TRAINING[accelerator]:
         return (f"warning: hardware: no Vertex AI training region is known to offer {accelerator} "
                 f"({row['note']}; read {catalog.read_date(row['source'])}); the service decides")

@@ -95,3 +95,25 @@ def test_hardware_command_lists_the_new_accelerators_with_their_sources(tmp_path
         assert rows[name]["accelerator_type"] == acc and rows[name]["sources"] and rows[name]["read"]
         assert rows[name]["regions"]["read"] and rows[name]["regions"]["sources"]
     assert rows["tpu-v5e-16"]["hosts"] == 4 and rows["cpu"]["regions"] is None
+
+
+def test_multi_host_slices_render_as_one_replica_and_need_a_multi_host_trainer(base_spec):
+    import pytest
+
+    from vertex_trainer import render
+    from vertex_trainer.errors import SpecError
+    from vertex_trainer.spec import build_spec
+
+    base_spec.update(hardware="tpu-v5e-16")
+    base_spec["trainer"]["batch_size"] = 256
+    spec = build_spec(base_spec)  # image.uri: the image's own trainer decides how it spans the hosts
+    assert spec.total_devices == 16
+    pools = render.custom_job(spec, None, "key")["jobSpec"]["workerPoolSpecs"]
+    assert len(pools) == 1 and pools[0]["replicaCount"] == "1"
+    assert pools[0]["machineSpec"] == {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "4x4"}
+    base_spec["image"] = {"repository": "us-central1-docker.pkg.dev/my-project/training/trainer"}
+    with pytest.raises(SpecError) as e:  # the bundled trainer is single-host on TPU
+        build_spec(base_spec)
+    assert "4-host TPU slice" in str(e.value) and "tpu-v5e-8" in str(e.value)
+    base_spec.update(hardware="tpu-v5e-8")
+    assert build_spec(base_spec).total_devices == 8
