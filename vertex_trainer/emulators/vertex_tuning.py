@@ -16,10 +16,15 @@ job SUCCEEDED (FAILED when `maxFailedTrialCount` failures were seen, or every tr
 Trial parameters are chosen deterministically from the study spec (the grid in order for
 GRID_SEARCH). A test controls the metric values with :meth:`TuningService.set_metrics` (a list,
 one value per trial in order, None = the trial fails) or a function of (trial id, parameters).
+
+With a `runner` plugged in (the sandbox's, vertex_trainer/sandbox/tuning.py) nothing is scripted:
+the runner is handed every created job (``start(job)``) and every cancel (``cancel(name)``), runs
+the trials for real and reports the job's state and trials with :meth:`TuningService.report`.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import re
@@ -73,6 +78,8 @@ class TuningService:
         self._job_ids = itertools.count(7_000_000_000_000_000_001)
         self._metric: Metric = default_metric
         self._values: list[float | None] | None = None
+        self.runner: Any = None            # the sandbox's hook (see the module docstring)
+        self._run_by_runner: set[str] = set()
 
     # -- routing -------------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
@@ -124,7 +131,29 @@ class TuningService:
             if data["studySpec"].get("algorithm") == "GRID_SEARCH":
                 job.grid = _grid(data["studySpec"]["parameters"])
             self.jobs[name] = job
-            return dict(data)
+            answer = copy.deepcopy(data)
+            runner = self.runner
+            if runner is not None:
+                self._run_by_runner.add(name)
+        if runner is not None:
+            runner.start(copy.deepcopy(answer))
+        return answer
+
+    def report(self, name: str, *, state: str | None = None, trials: list[dict] | None = None,
+               error: dict | None = None) -> bool:
+        """For a runner: job `name`'s trials (all of them, as the service lists them) and state.
+        An ended job stays as it is; a cancelling one only moves on to an end. False when ignored."""
+        with self._lock:
+            job = self.jobs.get(name)
+            if job is None or job.data["state"] in TERMINAL:
+                return False
+            if trials is not None:
+                job.data["trials"] = copy.deepcopy(trials)
+                job.data["updateTime"] = _now()
+            if state is not None and not (job.data["state"] == "JOB_STATE_CANCELLING"
+                                          and state not in TERMINAL):
+                self._set_state(job, state, error)
+            return True
 
     def _list(self, parent: str, query: dict, body: Any) -> dict:
         terms = []
@@ -166,6 +195,15 @@ class TuningService:
             if job.data["state"] in TERMINAL:
                 raise ServiceError(400, f"Cannot cancel HyperparameterTuningJob {name} because it "
                                         f"is already in state {job.data['state']}.")
+            if name in self._run_by_runner:  # CANCELLED once the runner has stopped the trials
+                self._set_state(job, "JOB_STATE_CANCELLING")
+                runner = self.runner
+            else:
+                runner = None
+        if runner is not None:
+            runner.cancel(name)
+            return {}
+        with self._lock:
             for trial in job.data.get("trials", []):
                 if trial["state"] == "ACTIVE":
                     trial.update(state="INFEASIBLE", endTime=_now(), infeasibleReason="CANCELED")
@@ -175,7 +213,7 @@ class TuningService:
     # -- the study -----------------------------------------------------------------------------
     def _advance(self, job: _Tuning) -> None:
         data = job.data
-        if data["state"] in TERMINAL:
+        if data["state"] in TERMINAL or data["name"] in self._run_by_runner:
             return
         if job.pos < len(START_SCRIPT) - 1:
             job.pos += 1

@@ -71,6 +71,7 @@ class Sandbox:
         self.jobs: JobRunner | None = None
         self.models: ModelServers | None = None
         self.pipelines: Any = None      # sandbox.pipelines.PipelineRunner
+        self.tuning: Any = None         # sandbox.tuning.TuningRunner
         self.gateway: Any = None        # sandbox.gateway.Gateway
 
     def start(self) -> "Sandbox":
@@ -109,9 +110,11 @@ class Sandbox:
         return self
 
     def _start_pipelines(self) -> None:
-        """PipelineJobs run for real: their tasks reach this fake Vertex AI through the gateway."""
+        """PipelineJobs run for real (their tasks reach this fake Vertex AI through the gateway),
+        and tuning jobs their trials."""
         from vertex_trainer.sandbox.gateway import Gateway
         from vertex_trainer.sandbox.pipelines import PipelineRunner
+        from vertex_trainer.sandbox.tuning import TuningRunner
 
         self.gateway = Gateway(self.vertex.url, project=self.project,
                                upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1]).start()
@@ -119,6 +122,9 @@ class Sandbox:
                                         vertex_url=self.vertex.url, echo=self.echo)
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
+        self.tuning = TuningRunner(vertex_url=self.vertex.url, jobs=self.jobs, echo=self.echo)
+        self.tuning.service = self.vertex.tuning
+        self.vertex.tuning.runner = self.tuning
 
     def _start_function(self) -> None:
         """The rendered function under functions-framework, and its bucket's events."""
@@ -152,11 +158,13 @@ class Sandbox:
             self.function = None
         if self.pipelines is not None:  # their tasks still talk to Vertex AI while they stop
             self.pipelines.stop()
+        if self.tuning is not None:
+            self.tuning.stop()
         if self.vertex is not None:
             self.vertex.stop()          # no new requests
         if self.gateway is not None:
             self.gateway.stop()
-        self.pipelines = self.gateway = None
+        self.pipelines = self.gateway = self.tuning = None
         if self.jobs is not None:
             self.jobs.stop()
         if self.models is not None:

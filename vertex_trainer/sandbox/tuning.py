@@ -1,0 +1,263 @@
+"""HyperparameterTuningJobs whose trials really run: the fake tuning service's runner hook.
+
+`TuningService.runner = TuningRunner(...)` hands every created job to `start(job)`. Its trials
+are chosen by the search `submit --local` uses (workflows.tuning.plan_trials: the grid in order,
+or seeded random draws, over the study's parameters read back as a `tune:` block; seed 0), and
+each runs as Vertex AI runs a trial: a CustomJob made of the job's `trialJobSpec` with
+`--<parameterId>=<value>` after every pool's args (workflows.tuning.trial_args and trial_job),
+its base output directory `<baseOutputDirectory>/<trial id>`, and CLOUD_ML_TRIAL_ID and its own
+CLOUD_ML_HP_METRIC_FILE in its environment. The CustomJob is created in this fake Vertex AI, so
+it trains through the local runner like any other job (sandbox/jobs.py), and the trainer reports
+through cloudml-hypertune. `parallelTrialCount` trials run at a time, `maxTrialCount` in all.
+
+A trial whose job succeeded with the metric reported is SUCCEEDED with its final measurement;
+else INFEASIBLE with the reason. The job ends FAILED when `maxFailedTrialCount` trials failed or
+every trial did, else SUCCEEDED; a cancel stops the running trials' jobs and ends CANCELLED.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import json
+import os
+import shutil
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from vertex_trainer import render
+
+RUNNING, SUCCEEDED = "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"
+FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
+_JOB_ENDS = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+Echo = Callable[[str], None]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(eq=False)
+class _Study:
+    name: str
+    body: dict
+    cancel: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)
+    trials: list[dict] = field(default_factory=list)
+    thread: threading.Thread | None = None
+
+
+class TuningRunner:
+    """The runner hook of TuningService (`start`, `cancel`); `service` is set by the sandbox.
+
+    `vertex_url`: the fake Vertex AI, where each trial's CustomJob is created; `jobs`: the
+    sandbox's JobRunner (to wait for a trial's job); `echo`: the study's notes."""
+
+    def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None):
+        self.vertex_url = vertex_url.rstrip("/")
+        self.jobs = jobs
+        self.echo = echo or (lambda text: None)
+        self.service: Any = None
+        self._studies: dict[str, _Study] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._dir = tempfile.mkdtemp(prefix="vertex-trainer-trials-")
+
+    def start(self, job: dict) -> None:
+        """Run a created job's trials on a thread of its own."""
+        study = _Study(job["name"], job)
+        with self._lock:
+            if self._closed:
+                self._report(study, FAILED, {"code": 14, "message": "The sandbox is shutting down."})
+                return
+            self._studies[study.name] = study
+            study.thread = threading.Thread(target=self._run, args=(study,), daemon=True,
+                                            name=f"tuning-{study.name.rsplit('/', 1)[-1]}")
+        study.thread.start()
+
+    def cancel(self, name: str) -> None:
+        """The job is CANCELLING: stop its running trials (CANCELLED once they are gone)."""
+        with self._lock:
+            study = self._studies.get(name)
+        if study is None:
+            return
+        study.cancel.set()
+        for trial in list(study.trials):
+            if trial["state"] == "ACTIVE" and trial.get("customJob"):
+                self._call("POST", f"/v1/{trial['customJob']}:cancel", {})
+
+    def wait(self, name: str, timeout: float | None = None) -> bool:
+        """Block until job `name` has ended here."""
+        with self._lock:
+            study = self._studies.get(name)
+        return study is not None and study.ended.wait(timeout)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Cancel every study still running and wait for it."""
+        with self._lock:
+            self._closed = True
+            names = list(self._studies)
+        for name in names:
+            self.cancel(name)
+        for study in list(self._studies.values()):
+            if study.thread is not None:
+                study.thread.join(timeout)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- one study --------------------------------------------------------------------------
+    def _run(self, study: _Study) -> None:
+        try:
+            state, error = self._execute(study)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
+            state, error = FAILED, {"code": 13, "message": f"Internal error in the sandbox: "
+                                                           f"{type(exc).__name__}: {exc}"}
+        self._report(study, state, error)
+        self.echo(f"[tuning {study.name.rsplit('/', 1)[-1]}] {state.replace('JOB_STATE_', '').lower()}"
+                  + (f": {error['message']}" if error else ""))
+        study.ended.set()
+
+    def _execute(self, study: _Study) -> tuple[str, dict | None]:
+        from vertex_trainer.workflows.tuning import plan_trials, trial_args
+
+        body = study.body
+        metric = body["studySpec"]["metrics"][0]["metricId"]
+        try:
+            search = as_tune_spec(body["studySpec"], int(body["maxTrialCount"]))
+            planned = plan_trials(search)
+        except (KeyError, ValueError) as exc:
+            return FAILED, {"code": 3, "message": f"The sandbox cannot search this study: {exc}"}
+        self._report(study, RUNNING)
+        parallel = max(1, int(body.get("parallelTrialCount") or 1))
+        limit = int(body.get("maxFailedTrialCount") or 0)
+        with concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="trial") as pool:
+            pending = set()
+            for number, values in enumerate(planned, 1):
+                while len(pending) >= parallel:
+                    done, pending = concurrent.futures.wait(
+                        pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                if study.cancel.is_set() or (limit and self._failed(study) >= limit):
+                    break
+                trial = {"id": str(number), "state": "ACTIVE", "startTime": _now(),
+                         "parameters": [{"parameterId": render.parameter_id(k), "value": v}
+                                        for k, v in values.items()]}
+                study.trials.append(trial)
+                pending.add(pool.submit(self._trial, study, trial, trial_args(search, values), metric))
+            concurrent.futures.wait(pending)
+        if study.cancel.is_set():
+            return CANCELLED, {"code": 1, "message": "CANCELED"}
+        failed = self._failed(study)
+        if limit and failed >= limit:
+            return FAILED, {"code": 9, "message": f"{failed} trials failed, reaching "
+                                                  f"maxFailedTrialCount {limit}."}
+        if failed == len(study.trials):
+            return FAILED, {"code": 9, "message": "All trials failed."}
+        return SUCCEEDED, None
+
+    def _trial(self, study: _Study, trial: dict, args: list[str], metric: str) -> None:
+        from vertex_trainer.workflows.tuning import read_reported, trial_job
+
+        spec = copy.deepcopy(study.body["trialJobSpec"])
+        base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").rstrip("/")
+        metric_file = os.path.join(self._dir, study.name.rsplit("/", 1)[-1], trial["id"],
+                                   "hypertune", "output.metrics")
+        os.makedirs(os.path.dirname(metric_file), exist_ok=True)
+        job = trial_job({"displayName": f"{study.body['displayName']}", "jobSpec": spec}, trial["id"],
+                        f"{base}/{trial['id']}", args)
+        for pool in job["jobSpec"].get("workerPoolSpecs") or []:
+            container = (pool or {}).get("containerSpec")
+            if container is not None:  # what Vertex AI sets in a trial's containers
+                container["env"] = [*container.get("env", []),
+                                    {"name": "CLOUD_ML_TRIAL_ID", "value": trial["id"]},
+                                    {"name": "CLOUD_ML_HP_METRIC_FILE", "value": metric_file}]
+        job["labels"] = dict(study.body.get("labels") or {})
+        status, created = self._call("POST", f"/v1/{study.name.split('/hyperparameterTuningJobs/')[0]}"
+                                              "/customJobs", job)
+        if status != 200:
+            reason = ((created or {}).get("error") or {}).get("message") or f"HTTP {status}"
+            return self._end(study, trial, None, f"The trial's CustomJob was refused: {reason}")
+        trial["customJob"] = created["name"]
+        self._report(study)
+        self.echo(f"[tuning {study.name.rsplit('/', 1)[-1]}] trial {trial['id']}: {' '.join(args)} "
+                  f"-> {created['name'].rsplit('/', 1)[-1]}")
+        self.jobs.wait(created["name"])
+        _, ended = self._call("GET", f"/v1/{created['name']}")
+        state = (ended or {}).get("state")
+        value = read_reported(metric_file, metric) if state == "JOB_STATE_SUCCEEDED" else None
+        if state == "JOB_STATE_SUCCEEDED" and value is None:
+            reason = f"The trial reported no {metric!r} through cloudml-hypertune."
+        elif state != "JOB_STATE_SUCCEEDED":
+            reason = ("CANCELED" if state == "JOB_STATE_CANCELLED" else
+                      f"The trial's CustomJob failed: {((ended or {}).get('error') or {}).get('message', state)}")
+        else:
+            reason = None
+        self._end(study, trial, value, reason)
+
+    def _end(self, study: _Study, trial: dict, value: float | None, reason: str | None) -> None:
+        trial["endTime"] = _now()
+        if reason is None:
+            metric = study.body["studySpec"]["metrics"][0]["metricId"]
+            trial.update(state="SUCCEEDED", finalMeasurement={
+                "stepCount": "1", "metrics": [{"metricId": metric, "value": float(value)}]})
+        else:
+            trial.update(state="INFEASIBLE", infeasibleReason=reason)
+        self._report(study)
+
+    def _failed(self, study: _Study) -> int:
+        return sum(t["state"] == "INFEASIBLE" for t in study.trials)
+
+    def _report(self, study: _Study, state: str | None = None, error: dict | None = None) -> None:
+        if self.service is not None:
+            self.service.report(study.name, state=state, trials=copy.deepcopy(study.trials), error=error)
+
+    def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        request = urllib.request.Request(self.vertex_url + path, method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=60) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, json.loads(exc.read() or b"{}")
+            except ValueError:
+                return exc.code, None
+        except OSError:
+            return 0, None
+
+
+def as_tune_spec(study: dict, max_trials: int) -> Any:
+    """The study's parameters as the `tune:` block the local search reads (the inverse of
+    render.study_spec), wrapped as the spec `plan_trials` takes (trainer seed 0)."""
+    from vertex_trainer.spec.tune import TuneSpec
+
+    scales = {v: k for k, v in render.SCALES.items()}
+    algorithms = {v: k for k, v in render.ALGORITHMS.items()}
+    parameters: dict[str, dict] = {}
+    for p in study["parameters"]:
+        name = p["parameterId"].replace("-", "_")
+        if "doubleValueSpec" in p:
+            s = p["doubleValueSpec"]
+            out: dict = {"min": float(s.get("minValue", 0)), "max": float(s.get("maxValue", 0)),
+                         "type": "double"}
+        elif "integerValueSpec" in p:
+            s = p["integerValueSpec"]
+            out = {"min": int(s.get("minValue", 0)), "max": int(s.get("maxValue", 0)), "type": "integer"}
+        elif "discreteValueSpec" in p:
+            out = {"values": [float(v) for v in p["discreteValueSpec"].get("values", [])],
+                   "type": "discrete"}
+        else:
+            out = {"values": list(p["categoricalValueSpec"].get("values", [])), "type": "categorical"}
+        if p.get("scaleType") in scales and out["type"] != "categorical":
+            out["scale"] = scales[p["scaleType"]]
+        parameters[name] = out
+    goal = "minimize" if study["metrics"][0].get("goal") == "MINIMIZE" else "maximize"
+    tune = TuneSpec(metric=study["metrics"][0]["metricId"], goal=goal, max_trials=max_trials,
+                    algorithm=algorithms.get(study.get("algorithm", ""), "auto"), parameters=parameters)
+    return SimpleNamespace(tune=tune, trainer=SimpleNamespace(seed=0))
