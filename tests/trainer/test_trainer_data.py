@@ -95,7 +95,9 @@ def test_training_pipeline_repeats_shuffles_and_offsets_labels(synth_data):
     with pytest.raises(tf.errors.InvalidArgumentError) as err:
         for _ in data.build_dataset(files, off, 16):
             pass
-    assert "label 0 - label_offset 1 is outside [0, 4)" in data.describe_data_error(err.value)
+    assert data.is_bad_record(err.value)
+    # The hot path only says a record failed; the scan names the file, the record and why.
+    assert "label 0 - label_offset 1 is outside [0, 4)" in data.find_corrupt_record(files, off)
 
 
 def test_sharding_by_file_and_by_record(synth_data):
@@ -133,8 +135,8 @@ def test_non_matching_record_error_names_the_file(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError) as err:
         for _ in data.build_dataset([good, bad], cfg, 1):
             pass
-    message = data.describe_data_error(err.value)
-    assert message == f"corrupt or non-matching record in {bad}: image/encoded is neither JPEG nor PNG"
+    assert data.is_bad_record(err.value)
+    assert data.find_corrupt_record([good, bad], cfg) == f"{bad} record 1: image/encoded is neither JPEG nor PNG"
 
 
 def test_crc_corruption_is_located_by_the_scan(tmp_path):

@@ -20,16 +20,21 @@ def progress_line(epoch: int, epochs: int, step: int, steps: int, examples_per_s
 class Progress(keras.callbacks.Callback):
     """Logs examples/s and step time per epoch (and every `interval_secs` within one).
 
-    Keras calls batch hooks once per execution (every steps_per_execution steps), so the
-    timings here cost nothing extra. Throughput excludes the first epoch when there are
-    others (it includes tracing and compilation). With a `meter` (trainer.throughput, before
-    this callback in fit's list) each line also shows the epoch's measured input wait.
+    Keras calls batch hooks once per execution (every steps_per_execution steps); the logs stay
+    tensors (no host sync) unless a line is printed. Per-epoch rates leave out the time spent
+    saving checkpoints (`checkpoint`, a trainer.checkpoint.PreemptionCheckpoint before this
+    callback in fit's list); on a resumed run the first epoch counts only the steps it ran.
+    With a `meter` (trainer.throughput, also before this callback) each line shows the epoch's
+    measured input wait.
     """
 
     def __init__(self, *, global_batch: int, steps_per_epoch: int, epochs: int,
-                 interval_secs: float = 30.0, backup_dir: str = "", out=None, meter=None):
+                 interval_secs: float = 30.0, backup_dir: str = "", out=None, meter=None,
+                 checkpoint=None):
         super().__init__()
+        self._supports_tf_logs = True  # no numpy conversion of the logs per execution
         self.meter = meter
+        self.checkpoint = checkpoint
         self.global_batch = global_batch
         self.steps_per_epoch = steps_per_epoch
         self.epochs = epochs
@@ -40,36 +45,52 @@ class Progress(keras.callbacks.Callback):
         self.epoch_seconds: list[float] = []
         self.first_epoch: int | None = None
         self.last_loss: float | None = None
+        self._first_step = 0
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
     def on_epoch_begin(self, epoch, logs=None):
+        self._first_step = 0
         if self.first_epoch is None:
             self.first_epoch = epoch
-            if epoch > 0:
+            resumed = self.checkpoint.resumed if self.checkpoint is not None else None
+            if resumed is not None and resumed[0] == epoch and resumed[1] > 0:
+                self._first_step = resumed[1]
+                self._print(f"resumed from backup in {self.backup_dir}: continuing at epoch "
+                            f"{epoch + 1}/{self.epochs} step {resumed[1] + 1}/{self.steps_per_epoch} "
+                            f"({epoch} epochs and {resumed[1]} steps done before)")
+            elif epoch > 0:
                 self._print(f"resumed from backup in {self.backup_dir}: continuing at epoch "
                             f"{epoch + 1}/{self.epochs} ({epoch} epochs done before)")
         self._epoch_start = self._last_log = time.perf_counter()
+        self._steps_done = 0
+
+    def _working_seconds(self, now: float) -> float:
+        saving = self.checkpoint.seconds_between(self._epoch_start, now) if self.checkpoint is not None else 0.0
+        return max(1e-9, now - self._epoch_start - saving)
 
     def on_train_batch_end(self, batch, logs=None):
+        self._steps_done = batch + 1 - self._first_step
+        if self.interval_secs <= 0 or not logs:
+            return
         now = time.perf_counter()
-        if self.interval_secs > 0 and now - self._last_log >= self.interval_secs and logs:
-            step = batch + 1
-            rate = step * self.global_batch / (now - self._epoch_start)
-            self._print(progress_line(self._epoch + 1, self.epochs, step, self.steps_per_epoch,
+        if now - self._last_log >= self.interval_secs:
+            rate = self._steps_done * self.global_batch / self._working_seconds(now)
+            self._print(progress_line(self._epoch + 1, self.epochs, batch + 1, self.steps_per_epoch,
                                       rate, float(logs.get("loss", float("nan"))), **self._wait()))
             self._last_log = now
 
     def on_epoch_end(self, epoch, logs=None):
-        seconds = time.perf_counter() - self._epoch_start
-        rate = self.steps_per_epoch * self.global_batch / seconds
+        seconds = self._working_seconds(time.perf_counter())
+        steps = self._steps_done or self.steps_per_epoch
+        rate = steps * self.global_batch / seconds
         self.epoch_rates.append(rate)
         self.epoch_seconds.append(seconds)
         logs = logs if logs is not None else {}
         self.last_loss = float(logs.get("loss", float("nan")))
         logs["examples_per_sec"] = rate  # TensorBoard (after us in the list) records it too
-        extra = {"step_time_ms": f"{1000 * seconds / self.steps_per_epoch:.2f}"}
+        extra = {"step_time_ms": f"{1000 * seconds / steps:.2f}"}
         if "accuracy" in logs:
             extra["accuracy"] = f"{float(logs['accuracy']):.4f}"
         extra.update(self._wait())
@@ -85,7 +106,7 @@ class Progress(keras.callbacks.Callback):
         return (self.first_epoch or 0) + len(self.epoch_rates)
 
     def examples_per_sec(self) -> float | None:
-        """Steady-state throughput: the median epoch, leaving out the first if there are more."""
+        """The median epoch rate, leaving out the first if there are more."""
         rates = self.epoch_rates[1:] if len(self.epoch_rates) > 1 else self.epoch_rates
         return statistics.median(rates) if rates else None
 

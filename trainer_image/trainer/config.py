@@ -70,6 +70,7 @@ class TrainConfig:
     intra_op_threads: int = 0
     inter_op_threads: int = 0
     log_interval_secs: float = 30.0
+    checkpoint_interval_secs: float = 600.0     # trainer/checkpoint.py
     hypertune_metric: str = "accuracy"
 
     def to_dict(self) -> dict:

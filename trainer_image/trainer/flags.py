@@ -114,6 +114,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("intra_op_threads", int, 0, ge=0, help="TensorFlow intra-op threads; 0 = default"),
     Flag("inter_op_threads", int, 0, ge=0, help="TensorFlow inter-op threads; 0 = default"),
     Flag("log_interval_secs", float, 30.0, help="seconds between progress lines"),
+    Flag("checkpoint_interval_secs", float, 600.0, ge=0,
+         help="seconds of training between checkpoints for preemption (also saved at every epoch "
+              "end and on SIGTERM); 0 = epoch ends only"),
     Flag("hypertune_metric", default="accuracy", help="tag reported to Vertex hyperparameter tuning"),
 )
 

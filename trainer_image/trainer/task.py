@@ -2,11 +2,12 @@
 
 run(): parse flags -> strategy -> precision policy -> plan (files, steps, LR) and save the resolved
 config -> datasets (or synthetic batches), get_next timed -> build and compile inside
-strategy.scope() -> fit (BackupAndRestore, TensorBoard, progress) and evaluate -> export (chief
-only; other workers to a temp dir) -> metrics.json -> the throughput verdict (trainer/throughput.py).
-Each stage is one function below.
+strategy.scope() -> fit (checkpoints for preemption, TensorBoard, progress) and evaluate -> export
+(chief only; other workers to a temp dir) -> metrics.json -> the throughput verdict
+(trainer/throughput.py). Each stage is one function below.
 
-Exit codes: 0 success, 2 bad flags or data, 1 anything else.
+Exit codes: 0 success, 2 bad flags or data, 143 stopped by SIGTERM after saving a checkpoint
+(trainer/checkpoint.py), 1 anything else.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Quiet TensorFlow's C++ start-up banner unless the job's env asks otherwise; it must be set
     # before the first TensorFlow import (trainer.data imports it).
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from trainer.checkpoint import Preempted
     from trainer.data import DataError
     from trainer.strategy import ClusterError
 
@@ -47,6 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, DataError, ClusterError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
+    except Preempted as e:
+        print(f"error: stopped: {e}", file=sys.stderr, flush=True)
+        return 128 + 15  # as if SIGTERM had ended the process: it did, after the checkpoint
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr, flush=True)
         return 1
@@ -203,9 +208,15 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
         "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
         "jit_compile": plan.jit_compile, "keras": keras.__version__, "tensorflow": tf.__version__,
     }
-    log("resolved config: " + json.dumps(resolved, sort_keys=True))
+    # The whole of it (flags and all, ~2 KB) goes to the run's record, trainer_config.json beside
+    # the outputs; the log gets one short line.
+    where = "written by the chief"
     if info.is_chief:
-        write_json(join(output_base(cfg.model_dir), "trainer_config.json"), resolved)
+        where = join(output_base(cfg.model_dir), "trainer_config.json")
+        write_json(where, resolved)
+    log(f"resolved config: {cfg.model} {cfg.image_size}px, {len(plan.train_files)} train / "
+        f"{len(plan.eval_files)} eval files, {info.kind} strategy, {policy}, TensorFlow {tf.__version__}, "
+        f"Keras {keras.__version__}; every setting in {where}")
 
 
 def make_datasets(cfg: TrainConfig, strat, plan: Plan):
@@ -227,44 +238,67 @@ class Outcome:
     history: Any
     eval_results: dict
     train_seconds: float
+    eval_seconds: float
     progress: Any
     meter: Any
+    checkpoint: Any
 
 
 def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_ds, meter) -> Outcome:
-    """fit() with BackupAndRestore (resumes a preempted run), input wait, progress and
-    TensorBoard; then eval."""
+    """fit() with checkpoints for preemption (trainer/checkpoint.py: time budget, epoch ends,
+    SIGTERM; a rerun resumes), input wait, progress and TensorBoard; then eval."""
     from trainer import callbacks
     from trainer._keras import keras
+    from trainer.checkpoint import PreemptionCheckpoint
 
+    checkpoint = PreemptionCheckpoint(cfg.checkpoint_dir, steps_per_epoch=plan.steps_per_epoch,
+                                      interval_secs=cfg.checkpoint_interval_secs, timed=info.workers == 1)
     progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=plan.steps_per_epoch,
                                   epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
-                                  backup_dir=cfg.checkpoint_dir, meter=meter)
-    # BackupAndRestore first: a backup exists by the time the epoch's progress line is out; the
-    # meter right before progress, which shows its input wait.
-    fit_callbacks = [keras.callbacks.BackupAndRestore(backup_dir=cfg.checkpoint_dir), meter, progress]
+                                  backup_dir=cfg.checkpoint_dir, meter=meter, checkpoint=checkpoint)
+    # The meter first (it times each execution before anything else runs after it), then the
+    # checkpoint (an epoch's progress line is out only once it is saved), then progress.
+    fit_callbacks = [meter, checkpoint, progress]
     if info.is_chief:
-        fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir,
-                                                         update_freq="epoch", profile_batch=0))
+        # No graph: writing it lands after the first execution, inside the measured time.
+        fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir, update_freq="epoch",
+                                                         profile_batch=0, write_graph=False))
+    checkpoint.install_sigterm_handler()
     started = time.perf_counter()
-    with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
-        history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=plan.steps_per_epoch,
-                            callbacks=fit_callbacks, verbose=0)
-        train_seconds = time.perf_counter() - started
-        eval_results = {}
-        if eval_ds is not None:
+    try:
+        with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
+            history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=plan.steps_per_epoch,
+                                callbacks=fit_callbacks, verbose=0)
+    finally:
+        checkpoint.restore_sigterm_handler()
+    train_seconds = time.perf_counter() - started
+    eval_results, eval_started = {}, time.perf_counter()
+    if eval_ds is not None:
+        with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
             eval_results = model.evaluate(eval_ds, steps=plan.eval_steps, verbose=0, return_dict=True)
-            log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
-                f"over {plan.eval_steps * cfg.batch_size} examples")
-    return Outcome(history, eval_results, train_seconds, progress, meter)
+        log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
+            f"over {plan.eval_steps * cfg.batch_size} examples")
+    return Outcome(history, eval_results, train_seconds, time.perf_counter() - eval_started, progress, meter,
+                   checkpoint)
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
-    """metrics.json (docs/contract.md section 4 and more)."""
+    """metrics.json (docs/contract.md section 4 and more).
+
+    train_examples_per_sec is the steady-state rate: from the end of the first (tracing,
+    compiling) execution to the end of training, less checkpoint time (trainer/throughput.py
+    `rates`); wall_examples_per_sec is every step over all of fit(); compile_seconds,
+    checkpoint_seconds and eval_seconds say where the rest went.
+    """
+    from trainer import throughput
+
     history, progress, eval_results = outcome.history.history, outcome.progress, outcome.eval_results
     losses = history.get("loss") or []
     final_loss = losses[-1] if losses else progress.last_loss
     evaluated = bool(plan.eval_files)
+    timing = throughput.rates(outcome.meter.executions, cfg.batch_size, outcome.train_seconds,
+                              outcome.checkpoint.seconds_between)
+    steady = timing["steady_examples_per_sec"]
     return {
         "global_batch_size": cfg.batch_size,
         "learning_rate": plan.peak_lr,
@@ -275,11 +309,15 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "steps_per_epoch": plan.steps_per_epoch,
         "epochs": cfg.epochs,
         "initial_epoch": progress.first_epoch or 0,
-        "train_examples_per_sec": progress.examples_per_sec(),
+        "train_examples_per_sec": steady,
+        "steady_examples_per_sec": steady,  # the same figure (workflows/benchmark.py reads this name)
+        "wall_examples_per_sec": timing["wall_examples_per_sec"],
         "epoch_examples_per_sec": progress.epoch_rates,
-        "step_time_ms": (1000 * sum(progress.epoch_seconds) / (len(progress.epoch_seconds) * plan.steps_per_epoch)
-                         if progress.epoch_seconds else None),
+        "step_time_ms": timing["steady_step_time_ms"],
         "train_seconds": outcome.train_seconds,
+        "compile_seconds": timing["compile_seconds"],
+        "eval_seconds": round(outcome.eval_seconds, 4) if evaluated else 0.0,
+        **outcome.checkpoint.summary(),  # checkpoint_seconds, checkpoints, checkpoint_interval_secs
         "final_train_loss": _finite(final_loss),
         "final_train_accuracy": _finite((history.get("accuracy") or [None])[-1]),
         "eval_accuracy": _finite(eval_results.get("accuracy")),
@@ -294,7 +332,7 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "skipped_records": int(skipped.numpy()) if skipped is not None else 0,
         "model_dir": cfg.model_dir,
         "synthetic_data": cfg.synthetic_data,
-        **outcome.meter.summary(),  # input_wait_fraction and what it was measured over
+        **outcome.meter.summary(),  # input_wait_fraction, host_cpu_busy_fraction, what they cover
     }
 
 
@@ -397,13 +435,14 @@ class data_errors:
 
         if exc is None or not isinstance(exc, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
             return False
-        found = data.describe_data_error(exc)
         text = str(getattr(exc, "message", exc))
-        if found is None and (isinstance(exc, tf.errors.DataLossError) or "Iterator" in text
-                              or "Dataset" in text):
-            log("a record could not be read or decoded; scanning the input files to name it")
-            found = data.find_corrupt_record(self.files, self.cfg)
-            found = f"corrupt record in {found}" if found else None
+        if not (data.is_bad_record(exc) or isinstance(exc, tf.errors.DataLossError) or "Iterator" in text
+                or "Dataset" in text):
+            return False
+        # The hot path says only that a record failed; a scan names the file, the record and why.
+        log("a record could not be read, parsed or decoded; scanning the input files to name it")
+        found = data.find_corrupt_record(self.files, self.cfg)
+        found = f"corrupt record in {found}" if found else None
         if found is None:
             return False
         raise data.DataError(f"{found} (pass --skip-corrupt to count and skip such records)") from None

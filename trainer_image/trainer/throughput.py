@@ -19,7 +19,14 @@ longer queue ahead, which costs well under a millisecond a step).
 A Keras callback (this class) reads the accumulated wait after every execution (a host round
 trip that Keras makes anyway) and divides by the execution's wall time. The run's first execution
 (tracing, compilation, filling the shuffle buffer) is left out when there are others.
-docs/trainer.md ("Where the time goes") explains how to read it.
+
+Waiting is not the only way the input pipeline slows training: on a CPU host the decode threads
+and the model share the same cores, so a step can be slower with real data although it never
+waits. The meter also reads the process's CPU time per execution (one clock read):
+`host_cpu_busy_fraction` near 1 with little waiting means CPU contention, which a faster
+pipeline or more vCPUs cure, and waiting cannot show. `rates` turns the executions (and the
+checkpoints between them) into the throughput figures of metrics.json.
+docs/trainer.md ("Where the time goes") explains how to read them.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from trainer._keras import keras
 
 # Waiting for data at least this share of the step time makes a run "input-bound".
 INPUT_BOUND = 0.10
+# A CPU device whose process keeps this share of the vCPUs busy has none to spare for decoding.
+CPU_CONTENDED = 0.90
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +52,8 @@ class Execution:
     seconds: float      # wall time, host clock, from the callback before the call to the one after
     waited: float       # of which blocked in get_next
     steps: int
+    started: float = 0.0    # time.perf_counter() at its start
+    cpu: float = 0.0        # process CPU seconds (all threads) during it
 
 
 class InputWaitMeter(keras.callbacks.Callback):
@@ -109,12 +120,13 @@ class InputWaitMeter(keras.callbacks.Callback):
         self._epoch_first = len(self.executions)
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._began = time.perf_counter()
+        self._began, self._cpu = time.perf_counter(), time.process_time()
 
     def on_train_batch_end(self, batch, logs=None):
-        seconds = time.perf_counter() - self._began
+        ended, cpu = time.perf_counter(), time.process_time()
         waited, batches = self._read()
-        self.executions.append(Execution(seconds, waited - self._last[0], batches - self._last[1]))
+        self.executions.append(Execution(ended - self._began, waited - self._last[0], batches - self._last[1],
+                                         self._began, cpu - self._cpu))
         self._last = (waited, batches)
 
     # -- results ---------------------------------------------------------------------------------
@@ -143,15 +155,56 @@ class InputWaitMeter(keras.callbacks.Callback):
         seconds = sum(e.seconds for e in chosen)
         steps = sum(e.steps for e in chosen)
         fraction = self.fraction()
+        busy = sum(e.cpu for e in chosen) / (seconds * vcpus()) if seconds > 0 else None
         return {
             "input_wait_fraction": round(fraction, 4) if fraction is not None else None,
             "input_wait_seconds": round(sum(e.waited for e in chosen), 4),
             "input_wait_measured_steps": steps,
             "input_wait_measured_seconds": round(seconds, 4),
-            # examples/s over the same executions: no tracing or compilation, not an epoch mean
-            "steady_examples_per_sec": round(steps * self.global_batch / seconds, 2) if seconds > 0 else None,
+            # this process's CPU time / (wall time x vCPUs) over the same executions
+            "host_cpu_busy_fraction": round(min(1.0, busy), 4) if busy is not None else None,
             "bound": bound(fraction),
         }
+
+
+def rates(executions: list[Execution], global_batch: int, fit_seconds: float,
+          checkpoint_seconds_between=None) -> dict:
+    """The throughput fields of metrics.json from the timed executions of one fit().
+
+    Args:
+        executions: InputWaitMeter.executions, in order.
+        global_batch: examples per step.
+        fit_seconds: the wall time of the whole fit() call.
+        checkpoint_seconds_between: f(start, end) -> seconds spent saving checkpoints in that
+            span (PreemptionCheckpoint.seconds_between), or None.
+
+    Returns `steady_examples_per_sec` (from the end of the first execution to the end of the
+    last, less checkpoint time: what the hardware sustains; with one execution, that one,
+    compile included), `wall_examples_per_sec` (all steps over all of fit()), `compile_seconds`
+    (the first execution's excess over a steady one: tracing, compiling, filling buffers; None
+    with one execution) and `steady_step_time_ms`.
+    """
+    steps = sum(e.steps for e in executions)
+    out = {"steady_examples_per_sec": None, "wall_examples_per_sec": None, "compile_seconds": None,
+           "steady_step_time_ms": None}
+    if not executions:
+        return out
+    if fit_seconds > 0:
+        out["wall_examples_per_sec"] = round(steps * global_batch / fit_seconds, 2)
+    first, last = executions[0], executions[-1]
+    if len(executions) == 1:
+        seconds, counted = first.seconds, first.steps
+    else:
+        start, end = first.started + first.seconds, last.started + last.seconds
+        saving = checkpoint_seconds_between(start, end) if checkpoint_seconds_between else 0.0
+        seconds, counted = end - start - saving, steps - first.steps
+    if seconds > 0 and counted > 0:
+        step = seconds / counted
+        out["steady_examples_per_sec"] = round(global_batch / step, 2)
+        out["steady_step_time_ms"] = round(1000 * step, 3)
+        if len(executions) > 1:
+            out["compile_seconds"] = round(max(0.0, first.seconds - first.steps * step), 4)
+    return out
 
 
 class _TimedDataset(tf.distribute.DistributedDataset):
@@ -236,5 +289,11 @@ def verdict(summary: dict, *, synthetic: bool, devices: int, device: str, cpus: 
         return (f"throughput: input-bound: {share} ({speed}); this machine has {cpus} vCPUs for "
                 f"{what}: try a machine type with more vCPUs, or --read-parallelism/--data-threads"
                 f"{threads}")
-    return (f"throughput: compute-bound: {share} ({speed}); the input pipeline keeps up with {what} "
+    text = (f"throughput: compute-bound: {share} ({speed}); the input pipeline keeps up with {what} "
             f"({cpus} vCPUs)")
+    busy = summary.get("host_cpu_busy_fraction")
+    if device == "cpu" and busy is not None and busy >= CPU_CONTENDED:
+        # No waiting, yet the decode threads run on the cores the model computes on.
+        text += (f", but the vCPUs are {100 * busy:.0f}% busy: decoding shares them with the model "
+                 "(CPU contention, not waiting; --synthetic-data shows the ceiling without it)")
+    return text
