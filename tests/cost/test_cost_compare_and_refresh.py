@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.cli_support import cli_command
 from tests.cost.conftest import spec_data
 from vertex_trainer import api, pricing
 from vertex_trainer.settings import RetryPolicy, Settings
@@ -84,3 +85,24 @@ def test_live_prices_read_the_api(billing, run_cli, spec_file):
     out = json.loads(run_cli("cost", spec_file(), "--live-prices", "-o", "json", billing=billing).stdout)
     assert out["source"] == "billing-api" and out["attempts"][0]["hourly"] > 0
     assert any("/skus" in r for r in billing.requests)
+
+
+def test_compare_shows_the_quota_where_the_cloud_quotas_api_answers():
+    from vertex_trainer.emulators.quotas import FakeQuotas
+
+    with FakeQuotas() as quotas:
+        quotas.set("aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus", "us-central1", 16)
+        quotas.set("aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_h100_gpus", None, 64)
+        c = api.cost(build_spec(spec_data()), compare=True, read_manifest=False,
+                     settings=Settings(quotas_endpoint=quotas.url, retry=FAST))
+    row = {(r.hardware, r.strategy, r.region): r.quota for r in c.rows}
+    assert row[("h100x8", "standard", "us-central1")] == 16
+    assert row[("h100x8", "spot", "us-east4")] == 64             # the default for regions without their own
+
+
+@pytest.mark.wire
+def test_the_sandbox_has_a_billing_stand_in(run_cli, spec_file):
+    result = run_cli("dev", "sandbox", "--", *cli_command(), "cost", spec_file(), "--live-prices", "-o", "json",
+                     timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["source"] == "billing-api"
