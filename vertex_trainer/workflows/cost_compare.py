@@ -85,7 +85,8 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
            f"a preempted machine stops all {spec.replicas} machines and restart_on_worker_restart is off"
            if multi_machine else "")
     acc = spec.hardware.accelerator
-    return Facts(hours, hours_known, ckpt, survives, can_wait, spec.scheduling.reservation,
+    reservation = getattr(spec.scheduling, "reservation", None)
+    return Facts(hours, hours_known, ckpt, survives, can_wait, reservation,
                  bool(acc and acc.flex_start) and hours <= FLEX_START_MAX_H, why)
 
 
