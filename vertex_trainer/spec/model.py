@@ -136,13 +136,48 @@ def _no_fallback(value: Any) -> Any:
     return None if value is None or (isinstance(value, (list, tuple)) and not value) else value
 
 
+# A Compute Engine reservation: its resource name (or a block of it), zonal.
+RESERVATION = (r"^any$|^projects/[a-z0-9.:-]+/zones/[a-z]+-[a-z]+[0-9]+-[a-z]/reservations/[a-z0-9-]+"
+               r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$")
+
+
+class FallbackAttempt(Strict):
+    """One more attempt of the capacity plan (docs/contract.md section 11): every field it leaves
+    out is the spec's (its strategy, region, hardware and reservation)."""
+
+    strategy: Strategy | None = Field(None, description="standard, spot or flex-start (default: scheduling.strategy)")
+    region: str | None = Field(None, pattern=r"^[a-z]+-[a-z]+[0-9]+$",
+                               description="the region of this attempt's job (default: the spec's region)")
+    hardware: Annotated[HardwareSpec | None, BeforeValidator(_hardware)] = Field(
+        None, description="a preset name or {machine_type, ...} (default: the spec's hardware)")
+    reservation: str | None = Field(
+        None, pattern=RESERVATION[:-1] + "|^none$",
+        description="projects/P/zones/Z/reservations/R, any, or none (default: scheduling.reservation)")
+
+
+
+# A fallback entry is a strategy name or a mapping; the tag picks the branch, so a bad entry
+# gets one message (the branch it meant), not one per branch; messages.py drops "~" tags from paths.
+FallbackEntry = Annotated[
+    Annotated[Strategy, Tag("~name")] | Annotated[FallbackAttempt, Tag("~entry")],
+    Discriminator(lambda v: "~entry" if isinstance(v, (dict, FallbackAttempt)) else "~name"),
+]
+
+
 class Scheduling(Strict):
     strategy: Strategy = Field(
         "standard", description="standard, spot (preemptible, cheaper) or flex-start (Dynamic Workload Scheduler)")
-    fallback: Annotated[tuple[Strategy, ...] | None, BeforeValidator(_no_fallback)] = Field(
-        None, description="strategies tried in order when capacity or quota refuses the one before "
-        "(a create refused with RESOURCE_EXHAUSTED, or a job that ends FAILED with code 8), e.g. "
-        "[spot, standard]; each attempt is its own job under the same idempotency key")
+    fallback: Annotated[tuple[FallbackEntry, ...] | None, BeforeValidator(_no_fallback)] = Field(
+        None, description="attempts tried in order when capacity or quota refuses the one before "
+        "(a create refused with RESOURCE_EXHAUSTED, or a job that ends FAILED with code 8): a strategy "
+        "name, or {strategy, region, hardware, reservation}, e.g. [spot, {strategy: standard, region: "
+        "europe-west4}]; each attempt is its own job under the same idempotency key")
+    reservation: str | None = Field(
+        None, pattern=RESERVATION,
+        description="consume a Compute Engine reservation: projects/P/zones/Z/reservations/R (its zone in "
+        "the job's region), or any; standard strategy only")
+    allow_remote_data: bool | None = Field(
+        None, description="let an attempt run in a region the data's bucket does not cover (default: exit 2)")
     max_wait: Duration | None = Field(None, description="flex-start only: how long to wait for capacity (0 = forever)")
     timeout: Duration | None = Field(None, description="maximum run time (default 7d); flex-start requires <= 7d")
     restart_on_worker_restart: bool = Field(False, description="restart the whole job when a worker restarts")
@@ -197,6 +232,14 @@ class JobSpec(Strict):
         description="service account the job runs as, NAME@PROJECT.iam.gserviceaccount.com")
     network: str | None = Field(None, pattern=r"^projects/[0-9]+/global/networks/[a-z0-9-]+$",
                                 description="VPC network: projects/PROJECT_NUMBER/global/networks/NAME")
+    persistent_resource: str | None = Field(
+        None, pattern=r"^[a-z][a-z0-9-]{0,62}$|^projects/[^/]+/locations/[a-z0-9-]+/persistentResources/[a-z][a-z0-9-]{0,62}$",
+        description="run on this persistent resource (an id, or projects/P/locations/R/persistentResources/ID) "
+        "instead of new VMs (vertex-trainer resources create)")
+    enable_web_access: bool | None = Field(
+        None, description="an interactive shell on each replica while it runs (vertex-trainer shell JOB)")
+    enable_dashboard_access: bool | None = Field(
+        None, description="the training container's dashboard on the chief, at its web access URI")
     tensorboard: str | None = Field(None, pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
                                     description="projects/P/locations/REGION/tensorboards/ID; needs service_account")
     encryption_key: str | None = Field(
