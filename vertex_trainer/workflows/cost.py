@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from vertex_trainer import pricing
-from vertex_trainer.errors import UserError
+from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 
@@ -133,8 +133,8 @@ def examples_per_epoch(spec: JobSpec, read_json: Callable[[str], dict | None] | 
         return None, "no steps_per_epoch, no train_examples and no manifest.json read"
     try:
         data = read_json(manifest)
-    except (OSError, UserError, ValueError) as exc:
-        return None, f"{manifest} could not be read ({exc})"
+    except (OSError, ValueError, VertexTrainerError) as exc:   # no credentials, no bucket: no figure
+        return None, f"{manifest} could not be read ({getattr(exc, 'message', exc)})"
     train = ((data or {}).get("splits") or {}).get("train") or {}
     if not train.get("examples"):
         return None, f"no {manifest} (written by `vertex-trainer data convert`) with train examples"
