@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from datetime import datetime, timezone
@@ -12,7 +13,7 @@ import requests
 
 from vertex_trainer.contract import LogEntry
 from vertex_trainer.errors import UserError
-from vertex_trainer.settings import Settings
+from vertex_trainer.settings import RetryPolicy, Settings
 from vertex_trainer.vertex.advice import advice, registry_region
 from vertex_trainer.vertex.jobs import Job
 from vertex_trainer.vertex.logs import (
@@ -149,18 +150,28 @@ def test_a_logging_429_backs_off_and_continues(logging_fake, settings):
 
 @pytest.mark.wire
 def test_reads_keep_the_pace_of_the_read_quota(logging_fake, settings):
+    # Independent of the machine's speed (issue 24 item 9): the pace counts from the end of a read,
+    # so the fake sees paced reads at least read_interval apart however slow each one is.
     logging_fake.add_many("111", [f"line {i}" for i in range(10)])
     logging_fake.min_read_interval = 0.05   # the fake answers 429 to reads closer than this
     paced = LogsClient(PROJECT, settings=settings,
                        policy=FollowPolicy(read_interval=0.06, page_size=2))
     assert len(list(paced.entries("111"))) == 10
     assert logging_fake.answers == [200] * 5
-    # Without the pace, the quota answers 429 and the reads back off through ApiClient.
+    # Without the pace, the quota answers 429 and the reads back off through ApiClient. The quota
+    # interval is long next to the unpaced gap (a read right after another, even on a busy
+    # machine) and the backoff gets many attempts, each with an even chance of a long enough
+    # jittered wait: then neither a fast nor a slow machine runs out of attempts (with 5 fast
+    # ones, every retry on a fast machine came back within the interval: "429 after 5 attempts").
+    logging_fake.min_read_interval = 0.25
+    patient = dataclasses.replace(settings, retry=RetryPolicy(attempts=40, initial=0.5, maximum=0.5,
+                                                              deadline=60, read_timeout=5))
     pauses: list[float] = []
-    recorder = LogsClient(PROJECT, settings=settings, sleep=pauses.append,
+    recorder = LogsClient(PROJECT, settings=patient, sleep=pauses.append,
                           policy=FollowPolicy(read_interval=1.0, page_size=4))
     assert len(list(recorder.entries("111"))) == 10 and len(pauses) == 2
     assert 429 in logging_fake.answers[5:] and logging_fake.answers[-1] == 200
+    assert logging_fake.answers[5:].count(200) == 3  # each of the 3 pages read once
     # It asked for (up to) one quota interval between reads, and none before the first.
     assert all(0.5 < p <= 1.0 for p in pauses)
 
