@@ -117,3 +117,14 @@ def test_multi_host_slices_render_as_one_replica_and_need_a_multi_host_trainer(b
     assert "4-host TPU slice" in str(e.value) and "tpu-v5e-8" in str(e.value)
     base_spec.update(hardware="tpu-v5e-8")
     assert build_spec(base_spec).total_devices == 8
+
+
+def test_arm_machines_warn_that_the_image_must_be_arm64(base_spec):
+    from vertex_trainer.spec import build_spec
+    from vertex_trainer.spec.rules import warnings
+
+    base_spec.update(hardware="gb200x4")
+    base_spec["trainer"]["batch_size"] = 256
+    assert any("linux/arm64" in w for w in warnings(build_spec(base_spec)))
+    base_spec.update(hardware="b200x8")
+    assert not any("arm64" in w for w in warnings(build_spec(base_spec)))

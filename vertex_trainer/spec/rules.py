@@ -77,6 +77,10 @@ def warnings(spec: Spec) -> list[str]:
         out.append(f"warning: scheduling.max_wait is ignored: it applies to flex-start, and the "
                    f"strategy is {s.strategy!r} (remove max_wait, or list flex-start in "
                    "scheduling.fallback)")
+    m = hw.machine(spec.hardware.machine_type)
+    if m is not None and m.arch != "amd64":  # A4X: Arm CPUs (catalog/machines.csv, `arch`)
+        out.append(f"warning: hardware: {m.name} runs {m.arch} CPUs: the image must be built for "
+                   f"linux/{m.arch} (an amd64 image fails to start there)")
     return out
 
 
