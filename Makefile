@@ -12,7 +12,7 @@ TF_KERAS := tf-keras==2.21.0
 DEMO_DATA := data/quickstart
 DEMO_SPEC := job_specs/quickstart-local.yaml
 
-.PHONY: install demo test test-fast clean
+.PHONY: install demo test test-fast clean docs
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ test-fast: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs data/quickstart .pytest_cache
+
+# The command reference, generated from the CLI (a test fails when it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m vertex_trainer.cli.reference > docs/cli.md
 
 # The cloud path offline (docs/sandbox.md): every stand-in in one process; the image is built by
 # the fake Cloud Build, the CustomJob really trains, its logs stream, the model is deployed and

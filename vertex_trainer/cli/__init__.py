@@ -1,70 +1,169 @@
 """The `vertex-trainer` command line: a thin typer layer over the Python API (vertex_trainer.api).
 
 One small function per command, grouped by module (spec_cmds, jobs, logs, package, deploy, data,
-dev, ...; each module has `register(app)`, one line each below); each
-loads the spec once through the API and hands the object down. Heavy libraries (tensorflow,
-google.cloud.*) are imported only inside the commands that need them.
+dev, ...); each module has `register(app)` (or a typer `app` for a group of subcommands), and is
+named once in COMMANDS below with the commands it defines. A module is imported only when one of
+its commands runs: `vertex-trainer validate` loads spec_cmds and nothing else, and `--help` reads
+each command's one-line help without building the others' options (benchmarks/RESULTS-cli.md).
+Heavy libraries (tensorflow, google.cloud.*) are imported only inside the commands that need them.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from typing import Any
 
 import typer
+import typer.core
 
-# One command module per line: adding a command group is a one-line change here.
-from vertex_trainer.cli import bench  # noqa: I001
-from vertex_trainer.cli import cost
-from vertex_trainer.cli import data
-from vertex_trainer.cli import deploy
-from vertex_trainer.cli import dev
-from vertex_trainer.cli import jobs
-from vertex_trainer.cli import logs
-from vertex_trainer.cli import package
-from vertex_trainer.cli import pipeline
-from vertex_trainer.cli import resources
-from vertex_trainer.cli import shell
-from vertex_trainer.cli import spec_cmds
-from vertex_trainer.cli import trigger
-from vertex_trainer.cli import tuning
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.settings import DEBUG_ENV
 
+# One command module per line, with the commands it registers (in the order --help lists them):
+# adding a command or a group is a one-line change here.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "spec_cmds": ("validate", "render", "hardware", "schema"),
+    "jobs": ("submit", "status", "cancel", "list"),
+    "logs": ("logs",),
+    "package": ("package",),
+    "deploy": ("deploy", "serve"),
+    "data": ("data",),
+    "dev": ("dev",),
+    "tuning": ("trials",),
+    "pipeline": ("pipeline",),
+    "trigger": ("trigger",),
+    "bench": ("bench",),
+    "cost": ("cost",),
+    "resources": ("resources",),
+    "shell": ("shell",),
+}
+_MODULE_OF = {command: module for module, commands in COMMANDS.items() for command in commands}
+HELP = ("From a YAML spec to a Vertex AI CustomJob (GPU/TPU, Spot, Flex Start), and the same job "
+        "on this machine.")
+
+
+def command_module(module: str) -> typer.Typer:
+    """A typer app holding the commands of `vertex_trainer.cli.<module>`, as registered there
+    (its `register(app)`, or its `app` as the group of the same name)."""
+    loaded = importlib.import_module(f"vertex_trainer.cli.{module}")
+    holder = typer.Typer()
+    if hasattr(loaded, "register"):
+        loaded.register(holder)
+    else:
+        holder.add_typer(loaded.app, name=module)
+    return holder
+
+
+def _infos(module: str) -> dict[str, Any]:
+    """name -> the CommandInfo or TyperInfo (a group) of each command `module` registers."""
+    holder = command_module(module)
+    found: dict[str, Any] = {}
+    for info in holder.registered_commands:
+        found[info.name or typer.main.get_command_name(info.callback.__name__)] = info
+    for info in holder.registered_groups:
+        found[info.name] = info
+    return found
+
+
+class LazyGroup(typer.core.TyperGroup):
+    """The top-level group: a command's module is imported, and its click command built, only
+    when that command is looked up (click's lazy-loading pattern, on typer's group)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(_MODULE_OF)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        module = _MODULE_OF.get(cmd_name)
+        if module is None:
+            return None
+        info = _infos(module)[cmd_name]
+        if isinstance(info, typer.models.TyperInfo):
+            command = typer.main.get_group_from_info(info, pretty_exceptions_short=True,
+                                                     suggest_commands=True, rich_markup_mode=None)
+        else:
+            command = typer.main.get_command_from_info(info, pretty_exceptions_short=True,
+                                                       rich_markup_mode=None)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The command list of --help from each command's docstring, without building the
+        commands' options (what makes --help cost the sum of every command)."""
+        rows = []
+        limit = formatter.width - 6 - max(map(len, _MODULE_OF))
+        for module in COMMANDS:
+            for name, info in _infos(module).items():
+                if info.hidden:
+                    continue
+                rows.append((name, _short_help(name, info, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """As click's, with typer's "did you mean" over every command (not only those loaded)."""
+        from difflib import get_close_matches
+
+        try:
+            return self._click_resolve_command(ctx, args)
+        except typer.core._click.exceptions.UsageError as e:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches:
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
+
+
+def _short_help(name: str, info: Any, limit: int) -> str:
+    """The one-line help click would show for the command or group `info`."""
+    import inspect
+
+    if isinstance(info, typer.models.TyperInfo):
+        text = typer.main.solve_typer_info_help(info)
+        short = None
+    else:
+        text = inspect.cleandoc(info.help) if info.help else inspect.getdoc(info.callback)
+        short = info.short_help
+    return typer.core.TyperCommand(name, help=text, short_help=short).get_short_help_str(limit)
+
+
 app = typer.Typer(
     name="vertex-trainer",
-    help="From a YAML spec to a Vertex AI CustomJob (GPU/TPU, Spot, Flex Start), and the same job on this machine.",
+    cls=LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,   # plain help: formatting it with rich costs more than the rest of --help
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-spec_cmds.register(app)
-jobs.register(app)
-logs.register(app)
-package.register(app)
-deploy.register(app)
-app.add_typer(data.app, name="data")
-app.add_typer(dev.app, name="dev")
-tuning.register(app)
-app.add_typer(pipeline.app, name="pipeline")
-app.add_typer(trigger.app, name="trigger")
-bench.register(app)
-cost.register(app)
-resources.register(app)
-shell.register(app)
-# (new command groups register here, one line each)
+
+
+@app.callback(help=HELP)
+def _root() -> None:
+    """The group itself does nothing: each command is its own function."""
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry: maps errors to exit codes; tracebacks only with --debug."""
+    """Console-script entry: maps errors to exit codes; tracebacks only with --debug.
+
+    Args:
+        argv: the arguments (default: sys.argv[1:]).
+
+    Returns:
+        None; exits with the command's code (docs/contract.md section 2).
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_ENV) == "1"
     if "--debug" in args:
         args.remove("--debug")
         debug = True
+    from vertex_trainer.cli.common import no_pydantic_plugins
+
     try:
-        app(args=args, prog_name="vertex-trainer")
+        with no_pydantic_plugins():
+            app(args=args, prog_name="vertex-trainer")
     except VertexTrainerError as e:
         if debug:
             raise
@@ -82,4 +181,4 @@ def _print_error(e: VertexTrainerError) -> None:
     print(text, file=sys.stderr)
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]

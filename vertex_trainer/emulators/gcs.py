@@ -10,7 +10,7 @@ Two kinds of client need to reach the emulator, and they need different routes:
   proxy that accepts `CONNECT storage.googleapis.com:443`, terminates TLS with a certificate from
   a throwaway CA made at start time, and forwards each request to the emulator.
 
-What the proxy fixes on the way (FACTS.md, "TensorFlow and Cloud Storage"):
+What the proxy fixes on the way (docs/facts.md, "TensorFlow and Cloud Storage"):
 
 * TF uploads with chunked transfer framing *and* a Content-Length header; the emulator believes
   the Content-Length and would store the framing. The proxy de-chunks and sends a plain body.

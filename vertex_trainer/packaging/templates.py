@@ -45,7 +45,7 @@ class Variant:
 
 
 VARIANTS: dict[str, Variant] = {
-    # Official TF image: TF 2.21.0 (the version the trainer is tested with, FACTS.md) with the CUDA
+    # Official TF image: TF 2.21.0 (the version the trainer is tested with, docs/facts.md) with the CUDA
     # 12 / cuDNN libraries it was built against, Python 3.11.
     "gpu": Variant("gpu", "tensorflow/tensorflow:2.21.0-gpu",
                    executor="vertex-ai/training/tf-gpu.2-17.py310:latest",

@@ -40,7 +40,7 @@ class Reference:
     source: str
 
 
-# shared/FACTS.md "Throughput anchors"; only ResNet-50 at 224 px has published figures.
+# docs/facts.md, "Throughput anchors"; only ResNet-50 at 224 px has published figures.
 REFERENCES = (
     Reference(("NVIDIA_TESLA_V100",), True, 1270, "mixed precision (AMP) + XLA, TF 1.15", _DLE),
     Reference(("NVIDIA_TESLA_V100",), False, 412, "FP32 + XLA, TF 1.15", _DLE),
