@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 from dataclasses import dataclass
-from importlib import resources
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,8 @@ def table(name: str) -> tuple[dict[str, str], ...]:
     Returns:
         One dict per row, keyed by the header's column names, values stripped.
     """
-    text = resources.files(__name__).joinpath(f"{name}.csv").read_text(encoding="utf-8")
+    with open(os.path.join(_HERE, f"{name}.csv"), encoding="utf-8") as f:  # shipped as package data
+        text = f.read()
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     return tuple({k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(lines))
 
