@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from vertex_trainer import lazy
 from vertex_trainer.dataprep import records
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
@@ -323,11 +324,7 @@ def convert(conv: Conversion, runner: Runner, *, settings: Settings,
     anything is written when the request or the input tree is wrong."""
     conv = normalize(conv)
     check(conv, runner)
-    try:
-        import apache_beam  # noqa: F401
-    except ImportError:
-        raise UserError("data convert needs Apache Beam, which is not installed",
-                        hint="pip install 'vertex-trainer[data]' (make installs it)") from None
+    lazy.require("apache_beam")  # the one "install vertex-trainer[data]" message when missing
     if settings.storage_emulator:
         _anonymous_beam_gcs()
     labels, eval_classes, warnings = _classes(conv, settings)
@@ -350,6 +347,15 @@ def _anonymous_beam_gcs() -> None:
     traceback in the log) before it falls back to an anonymous client; the anonymous client is
     what an emulator needs (google-cloud-storage itself honours STORAGE_EMULATOR_HOST). Beam
     caches that lookup in `_Credentials`: fill the cache with "no credentials".
+
+    Why a private name: Beam has no public way to say "no credentials" to its gs:// filesystem.
+    Its `--no_auth` option (GoogleCloudOptions.no_auth) is read only by the Dataflow runner
+    (apache_beam/runners/dataflow/internal/apiclient.py); GcsIO's `create_storage_client`
+    (apache_beam/io/gcp/gcsio.py, 2.77) always calls `auth.get_service_credentials`, whose ADC
+    lookup is wrapped in `retry.with_exponential_backoff(num_retries=4, initial_delay_secs=2)`.
+    No upstream issue asks GcsIO to honour --no_auth (searched 2026-12-01); when Beam does, pass
+    `--no_auth` in `pipeline_args` instead and delete this. Only the emulator path uses it, and a
+    Beam without these names only waits longer (the except below).
     """
     try:
         from apache_beam.internal.gcp import auth as beam_auth

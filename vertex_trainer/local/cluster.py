@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from typing import Mapping
 
+from vertex_trainer import lazy
 from vertex_trainer.contract import AIP_DIRS, TRAINER_MODULE
 from vertex_trainer.errors import UserError
 
@@ -207,8 +208,9 @@ def check_importable(replicas: list[Replica], python: str = sys.executable) -> N
                 raise UserError(
                     f"{rep.name}: module {module!r} is not importable in this environment "
                     f"({python})",
-                    hint="install the trainer locally: pip install -e '.[trainer]' "
-                         "(local runs use the local environment, not the image)")
+                    hint=(lazy.LIBRARIES["tensorflow"].install if module.startswith("trainer")
+                          else f"install {module} here") + " (local runs use the local environment, "
+                                                            "not the image)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from vertex_trainer.errors import UserError
+from vertex_trainer import lazy
 from vertex_trainer.pipeline import steps
 from vertex_trainer.pipeline.steps import DeployTarget
 from vertex_trainer.vertex.deploy import DeployRequest
@@ -29,16 +29,13 @@ TRAIN, IMPORT_MODEL, PARENT_MODEL, UPLOAD, ENDPOINT, DEPLOY = (
 
 
 def _kfp():
-    try:
-        from google_cloud_pipeline_components.types import artifact_types
-        from google_cloud_pipeline_components.v1.custom_job import CustomTrainingJobOp
-        from google_cloud_pipeline_components.v1.endpoint import EndpointCreateOp, ModelDeployOp
-        from google_cloud_pipeline_components.v1.model import ModelUploadOp
-        from kfp import compiler, dsl
-    except ImportError as exc:
-        raise UserError(f"pipelines need kfp and google-cloud-pipeline-components ({exc.name} is "
-                        "missing)", hint="pip install 'vertex-trainer[pipelines]' (make installs it)") from None
-    return dsl, compiler, artifact_types, CustomTrainingJobOp, ModelUploadOp, EndpointCreateOp, ModelDeployOp
+    """kfp and google-cloud-pipeline-components, imported now (lazy: one message when missing)."""
+    gcpc = "google_cloud_pipeline_components"
+    artifact_types = lazy.require(f"{gcpc}.types.artifact_types")
+    custom_job, endpoint, model = (lazy.require(f"{gcpc}.v1.{m}") for m in ("custom_job", "endpoint", "model"))
+    compiler, dsl = lazy.require("kfp.compiler"), lazy.require("kfp.dsl")
+    return (dsl, compiler, artifact_types, custom_job.CustomTrainingJobOp, model.ModelUploadOp,
+            endpoint.EndpointCreateOp, endpoint.ModelDeployOp)
 
 
 def compile_ir(job: dict, *, name: str, project: str, location: str, key: str | None,

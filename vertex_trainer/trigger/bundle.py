@@ -16,13 +16,13 @@ Rendering is deterministic: the same spec and flags write the same bytes.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import shutil
 from pathlib import Path
 
 import yaml
 
+from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.trigger.events import CONFIG_FILE, TriggerConfig
 
@@ -41,14 +41,8 @@ def requirements(pipeline: bool) -> str:
              "# are vendored beside main.py (vertex-trainer is not on a public index); these are",
              "# their dependencies, pinned to the versions `vertex-trainer trigger render` ran with."]
     names = REQUIREMENTS + (PIPELINE_REQUIREMENTS if pipeline else ())
-    for name in names:
-        try:
-            lines.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            extra = "pipelines" if name in PIPELINE_REQUIREMENTS else "trigger"
-            raise UserError(f"trigger render needs {name} installed here (its version is pinned in "
-                            "the function's requirements.txt)",
-                            hint=f"pip install 'vertex-trainer[{extra}]' (make installs it)") from None
+    for name in names:  # (its version is pinned in the function's requirements.txt)
+        lines.append(f"{name}=={lazy.version(name)}")  # a missing extra: lazy's one message
     return "\n".join(lines) + "\n"
 
 

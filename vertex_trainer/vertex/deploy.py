@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
-from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import Log, Transient, silent
 from vertex_trainer.gcp.lro import wait_operation
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.models import RegistryClient
+from vertex_trainer.vertex.service import aiplatform_sdk
 
 _ENDPOINT_ID = re.compile(r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$")
 _ENDPOINT_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/endpoints/[^/]+$")
@@ -111,6 +112,17 @@ class Deployment:
         return {"model": self.model, "model_version": self.model_version, "endpoint": self.endpoint,
                 "deployed_model_id": self.deployed_model_id, "traffic_split": self.traffic_split,
                 "adopted": self.adopted}
+
+    def to_sdk(self) -> Any:
+        """The google-cloud-aiplatform SDK's `aiplatform.Endpoint` for the same endpoint (the SDK
+        is imported here, on first use; see vertex.service.aiplatform_sdk).
+
+        Returns: the aiplatform.Endpoint."""
+        if self.client is None:
+            raise ValueError("this Deployment has no client (project, region, settings) to reach the SDK with")
+        c = self.client
+        sdk, credentials = aiplatform_sdk(c.project, c.region, c.settings)
+        return sdk.Endpoint(self.endpoint, project=c.project, location=c.region, credentials=credentials)
 
     def predict(self, instances: list, parameters: dict | None = None) -> list:
         """Send `instances` to the endpoint; returns its predictions."""
@@ -281,16 +293,3 @@ def _wait(client: RegistryClient, operation: dict, what: str, *, poll: PollPolic
 
 def _ints(split: dict | None) -> dict[str, int]:
     return {str(k): int(v) for k, v in (split or {}).items()}
-
-
-def check_endpoint_ref(endpoint: str, project: str, region: str) -> None:
-    """An endpoint given by resource name must be in the job's project and region (exit 2)."""
-    if endpoint.startswith("projects/"):
-        m = re.match(r"^projects/([^/]+)/locations/([^/]+)/endpoints/[^/]+$", endpoint)
-        if not m:
-            raise UserError(f"deploy.endpoint {endpoint!r} is not an endpoint resource name",
-                            hint="projects/P/locations/R/endpoints/ID, or a display name")
-        if (m[1], m[2]) != (project, region):
-            raise UserError(f"deploy.endpoint {endpoint!r} is in {m[1]}/{m[2]}, the job in "
-                            f"{project}/{region}", hint="deploy to an endpoint in the job's project "
-                            "and region, or give a display name to create one there")

@@ -164,10 +164,8 @@ class TuningJob(Job):
         """The trial with the best final measurement of the study's metric, or None."""
         return best_trial(self.trials(refresh), self.goal)
 
-    def refresh(self) -> "TuningJob":
-        super().refresh()
+    def _refreshed(self) -> None:
         self._report_ended()
-        return self
 
     def wait(self, timeout: float | None = None, *, on_state: Callable[["Job"], None] | None = None,
              poll: PollPolicy | None = None, check: bool = True,

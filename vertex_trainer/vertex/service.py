@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
+from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Hints, Log, default_hint
 from vertex_trainer.settings import Settings
@@ -51,6 +52,24 @@ def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None
     return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log, session=session,
                      service="Vertex AI", hints=hint, retry_hint=retry_hint,
                      user_error=user_error, final=final)
+
+
+def aiplatform_sdk(project: str, region: str, settings: Settings) -> tuple[Any, Any]:
+    """The google-cloud-aiplatform SDK (imported here, on first use) for `project` and `region`,
+    and the credentials to pass it: None (the SDK's own, Application Default Credentials), or,
+    against a stand-in (`settings.vertex_endpoint`), anonymous ones, after pointing the SDK's
+    global configuration at the stand-in over REST (`aiplatform.init(api_endpoint=...)`).
+
+    Returns: (the `google.cloud.aiplatform` module, credentials or None)."""
+    aiplatform = lazy.require("google.cloud.aiplatform")
+    if not settings.vertex_endpoint:
+        return aiplatform, None
+    from google.auth.credentials import AnonymousCredentials
+
+    credentials = AnonymousCredentials()
+    aiplatform.init(project=project, location=region, api_endpoint=settings.vertex_url(region),
+                    api_transport="rest", credentials=credentials)
+    return aiplatform, credentials
 
 
 class CollectionClient:

@@ -13,7 +13,7 @@ from vertex_trainer.contract import JOB_STATES, KEY_LABEL, JobState, States
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.names import job_name, split_name
-from vertex_trainer.vertex.service import CollectionClient
+from vertex_trainer.vertex.service import CollectionClient, aiplatform_sdk
 from vertex_trainer.vertex.waiting import wait_until_done
 
 R = TypeVar("R", bound="StatefulResource")
@@ -110,7 +110,11 @@ class StatefulResource(JobState):
     def refresh(self: R) -> R:
         """Fetch the current state from Vertex AI. Returns: self."""
         self.data = self.client.get(self.name)
+        self._refreshed()
         return self
+
+    def _refreshed(self) -> None:
+        """Called after every refresh (a subclass reports what changed, e.g. trials that ended)."""
 
     def cancel(self: R) -> R:
         """Ask Vertex AI to cancel it (it passes through CANCELLING) unless it has ended, then
@@ -150,10 +154,8 @@ class StatefulResource(JobState):
         (`aiplatform.init(api_endpoint=..., api_transport="rest")`, anonymous credentials).
 
         Returns: the SDK object."""
-        from vertex_trainer.lazy import aiplatform_for
-
         project, region, _ = split_name(self.name, self.client_class.collection)
-        sdk, credentials = aiplatform_for(project, region, self.client.settings.vertex_endpoint)
+        sdk, credentials = aiplatform_sdk(project, region, self.client.settings)
         return getattr(sdk, self.sdk_class).get(self.name, project=project, location=region,
                                                 credentials=credentials)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures
 import copy
 import dataclasses
-import importlib.util
 import io
 import itertools
 import json
@@ -27,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vertex_trainer import render
+from vertex_trainer import lazy, render
 from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.local import run_local
@@ -241,10 +240,8 @@ def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, setting
                planned: list[dict[str, Any]] | None = None) -> LocalTuning:
     """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
     (or the failures reached max_failed_trials, or the user interrupted)."""
-    if importlib.util.find_spec("hypertune") is None:
-        raise UserError("a local tuning run reads each trial's metric as Vertex AI does, from "
-                        "cloudml-hypertune's report, and it is not installed here",
-                        hint="pip install cloudml-hypertune")
+    if not lazy.available("hypertune"):  # each trial's metric is read from its report, as Vertex AI does
+        raise lazy.missing("hypertune")
     tune = spec.tune
     planned = planned if planned is not None else plan_trials(spec)
     name = str(job.get("displayName") or spec.name)
