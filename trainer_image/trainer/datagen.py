@@ -115,14 +115,6 @@ def _to_jpeg(pixels, quality: int = 90) -> bytes:
     return buf.getvalue()
 
 
-def _to_png(pixels) -> bytes:
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def _check_positive(**values: int) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or value < 1:

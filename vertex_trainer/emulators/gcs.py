@@ -485,8 +485,6 @@ def emulator_env(endpoint: str, proxy_url: str, ca_path: str,
     }
 
 
-# Variables whose presence means "Cloud Storage is the emulator" for local runs.
-EMULATOR_MARKERS = ("STORAGE_EMULATOR_HOST",)
 TF_ROUTE_VARS = ("https_proxy", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING")
 
 

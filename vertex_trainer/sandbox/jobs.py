@@ -26,7 +26,7 @@ from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.settings import Settings
 
-PENDING, RUNNING = "JOB_STATE_PENDING", "JOB_STATE_RUNNING"
+RUNNING = "JOB_STATE_RUNNING"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
 SERVICE = "service"          # the task_name of the service's own log lines
 STOP_TIMEOUT_S = 30.0        # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty

@@ -16,7 +16,7 @@ retried (capacity fallback, docs/contract.md section 8, moves on to the next str
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
 from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, quota_metrics
@@ -157,17 +157,17 @@ class Job(StatefulResource):
 
     def __init__(self, data: dict, client: JobsClient, *, image: str | None = None,
                  idempotency_key: str | None = None, adopted: bool = False,
-                 attempts: list[dict] | None = None, spec: Any = None):
+                 attempts: Sequence[Any] | None = None, spec: Any = None):
         """Args: data, client, idempotency_key, adopted: as for StatefulResource; image: the
-        image the job runs; attempts: with scheduling.fallback, every attempt of the submit in
-        order (workflows.fallback); spec: the JobSpec it was submitted from (Job.deploy uses it)."""
+        image the job runs; attempts: with scheduling.fallback, what each attempt of the submit
+        met, in order (workflows.fallback.AttemptRecord: `attempt_records`, and their JSON form
+        `attempts`); spec: the JobSpec it was submitted from (Job.deploy uses it)."""
         super().__init__(data, client, idempotency_key=idempotency_key, adopted=adopted)
         self.image = image
-        self.attempts = attempts
+        self.attempt_records: tuple = tuple(attempts or ())
+        self.attempts: list[dict] | None = (None if attempts is None
+                                            else [a.to_dict() for a in self.attempt_records])
         self.spec = spec
-
-    # With scheduling.fallback: what each attempt met (workflows.fallback.AttemptRecord).
-    attempt_records: tuple = ()
 
     @property
     def web_access_uris(self) -> dict[str, str]:

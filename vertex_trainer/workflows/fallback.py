@@ -233,9 +233,9 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
 
         raise UserError(f"no attempt of the plan could be made: {summary(records)}; nothing was created",
                         hint="ask for more quota, or add an attempt in a region with quota")
-    job.attempt_records = tuple(records)
-    job.attempts = [r.to_dict() for r in records]
-    job.spec = spec
+    # The job returned is built complete: its attempts and spec are constructor arguments.
+    job = job_type(job.data, job.client, image=image, idempotency_key=key, adopted=job.adopted,
+                   attempts=records, spec=spec)
     if wait and check and not job.succeeded:
         raise JobFailed(job.failure_message() + f" (attempts: {summary(records)})")
     if not wait and not job.done and n < len(plan):
