@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs", "tuning_job",
-           "logs", "bench", "compile_pipeline", "pipeline_submit", "SubmitOptions"]
+           "logs", "bench", "compile_pipeline", "pipeline_submit", "SubmitOptions",
+           "create_resource", "list_resources", "delete_resource", "web_access"]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
@@ -28,12 +29,17 @@ _LAZY = {
     "logs": "vertex_trainer.api",
     "bench": "vertex_trainer.api",
     "SubmitOptions": "vertex_trainer.api",
+    "create_resource": "vertex_trainer.api",
+    "list_resources": "vertex_trainer.api",
+    "delete_resource": "vertex_trainer.api",
+    "web_access": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit, tuning_job
     from vertex_trainer.api import Job, SubmitOptions
     from vertex_trainer.api import bench, compile_pipeline, logs, pipeline_submit
+    from vertex_trainer.api import create_resource, delete_resource, list_resources, web_access
 
 
 def __getattr__(name: str) -> Any:

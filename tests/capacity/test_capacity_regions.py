@@ -136,3 +136,19 @@ def test_remote_data_is_exit_2_unless_allow_remote_data(fake, storage, spec_file
                             settings=settings)
     job = api.submit(allowed, settings=settings, log=lambda _: None)
     assert job.name.split("/")[3] == REGION and job.client.project == PROJECT
+
+
+
+def test_validate_answers_what_submit_answers_for_each_attempt(run_cli, spec_file):
+    plan = {**THREE_REGIONS, "fallback": [{"strategy": "spot", "region": "us-west2"}]}
+    result = run_cli("validate", spec_file(scheduling=plan))
+    assert result.returncode == 2 and "regions that do: us-west1, us-central1" in result.stderr
+    # A fallback on other hardware must split the global batch over its own replicas too.
+    wide = {**THREE_REGIONS, "fallback": [{"strategy": "standard", "hardware": "a100x16"}]}
+    split = run_cli("validate", spec_file(scheduling=wide), "--set", "trainer.batch_size=24")
+    assert split.returncode == 2
+    assert "scheduling.fallback[0].hardware: a100x16 makes 16 replicas, and the global batch 24" \
+        in split.stderr
+    fits = run_cli("validate", spec_file(scheduling=wide), "--set", "trainer.batch_size=32")
+    assert fits.returncode == 0, fits.stderr
+    assert "then standard on a100x16 if refused" in fits.stdout

@@ -55,6 +55,7 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
         for warning in (*warnings(job), preflight.registry_far(job), capacity.region_warning(job)):
             if warning:
                 stderr_line(warning)
+        capacity.check_regions(job)  # a fallback attempt where its accelerator is not offered: exit 2
     quota = _quota_lines(job, cfg) if check_quota else []  # exit 2 here when clearly short
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""

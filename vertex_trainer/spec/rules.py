@@ -185,6 +185,12 @@ def _fallback(spec: Spec) -> None:
             h = a.hardware
             hw.check_hardware(hw_field, h.machine_type, h.accelerator_type, h.accelerator_count,
                               h.tpu_topology)
+            batch, devices = spec.trainer.batch_size, spec.replicas * h.devices
+            if batch is not None and batch % devices:
+                raise SpecError(hw_field, f"{a.hardware_name} makes {devices} replicas, and the global "
+                                f"batch {batch} does not split evenly over them", has_value=False,
+                                hint=f"use a batch that is a multiple of every attempt's replicas, or "
+                                     f"hardware with the same number of devices")
         try:
             hw.check_scheduling(hardware_field=hw_field, machine_type=a.hardware.machine_type,
                                 accelerator_type=a.hardware.accelerator_type, strategy=a.strategy,
