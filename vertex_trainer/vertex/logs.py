@@ -36,6 +36,7 @@ from vertex_trainer.settings import Settings, is_emulator
 from vertex_trainer.vertex.advice import advice
 from vertex_trainer.vertex.jobs import Job
 from vertex_trainer.vertex.names import job_name, split_name
+from vertex_trainer.vertex.waiting import bounded
 
 __all__ = ["LogsClient", "FollowPolicy", "LogEntry", "JobEvent", "Failure", "parse_entry",
            "parse_since", "queue_note", "job_of", "to_ns", "rfc3339"]
@@ -339,13 +340,7 @@ class LogsClient:
                 yield entry
             if changed or new:
                 intervals = _intervals(self.settings.poll.initial, longest)
-            delay = next(intervals)
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{job.name} is still {job.state} after {timeout}s")
-                delay = min(delay, remaining)
-            self._sleep(delay)
+            self._sleep(bounded(next(intervals), deadline, job, timeout))
         if state.reading:
             # The last lines: let the lag window pass since the job ended, then read to the end.
             ended = _end_time(job)

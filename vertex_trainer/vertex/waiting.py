@@ -22,15 +22,23 @@ def wait_until_done(resource: Any, *, poll: PollPolicy, timeout: float | None = 
         on_state(resource)
     intervals = poll.intervals()
     while not resource.done:
-        delay = next(intervals)
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"{resource.name} is still {resource.state} after {timeout}s")
-            delay = min(delay, remaining)
-        sleep(delay)
+        sleep(bounded(next(intervals), deadline, resource, timeout))
         resource.refresh()
         if resource.state != last:
             last, intervals = resource.state, poll.intervals()  # something is happening
             if on_state:
                 on_state(resource)
+
+
+def bounded(delay: float, deadline: float | None, resource: Any, timeout: float | None) -> float:
+    """`delay`, cut to what is left before `deadline` (a time.monotonic() time; None: no limit).
+
+    Args: delay: the pause wanted; deadline; resource: what is followed (`.name`, `.state`, for
+    the message); timeout: the seconds the deadline was set from (for the message).
+    Returns: the pause to take. Raises TimeoutError when nothing is left."""
+    if deadline is None:
+        return delay
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError(f"{resource.name} is still {resource.state} after {timeout}s")
+    return min(delay, remaining)
