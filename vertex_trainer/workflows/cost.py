@@ -341,13 +341,15 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
 
 
 def job_cost_line(cost: dict | None) -> str | None:
-    """"cost      ~123.45 USD (estimate: 2.50 h x 49.38 USD/h list price, as of ...)"."""
+    """"cost     ~123.45 USD (estimate: 2.50 h x 49.38 USD/h spot list price, as of ...)"."""
     if not cost:
         return None
     if cost["usd"] is None:
-        return f"cost      unknown ({cost['reason']})"
+        return f"cost     unknown ({cost['reason']})"
     le = "at most " if cost.get("upper_bound") else "~"
-    return (f"cost      {le}{cost['usd']:,.2f} USD (estimate: {cost['hours']:,.2f} h x {cost['hourly']:,.2f} "
+    hours = cost["hours"]
+    ran = f"{hours * 60:,.1f} min" if hours < 0.1 else f"{hours:,.2f} h"
+    return (f"cost     {le}{cost['usd']:,.2f} USD (estimate: {ran} x {cost['hourly']:,.2f} "
             f"USD/h {cost['strategy']} list price, as of {cost['prices_as_of']}; not the bill)")
 
 
