@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from google.cloud import aiplatform
 
+from tests.shared import PROJECT, QUICK_RETRY, REGION, fake_settings, job_body
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES, short_state
-from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import JobFailed
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.deploy import Deployment
 from vertex_trainer.vertex.hptuning import TuningJob
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
@@ -18,26 +18,14 @@ from vertex_trainer.vertex.pipelines import PipelineRun, PipelinesClient
 from vertex_trainer.vertex.stateful import StatefulResource
 
 pytestmark = pytest.mark.wire
-PROJECT, REGION = "test-project", "us-central1"
-BODY = {"displayName": "house", "labels": {KEY_LABEL: "house-1"},
-        "jobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"},
-                                         "replicaCount": "1",
-                                         "containerSpec": {"imageUri": "gcr.io/p/trainer:v1"}}]}}
+BODY = job_body("house-1", name="house")
 PIPELINE = {"displayName": "house", "labels": {KEY_LABEL: "house-run"},
             "pipelineSpec": {"root": {"dag": {"tasks": {}}}, "defaultPipelineRoot": "gs://b/root"}}
 
 
 @pytest.fixture
-def fake():
-    with FakeVertex(page_size=2) as server:
-        yield server
-
-
-@pytest.fixture
-def settings(fake) -> Settings:
-    return Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02,
-                                                                deadline=5),
-                    poll=PollPolicy(initial=0.01, maximum=0.02))
+def settings(fake) -> Settings:   # `fake`: the shared fake Vertex AI (tests/conftest.py)
+    return fake_settings(fake, retry=QUICK_RETRY)
 
 
 def test_every_resource_that_ends_is_one_stateful_resource():
