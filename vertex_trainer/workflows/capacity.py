@@ -47,6 +47,7 @@ class QuotaCheck:
     why: str | None = None
     request_url: str | None = None
     attempts: tuple[int, ...] = (1,)  # the attempts of the plan this check covers
+    accelerator: str | None = None    # theirs (a fallback entry may name other hardware)
 
     @property
     def short(self) -> bool:
@@ -54,6 +55,7 @@ class QuotaCheck:
         return self.known and self.limit is not None and self.limit < self.needed
 
     def describe(self, accelerator: str) -> str:
+        accelerator = self.accelerator or accelerator
         name = self.metric.split("/")[-1]
         if not self.known:
             return f"{self.strategy}: quota {name} in {self.region} not checked ({self.why})"
@@ -109,7 +111,7 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
     region, an unknown metric)."""
     if not spec.project or not spec.region:
         return []
-    groups: dict[tuple[str, str], list] = {}  # flex-start and spot share the preemptible quota
+    groups: dict[tuple[str, str, int], list] = {}  # flex-start and spot share the preemptible quota
     for a in attempts(spec):
         acc = a.hardware.accelerator
         if acc is None or not a.region:
@@ -117,7 +119,7 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
         metric = regions.quota_metric(acc.name, a.strategy)
         if not metric:
             return []
-        groups.setdefault((metric, a.region), []).append(a)
+        groups.setdefault((metric, a.region, a.hardware.devices), []).append(a)
     if not groups:
         return []
     from vertex_trainer.vertex.quotas import QuotasClient
@@ -132,15 +134,16 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
     def base(metric: str, region: str, group: list) -> QuotaCheck:
         names = ", ".join(dict.fromkeys(a.strategy for a in group))
         return QuotaCheck(names, metric, region, spec.replicas * group[0].hardware.devices,
-                          attempts=tuple(a.n for a in group))
+                          attempts=tuple(a.n for a in group),
+                          accelerator=group[0].hardware.accelerator.name)
 
     try:
         client.infos()
     except VertexTrainerError as exc:  # 403, disabled API, no credentials, network: not checked
         why = exc.message + (f" ({exc.hint})" if exc.hint else "")
-        return [dataclasses.replace(base(m, r, g), known=False, why=why) for (m, r), g in groups.items()]
+        return [dataclasses.replace(base(m, r, g), known=False, why=why) for (m, r, _), g in groups.items()]
     out = []
-    for (metric, region), group in groups.items():
+    for (metric, region, _), group in groups.items():
         check = base(metric, region, group)
         quota = client.limit(metric, region)
         if quota is None:
