@@ -206,6 +206,15 @@ def estimate(spec: JobSpec, book: pricing.PriceBook, *, throughput: Throughput |
     notes: list[str] = []
     if not spec.scheduling.timeout:
         notes.append("no scheduling.timeout: the worst case uses Vertex AI's 7-day maximum")
+    if spec.tune is not None:
+        notes.append(f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
+                     f"trials, {spec.tune.parallel_trials} at a time")
+    if getattr(spec, "persistent_resource", None):
+        notes.append(f"runs on the persistent resource {spec.persistent_resource}: its machines are billed "
+                     "while the resource exists, not per job")
+    if getattr(spec.scheduling, "reservation", None):
+        notes.append("consumes a reservation: its machines are billed as the reservation (list price "
+                     "shown), whether or not a job runs")
     if throughput is None:
         notes.append("expected hours: no throughput (give --throughput EX_PER_S or --bench FILE)")
     elif per_epoch is None:
