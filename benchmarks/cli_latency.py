@@ -3,17 +3,24 @@
     .venv/bin/python benchmarks/cli_latency.py [--runs 7] [--out benchmarks/RESULTS-cli.md]
 
 Every command runs in a fresh process; the figure is the median of --runs runs, vertex-trainer
-and gcloud alternating within each round so both see the same machine load. `submit` and
+and gcloud alternating within each round so both see the same machine load (the load average
+is recorded, and the CPU seconds of each process beside the wall time: on a busy machine the
+CPU time is the steadier figure). `--help` and `validate` are compared with gcloud's
+`ai custom-jobs create --help` (issue 26: both within 0.2x of it). `submit` and
 `gcloud ai custom-jobs create` both talk to the same fake Vertex AI server on loopback (started
 here, in-process), through a private gcloud configuration (endpoint override, no credentials).
-gcloud rows are skipped when gcloud is not on PATH.
+gcloud rows are skipped when gcloud is not on PATH. The last table is `python -X importtime`'s
+view of `--help` and `validate`: where the import time goes, by package.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import platform
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,14 +60,33 @@ def vertex_trainer() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "vertex_trainer"]
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, timeout=120)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def import_times(argv: list[str], env: dict[str, str], cwd: Path, runs: int = 3) -> dict[str, float]:
+    """`python -X importtime` of a command: the self time of each package's modules (the
+    vertex_trainer modules by subpackage), the least of `runs` runs, in ms."""
+    best: dict[str, float] = collections.defaultdict(lambda: float("inf"))
+    for _ in range(runs):
+        err = subprocess.run([sys.executable, "-X", "importtime", "-m", "vertex_trainer", *argv],
+                             env=env, cwd=cwd, capture_output=True, text=True, timeout=120).stderr
+        seen: dict[str, float] = collections.defaultdict(float)
+        for m in re.finditer(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", err):
+            parts = m[2].split(".")
+            seen[".".join(parts[:2]) if parts[0] == "vertex_trainer" else parts[0]] += int(m[1]) / 1000
+        for name, ms in seen.items():
+            best[name] = min(best[name], ms)
+    return dict(best)
 
 
 def main() -> None:
@@ -89,10 +115,11 @@ def main() -> None:
                                                 capture_output=True, text=True, check=True).stdout)
         create = [gcloud, "ai", "custom-jobs", "create", f"--config={gcloud_config}",
                   "--region=us-central1", "--display-name=bench-job", "--format=json"] if gcloud else None
+        gcloud_help = [gcloud, "ai", "custom-jobs", "create", "--help"] if gcloud else None
         rows = [
-            ("--help", [*vt, "--help"], [gcloud, "ai", "custom-jobs", "create", "--help"] if gcloud else None),
+            ("--help", [*vt, "--help"], gcloud_help),
             ("submit --help", [*vt, "submit", "--help"], None),
-            ("validate SPEC", [*vt, "validate", str(spec)], None),
+            ("validate SPEC", [*vt, "validate", str(spec)], gcloud_help),
             ("render SPEC (json)", [*vt, "render", str(spec)], None),
             ("render SPEC --format gcloud", [*vt, "render", str(spec), "--format", "gcloud"], None),
             ("submit SPEC --dry-run", [*vt, "submit", str(spec), "--dry-run"], None),
@@ -104,18 +131,24 @@ def main() -> None:
             if theirs:
                 timed(theirs, env, work)
         results = []
+        load_before = os.getloadavg()[0]
         for label, ours, theirs in rows:
             a, b = [], []
             for _ in range(args.runs):
                 a.append(timed(ours, env, work))
                 if theirs:
                     b.append(timed(theirs, env, work))
-            results.append((label, statistics.median(a), statistics.median(b) if b else None,
+            wall, cpu = (statistics.median(x[i] for x in a) for i in (0, 1))
+            their_wall, their_cpu = ((statistics.median(x[i] for x in b) for i in (0, 1)) if b
+                                     else (None, None))
+            results.append((label, wall, cpu, their_wall, their_cpu,
                             " ".join(a if not a.startswith("--config=") else "--config=FILE"
                                      for a in theirs[1:5]) if theirs else ""))
-            print(f"{label:45} {results[-1][1]:.3f}s" +
-                  (f"   gcloud {results[-1][2]:.3f}s" if b else ""), flush=True)
+            print(f"{label:45} {wall:.3f}s" + (f"   gcloud {their_wall:.3f}s" if b else ""), flush=True)
+        load_after = os.getloadavg()[0]
         jobs = len(fake.jobs)
+        imports = {"--help": import_times(["--help"], env, work),
+                   "validate": import_times(["validate", str(spec)], env, work)}
 
     lines = [
         "# CLI latency: vertex-trainer vs gcloud",
@@ -123,18 +156,29 @@ def main() -> None:
         f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.node() or 'this machine'} "
         f"({os.cpu_count()} cores, Python {platform.python_version()}), median of {args.runs} fresh "
         "processes each, alternating. `submit` and `gcloud ai custom-jobs create` both created jobs on "
-        f"the same fake Vertex AI server on loopback ({jobs} jobs in total).",
+        f"the same fake Vertex AI server on loopback ({jobs} jobs in total). Load average (1 min) "
+        f"{load_before:.1f} at the start, {load_after:.1f} at the end.",
         "",
         "Command: `.venv/bin/python benchmarks/cli_latency.py --runs " + str(args.runs) + "`",
         "",
-        "| command | vertex-trainer (s) | gcloud equivalent | gcloud (s) | ratio |",
-        "|---|---:|---|---:|---:|",
+        "| command | vertex-trainer (s) | CPU (s) | gcloud equivalent | gcloud (s) | CPU (s) | ratio | CPU ratio |",
+        "|---|---:|---:|---|---:|---:|---:|---:|",
     ]
-    for label, ours, theirs, what in results:
+    for label, ours, cpu, theirs, their_cpu, what in results:
         ratio = f"{ours / theirs:.2f}" if theirs else ""
-        lines.append(f"| `{label}` | {ours:.3f} | {('`gcloud ' + what + '`') if what else '-'} | "
-                     f"{f'{theirs:.3f}' if theirs else '-'} | {ratio} |")
-    lines += ["", "gcloud has no equivalent of validate, render or a dry run (`-`)."]
+        cpu_ratio = f"{cpu / their_cpu:.2f}" if their_cpu else ""
+        lines.append(f"| `{label}` | {ours:.3f} | {cpu:.3f} | {('`gcloud ' + what + '`') if what else '-'} | "
+                     f"{f'{theirs:.3f}' if theirs else '-'} | {f'{their_cpu:.3f}' if their_cpu else '-'} | "
+                     f"{ratio} | {cpu_ratio} |")
+    lines += ["", "gcloud has no equivalent of validate, render or a dry run (`-`); `--help` and "
+              "`validate` are set against its `ai custom-jobs create --help`.", "",
+              "## Where the import time goes (`python -X importtime`, least of 3 runs, ms)", "",
+              "| package | `--help` | `validate SPEC` |", "|---|---:|---:|"]
+    names = sorted(set(imports["--help"]) | set(imports["validate"]),
+                   key=lambda n: -imports["validate"].get(n, 0))
+    for name in names[:15]:
+        lines.append(f"| {name} | {imports['--help'].get(name, 0):.1f} | {imports['validate'].get(name, 0):.1f} |")
+    lines.append(f"| (all) | {sum(imports['--help'].values()):.1f} | {sum(imports['validate'].values()):.1f} |")
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
