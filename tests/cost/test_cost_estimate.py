@@ -155,3 +155,16 @@ def test_bench_adds_the_cost_per_epoch_of_the_measured_throughput():
               "per_device_examples_per_sec": {"synthetic": 1312.5, "real": 1250.0}, "reference": None,
               "notes": [], "cost_per_epoch": per_epoch}
     assert f"{per_epoch['usd']:,.2f} USD per epoch" in benchmark.text(result)
+
+
+def test_bench_result_carries_the_cost_per_epoch_or_per_million_examples(tmp_path):
+    from vertex_trainer.api.bench import _cost_per_epoch
+    from vertex_trainer.settings import Settings
+
+    spec = build_spec(spec_data())
+    found = _cost_per_epoch(spec, {"real_examples_per_sec": 20_000.0}, local=False, settings=Settings())
+    assert found["examples"] == 156 * 8192 and found["usd"] is not None and "note" not in found
+    assert found["usd_per_million_examples"] == pytest.approx(found["hourly"] * 1e6 / 20_000 / 3600, abs=1e-3)
+    unsized = build_spec(spec_data(trainer={"steps_per_epoch": None, "train_data": str(tmp_path / "train-*")}))
+    local = _cost_per_epoch(unsized, {"synthetic_examples_per_sec": 100.0}, local=True, settings=Settings())
+    assert local["usd"] is None and local["usd_per_million_examples"] > 0 and "this machine" in local["note"]

@@ -20,6 +20,8 @@ from vertex_trainer.dataprep import records
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
 
+beam = lazy.module("apache_beam")   # imported on first use (vertex_trainer.lazy)
+
 DEFAULT_MARKER = "_SUCCESS"     # what the trigger (docs/contract.md section 6) waits for
 RUNNERS = ("direct", "dataflow")
 # What Beam's own option check accepts (it refuses project names and numbers late, at submit).
@@ -264,7 +266,7 @@ def _classes(conv: Conversion, settings: Settings) -> tuple[list[str], list[str]
 
 # -- output directory -------------------------------------------------------------------------
 def _existing(conv: Conversion) -> list[str]:
-    from apache_beam.io.filesystems import FileSystems
+    FileSystems = beam.io.filesystems.FileSystems
 
     from vertex_trainer.dataprep import pipeline as pl
 
@@ -278,7 +280,7 @@ def _existing(conv: Conversion) -> list[str]:
 
 def prepare_out_dir(conv: Conversion, log: Callable[[str], None]) -> None:
     """Refuse to mix two datasets; with --overwrite remove the old one, its marker first."""
-    from apache_beam.io.filesystems import FileSystems
+    FileSystems = beam.io.filesystems.FileSystems
 
     found = _existing(conv)
     if not found:
@@ -324,7 +326,7 @@ def convert(conv: Conversion, runner: Runner, *, settings: Settings,
     anything is written when the request or the input tree is wrong."""
     conv = normalize(conv)
     check(conv, runner)
-    lazy.require("apache_beam")  # the one "install vertex-trainer[data]" message when missing
+    beam.load()  # Beam is the data extra: the one "install vertex-trainer[data]" message if missing
     if settings.storage_emulator:
         _anonymous_beam_gcs()
     labels, eval_classes, warnings = _classes(conv, settings)
@@ -358,19 +360,16 @@ def _anonymous_beam_gcs() -> None:
     Beam without these names only waits longer (the except below).
     """
     try:
-        from apache_beam.internal.gcp import auth as beam_auth
-
-        creds = beam_auth._Credentials
+        creds = beam.internal.gcp.auth._Credentials
         with creds._credentials_lock:
             if not creds._credentials_init:
                 creds._credentials, creds._credentials_init = None, True
-    except (ImportError, AttributeError):  # another Beam: it only waits longer
+    except AttributeError:  # another Beam: it only waits longer
         pass
 
 
 def _run_direct(conv: Conversion, runner: Runner, plan) -> Result:
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
+    PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
     from vertex_trainer.dataprep import pipeline as pl
 
@@ -400,7 +399,7 @@ def _run_direct(conv: Conversion, runner: Runner, plan) -> Result:
 def read_manifest(out_dir: str) -> dict:
     import json
 
-    from apache_beam.io.filesystems import FileSystems
+    FileSystems = beam.io.filesystems.FileSystems
 
     from vertex_trainer.dataprep.pipeline import MANIFEST_FILE
 
@@ -409,8 +408,7 @@ def read_manifest(out_dir: str) -> dict:
 
 
 def _submit_dataflow(conv: Conversion, runner: Runner, plan, log: Callable[[str], None]) -> Result:
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
+    PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
     from vertex_trainer.dataprep import pipeline as pl
     from vertex_trainer.dataprep import staging

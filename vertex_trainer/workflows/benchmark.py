@@ -243,6 +243,10 @@ def text(result: dict) -> str:
                      f"{per_epoch['hours']:,.2f} h x {per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in "
                      f"{per_epoch['region']}, list prices as of {per_epoch['prices_as_of']})"
                      + (f"; {per_epoch['note']}" if per_epoch.get("note") else ""))
+    elif per_epoch and per_epoch.get("usd_per_million_examples") is not None:
+        lines.append(f"cost       {per_epoch['usd_per_million_examples']:,.2f} USD per million examples "
+                     f"({per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in {per_epoch['region']}); "
+                     f"per epoch unknown: {per_epoch.get('reason')}")
     elif per_epoch:
         lines.append(f"cost       per epoch unknown ({per_epoch.get('reason')})")
     lines += [f"note       {n}" for n in result["notes"]]

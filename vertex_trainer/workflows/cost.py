@@ -365,18 +365,24 @@ def job_cost_line(cost: dict | None) -> str | None:
 def cost_per_epoch(spec: JobSpec, book: pricing.PriceBook, examples_per_sec: float | None,
                    read_json: Callable[[str], dict | None] | None = None) -> dict | None:
     """What one epoch costs at a measured throughput, on the spec's hardware, strategy and region
-    (`bench` adds it): {"usd", "hours", "hourly", "examples", "strategy", "region", "prices_as_of"}."""
+    (`bench` adds it): {"usd", "hours", "examples", "usd_per_million_examples", "hourly", "strategy",
+    "region", "prices_as_of"}; "usd" None with "reason" when the epoch's size is unknown."""
     if not examples_per_sec:
         return None
     examples, source = examples_per_epoch(spec, read_json)
     first = attempts(spec)[0]
     price = attempt_price(book, spec, first)
-    if examples is None or price.hourly is None:
-        return {"usd": None, "reason": price.reason or source, "prices_as_of": book.as_of}
+    if price.hourly is None:
+        return {"usd": None, "reason": price.reason, "prices_as_of": book.as_of}
+    # Per million examples compares hardware in dollars even when the epoch's size is unknown.
+    per_million = price.hourly * 1e6 / examples_per_sec / 3600
+    out = {"usd": None, "usd_per_million_examples": round(per_million, 4), "hourly": _rate(price.hourly),
+           "strategy": first.strategy, "region": first.region, "upper_bound": price.upper_bound,
+           "prices_as_of": book.as_of}
+    if examples is None:
+        return {**out, "reason": source}
     hours = examples / examples_per_sec / 3600
-    return {"usd": _money(hours * price.hourly), "hours": round(hours, 4), "hourly": _rate(price.hourly),
-            "examples": examples, "strategy": first.strategy, "region": first.region,
-            "upper_bound": price.upper_bound, "prices_as_of": book.as_of}
+    return {**out, "usd": _money(hours * price.hourly), "hours": round(hours, 4), "examples": examples}
 
 
 def load_bench(path: str) -> dict:
