@@ -92,10 +92,6 @@ def dev_sandbox(
     import os
     from pathlib import Path
 
-    # The sandbox serves gRPC (the Vertex AI gateway of pipeline tasks) and forks processes from
-    # other threads meanwhile: gRPC's fork handlers then break a child before its exec ("epoll_wait
-    # error: Bad file descriptor"). Read by gRPC at import, so set before anything imports it.
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from vertex_trainer.errors import UserError
     from vertex_trainer.sandbox import Sandbox, serve
 

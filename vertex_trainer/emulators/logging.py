@@ -48,7 +48,12 @@ _QUOTA = ("Quota exceeded for quota metric 'Read requests' and limit 'Read reque
 _TERM = re.compile(r'^\s*(?P<field>resource\.type|resource\.labels\.[A-Za-z_][\w.]*|labels\.[\w./"-]+|'
                    r'logName|severity|timestamp|insertId)\s*(?P<op>>=|<=|!=|=|>|<)\s*'
                    r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+)\s*$')
-_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
+# What Cloud Logging's filters accept: RFC 3339 (Z or +hh:mm), the `%z` form google-cloud-logging
+# appends to a filter without a timestamp term (`timestamp>="2026-12-01T10:00:00.123456+0000"`),
+# no zone (UTC), a space for the T, and a date alone (its midnight).
+_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?)?"
+                 r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$")
+_JOB_TERM = re.compile(r'resource\.labels\.job_id\s*=\s*"?([0-9]+)"?')
 _SEVERITIES = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT",
                "EMERGENCY"]
 
@@ -64,9 +69,10 @@ def _ns(text: str) -> int:
     if not m:
         raise _Refused(400, f"Invalid timestamp: {text!r}")
     y, mo, d, hh, mm, ss, frac, zone = m.groups()
-    secs = calendar.timegm((int(y), int(mo), int(d), int(hh), int(mm), int(ss), 0, 0, 0))
-    if zone != "Z":
-        secs -= (1 if zone[0] == "+" else -1) * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    secs = calendar.timegm((int(y), int(mo), int(d), int(hh or 0), int(mm or 0), int(ss or 0), 0, 0, 0))
+    if zone and zone not in ("Z", "z"):
+        minutes = zone[1:].replace(":", "")
+        secs -= (1 if zone[0] == "+" else -1) * (int(minutes[:2]) * 3600 + int(minutes[2:4] or 0) * 60)
     return secs * 10**9 + int((frac or "").ljust(9, "0"))
 
 
@@ -117,6 +123,7 @@ class FakeLogging(LoopbackServer):
         self._faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._last_read: float | None = None
+        self._followed: dict[str, float] = {}   # job id -> when a client last read its entries
 
     def start(self) -> "FakeLogging":
         fake = self
@@ -168,6 +175,13 @@ class FakeLogging(LoopbackServer):
         with self._lock:
             return self._lock.wait_for(lambda: predicate(self), timeout)
 
+    def followed(self, job_id: str, within: float = 10.0) -> bool:
+        """Whether a client read job `job_id`'s entries (a filter on its
+        resource.labels.job_id) in the last `within` seconds: someone shows them already."""
+        with self._lock:
+            seen = self._followed.get(str(job_id))
+        return seen is not None and time.monotonic() - seen <= within
+
     @property
     def reads(self) -> int:
         """entries:list requests answered 200."""
@@ -211,6 +225,9 @@ class FakeLogging(LoopbackServer):
         size = size or DEFAULT_PAGE_SIZE
         text = body.get("filter") or ""
         terms = _parse_filter(text)
+        for job_id in _JOB_TERM.findall(text):
+            with self._lock:
+                self._followed[job_id] = time.monotonic()
         query = hashlib.sha256(json.dumps([sorted(projects), text, order]).encode()).hexdigest()[:16]
         after = _token_key(body.get("pageToken"), query)
         now = time.time()

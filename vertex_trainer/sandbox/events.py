@@ -78,7 +78,7 @@ class FunctionHost:
         self.environ = dict(environ)
         self.storage = storage.rstrip("/")
         self.redeliver = max(1, int(redeliver))
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.backoff_s, self.max_attempts = backoff_s, max_attempts
         self.deliveries: list[Delivery] = []
         self.url = ""

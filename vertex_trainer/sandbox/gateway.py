@@ -16,6 +16,10 @@ variables those libraries honour:
   route), or refused.
 - `GCE_METADATA_HOST` / `GCE_METADATA_IP` -> a metadata server: the project, and an access token
   for the default service account (the fake services accept any token).
+
+The gRPC face runs in a process of its own (`python -m vertex_trainer.sandbox.gateway URL`): a
+gRPC server's threads in the sandbox's process would break the processes it forks meanwhile
+(gRPC's fork handlers abort a child before its exec: "epoll_wait error: Bad file descriptor").
 """
 
 from __future__ import annotations
@@ -28,10 +32,12 @@ import socketserver
 import ssl
 import tempfile
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Mapping
 
 _VERTEX_HOST = re.compile(r"^[a-z0-9-]+-aiplatform\.googleapis\.com$|^aiplatform\.googleapis\.com$")
 _JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
@@ -45,11 +51,13 @@ class Gateway:
     """The proxy, the gRPC face and the metadata server; `env()` is what a task process gets.
 
     `vertex_url`: the fake Vertex AI's http://127.0.0.1:PORT; `project`: what the metadata
-    server answers; `upstream_proxy`: host:port of the proxy other hosts are tunnelled to."""
+    server answers; `upstream_proxy`: host:port of the proxy other hosts are tunnelled to;
+    `environ`: the environment the gRPC face's process starts from."""
 
     def __init__(self, vertex_url: str, *, project: str, upstream_proxy: str | None = None,
-                 host: str = "127.0.0.1"):
+                 host: str = "127.0.0.1", environ: Mapping[str, str] | None = None):
         self.vertex_url = vertex_url.rstrip("/")
+        self.environ = dict(environ or {})   # the gRPC face's process starts from it
         self.project, self.host = project, host
         self.upstream = _host_port(upstream_proxy) if upstream_proxy else None
         self._dir = tempfile.TemporaryDirectory(prefix="vertex-trainer-gateway-")
@@ -99,70 +107,38 @@ class Gateway:
             self._metadata.shutdown()
             self._metadata.server_close()
         if self._grpc is not None:
-            self._grpc.stop(grace=1).wait(5)
+            self._grpc.stop(grace_s=2)
         self._proxy = self._metadata = self._grpc = None
         self._dir.cleanup()
 
-    # -- the gRPC face: JobService over the fake's REST routes ------------------------------
+    # -- the gRPC face, in a process of its own --------------------------------------------
     def _start_grpc(self) -> int:
-        from concurrent import futures
+        import sys
 
-        import grpc
-        from google.cloud import aiplatform_v1 as v1
-        from google.protobuf import empty_pb2, json_format
+        from vertex_trainer.local import Replica, Supervisor
 
-        def custom_job(answer: dict) -> bytes:
-            pb = v1.CustomJob.pb(v1.CustomJob())
-            json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
-            return pb.SerializeToString()
+        argv = (sys.executable, "-m", "vertex_trainer.sandbox.gateway", self.vertex_url, self.host)
+        self._grpc = Supervisor([Replica(pool=0, index=0, address="", argv=argv,
+                                         env={**self.environ, "PYTHONUNBUFFERED": "1"})])
+        self._grpc.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for _, line in self._grpc.lines(timeout=0.5):
+                if line.startswith("port "):
+                    return int(line.split()[1])
+            if self._grpc.all_ended():
+                break
+        tail = " | ".join(self._grpc.processes[0].tail)
+        self._grpc.stop()
+        raise RuntimeError(f"the sandbox's gRPC face did not start: {tail}")
 
-        def call(context, method: str, path: str, body: Any = None) -> dict:
-            auth = dict(context.invocation_metadata()).get("authorization", "")
-            status, answer = self._rest(method, path, body, auth)
-            if status != 200:
-                message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
-                context.abort(getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")),
-                              message or f"HTTP {status}")
-            return answer
+class _RestBridge:
+    """The fake Vertex AI's REST routes, called over loopback (never through a proxy)."""
 
-        def create(request, context):
-            body = json_format.MessageToDict(v1.CustomJob.pb(request.custom_job))
-            return custom_job(call(context, "POST", f"/v1/{request.parent}/customJobs", body))
+    def __init__(self, vertex_url: str):
+        self.vertex_url = vertex_url.rstrip("/")
 
-        def get(request, context):
-            return custom_job(call(context, "GET", f"/v1/{request.name}"))
-
-        def cancel(request, context):
-            call(context, "POST", f"/v1/{request.name}:cancel", {})
-            return empty_pb2.Empty().SerializeToString()
-
-        def listing(request, context):
-            query = "&".join(f"{k}={urllib.request.quote(str(v))}" for k, v in
-                             (("filter", request.filter), ("pageSize", request.page_size),
-                              ("pageToken", request.page_token)) if v)
-            answer = call(context, "GET", f"/v1/{request.parent}/customJobs" + (f"?{query}" if query else ""))
-            pb = v1.ListCustomJobsResponse.pb(v1.ListCustomJobsResponse())
-            json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
-            return pb.SerializeToString()
-
-        def handler(fn, request_type):
-            return grpc.unary_unary_rpc_method_handler(
-                fn, request_deserializer=request_type.deserialize,
-                response_serializer=lambda data: data)
-
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(_JOB_SERVICE, {
-            "CreateCustomJob": handler(create, v1.CreateCustomJobRequest),
-            "GetCustomJob": handler(get, v1.GetCustomJobRequest),
-            "CancelCustomJob": handler(cancel, v1.CancelCustomJobRequest),
-            "ListCustomJobs": handler(listing, v1.ListCustomJobsRequest),
-        })])
-        port = server.add_insecure_port(f"{self.host}:0")
-        server.start()
-        self._grpc = server
-        return port
-
-    def _rest(self, method: str, path: str, body: Any, auth: str) -> tuple[int, Any]:
+    def rest(self, method: str, path: str, body: Any, auth: str) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.vertex_url + path, data=data, method=method,
                                          headers={"Content-Type": "application/json",
@@ -176,6 +152,7 @@ class Gateway:
                 return exc.code, json.loads(exc.read() or b"{}")
             except ValueError:
                 return exc.code, {}
+
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -292,3 +269,73 @@ class _Metadata(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
+    """Vertex AI's JobService over gRPC, each call made as the REST call to `vertex_url`
+    (create, get, cancel, list of CustomJobs: what GCPC's custom-job launcher uses). Returns
+    the started server and its port."""
+    from concurrent import futures
+
+    import grpc
+    from google.cloud import aiplatform_v1 as v1
+    from google.protobuf import empty_pb2, json_format
+
+    bridge = _RestBridge(vertex_url)
+
+    def custom_job(answer: dict) -> bytes:
+        pb = v1.CustomJob.pb(v1.CustomJob())
+        json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
+        return pb.SerializeToString()
+
+    def call(context, method: str, path: str, body: Any = None) -> dict:
+        auth = dict(context.invocation_metadata()).get("authorization", "")
+        status, answer = bridge.rest(method, path, body, auth)
+        if status != 200:
+            message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
+            context.abort(getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")),
+                          message or f"HTTP {status}")
+        return answer
+
+    def create(request, context):
+        body = json_format.MessageToDict(v1.CustomJob.pb(request.custom_job))
+        return custom_job(call(context, "POST", f"/v1/{request.parent}/customJobs", body))
+
+    def get(request, context):
+        return custom_job(call(context, "GET", f"/v1/{request.name}"))
+
+    def cancel(request, context):
+        call(context, "POST", f"/v1/{request.name}:cancel", {})
+        return empty_pb2.Empty().SerializeToString()
+
+    def listing(request, context):
+        query = urllib.parse.urlencode({k: v for k, v in (("filter", request.filter),
+                                                          ("pageSize", request.page_size),
+                                                          ("pageToken", request.page_token)) if v})
+        answer = call(context, "GET", f"/v1/{request.parent}/customJobs" + (f"?{query}" if query else ""))
+        pb = v1.ListCustomJobsResponse.pb(v1.ListCustomJobsResponse())
+        json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
+        return pb.SerializeToString()
+
+    def handler(fn, request_type):
+        return grpc.unary_unary_rpc_method_handler(
+            fn, request_deserializer=request_type.deserialize, response_serializer=lambda data: data)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(_JOB_SERVICE, {
+        "CreateCustomJob": handler(create, v1.CreateCustomJobRequest),
+        "GetCustomJob": handler(get, v1.GetCustomJobRequest),
+        "CancelCustomJob": handler(cancel, v1.CancelCustomJobRequest),
+        "ListCustomJobs": handler(listing, v1.ListCustomJobsRequest),
+    })])
+    port = server.add_insecure_port(f"{host}:0")
+    server.start()
+    return server, port
+
+
+if __name__ == "__main__":  # the gRPC face's process: `python -m vertex_trainer.sandbox.gateway URL [HOST]`
+    import sys
+
+    grpc_server, grpc_port = serve_grpc(sys.argv[1], *(sys.argv[2:3] or ["127.0.0.1"]))
+    print(f"port {grpc_port}", flush=True)
+    grpc_server.wait_for_termination()

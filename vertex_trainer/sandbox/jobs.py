@@ -10,6 +10,11 @@ cancel has stopped every process), and every replica line becomes a Cloud Loggin
 job (resource.type ml_job, labels job_id and task_name), as on Vertex AI. The service's own
 lines (provisioning, running, the end) are entries of task "service".
 
+The sandbox also echoes each job's lines (`echo`, its stderr), unless a client is following that
+job's log (`FakeLogging.followed`: `submit --wait` in the same terminal shows them already, and
+each line should appear once). The first `ECHO_GRACE_S` of a job's lines wait for that client's
+first read before they are echoed.
+
 The command each replica runs is the installed one (`python -m trainer.task` for the bundled
 trainer image, the code that image is built from): no container is pulled or started. An image
 the sandbox's registry has not seen is run the same way, with a warning in the job's log.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -30,6 +36,7 @@ RUNNING = "JOB_STATE_RUNNING"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
 SERVICE = "service"          # the task_name of the service's own log lines
 STOP_TIMEOUT_S = 30.0        # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty
+ECHO_GRACE_S = 3.0           # a client that follows the log reads it within its first poll
 
 Echo = Callable[[str], None]
 
@@ -41,6 +48,8 @@ class _Run:
     cancel: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
+    started: float = field(default_factory=time.monotonic)
+    unechoed: list[str] = field(default_factory=list)   # lines held for ECHO_GRACE_S
 
     @property
     def job_id(self) -> str:
@@ -69,7 +78,7 @@ class JobRunner:
         self.storage_emulator = storage_emulator
         self.logging = logging
         self.registry = registry
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.vertex: Any = None
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()
@@ -154,16 +163,29 @@ class JobRunner:
     def _lines(self, run: _Run, items: list[tuple[str, str]]) -> None:
         for replica, line in items:
             self.logging.add(run.job_id, line, replica=replica, project=run.project)
-            self.echo(f"[job {run.job_id}] {replica} | {line}")
+            self._echo(run, f"[job {run.job_id}] {replica} | {line}")
 
     def _service(self, run: _Run, message: str, severity: str = "INFO") -> None:
         self.logging.add(run.job_id, message, replica=SERVICE, project=run.project, severity=severity)
-        self.echo(f"[job {run.job_id}] {message}")
+        self._echo(run, f"[job {run.job_id}] {message}")
+
+    def _echo(self, run: _Run, text: str | None, *, last: bool = False) -> None:
+        """Echo a job line, once: not when a client follows the job's log (it shows them)."""
+        if self.logging.followed(run.job_id):
+            run.unechoed.clear()
+            return
+        if text is not None:
+            run.unechoed.append(text)
+        if last or time.monotonic() - run.started >= ECHO_GRACE_S:
+            for held in run.unechoed:
+                self.echo(held)
+            run.unechoed.clear()
 
     def _end(self, run: _Run, state: str, error: str | None) -> None:
         text = {SUCCEEDED: "Job completed successfully.", CANCELLED: "Job was cancelled."}.get(
             state, f"Job failed. {error or ''}".strip())
         self._service(run, text, "INFO" if state != FAILED else "ERROR")
+        self._echo(run, None, last=True)
         self._report(run.name, state, error)
 
     def _report(self, name: str, state: str, error: str | None = None) -> bool:

@@ -89,7 +89,7 @@ class PipelineRunner:
     def __init__(self, *, environ: Mapping[str, str], vertex_url: str, echo: Echo | None = None):
         self.environ = dict(environ)
         self.vertex_url = vertex_url.rstrip("/")
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.service: Any = None
         self._runs: dict[str, _Run] = {}
         self._lock = threading.Lock()

@@ -65,7 +65,7 @@ class Sandbox:
         self.environ = {k: v for k, v in environ.items() if not k.startswith(_NOT_INHERITED)}
         self.buckets = tuple(buckets)
         self.project, self.region, self.host = project, region, host
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.gcs = self.registry = self.cloudbuild = self.logging = self.quotas = self.vertex = None
         self.billing = None
         self.jobs: JobRunner | None = None
@@ -117,7 +117,8 @@ class Sandbox:
         from vertex_trainer.sandbox.tuning import TuningRunner
 
         self.gateway = Gateway(self.vertex.url, project=self.project,
-                               upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1]).start()
+                               upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
+                               environ=self.environ).start()
         self.pipelines = PipelineRunner(environ={**self.environ, **self.gateway.env()},
                                         vertex_url=self.vertex.url, echo=self.echo)
         self.pipelines.service = self.vertex.pipelines

@@ -50,7 +50,7 @@ class ModelServers:
     def __init__(self, *, environ: Mapping[str, str], echo: Echo | None = None,
                  load_timeout: float = LOAD_TIMEOUT_S):
         self.environ = dict(environ)
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.load_timeout = load_timeout
         self._servers: dict[str, _Server] = {}
         self._lock = threading.Lock()

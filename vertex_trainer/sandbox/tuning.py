@@ -63,7 +63,7 @@ class TuningRunner:
     def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None):
         self.vertex_url = vertex_url.rstrip("/")
         self.jobs = jobs
-        self.echo = echo or (lambda text: None)
+        self.echo = echo if echo is not None else (lambda text: None)
         self.service: Any = None
         self._studies: dict[str, _Study] = {}
         self._lock = threading.Lock()
