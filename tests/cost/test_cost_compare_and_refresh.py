@@ -106,3 +106,8 @@ def test_the_sandbox_has_a_billing_stand_in(run_cli, spec_file):
                      timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["source"] == "billing-api"
+
+
+def test_an_api_key_is_sent_instead_of_credentials(billing):
+    BillingClient(settings=Settings(billing_endpoint=billing.url, billing_api_key="k-123", retry=FAST)).price_book()
+    assert billing.requests and all("key=k-123" in r for r in billing.requests)
