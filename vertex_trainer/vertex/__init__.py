@@ -1,6 +1,8 @@
-"""Vertex AI over the one HTTP layer (vertex_trainer.gcp): CustomJobs (idempotent create, `Job`).
-
-Issues to come add models, endpoints, pipelines and logs here, each a module of its own.
+"""Vertex AI over the one HTTP layer (vertex_trainer.gcp), a module per resource on one base:
+`stateful.StatefulResource` (Job, TuningJob, PipelineRun: state, refresh, wait, cancel, to_dict,
+to_sdk) and `service.CollectionClient` (get, cancel, list through the one pager), with the
+collection's own idempotent create (jobs, hptuning, pipelines, resources); models and endpoints,
+deploy, logs, quotas and billing beside them (docs/architecture.md).
 """
 
 from vertex_trainer.vertex.jobs import (
