@@ -1,0 +1,140 @@
+"""Storage events in the sandbox (`dev sandbox --function DIR`): every object finalized in the
+function's bucket is delivered as an Eventarc CloudEvent (binary mode) to a function served by the
+real functions-framework; a non-2xx answer is delivered again with backoff; and the seed's rule
+holds with the real rendered function: shards start nothing, the marker starts exactly one run
+that succeeds (three deliveries each), a new generation of the marker one more."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.process_support import processes_with_env
+
+from vertex_trainer.gcp import storage
+from vertex_trainer.sandbox import Sandbox
+from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
+from vertex_trainer.trigger.events import TriggerConfig
+
+from .conftest import BUCKET, PROJECT, REGION, ROOT, cli
+
+# A function that fails its first two calls (Eventarc must deliver again) and records each event.
+FLAKY = textwrap.dedent("""\
+    import json, pathlib
+    import functions_framework
+
+    HERE = pathlib.Path(__file__).resolve().parent
+
+    @functions_framework.cloud_event
+    def on_object_finalized(event):
+        with open(HERE / "events.jsonl", "a") as f:
+            f.write(json.dumps({"id": event["id"], "type": event["type"], "source": event["source"],
+                                "subject": event["subject"], "data": event.data}) + "\\n")
+        if len((HERE / "events.jsonl").read_text().splitlines()) <= 2:
+            raise RuntimeError("transient: try again")
+    """)
+
+
+@pytest.mark.wire
+def test_a_non_2xx_answer_is_delivered_again_with_backoff(sandbox, settings, tmp_path):
+    (tmp_path / "main.py").write_text(FLAKY)
+    (tmp_path / "trigger.json").write_text(TriggerConfig(bucket=BUCKET).to_json())
+    host = FunctionHost(tmp_path, environ={**sandbox.environ, **sandbox.env()},
+                        storage=sandbox.gcs.endpoint, backoff_s=0.05).start()
+    try:
+        blob = storage.client(settings).bucket(BUCKET).blob("incoming/d1/train-00000-of-00001")
+        blob.upload_from_string(b"0123456789", content_type="application/octet-stream")
+        attempts = host.wait_deliveries(3, timeout=60)
+    finally:
+        host.stop()
+    assert [(d.attempt, d.status) for d in attempts] == [(1, 500), (2, 500), (3, 200)]
+    assert len({d.event_id for d in attempts}) == 1  # a redelivery is the same message
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert len(events) == 3 and all(e == events[0] for e in events)
+    event, data = events[0], events[0]["data"]
+    assert event["type"] == FINALIZED
+    assert event["source"] == f"//storage.googleapis.com/projects/_/buckets/{BUCKET}"
+    assert event["subject"] == "objects/incoming/d1/train-00000-of-00001"
+    assert data["bucket"] == BUCKET and data["name"] == "incoming/d1/train-00000-of-00001"
+    assert data["generation"] == str(blob.generation) and data["size"] == "10"  # int64 as strings
+    assert data["id"] == f"{BUCKET}/incoming/d1/train-00000-of-00001/{blob.generation}"
+    assert data["contentType"] == "application/octet-stream" and data["md5Hash"] and data["timeCreated"]
+
+
+SPEC = textwrap.dedent("""\
+    name: digits-on-upload
+    region: us-central1
+    hardware: cpu
+    image: {uri: us-central1-docker.pkg.dev/sandbox/training/trainer:v1}
+    output_dir: "gs://sandbox-out/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"
+    env: {TF_CPP_MIN_LOG_LEVEL: "2"}
+    trainer:
+      model: tiny-cnn
+      train_data: "{{ trigger.folder }}/train-*"
+      eval_data: "{{ trigger.folder }}/validation-*"
+      num_classes: 10
+      image_size: 16
+      epochs: 2
+      batch_size: 50
+      base_batch_size: 50
+      learning_rate: 0.1
+      warmup_epochs: 1
+      augment: none
+      eval_crop_fraction: 1.0
+      weight_decay: 0
+      seed: 1
+    """)
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(marker, tmp_path):
+    spec = tmp_path / "digits-on-upload.yaml"
+    spec.write_text(SPEC)
+    function = tmp_path / "fn"
+    render = subprocess.run([*cli(), "trigger", "render", str(spec), "--bucket", BUCKET, "--prefix",
+                             "incoming/", "--project", PROJECT, "-o", str(function)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert render.returncode == 0, render.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "AIP_"))}
+    env[marker] = "1"
+    with Sandbox(env, buckets=[BUCKET, "sandbox-out"], project=PROJECT, region=REGION,
+                 function=str(function), redeliver=3) as box:
+        host = box.function
+        shell = {**env, **box.env()}
+
+        def run(*args: str) -> None:
+            done = subprocess.run([sys.executable, "examples/sandbox/digits.py", *args], cwd=ROOT,
+                                  env=shell, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+
+        run("upload", f"gs://{BUCKET}/incoming/d1")
+        shards = host.wait_deliveries(4 * 3, timeout=120)
+        assert len(shards) == 12 and all(d.status == 200 for d in shards)
+        assert box.vertex.jobs == {}  # shards start nothing
+
+        run("marker", f"gs://{BUCKET}/incoming/d1")
+        first = host.wait_deliveries(15, timeout=120)[12:]
+        assert [d.name for d in first] == ["incoming/d1/_SUCCESS"] * 3
+        assert all(d.status == 200 for d in first)
+        assert len(box.vertex.jobs) == 1  # three deliveries, one run
+        (job,) = box.vertex.jobs
+        assert box.jobs.wait(job, timeout=240)
+        assert box.vertex.jobs[job]["state"] == "JOB_STATE_SUCCEEDED"
+        assert box.vertex.jobs[job]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] == \
+            f"gs://sandbox-out/runs/d1-{first[0].generation}"
+
+        run("marker", f"gs://{BUCKET}/incoming/d1")  # uploaded again: a new generation
+        second = host.wait_deliveries(18, timeout=120)[15:]
+        assert {d.generation for d in second} != {first[0].generation}
+        assert len(box.vertex.jobs) == 2
+        (new,) = set(box.vertex.jobs) - {job}
+        assert box.jobs.wait(new, timeout=240)
+        assert box.vertex.jobs[new]["state"] == "JOB_STATE_SUCCEEDED"
+    assert processes_with_env(marker) == []  # the function and every replica are gone
