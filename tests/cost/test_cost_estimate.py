@@ -16,10 +16,10 @@ from vertex_trainer.workflows import cost
 # cloud.google.com/vertex-ai/pricing, custom training, us-central1 (read 2026-10-07).
 VERTEX_H100_GPU_HOUR = 9.79655057          # NVIDIA_H100_80GB accelerator, per hour
 VERTEX_N1_STANDARD_4_HOUR = 0.21849885     # n1-standard-4 machine, per hour
-# Compute Engine list prices, us-central1 (Cloud Billing Catalog via Cyclenerd's pricing.yml), and
-# the Vertex AI training markup the two figures above confirm.
-CE_A2_HIGHGPU_8G_HOUR = 8 * 3.673385
-CE_A3_HIGHGPU_8G_HOUR = 88.4899999025753
+# Compute Engine list prices, us-central1 (Cloud Billing Catalog, via Cyclenerd's pricing.yml and
+# SkyPilot's catalog), and the Vertex AI training markup the n1-standard-4 figure confirms.
+CE_A2_HIGHGPU_8G_HOUR = 8 * 3.673385       # machine and its 8 A100s
+CE_A3_HIGHGPU_8G_MACHINE_HOUR = 8 * 1.18251  # vCPUs and memory only
 MARKUP = 1.15
 
 
@@ -33,7 +33,8 @@ def hourly(preset: str, strategy: str = "standard", region: str = "us-central1")
 
 def test_a100x8_and_h100x8_in_us_central1_match_the_public_prices_within_a_few_percent():
     assert hourly("a100x8") == pytest.approx(CE_A2_HIGHGPU_8G_HOUR * MARKUP, rel=0.03)
-    assert hourly("h100x8") == pytest.approx(CE_A3_HIGHGPU_8G_HOUR * MARKUP, rel=0.03)
+    assert hourly("h100x8") == pytest.approx(8 * VERTEX_H100_GPU_HOUR + CE_A3_HIGHGPU_8G_MACHINE_HOUR * MARKUP,
+                                             rel=0.03)
     book = pricing.load_snapshot()
     assert book.accelerator("NVIDIA_H100_80GB", "us-central1", "standard") == pytest.approx(VERTEX_H100_GPU_HOUR)
     n1 = pricing.machine_price(book, machine_type="n1-standard-4", accelerator_type=None, accelerator_count=0,
