@@ -11,22 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import QUICK_RETRY, fake_settings
 from vertex_trainer import api
-from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import UserError
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 from vertex_trainer.spec import build_spec
 
 pytestmark = pytest.mark.wire
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "us-central1-docker.pkg.dev/test-project/r/trainer:abc"
-
-
-@pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
 
 
 @pytest.fixture
@@ -53,9 +46,7 @@ def put(storage_url: str, name: str, data: bytes = b"pb") -> None:
 
 @pytest.fixture
 def settings(fake, storage):
-    return Settings(vertex_endpoint=fake.url, storage_emulator=storage,
-                    retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02, deadline=5),
-                    poll=PollPolicy(initial=0.01, maximum=0.02))
+    return fake_settings(fake, retry=QUICK_RETRY, storage_emulator=storage)
 
 
 def spec(**deploy):

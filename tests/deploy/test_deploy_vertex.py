@@ -6,29 +6,20 @@ import json
 
 import pytest
 
-from vertex_trainer.emulators.vertex import FakeVertex
+from tests.shared import PROJECT, REGION, fake_settings
 from vertex_trainer.errors import ServiceError
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.deploy import DeployRequest, ServingContainer, deploy, split_traffic
 from vertex_trainer.vertex.models import RegistryClient
 
 pytestmark = pytest.mark.wire
 
-PROJECT, REGION = "test-project", "us-central1"
 FAST = dict(poll=PollPolicy(initial=0.01, maximum=0.02), timeout=30)
 
 
 @pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
-
-
-@pytest.fixture
 def client(fake):
-    settings = Settings(vertex_endpoint=fake.url,
-                        retry=RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10))
-    return RegistryClient(PROJECT, REGION, settings=settings)
+    return RegistryClient(PROJECT, REGION, settings=fake_settings(fake))
 
 
 def request(job_id: str = "111", traffic: int = 100, **over) -> DeployRequest:

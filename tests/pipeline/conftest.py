@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from vertex_trainer.emulators.vertex import FakeVertex
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from tests.shared import QUICK_RETRY, fake_settings
+
+from vertex_trainer.settings import Settings
 
 IMAGE = "us-central1-docker.pkg.dev/test-project/training/trainer:v1"
 SPEC = f"""\
@@ -46,16 +47,8 @@ deploy:
 
 
 @pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
-
-
-@pytest.fixture
 def settings(fake) -> Settings:
-    return Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.02,
-                                                                deadline=5),
-                    poll=PollPolicy(initial=0.01, maximum=0.02))
+    return fake_settings(fake, retry=QUICK_RETRY)
 
 
 @pytest.fixture

@@ -3,49 +3,20 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import cli_command, edge_env
+from tests.cli_support import cli_command
+from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml
+from tests.shared import job_body as make_job_body
 
-from vertex_trainer.emulators.vertex import FakeVertex
-from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient
 
-PROJECT, REGION = "test-project", "us-central1"
-FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
-
-SPEC = """\
-name: tiny-cnn-test
-project: test-project
-region: us-central1
-hardware: t4x1
-image:
-  uri: us-docker.pkg.dev/test-project/training/trainer:v1
-scheduling:
-  strategy: spot
-  timeout: 2h
-output_dir: gs://test-bucket/runs/tiny
-labels: {team: vision}
-env: {TF_CPP_MIN_LOG_LEVEL: "1"}
-trainer:
-  model: tiny-cnn
-  train_data: gs://test-bucket/data/train-*
-  eval_data: gs://test-bucket/data/validation-*
-  num_classes: 10
-  image_size: 32
-  epochs: 2
-  batch_size: 64
-"""
-
-
-@pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
+SPEC = spec_yaml(T4_JOB, labels={"team": "vision"}, env={"TF_CPP_MIN_LOG_LEVEL": "1"},
+                 trainer={"eval_data": "gs://test-bucket/data/validation-*"})
 
 
 @pytest.fixture
@@ -65,44 +36,15 @@ def job_body():
     """A plain CustomJob REST body (enum names, int64 as strings), as render produces."""
 
     def make(key: str = "key-1", spec_hash: str = "abc123") -> dict:
-        return {
-            "displayName": "plain-job",
-            "labels": {"vertex-trainer-key": key, "vertex-trainer-spec": spec_hash},
-            "jobSpec": {
-                "workerPoolSpecs": [{
-                    "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
-                                    "acceleratorCount": 1},
-                    "replicaCount": "1",
-                    "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/t:v1", "args": ["--epochs=1"]},
-                }],
-                "scheduling": {"strategy": "SPOT", "timeout": "3600s"},
-            },
-        }
+        return make_job_body(key, spec_hash, args=["--epochs=1"])
 
     return make
-
-
-@pytest.fixture
-def cli_env(fake, tmp_path) -> dict[str, str]:
-    """Environment for CLI subprocesses: the fake endpoint, fast retries and polls, no gcloud config."""
-    return edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url)
 
 
 @pytest.fixture
 def cli() -> list[str]:
     """The command that runs vertex-trainer."""
     return cli_command()
-
-
-@pytest.fixture
-def run_cli(cli_env):
-    """Run `vertex-trainer ARGS...` in a subprocess; returns CompletedProcess (text)."""
-
-    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True,
-                              env=env or cli_env, timeout=timeout, cwd=Path(__file__).parents[2])
-
-    return run
 
 
 @pytest.fixture

@@ -5,55 +5,36 @@ from __future__ import annotations
 
 import copy
 import io
-import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.cli_support import cli_command, edge_env
 import yaml
 
-from vertex_trainer.emulators.vertex import FakeVertex
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from tests.shared import FAST_POLL, PROJECT, REGION, T4_JOB, fake_settings, spec_yaml
 
-PROJECT, REGION = "test-project", "us-central1"
-FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
-FAST_POLL = PollPolicy(initial=0.01, maximum=0.02)
+from vertex_trainer.settings import Settings
+
+__all__ = ["PROJECT", "REGION", "spec_data", "write_spec"]  # (the tests import them from here)
 
 # docs/contract.md section 10's example block, on the submit tests' job.
-SPEC = """\
-name: tune-test
-project: test-project
-region: us-central1
-hardware: t4x1
-image:
-  uri: us-docker.pkg.dev/test-project/training/trainer:v1
-scheduling:
-  strategy: spot
-  timeout: 2h
-output_dir: gs://test-bucket/runs/tune
-labels: {team: vision}
-trainer:
-  model: tiny-cnn
-  train_data: gs://test-bucket/data/train-*
-  eval_data: gs://test-bucket/data/validation-*
-  num_classes: 10
-  image_size: 32
-  epochs: 8
-  batch_size: 256
-tune:
-  metric: accuracy
-  goal: maximize
-  max_trials: 16
-  parallel_trials: 4
-  max_failed_trials: 2
-  algorithm: auto
-  parameters:
-    learning_rate: {min: 0.01, max: 1.0, scale: log}
-    warmup_epochs: {min: 0, max: 5, type: integer}
-    batch_size: {values: [256, 512, 1024]}
-    optimizer: {values: [sgd, lamb]}
-"""
+TUNE = {
+    "metric": "accuracy",
+    "goal": "maximize",
+    "max_trials": 16,
+    "parallel_trials": 4,
+    "max_failed_trials": 2,
+    "algorithm": "auto",
+    "parameters": {
+        "learning_rate": {"min": 0.01, "max": 1.0, "scale": "log"},
+        "warmup_epochs": {"min": 0, "max": 5, "type": "integer"},
+        "batch_size": {"values": [256, 512, 1024]},
+        "optimizer": {"values": ["sgd", "lamb"]},
+    },
+}
+SPEC = spec_yaml(T4_JOB, name="tune-test", output_dir="gs://test-bucket/runs/tune",
+                 labels={"team": "vision"}, tune=TUNE,
+                 trainer={"eval_data": "gs://test-bucket/data/validation-*", "epochs": 8,
+                          "batch_size": 256})
 
 
 def spec_data() -> dict:
@@ -61,14 +42,8 @@ def spec_data() -> dict:
 
 
 @pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
-
-
-@pytest.fixture
 def settings(fake) -> Settings:
-    return Settings(vertex_endpoint=fake.url, retry=FAST_RETRY, poll=FAST_POLL)
+    return fake_settings(fake, poll=FAST_POLL)
 
 
 @pytest.fixture
@@ -89,19 +64,11 @@ def write_spec(tmp_path: Path, change=None, name: str = "spec.yaml") -> Path:
 
 
 @pytest.fixture
-def cli_env(fake, tmp_path) -> dict[str, str]:
-    return edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url)
-
-
-@pytest.fixture
 def run_cli(cli_env):
-    """Run `vertex-trainer ARGS...` in a subprocess; returns CompletedProcess (text)."""
+    """Run `vertex-trainer ARGS...` in a subprocess (trials take longer: 120 s by default)."""
+    from tests.shared import cli_runner
 
-    def run(*args, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True,
-                              env=env or cli_env, timeout=timeout, cwd=Path(__file__).parents[2])
-
-    return run
+    return cli_runner(cli_env, timeout=120)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,132 @@
+"""What the test folders share, in one place: the project and region the fakes serve, retry and
+poll policies fast enough for loopback servers, settings pointed at a fake, a CLI runner, the job
+spec most folders start from, and the CustomJob body the fake is fed directly.
+
+The fixtures built on these (`fake`, `cli_env`, `run_cli`, `popen_cli`) are in tests/conftest.py,
+so every folder has them; a folder's conftest.py keeps only what is its own (its spec, its other
+fakes) and overrides a shared fixture only where it needs something else.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from tests.cli_support import cli_command
+from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT, REGION = "test-project", "us-central1"
+IMAGE = "us-docker.pkg.dev/test-project/training/trainer:v1"
+
+# Loopback servers answer in milliseconds: retry fast, but still more than once.
+FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
+QUICK_RETRY = RetryPolicy(attempts=3, initial=0.01, maximum=0.02, deadline=5)
+FAST_POLL = PollPolicy(initial=0.01, maximum=0.02)
+
+# The T4 Spot job most folders submit (docs/contract.md section 1), as data: a folder's spec is
+# this with its own changes (`spec_yaml`).
+T4_JOB: dict[str, Any] = {
+    "name": "tiny-cnn-test",
+    "project": PROJECT,
+    "region": REGION,
+    "hardware": "t4x1",
+    "image": {"uri": IMAGE},
+    "scheduling": {"strategy": "spot", "timeout": "2h"},
+    "output_dir": "gs://test-bucket/runs/tiny",
+    "trainer": {"model": "tiny-cnn", "train_data": "gs://test-bucket/data/train-*",
+                "num_classes": 10, "image_size": 32, "epochs": 2, "batch_size": 64},
+}
+
+
+def merged(base: dict, changes: dict) -> dict:
+    """`base` with `changes` applied: a dict value merges into a dict, None removes the key."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def spec_yaml(base: dict | None = None, **changes: Any) -> str:
+    """The YAML of `base` (default: T4_JOB) with `changes` merged in (see `merged`)."""
+    return yaml.safe_dump(merged(T4_JOB if base is None else base, changes), sort_keys=False)
+
+
+def write_spec(tmp_path: Path, text: str, name: str | None = None) -> Path:
+    """Write a spec into `tmp_path`: as `name`, or the next free job-N.yaml."""
+    path = tmp_path / (name or f"job-{len(list(tmp_path.glob('job-*.yaml')))}.yaml")
+    path.write_text(text)
+    return path
+
+
+def fake_settings(fake: Any, *, retry: RetryPolicy = FAST_RETRY, poll: PollPolicy = FAST_POLL,
+                  **endpoints: Any) -> Settings:
+    """Settings for the client code against the fake Vertex AI `fake` (and other `endpoints`)."""
+    return Settings(vertex_endpoint=fake.url, retry=retry, poll=poll, **endpoints)
+
+
+def job_body(key: str = "key-1", spec_hash: str = "abc123", *, name: str = "plain-job",
+             image: str = "us-docker.pkg.dev/p/r/t:v1", args: list[str] | None = None,
+             **scheduling: Any) -> dict:
+    """A CustomJob REST body as render produces it (enum names, int64 as strings), for jobs sent
+    or added straight to the fake: one T4 replica, `scheduling` (default: SPOT, one hour)."""
+    container: dict[str, Any] = {"imageUri": image}
+    if args is not None:
+        container["args"] = list(args)
+    return {
+        "displayName": name,
+        "labels": {"vertex-trainer-key": key, "vertex-trainer-spec": spec_hash},
+        "jobSpec": {
+            "workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                "acceleratorCount": 1},
+                "replicaCount": "1",
+                "containerSpec": container,
+            }],
+            "scheduling": scheduling or {"strategy": "SPOT", "timeout": "3600s"},
+        },
+    }
+
+
+def cli_runner(base_env: dict[str, str], *, timeout: float = 60,
+               cwd: Path = ROOT) -> Callable[..., subprocess.CompletedProcess]:
+    """`run(*args, env=None, timeout=...)`: vertex-trainer ARGS in a subprocess with `base_env`
+    (and `env` on top); returns the CompletedProcess (text)."""
+    default_timeout = timeout
+
+    def run(*args: Any, env: dict[str, str] | None = None,
+            timeout: float = default_timeout) -> subprocess.CompletedProcess:
+        return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True,
+                              env={**base_env, **(env or {})}, timeout=timeout, cwd=cwd)
+
+    return run
+
+
+class CliStarter:
+    """`start(*args, env=None)`: vertex-trainer ARGS started without waiting (the test awaits
+    events, then communicates); `stop()` kills whatever is still running."""
+
+    def __init__(self, base_env: dict[str, str], cwd: Path = ROOT):
+        self.base_env, self.cwd, self.started = base_env, cwd, []
+
+    def __call__(self, *args: Any, env: dict[str, str] | None = None) -> subprocess.Popen:
+        proc = subprocess.Popen([*cli_command(), *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                env={**self.base_env, **(env or {})}, cwd=self.cwd)
+        self.started.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
