@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -163,3 +164,48 @@ def test_skip_corrupt_counts_and_skips(tmp_path):
     labels = [int(y[0]) for _, y in data.build_dataset([path], cfg, 1, skipped=skipped)]
     assert labels == [0, 2]
     assert int(skipped.numpy()) == 3
+
+
+def _png(label=1) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.full((8, 8, 3), 64, np.uint8)).save(buf, format="PNG")
+    return datagen.encode_example(buf.getvalue(), label, height=8, width=8, image_format="PNG")
+
+
+def test_one_decoder_for_data_of_one_format_and_a_named_stranger(tmp_path):
+    jpegs = _write(tmp_path / "jpeg-0", [_good(0), _good(1), _good(2)])
+    pngs = _write(tmp_path / "png-0", [_png(0), _png(1)])
+    mixed = _write(tmp_path / "mixed-0", [_good(0), _good(1), _png(2)])  # the PNG after the sniffed records
+    assert [data.sniff_format([f]) for f in (jpegs, pngs)] == ["jpeg", "png"]
+    assert data.sniff_format([jpegs, pngs]) == "any"
+    cfg = data.PipelineConfig(image_size=8, num_classes=4, training=False)
+    assert sorted(int(y[0]) for _, y in data.build_dataset([pngs], cfg, 1)) == [0, 1]
+    # Sniffed as JPEG: the PNG record fails, and the scan says why and what to pass.
+    with pytest.raises(tf.errors.InvalidArgumentError) as err:
+        for _ in data.build_dataset([mixed], cfg, 1):
+            pass
+    assert data.is_bad_record(err.value)
+    found = data.find_corrupt_record([mixed], data.resolve_format([mixed], cfg))
+    assert found.startswith(f"{mixed} record 2: image/encoded is PNG, but the data's first records are JPEG")
+    assert "--image-format=any" in found
+    anyfmt = data.PipelineConfig(image_size=8, num_classes=4, training=False, image_format="any")
+    assert sorted(int(y[0]) for _, y in data.build_dataset([mixed], anyfmt, 1)) == [0, 1, 2]
+
+
+def test_cached_decoded_pixels_give_the_same_batches_as_decoding(synth_data):
+    files = data.list_files(f"{synth_data}/train-*")
+    plain = data.PipelineConfig(image_size=20, num_classes=4, training=False, deterministic=True)
+    cached = data.PipelineConfig(image_size=20, num_classes=4, training=False, deterministic=True,
+                                 cache_decoded=True)
+    ds = data.build_dataset(files, cached, 16)
+    first = [(x.numpy(), y.numpy()) for x, y in ds]
+    again = [(x.numpy(), y.numpy()) for x, y in ds]  # the second pass reads the cache
+    decoded = [(x.numpy(), y.numpy()) for x, y in data.build_dataset(files, plain, 16)]
+    assert len(first) == len(decoded) == 8
+    for (xa, ya), (xb, yb), (xc, yc) in zip(first, again, decoded):
+        assert xa.dtype == np.uint8 and xa.shape == (16, 20, 20, 3)
+        assert (ya == yb).all() and (ya == yc).all()
+        assert np.array_equal(xa, xb) and np.abs(xa.astype(int) - xc.astype(int)).max() <= 1
+    training = dataclasses.replace(cached, training=True, deterministic=False)
+    labels = np.concatenate([y.numpy() for _, y in data.build_dataset(files, training, 16).take(12)])
+    assert len(labels) == 192 and set(labels.tolist()) <= {0, 1, 2, 3}  # repeats past one epoch

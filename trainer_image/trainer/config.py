@@ -55,7 +55,9 @@ class TrainConfig:
     eval_examples: int = 0
     skip_corrupt: bool = False
     cache: bool = False
+    cache_decoded: bool = False
     augment: str = "standard"
+    image_format: str = "auto"      # trainer.data.sniff_format resolves auto
     eval_crop_fraction: float = 0.875
     shuffle_buffer: int = 10_000
     read_parallelism: int = 16

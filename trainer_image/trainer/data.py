@@ -49,6 +49,8 @@ class PipelineConfig:
     read_parallelism: int = DEFAULT_READ_PARALLELISM
     deterministic: bool = False        # True: reproducible order (slower), for tests/debugging
     threads: int = 0                   # tf.data private threadpool size; 0 = number of cores
+    image_format: str = "auto"         # jpeg | png | any (per record) | auto (sniff_format)
+    cache_decoded: bool = False        # keep decoded pixels after the first epoch (small images)
 
 
 def list_files(patterns: str) -> list[str]:
@@ -78,6 +80,30 @@ def count_records(files: list[str], *, skip_corrupt: bool = False) -> int:
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
 
 
+def sniff_format(files: list[str], *, sample_files: int = 4, records: int = 2) -> str:
+    """"jpeg" or "png" if the first `records` records of the first `sample_files` files are all
+    that format, else "any" (decide per record, a quarter more CPU per image: tf.cond in a
+    tf.data map runs a function per record)."""
+    seen = set()
+    for path in files[:sample_files]:
+        try:
+            for record in tf.data.TFRecordDataset(path).take(records):
+                example = tf.train.Example.FromString(record.numpy())
+                encoded = example.features.feature["image/encoded"].bytes_list.value
+                head = encoded[0][:8] if encoded else b""
+                seen.add("jpeg" if head.startswith(JPEG_MAGIC) else "png" if head.startswith(PNG_MAGIC) else "other")
+        except (tf.errors.OpError, ValueError):
+            return "any"  # unreadable: the pipeline's own checks will say what is wrong
+    return seen.pop() if len(seen) == 1 and seen <= {"jpeg", "png"} else "any"
+
+
+def resolve_format(files: list[str], cfg: PipelineConfig) -> PipelineConfig:
+    """`cfg` with image_format "auto" replaced by what sniff_format finds in `files`."""
+    if cfg.image_format != "auto":
+        return cfg
+    return dataclasses.replace(cfg, image_format=sniff_format(files))
+
+
 def shard_files(files: list[str], *, num_shards: int, index: int, seed: int) -> tuple[list[str], bool]:
     """The files input pipeline `index` of `num_shards` reads, and whether to shard by record.
 
@@ -101,14 +127,18 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
     Training datasets repeat forever (steps come from the caller); eval datasets are finite
     unless the caller repeats them. `skipped` counts records dropped by --skip-corrupt.
     """
+    cfg = resolve_format(files, cfg)
     my_files, by_record = shard_files(files, num_shards=num_shards, index=shard_index, seed=cfg.seed)
     # Sharding by record needs the same record order on every worker: deterministic reads.
     deterministic = cfg.deterministic or by_record
+    if cfg.cache_decoded:
+        return _decoded_cache_dataset(my_files, cfg, batch_size, by_record=by_record, num_shards=num_shards,
+                                      shard_index=shard_index, deterministic=deterministic, skipped=skipped)
     ds = tf.data.Dataset.from_tensor_slices(my_files)
     if cfg.training and not cfg.cache:
         ds = ds.shuffle(len(my_files), seed=cfg.seed, reshuffle_each_iteration=True)
         ds = ds.repeat()
-    ds = _interleave_records(ds, cfg, n_files=len(my_files), deterministic=deterministic)
+    ds = _interleave_records(ds, cfg, n_files=len(my_files), deterministic=deterministic, files_list=my_files)
     if by_record:
         ds = ds.shard(num_shards, shard_index)
     if cfg.cache:
@@ -129,6 +159,56 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
     ds = ds.batch(batch_size, drop_remainder=True)
     ds = ds.prefetch(AUTOTUNE)
     return ds.with_options(_options(cfg, deterministic))
+
+
+def _decoded_cache_dataset(files, cfg: PipelineConfig, batch_size: int, *, by_record: bool, num_shards: int,
+                           shard_index: int, deterministic: bool, skipped) -> tf.data.Dataset:
+    """build_dataset with --cache-decoded: records are read, checked and decoded whole once; the
+    uint8 pixels are cached and every epoch after the first only crops, resizes and flips them.
+    Measured 2x less CPU per example than decoding every epoch (benchmarks/RESULTS-pipeline.md);
+    memory is height x width x 3 bytes per stored image."""
+    ds = _interleave_records(tf.data.Dataset.from_tensor_slices(files), cfg, n_files=len(files),
+                             deterministic=deterministic, files_list=files)
+    if by_record:
+        ds = ds.shard(num_shards, shard_index)
+
+    def decode(record):
+        encoded, label, ok = check_record(record, cfg)
+        if cfg.skip_corrupt:
+            deps = [skipped.assign_add(tf.cast(tf.logical_not(ok), skipped.dtype))] if skipped is not None else []
+            with tf.control_dependencies(deps):
+                image = tf.cond(ok, lambda: _decode_whole(encoded, cfg), lambda: tf.zeros([1, 1, 3], tf.uint8))
+            return image, label, ok
+        with tf.control_dependencies([tf.debugging.Assert(ok, [BAD_RECORD])]):
+            return _decode_whole(encoded, cfg), label
+
+    ds = ds.map(decode, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    if cfg.skip_corrupt:
+        ds = ds.filter(lambda image, label, ok: ok).ignore_errors(log_warning=True)
+        ds = ds.map(lambda image, label, ok: (image, label))
+    ds = ds.cache()
+    if cfg.training:
+        ds = ds.repeat().shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
+
+    def crop(image, label):
+        window = _crop_window(tf.shape(image), cfg)
+        image = tf.image.crop_to_bounding_box(image, window[0], window[1], window[2], window[3])
+        return _resize_and_flip(image, cfg), label
+
+    ds = ds.map(crop, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    ds = ds.batch(batch_size, drop_remainder=True).prefetch(AUTOTUNE)
+    return ds.with_options(_options(cfg, deterministic))
+
+
+def _decode_whole(encoded, cfg: PipelineConfig):
+    fmt = _format(cfg)
+    if fmt == "jpeg":
+        return tf.io.decode_jpeg(encoded, channels=3)
+    if fmt == "png":
+        return tf.io.decode_png(encoded, channels=3)
+    image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
+    image.set_shape([None, None, 3])
+    return image
 
 
 def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int = 0) -> tf.data.Dataset:
@@ -191,9 +271,14 @@ def build_plain_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, 
 
 
 def _interleave_records(files: tf.data.Dataset, cfg: PipelineConfig, *, n_files: int,
-                        deterministic: bool) -> tf.data.Dataset:
+                        deterministic: bool, files_list=()) -> tf.data.Dataset:
+    # Large reads pay off on Cloud Storage; on a local disk the default buffer (256 KB) is cheaper:
+    # an 8 MB buffer is allocated per file opened, every epoch.
+    remote = any(str(f).startswith(("gs://", "/gcs/")) for f in files_list)
+    buffer_size = 8 * 1024 * 1024 if remote else None
+
     def read(filename):
-        records = tf.data.TFRecordDataset(filename, buffer_size=8 * 1024 * 1024)
+        records = tf.data.TFRecordDataset(filename, buffer_size=buffer_size)
         if cfg.skip_corrupt:
             # A CRC/truncation error ends that file's records; tf.data logs a warning.
             records = records.ignore_errors(log_warning=True)
@@ -218,13 +303,15 @@ def check_record(record: tf.Tensor, cfg: PipelineConfig) -> tuple[tf.Tensor, tf.
     """(encoded bytes, 0-based int32 label, ok) of one serialized Example: the hot-path check.
 
     ok is false for a record without image bytes or label, with a label outside
-    [0, num_classes) after label_offset, or with bytes that are neither JPEG nor PNG.
+    [0, num_classes) after label_offset, or with bytes that are neither JPEG nor PNG (or not
+    the one format cfg.image_format names).
     """
     parsed = tf.io.parse_single_example(record, _FEATURES)
     encoded = parsed["image/encoded"]
     label = tf.cast(parsed["image/class/label"] - cfg.label_offset, tf.int32)
     magic = tf.strings.substr(encoded, 0, 3)  # "" when too short: then neither matches
-    known_format = tf.logical_or(tf.equal(magic, JPEG_MAGIC), tf.equal(magic, PNG_MAGIC[:3]))
+    is_jpeg, is_png = tf.equal(magic, JPEG_MAGIC), tf.equal(magic, PNG_MAGIC[:3])
+    known_format = {"jpeg": is_jpeg, "png": is_png}.get(cfg.image_format, tf.logical_or(is_jpeg, is_png))
     # A missing label parses as -1 (- offset): below zero like any label under the offset.
     ok = known_format & (label >= 0) & (label < cfg.num_classes)
     return encoded, label, ok
@@ -250,8 +337,18 @@ def parse_record(record: tf.Tensor, cfg: PipelineConfig) -> tuple[tf.Tensor, tf.
                  tf.strings.format("label {} - label_offset " + str(cfg.label_offset)
                                    + " is outside [0, " + str(cfg.num_classes) + "); ", raw_label)),
     ])
-    ok = has_image & known_format & has_label & in_range
+    expected = {"jpeg": _is_jpeg(encoded), "png": _is_png(encoded)}.get(_format(cfg), known_format)
+    other = "PNG" if _format(cfg) == "jpeg" else "JPEG"
+    reason = tf.strings.join([reason, tf.where(tf.logical_or(expected, tf.logical_not(known_format)), "",
+                                               f"image/encoded is {other}, but the data's first records are "
+                                               f"{_format(cfg).upper()} (--image-format={cfg.image_format}): "
+                                               "pass --image-format=any for data that mixes both; ")])
+    ok = has_image & known_format & expected & has_label & in_range
     return encoded, label, ok, reason
+
+
+def _format(cfg: PipelineConfig) -> str:
+    return cfg.image_format if cfg.image_format in ("jpeg", "png") else "any"
 
 
 def _parse_and_decode(record, cfg: PipelineConfig, skipped: tf.Variable | None):
@@ -278,13 +375,22 @@ def _is_png(encoded):
 def _decode_and_augment(encoded, cfg: PipelineConfig, *, jpeg_only: bool = False):
     """Decode (only the crop, for JPEG), resize to image_size, uint8, flip.
 
-    One branch on the format for the whole decode: JPEG reads its shape from the header and
-    decodes just the crop window; PNG (no partial decode) decodes whole and crops.
+    JPEG reads its shape from the header and decodes just the crop window (cheaper than a
+    whole decode, measured: benchmarks/RESULTS-pipeline.md); PNG (no partial decode) decodes
+    whole and crops. One decoder when the data has one format (cfg.image_format, sniffed);
+    image_format "any" branches per record (tf.cond: a function call per record).
     """
-    if jpeg_only:
+    fmt = "jpeg" if jpeg_only else _format(cfg)
+    if fmt == "jpeg":
         image = _crop_jpeg(encoded, cfg)
+    elif fmt == "png":
+        image = _crop_png(encoded, cfg)
     else:
         image = tf.cond(_is_jpeg(encoded), lambda: _crop_jpeg(encoded, cfg), lambda: _crop_png(encoded, cfg))
+    return _resize_and_flip(image, cfg)
+
+
+def _resize_and_flip(image, cfg: PipelineConfig):
     image = tf.image.resize(image, [cfg.image_size, cfg.image_size], method="bilinear")
     image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
     if cfg.training and cfg.augment in ("standard", "flip"):

@@ -24,6 +24,8 @@ STRATEGIES = ("auto", "tpu", "multi-worker", "mirrored", "default")
 # Optimizers (trainer.schedules.make_optimizer).
 OPTIMIZERS = ("sgd", "lamb", "adamw")
 AUGMENTATIONS = ("standard", "flip", "none")
+# How the pipeline decodes (trainer.data): auto sniffs the data's first records.
+IMAGE_FORMATS = ("auto", "jpeg", "png", "any")
 JIT_COMPILE = ("auto", "true", "false")
 
 
@@ -93,8 +95,14 @@ FLAGS: tuple[Flag, ...] = (
     Flag("skip_corrupt", bool, False,
          help="count and skip corrupt or non-matching records instead of failing"),
     Flag("cache", bool, False, help="cache the records in memory after the first epoch (small data sets)"),
+    Flag("cache_decoded", bool, False,
+         help="cache the decoded pixels instead (small images: no decoding after the first epoch; "
+              "memory = height x width x 3 bytes per image)"),
     Flag("augment", default="standard", choices=AUGMENTATIONS,
          help="training augmentation: standard (random crop + flip), flip or none"),
+    Flag("image_format", default="auto", choices=IMAGE_FORMATS,
+         help="auto: JPEG or PNG as the data's first records are (one decoder, the fastest); "
+              "any: decide per record (for data sets mixing both; a quarter more CPU per image)"),
     Flag("eval_crop_fraction", float, 0.875, gt=0, le=1, help="central crop kept for evaluation"),
     Flag("shuffle_buffer", int, 10_000, ge=1, help="examples in the shuffle buffer"),
     Flag("read_parallelism", int, 16, ge=1, help="files read at once"),

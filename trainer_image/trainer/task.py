@@ -176,8 +176,16 @@ def plan_training(cfg: TrainConfig, info) -> Plan:
         label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
         augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
         shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
-        deterministic=cfg.deterministic, threads=cfg.data_threads)
+        deterministic=cfg.deterministic, threads=cfg.data_threads, image_format=cfg.image_format,
+        cache_decoded=cfg.cache_decoded)
     eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
+    # One decoder for data of one format (a per-record JPEG/PNG branch costs a quarter more CPU).
+    train_cfg = data.resolve_format(train_files, train_cfg) if train_files else train_cfg
+    eval_cfg = data.resolve_format(eval_files, eval_cfg) if eval_files else eval_cfg
+    if cfg.image_format == "auto" and (train_files or eval_files):
+        log(f"image format: {train_cfg.image_format if train_files else '-'} (train), "
+            f"{eval_cfg.image_format if eval_files else '-'} (eval), from the first records; "
+            "--image-format=any for data that mixes JPEG and PNG")
     with data_errors(train_files + eval_files, train_cfg):
         steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
     spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
