@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.capacity.conftest import FAST_RETRY, H100, H100_SPOT, PROJECT, REGION
+from tests.shared import storage_emulator
 from vertex_trainer import api
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.errors import UserError
@@ -108,16 +109,8 @@ def test_a_fallback_region_without_the_accelerator_is_exit_2_naming_where_it_is(
 @pytest.fixture
 def storage():
     """The GCS emulator in-process (it puts every bucket in the US multi-region)."""
-    import requests
-    from gcp_storage_emulator.server import create_server
-
-    server = create_server("127.0.0.1", 0, in_memory=True)
-    server.start()
-    url = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
-    for name in ("test-bucket",):
-        assert requests.post(f"{url}/storage/v1/b", params={"project": "p"}, json={"name": name}).ok
-    yield url
-    server.stop()
+    with storage_emulator("test-bucket") as url:
+        yield url
 
 
 def test_remote_data_is_exit_2_unless_allow_remote_data(fake, storage, spec_file):
@@ -152,3 +145,20 @@ def test_validate_answers_what_submit_answers_for_each_attempt(run_cli, spec_fil
     fits = run_cli("validate", spec_file(scheduling=wide), "--set", "trainer.batch_size=32")
     assert fits.returncode == 0, fits.stderr
     assert "then standard on a100x16 if refused" in fits.stdout
+
+
+def test_a_dry_run_shows_each_attempts_create_in_its_own_region(fake, run_cli, spec_file):
+    path = spec_file(scheduling=THREE_REGIONS)
+    result = run_cli("submit", path, "--dry-run", "-o", "json", "--idempotency-key", "dry")
+    assert result.returncode == 0, result.stderr
+    attempts = json.loads(result.stdout)["attempts"]
+    assert [(a["attempt"], a["region"], a["strategy"]) for a in attempts] == [
+        (1, "us-central1", "flex-start"), (2, "us-east5", "spot"), (3, "europe-west4", "standard")]
+    for a in attempts:
+        create = a["requests"][-1]
+        assert create["url"].endswith(f"/v1/projects/{PROJECT}/locations/{a['region']}/customJobs")
+        assert create["body"]["labels"][ATTEMPT_LABEL] == str(a["attempt"])
+    assert fake.requests == []   # nothing sent
+    text = run_cli("submit", path, "--dry-run")
+    assert "# if capacity or quota refuses the one before: attempt 3 (standard in europe-west4 on " \
+           "h100x8), its own job" in text.stdout

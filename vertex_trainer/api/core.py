@@ -252,6 +252,7 @@ class DryRun:
     local: bool = False
     package: dict | None = None  # the build or upload submit would do first (when the spec builds)
     deploy: dict | None = None   # submit(deploy=True): the requests the deploy would send after
+    attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
@@ -260,6 +261,8 @@ class DryRun:
                "local": self.local, "package": self.package, "requests": self.requests}
         if self.deploy is not None:
             out["deploy"] = self.deploy
+        if self.attempts is not None:
+            out["attempts"] = self.attempts
         return out
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
@@ -428,8 +431,12 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
     client = opts.client or JobsClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
         deploying = _deploy(spec, job="JOB", dry_run=True, settings=settings) if deploy else None
+        from vertex_trainer.workflows import fallback
+
+        attempts = (fallback.plan_requests(fallback.region_clients(client), spec, artifact, key)
+                    if spec.scheduling.fallback else None)
         return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan),
-                      deploy=deploying)
+                      deploy=deploying, attempts=attempts)
     job = _create(client, spec, artifact, body, key, image=image, wait=wait, opts=opts, log=log,
                   skipped=skipped)
     if deploy and job.succeeded:

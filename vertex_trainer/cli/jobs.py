@@ -297,6 +297,11 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
         print(f"#    image: {plan.image}")
     print(f"{create['method']} {create['url']}")
     sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
+    for attempt in (plan.attempts or [])[1:]:  # scheduling.fallback (docs/contract.md section 11)
+        post = attempt["requests"][-1]
+        print(f"# if capacity or quota refuses the one before: attempt {attempt['attempt']} "
+              f"({attempt['strategy']} in {attempt['region']} on {attempt['hardware']}), its own job")
+        print(f"{post['method']} {post['url']}")
     if plan.deploy is not None:  # --deploy: what the deploy after the job would send
         from vertex_trainer.cli.deploy import show_deployment
 

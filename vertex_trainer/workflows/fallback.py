@@ -245,14 +245,18 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
     return job
 
 
-def requests_for(clients: Clients, spec, artifact: Artifact, key: str) -> list[dict]:
-    """What the plan's submit would send, attempt by attempt (for --dry-run); opens no
-    connection. Each attempt's lookup and create go to its own region's endpoint."""
+def plan_requests(clients: Clients, spec, artifact: Artifact, key: str) -> list[dict]:
+    """What the plan's submit would send, attempt by attempt (for --dry-run); opens no connection.
+
+    Args: clients: region -> JobsClient; spec, artifact, key: as for `submit`.
+    Returns: one {"attempt", "region", "strategy", "hardware", "reservation", "requests"} per
+    attempt, its lookup and create going to its own region's endpoint."""
     out = []
     for a in plan_of(spec):
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
-        for request in clients(a.region).requests_for(body, key):
-            out.append({**request, "attempt": a.n})
+        out.append({"attempt": a.n, "region": a.region, "strategy": a.strategy,
+                    "hardware": a.hardware_name, "reservation": a.reservation,
+                    "requests": clients(a.region).requests_for(body, key)})
     return out
 
 
