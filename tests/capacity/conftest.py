@@ -68,3 +68,11 @@ def run_cli(cli_env):
 def strategies(fake: FakeVertex) -> list[str]:
     """The scheduling strategy of every create the fake received, in order."""
     return [c.body["jobSpec"]["scheduling"]["strategy"] for c in fake.calls("create")]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _aiplatform_types_loaded():
+    """The fake parses bodies with aiplatform_v1: import it before any request, so the first
+    create is not slower than the client's read timeout on a busy machine (a lost answer whose
+    job the fake has not committed yet would be created again, as a real lost answer could)."""
+    from google.cloud import aiplatform_v1  # noqa: F401
