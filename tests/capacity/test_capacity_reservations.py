@@ -120,3 +120,19 @@ def test_render_json_shows_affinity_in_every_pool_the_resource_and_web_access(ru
                                               scheduling={"strategy": "standard"}), "--format", "json")
     assert on_resource.returncode == 0, on_resource.stderr
     assert json.loads(on_resource.stdout)["jobSpec"]["persistentResourceId"] == "team-h100"
+
+
+def test_the_persistent_resource_body_is_a_real_persistent_resource():
+    from google.cloud.aiplatform_v1 import PersistentResource
+    from google.protobuf import json_format
+
+    from vertex_trainer import api
+
+    job = build_spec(spec({"strategy": "standard", "reservation": RESERVATION}, replicas=2,
+                          labels={"team": "vision"}))
+    body = api.resource_request(job)
+    message = json_format.ParseDict(body, PersistentResource.pb(PersistentResource()))
+    (pool,) = json_format.MessageToDict(message)["resourcePools"]   # chief + worker: one shape
+    assert pool["replicaCount"] == "2" and pool["machineSpec"]["machineType"] == "a3-highgpu-8g"
+    assert "reservationAffinity" not in pool["machineSpec"]          # the resource holds the VMs
+    assert body["labels"] == {"team": "vision"} and body["displayName"] == job.name
