@@ -61,7 +61,9 @@ class Gateway:
         self.project, self.host = project, host
         self.upstream = _host_port(upstream_proxy) if upstream_proxy else None
         self._dir = tempfile.TemporaryDirectory(prefix="vertex-trainer-gateway-")
-        self._grpc: Any = None
+        self._grpc: Any = None              # the gRPC face's local.Supervisor
+        self._grpc_stop = threading.Event()
+        self._grpc_thread: threading.Thread | None = None
         self._proxy: _Proxy | None = None
         self._metadata: ThreadingHTTPServer | None = None
         self.ca_path = ""
@@ -100,14 +102,16 @@ class Gateway:
                 "GOOGLE_CLOUD_PROJECT": self.project}
 
     def stop(self) -> None:
+        """Close the proxy and the metadata server, end the gRPC face's process, drop the CA."""
         if self._proxy is not None:
             self._proxy.shutdown()
             self._proxy.server_close()
         if self._metadata is not None:
             self._metadata.shutdown()
             self._metadata.server_close()
-        if self._grpc is not None:
-            self._grpc.stop(grace_s=2)
+        self._grpc_stop.set()
+        if self._grpc_thread is not None:
+            self._grpc_thread.join(timeout=30)
         self._proxy = self._metadata = self._grpc = None
         self._dir.cleanup()
 
@@ -120,7 +124,21 @@ class Gateway:
         argv = (sys.executable, "-m", "vertex_trainer.sandbox.gateway", self.vertex_url, self.host)
         self._grpc = Supervisor([Replica(pool=0, index=0, address="", argv=argv,
                                          env={**self.environ, "PYTHONUNBUFFERED": "1"})])
-        self._grpc.start()
+        started = threading.Event()
+
+        def own() -> None:
+            # Started by the thread that lives as long as it (PR_SET_PDEATHSIG follows the thread
+            # that forked it), as the model servers are.
+            try:
+                self._grpc.start()
+            finally:
+                started.set()
+            self._grpc_stop.wait()
+            self._grpc.stop(grace_s=2)
+
+        self._grpc_thread = threading.Thread(target=own, daemon=True, name="gateway-grpc")
+        self._grpc_thread.start()
+        started.wait(60)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             for _, line in self._grpc.lines(timeout=0.5):
@@ -128,8 +146,8 @@ class Gateway:
                     return int(line.split()[1])
             if self._grpc.all_ended():
                 break
-        tail = " | ".join(self._grpc.processes[0].tail)
-        self._grpc.stop()
+        tail = " | ".join(self._grpc.processes[0].tail) if self._grpc.processes else ""
+        self._grpc_stop.set()
         raise RuntimeError(f"the sandbox's gRPC face did not start: {tail}")
 
 class _RestBridge:

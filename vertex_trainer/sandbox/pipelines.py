@@ -275,8 +275,7 @@ class PipelineRunner:
                             "not known here)")
         if argv[0] in _PYTHONS:  # the image's Python: the installed one, which has GCPC
             argv[0] = sys.executable
-        for spec in declared.get("parameters") or {}:
-            os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
+        os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
         env = {**self.environ, **{e["name"]: str(e.get("value", "")) for e in container.get("env") or []},
                "PYTHONUNBUFFERED": "1"}
         supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=tuple(argv), env=env)],

@@ -8,6 +8,8 @@
 | Artifact Registry | emulators.registry.FakeRegistry (the content-hash tag check) | VERTEX_TRAINER_REGISTRY_ENDPOINT |
 | Cloud Logging | emulators.logging.FakeLogging: every job's lines | VERTEX_TRAINER_LOGGING_ENDPOINT |
 | Cloud Quotas | emulators.quotas.FakeQuotas: the quota pre-flight's answers (`sandbox.quotas.set(...)`) | VERTEX_TRAINER_QUOTAS_ENDPOINT |
+| Vertex AI Pipelines, tuning | the fake's pipelineJobs and tuning jobs with this package's runners (pipelines.py, tuning.py); pipeline tasks reach Vertex AI through gateway.py | (the tasks' own proxy, CA and metadata server) |
+| Eventarc, Cloud Run functions | events.FunctionHost: a rendered function under functions-framework, a CloudEvent per finalized object (`function=DIR`) | (the function gets the variables) |
 | Cloud Billing Catalog | emulators.billing.FakeBilling: Vertex AI's SKUs in pages (`cost --live-prices`, `dev refresh-prices`) | VERTEX_TRAINER_BILLING_ENDPOINT |
 
 Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capacity("FLEX_START")`,
