@@ -45,6 +45,9 @@ _GRPC_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION
                404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED",
                501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
 SERVICE_ACCOUNT = "sandbox-pipelines@sandbox.iam.gserviceaccount.com"
+# What a task must not inherit: each makes google.auth.default() skip the metadata server.
+_NOT_IN_TASKS = ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "NO_GCE_CHECK",
+                 "GOOGLE_AUTH_TOKEN_FOR_TESTING", "GOOGLE_API_KEY")
 
 
 class Gateway:
@@ -100,6 +103,14 @@ class Gateway:
                 "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": self.ca_path,
                 "GCE_METADATA_HOST": metadata, "GCE_METADATA_IP": metadata,
                 "GOOGLE_CLOUD_PROJECT": self.project}
+
+    def task_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """A task process's environment: `base` with the gateway's variables, and without what
+        would make google-auth look elsewhere than the metadata server, as in a Pipelines task
+        container (a key file, a gcloud config with its credentials, TensorFlow's NO_GCE_CHECK)."""
+        kept = {k: v for k, v in base.items() if k not in _NOT_IN_TASKS}
+        gcloud = f"{self._dir.name}/gcloud"  # an empty gcloud config: no user credentials in it
+        return {**kept, **self.env(), "CLOUDSDK_CONFIG": gcloud}
 
     def stop(self) -> None:
         """Close the proxy and the metadata server, end the gRPC face's process, drop the CA."""

@@ -121,7 +121,7 @@ class Sandbox:
         self.gateway = Gateway(self.vertex.url, project=self.project,
                                upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
                                environ=self.environ).start()
-        self.pipelines = PipelineRunner(environ={**self.environ, **self.gateway.env()},
+        self.pipelines = PipelineRunner(environ=self.gateway.task_env(self.environ),
                                         vertex_url=self.vertex.url, echo=self.echo)
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
