@@ -90,6 +90,17 @@ def test_to_sdk_and_back_name_the_same_custom_job(fake, settings):
     assert api.Job.get(sdk, settings=settings).name == job.name    # vt.Job, the API's entry
 
 
+def test_to_sdk_gives_the_tuning_job(fake, settings):
+    study = {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+             "parameters": [{"parameterId": "learning-rate",
+                             "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}]}
+    data = fake.tuning.add_job({"displayName": "house", "maxTrialCount": 1, "parallelTrialCount": 1,
+                                "studySpec": study, "trialJobSpec": BODY["jobSpec"]})
+    job = TuningJob.get(data["name"], settings=settings)
+    sdk = job.to_sdk()
+    assert isinstance(sdk, aiplatform.HyperparameterTuningJob) and sdk.resource_name == job.name
+
+
 def test_to_sdk_gives_the_pipeline_job_and_the_endpoint(fake, settings):
     pipelines = PipelinesClient(PROJECT, REGION, settings=settings)
     run = PipelineRun(pipelines.create_once(PIPELINE, "house-run"), pipelines)
