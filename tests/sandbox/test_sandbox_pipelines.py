@@ -17,7 +17,7 @@ from vertex_trainer.pipeline import compile_ir, pipeline_job
 from vertex_trainer.sandbox import placeholders
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
-from .conftest import BUCKET, PROJECT, REGION, python_job
+from .conftest import BUCKET, PROJECT, REGION, ROOT, python_job
 
 LAUNCHER = "google_cloud_pipeline_components.container.v1.custom_job.launcher"
 
@@ -140,3 +140,25 @@ def test_placeholders_are_filled_as_the_backend_fills_them():
     assert out[3:5] == ["--name", "x"]  # the absent parent_model adds nothing
     assert json.loads(out[5])["inputs"]["parameterValues"]["count"] == 1
     assert len(out) == 6
+
+
+@pytest.mark.parametrize("algorithm", ["grid", "random"])
+def test_the_sandbox_searches_a_study_as_the_local_tuner_searches_its_spec(tmp_path, algorithm):
+    """A tuning job's trials get the parameters `submit --local` would give (seed 0)."""
+    from vertex_trainer import api, render
+    from vertex_trainer.sandbox.tuning import as_tune_spec
+    from vertex_trainer.workflows.tuning import plan_trials, trial_args
+
+    text = (ROOT / "examples/sandbox/digits-tune.yaml").read_text()
+    text = text.replace("algorithm: grid", f"algorithm: {algorithm}").replace("seed: 1", "seed: 0")
+    text = text.replace("    learning_rate: {values: [0.005, 0.05, 0.2]}",
+                        "    learning_rate: {values: [0.005, 0.05, 0.2]}\n"
+                        "    warmup_epochs: {min: 0, max: 2, type: integer}\n"
+                        "    optimizer: {values: [sgd, lamb]}")
+    text = text.replace("max_trials: 3", "max_trials: 5")
+    (tmp_path / "tune.yaml").write_text(text)
+    spec = api.load_spec(tmp_path / "tune.yaml", project=PROJECT)
+    search = as_tune_spec(render.study_spec(spec), spec.tune.max_trials)
+    assert plan_trials(search) == plan_trials(spec)
+    assert [trial_args(search, v) for v in plan_trials(search)] == \
+        [trial_args(spec, v) for v in plan_trials(spec)]

@@ -32,6 +32,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from vertex_trainer import render
+from vertex_trainer.contract import KEY_LABEL
 
 RUNNING, SUCCEEDED = "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
@@ -176,7 +177,10 @@ class TuningRunner:
                 container["env"] = [*container.get("env", []),
                                     {"name": "CLOUD_ML_TRIAL_ID", "value": trial["id"]},
                                     {"name": "CLOUD_ML_HP_METRIC_FILE", "value": metric_file}]
-        job["labels"] = dict(study.body.get("labels") or {})
+        # The study's labels (its idempotency key among them) stay on the study: a trial's job
+        # must not be mistaken for a run of the spec by a later submit's look-up.
+        job["labels"] = {k: v for k, v in (study.body.get("labels") or {}).items()
+                         if k != KEY_LABEL}
         status, created = self._call("POST", f"/v1/{study.name.split('/hyperparameterTuningJobs/')[0]}"
                                               "/customJobs", job)
         if status != 200:
