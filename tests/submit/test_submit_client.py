@@ -50,6 +50,18 @@ def test_create_timeout_after_commit_is_adopted(fake, job_body):
     assert adopted and len(fake.jobs) == 1
 
 
+def test_create_still_committing_after_the_timeout_is_adopted_not_sent_again(fake, job_body):
+    # A loaded service works on the create past the client's read timeout and commits it after
+    # the client's first look: the client keeps looking for a read timeout's worth before it
+    # would send the create again, so one job results.
+    slow = JobsClient("test-project", "us-central1", settings=Settings(
+        vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.5)))
+    fake.fail("create", 503, commit=True, late=True, delay=0.8)
+    data, adopted = create_idempotent(slow, job_body("k4b"), "k4b")
+    assert adopted and len(fake.jobs) == 1 and len(fake.calls("create")) == 1
+    assert len(fake.calls("list")) >= 2   # looked again while the create was still in flight
+
+
 def test_503_before_commit_is_retried(fake, client, job_body):
     fake.fail("create", 503, times=2)
     messages = []

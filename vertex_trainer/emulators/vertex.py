@@ -91,6 +91,8 @@ class Fault:
     times: int = 1
     delay: float = 0.0       # seconds to sleep before answering (after committing, if commit)
     message: str | None = None
+    late: bool = False       # with commit: the delay comes before the commit (a slow service
+                             # still working on a create the client has given up on)
 
 
 @dataclass
@@ -188,9 +190,9 @@ class FakeVertex(CapacityScripts):
 
     # -- test controls ---------------------------------------------------------------------
     def fail(self, op: str, status: int = 503, *, commit: bool = False, times: int = 1,
-             delay: float = 0.0, message: str | None = None) -> Fault:
+             delay: float = 0.0, message: str | None = None, late: bool = False) -> Fault:
         """Make the next `times` calls of `op` fail (see :class:`Fault`)."""
-        fault = Fault(op, status, commit, times, delay, message)
+        fault = Fault(op, status, commit, times, delay, message, late)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -402,7 +404,7 @@ class FakeVertex(CapacityScripts):
             return 404, _envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op
         fault = self._take_fault(op)
-        if fault and fault.delay and not fault.commit:
+        if fault and fault.delay and (not fault.commit or fault.late):
             time.sleep(fault.delay)
         if fault and not fault.commit:  # refused before anything happened
             if not fault.status:
@@ -429,7 +431,7 @@ class FakeVertex(CapacityScripts):
                 result = self._cancel(target)
         except (_HttpError, ModelServiceError) as exc:
             return exc.code, _envelope(exc.code, exc.message), op, False
-        if fault and fault.delay:  # committed, then slow to answer
+        if fault and fault.delay and not fault.late:  # committed, then slow to answer
             time.sleep(fault.delay)
         if fault and not fault.status:
             return 0, None, op, True

@@ -36,7 +36,28 @@ def silent(_: str) -> None:
 
 
 class Transient(Exception):
-    """A failure worth retrying (connection error, timeout, 408/429/5xx)."""
+    """A failure worth retrying (connection error, timeout, 408/429/5xx). `in_flight`: the
+    request was sent and no answer came (a read timeout), so the service may still be working
+    on it."""
+
+    def __init__(self, message: str = "", *, in_flight: bool = False):
+        super().__init__(message)
+        self.in_flight = in_flight
+
+
+def look_after_lost(lookup: Callable[[], Any], exc: Transient, *, window: float,
+                    sleep: Callable[[float], None] = time.sleep, first: float = 0.5) -> Any:
+    """What a create whose answer was lost left behind: `lookup()` at once and, when the request
+    may still be in flight (`exc.in_flight`), again with growing pauses for `window` seconds (the
+    read timeout: a create the service is still committing lands within it), so it is found
+    instead of sent a second time. Returns what `lookup` found last (None: nothing)."""
+    found = lookup()
+    deadline, pause = time.monotonic() + window, first
+    while found is None and exc.in_flight and time.monotonic() < deadline:
+        sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause *= 2
+        found = lookup()
+    return found
 
 
 class Refused(ServiceError):
@@ -193,8 +214,9 @@ class ApiClient:
         kwargs.setdefault("timeout", (self.retry.connect_timeout, self.retry.read_timeout))
         try:
             response = self.session.request(method, self.url(path), **kwargs)
-        except requests.Timeout as exc:
-            raise Transient(f"timed out ({type(exc).__name__})") from exc
+        except requests.Timeout as exc:  # a read timeout: sent, unanswered, maybe still running
+            raise Transient(f"timed out ({type(exc).__name__})",
+                            in_flight=isinstance(exc, requests.ReadTimeout)) from exc
         except requests.ConnectionError as exc:
             raise Transient(f"connection failed: {_short(exc)}") from exc
         except UserError:

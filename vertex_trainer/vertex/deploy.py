@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
 from vertex_trainer.errors import ServiceError
-from vertex_trainer.gcp.http import Log, Transient, silent
+from vertex_trainer.gcp.http import Log, Transient, look_after_lost, silent
 from vertex_trainer.gcp.lro import wait_operation
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.models import RegistryClient
@@ -225,6 +225,10 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
         found = client.model_versions(parent["name"], label)
         return parent["name"], (min(found, key=lambda v: int(v.get("versionId") or 0)) if found else None)
 
+    def uploaded() -> tuple[str | None, dict] | None:
+        parent_now, version = existing()
+        return None if version is None else (parent_now, version)
+
     parent, version = existing()
     if version is not None:
         log(f"register: {parent}@{version['versionId']} already holds job {request.job_id}: "
@@ -239,8 +243,9 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
             break
         except Transient as exc:
             log(f"register: {exc}; checking whether the upload was committed")
-            parent_now, version = existing()
-            if version is not None:
+            found = look_after_lost(uploaded, exc, window=client.api.retry.read_timeout)
+            if found is not None:
+                parent_now, version = found
                 return parent_now, str(version["versionId"]), True  # type: ignore[return-value]
             budget.backoff("upload", str(exc))
     response = _wait(client, operation, "uploading the model", **wait)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
-from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, quota_metrics
+from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, look_after_lost, quota_metrics
 from vertex_trainer.vertex.names import (
     check_key, console_url, job_name, new_key, parse_label, split_name,
 )
@@ -128,7 +128,8 @@ def create_idempotent(client: JobsClient, job: dict, key: str, *,
         except Transient as exc:
             # The service may have committed the job before the answer was lost: look first.
             client.log(f"create: {exc}; checking whether the job was created")
-            existing = client.find_by_key(key, budget, also)
+            existing = look_after_lost(lambda: client.find_by_key(key, budget, also), exc,
+                                       window=client.api.retry.read_timeout)
             if existing is not None:
                 return existing, True
             budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
