@@ -136,3 +136,19 @@ def test_the_persistent_resource_body_is_a_real_persistent_resource():
     assert pool["replicaCount"] == "2" and pool["machineSpec"]["machineType"] == "a3-highgpu-8g"
     assert "reservationAffinity" not in pool["machineSpec"]          # the resource holds the VMs
     assert body["labels"] == {"team": "vision"} and body["displayName"] == job.name
+
+
+@pytest.mark.parametrize("entry,top,fragment", [
+    ({"strategy": "standard", "hardware": "b200x8"}, {"boot_disk": {"type": "pd-ssd"}},
+     "a4-highgpu-8g boots only from hyperdisk-balanced"),
+    ({"strategy": "standard", "hardware": "a100x16"}, {"trainer": {**SPEC["trainer"], "batch_size": 24}},
+     "a100x16 makes 16 replicas"),
+])
+def test_a_fallback_entrys_own_hardware_is_checked_against_the_rest_of_the_spec(entry, top, fragment):
+    with pytest.raises(SpecError) as err:
+        build_spec({**spec({"strategy": "standard", "fallback": [entry]}), **top})
+    assert err.value.field == "scheduling.fallback[0].hardware" and fragment in str(err.value)
+    # Without boot_disk.type, each attempt's machine boots from its own default disk.
+    ok = build_spec(spec({"strategy": "standard", "fallback": [{"hardware": "b200x8"}]}))
+    disk = render.custom_job(ok, idempotency_key="k", attempt=2)["jobSpec"]["workerPoolSpecs"][0]["diskSpec"]
+    assert disk["bootDiskType"] == "hyperdisk-balanced"

@@ -185,6 +185,11 @@ def _fallback(spec: Spec) -> None:
             h = a.hardware
             hw.check_hardware(hw_field, h.machine_type, h.accelerator_type, h.accelerator_count,
                               h.tpu_topology)
+            if (spec.boot_disk.type or "").startswith("pd-") and hw.boots_from_hyperdisk(h.machine_type):
+                raise SpecError(hw_field, f"{h.machine_type} boots only from hyperdisk-balanced, and "
+                                f"boot_disk.type is {spec.boot_disk.type}", has_value=False,
+                                hint="remove boot_disk.type (each attempt's machine then boots from "
+                                     "its own default disk), or pick other hardware for this entry")
             batch, devices = spec.trainer.batch_size, spec.replicas * h.devices
             if batch is not None and batch % devices:
                 raise SpecError(hw_field, f"{a.hardware_name} makes {devices} replicas, and the global "
@@ -195,7 +200,8 @@ def _fallback(spec: Spec) -> None:
             hw.check_scheduling(hardware_field=hw_field, machine_type=a.hardware.machine_type,
                                 accelerator_type=a.hardware.accelerator_type, strategy=a.strategy,
                                 max_wait=s.max_wait if a.strategy == "flex-start" else None,
-                                timeout=s.timeout, restart=False, disable_retries=False, replicas=1)
+                                timeout=s.timeout, restart=False, disable_retries=False,
+                                replicas=1 if hw_field == "hardware" else spec.replicas)
         except SpecError as e:
             message = e.message.split("\n")[0].removeprefix(f"{e.field}: ")
             raise SpecError(field, f"the fallback {a.strategy!r}: {message}", has_value=False,
