@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.cli_support import gcloud_config  # noqa: E402  (the parity tests' gcloud configuration)
 from vertex_trainer.emulators.vertex import FakeVertex  # noqa: E402
 
 SPEC = """\
@@ -101,19 +102,13 @@ def main() -> None:
         spec = work / "job.yaml"
         spec.write_text(SPEC)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_"))}
-        config = work / "gcloud"
-        (config / "configurations").mkdir(parents=True)
-        (config / "active_config").write_text("default")
-        (config / "configurations" / "config_default").write_text(
-            f"[api_endpoint_overrides]\naiplatform = {fake.url}/\n\n[auth]\ndisable_credentials = true\n\n"
-            "[core]\nproject = bench-project\ndisable_usage_reporting = true\n\n"
-            "[component_manager]\ndisable_update_check = true\n")
+        config = gcloud_config(work / "gcloud", fake.url, project="bench-project")
         env.update(VERTEX_TRAINER_API_ENDPOINT=fake.url, CLOUDSDK_CONFIG=str(config))
         vt = vertex_trainer()
-        gcloud_config = work / "gcloud-job.yaml"
-        gcloud_config.write_text(subprocess.run([*vt, "render", str(spec), "--format", "gcloud"], env=env,
-                                                capture_output=True, text=True, check=True).stdout)
-        create = [gcloud, "ai", "custom-jobs", "create", f"--config={gcloud_config}",
+        job_config = work / "gcloud-job.yaml"
+        job_config.write_text(subprocess.run([*vt, "render", str(spec), "--format", "gcloud"], env=env,
+                                        capture_output=True, text=True, check=True).stdout)
+        create = [gcloud, "ai", "custom-jobs", "create", f"--config={job_config}",
                   "--region=us-central1", "--display-name=bench-job", "--format=json"] if gcloud else None
         gcloud_help = [gcloud, "ai", "custom-jobs", "create", "--help"] if gcloud else None
         rows = [

@@ -33,6 +33,14 @@ def fake():
 
 
 @pytest.fixture
+def settings(fake):
+    """Settings for the client code against `fake`: fast retries and polls (tests/shared.py)."""
+    from tests.shared import fake_settings
+
+    return fake_settings(fake)
+
+
+@pytest.fixture
 def cli_env(fake, tmp_path) -> dict[str, str]:
     """The environment of a CLI subprocess: the fake Vertex AI, fast retries and polls, no gcloud
     configuration (tests/cli_support.py)."""

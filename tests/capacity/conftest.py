@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.shared import FAST_RETRY, PROJECT, REGION, cli_runner, write_spec
+from tests.shared import FAST_RETRY, PROJECT, REGION, cli_runner, server_fixture, write_spec
 from vertex_trainer.emulators.quotas import FakeQuotas
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.settings import PollPolicy, Settings
@@ -31,10 +31,7 @@ SPEC = {
 }
 
 
-@pytest.fixture
-def quotas():
-    with FakeQuotas() as server:
-        yield server
+quotas = server_fixture("quotas", FakeQuotas)
 
 
 @pytest.fixture

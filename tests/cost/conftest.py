@@ -3,18 +3,17 @@ Catalog stand-in, the seed's spec (2 x 8 H100, 4 days, the bundled trainer) and 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.cli_support import FAST_RETRY, cli_command
+from tests.cli_support import edge_env
+from tests.shared import PROJECT, REGION, cli_runner, server_fixture, write_spec
 from vertex_trainer.emulators.billing import FakeBilling
 from vertex_trainer.emulators.vertex import FakeVertex
 
-PROJECT, REGION = "test-project", "us-central1"
+__all__ = ["PROJECT", "REGION", "spec_data"]  # (the tests import them from here)
 
 SEED = {
     "name": "resnet50-h100x16",
@@ -47,41 +46,26 @@ def spec_data(**changes) -> dict:
 @pytest.fixture
 def spec_file(tmp_path):
     def write(**changes) -> Path:
-        path = tmp_path / f"job-{len(list(tmp_path.glob('job-*.yaml')))}.yaml"
-        path.write_text(yaml.safe_dump(spec_data(**changes), sort_keys=False))
-        return path
+        return write_spec(tmp_path, yaml.safe_dump(spec_data(**changes), sort_keys=False))
 
     return write
 
 
-@pytest.fixture
-def fake():
-    with FakeVertex() as server:
-        yield server
-
-
-@pytest.fixture
-def billing():
-    with FakeBilling() as server:
-        yield server
+billing = server_fixture("billing", FakeBilling)
 
 
 @pytest.fixture
 def run_cli(tmp_path):
-    """Run `vertex-trainer ARGS...` with the given endpoints (vertex=, billing=)."""
+    """Run `vertex-trainer ARGS...` with the given endpoints (vertex=, billing=) and no other."""
+    run = cli_runner(edge_env(tmp_path))
 
-    def run(*args, vertex: FakeVertex | None = None, billing: FakeBilling | None = None,
-            timeout: float = 60) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "STORAGE_EMULATOR"))}
-        (tmp_path / "gcloud").mkdir(exist_ok=True)
-        env.update({"VERTEX_TRAINER_RETRY": FAST_RETRY, "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
-                    "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "NO_GCE_CHECK": "true", "COLUMNS": "200"})
+    def run_with(*args, vertex: FakeVertex | None = None, billing: FakeBilling | None = None,
+                 timeout: float = 60):
+        env = {}
         if vertex is not None:
             env["VERTEX_TRAINER_API_ENDPOINT"] = vertex.url
         if billing is not None:
             env["VERTEX_TRAINER_BILLING_ENDPOINT"] = billing.url
-        return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True, env=env,
-                              timeout=timeout, cwd=Path(__file__).parents[2])
+        return run(*args, env=env, timeout=timeout)
 
-    return run
+    return run_with

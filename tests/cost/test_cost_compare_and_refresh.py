@@ -9,12 +9,11 @@ import pytest
 
 from tests.cli_support import cli_command
 from tests.cost.conftest import spec_data
+from tests.shared import FAST_RETRY as FAST
 from vertex_trainer import api, pricing
-from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.billing import BillingClient
-
-FAST = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=5)
 
 
 def recommend(**changes):

@@ -4,14 +4,13 @@ CLI, and one conversion of it shared by the tests that only read the output."""
 
 from __future__ import annotations
 
-import io
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import CliResult, run_in_process
 from vertex_trainer.dataprep import records
 
 CROPS = 12      # per class
@@ -74,25 +73,7 @@ def make_tree(root: Path, *, crops: int = CROPS, seed: int = 0, bad: bool = True
     return tree
 
 
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
-def run_cli(*args) -> CliResult:
-    """The CLI in-process, as the console script runs it."""
-    from vertex_trainer.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return CliResult(code, out.getvalue(), err.getvalue())
+run_cli = run_in_process  # the CLI in-process, as the console script runs it (tests/cli_support.py)
 
 
 def read_split(out: Path, split: str) -> dict[str, list[dict]]:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.shared import storage_emulator
 from vertex_trainer.dataprep import records
 
 from .conftest import make_tree, rel_of, run_cli
@@ -17,18 +18,14 @@ pytestmark = pytest.mark.wire
 
 @pytest.fixture
 def bucket(monkeypatch):
-    from gcp_storage_emulator.server import create_server
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
 
-    server = create_server("127.0.0.1", 0, in_memory=True)
-    server.start()
-    url = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)
-    client = storage.Client(project="test", credentials=AnonymousCredentials(),
-                            client_options={"api_endpoint": url})
-    yield client.create_bucket("photos")
-    server.stop()
+    with storage_emulator() as url:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)
+        client = storage.Client(project="test", credentials=AnonymousCredentials(),
+                                client_options={"api_endpoint": url})
+        yield client.create_bucket("photos")
 
 
 def test_gs_in_gs_out(bucket, tmp_path):

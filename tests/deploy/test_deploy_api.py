@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared import QUICK_RETRY, fake_settings
+from tests.shared import QUICK_RETRY, fake_settings, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
 from vertex_trainer.spec import build_spec
@@ -25,15 +25,8 @@ IMAGE = "us-central1-docker.pkg.dev/test-project/r/trainer:abc"
 @pytest.fixture
 def storage():
     """gcp-storage-emulator in-process, with the bucket `out-bucket`. Yields its URL."""
-    import requests
-    from gcp_storage_emulator.server import create_server
-
-    server = create_server("127.0.0.1", 0, in_memory=True)
-    server.start()
-    url = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
-    assert requests.post(f"{url}/storage/v1/b", params={"project": "p"}, json={"name": "out-bucket"}).ok
-    yield url
-    server.stop()
+    with storage_emulator("out-bucket") as url:
+        yield url
 
 
 def put(storage_url: str, name: str, data: bytes = b"pb") -> None:
@@ -151,13 +144,18 @@ def test_bad_deploy_values_are_exit_2(tmp_path, setting, field, fragment, fake):
     assert fake.connections == 0
 
 
+def cli_setup(fake, storage: str, tmp_path) -> tuple[Path, dict]:
+    """The spec as a file, and the CLI's environment: the fake Vertex AI and the storage emulator."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec().to_dict()))
+    return path, {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
+                  "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+
+
 def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
     put(storage, "runs/digits/model/saved_model.pb")
     job = finished_job(fake)
-    path = tmp_path / "spec.yaml"
-    path.write_text(json.dumps(spec().to_dict()))
-    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
-           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    path, env = cli_setup(fake, storage, tmp_path)
     args = [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job, "--output", "json"]
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -174,10 +172,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     """Issue 10's "done when": `submit --wait --deploy` makes exactly one upload (artifactUri under
     the job's output_dir) and one deployModel; the same key again sends neither."""
     put(storage, "runs/digits/model/saved_model.pb")
-    path = tmp_path / "spec.yaml"
-    path.write_text(json.dumps(spec().to_dict()))
-    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
-           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    path, env = cli_setup(fake, storage, tmp_path)
     args = [sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy", "--output", "json",
             "--idempotency-key", "ci-run-1"]
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
@@ -198,10 +193,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
 
 def test_submit_deploy_of_a_failed_job_deploys_nothing(fake, storage, tmp_path):
     fake.set_script(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"])
-    path = tmp_path / "spec.yaml"
-    path.write_text(json.dumps(spec().to_dict()))
-    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
-           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    path, env = cli_setup(fake, storage, tmp_path)
     out = subprocess.run([sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy",
                           "--output", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 1
@@ -213,10 +205,7 @@ def test_cli_deploy_says_the_traffic_split_in_words(fake, storage, tmp_path):
     """issue 24 item 6: the split is a sentence on stdout and in the progress line, not a dict."""
     put(storage, "runs/digits/model/saved_model.pb")
     job = finished_job(fake)
-    path = tmp_path / "spec.yaml"
-    path.write_text(json.dumps(spec().to_dict()))
-    env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
-           "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    path, env = cli_setup(fake, storage, tmp_path)
     out = subprocess.run([sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr

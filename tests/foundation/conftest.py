@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import io
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -38,29 +36,13 @@ def write_spec(tmp_path):
     return write
 
 
-class Result:
-    def __init__(self, code, out, err):
-        self.code, self.out, self.err = code, out, err
-
-
 @pytest.fixture
 def cli(monkeypatch):
     """Run the CLI in-process (main(), as the console script does); returns exit code and output."""
-    from vertex_trainer.cli import main
+    from tests.cli_support import run_in_process
 
     monkeypatch.delenv("VERTEX_TRAINER_DEBUG", raising=False)
-
-    def run(*args):
-        out, err = io.StringIO(), io.StringIO()
-        code = 0
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                main([str(a) for a in args])
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        return Result(code, out.getvalue(), err.getvalue())
-
-    return run
+    return run_in_process
 
 
 @pytest.fixture(autouse=True)

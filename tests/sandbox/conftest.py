@@ -4,6 +4,7 @@ replicas are `python -c` stand-ins, and /proc checks that nothing outlives a job
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import signal
@@ -19,13 +20,14 @@ from pathlib import Path
 import pytest
 
 from tests.process_support import processes_with_env
+from tests.shared import FAST_RETRY as LOOPBACK_RETRY
 
 from vertex_trainer.sandbox import READY, Sandbox
-from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
+from vertex_trainer.settings import PollPolicy, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT, REGION, BUCKET = "sandbox", "us-central1", "sandbox-test"
-FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, read_timeout=30)
+FAST_RETRY = dataclasses.replace(LOOPBACK_RETRY, read_timeout=30)  # (tests/shared.py, slower reads)
 FAST_POLL = PollPolicy(initial=0.05, maximum=0.2)
 
 

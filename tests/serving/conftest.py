@@ -101,21 +101,9 @@ def png(pixels) -> bytes:
 @pytest.fixture(scope="session")
 def digits_run(tmp_path_factory) -> Run:
     """tiny-cnn trained on 1500 digits; the other 297, PNG-encoded, are held out."""
-    import numpy as np
-    from sklearn.datasets import load_digits
+    from tests.shared import write_digits
 
-    from trainer import datagen
-
-    data = tmp_path_factory.mktemp("digits-data")
-    digits = load_digits()
-    pixels = np.clip(digits.images * 16, 0, 255).astype(np.uint8)
-    order = np.random.default_rng(0).permutation(len(pixels))
-    for split, idx, shards in (("train", order[:1500], 3), ("validation", order[1500:], 1)):
-        for s in range(shards):
-            part = idx[s::shards]
-            write_records(Path(datagen.shard_name(str(data), split, s, shards)),
-                          [png(np.stack([pixels[i]] * 3, axis=-1)) for i in part],
-                          [int(digits.target[i]) for i in part], "PNG")
+    data = write_digits(tmp_path_factory.mktemp("digits-data"), train_shards=3)
     base = tmp_path_factory.mktemp("digits-run")
     # Crops hurt 8x8 digits: no augmentation, whole image at eval (as tests/trainer does).
     train(data, base, num_classes=10, image_size=16, epochs=10, batch_size=50, base_batch_size=50,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_support import cli_command
-from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml
+from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml, write_spec
 from tests.shared import job_body as make_job_body
 
 from vertex_trainer.settings import Settings
@@ -26,9 +26,7 @@ def client(fake):
 
 @pytest.fixture
 def spec_file(tmp_path) -> Path:
-    path = tmp_path / "job.yaml"
-    path.write_text(SPEC)
-    return path
+    return write_spec(tmp_path, SPEC, "job.yaml")
 
 
 @pytest.fixture

@@ -13,24 +13,15 @@ import subprocess
 
 import pytest
 
+from tests.cli_support import gcloud_config
+
 pytestmark = [pytest.mark.gcloud, pytest.mark.wire,
               pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")]
 
 
 @pytest.fixture
 def gcloud_env(fake, cli_env, tmp_path):
-    env = dict(cli_env)
-    config_dir = tmp_path / "gcloud"
-    env["CLOUDSDK_CONFIG"] = str(config_dir)
-    # What `gcloud config set` writes (written directly: each gcloud call costs ~0.6 s).
-    (config_dir / "configurations").mkdir(parents=True)
-    (config_dir / "active_config").write_text("default")
-    (config_dir / "configurations" / "config_default").write_text(
-        f"[api_endpoint_overrides]\naiplatform = {fake.url}/\n\n"
-        "[auth]\ndisable_credentials = true\n\n"
-        "[core]\nproject = test-project\ndisable_usage_reporting = true\n\n"
-        "[component_manager]\ndisable_update_check = true\n")
-    return env
+    return {**cli_env, "CLOUDSDK_CONFIG": str(gcloud_config(tmp_path / "gcloud", fake.url))}
 
 
 def _normalised_job_spec(job_spec: dict) -> dict:

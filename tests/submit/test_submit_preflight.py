@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.shared import make_bucket, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
 from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
@@ -40,20 +41,10 @@ def test_buckets_are_listed_once_with_their_first_field():
 
 @pytest.fixture
 def storage(monkeypatch):
-    """gcp-storage-emulator in-process; STORAGE_EMULATOR_HOST points at it."""
-    import requests
-    from gcp_storage_emulator.server import create_server
-
-    server = create_server("127.0.0.1", 0, in_memory=True)
-    server.start()
-    url = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)
-
-    def make(name):
-        assert requests.post(f"{url}/storage/v1/b", params={"project": "p"}, json={"name": name}).ok
-
-    yield make
-    server.stop()
+    """gcp-storage-emulator in-process; STORAGE_EMULATOR_HOST points at it. Yields make(bucket)."""
+    with storage_emulator() as url:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)
+        yield lambda name: make_bucket(url, name)
 
 
 def test_missing_bucket_stops_the_submit_before_any_create(storage, fake, monkeypatch):

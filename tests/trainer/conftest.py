@@ -6,7 +6,6 @@ run it: TensorFlow's runtime settings (logical CPUs, threads, strategy) are per 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -90,26 +89,6 @@ def synth_data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def digits_data(tmp_path_factory) -> Path:
     """scikit-learn's bundled 8x8 digits as PNG TFRecords: train (first 1500) and validation."""
-    import numpy as np
-    import tensorflow as tf
-    from PIL import Image
-    from sklearn.datasets import load_digits
+    from tests.shared import write_digits
 
-    from trainer import datagen
-
-    out = tmp_path_factory.mktemp("digits")
-    digits = load_digits()
-    images = np.clip(digits.images * 16, 0, 255).astype(np.uint8)
-    order = np.random.default_rng(0).permutation(len(images))
-    splits = {"train": order[:1500], "validation": order[1500:]}
-    for split, idx in splits.items():
-        shards = 3 if split == "train" else 1
-        for s in range(shards):
-            part = idx[s::shards]
-            with tf.io.TFRecordWriter(datagen.shard_name(str(out), split, s, shards)) as w:
-                for i in part:
-                    buf = io.BytesIO()
-                    Image.fromarray(images[i]).convert("RGB").save(buf, format="PNG")
-                    w.write(datagen.encode_example(buf.getvalue(), int(digits.target[i]),
-                                                   height=8, width=8, image_format="PNG"))
-    return out
+    return write_digits(tmp_path_factory.mktemp("digits"), train_shards=3)

@@ -4,15 +4,13 @@ search) scikit-learn's 8x8 digits as PNG TFRecords."""
 from __future__ import annotations
 
 import copy
-import io
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.shared import FAST_POLL, PROJECT, REGION, T4_JOB, fake_settings, spec_yaml
-
-from vertex_trainer.settings import Settings
+from tests.shared import PROJECT, REGION, T4_JOB, spec_yaml
+from tests.shared import write_spec as write_text
 
 __all__ = ["PROJECT", "REGION", "spec_data", "write_spec"]  # (the tests import them from here)
 
@@ -42,15 +40,8 @@ def spec_data() -> dict:
 
 
 @pytest.fixture
-def settings(fake) -> Settings:
-    return fake_settings(fake, poll=FAST_POLL)
-
-
-@pytest.fixture
 def spec_file(tmp_path) -> Path:
-    path = tmp_path / "tune.yaml"
-    path.write_text(SPEC)
-    return path
+    return write_text(tmp_path, SPEC, "tune.yaml")
 
 
 def write_spec(tmp_path: Path, change=None, name: str = "spec.yaml") -> Path:
@@ -58,9 +49,7 @@ def write_spec(tmp_path: Path, change=None, name: str = "spec.yaml") -> Path:
     data = copy.deepcopy(spec_data())
     if change:
         change(data)
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_text(tmp_path, yaml.safe_dump(data, sort_keys=False), name)
 
 
 @pytest.fixture
@@ -74,23 +63,6 @@ def run_cli(cli_env):
 @pytest.fixture(scope="session")
 def digits_data(tmp_path_factory) -> Path:
     """scikit-learn's bundled 8x8 digits as PNG TFRecords: 1500 train (2 shards), 297 validation."""
-    import numpy as np
-    import tensorflow as tf
-    from PIL import Image
-    from sklearn.datasets import load_digits
+    from tests.shared import write_digits
 
-    from trainer import datagen
-
-    out = tmp_path_factory.mktemp("tune-digits")
-    digits = load_digits()
-    images = np.clip(digits.images * 16, 0, 255).astype(np.uint8)
-    order = np.random.default_rng(0).permutation(len(images))
-    for split, idx, shards in (("train", order[:1500], 2), ("validation", order[1500:], 1)):
-        for s in range(shards):
-            with tf.io.TFRecordWriter(datagen.shard_name(str(out), split, s, shards)) as w:
-                for i in idx[s::shards]:
-                    buf = io.BytesIO()
-                    Image.fromarray(images[i]).convert("RGB").save(buf, format="PNG")
-                    w.write(datagen.encode_example(buf.getvalue(), int(digits.target[i]),
-                                                   height=8, width=8, image_format="PNG"))
-    return out
+    return write_digits(tmp_path_factory.mktemp("tune-digits"), train_shards=2)

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from tests.cli_support import gcloud_config
 from vertex_trainer import api
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.hptuning import Trial, TuningJob, best_trial
@@ -186,13 +187,7 @@ def test_trials_of_a_missing_job_and_a_bad_name(fake, run_cli):
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")
 def test_gcloud_creates_the_same_tuning_job_from_render_format_gcloud(fake, run_cli, cli_env, spec_file,
                                                                     tmp_path):
-    config_dir = tmp_path / "gcloud"
-    (config_dir / "configurations").mkdir(parents=True)
-    (config_dir / "active_config").write_text("default")
-    (config_dir / "configurations" / "config_default").write_text(
-        f"[api_endpoint_overrides]\naiplatform = {fake.url}/\n\n[auth]\ndisable_credentials = true\n\n"
-        "[core]\nproject = test-project\ndisable_usage_reporting = true\n\n"
-        "[component_manager]\ndisable_update_check = true\n")
+    config_dir = gcloud_config(tmp_path / "gcloud", fake.url)
     config = run_cli("render", spec_file, "--format", "gcloud")
     assert config.returncode == 0, config.stderr
     (command,) = [line.removeprefix("#").strip() for line in config.stdout.splitlines()

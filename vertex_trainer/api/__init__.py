@@ -10,7 +10,9 @@
 runs is made from the same rendered CustomJob dict. This package and the CLI are the edge: the
 environment is read here once (`Settings.from_environ`) and passed down as `settings`.
 
-    core.py     load, check, plan, render, package, submit, deploy, logs, jobs by name
+    core.py     load, check, plan, render, package, submit (SubmitOptions), deploy; the API's Job
+    results.py  what submit returns otherwise: DryRun, LocalJob
+    jobs.py     jobs by name: status, tuning_job, cancel, list_jobs, logs
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
@@ -23,9 +25,11 @@ from vertex_trainer.api.capacity import (
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
 from vertex_trainer.api.core import (
-    DryRun, Job, LocalJob, SubmitOptions, cancel, check, deploy, list_jobs, load_spec, logs, package,
-    plan_artifact, render_job, settings_from_env, status, submit, tuning_job,
+    Job, SubmitOptions, check, deploy, load_spec, package, plan_artifact, render_job, settings_from_env,
+    submit,
 )
+from vertex_trainer.api.jobs import cancel, list_jobs, logs, status, tuning_job
+from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.api.events import (
     compile_pipeline, on_object_finalized, pipeline_status, pipeline_submit, trigger_deploy,
     trigger_render,

@@ -148,7 +148,7 @@ def web_access(job: "str | Job", replica: str = "workerpool0-0", *, project: str
 
     Raises: UserError (exit 2) when the job has no web access, or no such replica; JobFailed
     (exit 1) when it ended before it ran."""
-    from vertex_trainer.api.core import status
+    from vertex_trainer.api.jobs import status
     from vertex_trainer.errors import JobFailed, UserError
 
     found = job if not isinstance(job, str) else status(job, project=project, region=region,

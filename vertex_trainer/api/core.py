@@ -1,14 +1,8 @@
-"""The core of the Python API: load, check, submit, deploy, follow (vertex_trainer.api re-exports it).
-
-    import vertex_trainer as vt
-    spec = vt.load_spec("job_specs/resnet50.yaml", set=["trainer.epochs=1"])
-    job = vt.submit(spec)                # -> Job (name, state, console_url, refresh/wait/cancel)
-    job.wait()
-
-`submit()` is the one path: pre-submit checks -> artifact (plan, or build when needed) -> render
--> create (idempotent) | run locally | describe the requests (dry run). Everything it sends or
-runs is made from the same rendered CustomJob dict. This module and the CLI are the edge: the
-environment is read here once (`Settings.from_environ`) and passed down as `settings`.
+"""The core of the Python API (vertex_trainer.api re-exports it; its docstring has the example):
+loading and checking a spec, planning and building the artifact, `submit` (the one path to a job:
+checks -> artifact -> render -> create once | run here | describe) and deploy (jobs by name: jobs.py).
+This module and the CLI are the edge: the environment is read once (`Settings.from_environ`) and
+passed down as `settings`.
 """
 
 from __future__ import annotations
@@ -18,7 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from vertex_trainer.contract import LOCAL_IMAGE, SPEC_LABEL, Artifact, JobState, short_state
+from vertex_trainer.api.results import DryRun, LocalJob
+from vertex_trainer.contract import LOCAL_IMAGE, Artifact
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import Job as _VertexJob
 from vertex_trainer.vertex.jobs import JobsClient, check_key, create_idempotent, new_key
@@ -29,9 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.deploy import Deployment
     from vertex_trainer.vertex.hptuning import TuningJob
 
-__all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions",
-           "tuning_job", "logs"]
+__all__ = ["load_spec", "submit", "deploy", "render_job", "package", "plan_artifact", "check",
+           "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions"]
 
 Log = Callable[[str], None]
 
@@ -239,93 +233,6 @@ def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = Fals
         check_stand_ins(spec, settings, builder=builder)
     return packaging.ensure_artifact(spec, settings=settings,
                                      builder=builder, dry_run=dry_run, log=log)
-
-
-@dataclass
-class DryRun:
-    """What submit would do, without doing it: the exact requests, and the CustomJob body."""
-
-    job: dict
-    requests: list[dict]
-    image: str | None
-    idempotency_key: str
-    local: bool = False
-    package: dict | None = None  # the build or upload submit would do first (when the spec builds)
-    deploy: dict | None = None   # submit(deploy=True): the requests the deploy would send after
-    attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
-
-    def to_dict(self) -> dict:
-        """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
-        out = {"name": None, "state": None, "console_url": None, "image": self.image,
-               "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
-               "local": self.local, "package": self.package, "requests": self.requests}
-        if self.deploy is not None:
-            out["deploy"] = self.deploy
-        if self.attempts is not None:
-            out["attempts"] = self.attempts
-        return out
-
-    def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
-        steps = ", ".join(r.get("method", "local") for r in self.requests)
-        return (f"DryRun(local={self.local}, image={self.image!r}, requests=[{steps}], "
-                f"idempotency_key={self.idempotency_key!r})")
-
-
-@dataclass
-class LocalJob(JobState):
-    """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local)."""
-
-    result: Any
-    job: dict
-    image: str | None
-    idempotency_key: str
-    adopted: bool = False
-    console_url: None = None
-
-    @property
-    def name(self) -> str:
-        return self.result.name
-
-    @property
-    def state(self) -> str:
-        return self.result.state
-
-    @property
-    def output_dir(self) -> str | None:
-        """Where the run wrote its model (model/), checkpoints, logs and metrics.json."""
-        return _str_or_none(self.result.output_dir)
-
-    @property
-    def metrics(self) -> dict | None:
-        """metrics.json of the run (None when it did not finish)."""
-        return self.result.metrics
-
-    def failure_message(self) -> str:
-        """Why the run did not succeed, for an error message.
-
-        Returns:
-            the state, the failing replica and its exit code, and its last lines.
-        """
-        r = self.result
-        text = f"local job {r.name} ended {short_state(r.state)}"
-        if r.failed_replica:
-            text += f" ({r.failed_replica} exited with {r.failed_exit_code})"
-        tail = r.log_tail
-        if tail:
-            text += "\n" + (tail if isinstance(tail, str) else "\n".join(tail))
-        return text
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "state": self.state, "console_url": None, "image": self.image,
-                "idempotency_key": self.idempotency_key, "adopted": False,
-                "output_dir": _str_or_none(self.result.output_dir), "metrics": self.result.metrics}
-
-    def __repr__(self) -> str:
-        return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"
-
-
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -589,7 +496,7 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
         if dry_run:
             artifact, label, image = f"<output_dir of {job}>/model", "JOB_ID", "<the job's image>"
         else:
-            found = status(job, project=spec.project, region=spec.region, settings=settings)
+            found = Job.get(job, project=spec.project, region=spec.region, settings=settings)
             artifact, label, image = deployment.from_job(spec, found.data)
     else:
         planned = plan_artifact(spec).image_uri if spec.image is not None else None
@@ -603,126 +510,3 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
 
 
 _deploy = deploy  # (submit's `deploy` argument hides the function inside submit)
-
-
-# -- jobs by name --------------------------------------------------------------------------------
-
-def status(job: str, *, project: str | None = None, region: str | None = None,
-           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
-    """A CustomJob, freshly fetched.
-
-    Args:
-        job: a resource name (projects/P/locations/R/customJobs/ID), or an id with project
-            and region.
-        project: the project of an id (default: the settings').
-        region: the region of an id (default: the settings').
-        client: the JobsClient to read with (default: a new one).
-        settings: the process settings (default: read from the environment).
-
-    Returns:
-        the Job (state, error, console_url; refresh, wait, cancel).
-    """
-    return Job.get(job, project=project, region=region, client=client,
-                   settings=settings or (client.settings if client else settings_from_env()))
-
-
-def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
-               settings: Settings | None = None) -> "TuningJob":
-    """A hyperparameter tuning job, freshly fetched (docs/contract.md section 10).
-
-    Args:
-        job: a resource name (projects/P/locations/R/hyperparameterTuningJobs/ID), or an id
-            with project and region.
-        project: the project of an id (default: the settings').
-        region: the region of an id (default: the settings').
-        settings: the process settings (default: read from the environment).
-
-    Returns:
-        the TuningJob: ``.trials()``, ``.best_trial()``, ``.wait()``.
-    """
-    from vertex_trainer.vertex.hptuning import TuningJob
-
-    return TuningJob.get(job, project=project, region=region,
-                         settings=settings or settings_from_env())
-
-
-def cancel(job: str, *, project: str | None = None, region: str | None = None,
-           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
-    """Request a job's cancellation (nothing is sent for a job that already ended).
-
-    Args:
-        job: a resource name, or an id with project and region.
-        project: the project of an id (default: the settings').
-        region: the region of an id (default: the settings').
-        client: the JobsClient to use (default: a new one).
-        settings: the process settings (default: read from the environment).
-
-    Returns:
-        the Job, refreshed after the request.
-    """
-    return status(job, project=project, region=region, client=client, settings=settings).cancel()
-
-
-def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = None,
-              all_jobs: bool = False, limit: int | None = 50, client: JobsClient | None = None,
-              settings: Settings | None = None) -> list[Job]:
-    """The CustomJobs of a project and region, newest first.
-
-    Args:
-        project: the Google Cloud project.
-        region: the Vertex AI region.
-        labels: only jobs carrying every one of these labels.
-        all_jobs: include jobs not created by vertex-trainer (default: only those carrying the
-            spec label).
-        limit: at most this many (None: every one).
-        client: the JobsClient to list with (default: a new one).
-        settings: the process settings (default: read from the environment).
-
-    Returns:
-        a list of Job.
-    """
-    terms = [] if all_jobs else [f"labels.{SPEC_LABEL}:*"]
-    terms += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
-    client = client or JobsClient(project, region, settings=settings or settings_from_env())
-    found = client.list(" AND ".join(terms) or None, limit=limit)
-    return [Job(data, client) for data in found]
-
-
-def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
-         since: str | None = None, project: str | None = None, region: str | None = None,
-         settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
-    """A job's log in time order, each entry once (docs/contract.md section 7; see
-    vertex_trainer.vertex.logs).
-
-    Args:
-        job: a Vertex AI job (a resource name, an id with ``project``, or a Job), or a local
-            run (its output directory, or its name).
-        follow: go on until the job has ended, with a JobEvent at each look at its state and,
-            unless it succeeded, a Failure last.
-        lines: False leaves the log entries out (only the events and the Failure).
-        replica: only this replica's lines (e.g. ``workerpool1-0``).
-        since: only entries after this (``30m``, or an RFC 3339 time).
-        project: the project of a job id (default: the settings').
-        region: the region, to look the job up when following (default: the settings').
-        settings: the process settings (default: read from the environment).
-        log: where the client's notes (retries) go.
-
-    Returns:
-        an iterable of LogEntry (and, with ``follow``, JobEvent and Failure).
-    """
-    from vertex_trainer.local import runlog
-    from vertex_trainer.vertex.logs import LogsClient, job_of, parse_since
-
-    settings = settings or settings_from_env()
-    start = parse_since(since)
-    if isinstance(job, str) and (record := runlog.find_run(job)):
-        return runlog.entries(record, follow=follow, replica=replica, since_ns=start,
-                              interval=min(0.5, settings.poll.initial))
-    if follow:
-        found = job if isinstance(job, Job) else status(job, project=project, region=region,
-                                                        settings=settings)
-        client = LogsClient(found.client.project, settings=settings, log=log)
-        return client.follow(found, lines=lines, replica=replica, since=start)
-    project, job_id = job_of(job.name if isinstance(job, Job) else job, project)
-    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica,
-                                                                  since=start)

@@ -94,6 +94,40 @@ def where(cfg: Settings, project: str | None, region: str | None, need: bool = F
     return found
 
 
+def resource_arg(what: str, collection: str):
+    """The argument naming a resource: its full name, or an id with --project/--region."""
+    return Annotated[str, typer.Argument(help=f"{what}: projects/P/locations/R/{collection}/ID, or an "
+                                              "ID with --project/--region", show_default=False)]
+
+
+def flag(decls: str, help: str):
+    """A boolean option (`--name`, or `--name/--no-name`) with its help."""
+    return Annotated[bool, typer.Option(decls, help=help)]
+
+
+def key_option(help: str):
+    """--idempotency-key KEY, with what reusing the key does for this command."""
+    return Annotated[Optional[str], typer.Option("--idempotency-key", metavar="KEY", help=help)]
+
+
+def stop_waiting(job, output: "OutputFormat", cancel_on_interrupt: bool, *, follow: str, cancel: str,
+                 describe: bool = False):
+    """Ctrl-C during --wait: cancel the job (--cancel-on-interrupt) or say how to follow and cancel
+    it; --output json still prints the one object; exit 130."""
+    from vertex_trainer.contract import short_state
+
+    if cancel_on_interrupt:
+        job.cancel()
+        stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
+    else:
+        stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
+                    f"  follow it:  {follow}\n"
+                    f"  cancel it:  {cancel}")
+    if output is OutputFormat.json:
+        emit_json(job.describe() if describe else job.to_dict())
+    raise typer.Exit(130)
+
+
 def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 

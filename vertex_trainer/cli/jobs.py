@@ -11,40 +11,36 @@ from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
     JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
-    VarOpt, emit_json, err_console, load, settings, stderr_line, where,
+    VarOpt, emit_json, err_console, flag, key_option, load, resource_arg, settings, stderr_line,
+    stop_waiting, where,
 )
 from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
-JobArg = Annotated[str, typer.Argument(help="a job: projects/P/locations/R/customJobs/ID, or an ID with "
-                                            "--project/--region", show_default=False)]
-KeyOpt = Annotated[Optional[str], typer.Option(
-    "--idempotency-key", metavar="KEY",
-    help="reuse for retries (CI: the run id): a job already created with KEY is adopted, never "
-         "created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. Default: random")]
+JobArg = resource_arg("a job", "customJobs")
+KeyOpt = key_option("reuse for retries (CI: the run id): a job already created with KEY is adopted, "
+                    "never created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. "
+                    "Default: random")
+
+
+DryRunFlag = flag("--dry-run", "print the exact requests; send, build and run nothing")
+LocalFlag = flag("--local", "run the same job on this machine")
+CancelFlag = flag("--cancel-on-interrupt", "with --wait: Ctrl-C cancels the job (default: stop "
+                                           "waiting, the job keeps running)")
+DeployFlag = flag("--deploy", "when the job SUCCEEDED, register its model and deploy it (the spec's "
+                              "deploy: block); implies --wait")
+QuotaFlag = flag("--quota-check/--no-quota-check", "before creating, read the project's quota for the "
+                 "accelerator in the region: exit 2 when clearly too small (unreadable: a warning)")
 
 
 def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None,
-           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the exact requests; send, "
-                                                 "build and run nothing")] = False,
-           local: Annotated[bool, typer.Option("--local", help="run the same job on this machine")] = False,
+           region: RegionOpt = None, dry_run: DryRunFlag = False, local: LocalFlag = False,
            wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the job until it ends; "
                                               "exit 1 unless it SUCCEEDED")] = False,
-           output: OutputOpt = OutputFormat.text,
-           idempotency_key: KeyOpt = None,
-           cancel_on_interrupt: Annotated[bool, typer.Option(
-               "--cancel-on-interrupt", help="with --wait: Ctrl-C cancels the job (default: stop "
-                                             "waiting, the job keeps running)")] = False,
-           show_logs: LogsOpt = True,
-           deploy_after: Annotated[bool, typer.Option(
-               "--deploy", help="when the job SUCCEEDED, register its model and deploy it (the spec's "
-                                "deploy: block); implies --wait")] = False,
-           quota_check: Annotated[bool, typer.Option(
-               "--quota-check/--no-quota-check", help="before creating, read the project's quota for "
-               "the accelerator in the region: exit 2 when clearly too small (unreadable: a warning)")]
-           = True,
+           output: OutputOpt = OutputFormat.text, idempotency_key: KeyOpt = None,
+           cancel_on_interrupt: CancelFlag = False, show_logs: LogsOpt = True,
+           deploy_after: DeployFlag = False, quota_check: QuotaFlag = True,
            max_cost: Annotated[Optional[float], typer.Option(
                "--max-cost", metavar="USD", min=0.01, help="refuse (exit 2, nothing sent) a plan whose worst "
                "case (timeout x hourly list price) costs more; wins over scheduling.max_cost")] = None) -> None:
@@ -242,16 +238,9 @@ def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool 
                 view.show(item)
                 failure = item if isinstance(item, Failure) else failure
     except KeyboardInterrupt:
-        if cancel_on_interrupt:
-            job.cancel()
-            stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
-        else:
-            stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
-                        f"  follow it:  vertex-trainer status {job.name} --wait\n"
-                        f"  cancel it:  vertex-trainer cancel {job.name}")
-        if output is OutputFormat.json:
-            emit_json(job.describe() if describe else job.to_dict())
-        raise typer.Exit(130)
+        stop_waiting(job, output, cancel_on_interrupt, describe=describe,
+                     follow=f"vertex-trainer status {job.name} --wait",
+                     cancel=f"vertex-trainer cancel {job.name}")
     return view, failure
 
 

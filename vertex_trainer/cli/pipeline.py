@@ -12,19 +12,16 @@ from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
     JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
-    VarOpt, emit_json, load, settings, stderr_line, where,
+    VarOpt, emit_json, key_option, load, resource_arg, settings, stderr_line, where,
 )
 from vertex_trainer.errors import JobFailed
 
 app = typer.Typer(help="The job as a Vertex AI Pipelines run: train on the spec's hardware (Flex Start "
                        "included), then register and deploy the model when the spec has deploy:.",
                   no_args_is_help=True)
-RunArg = Annotated[str, typer.Argument(help="a pipeline run: projects/P/locations/R/pipelineJobs/ID, or an "
-                                            "ID with --project/--region", show_default=False)]
-KeyOpt = Annotated[Optional[str], typer.Option(
-    "--idempotency-key", metavar="KEY",
-    help="reuse for retries: the run's pipelineJobId is derived from KEY, so a second submit with "
-         "KEY adopts the run instead of starting another. Default: random")]
+RunArg = resource_arg("a pipeline run", "pipelineJobs")
+KeyOpt = key_option("reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
+                    "submit with KEY adopts the run instead of starting another. Default: random")
 
 
 @app.command("compile")

@@ -15,15 +15,13 @@ import typer
 from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, emit_json, err_console, settings,
-    stderr_line, where,
+    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, emit_json, err_console, resource_arg,
+    settings, stderr_line, stop_waiting, where,
 )
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
-TuningJobArg = Annotated[str, typer.Argument(
-    help="a tuning job: projects/P/locations/R/hyperparameterTuningJobs/ID, or an ID with "
-         "--project/--region", show_default=False)]
+TuningJobArg = resource_arg("a tuning job", "hyperparameterTuningJobs")
 
 
 def trials(job: TuningJobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
@@ -95,17 +93,10 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     try:
         job.wait(on_state=on_state, on_trial=on_trial, check=False)
     except KeyboardInterrupt:
-        if cancel_on_interrupt:
-            job.cancel()
-            stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
-        else:
-            stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
-                        f"  follow it:  vertex-trainer trials {job.name} --wait\n"
-                        f"  cancel it:  gcloud ai hp-tuning-jobs cancel {job.id} "
-                        f"--project {job.client.project} --region {job.client.region}")
-        if output is OutputFormat.json:
-            emit_json(job.describe() if describe else job.to_dict())
-        raise typer.Exit(130)
+        stop_waiting(job, output, cancel_on_interrupt, describe=describe,
+                     follow=f"vertex-trainer trials {job.name} --wait",
+                     cancel=f"gcloud ai hp-tuning-jobs cancel {job.id} --project {job.client.project} "
+                            f"--region {job.client.region}")
     _show(job, output, describe=describe)
     if not job.succeeded:
         raise JobFailed(job.failure_message())

@@ -1,0 +1,137 @@
+"""Jobs by name in the Python API (vertex_trainer.api re-exports them): fetch a job, cancel it,
+list a project's jobs, read a job's log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from vertex_trainer.api.core import Job, Log, settings_from_env
+from vertex_trainer.contract import SPEC_LABEL
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import JobsClient
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.vertex.hptuning import TuningJob
+
+__all__ = ["status", "tuning_job", "cancel", "list_jobs", "logs"]
+
+
+def status(job: str, *, project: str | None = None, region: str | None = None,
+           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
+    """A CustomJob, freshly fetched.
+
+    Args:
+        job: a resource name (projects/P/locations/R/customJobs/ID), or an id with project
+            and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        client: the JobsClient to read with (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the Job (state, error, console_url; refresh, wait, cancel).
+    """
+    return Job.get(job, project=project, region=region, client=client,
+                   settings=settings or (client.settings if client else settings_from_env()))
+
+
+def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
+               settings: Settings | None = None) -> "TuningJob":
+    """A hyperparameter tuning job, freshly fetched (docs/contract.md section 10).
+
+    Args:
+        job: a resource name (projects/P/locations/R/hyperparameterTuningJobs/ID), or an id
+            with project and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the TuningJob: ``.trials()``, ``.best_trial()``, ``.wait()``.
+    """
+    from vertex_trainer.vertex.hptuning import TuningJob
+
+    return TuningJob.get(job, project=project, region=region,
+                         settings=settings or settings_from_env())
+
+
+def cancel(job: str, *, project: str | None = None, region: str | None = None,
+           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
+    """Request a job's cancellation (nothing is sent for a job that already ended).
+
+    Args:
+        job: a resource name, or an id with project and region.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        client: the JobsClient to use (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the Job, refreshed after the request.
+    """
+    return status(job, project=project, region=region, client=client, settings=settings).cancel()
+
+
+def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = None,
+              all_jobs: bool = False, limit: int | None = 50, client: JobsClient | None = None,
+              settings: Settings | None = None) -> list[Job]:
+    """The CustomJobs of a project and region, newest first.
+
+    Args:
+        project: the Google Cloud project.
+        region: the Vertex AI region.
+        labels: only jobs carrying every one of these labels.
+        all_jobs: include jobs not created by vertex-trainer (default: only those carrying the
+            spec label).
+        limit: at most this many (None: every one).
+        client: the JobsClient to list with (default: a new one).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a list of Job.
+    """
+    terms = [] if all_jobs else [f"labels.{SPEC_LABEL}:*"]
+    terms += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
+    client = client or JobsClient(project, region, settings=settings or settings_from_env())
+    found = client.list(" AND ".join(terms) or None, limit=limit)
+    return [Job(data, client) for data in found]
+
+
+def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
+         since: str | None = None, project: str | None = None, region: str | None = None,
+         settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
+    """A job's log in time order, each entry once (docs/contract.md section 7; see
+    vertex_trainer.vertex.logs).
+
+    Args:
+        job: a Vertex AI job (a resource name, an id with ``project``, or a Job), or a local
+            run (its output directory, or its name).
+        follow: go on until the job has ended, with a JobEvent at each look at its state and,
+            unless it succeeded, a Failure last.
+        lines: False leaves the log entries out (only the events and the Failure).
+        replica: only this replica's lines (e.g. ``workerpool1-0``).
+        since: only entries after this (``30m``, or an RFC 3339 time).
+        project: the project of a job id (default: the settings').
+        region: the region, to look the job up when following (default: the settings').
+        settings: the process settings (default: read from the environment).
+        log: where the client's notes (retries) go.
+
+    Returns:
+        an iterable of LogEntry (and, with ``follow``, JobEvent and Failure).
+    """
+    from vertex_trainer.local import runlog
+    from vertex_trainer.vertex.logs import LogsClient, job_of, parse_since
+
+    settings = settings or settings_from_env()
+    start = parse_since(since)
+    if isinstance(job, str) and (record := runlog.find_run(job)):
+        return runlog.entries(record, follow=follow, replica=replica, since_ns=start,
+                              interval=min(0.5, settings.poll.initial))
+    if follow:
+        found = job if isinstance(job, Job) else status(job, project=project, region=region,
+                                                        settings=settings)
+        client = LogsClient(found.client.project, settings=settings, log=log)
+        return client.follow(found, lines=lines, replica=replica, since=start)
+    project, job_id = job_of(job.name if isinstance(job, Job) else job, project)
+    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica,
+                                                                  since=start)

@@ -1,0 +1,98 @@
+"""What `submit` returns besides a Vertex AI Job: the DryRun of `dry_run=True` and the LocalJob of
+`local=True` (vertex_trainer.api re-exports both)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_trainer.contract import JobState, short_state
+
+__all__ = ["DryRun", "LocalJob"]
+
+
+@dataclass
+class DryRun:
+    """What submit would do, without doing it: the exact requests, and the CustomJob body."""
+
+    job: dict
+    requests: list[dict]
+    image: str | None
+    idempotency_key: str
+    local: bool = False
+    package: dict | None = None  # the build or upload submit would do first (when the spec builds)
+    deploy: dict | None = None   # submit(deploy=True): the requests the deploy would send after
+    attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
+
+    def to_dict(self) -> dict:
+        """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
+        out = {"name": None, "state": None, "console_url": None, "image": self.image,
+               "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
+               "local": self.local, "package": self.package, "requests": self.requests}
+        if self.deploy is not None:
+            out["deploy"] = self.deploy
+        if self.attempts is not None:
+            out["attempts"] = self.attempts
+        return out
+
+    def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
+        steps = ", ".join(r.get("method", "local") for r in self.requests)
+        return (f"DryRun(local={self.local}, image={self.image!r}, requests=[{steps}], "
+                f"idempotency_key={self.idempotency_key!r})")
+
+
+@dataclass
+class LocalJob(JobState):
+    """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local)."""
+
+    result: Any
+    job: dict
+    image: str | None
+    idempotency_key: str
+    adopted: bool = False
+    console_url: None = None
+
+    @property
+    def name(self) -> str:
+        return self.result.name
+
+    @property
+    def state(self) -> str:
+        return self.result.state
+
+    @property
+    def output_dir(self) -> str | None:
+        """Where the run wrote its model (model/), checkpoints, logs and metrics.json."""
+        return _str_or_none(self.result.output_dir)
+
+    @property
+    def metrics(self) -> dict | None:
+        """metrics.json of the run (None when it did not finish)."""
+        return self.result.metrics
+
+    def failure_message(self) -> str:
+        """Why the run did not succeed, for an error message.
+
+        Returns:
+            the state, the failing replica and its exit code, and its last lines.
+        """
+        r = self.result
+        text = f"local job {r.name} ended {short_state(r.state)}"
+        if r.failed_replica:
+            text += f" ({r.failed_replica} exited with {r.failed_exit_code})"
+        tail = r.log_tail
+        if tail:
+            text += "\n" + (tail if isinstance(tail, str) else "\n".join(tail))
+        return text
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "state": self.state, "console_url": None, "image": self.image,
+                "idempotency_key": self.idempotency_key, "adopted": False,
+                "output_dir": _str_or_none(self.result.output_dir), "metrics": self.result.metrics}
+
+    def __repr__(self) -> str:
+        return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
