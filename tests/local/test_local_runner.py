@@ -314,13 +314,19 @@ HANG = textwrap.dedent("""
 """)
 
 
+def _runner_of_two(tmp_path, marker, replica: str) -> subprocess.Popen:
+    """run_local in a child process, two replicas running the Python `replica`; its output
+    (the replicas' lines, through the runner's console) on stdout."""
+    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(replica)),
+                                             worker_pool(command=python_command(replica))])
+    env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def _start_runner(tmp_path, marker):
     """run_local in a child process with two hanging replicas; returns once both are up."""
-    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(HANG)),
-                                             worker_pool(command=python_command(HANG))])
-    env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = _runner_of_two(tmp_path, marker, HANG)
     ready = []
     for line in proc.stdout:  # the replicas' lines, through the runner's console
         if "| READY " in line:
@@ -366,11 +372,7 @@ def test_ctrl_c_with_two_replicas_stops_both_at_once_and_keeps_their_dying_outpu
 
     from vertex_trainer.local.supervisor import STOP_GRACE_S
 
-    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(STUBBORN)),
-                                             worker_pool(command=python_command(STUBBORN))])
-    env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = _runner_of_two(tmp_path, marker, STUBBORN)
     pids = []
     for line in proc.stdout:
         if "| READY " in line:
