@@ -138,3 +138,12 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
         assert box.jobs.wait(new, timeout=240)
         assert box.vertex.jobs[new]["state"] == "JOB_STATE_SUCCEEDED"
     assert processes_with_env(marker) == []  # the function and every replica are gone
+
+
+def test_a_function_directory_without_main_py_is_refused_before_anything_starts(tmp_path, base_env):
+    done = subprocess.run([*cli(), "dev", "sandbox", "--function", str(tmp_path), "--", "true"],
+                          env=base_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"--function {tmp_path}: no main.py there" in done.stderr
+    assert "vertex-trainer trigger render SPEC --bucket BUCKET -o DIR" in done.stderr
+    assert "# sandbox ready" not in done.stderr
