@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -93,3 +94,11 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box):
         assert abs(written["eval_accuracy"] - trial["metric"]) < 1e-6
     best = max(trials, key=lambda t: t["metric"])
     assert result["best_trial"]["id"] == best["id"]
+
+    # parallelTrialCount 2: trials 1 and 2 ran together, trial 3 only once one of them had ended.
+    request = urllib.request.Request(f"{env['VERTEX_TRAINER_API_ENDPOINT']}/v1/{result['name']}")
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
+        served = {t["id"]: t for t in json.loads(resp.read())["trials"]}
+    assert served["2"]["startTime"] < served["1"]["endTime"]
+    assert served["3"]["startTime"] >= min(served["1"]["endTime"], served["2"]["endTime"])
+    assert all(t["finalMeasurement"]["metrics"][0]["metricId"] == "accuracy" for t in served.values())
