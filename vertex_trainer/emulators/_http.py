@@ -1,11 +1,98 @@
-"""The lifecycle the loopback fakes share: a ThreadingHTTPServer on a daemon thread."""
+"""What the loopback fakes share: the server's lifecycle (a ThreadingHTTPServer on a daemon
+thread), the JSON answer and Google's error envelope, offset pages, and routing a request to a
+service's handler."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
+
+# HTTP status -> the google.rpc code name the error envelope carries.
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+    409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
+    502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+}
+
+
+def envelope(code: int, message: str) -> dict:
+    """Google's error body for HTTP status `code` with `message`: {"error": {code, message, status}}."""
+    return {"error": {"code": code, "message": message, "status": STATUS_NAMES.get(code, "UNKNOWN")}}
+
+
+def query_of(path: str) -> dict[str, str]:
+    """The query parameters of a request path, the last value of each."""
+    return {k: v[-1] for k, v in parse_qs(urlsplit(path).query).items()}
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A request handler that answers JSON and keeps test output quiet."""
+
+    content_type = "application/json; charset=UTF-8"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def send_json(self, status: int, payload: Any) -> None:
+        """Answer `status` with `payload` as the JSON body."""
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_envelope(self, status: int, message: str) -> None:
+        """Answer `status` with Google's error envelope around `message`."""
+        self.send_json(status, envelope(status, message))
+
+
+def offset_page(items: list, query: dict[str, str], key: str, *, size: int,
+                cap: int | None = None, omit_empty: bool = False) -> dict:
+    """One page of a list answer, the page token being the offset of its first item.
+
+    `items` is the whole listing, `query` the request's parameters (pageToken, pageSize), `key`
+    the answer's field for the items, `size` the page size when the request names none, `cap`
+    the most a page holds whatever it asks (None: no bound), `omit_empty` leaves `key` out of an
+    empty page (as Vertex AI does). Returns {key: [...], "nextPageToken": "N" while more remain};
+    raises ValueError("Invalid page token or page size.") on a token or size that is no number.
+    """
+    try:
+        start = int(query.get("pageToken") or 0)
+        size = int(query.get("pageSize") or size)
+    except ValueError:
+        raise ValueError("Invalid page token or page size.") from None
+    if cap is not None:
+        size = min(size, cap)
+    page = items[start:start + size]
+    answer: dict[str, Any] = {} if omit_empty and not page else {key: page}
+    if start + size < len(items):
+        answer["nextPageToken"] = str(start + size)
+    return answer
+
+
+Route = tuple[str, "re.Pattern[str]", str]   # (HTTP method, path pattern with the target as group 1, op)
+
+
+def route(service: Any, routes: list[Route], method: str, path: str,
+          handler_of: Callable[[str], str] = lambda op: "_" + op.split("-", 1)[1],
+          ) -> tuple[str, Callable[[dict, Any], Any]] | None:
+    """The first of `routes` that `method` and `path` match, as (op, call).
+
+    `service` owns the handlers, `handler_of(op)` names its method ("resource-get" -> "_get" by
+    default); `call(query, body)` runs that method on (the match's group 1, query, body).
+    Returns None when no route matches."""
+    for verb, pattern, op in routes:
+        m = pattern.match(path) if verb == method else None
+        if m:
+            handler = getattr(service, handler_of(op))
+            return op, lambda query, body, _t=m[1], _h=handler: _h(_t, query, body)
+    return None
 
 
 class LoopbackServer:

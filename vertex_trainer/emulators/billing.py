@@ -25,16 +25,14 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import LoopbackServer
+from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, offset_page, query_of
 
 CATALOG = Path(__file__).with_name("billing_catalog.json")
 _SKUS = re.compile(r"^/v1/services/(?P<service>[^/]+)/skus$")
-_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-           500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
 def load_catalog(path: Path = CATALOG) -> dict:
@@ -68,43 +66,17 @@ class FakeBilling(LoopbackServer):
                     return
         raise KeyError(description)
 
-    def _page(self, items: list, query: dict, cap: int) -> tuple[dict | None, str | None]:
-        try:
-            start = int(query.get("pageToken") or 0)
-            size = min(int(query.get("pageSize") or cap), cap)
-        except ValueError:
-            return None, "Invalid page token or page size."
-        page = {"items": items[start:start + size]}
-        if start + size < len(items):
-            page["next"] = str(start + size)
-        return page, None
-
     def start(self) -> "FakeBilling":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str) -> None:
-                self._send(status, {"error": {"code": status, "message": message,
-                                              "status": _STATUS.get(status, "UNKNOWN")}})
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 fake.requests.append(self.path)
                 status = fake._take_fault("GET")
                 if status:
-                    return self._error(status, "Fault injected.")
+                    return self.send_envelope(status, "Fault injected.")
                 parts = urlsplit(self.path)
-                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                query = query_of(self.path)
                 with fake._lock:
                     catalog = copy.deepcopy(fake.catalog)
                 if parts.path == "/v1/services":
@@ -112,19 +84,17 @@ class FakeBilling(LoopbackServer):
                 else:
                     m = _SKUS.match(parts.path)
                     if not m:
-                        return self._error(404, f"Method GET {parts.path} not found.")
+                        return self.send_envelope(404, f"Method GET {parts.path} not found.")
                     if not any(s["serviceId"] == m["service"] for s in catalog["services"]):
-                        return self._error(404, f"Service {m['service']} not found.")
+                        return self.send_envelope(404, f"Service {m['service']} not found.")
                     if query.get("currencyCode", "USD") != "USD":
-                        return self._error(400, "This stand-in prices in USD only.")
+                        return self.send_envelope(400, "This stand-in prices in USD only.")
                     items = [s for s in catalog["skus"] if s["name"].startswith(f"services/{m['service']}/")]
                     key, cap = "skus", fake.page_size
-                page, problem = fake._page(items, query, cap)
-                if problem:
-                    return self._error(400, problem)
-                answer = {key: page["items"]}
-                if "next" in page:
-                    answer["nextPageToken"] = page["next"]
-                self._send(200, answer)
+                try:
+                    answer = offset_page(items, query, key, size=cap, cap=cap)
+                except ValueError as exc:
+                    return self.send_envelope(400, str(exc))
+                self.send_json(200, answer)
 
         return self._serve(Handler)

@@ -32,9 +32,10 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from vertex_trainer.emulators._http import LoopbackServer
+
+from vertex_trainer.emulators._http import JsonHandler, LoopbackServer
 
 _PARENT = r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
 
@@ -159,20 +160,11 @@ class FakeCloudBuild(LoopbackServer):
     def start(self) -> "FakeCloudBuild":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code: int, body: dict):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        class Handler(JsonHandler):
+            content_type = "application/json"
 
             def _error(self, code: int, status: str, message: str):
-                self._send(code, {"error": {"code": code, "status": status, "message": message}})
+                self.send_json(code, {"error": {"code": code, "status": status, "message": message}})
 
             def _body(self):
                 n = int(self.headers.get("Content-Length") or 0)
@@ -182,13 +174,21 @@ class FakeCloudBuild(LoopbackServer):
                 except ValueError:
                     return raw.decode(errors="replace")
 
-            def do_POST(self):
+            def _received(self, body: Any) -> str | None:
+                """Record the request; answer an injected fault (None) or return the path."""
                 path, _, query = self.path.partition("?")
-                body = self._body()
-                fake.requests.append(RecordedRequest("POST", path, query, dict(self.headers), body))
-                fault = fake._take_fault("POST")
+                fake.requests.append(RecordedRequest(self.command, path, query, dict(self.headers), body))
+                fault = fake._take_fault(self.command)
                 if fault is not None:
-                    return self._error(fault, "UNAVAILABLE", f"injected fault {fault}")
+                    self._error(fault, "UNAVAILABLE", f"injected fault {fault}")
+                    return None
+                return path
+
+            def do_POST(self):
+                body = self._body()
+                path = self._received(body)
+                if path is None:
+                    return
                 m = re.fullmatch(_PARENT + r"/builds", path)
                 if m:
                     if not isinstance(body, dict):
@@ -197,27 +197,25 @@ class FakeCloudBuild(LoopbackServer):
                         return self._error(400, "INVALID_ARGUMENT", "invalid build: no steps")
                     build = fake._create(m["project"], m["location"], body)
                     op = f"projects/{m['project']}/locations/{m['location']}/operations/{build['id']}"
-                    return self._send(200, {"name": op, "metadata": {
+                    return self.send_json(200, {"name": op, "metadata": {
                         "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
                         "build": build}})
                 m = re.fullmatch(_PARENT + r"/builds/(?P<id>[^/:]+):cancel", path)
                 if m and m["id"] in fake.builds:
                     with fake._lock:
                         fake.builds[m["id"]]["status"] = "CANCELLED"
-                    return self._send(200, fake.builds[m["id"]])
+                    return self.send_json(200, fake.builds[m["id"]])
                 self._error(404, "NOT_FOUND", f"no such resource: {path}")
 
             def do_GET(self):
-                path, _, query = self.path.partition("?")
-                fake.requests.append(RecordedRequest("GET", path, query, dict(self.headers), None))
-                fault = fake._take_fault("GET")
-                if fault is not None:
-                    return self._error(fault, "UNAVAILABLE", f"injected fault {fault}")
+                path = self._received(None)
+                if path is None:
+                    return
                 m = re.fullmatch(_PARENT + r"/builds/(?P<id>[^/]+)", path)
                 if m:
                     if m["id"] not in fake.builds:
                         return self._error(404, "NOT_FOUND", f"build {m['id']} not found")
-                    return self._send(200, fake._advance(m["id"]))
+                    return self.send_json(200, fake._advance(m["id"]))
                 m = re.fullmatch(_PARENT + r"/operations/(?P<id>[^/]+)", path)
                 if m and m["id"] in fake.builds:
                     build = fake._advance(m["id"])
@@ -228,7 +226,7 @@ class FakeCloudBuild(LoopbackServer):
                     if done:
                         op["response"] = {"@type": "type.googleapis.com/google.devtools.cloudbuild.v1.Build",
                                           **build}
-                    return self._send(200, op)
+                    return self.send_json(200, op)
                 self._error(404, "NOT_FOUND", f"no such resource: {path}")
 
         return self._serve(Handler)

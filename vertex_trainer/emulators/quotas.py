@@ -21,14 +21,12 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from http.server import ThreadingHTTPServer
+from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import LoopbackServer
+from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, offset_page, query_of
 
 _PATH = re.compile(r"^/v1/projects/(?P<project>[^/]+)/locations/global/services/(?P<service>[^/]+)/quotaInfos$")
-_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-           500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
 def _quota_id(metric: str) -> str:
@@ -91,45 +89,26 @@ class FakeQuotas(LoopbackServer):
     def start(self) -> "FakeQuotas":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str) -> None:
-                self._send(status, {"error": {"code": status, "message": message,
-                                              "status": _STATUS.get(status, "UNKNOWN")}})
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 fake.requests.append(self.path)
                 with fake._lock:
                     fault = fake.faults.pop(0) if fake.faults else None
                 if fault:
                     status, message = fault
-                    return self._error(status, message or (
+                    return self.send_envelope(status, message or (
                         "Permission 'cloudquotas.quotas.get' denied on resource" if status == 403
                         else "Fault injected."))
                 parts = urlsplit(self.path)
                 m = _PATH.match(parts.path)
                 if not m:
-                    return self._error(404, f"Method GET {parts.path} not found.")
-                query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                    return self.send_envelope(404, f"Method GET {parts.path} not found.")
                 infos = fake.infos(m["project"], m["service"])
                 try:
-                    start = int(query.get("pageToken") or 0)
-                    size = min(int(query.get("pageSize") or fake.page_size), fake.page_size)
-                except ValueError:
-                    return self._error(400, "Invalid page token or page size.")
-                answer: dict = {"quotaInfos": infos[start:start + size]}
-                if start + size < len(infos):
-                    answer["nextPageToken"] = str(start + size)
-                self._send(200, answer)
+                    answer = offset_page(infos, query_of(self.path), "quotaInfos",
+                                         size=fake.page_size, cap=fake.page_size)
+                except ValueError as exc:
+                    return self.send_envelope(400, str(exc))
+                self.send_json(200, answer)
 
         return self._serve(Handler)

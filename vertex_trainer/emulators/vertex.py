@@ -39,11 +39,11 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import serve_until_interrupted
+from vertex_trainer.emulators._http import JsonHandler, envelope, offset_page, query_of, serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
 from vertex_trainer.emulators.vertex_models import ModelService
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
@@ -58,11 +58,6 @@ TERMINAL_STATES = frozenset({
 DEFAULT_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
 DEFAULT_ERROR = "The replica workerpool0-0 exited with a non-zero status of 1."
 
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-    409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
-    502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
-}
 _DEFAULT_MESSAGES = {
     403: "Permission '{permission}' denied on resource '//aiplatform.googleapis.com/{parent}' "
          "(or it may not exist).",
@@ -365,21 +360,13 @@ class FakeVertex(CapacityScripts):
                      and all((k in j.data.get("labels", {})) if v is None
                              else j.data.get("labels", {}).get(k) == v for k, v in terms)]
         try:
-            start = int(query.get("pageToken") or 0)
-            size = int(query.get("pageSize") or self.default_page_size)
-        except ValueError:
-            raise _HttpError(400, "Invalid page token or page size.") from None
-        page = found[start:start + size]
-        answer: dict[str, Any] = {"customJobs": page} if page else {}
-        if start + size < len(found):
-            answer["nextPageToken"] = str(start + size)
-        return answer
+            return offset_page(found, query, "customJobs", size=self.default_page_size, omit_empty=True)
+        except ValueError as exc:
+            raise _HttpError(400, str(exc)) from None
 
     def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any, str, bool]:
         """Route one request. Returns (status, payload, op, drop_connection)."""
-        parts = urlsplit(raw_path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        path = parts.path
+        query, path = query_of(raw_path), urlsplit(raw_path).path
         op, target, call = "", "", None
         if (m := _COLLECTION.match(path)) and method in ("POST", "GET"):
             op, target = ("create" if method == "POST" else "list"), m[1]
@@ -401,7 +388,7 @@ class FakeVertex(CapacityScripts):
             op, call = routed
             target = path
         if not op:
-            return 404, _envelope(404, f"Method {method} {path} not found."), "", False
+            return 404, envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op
         fault = self._take_fault(op)
         if fault and fault.delay and (not fault.commit or fault.late):
@@ -411,7 +398,7 @@ class FakeVertex(CapacityScripts):
                 return 0, None, op, True
             message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.").format(
                 permission=_PERMISSIONS.get(op, "aiplatform.*"), parent=target)
-            return fault.status, _envelope(fault.status, message), op, False
+            return fault.status, envelope(fault.status, message), op, False
         try:
             if call is not None:
                 result = call(query, body)
@@ -430,14 +417,14 @@ class FakeVertex(CapacityScripts):
             else:
                 result = self._cancel(target)
         except (_HttpError, ModelServiceError) as exc:
-            return exc.code, _envelope(exc.code, exc.message), op, False
+            return exc.code, envelope(exc.code, exc.message), op, False
         if fault and fault.delay and not fault.late:  # committed, then slow to answer
             time.sleep(fault.delay)
         if fault and not fault.status:
             return 0, None, op, True
         if fault:  # committed, then answered with an error: the outcome is unknown to the client
             message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.")
-            return fault.status, _envelope(fault.status, message), op, False
+            return fault.status, envelope(fault.status, message), op, False
         if call is None and query.get("$alt", "").replace(" ", "") == "json;enum-encoding=int":
             result = self._ints(result)
         return 200, result, op, False
@@ -473,8 +460,6 @@ def web_access_uris(job: dict) -> dict[str, str]:
     return out
 
 
-def _envelope(code: int, message: str) -> dict:
-    return {"error": {"code": code, "message": message, "status": _STATUS_NAMES.get(code, "UNKNOWN")}}
 
 
 class _Server(ThreadingHTTPServer):
@@ -497,12 +482,9 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
 
     def _serve(self) -> None:
         fake = self.server.fake
@@ -513,11 +495,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = _BAD_JSON
         with fake._lock:
-            fake.requests.append(Recorded(self.command, self.path,
-                                          {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query).items()},
+            fake.requests.append(Recorded(self.command, self.path, query_of(self.path),
                                           body, dict(self.headers.items())))
         if body is _BAD_JSON:
-            status, payload, drop = 400, _envelope(400, "Invalid JSON payload received."), False
+            status, payload, drop = 400, envelope(400, "Invalid JSON payload received."), False
         else:
             status, payload, _, drop = fake.handle(self.command, self.path, body)
         if drop:
@@ -527,12 +508,7 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(status, payload)
 
     do_GET = do_POST = do_DELETE = do_PATCH = _serve
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from vertex_trainer.emulators._http import route
+
 _PARENT = r"projects/[^/]+/locations/[^/]+"
 _ROUTES: list[tuple[str, re.Pattern, str]] = [
     ("POST", re.compile(rf"^/v1/({_PARENT})/models:upload$"), "upload"),
@@ -145,13 +147,8 @@ class ModelService:
 
     # -- routing -------------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
-        for verb, pattern, op in _ROUTES:
-            m = pattern.match(path) if verb == method else None
-            if m:
-                target = m[1]
-                handler = getattr(self, "_" + op.replace("-", "_"))
-                return op, lambda query, body, _t=target, _h=handler: _h(_t, query, body)
-        return None
+        """(op, call(query, body)) for a request to one of the routes above, else None."""
+        return route(self, _ROUTES, method, path, handler_of=lambda op: "_" + op.replace("-", "_"))
 
     # -- test controls -------------------------------------------------------------------------
     def fail_operation(self, kind: str, message: str, code: int = 13) -> None:

@@ -17,6 +17,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from vertex_trainer.emulators._http import offset_page, route
 from vertex_trainer.emulators.vertex_models import ServiceError
 
 _PARENT = r"projects/[^/]+/locations/[^/]+"
@@ -45,12 +46,8 @@ class ResourceService:
         self.page_size = 50
 
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
-        for verb, pattern, op in _ROUTES:
-            m = pattern.match(path) if verb == method else None
-            if m:
-                handler = getattr(self, "_" + op.split("-", 1)[1])
-                return op, lambda query, body, _t=m[1], _h=handler: _h(_t, query, body)
-        return None
+        """(op, call(query, body)) for a request to one of the routes above, else None."""
+        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def add(self, parent: str, resource_id: str, body: dict, *, state: str = "RUNNING") -> dict:
@@ -133,14 +130,9 @@ class ResourceService:
         with self._lock:
             found = [dict(r) for n, r in self.resources.items() if n.startswith(parent + "/")]
         try:
-            start = int(query.get("pageToken") or 0)
-            size = int(query.get("pageSize") or self.page_size)
-        except ValueError:
-            raise ServiceError(400, "Invalid page token or page size.") from None
-        answer: dict = {"persistentResources": found[start:start + size]} if found[start:start + size] else {}
-        if start + size < len(found):
-            answer["nextPageToken"] = str(start + size)
-        return answer
+            return offset_page(found, query, "persistentResources", size=self.page_size, omit_empty=True)
+        except ValueError as exc:
+            raise ServiceError(400, str(exc)) from None
 
     def _delete(self, name: str, query: dict, body: Any) -> dict:
         with self._lock:
