@@ -40,6 +40,7 @@ def test_switching_a_flex_spec_to_spot_ignores_max_wait_with_a_warning(cli):
     validate = cli("validate", *args)
     assert validate.code == 0, validate.err
     assert IGNORED in validate.err
+    assert "  schedule  spot, max wait 4h (ignored: no flex-start in the plan)" in validate.out
     submit = cli("submit", *args, "--dry-run", "--output", "json")
     assert submit.code == 0, submit.err
     assert IGNORED in submit.err

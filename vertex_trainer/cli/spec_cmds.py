@@ -59,6 +59,8 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
     quota = _quota_lines(job, cfg) if check_quota else []  # exit 2 here when clearly short
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
+    if wait and any("max_wait is ignored" in w for w in warnings(job)):
+        wait += " (ignored: no flex-start in the plan)"
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
     image = ("(none: --local only)" if job.image is None
              else job.image.uri or job.image.repository or "python package")
