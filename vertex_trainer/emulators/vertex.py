@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import JsonHandler, envelope, offset_page, query_of, serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
-from vertex_trainer.emulators.vertex_models import ModelService
+from vertex_trainer.emulators.vertex_models import ModelService, labels_filter
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
 from vertex_trainer.emulators.vertex_resources import ResourceService
@@ -72,8 +72,6 @@ _PERMISSIONS = {"create": "aiplatform.customJobs.create", "get": "aiplatform.cus
 
 _COLLECTION = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+)/customJobs$")
 _JOB = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+/customJobs/[^/:]+)(:cancel)?$")
-_FILTER_TERM = re.compile(
-    r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
 
 
 @dataclass
@@ -343,22 +341,9 @@ class FakeVertex(CapacityScripts):
         return {}
 
     def _list(self, parent: str, query: dict[str, str]) -> dict:
-        terms = []
-        text = query.get("filter", "").strip()
-        if text:
-            for part in re.split(r"\s+AND\s+", text):
-                match = _FILTER_TERM.match(part)
-                if not match:
-                    raise _HttpError(400, f"Unsupported filter: {text!r}.")
-                value = match["value"].strip('"')
-                if match["op"] == ":" and value != "*":
-                    raise _HttpError(400, f"Unsupported filter: {text!r}.")
-                terms.append((match["key"], None if match["op"] == ":" else value))
+        keep = labels_filter(query.get("filter", ""))
         with self._lock:
-            found = [dict(j.data) for n, j in self._jobs.items()
-                     if n.startswith(parent + "/")
-                     and all((k in j.data.get("labels", {})) if v is None
-                             else j.data.get("labels", {}).get(k) == v for k, v in terms)]
+            found = [dict(j.data) for n, j in self._jobs.items() if n.startswith(parent + "/") and keep(j.data)]
         try:
             return offset_page(found, query, "customJobs", size=self.default_page_size, omit_empty=True)
         except ValueError as exc:
@@ -375,18 +360,9 @@ class FakeVertex(CapacityScripts):
                 op, target = "cancel", m[1]
             elif not m[2] and method == "GET":
                 op, target = "get", m[1]
-        if not op and (routed := self.models.route(method, path)):
-            op, call = routed
-            target = path
-        if not op and (routed := self.pipelines.route(method, path)):
-            op, call = routed
-            target = path
-        if not op and (routed := self.tuning.route(method, path)):
-            op, call = routed
-            target = path
-        if not op and (routed := self.resources.route(method, path)):
-            op, call = routed
-            target = path
+        for service in (self.models, self.pipelines, self.tuning, self.resources):
+            if not op and (routed := service.route(method, path)):
+                (op, call), target = routed, path
         if not op:
             return 404, envelope(404, f"Method {method} {path} not found."), "", False
         self.requests[-1].op = op

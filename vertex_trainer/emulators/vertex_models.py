@@ -48,6 +48,8 @@ _ROUTES: list[tuple[str, re.Pattern, str]] = [
 ]
 _FILTER = re.compile(r'^\s*(?:(?P<field>display_name|displayName)\s*=\s*"(?P<name>[^"]*)"'
                      r'|labels\.(?P<key>[a-z][a-z0-9_-]*)\s*=\s*"?(?P<value>[a-z0-9_-]*)"?)\s*$')
+_LABEL_TERM = re.compile(
+    r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
 _ENDPOINT_ID = re.compile(r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$|^[1-9][0-9]{0,8}$")
 
 
@@ -95,6 +97,25 @@ def _filter(text: str) -> Callable[[dict], bool]:
             if m["key"] and (resource.get("labels") or {}).get(m["key"]) != m["value"]:
                 return False
         return True
+
+    return keep
+
+
+def labels_filter(text: str) -> Callable[[dict], bool]:
+    """The filter a jobs list takes: `labels.k="v"` and `labels.k:*` (has the label) terms
+    joined by AND. `text` is the request's filter ("" keeps all). Returns keep(resource) -> bool;
+    raises ServiceError(400) on any other term."""
+    terms = []
+    for part in filter(None, re.split(r"\s+AND\s+", text.strip())):
+        m = _LABEL_TERM.match(part)
+        value = m["value"].strip('"') if m else ""
+        if not m or (m["op"] == ":" and value != "*"):
+            raise ServiceError(400, f"Unsupported filter: {text!r}.")
+        terms.append((m["key"], None if m["op"] == ":" else value))
+
+    def keep(resource: dict) -> bool:
+        labels = resource.get("labels") or {}
+        return all((k in labels) if v is None else labels.get(k) == v for k, v in terms)
 
     return keep
 

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from vertex_trainer.emulators._http import offset_page, route
-from vertex_trainer.emulators.vertex_models import ServiceError
+from vertex_trainer.emulators.vertex_models import ServiceError, _parse
 
 _PARENT = r"projects/[^/]+/locations/[^/]+"
 _ROUTES = [
@@ -87,7 +87,7 @@ class ResourceService:
 
     # -- the service ---------------------------------------------------------------------------
     def _store(self, parent: str, resource_id: str, body: Any) -> dict:
-        data = _parse(body)
+        data = _parse("PersistentResource", body)
         for field in _OUTPUT_ONLY:
             data.pop(field, None)
         if not data.get("resourcePools"):
@@ -146,18 +146,3 @@ class ResourceService:
 
             return self._operations._start("resource-delete", name, {}, _METADATA.format("Delete"),
                                            on_done=gone)
-
-
-def _parse(body: Any) -> dict:
-    """Parse a PersistentResource strictly (unknown fields are a 400, as on the service)."""
-    if not isinstance(body, dict):
-        raise ServiceError(400, "Invalid JSON payload received. Expected an object.")
-    from google.cloud.aiplatform_v1 import PersistentResource
-    from google.protobuf import json_format
-
-    message = PersistentResource.pb(PersistentResource())
-    try:
-        json_format.ParseDict(body, message)
-    except json_format.ParseError as exc:
-        raise ServiceError(400, f"Invalid JSON payload received. {exc}") from None
-    return json_format.MessageToDict(message)
