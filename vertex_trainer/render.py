@@ -223,17 +223,26 @@ def _ints_for_gcloud(node):
     return node
 
 
-def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> list[str]:
-    """The gcloud command line that creates the same CustomJob from the `--format gcloud` file."""
-    cmd = ["gcloud", "ai", "custom-jobs", "create", f"--region={spec.region or 'REGION'}",
-           f"--display-name={job['displayName']}", f"--config={config_path}"]
+def _gcloud_create(group: str, spec: JobSpec, body: dict, region: str, *flags: str) -> list[str]:
+    """`gcloud ai GROUP create` for `body` (a CustomJob or HyperparameterTuningJob): the project,
+    `region`, display name and `flags`, then the labels and the KMS key the body carries."""
+    cmd = ["gcloud", "ai", group, "create", f"--region={region}",
+           f"--display-name={body['displayName']}", *flags]
     if spec.project:
         cmd.insert(4, f"--project={spec.project}")
-    if job.get("labels"):
-        cmd.append("--labels=" + ",".join(f"{k}={v}" for k, v in job["labels"].items()))
-    if job.get("encryptionSpec"):
-        cmd.append(f"--kms-key={job['encryptionSpec']['kmsKeyName']}")
+    if body.get("labels"):
+        cmd.append("--labels=" + ",".join(f"{k}={v}" for k, v in body["labels"].items()))
+    if body.get("encryptionSpec"):
+        cmd.append(f"--kms-key={body['encryptionSpec']['kmsKeyName']}")
     return cmd
+
+
+def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> list[str]:
+    """The gcloud command line that creates the same CustomJob from the `--format gcloud` file.
+
+    `spec` gives the project and region, `job` is the rendered CustomJob, `config_path` the file
+    `--config` names. Returns the command as a list of arguments."""
+    return _gcloud_create("custom-jobs", spec, job, spec.region or "REGION", f"--config={config_path}")
 
 
 def to_gcloud_config(spec: JobSpec, job: dict) -> str:
@@ -252,15 +261,9 @@ def to_gcloud_config(spec: JobSpec, job: dict) -> str:
 def to_gcloud_tuning_config(spec: JobSpec, body: dict) -> str:
     """A HyperparameterTuningSpec YAML for `gcloud ai hp-tuning-jobs create --config`, headed by
     the command to run (display name, labels, key and the trial counts travel as flags)."""
-    cmd = ["gcloud", "ai", "hp-tuning-jobs", "create", f"--region={spec.region}",
-           f"--display-name={body['displayName']}", "--config=tuning.yaml",
-           f"--max-trial-count={body['maxTrialCount']}", f"--parallel-trial-count={body['parallelTrialCount']}"]
-    if spec.project:
-        cmd.insert(4, f"--project={spec.project}")
-    if body.get("labels"):
-        cmd.append("--labels=" + ",".join(f"{k}={v}" for k, v in body["labels"].items()))
-    if body.get("encryptionSpec"):
-        cmd.append(f"--kms-key={body['encryptionSpec']['kmsKeyName']}")
+    cmd = _gcloud_create("hp-tuning-jobs", spec, body, spec.region, "--config=tuning.yaml",
+                         f"--max-trial-count={body['maxTrialCount']}",
+                         f"--parallel-trial-count={body['parallelTrialCount']}")
     study = copy.deepcopy(body["studySpec"])
     for p in study["parameters"]:  # int64 as YAML integers, as for replicaCount
         if "integerValueSpec" in p:

@@ -43,7 +43,8 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import JsonHandler, envelope, offset_page, query_of, serve_until_interrupted
+from vertex_trainer.emulators._http import (JsonHandler, envelope, offset_page, query_of,
+                                            serve_until_interrupted)
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
 from vertex_trainer.emulators.vertex_models import ModelService, labels_filter
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
@@ -343,7 +344,8 @@ class FakeVertex(CapacityScripts):
     def _list(self, parent: str, query: dict[str, str]) -> dict:
         keep = labels_filter(query.get("filter", ""))
         with self._lock:
-            found = [dict(j.data) for n, j in self._jobs.items() if n.startswith(parent + "/") and keep(j.data)]
+            found = [dict(j.data) for n, j in self._jobs.items()
+                     if n.startswith(parent + "/") and keep(j.data)]
         try:
             return offset_page(found, query, "customJobs", size=self.default_page_size, omit_empty=True)
         except ValueError as exc:
