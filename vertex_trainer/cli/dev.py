@@ -12,12 +12,13 @@ from vertex_trainer.cli.common import stderr_line
 app = typer.Typer(help="Local stand-ins for Google Cloud services (for tests and offline runs).",
                   no_args_is_help=True)
 
+# The options of the commands that serve one fake (each its own default port).
+Port = Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")]
+Host = Annotated[str, typer.Option("--host", help="address to listen on")]
+
 
 @app.command("fake-vertex")
-def dev_fake_vertex(
-    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8765,
-    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
-) -> None:
+def dev_fake_vertex(port: Port = 8765, host: Host = "127.0.0.1") -> None:
     """Run a fake Vertex AI JobService (REST) for offline submit/status/cancel/list."""
     from vertex_trainer.emulators.vertex import serve
 
@@ -25,10 +26,7 @@ def dev_fake_vertex(
 
 
 @app.command("fake-logging")
-def dev_fake_logging(
-    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8766,
-    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
-) -> None:
+def dev_fake_logging(port: Port = 8766, host: Host = "127.0.0.1") -> None:
     """Run a fake Cloud Logging (entries:list, entries:write) for offline `logs` and `--wait`."""
     from vertex_trainer.emulators.logging import serve
 
