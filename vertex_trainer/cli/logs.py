@@ -17,6 +17,7 @@ from vertex_trainer.cli.common import (
 )
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.errors import JobFailed
+from vertex_trainer.local.display import StatusLine, is_banner
 
 LogJobArg = Annotated[str, typer.Argument(
     help="a Vertex AI job (projects/P/locations/R/customJobs/ID, or an ID with --project), or a "
@@ -94,8 +95,6 @@ def _write(entry: LogEntry, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(entry.to_dict()) + "\n")
     else:
-        from vertex_trainer.local.display import is_banner
-
         for line in entry.message.split("\n") or [""]:
             if is_banner(line):  # TensorFlow's start-up banner: the record keeps it, the screen not
                 continue
@@ -103,7 +102,7 @@ def _write(entry: LogEntry, output: OutputFormat) -> None:
     sys.stdout.flush()
 
 
-class FollowView:
+class FollowView(StatusLine):
     """What `--wait` shows on stderr: a line per state change, the job's log lines prefixed by
     replica (as local runs show them), and at the end the failing replica's last lines. On a
     terminal, a spinner says what the job is doing (for Flex Start: how long it has queued)."""
@@ -118,16 +117,8 @@ class FollowView:
         self._status = None
         self._noted = 0.0
 
-    def __enter__(self) -> "FollowView":
-        if self.console.is_terminal:
-            self._status = self.console.status(f"waiting for {self.job_id} (Ctrl-C stops waiting)")
-            self._status.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._status is not None:
-            self._status.__exit__(*exc)
-            self._status = None
+    def _opening_status(self) -> str | None:
+        return f"waiting for {self.job_id} (Ctrl-C stops waiting)" if self.console.is_terminal else None
 
     def show(self, item) -> None:
         if isinstance(item, LogEntry):

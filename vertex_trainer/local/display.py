@@ -51,7 +51,32 @@ def is_banner(line: str) -> bool:
     return bool(_TF_BANNER.match(line))
 
 
-class Display:
+class StatusLine:
+    """Mixin for a view used with `with`: a rich status line (a spinner) while it is entered.
+
+    The view sets `console` and defines `_opening_status()`, the first text (None: no status
+    line, e.g. not a terminal); `_status` is the live status, None when there is none."""
+
+    console: Any
+    _status: Any = None
+
+    def _opening_status(self) -> str | None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        text = self._opening_status()
+        if text is not None:
+            self._status = self.console.status(text, spinner="dots")
+            self._status.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._status is not None:
+            self._status.__exit__(*exc)
+            self._status = None
+
+
+class Display(StatusLine):
     """Prefixed log lines; a live progress line on a terminal, plain lines elsewhere."""
 
     def __init__(self, console, names: list[str], live: bool):
@@ -66,16 +91,8 @@ class Display:
         self.started = time.monotonic()
         self._status = None
 
-    def __enter__(self) -> "Display":
-        if self.live:
-            self._status = self.console.status(self._status_text(), spinner="dots")
-            self._status.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._status is not None:
-            self._status.__exit__(*exc)
-            self._status = None
+    def _opening_status(self) -> str | None:
+        return self._status_text() if self.live else None
 
     def _status_text(self) -> str:
         elapsed = time.monotonic() - self.started
