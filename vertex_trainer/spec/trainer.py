@@ -9,6 +9,7 @@ trainer's default. `extra_args` passes anything else through verbatim.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Literal
 
@@ -94,16 +95,28 @@ def check_trainer_flags(spec: Spec) -> None:
     not installed beside the client.
     """
     try:
-        from trainer.config import UsageError as TrainerUsage, parse_flags
+        import trainer.config  # noqa: F401  (argparse and the trainer's parser: only when checked)
     except ImportError:
         return
-    dirs = {var: f"/{sub}/" for var, sub in AIP_DIRS.items()}
-    try:
-        parse_flags(spec.trainer.to_args(), environ=dirs)
-    except TrainerUsage as e:
-        message = str(e)
+    message = _refusal(tuple(spec.trainer.to_args()))
+    if message is not None:
         raise SpecError(_field_of(spec, message), f"the bundled trainer refuses it: {message}",
                         has_value=False, hint="see `python -m trainer.task --help` for its flags and models") from None
+
+
+@functools.lru_cache(maxsize=32)
+def _refusal(args: tuple[str, ...]) -> str | None:
+    """The bundled trainer's UsageError message for `args` (None: it accepts them). Parsed once
+    per args: `validate` and `submit` check the same spec twice (load_spec, then check), and
+    building the trainer's argparse parser is most of the cost."""
+    from trainer.config import UsageError as TrainerUsage, parse_flags
+
+    dirs = {var: f"/{sub}/" for var, sub in AIP_DIRS.items()}
+    try:
+        parse_flags(list(args), environ=dirs)
+    except TrainerUsage as e:
+        return str(e)
+    return None
 
 
 def _field_of(spec: Spec, message: str) -> str:
