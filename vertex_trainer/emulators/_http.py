@@ -79,6 +79,26 @@ def offset_page(items: list, query: dict[str, str], key: str, *, size: int,
 Route = tuple[str, "re.Pattern[str]", str]   # (HTTP method, path pattern with the target as group 1, op)
 
 
+_PARENT = r"projects/[^/]+/locations/[^/]+"
+
+
+def collection_routes(collection: str, kind: str, *, end: str = "cancel") -> list[Route]:
+    """The routes of a Vertex AI collection under projects/P/locations/L: create (POST), list and
+    get (GET), and `end`: "cancel" (POST .../ID:cancel) or "delete" (DELETE .../ID).
+
+    `collection` is the path segment ("pipelineJobs"), `kind` the ops' prefix ("pipeline" ->
+    "pipeline-create", "pipeline-list", "pipeline-get", "pipeline-cancel"). Returns them for
+    `route`, the parent (create, list) or the resource's name (get, the end) as group 1."""
+    one = rf"^/v1/({_PARENT}/{collection}/[^/:]+)"
+    return [
+        ("POST", re.compile(rf"^/v1/({_PARENT})/{collection}$"), f"{kind}-create"),
+        ("GET", re.compile(rf"^/v1/({_PARENT})/{collection}$"), f"{kind}-list"),
+        ("GET", re.compile(one + "$"), f"{kind}-get"),
+        ("POST", re.compile(one + ":cancel$"), f"{kind}-cancel") if end == "cancel"
+        else ("DELETE", re.compile(one + "$"), f"{kind}-delete"),
+    ]
+
+
 def route(service: Any, routes: list[Route], method: str, path: str,
           handler_of: Callable[[str], str] = lambda op: "_" + op.split("-", 1)[1],
           ) -> tuple[str, Callable[[dict, Any], Any]] | None:

@@ -17,16 +17,10 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import offset_page, route
+from vertex_trainer.emulators._http import collection_routes, offset_page, route
 from vertex_trainer.emulators.vertex_models import ServiceError, _parse
 
-_PARENT = r"projects/[^/]+/locations/[^/]+"
-_ROUTES = [
-    ("POST", re.compile(rf"^/v1/({_PARENT})/persistentResources$"), "resource-create"),
-    ("GET", re.compile(rf"^/v1/({_PARENT})/persistentResources$"), "resource-list"),
-    ("GET", re.compile(rf"^/v1/({_PARENT}/persistentResources/[^/:]+)$"), "resource-get"),
-    ("DELETE", re.compile(rf"^/v1/({_PARENT}/persistentResources/[^/:]+)$"), "resource-delete"),
-]
+_ROUTES = collection_routes("persistentResources", "resource", end="delete")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _OUTPUT_ONLY = ("name", "state", "createTime", "startTime", "updateTime", "error", "resourceRuntime")
 _METADATA = "type.googleapis.com/google.cloud.aiplatform.v1.{}PersistentResourceOperationMetadata"
