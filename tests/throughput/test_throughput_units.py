@@ -181,3 +181,35 @@ def test_bench_dry_run_sends_nothing_and_shows_both_creates(tmp_path):
     text = subprocess.run(cmd[:-3] + ["--dry-run"], capture_output=True, text=True, env=env, cwd=REPO,
                           timeout=120)
     assert text.returncode == 0 and text.stdout.startswith("# dry run: nothing was sent"), text.stderr
+
+
+@pytest.mark.trainer
+def test_cpu_contention_is_named_apart_from_waiting():
+    from trainer import throughput
+
+    summary = {"input_wait_fraction": 0.02, "steady_examples_per_sec": 1234.0, "host_cpu_busy_fraction": 0.97}
+    busy = throughput.verdict(summary, synthetic=False, devices=1, device="cpu", cpus=2)
+    assert busy.startswith("throughput: compute-bound: 2% of the time waiting for data")
+    assert "but the vCPUs are 97% busy: decoding shares them with the model (CPU contention" in busy
+    idle = throughput.verdict({**summary, "host_cpu_busy_fraction": 0.5}, synthetic=False, devices=1,
+                              device="cpu", cpus=2)
+    assert "contention" not in idle
+    gpu = throughput.verdict(summary, synthetic=False, devices=1, device="gpu", cpus=2)
+    assert "contention" not in gpu  # the model does not compute on a GPU host's vCPUs
+
+
+@pytest.mark.trainer
+def test_steady_rate_leaves_out_the_first_execution_and_checkpoint_time():
+    from trainer.throughput import Execution, rates
+
+    # Executions of 4 steps: the first 5 s (compiling), then 1 s each, back to back, except a
+    # 2 s checkpoint between the third and the fourth.
+    runs = [Execution(5.0, 0.0, 4, started=0.0), Execution(1.0, 0.0, 4, started=5.0),
+            Execution(1.0, 0.0, 4, started=6.0), Execution(1.0, 0.0, 4, started=9.0)]
+    out = rates(runs, 8, 10.5, lambda start, end: 2.0 if start <= 7.0 < end else 0.0)
+    assert out["steady_examples_per_sec"] == pytest.approx(12 * 8 / 3.0)  # 12 steps in 3 s
+    assert out["steady_step_time_ms"] == pytest.approx(250.0)
+    assert out["compile_seconds"] == pytest.approx(4.0)  # 5 s for 4 steps of 0.25 s
+    assert out["wall_examples_per_sec"] == pytest.approx(16 * 8 / 10.5, rel=1e-3)
+    one = rates(runs[:1], 8, 5.5)
+    assert one["steady_examples_per_sec"] == pytest.approx(32 / 5.0) and one["compile_seconds"] is None
