@@ -11,6 +11,12 @@ CPU time is the steadier figure). `--help` and `validate` are compared with gclo
 here, in-process), through a private gcloud configuration (endpoint override, no credentials).
 gcloud rows are skipped when gcloud is not on PATH. The last table is `python -X importtime`'s
 view of `--help` and `validate`: where the import time goes, by package.
+
+Two "floor" rows time what any typer + pydantic command pays before this project's code runs:
+the interpreter with the venv's site (.pth files, the editable install's finder), then the
+imports validate cannot do without (typer, typer's pydantic adapters, pydantic's plugin loader,
+PyYAML). `validate --local` runs the templated quickstart spec (jinja2 is loaded for it) on two
+empty shards. `--only WORD` measures the rows whose label contains WORD (e.g. `--only validate`).
 """
 
 from __future__ import annotations
@@ -56,6 +62,13 @@ trainer:
 """
 
 
+# What validate cannot avoid: typer (its parameters are parsed through pydantic TypeAdapters),
+# pydantic's plugin loader (imported with the first validator, even with plugins disabled) and
+# PyYAML. The environment switch is the CLI's own (cli/common.py no_pydantic_plugins).
+FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '1'; "
+         "import typer, typer._adapters, pydantic.plugin._loader, yaml")
+
+
 def vertex_trainer() -> list[str]:
     script = Path(sys.executable).parent / "vertex-trainer"
     return [str(script)] if script.exists() else [sys.executable, "-m", "vertex_trainer"]
@@ -93,14 +106,22 @@ def import_times(argv: list[str], env: dict[str, str], cwd: Path, runs: int = 3)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "RESULTS-cli.md")
+    parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/RESULTS-cli.md")
+    parser.add_argument("--only", metavar="WORD", help="only the rows whose label contains WORD "
+                        "(prints the figures; writes --out only when given explicitly)")
     args = parser.parse_args()
+    out = args.out or ROOT / "benchmarks" / "RESULTS-cli.md"
 
     gcloud = shutil.which("gcloud")
     work = Path(tempfile.mkdtemp(prefix="vt-bench-"))
     with FakeVertex() as fake:
         spec = work / "job.yaml"
         spec.write_text(SPEC)
+        local_spec = work / "quickstart-local.yaml"  # templated name; --local needs its data
+        local_spec.write_text((ROOT / "job_specs" / "quickstart-local.yaml").read_text())
+        (work / "data" / "quickstart").mkdir(parents=True)
+        for shard in ("train-00000-of-00001", "validation-00000-of-00001"):
+            (work / "data" / "quickstart" / shard).touch()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_"))}
         config = gcloud_config(work / "gcloud", fake.url, project="bench-project")
         env.update(VERTEX_TRAINER_API_ENDPOINT=fake.url, CLOUDSDK_CONFIG=str(config))
@@ -115,11 +136,16 @@ def main() -> None:
             ("--help", [*vt, "--help"], gcloud_help),
             ("submit --help", [*vt, "submit", "--help"], None),
             ("validate SPEC", [*vt, "validate", str(spec)], gcloud_help),
+            ("validate --local SPEC (templated)", [*vt, "validate", str(local_spec), "--local"], gcloud_help),
+            ("floor: python (site, .pth files)", [sys.executable, "-c", "pass"], gcloud_help),
+            ("floor: + typer, pydantic, PyYAML imports", [sys.executable, "-c", FLOOR], gcloud_help),
             ("render SPEC (json)", [*vt, "render", str(spec)], None),
             ("render SPEC --format gcloud", [*vt, "render", str(spec), "--format", "gcloud"], None),
             ("submit SPEC --dry-run", [*vt, "submit", str(spec), "--dry-run"], None),
             ("submit SPEC (list + create, fake server)", [*vt, "submit", str(spec), "--output", "json"], create),
         ]
+        if args.only:
+            rows = [row for row in rows if args.only in row[0]]
         # Warm up: the fake imports aiplatform_v1 on its first request; the OS caches files.
         for _, ours, theirs in rows:
             timed(ours, env, work)
@@ -139,9 +165,14 @@ def main() -> None:
             results.append((label, wall, cpu, their_wall, their_cpu,
                             " ".join(a if not a.startswith("--config=") else "--config=FILE"
                                      for a in theirs[1:5]) if theirs else ""))
-            print(f"{label:45} {wall:.3f}s" + (f"   gcloud {their_wall:.3f}s" if b else ""), flush=True)
+            print(f"{label:45} {wall:.3f}s (CPU {cpu:.3f}s)" + (
+                f"   gcloud {their_wall:.3f}s (CPU {their_cpu:.3f}s)   ratio {wall / their_wall:.2f} "
+                f"(CPU {cpu / their_cpu:.2f})" if b else ""), flush=True)
         load_after = os.getloadavg()[0]
         jobs = len(fake.jobs)
+        if args.only and args.out is None:
+            print(f"load average {load_before:.1f} -> {load_after:.1f}")
+            return
         imports = {"--help": import_times(["--help"], env, work),
                    "validate": import_times(["validate", str(spec)], env, work)}
 
@@ -165,8 +196,8 @@ def main() -> None:
         lines.append(f"| `{label}` | {ours:.3f} | {cpu:.3f} | {('`gcloud ' + what + '`') if what else '-'} | "
                      f"{f'{theirs:.3f}' if theirs else '-'} | {f'{their_cpu:.3f}' if their_cpu else '-'} | "
                      f"{ratio} | {cpu_ratio} |")
-    lines += ["", "gcloud has no equivalent of validate, render or a dry run (`-`); `--help` and "
-              "`validate` are set against its `ai custom-jobs create --help`.", "",
+    lines += ["", "gcloud has no equivalent of validate, render or a dry run (`-`); `--help`, "
+              "`validate` and the floor rows are set against its `ai custom-jobs create --help`.", "",
               "## Where the import time goes (`python -X importtime`, least of 3 runs, ms)", "",
               "| package | `--help` | `validate SPEC` |", "|---|---:|---:|"]
     names = sorted(set(imports["--help"]) | set(imports["validate"]),
@@ -174,8 +205,8 @@ def main() -> None:
     for name in names[:15]:
         lines.append(f"| {name} | {imports['--help'].get(name, 0):.1f} | {imports['validate'].get(name, 0):.1f} |")
     lines.append(f"| (all) | {sum(imports['--help'].values()):.1f} | {sum(imports['validate'].values()):.1f} |")
-    args.out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
