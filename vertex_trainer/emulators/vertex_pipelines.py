@@ -23,15 +23,10 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from vertex_trainer.emulators._http import collection_routes, route
 from vertex_trainer.emulators.vertex_models import ServiceError, _filter, _parse
 
-_PARENT = r"projects/[^/]+/locations/[^/]+"
-_ROUTES: list[tuple[str, re.Pattern, str]] = [
-    ("POST", re.compile(rf"^/v1/({_PARENT})/pipelineJobs$"), "pipeline-create"),
-    ("GET", re.compile(rf"^/v1/({_PARENT})/pipelineJobs$"), "pipeline-list"),
-    ("GET", re.compile(rf"^/v1/({_PARENT}/pipelineJobs/[^/:]+)$"), "pipeline-get"),
-    ("POST", re.compile(rf"^/v1/({_PARENT}/pipelineJobs/[^/:]+):cancel$"), "pipeline-cancel"),
-]
+_ROUTES = collection_routes("pipelineJobs", "pipeline")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,127}$")
 DEFAULT_SCRIPT = ("PIPELINE_STATE_PENDING", "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED")
 TERMINAL = frozenset({"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"})
@@ -60,12 +55,8 @@ class PipelineService:
         self._run_by_runner: set[str] = set()
 
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
-        for verb, pattern, op in _ROUTES:
-            m = pattern.match(path) if verb == method else None
-            if m:
-                handler = getattr(self, "_" + op.split("-", 1)[1])
-                return op, lambda query, body, _t=m[1], _h=handler: _h(_t, query, body)
-        return None
+        """(op, call(query, body)) for a request to one of the routes above, else None."""
+        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def set_script(self, states: list[str] | tuple[str, ...]) -> None:

@@ -33,17 +33,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from vertex_trainer.emulators.vertex_models import ServiceError, _parse
+from vertex_trainer.emulators._http import collection_routes, offset_page, route
+from vertex_trainer.emulators.vertex_models import ServiceError, _parse, labels_filter
 
-_PARENT = r"projects/[^/]+/locations/[^/]+"
-_ROUTES: list[tuple[str, re.Pattern, str]] = [
-    ("POST", re.compile(rf"^/v1/({_PARENT})/hyperparameterTuningJobs$"), "tuning-create"),
-    ("GET", re.compile(rf"^/v1/({_PARENT})/hyperparameterTuningJobs$"), "tuning-list"),
-    ("GET", re.compile(rf"^/v1/({_PARENT}/hyperparameterTuningJobs/[^/:]+)$"), "tuning-get"),
-    ("POST", re.compile(rf"^/v1/({_PARENT}/hyperparameterTuningJobs/[^/:]+):cancel$"), "tuning-cancel"),
-]
-_FILTER_TERM = re.compile(
-    r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
+_ROUTES = collection_routes("hyperparameterTuningJobs", "tuning")
 TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
                       "JOB_STATE_EXPIRED"})
 START_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
@@ -83,13 +76,8 @@ class TuningService:
 
     # -- routing -------------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
-        for verb, pattern, op in _ROUTES:
-            m = pattern.match(path) if verb == method else None
-            if m:
-                target = m[1]
-                handler = getattr(self, "_" + op.split("-", 1)[1])
-                return op, lambda query, body, _t=target, _h=handler: _h(_t, query, body)
-        return None
+        """(op, call(query, body)) for a request to one of the routes above, else None."""
+        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def set_metrics(self, values: list[float | None] | Metric) -> None:
@@ -156,28 +144,14 @@ class TuningService:
             return True
 
     def _list(self, parent: str, query: dict, body: Any) -> dict:
-        terms = []
-        text = (query.get("filter") or "").strip()
-        for part in filter(None, re.split(r"\s+AND\s+", text)):
-            m = _FILTER_TERM.match(part)
-            if not m or (m["op"] == ":" and m["value"] != "*"):
-                raise ServiceError(400, f"Unsupported filter: {text!r}.")
-            terms.append((m["key"], None if m["op"] == ":" else m["value"].strip('"')))
+        keep = labels_filter(query.get("filter") or "")
         with self._lock:
             found = [dict(j.data) for n, j in self.jobs.items()
-                     if n.startswith(parent + "/")
-                     and all((k in j.data.get("labels", {})) if v is None
-                             else j.data.get("labels", {}).get(k) == v for k, v in terms)]
+                     if n.startswith(parent + "/") and keep(j.data)]
         try:
-            start = int(query.get("pageToken") or 0)
-            size = int(query.get("pageSize") or 50)
-        except ValueError:
-            raise ServiceError(400, "Invalid page token or page size.") from None
-        page = found[start:start + size]
-        answer: dict[str, Any] = {"hyperparameterTuningJobs": page} if page else {}
-        if start + size < len(found):
-            answer["nextPageToken"] = str(start + size)
-        return answer
+            return offset_page(found, query, "hyperparameterTuningJobs", size=50, omit_empty=True)
+        except ValueError as exc:
+            raise ServiceError(400, str(exc)) from None
 
     def _get(self, name: str, query: dict, body: Any) -> dict:
         with self._lock:
