@@ -32,17 +32,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import LoopbackServer, serve_until_interrupted
+from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, envelope, serve_until_interrupted
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 50
 _LIST_FIELDS = {"resourceNames", "projectIds", "filter", "orderBy", "pageSize", "pageToken"}
 _WRITE_FIELDS = {"logName", "resource", "labels", "entries", "partialSuccess", "dryRun"}
-_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 _QUOTA = ("Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' "
           "of service 'logging.googleapis.com' for consumer 'project_number:{project}'.")
 _TERM = re.compile(r'^\s*(?P<field>resource\.type|resource\.labels\.[A-Za-z_][\w.]*|labels\.[\w./"-]+|'
@@ -270,7 +268,7 @@ class FakeLogging(LoopbackServer):
 
     def handle(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         if method != "POST" or path.split("?")[0] not in ("/v2/entries:list", "/v2/entries:write"):
-            return 404, _envelope(404, f"Method {method} {path} not found.")
+            return 404, envelope(404, f"Method {method} {path} not found.")
         try:
             if path.startswith("/v2/entries:write"):
                 return 200, self.write_entries(body)
@@ -286,12 +284,12 @@ class FakeLogging(LoopbackServer):
             if fault:
                 message = fault.message or (_QUOTA.format(project=self.project)
                                             if fault.status == 429 else "Fault injected.")
-                return self._answer(fault.status, _envelope(fault.status, message))
+                return self._answer(fault.status, envelope(fault.status, message))
             if too_soon:
-                return self._answer(429, _envelope(429, _QUOTA.format(project=self.project)))
+                return self._answer(429, envelope(429, _QUOTA.format(project=self.project)))
             return self._answer(200, self.list_entries(body))
         except _Refused as exc:
-            return self._answer(exc.code, _envelope(exc.code, exc.message))
+            return self._answer(exc.code, envelope(exc.code, exc.message))
 
     def _answer(self, status: int, payload: Any) -> tuple[int, Any]:
         with self._lock:
@@ -354,16 +352,9 @@ def _compare(a: Any, op: str, b: Any) -> bool:
     return {"=": a == b, "!=": a != b, ">=": a >= b, ">": a > b, "<=": a <= b, "<": a < b}[op]
 
 
-def _envelope(code: int, message: str) -> dict:
-    return {"error": {"code": code, "message": message, "status": _STATUS.get(code, "UNKNOWN")}}
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     protocol_version = "HTTP/1.1"
     fake: FakeLogging
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -371,15 +362,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:
-            status, payload = 400, _envelope(400, "Invalid JSON payload received.")
+            status, payload = 400, envelope(400, "Invalid JSON payload received.")
         else:
             status, payload = self.fake.handle(self.command, self.path, body)
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(status, payload)
 
     do_GET = do_POST = do_DELETE = do_PATCH = _serve
 
