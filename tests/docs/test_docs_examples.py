@@ -173,11 +173,15 @@ def _script(block: Block) -> tuple[list[str], str]:
 
 
 def _params():
-    out = []
+    """One test per distinct runnable block: a block that stands word for word on two pages (the
+    README repeats a page's example) runs once, under its first place."""
+    out, seen = [], set()
     for block in blocks():
         marks = [pytest.mark.trainer, pytest.mark.slow] if block.heavy else []
-        if block.skip_reason is not None:
+        same = (block.lang, block.body, block.in_sandbox)
+        if block.skip_reason is not None or same in seen:
             continue
+        seen.add(same)
         out.append(pytest.param(block, id=block.id, marks=marks))
     return out
 
@@ -254,3 +258,12 @@ def test_sending_commands_get_dry_run_and_nothing_else_does():
         "vertex-trainer data convert gs://a gs://b --runner dataflow --project p --dry-run",
         "vertex-trainer serve runs/quickstart/model --port 8080 &",
     ]
+
+
+def test_a_block_repeated_word_for_word_runs_once_under_its_first_place():
+    runnable = [b for b in blocks() if b.skip_reason is None]
+    ids = [p.id for p in _params()]
+    assert len(ids) == len({(b.lang, b.body, b.in_sandbox) for b in runnable})
+    for b in runnable:   # every runnable block is run, here or under its twin's id
+        twin = next(x for x in runnable if (x.lang, x.body, x.in_sandbox) == (b.lang, b.body, b.in_sandbox))
+        assert twin.id in ids
