@@ -43,10 +43,9 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import (JsonHandler, envelope, offset_page, query_of,
-                                            serve_until_interrupted)
+from vertex_trainer.emulators._http import JsonHandler, envelope, query_of, serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
-from vertex_trainer.emulators.vertex_models import ModelService, labels_filter
+from vertex_trainer.emulators.vertex_models import ModelService, labels_filter, list_page
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
 from vertex_trainer.emulators.vertex_resources import ResourceService
@@ -346,10 +345,7 @@ class FakeVertex(CapacityScripts):
         with self._lock:
             found = [dict(j.data) for n, j in self._jobs.items()
                      if n.startswith(parent + "/") and keep(j.data)]
-        try:
-            return offset_page(found, query, "customJobs", size=self.default_page_size, omit_empty=True)
-        except ValueError as exc:
-            raise _HttpError(400, str(exc)) from None
+        return list_page(found, query, "customJobs", size=self.default_page_size)
 
     def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any, str, bool]:
         """Route one request. Returns (status, payload, op, drop_connection)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import route
+from vertex_trainer.emulators._http import offset_page, route
 
 _PARENT = r"projects/[^/]+/locations/[^/]+"
 _ROUTES: list[tuple[str, re.Pattern, str]] = [
@@ -99,6 +99,16 @@ def _filter(text: str) -> Callable[[dict], bool]:
         return True
 
     return keep
+
+
+def list_page(items: list, query: dict, key: str, size: int) -> dict:
+    """One page of a Vertex AI list answer: `offset_page` of `items` under `key` (left out when
+    the page is empty), `size` a page when `query` names none. Returns the answer; raises
+    ServiceError(400) on a page token or size that is no number."""
+    try:
+        return offset_page(items, query, key, size=size, omit_empty=True)
+    except ValueError as exc:
+        raise ServiceError(400, str(exc)) from None
 
 
 def labels_filter(text: str) -> Callable[[dict], bool]:

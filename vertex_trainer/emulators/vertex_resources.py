@@ -17,8 +17,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import collection_routes, offset_page, route
-from vertex_trainer.emulators.vertex_models import ServiceError, _parse
+from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators.vertex_models import ServiceError, _parse, list_page
 
 _ROUTES = collection_routes("persistentResources", "resource", end="delete")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -123,10 +123,7 @@ class ResourceService:
     def _list(self, parent: str, query: dict, body: Any) -> dict:
         with self._lock:
             found = [dict(r) for n, r in self.resources.items() if n.startswith(parent + "/")]
-        try:
-            return offset_page(found, query, "persistentResources", size=self.page_size, omit_empty=True)
-        except ValueError as exc:
-            raise ServiceError(400, str(exc)) from None
+        return list_page(found, query, "persistentResources", size=self.page_size)
 
     def _delete(self, name: str, query: dict, body: Any) -> dict:
         with self._lock:

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from vertex_trainer.emulators._http import collection_routes, offset_page, route
-from vertex_trainer.emulators.vertex_models import ServiceError, _parse, labels_filter
+from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators.vertex_models import ServiceError, _parse, labels_filter, list_page
 
 _ROUTES = collection_routes("hyperparameterTuningJobs", "tuning")
 TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
@@ -148,10 +148,7 @@ class TuningService:
         with self._lock:
             found = [dict(j.data) for n, j in self.jobs.items()
                      if n.startswith(parent + "/") and keep(j.data)]
-        try:
-            return offset_page(found, query, "hyperparameterTuningJobs", size=50, omit_empty=True)
-        except ValueError as exc:
-            raise ServiceError(400, str(exc)) from None
+        return list_page(found, query, "hyperparameterTuningJobs", size=50)
 
     def _get(self, name: str, query: dict, body: Any) -> dict:
         with self._lock:
