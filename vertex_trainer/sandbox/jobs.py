@@ -23,13 +23,13 @@ the sandbox's registry has not seen is run the same way, with a warning in the j
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.sandbox.runner import Echo, Run, Runner, internal_error
 from vertex_trainer.settings import Settings
 
 RUNNING = "JOB_STATE_RUNNING"
@@ -38,33 +38,14 @@ SERVICE = "service"          # the task_name of the service's own log lines
 STOP_TIMEOUT_S = 30.0        # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty
 ECHO_GRACE_S = 3.0           # a client that follows the log reads it within its first poll
 
-Echo = Callable[[str], None]
-
 
 @dataclass(eq=False)
-class _Run:
-    name: str
-    job: dict
-    cancel: threading.Event = field(default_factory=threading.Event)
-    ended: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
+class _Run(Run):
     started: float = field(default_factory=time.monotonic)
     unechoed: list[str] = field(default_factory=list)   # lines held for ECHO_GRACE_S
 
-    @property
-    def job_id(self) -> str:
-        return self.name.rsplit("/", 1)[-1]
 
-    @property
-    def project(self) -> str:
-        return self.name.split("/")[1]
-
-    @property
-    def region(self) -> str:
-        return self.name.split("/")[3]
-
-
-class JobRunner:
+class JobRunner(Runner[_Run]):
     """The runner hook of FakeVertex (`start`, `cancel`); `vertex` is set once the fake exists.
 
     `environ` is the replicas' base environment (the sandbox's, with its Cloud Storage route);
@@ -72,61 +53,29 @@ class JobRunner:
     log entries; `registry` (a FakeRegistry, optional) says which images were pushed.
     """
 
+    kind = "job"
+    stop_timeout_s = STOP_TIMEOUT_S
+
     def __init__(self, *, environ: Mapping[str, str], storage_emulator: str | None, logging: Any,
                  registry: Any = None, echo: Echo | None = None):
+        super().__init__(echo=echo)
         self.environ = dict(environ)
         self.storage_emulator = storage_emulator
         self.logging = logging
         self.registry = registry
-        self.echo = echo if echo is not None else (lambda text: None)
         self.vertex: Any = None
-        self._runs: dict[str, _Run] = {}
-        self._lock = threading.Lock()
-        self._closed = False
 
-    # -- the hook ---------------------------------------------------------------------------
-    def start(self, job: dict) -> None:
-        """Run a created job (a copy of the CustomJob, state PENDING) on a thread of its own."""
-        run = _Run(job["name"], job)
-        with self._lock:
-            if self._closed:  # the sandbox is stopping: nothing new starts
-                self._report(run.name, FAILED, "The sandbox is shutting down.")
-                return
-            self._runs[run.name] = run
-            run.thread = threading.Thread(target=self._run, args=(run,), daemon=True,
-                                          name=f"job-{run.job_id}")
-        run.thread.start()
+    def _new(self, body: dict) -> _Run:
+        return _Run(body["name"], body)
 
-    def cancel(self, name: str) -> None:
-        """The job is CANCELLING: stop its processes (CANCELLED is reported once they are gone)."""
-        with self._lock:
-            run = self._runs.get(name)
-        if run is not None:
-            run.cancel.set()
-
-    # -- for the sandbox and tests ----------------------------------------------------------
-    def wait(self, name: str, timeout: float | None = None) -> bool:
-        """Block until job `name` has ended here (its processes gone, its state final)."""
-        with self._lock:
-            run = self._runs.get(name)
-        return run is not None and run.ended.wait(timeout)
-
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        """Cancel every job still running and wait until their processes are gone."""
-        with self._lock:
-            self._closed = True
-            runs = list(self._runs.values())
-        for run in runs:
-            run.cancel.set()
-        for run in runs:
-            if run.thread is not None:
-                run.thread.join(timeout)
+    def _refuse(self, run: _Run) -> None:
+        self._report(run.name, FAILED, "The sandbox is shutting down.")
 
     # -- one job ----------------------------------------------------------------------------
     def _run(self, run: _Run) -> None:
         try:
             self._service(run, "Waiting for job to be provisioned.")
-            for image in _images(run.job):
+            for image in _images(run.body):
                 if self.registry is not None and not self.registry.has(image):
                     self._service(run, f"Image {image} was not pushed to the sandbox's registry; "
                                        "running the installed code in its place.", "WARNING")
@@ -137,19 +86,17 @@ class JobRunner:
             state, error = self._execute(run)
             self._end(run, state, error)
         except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
-            self._end(run, FAILED, f"Internal error in the sandbox: {type(exc).__name__}: {exc}")
-        finally:
-            run.ended.set()
+            self._end(run, FAILED, internal_error(exc))
 
     def _execute(self, run: _Run) -> tuple[str, str | None]:
         from rich.console import Console
 
         from vertex_trainer.local import run_local
 
-        settings = Settings(project=run.project, region=run.region,
+        settings = Settings(project=run.project, region=run.location,
                             storage_emulator=self.storage_emulator, environ=self.environ)
         try:
-            result = run_local(run.job, None, settings=settings, wait=False,
+            result = run_local(run.body, None, settings=settings, wait=False,
                                console=Console(quiet=True), cancel=run.cancel,
                                job_id=run.job_id, on_lines=lambda items: self._lines(run, items))
         except VertexTrainerError as exc:  # the job cannot start here (e.g. a module not installed)

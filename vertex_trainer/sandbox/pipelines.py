@@ -1,10 +1,11 @@
 """PipelineJobs that really run: the fake Vertex AI Pipelines' runner hook (docs/sandbox.md).
 
 `PipelineService.runner = PipelineRunner(...)` hands every created run to `start(run)`. The run's
-PipelineSpec is executed here as the Vertex AI Pipelines backend executes it: the root DAG's
-tasks in dependency order (`dependentTasks` and the producers of their inputs), each task's
-inputs from constants, the run's parameters and its producers' outputs, optional inputs from
-their defaults, `{{$.pipeline_*}}` values filled in.
+PipelineSpec is executed here as the Vertex AI Pipelines backend executes it: each of the root DAG's
+tasks starts, on a thread of its own, once every task it depends on (`dependentTasks` and the
+producers of its inputs) has succeeded, so independent branches run at the same time; each
+task's inputs from constants, the run's parameters and its producers' outputs, optional inputs
+from their defaults, `{{$.pipeline_*}}` values filled in.
 
 - An importer task outputs its artifact (`artifactUri`, `typeSchema`, `metadata`) at once.
 - A container task runs its executor's command and args, filled as the backend fills them
@@ -19,8 +20,11 @@ their defaults, `{{$.pipeline_*}}` values filled in.
 `pipelineJobs.get` shows `jobDetail.taskDetails` (one per task, plus the root), each with its
 state, times, inputs and outputs (`execution.metadata` "input:"/"output:" keys, artifacts) and
 error. A task that fails fails the run, with its error (the CustomJob's, when it named one); the
-tasks after it do not start. A cancel stops the running task as the backend does (SIGTERM: GCPC
-cancels its CustomJob), then cancels what it created if it is still running.
+tasks after it do not start, and the tasks already running go on to their end. What else starts
+follows `runtimeConfig.failurePolicy`, as on Vertex AI: by default (FAIL_SLOW) every task that
+does not depend on a failed one still runs; with PIPELINE_FAILURE_POLICY_FAIL_FAST no task starts
+after a failure. A cancel stops every running task as the backend does (SIGTERM: GCPC cancels its
+CustomJob), then cancels what each created if it is still running; no other task starts.
 """
 
 from __future__ import annotations
@@ -28,111 +32,60 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
 import shutil
 import sys
 import tempfile
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from vertex_trainer.sandbox import placeholders
+from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
+from vertex_trainer.sandbox.runner import now as _now
 
 RUNNING, SUCCEEDED = "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED"
 FAILED, CANCELLED = "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"
+FAIL_FAST = "PIPELINE_FAILURE_POLICY_FAIL_FAST"
 PROJECT_NUMBER = "123456789012"     # the metadata server's numeric-project-id (gateway.py)
 CANCEL_GRACE_S = 30.0               # SIGTERM -> SIGKILL: GCPC's handler sends the job's cancel first
 _PYTHONS = ("python", "python3")
-
-Echo = Callable[[str], None]
 
 
 class TaskError(Exception):
     """A task that cannot run here, or ended badly (its message is the task's error)."""
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
 @dataclass(eq=False)
-class _Run:
-    name: str
-    body: dict
-    cancel: threading.Event = field(default_factory=threading.Event)
-    ended: threading.Event = field(default_factory=threading.Event)
+class _Run(Run):
     details: list[dict] = field(default_factory=list)
     outputs: dict[str, dict] = field(default_factory=dict)   # task key -> parameters, artifacts
-    thread: threading.Thread | None = None
-
-    @property
-    def job_id(self) -> str:
-        return self.name.rsplit("/", 1)[-1]
-
-    @property
-    def project(self) -> str:
-        return self.name.split("/")[1]
-
-    @property
-    def location(self) -> str:
-        return self.name.split("/")[3]
+    lock: threading.RLock = field(default_factory=threading.RLock)  # details change on task threads
 
 
-class PipelineRunner:
+class PipelineRunner(Runner[_Run]):
     """The runner hook of PipelineService (`start`, `cancel`); `service` is set by the sandbox.
 
     `environ`: the task processes' environment (the gateway's variables included); `vertex_url`:
     the fake Vertex AI (to read and cancel what a task created); `echo`: the tasks' lines."""
 
+    kind = "pipeline"
+
     def __init__(self, *, environ: Mapping[str, str], vertex_url: str, echo: Echo | None = None):
+        super().__init__(echo=echo)
         self.environ = dict(environ)
         self.vertex_url = vertex_url.rstrip("/")
-        self.echo = echo if echo is not None else (lambda text: None)
         self.service: Any = None
-        self._runs: dict[str, _Run] = {}
-        self._lock = threading.Lock()
-        self._closed = False
         self._task_ids = itertools.count(1001)
         self._dir = tempfile.mkdtemp(prefix="vertex-trainer-pipelines-")
 
-    # -- the hook ---------------------------------------------------------------------------
-    def start(self, run: dict) -> None:
-        """Execute a created run (a copy of the PipelineJob, PENDING) on a thread of its own."""
-        entry = _Run(run["name"], run)
-        with self._lock:
-            if self._closed:
-                self._report(entry, FAILED, {"code": 14, "message": "The sandbox is shutting down."})
-                return
-            self._runs[entry.name] = entry
-            entry.thread = threading.Thread(target=self._run, args=(entry,), daemon=True,
-                                            name=f"pipeline-{entry.job_id}")
-        entry.thread.start()
+    def _new(self, body: dict) -> _Run:
+        return _Run(body["name"], body)
 
-    def cancel(self, name: str) -> None:
-        """The run is CANCELLING: stop its running task (CANCELLED once it is gone)."""
-        with self._lock:
-            entry = self._runs.get(name)
-        if entry is not None:
-            entry.cancel.set()
+    def _refuse(self, entry: _Run) -> None:
+        self._report(entry, FAILED, {"code": 14, "message": "The sandbox is shutting down."})
 
-    def wait(self, name: str, timeout: float | None = None) -> bool:
-        """Block until run `name` has ended here."""
-        with self._lock:
-            entry = self._runs.get(name)
-        return entry is not None and entry.ended.wait(timeout)
-
-    def stop(self, timeout: float = 60.0) -> None:
-        """Cancel every run still going and wait for their tasks to end."""
-        with self._lock:
-            self._closed = True
-            runs = list(self._runs.values())
-        for entry in runs:
-            entry.cancel.set()
-        for entry in runs:
-            if entry.thread is not None:
-                entry.thread.join(timeout)
+    def _stopped(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- one run ----------------------------------------------------------------------------
@@ -143,46 +96,87 @@ class PipelineRunner:
             self._report(entry, RUNNING)
             state, error = self._execute(entry, spec)
         except Exception as exc:  # noqa: BLE001 - a bug here must not leave the run RUNNING
-            state, error = FAILED, {"code": 13, "message": f"Internal error in the sandbox: "
-                                                           f"{type(exc).__name__}: {exc}"}
-        root_detail.update(state=state.replace("PIPELINE_STATE_", ""), endTime=_now())
-        if error:
-            root_detail["error"] = error
+            state, error = FAILED, {"code": 13, "message": internal_error(exc)}
+        with entry.lock:
+            root_detail.update(state=state.replace("PIPELINE_STATE_", ""), endTime=_now())
+            if error:
+                root_detail["error"] = error
         self.echo(f"[pipeline {entry.job_id}] {state.replace('PIPELINE_STATE_', '').lower()}"
                   + (f": {error['message']}" if error else ""))
         self._report(entry, state, error)
-        entry.ended.set()
 
     def _execute(self, entry: _Run, spec: dict) -> tuple[str, dict | None]:
+        """The DAG: a task starts once all its upstream tasks succeeded (ties by key), each on a
+        thread of its own; this thread records each end and starts what it lets start."""
         root = spec.get("root") or {}
         tasks = (root.get("dag") or {}).get("tasks") or {}
         run_inputs = _defaults(root.get("inputDefinitions") or {})
         run_inputs.update((entry.body.get("runtimeConfig") or {}).get("parameterValues") or {})
-        for key in _order(tasks):
-            if entry.cancel.is_set():
-                return CANCELLED, {"code": 1, "message": "CANCELLED"}
-            task = tasks[key]
-            name = (task.get("taskInfo") or {}).get("name") or key
-            detail = self._detail(entry, name, parent=entry.details[0]["taskId"])
-            try:
-                outputs = self._task(entry, spec, key, task, run_inputs, detail)
-            except TaskError as exc:
+        waiting = _order(tasks)
+        upstream = {key: _upstream(task) for key, task in tasks.items()}
+        fail_fast = (entry.body.get("runtimeConfig") or {}).get("failurePolicy") == FAIL_FAST
+        ended: queue.Queue = queue.Queue()   # (key, outputs or the task's error or a bug)
+        running: dict[str, dict] = {}        # key -> its detail
+        succeeded: set[str] = set()
+        failed: list[tuple[str, str]] = []   # (task name, error)
+        bug: Exception | None = None
+        while True:
+            if not (entry.cancel.is_set() or bug or (failed and fail_fast)):
+                for key in [k for k in waiting if upstream[k] <= succeeded]:
+                    waiting.remove(key)
+                    running[key] = self._begin(entry, spec, key, tasks[key], run_inputs, ended)
+            if not running:
+                break
+            key, result = ended.get()
+            detail = running.pop(key)
+            if isinstance(result, TaskError):
                 if entry.cancel.is_set():
-                    detail.update(state="CANCELLED", endTime=_now())
-                    return CANCELLED, {"code": 1, "message": "CANCELLED"}
-                detail.update(state="FAILED", endTime=_now(), error={"code": 9, "message": str(exc)})
-                self._report(entry, RUNNING)
-                return FAILED, {"code": 9, "message": "The DAG failed because some tasks failed. "
-                                                      f"The failed tasks are: [{name}].; {exc}"}
-            entry.outputs[key] = outputs
-            detail.update(state="SUCCEEDED", endTime=_now())
-            detail["execution"]["metadata"].update(
-                {f"output:{k}": v for k, v in outputs["parameters"].items()})
-            if outputs["artifacts"]:
-                detail["outputs"] = {k: {"artifacts": [_api_artifact(a) for a in v]}
-                                     for k, v in outputs["artifacts"].items()}
+                    self._update(entry, detail, state="CANCELLED", endTime=_now())
+                    continue
+                self._update(entry, detail, state="FAILED", endTime=_now(),
+                             error={"code": 9, "message": str(result)})
+                failed.append((detail["taskName"], str(result)))
+            elif isinstance(result, Exception):
+                bug = bug or result
+                self._update(entry, detail, state="FAILED", endTime=_now(),
+                             error={"code": 13, "message": internal_error(result)})
+            else:
+                entry.outputs[key] = result
+                succeeded.add(key)
+                artifacts = {k: {"artifacts": [_api_artifact(a) for a in v]}
+                             for k, v in result["artifacts"].items()}
+                self._update(entry, detail, state="SUCCEEDED", endTime=_now(),
+                             **({"outputs": artifacts} if artifacts else {}))
+                with entry.lock:
+                    detail["execution"]["metadata"].update(
+                        {f"output:{k}": v for k, v in result["parameters"].items()})
             self._report(entry, RUNNING)
+        if entry.cancel.is_set():
+            return CANCELLED, {"code": 1, "message": "CANCELLED"}
+        if bug is not None:
+            return FAILED, {"code": 13, "message": internal_error(bug)}
+        if failed:
+            return FAILED, {"code": 9, "message": "The DAG failed because some tasks failed. The failed "
+                                                  f"tasks are: [{', '.join(n for n, _ in failed)}].; "
+                                                  + "; ".join(e for _, e in failed)}
         return SUCCEEDED, None
+
+    def _begin(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict,
+               ended: queue.Queue) -> dict:
+        """Start task `key` on a thread of its own, which puts (key, its outputs or its error) in
+        `ended` when it is over; returns the task's detail."""
+        name = (task.get("taskInfo") or {}).get("name") or key
+        detail = self._detail(entry, name, parent=entry.details[0]["taskId"])
+
+        def work() -> None:
+            try:
+                result: Any = self._task(entry, spec, key, task, run_inputs, detail)
+            except Exception as exc:  # noqa: BLE001 - TaskError, or a bug: the scheduler decides
+                result = exc
+            ended.put((key, result))
+
+        threading.Thread(target=work, daemon=True, name=f"pipeline-{entry.job_id}-{key}").start()
+        return detail
 
     def _task(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict,
               detail: dict) -> dict:
@@ -197,10 +191,12 @@ class PipelineRunner:
             component.get("executorLabel", ""), {})
         context = self._context(entry, detail)
         params, artifacts = self._inputs(entry, task, component, run_inputs, context)
-        detail["execution"]["metadata"].update({f"input:{k}": v for k, v in params.items()})
-        if artifacts:
-            detail["inputs"] = {k: {"artifacts": [_api_artifact(a) for a in v]} for k, v in artifacts.items()}
-        detail.update(state="RUNNING", startTime=_now())
+        with entry.lock:
+            detail["execution"]["metadata"].update({f"input:{k}": v for k, v in params.items()})
+            if artifacts:
+                detail["inputs"] = {k: {"artifacts": [_api_artifact(a) for a in v]}
+                                    for k, v in artifacts.items()}
+            detail.update(state="RUNNING", startTime=_now())
         self._report(entry, RUNNING)
         if "importer" in executor:
             return {"parameters": {}, "artifacts": {"artifact": [self._imported(executor["importer"],
@@ -300,9 +296,10 @@ class PipelineRunner:
             self.echo(f"[pipeline {entry.job_id}] {name} | {line}")
         resource = _gcp_resource(executor_input)
         if resource:
-            detail.setdefault("executorDetail", {"containerDetail": {}})
-            if "/customJobs/" in resource:
-                detail["executorDetail"] = {"customJobDetail": {"job": resource}}
+            with entry.lock:
+                detail.setdefault("executorDetail", {"containerDetail": {}})
+                if "/customJobs/" in resource:
+                    detail["executorDetail"] = {"customJobDetail": {"job": resource}}
         if entry.cancel.is_set():
             if resource and "/customJobs/" in resource:
                 self._call("POST", f"/v1/{resource}:cancel", {})  # a no-op if GCPC already did
@@ -313,8 +310,8 @@ class PipelineRunner:
 
     def _failure(self, name: str, process: Any, resource: str | None) -> str:
         if resource and "/customJobs/" in resource:
-            _, job = self._call("GET", f"/v1/{resource}")
-            if isinstance(job, dict) and job.get("error", {}).get("message"):
+            status, job = self._call("GET", f"/v1/{resource}")
+            if status == 200 and isinstance(job, dict) and job.get("error", {}).get("message"):
                 return (f"Task {name}: the CustomJob {resource} ended {job.get('state')}: "
                         f"{job['error']['message']}")
         last = [line.strip() for line in process.tail if line.strip()]
@@ -329,8 +326,13 @@ class PipelineRunner:
                   "execution": {"displayName": name, "metadata": {}}}
         if parent:
             detail["parentTaskId"] = parent
-        entry.details.append(detail)
+        with entry.lock:
+            entry.details.append(detail)
         return detail
+
+    def _update(self, entry: _Run, detail: dict, **changes: Any) -> None:
+        with entry.lock:
+            detail.update(changes)
 
     def _context(self, entry: _Run, detail: dict) -> dict[str, str]:
         root = ((entry.body.get("runtimeConfig") or {}).get("gcsOutputDirectory")
@@ -346,34 +348,28 @@ class PipelineRunner:
 
     def _report(self, entry: _Run, state: str, error: dict | None = None) -> None:
         if self.service is not None:
-            detail = {"taskDetails": json.loads(json.dumps(entry.details))}
-            self.service.report(entry.name, state, error=error, job_detail=detail)
+            with entry.lock:  # one report at a time, each with the details as they are then
+                detail = {"taskDetails": json.loads(json.dumps(entry.details))}
+                self.service.report(entry.name, state, error=error, job_detail=detail)
 
     def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        request = urllib.request.Request(self.vertex_url + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            return exc.code, None
-        except OSError:
-            return 0, None
+        return call(self.vertex_url, method, path, body, timeout=30)
+
+
+def _upstream(task: dict) -> set[str]:
+    """The tasks `task` waits for: its `dependentTasks` and the producers of its inputs."""
+    found = set(task.get("dependentTasks") or [])
+    for kind in ("parameters", "artifacts"):
+        for source in ((task.get("inputs") or {}).get(kind) or {}).values():
+            for ref in ("taskOutputParameter", "taskOutputArtifact"):
+                if ref in source:
+                    found.add(source[ref]["producerTask"])
+    return found
 
 
 def _order(tasks: dict) -> list[str]:
     """The tasks in dependency order (ties by name), each after every task it depends on."""
-    def deps(task: dict) -> set[str]:
-        found = set(task.get("dependentTasks") or [])
-        for kind in ("parameters", "artifacts"):
-            for source in ((task.get("inputs") or {}).get(kind) or {}).values():
-                for ref in ("taskOutputParameter", "taskOutputArtifact"):
-                    if ref in source:
-                        found.add(source[ref]["producerTask"])
-        return found
-
-    waiting = {k: deps(v) for k, v in tasks.items()}
+    waiting = {k: _upstream(v) for k, v in tasks.items()}
     order: list[str] = []
     while waiting:
         ready = sorted(k for k, d in waiting.items() if d <= set(order))

@@ -19,97 +19,56 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
-import json
 import os
 import shutil
 import tempfile
-import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer import render
 from vertex_trainer.contract import KEY_LABEL
+from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
+from vertex_trainer.sandbox.runner import now as _now
 
 RUNNING, SUCCEEDED = "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
 _JOB_ENDS = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
-Echo = Callable[[str], None]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
 
 @dataclass(eq=False)
-class _Study:
-    name: str
-    body: dict
-    cancel: threading.Event = field(default_factory=threading.Event)
-    ended: threading.Event = field(default_factory=threading.Event)
+class _Study(Run):
     trials: list[dict] = field(default_factory=list)
-    thread: threading.Thread | None = None
 
 
-class TuningRunner:
+class TuningRunner(Runner[_Study]):
     """The runner hook of TuningService (`start`, `cancel`); `service` is set by the sandbox.
 
     `vertex_url`: the fake Vertex AI, where each trial's CustomJob is created; `jobs`: the
     sandbox's JobRunner (to wait for a trial's job); `echo`: the study's notes."""
 
+    kind = "tuning"
+
     def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None):
+        super().__init__(echo=echo)
         self.vertex_url = vertex_url.rstrip("/")
         self.jobs = jobs
-        self.echo = echo if echo is not None else (lambda text: None)
         self.service: Any = None
-        self._studies: dict[str, _Study] = {}
-        self._lock = threading.Lock()
-        self._closed = False
         self._dir = tempfile.mkdtemp(prefix="vertex-trainer-trials-")
 
-    def start(self, job: dict) -> None:
-        """Run a created job's trials on a thread of its own."""
-        study = _Study(job["name"], job)
-        with self._lock:
-            if self._closed:
-                self._report(study, FAILED, {"code": 14, "message": "The sandbox is shutting down."})
-                return
-            self._studies[study.name] = study
-            study.thread = threading.Thread(target=self._run, args=(study,), daemon=True,
-                                            name=f"tuning-{study.name.rsplit('/', 1)[-1]}")
-        study.thread.start()
+    def _new(self, body: dict) -> _Study:
+        return _Study(body["name"], body)
 
-    def cancel(self, name: str) -> None:
-        """The job is CANCELLING: stop its running trials (CANCELLED once they are gone)."""
-        with self._lock:
-            study = self._studies.get(name)
-        if study is None:
-            return
-        study.cancel.set()
+    def _refuse(self, study: _Study) -> None:
+        self._report(study, FAILED, {"code": 14, "message": "The sandbox is shutting down."})
+
+    def _cancelled(self, study: _Study) -> None:
+        """Cancel the running trials' CustomJobs (each trial ends once its job has)."""
         for trial in list(study.trials):
             if trial["state"] == "ACTIVE" and trial.get("customJob"):
                 self._call("POST", f"/v1/{trial['customJob']}:cancel", {})
 
-    def wait(self, name: str, timeout: float | None = None) -> bool:
-        """Block until job `name` has ended here."""
-        with self._lock:
-            study = self._studies.get(name)
-        return study is not None and study.ended.wait(timeout)
-
-    def stop(self, timeout: float = 60.0) -> None:
-        """Cancel every study still running and wait for it."""
-        with self._lock:
-            self._closed = True
-            names = list(self._studies)
-        for name in names:
-            self.cancel(name)
-        for study in list(self._studies.values()):
-            if study.thread is not None:
-                study.thread.join(timeout)
+    def _stopped(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- one study --------------------------------------------------------------------------
@@ -117,12 +76,10 @@ class TuningRunner:
         try:
             state, error = self._execute(study)
         except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
-            state, error = FAILED, {"code": 13, "message": f"Internal error in the sandbox: "
-                                                           f"{type(exc).__name__}: {exc}"}
+            state, error = FAILED, {"code": 13, "message": internal_error(exc)}
         self._report(study, state, error)
-        self.echo(f"[tuning {study.name.rsplit('/', 1)[-1]}] {state.replace('JOB_STATE_', '').lower()}"
+        self.echo(f"[tuning {study.job_id}] {state.replace('JOB_STATE_', '').lower()}"
                   + (f": {error['message']}" if error else ""))
-        study.ended.set()
 
     def _execute(self, study: _Study) -> tuple[str, dict | None]:
         from vertex_trainer.workflows.tuning import plan_trials, trial_args
@@ -166,7 +123,7 @@ class TuningRunner:
 
         spec = copy.deepcopy(study.body["trialJobSpec"])
         base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").rstrip("/")
-        metric_file = os.path.join(self._dir, study.name.rsplit("/", 1)[-1], trial["id"],
+        metric_file = os.path.join(self._dir, study.job_id, trial["id"],
                                    "hypertune", "output.metrics")
         os.makedirs(os.path.dirname(metric_file), exist_ok=True)
         job = trial_job({"displayName": f"{study.body['displayName']}", "jobSpec": spec}, trial["id"],
@@ -188,7 +145,7 @@ class TuningRunner:
             return self._end(study, trial, None, f"The trial's CustomJob was refused: {reason}")
         trial["customJob"] = created["name"]
         self._report(study)
-        self.echo(f"[tuning {study.name.rsplit('/', 1)[-1]}] trial {trial['id']}: {' '.join(args)} "
+        self.echo(f"[tuning {study.job_id}] trial {trial['id']}: {' '.join(args)} "
                   f"-> {created['name'].rsplit('/', 1)[-1]}")
         self.jobs.wait(created["name"])
         _, ended = self._call("GET", f"/v1/{created['name']}")
@@ -221,19 +178,7 @@ class TuningRunner:
             self.service.report(study.name, state=state, trials=copy.deepcopy(study.trials), error=error)
 
     def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        request = urllib.request.Request(self.vertex_url + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=60) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as exc:
-            try:
-                return exc.code, json.loads(exc.read() or b"{}")
-            except ValueError:
-                return exc.code, None
-        except OSError:
-            return 0, None
+        return call(self.vertex_url, method, path, body, timeout=60)
 
 
 def as_tune_spec(study: dict, max_trials: int) -> Any:
