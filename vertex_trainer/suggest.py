@@ -16,7 +16,10 @@ or a digit (us-central9). So candidates are ranked, in this order, by:
 7. plain string similarity (difflib's ratio), then the nearest number (h100x9 -> h100x8, not
    h100x1), then the shallower choice.
 
-A choice is offered only when it matches on 1-4 or is similar enough (ratio >= 0.6).
+A choice is offered only when it matches on 1-4 or is similar enough (ratio >= 0.6). When one
+choice is the same text once case and separators are ignored, or the only one a single letter away
+(a letter left out, added, changed, or two swapped: us-centrl1, us-cnetral1), it is offered alone:
+the user meant it, and a list beside it reads as doubt. A digit off (us-central9) keeps the list.
 """
 
 from __future__ import annotations
@@ -90,7 +93,27 @@ def nearest(value: str, choices: Iterable, n: int = 3) -> list[str]:
         ranked.append(((exact, under_section, shared, shapes, same_last, -extra, ratio, -digits_off,
                         -choice.count(".")), choice))
     ranked.sort(key=lambda item: item[0], reverse=True)
+    if ranked and ranked[0][0][0]:  # the same text but for case and separators
+        return [ranked[0][1]]
+    letter_off = [choice for _, choice in ranked if _one_letter_off(low, choice.lower())]
+    if len(letter_off) == 1:
+        return letter_off
     return [choice for _, choice in ranked[:n]]
+
+
+def _one_letter_off(a: str, b: str) -> bool:
+    """a and b differ by one letter (not a digit) left out, added or changed, or two swapped."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        if a[i + 1:] == b[i + 1:]:  # one changed
+            return a[i].isalpha() and b[i].isalpha()
+        return a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1]  # two swapped
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[i].isalpha() and longer[i + 1:] == shorter[i:]
 
 
 def suggest(value: str, choices: Iterable) -> str | None:

@@ -82,6 +82,12 @@ def _one(err: dict) -> SpecError:
         expected = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         near = suggest(str(err.get("input")), expected) if isinstance(err.get("input"), str) else None
         hint = f"did you mean '{near}'?" if near else None
+    elif kind == "string_pattern_mismatch" and loc[-1:] == ("region",) and isinstance(err.get("input"), str):
+        # A malformed region (uscentral1, US-CENTRAL1) gets the same message as an unknown one.
+        from vertex_trainer.spec.rules import region_problem
+
+        found = region_problem(field, err["input"], kind="malformed")
+        return found or SpecError(field, "has an invalid format", has_value=False, hint=_field_doc(loc))
     elif kind == "string_pattern_mismatch":
         message = "has an invalid format"
         hint = _field_doc(loc)
@@ -114,16 +120,27 @@ def _model_at(loc) -> type[BaseModel] | None:
     """The pydantic model that owns the mapping at `loc` (for did-you-mean on unknown keys)."""
     model: Any = JobSpec
     for part in loc:
-        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if isinstance(part, int):  # an item of a list of mappings (scheduling.fallback[1]): its model
+            continue
+        field = model.model_fields.get(part)
         if field is None:
             return None
-        ann = field.annotation
-        candidates = [ann, *getattr(ann, "__args__", ())]
-        nxt = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        nxt = _model_in(field.annotation)
         if nxt is None:
             return None
         model = nxt
     return model
+
+
+def _model_in(ann: Any, depth: int = 0) -> type[BaseModel] | None:
+    """The first pydantic model inside an annotation (X | None, tuple[Annotated[A | B, ...], ...])."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in (getattr(ann, "__args__", None) or ()) if depth < 8 else ():
+        found = _model_in(arg, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _nested_keys(loc) -> list[str]:

@@ -50,6 +50,8 @@ def problems(spec: Spec) -> list[SpecError]:
         return ok
 
     run(_region)
+    # A field whose region is a typo is reported once, by _region (not again as "outside the region").
+    typos, region_count = {p.field for p in found}, len(found)
     hardware_ok = run(_hardware)
     if hardware_ok:
         run(_scheduling, _fallback, _reservations, _persistent_resource)
@@ -61,7 +63,7 @@ def problems(spec: Spec) -> list[SpecError]:
         run(_trainer)
     # Image values can reach a Dockerfile or a shell: the packager's checks run at validate time too.
     run(validate_image_values)
-    return found
+    return found[:region_count] + [p for p in found[region_count:] if p.field not in typos]
 
 
 def warnings(spec: Spec) -> list[str]:
@@ -123,14 +125,62 @@ def _hardware(spec: Spec) -> None:
 
 
 def _region(spec: Spec) -> None:
-    """A region Vertex AI training does not have is a typo (us-central9): exit 2 naming the nearest
-    ones, before anything is sent (the table: regions.py)."""
-    if spec.region and not regions.known(spec.region):
-        near = nearest(spec.region, regions.REGIONS, n=3)
-        hint = (f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "") + \
-            "`vertex-trainer hardware --region R` lists what a region offers"
-        raise SpecError("region", f"{spec.region!r} is not a Vertex AI training region (the table of "
-                        f"{regions.READ})", has_value=False, hint=hint)
+    """Every field that names a region (the spec's, each fallback entry's, the region of a
+    persistent resource, TensorBoard instance or KMS key, a reservation's zone) must name one
+    Vertex AI training has: a typo (us-central9) is exit 2 naming the field, the value and the
+    nearest regions, before anything is sent (the table: regions.py)."""
+    raise_all([p for p in (region_problem(field, value, kind=kind)
+                           for field, value, kind in _region_fields(spec)) if p])
+
+
+def region_problem(field: str, value: str | None, *, kind: str = "region") -> SpecError | None:
+    """The one message for a region field whose value is not a Vertex AI training region (None
+    when it is, or is empty): the field, the value, the nearest regions (suggest.py).
+
+    Args:
+        field: the dotted field path (e.g. scheduling.fallback[1].region).
+        value: the region written there; with kind "zone" a zone (us-central1-a), whose region
+            is checked and whose suggestions keep its zone letter.
+        kind: "region" (the field is a region), "malformed" (a region of the wrong form, e.g.
+            uscentral1), "zone", or "name" (the region inside a resource name,
+            projects/P/locations/REGION/...).
+    Returns:
+        The SpecError to raise, or None."""
+    if not value:
+        return None
+    region, suffix = value, ""
+    if kind == "zone" and "-" in value:
+        region, letter = value.rsplit("-", 1)
+        suffix = "-" + letter
+    if regions.known(region):
+        return None
+    near = [r + suffix for r in nearest(region.lower(), regions.REGIONS, n=3)]
+    what = {"zone": f"zone {value!r} is not in a Vertex AI training region",
+            "name": f"the region in the name, {value!r}, is not a Vertex AI training region",
+            "malformed": f"{value!r} has an invalid format: not a Vertex AI training region",
+            }.get(kind, f"{value!r} is not a Vertex AI training region")
+    hint = (f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "") + \
+        "`vertex-trainer hardware --region R` lists what a region offers"
+    return SpecError(field, f"{what} (the table of {regions.READ})", has_value=False, hint=hint)
+
+
+def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
+    """(field, value, kind) of every region the spec names, in the spec's order (kind: see
+    region_problem)."""
+    from vertex_trainer.spec.attempts import reservation_zone
+
+    s = spec.scheduling
+    out = [("region", spec.region, "region"),
+           ("scheduling.reservation", reservation_zone(s.reservation), "zone")]
+    for i, entry in enumerate(s.fallback or ()):
+        if not isinstance(entry, str):
+            out.append((f"scheduling.fallback[{i}].region", entry.region, "region"))
+            out.append((f"scheduling.fallback[{i}].reservation", reservation_zone(entry.reservation), "zone"))
+    for field in ("persistent_resource", "tensorboard", "encryption_key"):
+        value = getattr(spec, field) or ""
+        if value.startswith("projects/") and value.count("/") >= 3:
+            out.append((field, value.split("/")[3], "name"))
+    return [f for f in out if f[1]]
 
 
 def _scheduling(spec: Spec) -> None:
