@@ -33,7 +33,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
+
+from vertex_trainer.sandbox.runner import Echo
 
 FINALIZED = "google.cloud.storage.object.v1.finalized"
 TARGET = "on_object_finalized"
@@ -42,8 +44,6 @@ BACKOFF_S = 1.0
 MAX_ATTEMPTS = 5
 START_TIMEOUT_S = 120.0
 DELIVERY_TIMEOUT_S = 300.0   # a function that submits (and builds nothing) answers in seconds
-
-Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,14 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from vertex_trainer.contract import SERVE_MODULE
+from vertex_trainer.sandbox.runner import Echo
 
 LOAD_TIMEOUT_S = 300.0      # TensorFlow's import and the model's load, on a busy laptop
 FORWARD_TIMEOUT_S = 300.0   # one predict request, once the model is ready
 HEALTH_INTERVAL_S = 0.25
-
-Echo = Callable[[str], None]
 
 
 @dataclass(eq=False)
