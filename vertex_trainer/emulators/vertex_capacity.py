@@ -4,12 +4,17 @@ scheduling strategy, in one region or every region, get. `FakeVertex` mixes `Cap
     fake.no_capacity("FLEX_START")             # its jobs queue, then end FAILED with code 8
     fake.no_capacity(region="us-central1")     # every job in us-central1 does
     fake.no_quota("SPOT", region="us-east5")   # its creates there answer 429 RESOURCE_EXHAUSTED
+    fake.not_offered(region="europe-west1")    # creates there answer 400: the machine is not offered
     fake.on_strategy("STANDARD", script=[...], error_code=3, error_message="...")
 
 The most specific script wins: (strategy, region), then (strategy, any region), then (any
 strategy, region). The wording is the service's: "Resources are insufficient in region: R.
 Please try a different region." and "The following quota metrics exceed quota limits:
-aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_h100_gpus".
+aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_h100_gpus". A region that does
+not offer the job's machine answers the create 400 INVALID_ARGUMENT in the service's "List of
+found errors" form (the form of its machine_spec refusals: GoogleCloudPlatform/generative-ai#151,
+prefect-gcp#175); the sentence itself (NOT_OFFERED_ERROR) is ours: no public trace of the
+service's exact words for this case was found.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 CAPACITY_ERROR = "Resources are insufficient in region: {region}. Please try a different region."
+NOT_OFFERED_ERROR = ("List of found errors:\t1.Field: job_spec.worker_pool_specs[0].machine_spec."
+                     "accelerator_type; Message: Machine type \"{machine}\" with accelerator "
+                     "\"{accelerator}\" is not supported in region {region}.\t")
 # Scheduling.Strategy numbers (the generated REST client sends enums as numbers).
 _STRATEGY_NUMBERS = {"1": "ON_DEMAND", "2": "LOW_COST", "3": "STANDARD", "4": "SPOT", "6": "FLEX_START"}
 # Custom-training quota metric names of a few accelerators (the rest: lowercased + _gpus).
@@ -38,7 +46,8 @@ class Outcome:
     error_code: int = 3
     error_message: str | None = None        # None: the fake's error message
     refuse: int = 0
-    message: str | None = None              # the refusal's message (None: the quota wording)
+    message: str | None = None              # the refusal's message (None: the quota wording);
+                                            # "{region}", "{machine}", "{accelerator}" are filled in
 
 
 ANY = "*"
@@ -79,6 +88,13 @@ class CapacityScripts:
         preemptible_ one for SPOT and FLEX_START)."""
         return self.on_strategy(strategy, region=region, refuse=429, message=message)
 
+    def not_offered(self, strategy: str | None = None, *, region: str,
+                    message: str | None = None) -> Outcome:
+        """Creates of `strategy` (None: any) in `region` answer 400 INVALID_ARGUMENT: the region
+        does not offer the job's machine and accelerator (NOT_OFFERED_ERROR, or `message`), as
+        when a region table read from the docs is out of date. Nothing is stored."""
+        return self.on_strategy(strategy, region=region, refuse=400, message=message or NOT_OFFERED_ERROR)
+
     def outcome_of(self, data: dict, region: str | None = None) -> Outcome:
         """The outcome of a create (its parsed CustomJob, in `region`, default: the region of its
         name); a refusal comes with its message."""
@@ -89,10 +105,17 @@ class CapacityScripts:
         with self._lock:
             outcome = next((self.outcomes[k] for k in ((strategy, region), (strategy, ANY), (ANY, region))
                             if k in self.outcomes), Outcome())
-        if not outcome.refuse or outcome.message:
+        if not outcome.refuse:
             return outcome
         pool = (spec.get("workerPoolSpecs") or [{}])[0]
-        accelerator = str((pool.get("machineSpec") or {}).get("acceleratorType") or "CPUS")
+        machine = pool.get("machineSpec") or {}
+        accelerator = str(machine.get("acceleratorType") or "CPUS")
+        if outcome.message:
+            text = outcome.message
+            for name, value in (("region", region), ("machine", str(machine.get("machineType"))),
+                                ("accelerator", accelerator)):
+                text = text.replace("{" + name + "}", value)
+            return dataclasses.replace(outcome, message=text)
         metric = _QUOTA_NAMES.get(accelerator, accelerator.lower() + "_gpus")
         preemptible = "preemptible_" if strategy in ("SPOT", "FLEX_START") else ""
         return dataclasses.replace(outcome, message=(

@@ -11,11 +11,14 @@ with that label and adopt the one found instead of creating a second job.
 
 A create refused with 429 RESOURCE_EXHAUSTED naming a custom-training quota metric (the
 project's quota for the accelerator, not a rate limit) is final: `Refused` at once, never
-retried (capacity fallback, docs/contract.md section 8, moves on to the next strategy).
+retried (capacity fallback, docs/contract.md section 8, moves on to the next strategy). So is a
+create refused because the region does not offer the job's machine (`not_offered`: the region
+table the pre-flight reads may be out of date; the fallback moves on to the next attempt).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
@@ -71,7 +74,8 @@ class JobsClient(CollectionClient):
         return err.code == 404 and op in ("get", "cancel")     # the caller's job name: exit 2
 
     def _final(self, op: str, err: ApiError) -> bool:
-        return op == "create" and bool(capacity_quota(err))   # a quota, not a rate limit
+        # a quota, not a rate limit; or a region that does not offer the machine
+        return op == "create" and bool(capacity_quota(err) or not_offered(err))
 
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 403:
@@ -86,6 +90,10 @@ class JobsClient(CollectionClient):
                         "job name (`vertex-trainer list`) and --project/--region")
             return (f"project {self.project!r} or region {self.region!r} was not found: check "
                     "the spec's project/region (Vertex AI regions look like us-central1)")
+        if op == "create" and not_offered(err):
+            return (f"Vertex AI does not offer this machine in {self.region} now (the region table "
+                    "vertex-trainer reads may be out of date): use another region (`vertex-trainer "
+                    "hardware --region R`), or add an attempt in another region to scheduling.fallback")
         if err.code == 400:
             return "the service rejected the request; `vertex-trainer render SPEC` shows the body sent"
         metric = capacity_quota(err)
@@ -104,6 +112,23 @@ def capacity_quota(err: ApiError) -> str | None:
     if err.code != 429 and err.status != "RESOURCE_EXHAUSTED":
         return None
     return next((m for m in quota_metrics(err) if "/custom_model_training_" in m), None)
+
+
+# "... is not supported in region R", "... not available in this location", "... not supported in
+# locations: [zone]": a refusal of the place. "Accelerator X is not supported for machine type Y"
+# names no place (no region serves that pair): it stays an error.
+_NOT_HERE = re.compile(r"\b(not supported|not available|unavailable|not offered)\b[^.;]*"
+                       r"(\b(region|location|zone)s?\b|\bin [a-z]+-[a-z]+[0-9]+)", re.IGNORECASE)
+_MACHINE = re.compile(r"\b(machine|accelerator|gpu|tpu)", re.IGNORECASE)
+
+
+def not_offered(err: ApiError) -> bool:
+    """Is `err` a create refused because the region does not offer the job's machine or
+    accelerator? A 400 (INVALID_ARGUMENT or FAILED_PRECONDITION) whose message names a machine or
+    accelerator and says it is not supported, available or offered in a region, location or zone."""
+    if err.code != 400 and err.status not in ("INVALID_ARGUMENT", "FAILED_PRECONDITION"):
+        return False
+    return bool(_MACHINE.search(err.message) and _NOT_HERE.search(err.message))
 
 
 def create_idempotent(client: JobsClient, job: dict, key: str, *,

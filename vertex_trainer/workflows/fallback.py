@@ -7,7 +7,10 @@ vertex-trainer-attempt=n beside the key label and is created under its region's 
 that region's endpoint (`clients(region)`). An attempt is refused when
 
 - its create answers 429 RESOURCE_EXHAUSTED naming a custom-training quota metric (the
-  project's quota for the accelerator in that region: `gcp.http.Refused`, never retried), or
+  project's quota for the accelerator in that region: `gcp.http.Refused`, never retried),
+- its create answers 400 saying the region does not offer the job's machine or accelerator
+  (`vertex.jobs.not_offered`; the region table the pre-flight checked is read from the docs on a
+  date, the service decides): reason `skipped-not-offered`, no job made, or
 - its job ends FAILED (or EXPIRED) with error code 8, RESOURCE_EXHAUSTED ("Resources are
   insufficient in region ..."; a Flex Start job whose max_wait passed without capacity),
 
@@ -33,7 +36,7 @@ from vertex_trainer.contract import ATTEMPT_LABEL, Artifact, state_name
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.gcp.http import Refused
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts as plan_of
-from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
+from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent, not_offered
 from vertex_trainer.vertex.names import split_name
 
 RESOURCE_EXHAUSTED = 8  # google.rpc.Code
@@ -66,9 +69,12 @@ class AttemptRecord:
         return self.reason is not None
 
     def outcome(self) -> str:
-        """'FAILED (no capacity)', 'refused (quota)', 'skipped (quota)', 'SUCCEEDED'."""
-        if self.reason in ("skipped-quota", "skipped-not-offered"):
-            return "skipped (" + ("quota" if self.reason == "skipped-quota" else "not offered") + ")"
+        """'FAILED (no capacity)', 'refused (quota)', 'skipped (quota)', 'refused (not offered
+        there)', 'SUCCEEDED'."""
+        if self.reason == "skipped-quota":
+            return "skipped (quota)"
+        if self.reason == "skipped-not-offered":  # the service's answer to the create: no job made
+            return "refused (not offered there)"
         what = (self.state or "").removeprefix("JOB_STATE_") or "refused"
         if self.reason == "no-capacity":
             what += " (no capacity)"
@@ -205,9 +211,11 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
                 data, adopted = create_idempotent(client, body, key, match=(ATTEMPT_LABEL,))
             except Refused as exc:
                 err = exc.error
-                message = f"quota refused ({err.code} {err.status}): {err.message}"
+                reason = "skipped-not-offered" if not_offered(err) else "quota"
+                what = "not offered there" if reason == "skipped-not-offered" else "quota refused"
+                message = f"{what} ({err.code} {err.status}): {err.message}"
                 records.append(AttemptRecord(n, planned.region, planned.strategy, planned.hardware_name,
-                                             reason="quota", message=message))
+                                             reason=reason, message=message))
                 if n < len(plan):
                     log(f"attempt {n} ({_where(planned, plan)}) refused: {message}; next: "
                         f"{_where(plan[n], plan)}")

@@ -1,0 +1,83 @@
+"""A region the region table says offers the accelerator, but whose service refuses the create
+because it does not (the table is read from the docs on a date): the fallback records the attempt
+as `skipped-not-offered` with the service's words and goes on, as for quota (docs/contract.md
+section 11). Against the fake Vertex AI, through the real clients."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.capacity.conftest import REGION
+from vertex_trainer import api, regions
+from vertex_trainer.errors import ServiceError
+
+pytestmark = pytest.mark.wire
+
+TWO_REGIONS = {"strategy": "flex-start", "max_wait": "30m", "timeout": "2h",
+               "fallback": [{"strategy": "spot", "region": "us-east5"}]}
+
+
+def regions_created(fake) -> list[str]:
+    return [c.path.split("/")[5] for c in fake.calls("create")]
+
+
+def test_a_region_the_service_says_does_not_offer_the_machine_moves_to_the_next_attempt(
+        fake, run_cli, spec_file):
+    # The table says us-central1 offers H100 (so the pre-flight lets attempt 1 through) ...
+    assert regions.offers(REGION, "NVIDIA_H100_80GB") is True
+    fake.not_offered(region=REGION)  # ... the service says otherwise
+    path = spec_file(scheduling=TWO_REGIONS)
+
+    first = run_cli("submit", path, "--wait", "-o", "json", "--idempotency-key", "stale-table")
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["state"] == "JOB_STATE_SUCCEEDED" and "/locations/us-east5/" in out["name"]
+    assert regions_created(fake) == [REGION, "us-east5"]  # one create per region
+    refused, ran = out["attempts"]
+    assert (refused["attempt"], refused["region"], refused["reason"], refused["name"], refused["state"]) \
+        == (1, REGION, "skipped-not-offered", None, None)
+    # The service's own words, from its answer to the create.
+    assert refused["message"].startswith("not offered there (400 INVALID_ARGUMENT): List of found errors")
+    assert f'"NVIDIA_H100_80GB" is not supported in region {REGION}' in refused["message"]
+    assert (ran["attempt"], ran["region"], ran["reason"], ran["name"]) == (2, "us-east5", None, out["name"])
+    assert f"attempt 1 (flex-start in {REGION}) refused: not offered there (400 INVALID_ARGUMENT)" \
+        in first.stderr
+    assert [j["name"] for j in fake.jobs.values()] == [out["name"]]
+
+    again = run_cli("submit", path, "--wait", "-o", "json", "--idempotency-key", "stale-table")
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads(again.stdout)
+    assert len(fake.calls("create")) == 2 and rerun["adopted"] is True and rerun["name"] == out["name"]
+
+
+def test_the_text_summary_says_not_offered(fake, run_cli, spec_file):
+    fake.not_offered(region=REGION)
+    result = run_cli("submit", spec_file(scheduling=TWO_REGIONS), "--wait", "--no-logs")
+    assert result.returncode == 0, result.stderr
+    assert (f"attempts flex-start in {REGION} refused (not offered there) -> spot in us-east5 "
+            "SUCCEEDED") in result.stdout
+
+
+def test_a_machine_refused_in_every_region_is_not_a_place_refusal(fake, settings, spec_file):
+    # "Accelerator X is not supported for machine type Y" names no place: no region serves the
+    # pair, so the plan stops there (exit 3) instead of trying the next region.
+    fake.on_strategy(region=REGION, refuse=400,
+                     message='Accelerator "NVIDIA_H100_80GB" is not supported for machine type "a3-highgpu-8g"')
+    spec = api.load_spec(spec_file(scheduling=TWO_REGIONS), settings=settings)
+    with pytest.raises(ServiceError) as err:
+        api.submit(spec, wait=True, idempotency_key="pair", settings=settings, log=lambda _: None)
+    assert err.value.exit_code == 3 and "is not supported for machine type" in err.value.message
+    assert regions_created(fake) == [REGION] and not fake.jobs
+
+
+def test_not_offered_without_a_fallback_is_exit_3_with_the_fix(fake, settings, spec_file):
+    fake.not_offered(region=REGION)
+    spec = api.load_spec(spec_file(), settings=settings, set=["scheduling.fallback=null"])
+    with pytest.raises(ServiceError) as err:
+        api.submit(spec, idempotency_key="alone", settings=settings, log=lambda _: None)
+    assert err.value.exit_code == 3 and f"is not supported in region {REGION}" in err.value.message
+    assert f"does not offer this machine in {REGION}" in err.value.hint
+    assert "scheduling.fallback" in err.value.hint
+    assert len(fake.calls("create")) == 1 and not fake.jobs  # refused once, not retried
