@@ -8,8 +8,9 @@ state following the processes and its lines becoming Cloud Logging entries; a de
 served by its serving container's command and answers the endpoint's `:predict`
 (`serving.ModelServers`). A created PipelineJob runs its tasks (`pipelines.PipelineRunner`:
 GCPC's own launchers as local processes, their Vertex AI reached through `gateway.Gateway`), a
-HyperparameterTuningJob its trials (`tuning.TuningRunner`), and with `--function DIR` every object
-finalized in the function's bucket is a CloudEvent delivered to it (`events.FunctionHost`).
+HyperparameterTuningJob its trials (`tuning.TuningRunner`); the three runners share one base
+(`runner.Runner`). With `--function DIR` every object finalized in the function's bucket is a
+CloudEvent delivered to it (`events.FunctionHost`).
 
 A layer of its own just below the CLI: it composes the emulators (which must not import the
 clients) with `local` (the runner); nothing below imports it.
