@@ -159,6 +159,19 @@ def test_a_dry_run_shows_each_attempts_create_in_its_own_region(fake, run_cli, s
         assert create["url"].endswith(f"/v1/projects/{PROJECT}/locations/{a['region']}/customJobs")
         assert create["body"]["labels"][ATTEMPT_LABEL] == str(a["attempt"])
     assert fake.requests == []   # nothing sent
-    text = run_cli("submit", path, "--dry-run")
-    assert "# if capacity or quota refuses the one before: attempt 3 (standard in europe-west4 on " \
-           "h100x8), its own job" in text.stdout
+    text = run_cli("submit", path, "--dry-run").stdout
+    # Said once: when the next attempt is sent, and that a capacity refusal needs --wait.
+    assert text.count("only if the one before it is refused") == 1
+    assert "its job for capacity (code 8: seen with --wait)" in text
+    assert "# attempt 3 (standard in europe-west4 on h100x8), its own job" in text
+    helped = " ".join(run_cli("submit", "--help").stdout.split())
+    assert "with scheduling.fallback: a job refused for capacity moves on to the next attempt only " \
+           "when followed" in helped
+
+
+def test_a_fallback_region_without_the_accelerator_hints_the_nearest_region_that_has_it(run_cli, spec_file):
+    plan = {**THREE_REGIONS, "fallback": [{"strategy": "standard", "region": "europe-west1"}]}
+    result = run_cli("validate", spec_file(scheduling=plan))
+    assert result.returncode == 2
+    assert "europe-west1 does not offer NVIDIA_H100_80GB" in result.stderr
+    assert "hint: give the entry a region that does (region: europe-west4)" in result.stderr

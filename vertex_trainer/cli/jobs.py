@@ -37,7 +37,9 @@ QuotaFlag = flag("--quota-check/--no-quota-check", "before creating, read the pr
 def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
            region: RegionOpt = None, dry_run: DryRunFlag = False, local: LocalFlag = False,
            wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the job until it ends; "
-                                              "exit 1 unless it SUCCEEDED")] = False,
+                                              "exit 1 unless it SUCCEEDED (with scheduling.fallback: "
+                                              "a job refused for capacity moves on to the next "
+                                              "attempt only when followed)")] = False,
            output: OutputOpt = OutputFormat.text, idempotency_key: KeyOpt = None,
            cancel_on_interrupt: CancelFlag = False, show_logs: LogsOpt = True,
            deploy_after: DeployFlag = False, quota_check: QuotaFlag = True,
@@ -286,10 +288,13 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
         print(f"#    image: {plan.image}")
     print(f"{create['method']} {create['url']}")
     sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
-    for attempt in (plan.attempts or [])[1:]:  # scheduling.fallback (docs/contract.md section 11)
+    if (plan.attempts or [])[1:]:  # scheduling.fallback (docs/contract.md section 11)
+        print("# then each attempt below, only if the one before it is refused: its create for quota "
+              "or as not offered there, or its job for capacity (code 8: seen with --wait)")
+    for attempt in (plan.attempts or [])[1:]:
         post = attempt["requests"][-1]
-        print(f"# if capacity or quota refuses the one before: attempt {attempt['attempt']} "
-              f"({attempt['strategy']} in {attempt['region']} on {attempt['hardware']}), its own job")
+        print(f"# attempt {attempt['attempt']} ({attempt['strategy']} in {attempt['region']} on "
+              f"{attempt['hardware']}), its own job")
         print(f"{post['method']} {post['url']}")
     if plan.deploy is not None:  # --deploy: what the deploy after the job would send
         from vertex_trainer.cli.deploy import show_deployment

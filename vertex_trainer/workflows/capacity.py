@@ -29,6 +29,7 @@ from vertex_trainer import regions
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec.attempts import attempts
+from vertex_trainer.suggest import nearest
 
 Log = Callable[[str], None]
 
@@ -93,10 +94,11 @@ def check_regions(spec) -> None:
         if acc is None or (a.region, a.hardware) == (first.region, first.hardware):
             continue  # attempt 1's region and hardware: region_warning's
         if a.region and regions.offers(a.region, acc.name) is False and acc.name not in regions.UNCERTAIN:
-            where = ", ".join(regions.regions_for(acc.name))
+            offered = regions.regions_for(acc.name)
+            near = (nearest(a.region, offered, n=1) or [*offered, "R"])[0]  # us-west2 -> us-west1
             raise UserError(f"{a.field}: {a.describe()}: {a.region} does not offer {acc.name} for "
-                            f"Vertex AI training; regions that do: {where}; nothing was created",
-                            hint=f"give the entry a region that does (region: {regions.regions_for(acc.name)[0]}), "
+                            f"Vertex AI training; regions that do: {', '.join(offered)}; nothing was created",
+                            hint=f"give the entry a region that does (region: {near}), "
                                  f"or other hardware (vertex-trainer hardware --region {a.region}); "
                                  f"source: {regions.LOCATIONS_URL} (read {regions.READ})")
 
