@@ -81,3 +81,22 @@ def test_not_offered_without_a_fallback_is_exit_3_with_the_fix(fake, settings, s
     assert f"does not offer this machine in {REGION}" in err.value.hint
     assert "scheduling.fallback" in err.value.hint
     assert len(fake.calls("create")) == 1 and not fake.jobs  # refused once, not retried
+
+
+def test_a_fallback_region_the_table_is_unsure_of_warns_and_says_what_a_refusal_does(run_cli, spec_file):
+    # TPU v5e's regions come from the Cloud TPU zone pages (low confidence): such a region is a
+    # warning, not exit 2, and the service's refusal there would move the plan on.
+    assert "TPU_V5_LITEPOD" in regions.UNCERTAIN and regions.offers("europe-west1", "TPU_V5_LITEPOD") is False
+    plan = {"strategy": "standard", "fallback": [{"region": "europe-west1"}, {"region": "asia-east1"},
+                                                 {"region": "europe-west4"}]}
+    result = run_cli("validate", spec_file(hardware="tpu-v5e-8", region="us-west4", scheduling=plan))
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "may not offer TPU_V5_LITEPOD" in line]
+    assert len(warned) == 2, result.stderr   # europe-west1 and asia-east1; europe-west4 offers it
+    assert warned[0].startswith("warning: scheduling.fallback[0]: attempt 2 (standard, europe-west1, "
+                                "tpu-v5e-8): europe-west1 may not offer")
+    assert warned[0].endswith("if the service refuses it there, the plan moves on to the next attempt")
+    assert warned[1].startswith("warning: scheduling.fallback[1]: attempt 3")
+    last = run_cli("validate", spec_file(hardware="tpu-v5e-8", region="us-west4",
+                                         scheduling={"strategy": "standard", "fallback": [{"region": "europe-west1"}]}))
+    assert last.returncode == 0 and "the plan ends there (exit 3)" in last.stderr

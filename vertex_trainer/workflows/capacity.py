@@ -5,7 +5,10 @@ fallback.py handles what this cannot know.)
 - `region_warning(spec)` / `check_regions(spec)`: pure, from the table in regions.py. The spec's
   own region (attempt 1) gets a warning, never an error: the user chose it, the table is read from
   the docs on a date and the service decides. A fallback attempt the plan moves to a region the
-  table says does not offer its accelerator is exit 2, naming the attempt and the regions that do.
+  table says does not offer its accelerator is exit 2, naming the attempt and the regions that do
+  (the nearest first in the hint); where the table is unsure (an accelerator read from the Cloud
+  TPU / Compute Engine zone pages), a warning. Where the table is wrong, the service's refusal of
+  the create moves the plan on (fallback.py, reason skipped-not-offered).
 - `check_quota(spec, settings=..., log=...)`: reads the project's custom-training quota for each
   attempt's accelerator in its region (Cloud Quotas API, vertex/quotas.py); standard counts
   against custom_model_training_<gpu>, spot and flex-start against the preemptible_ variant. A
@@ -81,8 +84,24 @@ def accelerator(spec) -> str | None:
 
 
 def region_warning(spec) -> str | None:
-    """A warning when the spec's region does not offer its accelerator for training."""
-    return regions.availability_warning(spec.region, accelerator(spec))
+    """A warning when the spec's region does not offer its accelerator for training, and one line
+    more for each fallback attempt in a region that may not offer its accelerator (one whose
+    regions the table knows with low confidence: check_regions lets it through, and a refusal
+    of its create moves the plan on, fallback.py). None when there is nothing to say."""
+    lines = [regions.availability_warning(spec.region, accelerator(spec))]
+    plan = attempts(spec)
+    for a in plan[1:]:
+        acc = a.hardware.accelerator
+        if acc is None or not a.region or (a.region, a.hardware) == (plan[0].region, plan[0].hardware):
+            continue
+        if acc.name in regions.UNCERTAIN and regions.offers(a.region, acc.name) is False:
+            then = ("the plan moves on to the next attempt" if a.n < len(plan)
+                    else "the plan ends there (exit 3)")
+            lines.append(f"warning: {a.field}: {a.describe()}: {a.region} may not offer {acc.name} for "
+                         f"Vertex AI training (regions known to: {', '.join(regions.regions_for(acc.name))}); "
+                         f"if the service refuses it there, {then}")
+    found = [line for line in dict.fromkeys(lines) if line]
+    return "\n".join(found) or None
 
 
 def check_regions(spec) -> None:
