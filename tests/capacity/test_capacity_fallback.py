@@ -51,7 +51,9 @@ def test_flex_no_capacity_and_spot_no_quota_end_on_standard_after_three_creates(
     rerun = json.loads(again.stdout)
     assert len(fake.calls("create")) == 3                              # a re-run creates nothing
     assert rerun["name"] == out["name"] and rerun["adopted"] is True
-    assert [a["attempt"] for a in rerun["attempts"]] == [1, 3]
+    # Attempt 2 made no job (its create was refused): the re-run lists it without a reason.
+    assert [(a["attempt"], a["reason"]) for a in rerun["attempts"]] == [(1, "no-capacity"), (2, None), (3, None)]
+    assert rerun["attempts"][1]["name"] is None and "earlier run" in rerun["attempts"][1]["message"]
 
 
 def test_text_output_says_which_attempts_happened_and_why(fake, run_cli, spec_file):

@@ -50,6 +50,16 @@ def test_a_region_the_service_says_does_not_offer_the_machine_moves_to_the_next_
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)
     assert len(fake.calls("create")) == 2 and rerun["adopted"] is True and rerun["name"] == out["name"]
+    # The re-run still lists attempt 1: no job anywhere, so an earlier run's create was refused
+    # (why is not stored anywhere it can read).
+    before, adopted = rerun["attempts"]
+    assert (before["attempt"], before["region"], before["name"], before["reason"]) == (1, REGION, None, None)
+    assert before["message"].startswith("no job in any region of the plan: an earlier run's create")
+    assert adopted["name"] == out["name"] and adopted["state"] == "JOB_STATE_SUCCEEDED"
+    text = run_cli("submit", path, "--wait", "--no-logs", "--idempotency-key", "stale-table")
+    assert (f"attempts flex-start in {REGION} refused in an earlier run -> spot in us-east5 SUCCEEDED"
+            in text.stdout), text.stdout
+    assert len(fake.calls("create")) == 2
 
 
 def test_the_text_summary_says_not_offered(fake, run_cli, spec_file):

@@ -86,8 +86,8 @@ def test_a_short_quota_skips_that_attempt_without_a_create(fake, quotas, run_cli
     quotas.set(H100_SPOT, None, 16)
     quotas.set(H100_SPOT, "us-east5", 0)       # spot in us-east5: clearly too small
     fake.no_capacity(region="us-central1")
-    result = run_cli("submit", spec_file(scheduling=THREE_REGIONS), "--wait", "-o", "json",
-                     quotas=quotas)
+    path = spec_file(scheduling=THREE_REGIONS)
+    result = run_cli("submit", path, "--wait", "-o", "json", "--idempotency-key", "short", quotas=quotas)
     assert result.returncode == 0, result.stderr
     assert regions_created(fake) == ["us-central1", "europe-west4"]   # none in us-east5
     out = json.loads(result.stdout)
@@ -95,6 +95,12 @@ def test_a_short_quota_skips_that_attempt_without_a_create(fake, quotas, run_cli
     skipped = [line for line in result.stderr.splitlines() if "skipped" in line]
     assert skipped == ["attempt 2 (spot in us-east5) skipped: quota custom_model_training_preemptible_"
                        "nvidia_h100_gpus in us-east5 is 0, the job needs 8"]
+    # A re-run with the key adopts attempt 3, creates nothing, and still says why attempt 2 had no job.
+    again = run_cli("submit", path, "--wait", "-o", "json", "--idempotency-key", "short", quotas=quotas)
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads(again.stdout)
+    assert rerun["adopted"] is True and len(fake.calls("create")) == 2
+    assert [a["reason"] for a in rerun["attempts"]] == ["no-capacity", "skipped-quota", None]
 
 
 def test_a_fallback_region_without_the_accelerator_is_exit_2_naming_where_it_is(fake, run_cli, spec_file):

@@ -75,6 +75,8 @@ class AttemptRecord:
             return "skipped (quota)"
         if self.reason == "skipped-not-offered":  # the service's answer to the create: no job made
             return "refused (not offered there)"
+        if self.name is None and self.reason is None:  # passed over in an earlier run (passed_over)
+            return "refused in an earlier run"
         what = (self.state or "").removeprefix("JOB_STATE_") or "refused"
         if self.reason == "no-capacity":
             what += " (no capacity)"
@@ -144,6 +146,21 @@ def record_of(data: dict, planned: PlannedAttempt | None, n: int) -> AttemptReco
                          "no-capacity" if why else None, why or _error(data))
 
 
+EARLIER_RUN = ("no job in any region of the plan: an earlier run's create was refused (quota, or "
+               "not offered there) or the attempt was skipped; the service's words are not stored")
+
+
+def passed_over(planned: PlannedAttempt, skipped: str | None = None) -> AttemptRecord:
+    """The record, on a re-run, of an attempt the plan went past without a job (an earlier run's
+    create was refused): `skipped-quota` when today's pre-flight skips it too (`skipped`: why),
+    else without a reason (not stored anywhere the re-run can read) and EARLIER_RUN as message."""
+    if skipped:
+        return AttemptRecord(planned.n, planned.region, planned.strategy, planned.hardware_name,
+                             reason="skipped-quota", message=skipped)
+    return AttemptRecord(planned.n, planned.region, planned.strategy, planned.hardware_name,
+                         message=EARLIER_RUN)
+
+
 def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, dict]:
     """attempt n -> its job, from every region of the plan (the oldest of a number wins)."""
     found: dict[int, dict] = {}
@@ -189,9 +206,11 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
     earlier = earlier_jobs(clients, regions, key)
     records: list[AttemptRecord] = []
     n = max(earlier) if earlier else 1
-    for m in sorted(earlier):
-        if m < n:
+    for m in range(1, n):  # what the attempts before the one adopted met
+        if m in earlier:
             records.append(record_of(earlier[m], plan[m - 1] if m <= len(plan) else None, m))
+        elif m <= len(plan):
+            records.append(passed_over(plan[m - 1], skipped.get(m)))
     job: Job | None = None
     while True:
         planned = plan[n - 1] if n <= len(plan) else None
