@@ -162,7 +162,7 @@ def test_skip_corrupt_counts_and_skips(tmp_path):
     cfg = data.PipelineConfig(image_size=8, num_classes=4, training=False, skip_corrupt=True)
     skipped = tf.Variable(0, dtype=tf.int64)
     labels = [int(y[0]) for _, y in data.build_dataset([path], cfg, 1, skipped=skipped)]
-    assert labels == [0, 2]
+    assert sorted(labels) == [0, 2]  # the map is not deterministic (cfg.deterministic): any order
     assert int(skipped.numpy()) == 3
 
 

@@ -108,7 +108,7 @@ FLAGS: tuple[Flag, ...] = (
     Flag("read_parallelism", int, 16, ge=1, help="files read at once"),
     Flag("gcs_read_block_mb", int, 16, ge=1,
          help="GCS_READ_CACHE_BLOCK_SIZE_MB per open gs:// file (bounds host memory)"),
-    Flag("data_threads", int, 0, ge=0, help="tf.data private threadpool size; 0 = cores"),
+    Flag("data_threads", int, 0, ge=0, help="the input pipeline's private threadpool size; 0 = one per vCPU, at least 4"),
     Flag("deterministic", bool, False, help="reproducible input order (slower)"),
     Flag("synthetic_data", bool, False,
          help="train on one random batch of the configured shape, repeated (no files, no decode): "

@@ -107,7 +107,7 @@ def run(cfg: TrainConfig) -> dict:
         log("done (not the chief: the model and metrics are written by the chief)")
     log(throughput.verdict(metrics, synthetic=cfg.synthetic_data,
                            devices=info.replicas // max(1, info.workers), device=info.device,
-                           data_threads=cfg.data_threads))
+                           data_threads=plan.train_cfg.threads))
     return metrics
 
 
@@ -176,7 +176,7 @@ def plan_training(cfg: TrainConfig, info) -> Plan:
         label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
         augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
         shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
-        deterministic=cfg.deterministic, threads=cfg.data_threads, image_format=cfg.image_format,
+        deterministic=cfg.deterministic, threads=cfg.data_threads or data.default_threads(), image_format=cfg.image_format,
         cache_decoded=cfg.cache_decoded)
     eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
     # One decoder for data of one format (a per-record JPEG/PNG branch costs a quarter more CPU).
@@ -214,7 +214,7 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
         "steps_per_epoch": plan.steps_per_epoch, "steps_per_execution": plan.steps_per_execution,
         "total_steps": plan.total_steps, "warmup_steps": plan.warmup_steps, "peak_learning_rate": plan.peak_lr,
         "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
-        "jit_compile": plan.jit_compile, "keras": keras.__version__, "tensorflow": tf.__version__,
+        "jit_compile": plan.jit_compile, "data_threads": plan.train_cfg.threads, "keras": keras.__version__, "tensorflow": tf.__version__,
     }
     # The whole of it (flags and all, ~2 KB) goes to the run's record, trainer_config.json beside
     # the outputs; the log gets one short line.
