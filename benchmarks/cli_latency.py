@@ -17,6 +17,17 @@ the interpreter with the venv's site (.pth files, the editable install's finder)
 imports validate cannot do without (typer, typer's pydantic adapters, pydantic's plugin loader,
 PyYAML). `validate --local` runs the templated quickstart spec (jinja2 is loaded for it) on two
 empty shards. `--only WORD` measures the rows whose label contains WORD (e.g. `--only validate`).
+
+`--instructions` counts instead of timing: each of the rows set against gcloud (and gcloud's
+--help) runs once under valgrind's callgrind (`--trace-children=yes`, PYTHONHASHSEED=0), and the
+figure is the instructions executed by the process and its children. Unlike seconds it does not
+move with the machine's load (the same command gives the same count to within a few per mille),
+so it is the figure to compare trees with on a shared machine; it ignores what time the OS
+spends on files and pages (`valgrind` must be on PATH; about a minute a row).
+
+Python may not write bytecode caches in this environment (PYTHONDONTWRITEBYTECODE): every module
+whose cache is stale would be compiled on every run, which an installed package never does; the
+commands run without that variable, so the warm-up writes the caches once (gcloud ships its own).
 """
 
 from __future__ import annotations
@@ -69,9 +80,12 @@ FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '1'; "
          "import typer, typer._adapters, pydantic.plugin._loader, yaml")
 
 
-def vertex_trainer() -> list[str]:
+def vertex_trainer(tree: Path | None = None) -> list[str]:
+    """The console script; with `tree`, `python -m vertex_trainer` from that copy of the package."""
     script = Path(sys.executable).parent / "vertex-trainer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "vertex_trainer"]
+    if tree is None and script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "vertex_trainer"]
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -103,12 +117,27 @@ def import_times(argv: list[str], env: dict[str, str], cwd: Path, runs: int = 3)
     return dict(best)
 
 
+def instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int:
+    """Instructions executed by `argv` and its child processes, counted by valgrind's callgrind."""
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                             "--callgrind-out-file=/dev/null", *argv], env={**env, "PYTHONHASHSEED": "0"},
+                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
+    counts = [int(n) for n in re.findall(r"Collected : (\d+)", result.stderr)]
+    if result.returncode != 0 or not counts:
+        raise SystemExit(f"valgrind {' '.join(argv)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    return sum(counts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/RESULTS-cli.md")
     parser.add_argument("--only", metavar="WORD", help="only the rows whose label contains WORD "
                         "(prints the figures; writes --out only when given explicitly)")
+    parser.add_argument("--tree", type=Path, help="measure the vertex_trainer package in this directory "
+                        "(e.g. an older commit's, from `git archive`) instead of this checkout's")
+    parser.add_argument("--instructions", action="store_true", help="count instructions (valgrind) "
+                        "of the rows set against gcloud instead of timing them; prints, writes nothing")
     args = parser.parse_args()
     out = args.out or ROOT / "benchmarks" / "RESULTS-cli.md"
 
@@ -122,10 +151,13 @@ def main() -> None:
         (work / "data" / "quickstart").mkdir(parents=True)
         for shard in ("train-00000-of-00001", "validation-00000-of-00001"):
             (work / "data" / "quickstart" / shard).touch()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_")) and k != "PYTHONDONTWRITEBYTECODE"}
         config = gcloud_config(work / "gcloud", fake.url, project="bench-project")
         env.update(VERTEX_TRAINER_API_ENDPOINT=fake.url, CLOUDSDK_CONFIG=str(config))
-        vt = vertex_trainer()
+        if args.tree:
+            env["PYTHONPATH"] = str(args.tree.resolve())  # ahead of the editable install's finder
+        vt = vertex_trainer(args.tree)
         job_config = work / "gcloud-job.yaml"
         job_config.write_text(subprocess.run([*vt, "render", str(spec), "--format", "gcloud"], env=env,
                                         capture_output=True, text=True, check=True).stdout)
@@ -146,6 +178,18 @@ def main() -> None:
         ]
         if args.only:
             rows = [row for row in rows if args.only in row[0]]
+        if args.instructions:
+            rows = [row for row in rows if row[0].startswith(("--help", "validate", "floor"))]
+            for _, ours, _ in rows:
+                timed(ours, env, work)  # writes the bytecode caches a stale module lacks
+            theirs = instructions(gcloud_help, env, work) if gcloud_help else None
+            if theirs:
+                print(f"{'gcloud ai custom-jobs create --help':45} {theirs / 1e6:9.1f} M instructions", flush=True)
+            for label, ours, _ in rows:
+                count = instructions(ours, env, work)
+                print(f"{label:45} {count / 1e6:9.1f} M instructions" +
+                      (f"   ratio {count / theirs:.3f}" if theirs else ""), flush=True)
+            return
         # Warm up: the fake imports aiplatform_v1 on its first request; the OS caches files.
         for _, ours, theirs in rows:
             timed(ours, env, work)
