@@ -23,6 +23,12 @@ A block that needs more says so in an HTML comment on the line right before its 
                                        --quiet --bucket B -- ...` (B: each gs:// bucket it names,
                                        else sandbox-demo): the offline cloud, nothing added
     <!-- docs-test: skip REASON -->    do not run it; REASON says why
+    <!-- docs-test: checked-by PATH -->
+                                       PATH (a test file) runs the block as written, inside a
+                                       sandbox it started, and then asserts on what the block did
+                                       (the run, the model, the bucket): it runs there instead of
+                                       here, once. PATH must exist, and its tests must run every
+                                       block that names it (they fail otherwise).
 
 Keep the skips few and their reasons concrete: an example that cannot run is one a user cannot
 try. Acceptable reasons: placeholders to fill in (SPEC, JOB), a code excerpt that is not a
@@ -77,8 +83,20 @@ class Block:
         return self.marker[len("skip"):].strip() if self.marker.startswith("skip") else None
 
     @property
+    def checked_by(self) -> str | None:
+        """The test file that runs this block and asserts on it (`checked-by PATH`), or None."""
+        if not self.marker.startswith("checked-by"):
+            return None
+        return self.marker[len("checked-by"):].strip() or None
+
+    @property
+    def buckets(self) -> list[str]:
+        """The buckets the sandbox it runs in serves: each gs:// bucket it names, else sandbox-demo."""
+        return sorted(set(re.findall(r"gs://([a-z0-9][a-z0-9._-]*)", self.body))) or ["sandbox-demo"]
+
+    @property
     def in_sandbox(self) -> bool:
-        return self.marker == "sandbox"
+        return self.marker == "sandbox" or self.checked_by is not None
 
     @property
     def heavy(self) -> bool:
@@ -163,7 +181,8 @@ def _env(work: Path) -> dict[str, str]:
 
 
 def _script(block: Block) -> tuple[list[str], str]:
-    """The command that runs `block`, and the file it runs."""
+    """The command that runs `block`, and the text of the file it runs (tests that check a
+    `checked-by` block run it with this too)."""
     if block.lang == "python":
         return [sys.executable], block.body
     body = commands(block.body)
@@ -179,7 +198,7 @@ def _params():
     for block in blocks():
         marks = [pytest.mark.trainer, pytest.mark.slow] if block.heavy else []
         same = (block.lang, block.body, block.in_sandbox)
-        if block.skip_reason is not None or same in seen:
+        if block.skip_reason is not None or block.checked_by is not None or same in seen:
             continue
         seen.add(same)
         out.append(pytest.param(block, id=block.id, marks=marks))
@@ -194,9 +213,8 @@ def test_the_example_runs_as_written(block: Block, workdir: Path, tmp_path: Path
     script.write_text(text)
     argv = [*command, str(script)]
     if block.in_sandbox:
-        buckets = sorted(set(re.findall(r"gs://([a-z0-9][a-z0-9._-]*)", block.body))) or ["sandbox-demo"]
         argv = [str(BIN / "vertex-trainer"), "dev", "sandbox", "--quiet",
-                *[a for b in buckets for a in ("--bucket", b)], "--", *argv]
+                *[a for b in block.buckets for a in ("--bucket", b)], "--", *argv]
     # Its own process group: whatever the block leaves running (a server it started with `&`)
     # ends with it, and nothing holds the pipes after.
     proc = subprocess.Popen(argv, cwd=workdir, env=_env(workdir), stdout=subprocess.PIPE,
@@ -237,8 +255,12 @@ def test_every_skip_says_why_and_markers_are_known():
     found = blocks()
     assert found, "no examples found"
     for block in found:
-        assert block.marker in ("", "sandbox") or (block.skip_reason or "").strip(), (
+        assert block.marker in ("", "sandbox") or (block.skip_reason or "").strip() or block.checked_by, (
             f"{block.id}: unknown or empty docs-test marker {block.marker!r}")
+        if block.checked_by:   # that file runs it (and fails when it does not run every such block)
+            assert (ROOT / block.checked_by).is_file(), f"{block.id}: no test file {block.checked_by}"
+            assert block.id.split(":")[0] in (ROOT / block.checked_by).read_text(), (
+                f"{block.id}: {block.checked_by} does not read {block.id.split(':')[0]}")
 
 
 def test_sending_commands_get_dry_run_and_nothing_else_does():
@@ -261,7 +283,7 @@ def test_sending_commands_get_dry_run_and_nothing_else_does():
 
 
 def test_a_block_repeated_word_for_word_runs_once_under_its_first_place():
-    runnable = [b for b in blocks() if b.skip_reason is None]
+    runnable = [b for b in blocks() if b.skip_reason is None and b.checked_by is None]
     ids = [p.id for p in _params()]
     assert len(ids) == len({(b.lang, b.body, b.in_sandbox) for b in runnable})
     for b in runnable:   # every runnable block is run, here or under its twin's id

@@ -2,15 +2,22 @@
 sandbox`'s exports: `pipeline submit SPEC --wait` for the digits spec with `deploy:` ends SUCCEEDED
 only after training (metrics.json, the model version of the job's model directory, predictions from
 the endpoint, every task SUCCEEDED); a three-trial grid `tune:` spec returns three trials with
-real, different metrics, each trial's metrics.json in the bucket, and the best one named."""
+real, different metrics, each trial's metrics.json in the bucket, and the best one named.
+
+Both run docs/sandbox.md's own blocks (`<!-- docs-test: checked-by tests/sandbox/test_sandbox_seed.py
+-->`), as the docs harness (tests/docs/test_docs_examples.py) would, but inside a sandbox this file
+started, so that it can look at what they left behind: the digits pipeline trains once in the suite
+for the page and for these checks, not twice."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +26,15 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
+from tests.docs.test_docs_examples import Block, _script, blocks
+
 from .conftest import ROOT, SandboxProcess, cli
 
 BUCKET = "sandbox-demo"   # the specs'
+PAGE, HERE = "docs/sandbox.md", "tests/sandbox/test_sandbox_seed.py"
+# The command that picks each block of PAGE this file runs.
+PIPELINE_BLOCK = "vertex-trainer pipeline submit examples/sandbox/digits.yaml --wait"
+TUNE_BLOCK = "vertex-trainer submit examples/sandbox/digits-tune.yaml --wait --output json"
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 420) -> subprocess.CompletedProcess:
@@ -30,13 +43,37 @@ def _run(args: list[str], env: dict[str, str], timeout: float = 420) -> subproce
     return done
 
 
+def _block(command: str) -> Block:
+    """The one block of PAGE that names this file (`checked-by`) and runs `command`."""
+    found = [b for b in blocks() if b.checked_by == HERE and command in b.body]
+    assert [b.page for b in found] == [PAGE], f"{PAGE}: no single checked-by block runs {command!r}"
+    assert found[0].buckets == [BUCKET]   # the sandbox below serves what the block names
+    return found[0]
+
+
+def _run_block(block: Block, env: dict[str, str], tmp_path, timeout: float = 420) -> str:
+    """`block` as the docs harness runs it (bash -eo pipefail), in the sandbox of `env`; its stdout."""
+    command, text = _script(block)
+    script = tmp_path / "example.sh"
+    script.write_text(text)
+    # `python` and `vertex-trainer` are this environment's, as in the harness.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = _run([*command, str(script)], {**env, "PATH": path}, timeout)
+    assert "Traceback (most recent call last)" not in done.stdout + done.stderr, done.stderr[-5000:]
+    return done.stdout
+
+
+def test_this_file_runs_every_block_of_the_docs_that_names_it():
+    named = {b.id for b in blocks() if b.checked_by == HERE}
+    assert named == {_block(PIPELINE_BLOCK).id, _block(TUNE_BLOCK).id}
+
+
 @pytest.fixture
 def box(base_env):
+    """A sandbox serving BUCKET; the environment its exports give (the blocks upload the digits)."""
     sandbox = SandboxProcess("--quiet", "--bucket", BUCKET, env=base_env)
     try:
-        env = sandbox.env(base_env)
-        _run([sys.executable, "examples/sandbox/digits.py", "upload", f"gs://{BUCKET}/digits"], env)
-        yield env
+        yield sandbox.env(base_env)
     finally:
         sandbox.kill()
 
@@ -44,13 +81,18 @@ def box(base_env):
 @pytest.mark.trainer
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box):
+def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box, tmp_path):
     env = box
-    submitted = json.loads(_run([*cli(), "pipeline", "submit", "examples/sandbox/digits.yaml",
-                                 "--wait", "--output", "json"], env).stdout)
-    assert submitted["state"] == "PIPELINE_STATE_SUCCEEDED"
+    # The page's block: upload, `pipeline submit ... --wait`, `ask-endpoint digits --count 100`.
+    shown = _run_block(_block(PIPELINE_BLOCK), env, tmp_path)
+    asked = re.findall(r"(\d+)/(\d+) held-out digits right", shown)
+    assert [int(total) for _, total in asked] == [100], shown[-3000:]   # the block's --count
     settings = Settings.from_environ(env)
-    run = PipelinesClient("sandbox", "us-central1", settings=settings).get(submitted["name"])
+    pipelines = PipelinesClient("sandbox", "us-central1", settings=settings)
+    runs = pipelines.list()
+    assert [r["state"] for r in runs] == ["PIPELINE_STATE_SUCCEEDED"], runs
+    assert runs[0]["name"] in shown and re.search(r"^final\s+SUCCEEDED$", shown, re.M), shown[-3000:]
+    run = pipelines.get(runs[0]["name"])
     tasks = {t["taskName"]: t for t in run["jobDetail"]["taskDetails"]}
     assert set(tasks) == {"sandbox-digits", "train", "import-model", "upload-model", "endpoint",
                           "deploy-model"}
@@ -78,10 +120,12 @@ def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box):
 @pytest.mark.trainer
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box):
+def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     env = box
-    result = json.loads(_run([*cli(), "submit", "examples/sandbox/digits-tune.yaml", "--wait",
-                              "--output", "json"], env).stdout)
+    # The page's block: upload, then `submit digits-tune.yaml --wait --output json` (the JSON last).
+    shown = _run_block(_block(TUNE_BLOCK), env, tmp_path)
+    assert "\n{" in shown, shown[-3000:]
+    result = json.loads(shown[shown.index("\n{"):])
     assert result["state"] == "JOB_STATE_SUCCEEDED"
     trials = result["trials"]
     assert [t["state"] for t in trials] == ["SUCCEEDED"] * 3
