@@ -28,6 +28,11 @@ def fake():
     """The fake Vertex AI on loopback (vertex_trainer.emulators.vertex), one per test."""
     from vertex_trainer.emulators.vertex import FakeVertex
 
+    # The fake parses bodies with aiplatform_v1, imported at its first request: seconds on a busy
+    # machine, longer than a CLI's read timeout. Imported here, once per test process, so the
+    # first test of a process (of a pytest-xdist worker too) does not lose its first answer.
+    from google.cloud import aiplatform_v1  # noqa: F401
+
     with FakeVertex() as server:
         yield server
 
@@ -66,3 +71,28 @@ def popen_cli(cli_env):
     starter = CliStarter(cli_env)
     yield starter
     starter.stop()
+
+
+# -- pytest-xdist (`make test PYTEST_ARGS="-n 2 --dist loadgroup --no-loadscope-reorder"`) --------
+# Each unit of work goes to one worker whole. A module is a unit (its module fixtures are built
+# once); so is each folder below, whose session fixtures train a model, write a data set or start a
+# server that several of its modules share, or whose examples use fixed loopback ports (the docs
+# harness: `serve --port 8090`, `fake-vertex --port 8765`). The units holding a `slow` test are
+# handed out first, so that a long one does not start last and end the run on one worker.
+ONE_UNIT_FOLDERS = frozenset({"docs", "serving", "throughput", "dataprep"})
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):   # not an xdist worker: nothing to group
+        return
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    units = {}
+    for item in items:
+        parts = Path(item.path).relative_to(tests).parts
+        units[id(item)] = parts[0] if parts[0] in ONE_UNIT_FOLDERS else "/".join(parts)
+        item.add_marker(pytest.mark.xdist_group(units[id(item)]))
+    slow = {units[id(i)] for i in items if i.get_closest_marker("slow")}
+    items.sort(key=lambda i: units[id(i)] not in slow)   # stable: each unit's order is kept

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.trainer, pytest.mark.slow, pytest.mark.timeout(240)]
+# Three TensorFlow trials, two at a time: over 220 s when the suite shares the two cores with a
+# second worker or another job, so the bounds leave room for that.
+pytestmark = [pytest.mark.trainer, pytest.mark.slow, pytest.mark.timeout(480)]
 
 LEARNING_RATES = [0.0003, 0.003, 0.1]
 
@@ -35,7 +37,7 @@ def _spec(tmp_path: Path, data: Path) -> Path:
 
 def test_a_local_search_of_three_digits_trials_prints_each_metric_and_picks_the_best(
         digits_data, run_cli, tmp_path):
-    result = run_cli("submit", _spec(tmp_path, digits_data), "--local", timeout=220)
+    result = run_cli("submit", _spec(tmp_path, digits_data), "--local", timeout=450)
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     runs = tmp_path / "runs"
     record = json.loads((runs / "vertex-trainer" / "trials.json").read_text())
