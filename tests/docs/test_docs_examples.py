@@ -27,8 +27,9 @@ A block that needs more says so in an HTML comment on the line right before its 
                                        PATH (a test file) runs the block as written, inside a
                                        sandbox it started, and then asserts on what the block did
                                        (the run, the model, the bucket): it runs there instead of
-                                       here, once. PATH must exist, and its tests must run every
-                                       block that names it (they fail otherwise).
+                                       here, once. PATH must exist and name the page (checked
+                                       below); a test there checks that it runs every block that
+                                       names it (as tests/sandbox/test_sandbox_seed.py does).
 
 Keep the skips few and their reasons concrete: an example that cannot run is one a user cannot
 try. Acceptable reasons: placeholders to fill in (SPEC, JOB), a code excerpt that is not a
