@@ -55,6 +55,8 @@ JOBS = [
     Job("resnet50", "ResNet-50 64 px, batch 32, spe 8", "resnet50", 64, 32, 8, 16, 3),
     Job("real-vs-synthetic", "tiny-cnn 64 px, spe 32: real / synthetic (trainer)", "tiny-cnn", 64, 128, 32,
         64, 3, b="synthetic"),
+    Job("real-cached-vs-synthetic", "tiny-cnn 64 px, spe 32, --cache-decoded: real / synthetic (trainer)",
+        "tiny-cnn", 64, 128, 32, 64, 3, a=("--cache-decoded",), b="synthetic"),
 ]
 
 

@@ -7,9 +7,17 @@ forgotten marker into an error that names the test.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
+
+# A suite started in the background of a script (`make test &`, a CI step's `cmd &`) inherits
+# SIGINT ignored, and an ignored signal stays ignored across exec: every CLI the tests start
+# would then ignore the Ctrl-C the tests send it (test_ctrl_c_while_waiting hung so). A handler
+# is reset to the default on exec, so the children get Ctrl-C back whatever started the suite.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
