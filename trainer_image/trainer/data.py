@@ -443,9 +443,9 @@ def _options(cfg: PipelineConfig, deterministic: bool) -> tf.data.Options:
 
 def default_threads() -> int:
     """The input pipeline's private threadpool when --data-threads is 0: one thread per vCPU this
-    process may use, at least 4 (on 2 vCPUs, 4 trained 1.6-3.9% faster than the shared pool in
-    every alternating pair, and the pipeline alone ran 1.9x faster at 20% less CPU per example:
-    benchmarks/RESULTS-pipeline.md)."""
+    process may use, at least 4. On 2 vCPUs the pipeline alone ran 1.9x faster at 21% less CPU
+    per example than on the shared pool; training was 1.6-3.9% faster in 4 of 4 pairs beside
+    other work, and level on a quiet machine (within its +-5% noise): benchmarks/RESULTS-pipeline.md."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
