@@ -154,11 +154,8 @@ def passed_over(planned: PlannedAttempt, skipped: str | None = None) -> AttemptR
     """The record, on a re-run, of an attempt the plan went past without a job (an earlier run's
     create was refused): `skipped-quota` when today's pre-flight skips it too (`skipped`: why),
     else without a reason (not stored anywhere the re-run can read) and EARLIER_RUN as message."""
-    if skipped:
-        return AttemptRecord(planned.n, planned.region, planned.strategy, planned.hardware_name,
-                             reason="skipped-quota", message=skipped)
     return AttemptRecord(planned.n, planned.region, planned.strategy, planned.hardware_name,
-                         message=EARLIER_RUN)
+                         reason="skipped-quota" if skipped else None, message=skipped or EARLIER_RUN)
 
 
 def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, dict]:
