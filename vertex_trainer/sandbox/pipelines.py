@@ -112,8 +112,8 @@ class PipelineRunner(Runner[_Run]):
         tasks = (root.get("dag") or {}).get("tasks") or {}
         run_inputs = _defaults(root.get("inputDefinitions") or {})
         run_inputs.update((entry.body.get("runtimeConfig") or {}).get("parameterValues") or {})
-        waiting = _order(tasks)
         upstream = {key: _upstream(task) for key, task in tasks.items()}
+        waiting = _order(upstream)
         fail_fast = (entry.body.get("runtimeConfig") or {}).get("failurePolicy") == FAIL_FAST
         ended: queue.Queue = queue.Queue()   # (key, outputs or the task's error or a bug)
         running: dict[str, dict] = {}        # key -> its detail
@@ -367,9 +367,10 @@ def _upstream(task: dict) -> set[str]:
     return found
 
 
-def _order(tasks: dict) -> list[str]:
-    """The tasks in dependency order (ties by name), each after every task it depends on."""
-    waiting = {k: _upstream(v) for k, v in tasks.items()}
+def _order(upstream: dict[str, set[str]]) -> list[str]:
+    """The tasks in dependency order (ties by name), each after every task it depends on
+    (`upstream`: task -> the tasks it waits for, _upstream's)."""
+    waiting = dict(upstream)
     order: list[str] = []
     while waiting:
         ready = sorted(k for k, d in waiting.items() if d <= set(order))
