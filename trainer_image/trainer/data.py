@@ -3,8 +3,8 @@
 Stages (each a small function, TF Model Garden's order):
   list files -> seeded shuffle of the list -> shard per input pipeline (by file when there are
   enough files, else by record) -> parallel interleave of TFRecordDataset (deterministic=False)
-  -> record shuffle -> parse + check + decode + augment (parallel map) -> batch(drop_remainder)
-  -> prefetch, with tf.data options (autotune, private threadpool, our own sharding).
+  -> record shuffle -> parse + decode + augment (parallel map) -> batch(drop_remainder) -> label
+  check -> prefetch, with tf.data options (autotune, private threadpool, our own sharding).
 
 Images leave the pipeline as uint8 (4x less host->device traffic than float32); the model
 casts and rescales them on the accelerator. Paths may be local, `gs://` (TF's own GCS
@@ -148,8 +148,8 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
             ds = ds.repeat()
     if cfg.training:
         ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
-    # Parse, check and decode in one map (tf.data fuses nothing across a second map's boundary for
-    # free: the old identity map after it cost a function call per record).
+    # Parse and decode in one map (tf.data fuses nothing across a second map's boundary for free:
+    # an identity map after it cost a function call per record).
     ds = ds.map(lambda r: _parse_and_decode(r, cfg, skipped), num_parallel_calls=AUTOTUNE,
                 deterministic=deterministic)
     if cfg.skip_corrupt:
@@ -158,6 +158,8 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
         ds = ds.ignore_errors(log_warning=True)
         ds = ds.map(lambda image, label, ok: (image, label))
     ds = ds.batch(batch_size, drop_remainder=True)
+    if not cfg.skip_corrupt:
+        ds = ds.map(lambda images, labels: (images, check_labels(labels, cfg)))
     ds = ds.prefetch(AUTOTUNE)
     return ds.with_options(_options(cfg, deterministic))
 
@@ -294,14 +296,15 @@ _FEATURES = {
     "image/encoded": tf.io.FixedLenFeature([], tf.string, default_value=""),
     "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
 }
-# What a failed record check says inside the pipeline. The record's file and position, and the
+# What a failed label check says inside the pipeline. The record's file and position, and the
 # reason, are found afterwards by find_corrupt_record (task.data_errors): building reason strings
 # for every record cost more CPU than the rest of the checks together.
 BAD_RECORD = "corrupt or non-matching record"
 
 
 def check_record(record: tf.Tensor, cfg: PipelineConfig) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(encoded bytes, 0-based int32 label, ok) of one serialized Example: the hot-path check.
+    """(encoded bytes, 0-based int32 label, ok) of one serialized Example (--skip-corrupt: the
+    records that fail are counted and skipped).
 
     ok is false for a record without image bytes or label, with a label outside
     [0, num_classes) after label_offset, or with bytes that are neither JPEG nor PNG (or not
@@ -353,16 +356,33 @@ def _format(cfg: PipelineConfig) -> str:
 
 
 def _parse_and_decode(record, cfg: PipelineConfig, skipped: tf.Variable | None):
-    encoded, label, ok = check_record(record, cfg)
+    """(image, label) of one record; with skip_corrupt (image, label, ok), ok checked first.
+
+    Without skip_corrupt nothing is checked per record that the decode does not check anyway: a
+    record without image bytes, or with bytes of another format, fails its decoder, and the labels
+    are checked once per batch (check_labels). Per-record checks (check_record: a magic-bytes
+    compare, a range test and an Assert) cost about 10% more CPU per example for what a failing
+    decode already says; either failure stops the run, and find_corrupt_record then names the
+    record and why.
+    """
     if cfg.skip_corrupt:
+        encoded, label, ok = check_record(record, cfg)
         deps = [skipped.assign_add(tf.cast(tf.logical_not(ok), skipped.dtype))] if skipped is not None else []
         with tf.control_dependencies(deps):
             image = tf.cond(ok, lambda: _decode_and_augment(encoded, cfg),
                             lambda: tf.zeros([cfg.image_size, cfg.image_size, 3], tf.uint8))
         return image, label, ok
+    parsed = tf.io.parse_single_example(record, _FEATURES)
+    label = tf.cast(parsed["image/class/label"] - cfg.label_offset, tf.int32)
+    return _decode_and_augment(parsed["image/encoded"], cfg), label
+
+
+def check_labels(labels: tf.Tensor, cfg: PipelineConfig) -> tf.Tensor:
+    """`labels` (a batch, 0-based), once every one is in [0, num_classes): a missing label parses
+    as -1, below zero like any under the label offset. One Assert per batch, not per record."""
+    ok = tf.reduce_all((labels >= 0) & (labels < cfg.num_classes))
     with tf.control_dependencies([tf.debugging.Assert(ok, [BAD_RECORD])]):
-        image = _decode_and_augment(encoded, cfg)
-    return image, label
+        return tf.identity(labels)
 
 
 def _is_jpeg(encoded):
@@ -393,7 +413,9 @@ def _decode_and_augment(encoded, cfg: PipelineConfig, *, jpeg_only: bool = False
 
 def _resize_and_flip(image, cfg: PipelineConfig):
     image = tf.image.resize(image, [cfg.image_size, cfg.image_size], method="bilinear")
-    image = tf.cast(tf.clip_by_value(tf.round(image), 0.0, 255.0), tf.uint8)
+    # Bilinear weights are convex, so the values stay within [0, 255]: adding 0.5 and truncating
+    # rounds them (half up) without tf.round and a clip, two ops fewer per image.
+    image = tf.cast(image + 0.5, tf.uint8)
     if cfg.training and cfg.augment in ("standard", "flip"):
         image = tf.image.random_flip_left_right(image, seed=cfg.seed)
     image.set_shape([cfg.image_size, cfg.image_size, 3])
@@ -453,9 +475,15 @@ def default_threads() -> int:
     return max(4, cpus)
 
 
+# A record whose image bytes are missing or of another format fails in its decoder.
+_DECODER_FAILED = re.compile(r"\{\{node [^}]*(ExtractJpegShape|Decode(AndCrop)?Jpeg|DecodePng|DecodeImage)")
+
+
 def is_bad_record(error: Exception) -> bool:
-    """Whether `error` is the pipeline's record check failing (find_corrupt_record names it)."""
-    return BAD_RECORD in str(getattr(error, "message", error))
+    """Whether `error` is a record failing in the pipeline: the label check, or a decoder given
+    bytes that are missing or not its format (find_corrupt_record names the record)."""
+    text = str(getattr(error, "message", error))
+    return BAD_RECORD in text or bool(_DECODER_FAILED.search(text))
 
 
 def find_corrupt_record(files: list[str], cfg: PipelineConfig, *, budget_secs: float = 120.0) -> str | None:
