@@ -41,7 +41,7 @@ class Job:
     steps: int            # per epoch
     epochs: int
     a: tuple = ()         # extra trainer flags
-    b: str = "plain"      # plain | naive | synthetic (the trainer itself on synthetic data)
+    b: str = "plain"      # plain | naive | synthetic (the trainer itself on synthetic data) | trainer (b_flags)
     b_flags: tuple = ()
 
 
@@ -55,6 +55,8 @@ JOBS = [
     Job("resnet50", "ResNet-50 64 px, batch 32, spe 8", "resnet50", 64, 32, 8, 16, 3),
     Job("real-vs-synthetic", "tiny-cnn 64 px, spe 32: real / synthetic (trainer)", "tiny-cnn", 64, 128, 32,
         64, 3, b="synthetic"),
+    Job("nice-vs-nice0", "tiny-cnn 64 px, spe 32: --data-nice 19 (default) / --data-nice 0 (trainer)",
+        "tiny-cnn", 64, 128, 32, 64, 3, b="trainer", b_flags=("--data-nice=0",)),
     Job("real-cached-vs-synthetic", "tiny-cnn 64 px, spe 32, --cache-decoded: real / synthetic (trainer)",
         "tiny-cnn", 64, 128, 32, 64, 3, a=("--cache-decoded",), b="synthetic"),
 ]
@@ -105,6 +107,8 @@ def measure(job: Job, data: Path, work: Path, repeats: int, env: dict) -> dict:
         def b():
             if job.b == "synthetic":
                 return run_trainer(job, data, work / f"{job.name}-b{i}", env, extra=("--synthetic-data",))
+            if job.b == "trainer":
+                return run_trainer(job, data, work / f"{job.name}-b{i}", env, extra=job.b_flags)
             return run_plain(job, data, work / f"{job.name}-b{i}", env)
 
         before = loadavg()

@@ -63,6 +63,7 @@ class TrainConfig:
     read_parallelism: int = 16
     gcs_read_block_mb: int = 16
     data_threads: int = 0
+    data_nice: int = 19             # trainer/priority.py
     deterministic: bool = False
     synthetic_data: bool = False    # random batches instead of the input pipeline (trainer/throughput.py)
     sync_batch_norm: bool = False
@@ -70,6 +71,7 @@ class TrainConfig:
     cpu_replicas: int = 1
     jit_compile: str = "auto"
     intra_op_threads: int = 0
+    thread_spinning: str = "auto"   # trainer/priority.py
     inter_op_threads: int = 0
     log_interval_secs: float = 30.0
     checkpoint_interval_secs: float = 600.0     # trainer/checkpoint.py

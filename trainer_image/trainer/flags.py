@@ -109,6 +109,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("gcs_read_block_mb", int, 16, ge=1,
          help="GCS_READ_CACHE_BLOCK_SIZE_MB per open gs:// file (bounds host memory)"),
     Flag("data_threads", int, 0, ge=0, help="the input pipeline's private threadpool size; 0 = one per vCPU, at least 4"),
+    Flag("data_nice", int, 19, ge=0, le=19,
+         help="how much lower the input pipeline's threads run than the model's (Linux nice increment): "
+              "decoding takes the CPU time the model leaves instead of stalling its parallel ops; 0 = the same"),
     Flag("deterministic", bool, False, help="reproducible input order (slower)"),
     Flag("synthetic_data", bool, False,
          help="train on one random batch of the configured shape, repeated (no files, no decode): "
@@ -120,6 +123,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("cpu_replicas", int, 1, ge=1, help="split the CPU into N replicas (tests, demos)"),
     Flag("jit_compile", default="auto", choices=JIT_COMPILE, help="XLA; auto = on GPUs only"),
     Flag("intra_op_threads", int, 0, ge=0, help="TensorFlow intra-op threads; 0 = default"),
+    Flag("thread_spinning", default="auto", choices=("auto", "true", "false"),
+         help="let TensorFlow's thread pools spin when idle; auto = not when the model runs on the CPU, "
+              "where the spin takes the cycles the input pipeline needs"),
     Flag("inter_op_threads", int, 0, ge=0, help="TensorFlow inter-op threads; 0 = default"),
     Flag("log_interval_secs", float, 30.0, help="seconds between progress lines"),
     Flag("checkpoint_interval_secs", float, 600.0, ge=0,

@@ -115,8 +115,13 @@ def setup_runtime(cfg: TrainConfig):
     """Thread pools, CPU replicas and the distribution strategy: all before TF's runtime starts."""
     import tensorflow as tf
 
-    from trainer import strategy
+    from trainer import priority, strategy
 
+    spin = {"true": True, "false": False}.get(cfg.thread_spinning)
+    if spin is None:  # auto: spin only where an accelerator computes; on the CPU it starves decoding
+        spin = bool(tf.config.list_physical_devices("GPU")) or cfg.strategy == "tpu" or strategy.tpu_present()
+    if not priority.set_thread_spinning(spin):
+        log("thread spinning: TensorFlow's runtime had already started; left at its default")
     if cfg.intra_op_threads:
         tf.config.threading.set_intra_op_parallelism_threads(cfg.intra_op_threads)
     if cfg.inter_op_threads:
@@ -205,6 +210,7 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
     """Log the resolved run and keep it beside the model (chief): trainer_config.json."""
     import tensorflow as tf
 
+    from trainer import priority
     from trainer._keras import keras
 
     resolved = {
@@ -214,7 +220,9 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
         "steps_per_epoch": plan.steps_per_epoch, "steps_per_execution": plan.steps_per_execution,
         "total_steps": plan.total_steps, "warmup_steps": plan.warmup_steps, "peak_learning_rate": plan.peak_lr,
         "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
-        "jit_compile": plan.jit_compile, "data_threads": plan.train_cfg.threads, "keras": keras.__version__, "tensorflow": tf.__version__,
+        "jit_compile": plan.jit_compile, "data_threads": plan.train_cfg.threads,
+        "data_nice": cfg.data_nice,
+        "thread_spinning": priority.thread_spinning(), "keras": keras.__version__, "tensorflow": tf.__version__,
     }
     # The whole of it (flags and all, ~2 KB) goes to the run's record, trainer_config.json beside
     # the outputs; the log gets one short line.
@@ -250,6 +258,7 @@ class Outcome:
     progress: Any
     meter: Any
     checkpoint: Any
+    data_threads_niced: int = 0
 
 
 def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_ds, meter) -> Outcome:
@@ -258,15 +267,18 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
     from trainer import callbacks
     from trainer._keras import keras
     from trainer.checkpoint import PreemptionCheckpoint
+    from trainer.priority import DataThreadPriority
 
     checkpoint = PreemptionCheckpoint(cfg.checkpoint_dir, steps_per_epoch=plan.steps_per_epoch,
                                       interval_secs=cfg.checkpoint_interval_secs, timed=info.workers == 1)
     progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=plan.steps_per_epoch,
                                   epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
                                   backup_dir=cfg.checkpoint_dir, meter=meter, checkpoint=checkpoint)
+    # Made now, before fit() starts the training iterator: the threads that exist are the model's.
+    priority = DataThreadPriority(cfg.data_nice)
     # The meter first (it times each execution before anything else runs after it), then the
     # checkpoint (an epoch's progress line is out only once it is saved), then progress.
-    fit_callbacks = [meter, checkpoint, progress]
+    fit_callbacks = [meter, priority, checkpoint, progress]
     if info.is_chief:
         # No graph: writing it lands after the first execution, inside the measured time.
         fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir, update_freq="epoch",
@@ -287,7 +299,7 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
         log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
             f"over {plan.eval_steps * cfg.batch_size} examples")
     return Outcome(history, eval_results, train_seconds, time.perf_counter() - eval_started, progress, meter,
-                   checkpoint)
+                   checkpoint, priority.niced)
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
@@ -340,6 +352,7 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "skipped_records": int(skipped.numpy()) if skipped is not None else 0,
         "model_dir": cfg.model_dir,
         "synthetic_data": cfg.synthetic_data,
+        "data_threads_niced": outcome.data_threads_niced,  # trainer/priority.py (--data-nice)
         **outcome.meter.summary(),  # input_wait_fraction, host_cpu_busy_fraction, what they cover
     }
 
