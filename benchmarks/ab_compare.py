@@ -57,8 +57,6 @@ JOBS = [
         64, 3, b="synthetic"),
     Job("nice-vs-nice0", "tiny-cnn 64 px, spe 32: --data-nice 19 (default) / --data-nice 0 (trainer)",
         "tiny-cnn", 64, 128, 32, 64, 3, b="trainer", b_flags=("--data-nice=0",)),
-    Job("nospin-vs-spin", "tiny-cnn 64 px, spe 32: --thread-spinning auto (off on CPU) / true (trainer)",
-        "tiny-cnn", 64, 128, 32, 64, 3, b="trainer", b_flags=("--thread-spinning=true",)),
     Job("real-cached-vs-synthetic", "tiny-cnn 64 px, spe 32, --cache-decoded: real / synthetic (trainer)",
         "tiny-cnn", 64, 128, 32, 64, 3, a=("--cache-decoded",), b="synthetic"),
 ]

@@ -95,7 +95,8 @@ def variants(files, image_size: int, batch: int) -> dict:
                        lambda: data.build_sequential_dataset(files, cfg, batch)),
         "format-any": ("trainer with --image-format=any: a JPEG/PNG tf.cond per record",
                        lambda: data.build_dataset(files, dataclasses.replace(cfg, image_format="any"), batch)),
-        "jpeg-only": ("trainer's stages rebuilt, JPEG decode only", lambda: lean(cfg, jpeg_only=True)),
+        "per-record-checks": ("trainer with the per-record checks it had before (format magic, label range, "
+                              "an Assert per record)", lambda: lean(cfg, jpeg_only=True)),
         "decode-full": ("trainer, decode the whole JPEG then crop", lambda: lean(cfg, decode_full=True)),
         "cache-decoded": ("trainer, decoded pixels cached, crop + resize per epoch",
                           lambda: lean(cfg, cache_decoded=True)),

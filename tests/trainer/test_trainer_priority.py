@@ -89,16 +89,3 @@ def test_the_nice_value_is_capped_at_19():
     finally:
         t.stop()
 
-
-def test_thread_spinning_is_set_before_the_runtime_starts_and_refused_after():
-    import subprocess
-    import sys
-
-    code = ("from trainer import priority; import tensorflow as tf; "
-            "print(priority.set_thread_spinning(False), priority.thread_spinning()); "
-            "tf.reduce_sum(tf.ones([2])); "
-            "print(priority.set_thread_spinning(True), priority.thread_spinning())")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "False", "False", "False"]  # started: stays off

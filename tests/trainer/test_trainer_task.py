@@ -52,7 +52,6 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
     # tf.data's own threads (a private pool of --data-threads=2 and more) run below the model's.
     assert config["data_nice"] == 19 and metrics["data_threads_niced"] >= 2
-    assert config["thread_spinning"] is False  # auto: the model runs on the CPU
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
 
     # The export classifies uint8 images (serving_images) with float32 probabilities; the

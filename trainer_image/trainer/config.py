@@ -71,7 +71,6 @@ class TrainConfig:
     cpu_replicas: int = 1
     jit_compile: str = "auto"
     intra_op_threads: int = 0
-    thread_spinning: str = "auto"   # trainer/priority.py
     inter_op_threads: int = 0
     log_interval_secs: float = 30.0
     checkpoint_interval_secs: float = 600.0     # trainer/checkpoint.py

@@ -123,9 +123,6 @@ FLAGS: tuple[Flag, ...] = (
     Flag("cpu_replicas", int, 1, ge=1, help="split the CPU into N replicas (tests, demos)"),
     Flag("jit_compile", default="auto", choices=JIT_COMPILE, help="XLA; auto = on GPUs only"),
     Flag("intra_op_threads", int, 0, ge=0, help="TensorFlow intra-op threads; 0 = default"),
-    Flag("thread_spinning", default="auto", choices=("auto", "true", "false"),
-         help="let TensorFlow's thread pools spin when idle; auto = not when the model runs on the CPU, "
-              "where the spin takes the cycles the input pipeline needs"),
     Flag("inter_op_threads", int, 0, ge=0, help="TensorFlow inter-op threads; 0 = default"),
     Flag("log_interval_secs", float, 30.0, help="seconds between progress lines"),
     Flag("checkpoint_interval_secs", float, 600.0, ge=0,

@@ -1,16 +1,4 @@
-"""How the input pipeline and the model share the host's CPUs: no spinning, and the pipeline's
-threads below the model's.
-
-**Thread spinning.** TensorFlow's thread pools spin for a while when they run out of work, to
-pick the next op up with less latency. When the model computes on the CPU, that spin burns the
-cycles the input pipeline needs: on 2 vCPUs (tiny-cnn 64 px, real JPEGs) turning it off took
-real data from 1,006 to 1,156 examples/s with synthetic data level (1,196 vs 1,213):
-benchmarks/RESULTS-ab-idle.md. `--thread-spinning=auto` turns it off when there is no GPU or TPU.
-TensorFlow has no public setter for it (ConfigProto `experimental.disable_thread_spinning`, which
-tf.config does not expose): `set_thread_spinning` puts it into the eager context's config before
-the runtime starts, and says so when it is too late.
-
-**Priority (Linux).**
+"""The input pipeline's threads at a lower scheduling priority than the model's (Linux).
 
 On a CPU host the decode threads and the model share the vCPUs. At the same priority a decode
 thread that takes a core from one of the model's intra-op threads stalls the whole op: the op's
@@ -36,30 +24,6 @@ from trainer._keras import keras
 TASKS = "/proc/self/task"
 # Executions after which new threads are looked for (tf.data starts its workers lazily).
 SCANS = 3
-
-
-def set_thread_spinning(spin: bool) -> bool:
-    """Whether TensorFlow's thread pools may spin (ConfigProto experimental.disable_thread_spinning)
-    before the runtime starts; False if it has started already (the setting then cannot change)."""
-    import tensorflow as tf
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    if getattr(ctx, "_context_handle", None) is not None:
-        return False  # initialized: its thread pools exist
-    config = tf.compat.v1.ConfigProto()
-    if getattr(ctx, "_config", None) is not None:
-        config.CopyFrom(ctx._config)
-    config.experimental.disable_thread_spinning = not spin
-    ctx._config = config
-    return True
-
-
-def thread_spinning() -> bool:
-    """Whether TensorFlow's thread pools spin (what the runtime was started with)."""
-    from tensorflow.python.eager import context
-
-    return not context.context().config.experimental.disable_thread_spinning
 
 
 def thread_ids() -> set[int]:

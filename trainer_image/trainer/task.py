@@ -115,13 +115,8 @@ def setup_runtime(cfg: TrainConfig):
     """Thread pools, CPU replicas and the distribution strategy: all before TF's runtime starts."""
     import tensorflow as tf
 
-    from trainer import priority, strategy
+    from trainer import strategy
 
-    spin = {"true": True, "false": False}.get(cfg.thread_spinning)
-    if spin is None:  # auto: spin only where an accelerator computes; on the CPU it starves decoding
-        spin = bool(tf.config.list_physical_devices("GPU")) or cfg.strategy == "tpu" or strategy.tpu_present()
-    if not priority.set_thread_spinning(spin):
-        log("thread spinning: TensorFlow's runtime had already started; left at its default")
     if cfg.intra_op_threads:
         tf.config.threading.set_intra_op_parallelism_threads(cfg.intra_op_threads)
     if cfg.inter_op_threads:
@@ -210,7 +205,6 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
     """Log the resolved run and keep it beside the model (chief): trainer_config.json."""
     import tensorflow as tf
 
-    from trainer import priority
     from trainer._keras import keras
 
     resolved = {
@@ -221,8 +215,7 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
         "total_steps": plan.total_steps, "warmup_steps": plan.warmup_steps, "peak_learning_rate": plan.peak_lr,
         "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
         "jit_compile": plan.jit_compile, "data_threads": plan.train_cfg.threads,
-        "data_nice": cfg.data_nice,
-        "thread_spinning": priority.thread_spinning(), "keras": keras.__version__, "tensorflow": tf.__version__,
+        "data_nice": cfg.data_nice, "keras": keras.__version__, "tensorflow": tf.__version__,
     }
     # The whole of it (flags and all, ~2 KB) goes to the run's record, trainer_config.json beside
     # the outputs; the log gets one short line.
