@@ -42,8 +42,9 @@ def _get(settings, name: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, settings, echoed):
-    created = _submit(settings, "import os; print('trained in', os.environ['AIP_MODEL_DIR'])",
-                      strategy="FLEX_START")
+    # The job runs 3 s, so the launcher, which looks at it right after its create, looks again.
+    created = _submit(settings, "import os, time; time.sleep(3); print('trained in', "
+                      "os.environ['AIP_MODEL_DIR'])", strategy="FLEX_START")
     assert sandbox.pipelines.wait(created["name"], timeout=200)
     run = _get(settings, created["name"])
     assert run["state"] == "PIPELINE_STATE_SUCCEEDED", run.get("error")
@@ -56,6 +57,9 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     create = [r for r in sandbox.vertex.calls("create") if r.body.get("displayName") == "stand-in"]
     assert create[0].headers.get("Authorization") == "Bearer sandbox-token"  # google-auth, metadata
     assert any(LAUNCHER in line for line in echoed), [x for x in echoed if "pipeline" in x]
+    # GCPC's launcher polls at the sandbox's pace (sandbox/launcher.py), not its own 20 s.
+    looks = [r.at for r in sandbox.vertex.calls("get") if r.path.endswith(jobs[0]["name"])]
+    assert len(looks) >= 2 and max(b - a for a, b in zip(looks, looks[1:])) < 10, looks
 
     tasks = run["jobDetail"]["taskDetails"]
     root, train = tasks[0], tasks[1]

@@ -37,7 +37,7 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -98,6 +98,7 @@ class Recorded:
     body: Any
     headers: dict[str, str]
     op: str = ""
+    at: float = field(default_factory=time.monotonic)   # when it arrived (time.monotonic)
 
 
 @dataclass

@@ -11,11 +11,12 @@ from their defaults, `{{$.pipeline_*}}` values filled in.
 - A container task runs its executor's command and args, filled as the backend fills them
   (placeholders.py), as a local process: for GCPC, `python3 -u -m
   google_cloud_pipeline_components.container.v1.<...>.launcher`, the installed code in place of
-  the image. The launchers talk to "https://{location}-aiplatform.googleapis.com" and the
-  metadata server, which gateway.py puts on loopback: so the custom-job task creates a CustomJob
-  here that trains for real, the upload task registers the model, the endpoint tasks create and
-  deploy. Its outputs: the files named by `{{$.outputs.parameters[...].output_file}}` and the
-  executor output file (`outputs.outputFile`), as the backend reads them.
+  the image, polling every second instead of every 20 s (launcher.py). The launchers talk to
+  "https://{location}-aiplatform.googleapis.com" and the metadata server, which gateway.py puts
+  on loopback: so the custom-job task creates a CustomJob here that trains for real, the upload
+  task registers the model, the endpoint tasks create and deploy. Its outputs: the files named
+  by `{{$.outputs.parameters[...].output_file}}` and the executor output file
+  (`outputs.outputFile`), as the backend reads them.
 
 `pipelineJobs.get` shows `jobDetail.taskDetails` (one per task, plus the root), each with its
 state, times, inputs and outputs (`execution.metadata` "input:"/"output:" keys, artifacts) and
@@ -40,7 +41,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from vertex_trainer.sandbox import placeholders
+from vertex_trainer.sandbox import launcher, placeholders
 from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
 from vertex_trainer.sandbox.runner import now as _now
 
@@ -67,12 +68,16 @@ class PipelineRunner(Runner[_Run]):
     """The runner hook of PipelineService (`start`, `cancel`); `service` is set by the sandbox.
 
     `environ`: the task processes' environment (the gateway's variables included); `vertex_url`:
-    the fake Vertex AI (to read and cancel what a task created); `echo`: the tasks' lines."""
+    the fake Vertex AI (to read and cancel what a task created); `echo`: the tasks' lines;
+    `launcher_poll_s`: how often GCPC's launchers look at their job or operation (launcher.py;
+    20 s on Google Cloud)."""
 
     kind = "pipeline"
 
-    def __init__(self, *, environ: Mapping[str, str], vertex_url: str, echo: Echo | None = None):
+    def __init__(self, *, environ: Mapping[str, str], vertex_url: str, echo: Echo | None = None,
+                 launcher_poll_s: float = 1.0):
         super().__init__(echo=echo)
+        self.launcher_poll_s = launcher_poll_s
         self.environ = dict(environ)
         self.vertex_url = vertex_url.rstrip("/")
         self.service: Any = None
@@ -274,10 +279,11 @@ class PipelineRunner(Runner[_Run]):
         os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
         env = {**self.environ, **{e["name"]: str(e.get("value", "")) for e in container.get("env") or []},
                "PYTHONUNBUFFERED": "1"}
-        supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=tuple(argv), env=env)],
+        run = launcher.wrap(argv, self.launcher_poll_s) if argv[0] == sys.executable else argv
+        supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=tuple(run), env=env)],
                                 cwd=task_dir)
         name = detail["taskName"]
-        self.echo(f"[pipeline {entry.job_id}] {name}: {' '.join(argv[1:4])} ...")
+        self.echo(f"[pipeline {entry.job_id}] {name}: {' '.join(argv[1:4])} ...")  # as the spec says
         try:
             supervisor.start()
         except Exception as exc:  # noqa: BLE001 - UserError: the command cannot start

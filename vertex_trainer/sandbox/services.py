@@ -122,7 +122,8 @@ class Sandbox:
                                upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
                                environ=self.environ).start()
         self.pipelines = PipelineRunner(environ=self.gateway.task_env(self.environ),
-                                        vertex_url=self.vertex.url, echo=self.echo)
+                                        vertex_url=self.vertex.url, echo=self.echo,
+                                        launcher_poll_s=float(POLL_INTERVAL))
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
         self.tuning = TuningRunner(vertex_url=self.vertex.url, jobs=self.jobs, echo=self.echo)
