@@ -140,8 +140,8 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
         # the same chance-level figure on 297 digits.)
         resolved = storage.read_json(settings, f"{base}/trainer_config.json")
         assert resolved["flags"]["learning_rate"] == trial["parameters"]["learning_rate"], resolved["flags"]
-    best = max(trials, key=lambda t: t["metric"])
-    assert result["best_trial"]["id"] == best["id"]
+    best = [t["id"] for t in trials if t["metric"] == max(t["metric"] for t in trials)]
+    assert result["best_trial"]["id"] in best, (result["best_trial"], trials)  # one of them on a tie
 
     # parallelTrialCount 2: trials 1 and 2 ran together, trial 3 only once one of them had ended.
     request = urllib.request.Request(f"{env['VERTEX_TRAINER_API_ENDPOINT']}/v1/{result['name']}")
