@@ -31,12 +31,12 @@ demo: $(STAMP)
 
 # The layer contracts first (import-linter, seconds), then the suite. pytest exits 5 when it
 # collected no test: that is a failure here, never a silent pass.
-# PYTEST_ARGS adds to pytest's arguments. Two pytest-xdist workers, a unit of work (a module, or a
-# folder whose modules share session fixtures: tests/conftest.py) whole on one, slow units first:
-#   make test PYTEST_ARGS="-n 2 --dist loadgroup --no-loadscope-reorder"
-# Not the default yet: one full run on a loaded machine was 21% faster than a serial one (29.7 vs
-# 37.7 min, under different outside load), and two workers slow each training test down.
-PYTEST_ARGS ?=
+# Two pytest-xdist workers: a unit of work (a module, or a folder whose modules share session
+# fixtures: tests/conftest.py) whole on one, slow units first. On 2 cores the whole suite took 12 min
+# 22 s this way and 19 min 22 s on one process (CPU was half idle: most tests drive one
+# single-threaded CLI or server at a time). PYTEST_ARGS replaces these arguments; one process:
+#   make test PYTEST_ARGS=-n0
+PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	@$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \

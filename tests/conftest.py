@@ -104,3 +104,16 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.xdist_group(units[id(item)]))
     slow = {units[id(i)] for i in items if i.get_closest_marker("slow")}
     items.sort(key=lambda i: units[id(i)] not in slow)   # stable: each unit's order is kept
+
+
+def pytest_configure(config):
+    """`--dist loadgroup` needs the pytest pyproject.toml pins: on pytest 9.2 pytest-xdist 3.8
+    cannot put a test's group in its node id (pytest-dev/pytest-xdist#1386), and the units above
+    would be split across the workers without a word (a trained model built once per worker)."""
+    if config.getoption("dist", "no") != "loadgroup" or hasattr(config, "workerinput"):
+        return
+    if tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit()) >= (9, 2):
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup does not group tests on "
+            "pytest 9.2 (pytest-dev/pytest-xdist#1386). `make install` installs the pinned pytest; "
+            "or run the suite on one process: make test PYTEST_ARGS=-n0")
