@@ -33,7 +33,7 @@ demo: $(STAMP)
 # collected no test: that is a failure here, never a silent pass.
 # Two pytest-xdist workers: a unit of work (a module, or a folder whose modules share session
 # fixtures: tests/conftest.py) whole on one, slow units first. On 2 cores the whole suite took 12 min
-# 22 s this way and 19 min 22 s on one process (CPU was half idle: most tests drive one
+# 20 s this way and 19 min 22 s on one process (CPU was half idle: most tests drive one
 # single-threaded CLI or server at a time). PYTEST_ARGS replaces these arguments; one process:
 #   make test PYTEST_ARGS=-n0
 PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
