@@ -81,7 +81,7 @@ def popen_cli(cli_env):
     starter.stop()
 
 
-# -- pytest-xdist (`make test PYTEST_ARGS="-n 2 --dist loadgroup --no-loadscope-reorder"`) --------
+# -- pytest-xdist (`make test`: -n 2 --dist loadgroup --no-loadscope-reorder, the Makefile) -------
 # Each unit of work goes to one worker whole. A module is a unit (its module fixtures are built
 # once); so is each folder below, whose session fixtures train a model, write a data set or start a
 # server that several of its modules share, or whose examples use fixed loopback ports (the docs
@@ -115,5 +115,5 @@ def pytest_configure(config):
     if tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit()) >= (9, 2):
         raise pytest.UsageError(
             f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup does not group tests on "
-            "pytest 9.2 (pytest-dev/pytest-xdist#1386). `make install` installs the pinned pytest; "
-            "or run the suite on one process: make test PYTEST_ARGS=-n0")
+            "pytest 9.2 and later (pytest-dev/pytest-xdist#1386). `make install` installs the "
+            "pinned pytest; or run the suite on one process: make test PYTEST_ARGS=-n0")
