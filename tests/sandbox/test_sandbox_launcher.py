@@ -53,7 +53,7 @@ def test_each_launcher_the_pipelines_run_polls_at_the_given_interval():
     assert set(found["values"].values()) == {0.25}, found
 
 
-def test_the_shim_runs_the_module_as_main_with_its_own_argv(tmp_path):
+def test_the_shim_runs_the_module_as_main_with_its_own_argv():
     # The launcher's own argument parser gets its arguments (its --help), and runpy does not warn.
     done = subprocess.run([sys.executable, "-m", "vertex_trainer.sandbox.launcher", "--poll-interval",
                            "0.5", CUSTOM_JOB, "--help"], capture_output=True, text=True, timeout=120)

@@ -274,16 +274,17 @@ class PipelineRunner(Runner[_Run]):
         if not argv:
             raise TaskError(f"task {key}: the container has no command (the image's entrypoint is "
                             "not known here)")
+        run = argv  # what runs; the log line shows the command as the spec has it
         if argv[0] in _PYTHONS:  # the image's Python: the installed one, which has GCPC
             argv[0] = sys.executable
+            run = launcher.wrap(argv, self.launcher_poll_s)  # GCPC's polls at the sandbox's pace
         os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
         env = {**self.environ, **{e["name"]: str(e.get("value", "")) for e in container.get("env") or []},
                "PYTHONUNBUFFERED": "1"}
-        run = launcher.wrap(argv, self.launcher_poll_s) if argv[0] == sys.executable else argv
         supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=tuple(run), env=env)],
                                 cwd=task_dir)
         name = detail["taskName"]
-        self.echo(f"[pipeline {entry.job_id}] {name}: {' '.join(argv[1:4])} ...")  # as the spec says
+        self.echo(f"[pipeline {entry.job_id}] {name}: {' '.join(argv[1:4])} ...")
         try:
             supervisor.start()
         except Exception as exc:  # noqa: BLE001 - UserError: the command cannot start
