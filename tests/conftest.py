@@ -112,7 +112,9 @@ def pytest_configure(config):
     would be split across the workers without a word (a trained model built once per worker)."""
     if config.getoption("dist", "no") != "loadgroup" or hasattr(config, "workerinput"):
         return
-    if tuple(int(p) for p in pytest.__version__.split(".")[:2] if p.isdigit()) >= (9, 2):
+    from packaging.version import Version  # pytest's own dependency
+
+    if Version(pytest.__version__) >= Version("9.2.dev0"):
         raise pytest.UsageError(
             f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup does not group tests on "
             "pytest 9.2 and later (pytest-dev/pytest-xdist#1386). `make install` installs the "
