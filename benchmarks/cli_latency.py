@@ -76,8 +76,10 @@ trainer:
 # What validate cannot avoid: typer (its parameters are parsed through pydantic TypeAdapters),
 # pydantic's plugin loader (imported with the first validator, even with plugins disabled) and
 # PyYAML. The environment switch is the CLI's own (cli/common.py no_pydantic_plugins).
-FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '1'; "
-         "import typer, typer._adapters, pydantic.plugin._loader, yaml")
+FLOOR = (
+    "import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '1'; "
+    "import typer, typer._adapters, pydantic.plugin._loader, yaml"
+)
 
 
 def vertex_trainer(tree: Path | None = None) -> list[str]:
@@ -92,8 +94,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
     """(wall seconds, CPU seconds: user + system) of one fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120
+    )
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
@@ -106,8 +109,14 @@ def import_times(argv: list[str], env: dict[str, str], cwd: Path, runs: int = 3)
     vertex_trainer modules by subpackage), the least of `runs` runs, in ms."""
     best: dict[str, float] = collections.defaultdict(lambda: float("inf"))
     for _ in range(runs):
-        err = subprocess.run([sys.executable, "-X", "importtime", "-m", "vertex_trainer", *argv],
-                             env=env, cwd=cwd, capture_output=True, text=True, timeout=120).stderr
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "vertex_trainer", *argv],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stderr
         seen: dict[str, float] = collections.defaultdict(float)
         for m in re.finditer(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", err):
             parts = m[2].split(".")
@@ -119,9 +128,15 @@ def import_times(argv: list[str], env: dict[str, str], cwd: Path, runs: int = 3)
 
 def instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int:
     """Instructions executed by `argv` and its child processes, counted by valgrind's callgrind."""
-    result = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
-                             "--callgrind-out-file=/dev/null", *argv], env={**env, "PYTHONHASHSEED": "0"},
-                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=1800)
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=/dev/null", *argv],
+        env={**env, "PYTHONHASHSEED": "0"},
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=1800,
+    )
     counts = [int(n) for n in re.findall(r"Collected : (\d+)", result.stderr)]
     if result.returncode != 0 or not counts:
         raise SystemExit(f"valgrind {' '.join(argv)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
@@ -132,12 +147,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/RESULTS-cli.md")
-    parser.add_argument("--only", metavar="WORD", help="only the rows whose label contains WORD "
-                        "(prints the figures; writes --out only when given explicitly)")
-    parser.add_argument("--tree", type=Path, help="measure the vertex_trainer package in this directory "
-                        "(e.g. an older commit's, from `git archive`) instead of this checkout's")
-    parser.add_argument("--instructions", action="store_true", help="count instructions (valgrind) "
-                        "of the rows set against gcloud instead of timing them; prints, writes nothing")
+    parser.add_argument(
+        "--only",
+        metavar="WORD",
+        help="only the rows whose label contains WORD "
+        "(prints the figures; writes --out only when given explicitly)",
+    )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        help="measure the vertex_trainer package in this directory "
+        "(e.g. an older commit's, from `git archive`) instead of this checkout's",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions (valgrind) "
+        "of the rows set against gcloud instead of timing them; prints, writes nothing",
+    )
     args = parser.parse_args()
     out = args.out or ROOT / "benchmarks" / "RESULTS-cli.md"
 
@@ -151,18 +178,40 @@ def main() -> None:
         (work / "data" / "quickstart").mkdir(parents=True)
         for shard in ("train-00000-of-00001", "validation-00000-of-00001"):
             (work / "data" / "quickstart" / shard).touch()
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_")) and k != "PYTHONDONTWRITEBYTECODE"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_")) and k != "PYTHONDONTWRITEBYTECODE"
+        }
         config = gcloud_config(work / "gcloud", fake.url, project="bench-project")
         env.update(VERTEX_TRAINER_API_ENDPOINT=fake.url, CLOUDSDK_CONFIG=str(config))
         if args.tree:
             env["PYTHONPATH"] = str(args.tree.resolve())  # ahead of the editable install's finder
         vt = vertex_trainer(args.tree)
         job_config = work / "gcloud-job.yaml"
-        job_config.write_text(subprocess.run([*vt, "render", str(spec), "--format", "gcloud"], env=env,
-                                        capture_output=True, text=True, check=True).stdout)
-        create = [gcloud, "ai", "custom-jobs", "create", f"--config={job_config}",
-                  "--region=us-central1", "--display-name=bench-job", "--format=json"] if gcloud else None
+        job_config.write_text(
+            subprocess.run(
+                [*vt, "render", str(spec), "--format", "gcloud"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        create = (
+            [
+                gcloud,
+                "ai",
+                "custom-jobs",
+                "create",
+                f"--config={job_config}",
+                "--region=us-central1",
+                "--display-name=bench-job",
+                "--format=json",
+            ]
+            if gcloud
+            else None
+        )
         gcloud_help = [gcloud, "ai", "custom-jobs", "create", "--help"] if gcloud else None
         rows = [
             ("--help", [*vt, "--help"], gcloud_help),
@@ -174,7 +223,11 @@ def main() -> None:
             ("render SPEC (json)", [*vt, "render", str(spec)], None),
             ("render SPEC --format gcloud", [*vt, "render", str(spec), "--format", "gcloud"], None),
             ("submit SPEC --dry-run", [*vt, "submit", str(spec), "--dry-run"], None),
-            ("submit SPEC (list + create, fake server)", [*vt, "submit", str(spec), "--output", "json"], create),
+            (
+                "submit SPEC (list + create, fake server)",
+                [*vt, "submit", str(spec), "--output", "json"],
+                create,
+            ),
         ]
         if args.only:
             rows = [row for row in rows if args.only in row[0]]
@@ -184,11 +237,17 @@ def main() -> None:
                 timed(ours, env, work)  # writes the bytecode caches a stale module lacks
             theirs = instructions(gcloud_help, env, work) if gcloud_help else None
             if theirs:
-                print(f"{'gcloud ai custom-jobs create --help':45} {theirs / 1e6:9.1f} M instructions", flush=True)
+                print(
+                    f"{'gcloud ai custom-jobs create --help':45} {theirs / 1e6:9.1f} M instructions",
+                    flush=True,
+                )
             for label, ours, _ in rows:
                 count = instructions(ours, env, work)
-                print(f"{label:45} {count / 1e6:9.1f} M instructions" +
-                      (f"   ratio {count / theirs:.3f}" if theirs else ""), flush=True)
+                print(
+                    f"{label:45} {count / 1e6:9.1f} M instructions"
+                    + (f"   ratio {count / theirs:.3f}" if theirs else ""),
+                    flush=True,
+                )
             return
         # Warm up: the fake imports aiplatform_v1 on its first request; the OS caches files.
         for _, ours, theirs in rows:
@@ -204,21 +263,40 @@ def main() -> None:
                 if theirs:
                     b.append(timed(theirs, env, work))
             wall, cpu = (statistics.median(x[i] for x in a) for i in (0, 1))
-            their_wall, their_cpu = ((statistics.median(x[i] for x in b) for i in (0, 1)) if b
-                                     else (None, None))
-            results.append((label, wall, cpu, their_wall, their_cpu,
-                            " ".join(a if not a.startswith("--config=") else "--config=FILE"
-                                     for a in theirs[1:5]) if theirs else ""))
-            print(f"{label:45} {wall:.3f}s (CPU {cpu:.3f}s)" + (
-                f"   gcloud {their_wall:.3f}s (CPU {their_cpu:.3f}s)   ratio {wall / their_wall:.2f} "
-                f"(CPU {cpu / their_cpu:.2f})" if b else ""), flush=True)
+            their_wall, their_cpu = (
+                (statistics.median(x[i] for x in b) for i in (0, 1)) if b else (None, None)
+            )
+            results.append(
+                (
+                    label,
+                    wall,
+                    cpu,
+                    their_wall,
+                    their_cpu,
+                    " ".join(a if not a.startswith("--config=") else "--config=FILE" for a in theirs[1:5])
+                    if theirs
+                    else "",
+                )
+            )
+            print(
+                f"{label:45} {wall:.3f}s (CPU {cpu:.3f}s)"
+                + (
+                    f"   gcloud {their_wall:.3f}s (CPU {their_cpu:.3f}s)   ratio {wall / their_wall:.2f} "
+                    f"(CPU {cpu / their_cpu:.2f})"
+                    if b
+                    else ""
+                ),
+                flush=True,
+            )
         load_after = os.getloadavg()[0]
         jobs = len(fake.jobs)
         if args.only and args.out is None:
             print(f"load average {load_before:.1f} -> {load_after:.1f}")
             return
-        imports = {"--help": import_times(["--help"], env, work),
-                   "validate": import_times(["validate", str(spec)], env, work)}
+        imports = {
+            "--help": import_times(["--help"], env, work),
+            "validate": import_times(["validate", str(spec)], env, work),
+        }
 
     lines = [
         "# CLI latency: vertex-trainer vs gcloud",
@@ -237,18 +315,31 @@ def main() -> None:
     for label, ours, cpu, theirs, their_cpu, what in results:
         ratio = f"{ours / theirs:.2f}" if theirs else ""
         cpu_ratio = f"{cpu / their_cpu:.2f}" if their_cpu else ""
-        lines.append(f"| `{label}` | {ours:.3f} | {cpu:.3f} | {('`gcloud ' + what + '`') if what else '-'} | "
-                     f"{f'{theirs:.3f}' if theirs else '-'} | {f'{their_cpu:.3f}' if their_cpu else '-'} | "
-                     f"{ratio} | {cpu_ratio} |")
-    lines += ["", "gcloud has no equivalent of validate, render or a dry run (`-`); `--help`, "
-              "`validate` and the floor rows are set against its `ai custom-jobs create --help`.", "",
-              "## Where the import time goes (`python -X importtime`, least of 3 runs, ms)", "",
-              "| package | `--help` | `validate SPEC` |", "|---|---:|---:|"]
-    names = sorted(set(imports["--help"]) | set(imports["validate"]),
-                   key=lambda n: -imports["validate"].get(n, 0))
+        lines.append(
+            f"| `{label}` | {ours:.3f} | {cpu:.3f} | {('`gcloud ' + what + '`') if what else '-'} | "
+            f"{f'{theirs:.3f}' if theirs else '-'} | {f'{their_cpu:.3f}' if their_cpu else '-'} | "
+            f"{ratio} | {cpu_ratio} |"
+        )
+    lines += [
+        "",
+        "gcloud has no equivalent of validate, render or a dry run (`-`); `--help`, "
+        "`validate` and the floor rows are set against its `ai custom-jobs create --help`.",
+        "",
+        "## Where the import time goes (`python -X importtime`, least of 3 runs, ms)",
+        "",
+        "| package | `--help` | `validate SPEC` |",
+        "|---|---:|---:|",
+    ]
+    names = sorted(
+        set(imports["--help"]) | set(imports["validate"]), key=lambda n: -imports["validate"].get(n, 0)
+    )
     for name in names[:15]:
-        lines.append(f"| {name} | {imports['--help'].get(name, 0):.1f} | {imports['validate'].get(name, 0):.1f} |")
-    lines.append(f"| (all) | {sum(imports['--help'].values()):.1f} | {sum(imports['validate'].values()):.1f} |")
+        lines.append(
+            f"| {name} | {imports['--help'].get(name, 0):.1f} | {imports['validate'].get(name, 0):.1f} |"
+        )
+    lines.append(
+        f"| (all) | {sum(imports['--help'].values()):.1f} | {sum(imports['validate'].values()):.1f} |"
+    )
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
 

@@ -47,7 +47,7 @@ def main() -> None:
     from vertex_trainer.spec import load_spec
 
     spec = load_spec(args.spec)
-    settings = Settings()   # a dry run sends nothing: no endpoint is used
+    settings = Settings()  # a dry run sends nothing: no endpoint is used
     first_start = time.perf_counter()
     result = packaging.ensure_artifact(spec, settings=settings, dry_run=True)
     first = time.perf_counter() - first_start
@@ -69,19 +69,25 @@ def main() -> None:
         assert json.loads(proc.stdout)["image"] == result.image
 
     plan = result.plan
-    print(f"spec: {Path(args.spec).name}; context: {len(plan.entries)} files, {plan.size} bytes; "
-          f"tag {result.image.rsplit(':', 1)[1]}")
+    print(
+        f"spec: {Path(args.spec).name}; context: {len(plan.entries)} files, {plan.size} bytes; "
+        f"tag {result.image.rsplit(':', 1)[1]}"
+    )
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print()
     print("| measurement | median | p90 | runs |")
     print("|---|---|---|---|")
     q = statistics.quantiles
     print(f"| ensure_artifact(dry_run=True), first call (template compile) | {first * 1000:.1f} ms | - | 1 |")
-    print(f"| ensure_artifact(dry_run=True), unchanged context | {statistics.median(times) * 1000:.2f} ms "
-          f"| {q(times, n=10)[-1] * 1000:.2f} ms | {len(times)} |")
-    print(f"| `vertex-trainer package SPEC --dry-run --output json` (whole process) "
-          f"| {statistics.median(cli_times) * 1000:.0f} ms | {max(cli_times) * 1000:.0f} ms (max) "
-          f"| {len(cli_times)} |")
+    print(
+        f"| ensure_artifact(dry_run=True), unchanged context | {statistics.median(times) * 1000:.2f} ms "
+        f"| {q(times, n=10)[-1] * 1000:.2f} ms | {len(times)} |"
+    )
+    print(
+        f"| `vertex-trainer package SPEC --dry-run --output json` (whole process) "
+        f"| {statistics.median(cli_times) * 1000:.0f} ms | {max(cli_times) * 1000:.0f} ms (max) "
+        f"| {len(cli_times)} |"
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ def make_dataset(files, *, image_size: int, batch_size: int, augment: str, naive
     """TFRecords -> (uint8 image, int32 label) batches, JPEG decode with random crop + flip."""
     import tensorflow as tf
 
-    features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-                "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    features = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+    }
 
     def parse(record):
         parsed = tf.io.parse_single_example(record, features)
@@ -37,9 +39,15 @@ def make_dataset(files, *, image_size: int, batch_size: int, augment: str, naive
         if augment == "standard":
             shape = tf.image.extract_jpeg_shape(encoded)
             begin, size, _ = tf.image.sample_distorted_bounding_box(
-                shape, bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
-                min_object_covered=0.1, aspect_ratio_range=(3 / 4, 4 / 3), area_range=(0.08, 1.0),
-                max_attempts=10, use_image_if_no_bounding_boxes=True, seed=seed)
+                shape,
+                bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
+                min_object_covered=0.1,
+                aspect_ratio_range=(3 / 4, 4 / 3),
+                area_range=(0.08, 1.0),
+                max_attempts=10,
+                use_image_if_no_bounding_boxes=True,
+                seed=seed,
+            )
             window = tf.stack([begin[0], begin[1], size[0], size[1]])
             image = tf.image.decode_and_crop_jpeg(encoded, window, channels=3)
         else:
@@ -77,30 +85,44 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="write metrics.json here")
     args = p.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from trainer import _keras  # noqa: F401 - tf-keras, as the trainer uses
     import tensorflow as tf
 
-    from trainer import schedules
+    from trainer import (
+        _keras,  # noqa: F401 - tf-keras, as the trainer uses
+        schedules,
+    )
     from trainer._keras import keras
     from trainer.model import build_model
 
     keras.utils.set_random_seed(args.seed)
     if args.synthetic_data:
-        images = tf.random.uniform([args.batch_size, args.image_size, args.image_size, 3], maxval=256,
-                                   dtype=tf.int32)
+        images = tf.random.uniform(
+            [args.batch_size, args.image_size, args.image_size, 3], maxval=256, dtype=tf.int32
+        )
         labels = tf.random.uniform([args.batch_size], maxval=args.num_classes, dtype=tf.int32)
         ds = tf.data.Dataset.from_tensors((tf.cast(images, tf.uint8), labels)).repeat()
     else:
         files = sorted(tf.io.gfile.glob(args.train_data))
-        ds = make_dataset(files, image_size=args.image_size, batch_size=args.batch_size,
-                          augment=args.augment, naive=args.naive, seed=args.seed)
+        ds = make_dataset(
+            files,
+            image_size=args.image_size,
+            batch_size=args.batch_size,
+            augment=args.augment,
+            naive=args.naive,
+            seed=args.seed,
+        )
     total = args.steps_per_epoch * args.epochs
     model = build_model(args.model, num_classes=args.num_classes, image_size=args.image_size)
-    optimizer = schedules.make_optimizer("sgd", schedules.WarmupCosineDecay(args.learning_rate, 0, total),
-                                         momentum=0.9, weight_decay=5e-5)
-    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(),
-                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                  steps_per_execution=args.steps_per_execution, jit_compile=False)
+    optimizer = schedules.make_optimizer(
+        "sgd", schedules.WarmupCosineDecay(args.learning_rate, 0, total), momentum=0.9, weight_decay=5e-5
+    )
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        steps_per_execution=args.steps_per_execution,
+        jit_compile=False,
+    )
 
     class FirstExecution(keras.callbacks.Callback):
         """Notes when the first execution ends (a Python call per execution, no sync)."""
@@ -120,8 +142,9 @@ def main(argv=None) -> int:
     ended = time.perf_counter()
     steady_steps = total - first.steps
     metrics = {
-        "train_examples_per_sec": (steady_steps * args.batch_size / (ended - first.end)
-                                   if steady_steps > 0 else None),
+        "train_examples_per_sec": (
+            steady_steps * args.batch_size / (ended - first.end) if steady_steps > 0 else None
+        ),
         "wall_examples_per_sec": total * args.batch_size / (ended - started),
         "train_seconds": ended - started,
         "steps": total,
@@ -131,8 +154,10 @@ def main(argv=None) -> int:
     }
     with open(args.out, "w") as f:
         json.dump(metrics, f, indent=2, sort_keys=True)
-    print(f"plain keras: {metrics['train_examples_per_sec'] or 0:.1f} examples/s steady, "
-          f"{metrics['wall_examples_per_sec']:.1f} over fit()")
+    print(
+        f"plain keras: {metrics['train_examples_per_sec'] or 0:.1f} examples/s steady, "
+        f"{metrics['wall_examples_per_sec']:.1f} over fit()"
+    )
     return 0
 
 

@@ -21,12 +21,22 @@ def cli_command() -> list[str]:
 def edge_env(tmp_path: Path, **settings: str) -> dict[str, str]:
     """os.environ without VERTEX_TRAINER_*/GOOGLE_*/CLOUDSDK_*/CLOUD_ML_*/STORAGE_EMULATOR*, plus fast retries and
     polls, a private empty gcloud config, and `settings` (e.g. VERTEX_TRAINER_API_ENDPOINT=...)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "CLOUD_ML_", "STORAGE_EMULATOR"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "CLOUD_ML_", "STORAGE_EMULATOR"))
+    }
     gcloud = tmp_path / "gcloud-config"
     gcloud.mkdir(exist_ok=True)
-    env.update({"VERTEX_TRAINER_RETRY": FAST_RETRY, "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
-                "CLOUDSDK_CONFIG": str(gcloud), "NO_GCE_CHECK": "true", "COLUMNS": "200"})
+    env.update(
+        {
+            "VERTEX_TRAINER_RETRY": FAST_RETRY,
+            "VERTEX_TRAINER_POLL_INTERVAL": "0.02",
+            "CLOUDSDK_CONFIG": str(gcloud),
+            "NO_GCE_CHECK": "true",
+            "COLUMNS": "200",
+        }
+    )
     env.update(settings)
     return env
 
@@ -41,7 +51,8 @@ def gcloud_config(directory: Path, vertex_url: str, project: str = "test-project
         f"[api_endpoint_overrides]\naiplatform = {vertex_url}/\n\n"
         "[auth]\ndisable_credentials = true\n\n"
         f"[core]\nproject = {project}\ndisable_usage_reporting = true\n\n"
-        "[component_manager]\ndisable_update_check = true\n")
+        "[component_manager]\ndisable_update_check = true\n"
+    )
     return directory
 
 

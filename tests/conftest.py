@@ -25,21 +25,25 @@ def _tensorflow_needs_the_trainer_marker(request):
     had_tf = "tensorflow" in sys.modules
     yield
     if not had_tf and "tensorflow" in sys.modules and request.node.get_closest_marker("trainer") is None:
-        pytest.fail(f"{request.node.nodeid} imported TensorFlow without the `trainer` marker: add "
-                    "@pytest.mark.trainer (or pytestmark) to it", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} imported TensorFlow without the `trainer` marker: add "
+            "@pytest.mark.trainer (or pytestmark) to it",
+            pytrace=False,
+        )
 
 
 # -- the fixtures every folder shares (tests/shared.py has what they are built from) ------------
 
+
 @pytest.fixture
 def fake():
     """The fake Vertex AI on loopback (vertex_trainer.emulators.vertex), one per test."""
-    from vertex_trainer.emulators.vertex import FakeVertex
-
     # The fake parses bodies with aiplatform_v1, imported at its first request: seconds on a busy
     # machine, longer than a CLI's read timeout. Imported here, once per test process, so the
     # first test of a process (of a pytest-xdist worker too) does not lose its first answer.
     from google.cloud import aiplatform_v1  # noqa: F401
+
+    from vertex_trainer.emulators.vertex import FakeVertex
 
     with FakeVertex() as server:
         yield server
@@ -90,9 +94,9 @@ def popen_cli(cli_env):
 ONE_UNIT_FOLDERS = frozenset({"docs", "serving", "throughput", "dataprep"})
 
 
-@pytest.hookimpl(tryfirst=True)   # before xdist's own hook, which reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    if not hasattr(config, "workerinput"):   # not an xdist worker: nothing to group
+    if not hasattr(config, "workerinput"):  # not an xdist worker: nothing to group
         return
     from pathlib import Path
 
@@ -103,7 +107,7 @@ def pytest_collection_modifyitems(config, items):
         units[id(item)] = parts[0] if parts[0] in ONE_UNIT_FOLDERS else "/".join(parts)
         item.add_marker(pytest.mark.xdist_group(units[id(item)]))
     slow = {units[id(i)] for i in items if i.get_closest_marker("slow")}
-    items.sort(key=lambda i: units[id(i)] not in slow)   # stable: each unit's order is kept
+    items.sort(key=lambda i: units[id(i)] not in slow)  # stable: each unit's order is kept
 
 
 def pytest_configure(config):
@@ -118,4 +122,5 @@ def pytest_configure(config):
         raise pytest.UsageError(
             f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup does not group tests on "
             "pytest 9.2 and later (pytest-dev/pytest-xdist#1386). `make install` installs the "
-            "pinned pytest; or run the suite on one process: make test PYTEST_ARGS=-n0")
+            "pinned pytest; or run the suite on one process: make test PYTEST_ARGS=-n0"
+        )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 import subprocess
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import yaml
 
@@ -39,8 +40,14 @@ T4_JOB: dict[str, Any] = {
     "image": {"uri": IMAGE},
     "scheduling": {"strategy": "spot", "timeout": "2h"},
     "output_dir": "gs://test-bucket/runs/tiny",
-    "trainer": {"model": "tiny-cnn", "train_data": "gs://test-bucket/data/train-*",
-                "num_classes": 10, "image_size": 32, "epochs": 2, "batch_size": 64},
+    "trainer": {
+        "model": "tiny-cnn",
+        "train_data": "gs://test-bucket/data/train-*",
+        "num_classes": 10,
+        "image_size": 32,
+        "epochs": 2,
+        "batch_size": 64,
+    },
 }
 
 
@@ -69,15 +76,22 @@ def write_spec(tmp_path: Path, text: str, name: str | None = None) -> Path:
     return path
 
 
-def fake_settings(fake: Any, *, retry: RetryPolicy = FAST_RETRY, poll: PollPolicy = FAST_POLL,
-                  **endpoints: Any) -> Settings:
+def fake_settings(
+    fake: Any, *, retry: RetryPolicy = FAST_RETRY, poll: PollPolicy = FAST_POLL, **endpoints: Any
+) -> Settings:
     """Settings for the client code against the fake Vertex AI `fake` (and other `endpoints`)."""
     return Settings(vertex_endpoint=fake.url, retry=retry, poll=poll, **endpoints)
 
 
-def job_body(key: str = "key-1", spec_hash: str = "abc123", *, name: str = "plain-job",
-             image: str = "us-docker.pkg.dev/p/r/t:v1", args: list[str] | None = None,
-             **scheduling: Any) -> dict:
+def job_body(
+    key: str = "key-1",
+    spec_hash: str = "abc123",
+    *,
+    name: str = "plain-job",
+    image: str = "us-docker.pkg.dev/p/r/t:v1",
+    args: list[str] | None = None,
+    **scheduling: Any,
+) -> dict:
     """A CustomJob REST body as render produces it (enum names, int64 as strings), for jobs sent
     or added straight to the fake: one T4 replica, `scheduling` (default: SPOT, one hour)."""
     container: dict[str, Any] = {"imageUri": image}
@@ -87,27 +101,40 @@ def job_body(key: str = "key-1", spec_hash: str = "abc123", *, name: str = "plai
         "displayName": name,
         "labels": {"vertex-trainer-key": key, "vertex-trainer-spec": spec_hash},
         "jobSpec": {
-            "workerPoolSpecs": [{
-                "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
-                                "acceleratorCount": 1},
-                "replicaCount": "1",
-                "containerSpec": container,
-            }],
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": "n1-standard-8",
+                        "acceleratorType": "NVIDIA_TESLA_T4",
+                        "acceleratorCount": 1,
+                    },
+                    "replicaCount": "1",
+                    "containerSpec": container,
+                }
+            ],
             "scheduling": scheduling or {"strategy": "SPOT", "timeout": "3600s"},
         },
     }
 
 
-def cli_runner(base_env: dict[str, str], *, timeout: float = 60,
-               cwd: Path = ROOT) -> Callable[..., subprocess.CompletedProcess]:
+def cli_runner(
+    base_env: dict[str, str], *, timeout: float = 60, cwd: Path = ROOT
+) -> Callable[..., subprocess.CompletedProcess]:
     """`run(*args, env=None, timeout=...)`: vertex-trainer ARGS in a subprocess with `base_env`
     (and `env` on top); returns the CompletedProcess (text)."""
     default_timeout = timeout
 
-    def run(*args: Any, env: dict[str, str] | None = None,
-            timeout: float = default_timeout) -> subprocess.CompletedProcess:
-        return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True,
-                              env={**base_env, **(env or {})}, timeout=timeout, cwd=cwd)
+    def run(
+        *args: Any, env: dict[str, str] | None = None, timeout: float = default_timeout
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*cli_command(), *map(str, args)],
+            capture_output=True,
+            text=True,
+            env={**base_env, **(env or {})},
+            timeout=timeout,
+            cwd=cwd,
+        )
 
     return run
 
@@ -120,9 +147,14 @@ class CliStarter:
         self.base_env, self.cwd, self.started = base_env, cwd, []
 
     def __call__(self, *args: Any, env: dict[str, str] | None = None) -> subprocess.Popen:
-        proc = subprocess.Popen([*cli_command(), *map(str, args)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True,
-                                env={**self.base_env, **(env or {})}, cwd=self.cwd)
+        proc = subprocess.Popen(
+            [*cli_command(), *map(str, args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**self.base_env, **(env or {})},
+            cwd=self.cwd,
+        )
         self.started.append(proc)
         return proc
 
@@ -155,8 +187,11 @@ def write_digits(out: Path, *, train_shards: int = 3) -> Path:
                 for i in idx[s::shards]:
                     buf = io.BytesIO()
                     Image.fromarray(images[i]).convert("RGB").save(buf, format="PNG")
-                    w.write(datagen.encode_example(buf.getvalue(), int(digits.target[i]),
-                                                   height=8, width=8, image_format="PNG"))
+                    w.write(
+                        datagen.encode_example(
+                            buf.getvalue(), int(digits.target[i]), height=8, width=8, image_format="PNG"
+                        )
+                    )
     return out
 
 

@@ -11,9 +11,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_spec", "submit", "deploy", "Job", "status", "cancel", "list_jobs", "tuning_job",
-           "logs", "bench", "compile_pipeline", "pipeline_submit", "SubmitOptions",
-           "create_resource", "list_resources", "delete_resource", "web_access"]
+__all__ = [
+    "Job",
+    "SubmitOptions",
+    "bench",
+    "cancel",
+    "compile_pipeline",
+    "create_resource",
+    "delete_resource",
+    "deploy",
+    "list_jobs",
+    "list_resources",
+    "load_spec",
+    "logs",
+    "pipeline_submit",
+    "status",
+    "submit",
+    "tuning_job",
+    "web_access",
+]
 
 _LAZY = {
     "load_spec": "vertex_trainer.api",
@@ -36,10 +52,25 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.api import cancel, deploy, list_jobs, load_spec, status, submit, tuning_job
-    from vertex_trainer.api import Job, SubmitOptions
-    from vertex_trainer.api import bench, compile_pipeline, logs, pipeline_submit
-    from vertex_trainer.api import create_resource, delete_resource, list_resources, web_access
+    from vertex_trainer.api import (
+        Job,
+        SubmitOptions,
+        bench,
+        cancel,
+        compile_pipeline,
+        create_resource,
+        delete_resource,
+        deploy,
+        list_jobs,
+        list_resources,
+        load_spec,
+        logs,
+        pipeline_submit,
+        status,
+        submit,
+        tuning_job,
+        web_access,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -10,20 +10,20 @@ from dataclasses import dataclass
 from typing import Any
 
 # -- labels every job carries (docs/contract.md section 3) ------------------------------------------------
-KEY_LABEL = "vertex-trainer-key"        # the idempotency key
-SPEC_LABEL = "vertex-trainer-spec"      # hash of the resolved spec
-JOB_LABEL = "vertex-trainer-job"        # on a model version: the training job it came from
+KEY_LABEL = "vertex-trainer-key"  # the idempotency key
+SPEC_LABEL = "vertex-trainer-spec"  # hash of the resolved spec
+JOB_LABEL = "vertex-trainer-job"  # on a model version: the training job it came from
 RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
 # On the jobs of a spec with scheduling.fallback (docs/contract.md section 8): which strategy of the plan,
 # 1 = scheduling.strategy, 2 = fallback[0], ...; every attempt carries the same key label.
 ATTEMPT_LABEL = "vertex-trainer-attempt"
-MAX_USER_LABELS = 62                    # Vertex allows 64; we add the two above
+MAX_USER_LABELS = 62  # Vertex allows 64; we add the two above
 
 # -- what Vertex AI sets in every replica ---------------------------------------------------------
 AIP_MODEL_DIR = "AIP_MODEL_DIR"
 AIP_CHECKPOINT_DIR = "AIP_CHECKPOINT_DIR"
 AIP_TENSORBOARD_LOG_DIR = "AIP_TENSORBOARD_LOG_DIR"
-AIP_DIRS = {                            # variable -> sub-directory of baseOutputDirectory
+AIP_DIRS = {  # variable -> sub-directory of baseOutputDirectory
     AIP_MODEL_DIR: "model",
     AIP_CHECKPOINT_DIR: "checkpoints",
     AIP_TENSORBOARD_LOG_DIR: "logs",
@@ -32,14 +32,15 @@ VERTEX_ENV = (*AIP_DIRS, "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID")
 
 # -- the trainer inside the image (docs/contract.md section 4) --------------------------------------------
 TRAINER_MODULE = "trainer.task"
-METRICS_FILE = "metrics.json"           # written by the chief beside the model directory
+METRICS_FILE = "metrics.json"  # written by the chief beside the model directory
 # A spec without `image:` runs only locally (the installed trainer): its rendered job names this.
 LOCAL_IMAGE = "local/vertex-trainer-bundled-trainer:local"
-SERVE_MODULE = "trainer.serve"          # the prediction server in the same image (deploy: auto)
-SERVING_PORT = 8080                     # AIP_HTTP_PORT Vertex AI gives the serving container
+SERVE_MODULE = "trainer.serve"  # the prediction server in the same image (deploy: auto)
+SERVING_PORT = 8080  # AIP_HTTP_PORT Vertex AI gives the serving container
 PREDICT_ROUTE = "/predict"
 HEALTH_ROUTE = "/health"
-RECORD_DIR = "vertex-trainer"           # the resolved spec and job saved beside a run's outputs
+RECORD_DIR = "vertex-trainer"  # the resolved spec and job saved beside a run's outputs
+
 
 # -- states (aiplatform_v1.JobState, PipelineState) ----------------------------------------------
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ class States:
     """One family of resource states: the names by enum number (the REST transport may answer
     with numbers), the prefix every name carries, the terminal set and the one that succeeded."""
 
-    prefix: str                             # "JOB_STATE_"
-    names: tuple[str, ...]                  # the enum's names by number, without the prefix
-    terminal: frozenset[str]                # full names
+    prefix: str  # "JOB_STATE_"
+    names: tuple[str, ...]  # the enum's names by number, without the prefix
+    terminal: frozenset[str]  # full names
     succeeded: str
 
     def name(self, value: Any) -> str:
@@ -65,15 +66,22 @@ class States:
 
 
 def _states(prefix: str, names: str, terminal: str, succeeded: str = "SUCCEEDED") -> States:
-    return States(prefix, tuple(names.split()), frozenset(prefix + n for n in terminal.split()),
-                  prefix + succeeded)
+    return States(
+        prefix, tuple(names.split()), frozenset(prefix + n for n in terminal.split()), prefix + succeeded
+    )
 
 
-JOB_STATES = _states("JOB_STATE_", "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED CANCELLING "
-                     "CANCELLED PAUSED EXPIRED UPDATING PARTIALLY_SUCCEEDED",
-                     terminal="SUCCEEDED FAILED CANCELLED EXPIRED PARTIALLY_SUCCEEDED")
-PIPELINE_STATES = _states("PIPELINE_STATE_", "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED "
-                          "CANCELLING CANCELLED PAUSED", terminal="SUCCEEDED FAILED CANCELLED")
+JOB_STATES = _states(
+    "JOB_STATE_",
+    "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED CANCELLING "
+    "CANCELLED PAUSED EXPIRED UPDATING PARTIALLY_SUCCEEDED",
+    terminal="SUCCEEDED FAILED CANCELLED EXPIRED PARTIALLY_SUCCEEDED",
+)
+PIPELINE_STATES = _states(
+    "PIPELINE_STATE_",
+    "UNSPECIFIED QUEUED PENDING RUNNING SUCCEEDED FAILED CANCELLING CANCELLED PAUSED",
+    terminal="SUCCEEDED FAILED CANCELLED",
+)
 SUCCEEDED = JOB_STATES.succeeded
 TERMINAL_STATES = JOB_STATES.terminal
 
@@ -111,8 +119,8 @@ class JobState:
 class Artifact:
     """The code a job runs: a container image, or a Python package on a prebuilt executor image."""
 
-    image_uri: str                          # containerSpec.imageUri, or the executor image
-    package_uris: tuple[str, ...] = ()      # non-empty -> pythonPackageSpec
+    image_uri: str  # containerSpec.imageUri, or the executor image
+    package_uris: tuple[str, ...] = ()  # non-empty -> pythonPackageSpec
     python_module: str = TRAINER_MODULE
 
 
@@ -122,7 +130,7 @@ class LogEntry:
     """One entry of a job's log. `replica` is the task (workerpool0-0), or "service" for the
     service's own messages."""
 
-    timestamp: str                          # RFC 3339, UTC
+    timestamp: str  # RFC 3339, UTC
     replica: str
     message: str
     severity: str = "DEFAULT"
@@ -130,8 +138,12 @@ class LogEntry:
 
     def to_dict(self) -> dict:
         """The `logs --output json` object."""
-        return {"timestamp": self.timestamp, "replica": self.replica, "severity": self.severity,
-                "message": self.message}
+        return {
+            "timestamp": self.timestamp,
+            "replica": self.replica,
+            "severity": self.severity,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -139,7 +151,7 @@ class JobEvent:
     """One fresh look at a followed job: `changed` when its state differs from the last look.
     `note` says more about the wait (a Flex Start job's time queued out of max_wait)."""
 
-    job: Any                                # a JobState: .state, .done, .succeeded
+    job: Any  # a JobState: .state, .done, .succeeded
     changed: bool
     note: str | None = None
 

@@ -30,8 +30,15 @@ class UserError(VertexTrainerError):
 class SpecError(UserError):
     """A spec field is invalid. `field` is the dotted path, `value` the bad value."""
 
-    def __init__(self, field: str, message: str, *, value: object = None, hint: str | None = None,
-                 has_value: bool = True):
+    def __init__(
+        self,
+        field: str,
+        message: str,
+        *,
+        value: object = None,
+        hint: str | None = None,
+        has_value: bool = True,
+    ):
         self.field = field
         self.value = value
         text = f"{field}: {message}" if field else message
@@ -40,7 +47,7 @@ class SpecError(UserError):
         super().__init__(text, hint=hint)
 
     @property
-    def problems(self) -> tuple["SpecError", ...]:
+    def problems(self) -> tuple[SpecError, ...]:
         """Every problem this error reports: itself, or each one of a SpecProblems."""
         return (self,)
 

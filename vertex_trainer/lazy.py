@@ -23,8 +23,17 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 
-__all__ = ["Library", "LIBRARIES", "LazyModule", "module", "require", "available", "missing",
-           "version", "library_of"]
+__all__ = [
+    "LIBRARIES",
+    "LazyModule",
+    "Library",
+    "available",
+    "library_of",
+    "missing",
+    "module",
+    "require",
+    "version",
+]
 
 
 @dataclass(frozen=True)
@@ -46,17 +55,28 @@ class Library:
         return f"pip install {self.distribution}"
 
 
-LIBRARIES: dict[str, Library] = {lib.name: lib for lib in (
-    Library("kfp", "kfp", "pipelines", "compiling a Vertex AI pipeline"),
-    Library("google_cloud_pipeline_components", "google-cloud-pipeline-components", "pipelines",
-            "compiling a Vertex AI pipeline"),
-    Library("apache_beam", "apache-beam", "data", "data convert"),
-    Library("functions_framework", "functions-framework", "trigger", "the storage-event trigger"),
-    Library("google.cloud.aiplatform", "google-cloud-aiplatform", None,
-            "to_sdk() (the google-cloud-aiplatform SDK)"),
-    Library("tensorflow", "tensorflow-cpu", "trainer", "running the trainer on this machine"),
-    Library("hypertune", "cloudml-hypertune", None, "a local tuning run (each trial's metric)"),
-)}
+LIBRARIES: dict[str, Library] = {
+    lib.name: lib
+    for lib in (
+        Library("kfp", "kfp", "pipelines", "compiling a Vertex AI pipeline"),
+        Library(
+            "google_cloud_pipeline_components",
+            "google-cloud-pipeline-components",
+            "pipelines",
+            "compiling a Vertex AI pipeline",
+        ),
+        Library("apache_beam", "apache-beam", "data", "data convert"),
+        Library("functions_framework", "functions-framework", "trigger", "the storage-event trigger"),
+        Library(
+            "google.cloud.aiplatform",
+            "google-cloud-aiplatform",
+            None,
+            "to_sdk() (the google-cloud-aiplatform SDK)",
+        ),
+        Library("tensorflow", "tensorflow-cpu", "trainer", "running the trainer on this machine"),
+        Library("hypertune", "cloudml-hypertune", None, "a local tuning run (each trial's metric)"),
+    )
+}
 
 
 def library_of(name: str) -> Library:

@@ -77,9 +77,14 @@ def provenance(accelerator: str) -> dict | None:
     row = _ROWS.get(accelerator)
     if row is None:
         return None
-    return {"regions": list(TRAINING[accelerator]), "confidence": row["confidence"], "note": row["note"],
-            "sources": [s.url for s in catalog.cited(row["source"])], "source_ids": row["source"].split(),
-            "read": catalog.read_date(row["source"])}
+    return {
+        "regions": list(TRAINING[accelerator]),
+        "confidence": row["confidence"],
+        "note": row["note"],
+        "sources": [s.url for s in catalog.cited(row["source"])],
+        "source_ids": row["source"].split(),
+        "read": catalog.read_date(row["source"]),
+    }
 
 
 def availability_warning(region: str | None, accelerator: str | None) -> str | None:
@@ -94,20 +99,32 @@ def availability_warning(region: str | None, accelerator: str | None) -> str | N
     url = LOCATIONS_URL if LOCATIONS_URL in urls or not urls else urls[0]
     source = f"({where_read}, read {catalog.read_date(row['source'])}: {url})"
     if not TRAINING[accelerator]:
-        return (f"warning: hardware: no Vertex AI training region is known to offer {accelerator} "
-                f"({row['note']}; read {catalog.read_date(row['source'])}); the service decides")
+        return (
+            f"warning: hardware: no Vertex AI training region is known to offer {accelerator} "
+            f"({row['note']}; read {catalog.read_date(row['source'])}); the service decides"
+        )
     where = ", ".join(regions_for(accelerator))
     unconfirmed = _ACCELERATORS.get(accelerator, {}).get("training") == "unconfirmed"
-    tail = (f"; no Vertex AI training page read {catalog.read_date(_ACCELERATORS[accelerator]['source'])} "
-            f"lists {accelerator} yet (the API does): the service decides") if unconfirmed else ""
+    tail = (
+        (
+            f"; no Vertex AI training page read {catalog.read_date(_ACCELERATORS[accelerator]['source'])} "
+            f"lists {accelerator} yet (the API does): the service decides"
+        )
+        if unconfirmed
+        else ""
+    )
     if region not in REGIONS:
-        return (f"warning: region: {region} is not a Vertex AI training region we know of; "
-                f"{accelerator} trains in {where} {source}{tail}")
+        return (
+            f"warning: region: {region} is not a Vertex AI training region we know of; "
+            f"{accelerator} trains in {where} {source}{tail}"
+        )
     if region in TRAINING[accelerator]:
         return f"warning: hardware: {tail[2:]}" if unconfirmed else None
     may = "may not offer" if accelerator in UNCERTAIN else "does not offer"
-    return (f"warning: region: {region} {may} {accelerator} for Vertex AI training; regions that do: "
-            f"{where} {source}{tail}")
+    return (
+        f"warning: region: {region} {may} {accelerator} for Vertex AI training; regions that do: "
+        f"{where} {source}{tail}"
+    )
 
 
 def quota_metric(accelerator: str | None, strategy: str) -> str | None:

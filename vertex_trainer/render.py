@@ -27,7 +27,9 @@ def default_artifact(spec: JobSpec) -> Artifact:
         return Artifact(LOCAL_IMAGE)
     if spec.image.uri:
         return Artifact(spec.image.uri)
-    raise ValueError("this spec builds its image: pass packaging.plan_artifact(spec) or ensure_artifact(spec)")
+    raise ValueError(
+        "this spec builds its image: pass packaging.plan_artifact(spec) or ensure_artifact(spec)"
+    )
 
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -47,8 +49,11 @@ def machine_spec(spec: JobSpec, attempt: PlannedAttempt | None = None) -> dict:
     if attempt.reservation == "any":
         out["reservationAffinity"] = {"reservationAffinityType": "ANY_RESERVATION"}
     elif attempt.reservation:
-        out["reservationAffinity"] = {"reservationAffinityType": "SPECIFIC_RESERVATION",
-                                      "key": RESERVATION_KEY, "values": [attempt.reservation]}
+        out["reservationAffinity"] = {
+            "reservationAffinityType": "SPECIFIC_RESERVATION",
+            "key": RESERVATION_KEY,
+            "values": [attempt.reservation],
+        }
     return out
 
 
@@ -56,7 +61,8 @@ def disk_spec(spec: JobSpec, hardware=None) -> dict:
     """The DiskSpec of every pool: boot_disk, its type defaulting to what the machine boots from."""
     machine_type = (hardware or spec.hardware).machine_type
     disk_type = spec.boot_disk.type or (
-        "hyperdisk-balanced" if hardware_catalog.boots_from_hyperdisk(machine_type) else "pd-ssd")
+        "hyperdisk-balanced" if hardware_catalog.boots_from_hyperdisk(machine_type) else "pd-ssd"
+    )
     return {"bootDiskType": disk_type, "bootDiskSizeGb": spec.boot_disk.size_gb}
 
 
@@ -64,8 +70,12 @@ def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
     args = spec.trainer.to_args()
     env = [{"name": k, "value": v} for k, v in spec.env.items()]
     if artifact.package_uris:
-        body = {"executorImageUri": artifact.image_uri, "packageUris": list(artifact.package_uris),
-                "pythonModule": artifact.python_module, "args": args}
+        body = {
+            "executorImageUri": artifact.image_uri,
+            "packageUris": list(artifact.package_uris),
+            "pythonModule": artifact.python_module,
+            "args": args,
+        }
         key = "pythonPackageSpec"
     else:
         body = {"imageUri": artifact.image_uri, "args": args}
@@ -83,8 +93,12 @@ def worker_pools(spec: JobSpec, artifact: Artifact, attempt: PlannedAttempt | No
 
     def pool(count: int) -> dict:
         # Each pool owns its objects: a caller editing one pool must never change the other.
-        return {"machineSpec": machine_spec(spec, attempt), "replicaCount": str(count),
-                "diskSpec": disk_spec(spec, attempt.hardware), code_key: copy.deepcopy(code)}
+        return {
+            "machineSpec": machine_spec(spec, attempt),
+            "replicaCount": str(count),
+            "diskSpec": disk_spec(spec, attempt.hardware),
+            code_key: copy.deepcopy(code),
+        }
 
     pools = [pool(1)]
     if spec.replicas > 1:
@@ -124,8 +138,12 @@ def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | Non
     return out
 
 
-def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key: str | None = None,
-               attempt: int | None = None) -> dict:
+def custom_job(
+    spec: JobSpec,
+    artifact: Artifact | None = None,
+    idempotency_key: str | None = None,
+    attempt: int | None = None,
+) -> dict:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
     scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th attempt (its
     strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n."""
@@ -134,8 +152,10 @@ def custom_job(spec: JobSpec, artifact: Artifact | None = None, idempotency_key:
     n = attempt or 1
     if not 1 <= n <= len(plan):
         raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} attempt{'s' * (len(plan) > 1)}")
-    job_spec: dict = {"workerPoolSpecs": worker_pools(spec, artifact, plan[n - 1]),
-                      "scheduling": scheduling(spec, plan[n - 1].strategy)}
+    job_spec: dict = {
+        "workerPoolSpecs": worker_pools(spec, artifact, plan[n - 1]),
+        "scheduling": scheduling(spec, plan[n - 1].strategy),
+    }
     if spec.persistent_resource:  # an id, or the full name (its last part is the id)
         job_spec["persistentResourceId"] = spec.persistent_resource.rsplit("/", 1)[-1]
     if spec.enable_web_access:
@@ -187,8 +207,11 @@ def study_spec(spec: JobSpec) -> dict:
         if kind != "categorical":
             out["scaleType"] = SCALES[p.scale or "linear"]
         parameters.append(out)
-    return {"metrics": [{"metricId": tune.metric, "goal": GOALS[tune.goal]}], "parameters": parameters,
-            "algorithm": ALGORITHMS[tune.algorithm]}
+    return {
+        "metrics": [{"metricId": tune.metric, "goal": GOALS[tune.goal]}],
+        "parameters": parameters,
+        "algorithm": ALGORITHMS[tune.algorithm],
+    }
 
 
 def tuning_job(spec: JobSpec, job: dict) -> dict:
@@ -197,10 +220,15 @@ def tuning_job(spec: JobSpec, job: dict) -> dict:
     if spec.tune is None:
         raise ValueError("the spec has no tune: block")
     tune = spec.tune
-    body: dict = {"displayName": job["displayName"], "studySpec": study_spec(spec),
-                  "maxTrialCount": tune.max_trials, "parallelTrialCount": tune.parallel_trials,
-                  "maxFailedTrialCount": tune.max_failed_trials,
-                  "trialJobSpec": copy.deepcopy(job["jobSpec"]), "labels": dict(job.get("labels") or {})}
+    body: dict = {
+        "displayName": job["displayName"],
+        "studySpec": study_spec(spec),
+        "maxTrialCount": tune.max_trials,
+        "parallelTrialCount": tune.parallel_trials,
+        "maxFailedTrialCount": tune.max_failed_trials,
+        "trialJobSpec": copy.deepcopy(job["jobSpec"]),
+        "labels": dict(job.get("labels") or {}),
+    }
     if job.get("encryptionSpec"):
         body["encryptionSpec"] = dict(job["encryptionSpec"])
     return body
@@ -226,8 +254,15 @@ def _ints_for_gcloud(node):
 def _gcloud_create(group: str, spec: JobSpec, body: dict, region: str, *flags: str) -> list[str]:
     """`gcloud ai GROUP create` for `body` (a CustomJob or HyperparameterTuningJob): the project,
     `region`, display name and `flags`, then the labels and the KMS key the body carries."""
-    cmd = ["gcloud", "ai", group, "create", f"--region={region}",
-           f"--display-name={body['displayName']}", *flags]
+    cmd = [
+        "gcloud",
+        "ai",
+        group,
+        "create",
+        f"--region={region}",
+        f"--display-name={body['displayName']}",
+        *flags,
+    ]
     if spec.project:
         cmd.insert(4, f"--project={spec.project}")
     if body.get("labels"):
@@ -253,26 +288,41 @@ def to_gcloud_config(spec: JobSpec, job: dict) -> str:
     if "studySpec" in job:  # a HyperparameterTuningJob (tuning_job)
         return to_gcloud_tuning_config(spec, job)
     command = " ".join(shlex.quote(a) for a in gcloud_command(spec, job))
-    header = ("# CustomJobSpec for the Google Cloud CLI, rendered by vertex-trainer. Create the job with:\n"
-              f"#   {command}\n")
-    return header + yaml.safe_dump(_ints_for_gcloud(job["jobSpec"]), sort_keys=False, default_flow_style=False)
+    header = (
+        "# CustomJobSpec for the Google Cloud CLI, rendered by vertex-trainer. Create the job with:\n"
+        f"#   {command}\n"
+    )
+    return header + yaml.safe_dump(
+        _ints_for_gcloud(job["jobSpec"]), sort_keys=False, default_flow_style=False
+    )
 
 
 def to_gcloud_tuning_config(spec: JobSpec, body: dict) -> str:
     """A HyperparameterTuningSpec YAML for `gcloud ai hp-tuning-jobs create --config`, headed by
     the command to run (display name, labels, key and the trial counts travel as flags)."""
-    cmd = _gcloud_create("hp-tuning-jobs", spec, body, spec.region, "--config=tuning.yaml",
-                         f"--max-trial-count={body['maxTrialCount']}",
-                         f"--parallel-trial-count={body['parallelTrialCount']}")
+    cmd = _gcloud_create(
+        "hp-tuning-jobs",
+        spec,
+        body,
+        spec.region,
+        "--config=tuning.yaml",
+        f"--max-trial-count={body['maxTrialCount']}",
+        f"--parallel-trial-count={body['parallelTrialCount']}",
+    )
     study = copy.deepcopy(body["studySpec"])
     for p in study["parameters"]:  # int64 as YAML integers, as for replicaCount
         if "integerValueSpec" in p:
             p["integerValueSpec"] = {k: int(v) for k, v in p["integerValueSpec"].items()}
-    config = {"studySpec": study, "maxTrialCount": body["maxTrialCount"],
-              "parallelTrialCount": body["parallelTrialCount"],
-              "maxFailedTrialCount": body["maxFailedTrialCount"],
-              "trialJobSpec": _ints_for_gcloud(body["trialJobSpec"])}
+    config = {
+        "studySpec": study,
+        "maxTrialCount": body["maxTrialCount"],
+        "parallelTrialCount": body["parallelTrialCount"],
+        "maxFailedTrialCount": body["maxFailedTrialCount"],
+        "trialJobSpec": _ints_for_gcloud(body["trialJobSpec"]),
+    }
     command = " ".join(shlex.quote(a) for a in cmd)
-    header = ("# HyperparameterTuningSpec for the Google Cloud CLI, rendered by vertex-trainer. Create "
-              f"the job with:\n#   {command}\n")
+    header = (
+        "# HyperparameterTuningSpec for the Google Cloud CLI, rendered by vertex-trainer. Create "
+        f"the job with:\n#   {command}\n"
+    )
     return header + yaml.safe_dump(config, sort_keys=False, default_flow_style=False)

@@ -25,9 +25,10 @@ the resulting frozen object (or the one value it needs) as an argument and never
 from __future__ import annotations
 
 import configparser
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from vertex_trainer.errors import UserError
 
@@ -63,8 +64,8 @@ class RetryPolicy:
     read_timeout: float = 60.0
 
     @classmethod
-    def parse(cls, text: str) -> "RetryPolicy":
-        """"attempts=4,initial=0.01,deadline=5" -> RetryPolicy (unknown keys are exit 2)."""
+    def parse(cls, text: str) -> RetryPolicy:
+        """ "attempts=4,initial=0.01,deadline=5" -> RetryPolicy (unknown keys are exit 2)."""
         values: dict[str, Any] = {}
         names = [f.name for f in fields(cls)]
         for item in filter(None, (part.strip() for part in text.split(","))):
@@ -88,7 +89,7 @@ class PollPolicy:
     multiplier: float = 1.5
 
     @classmethod
-    def parse(cls, text: str) -> "PollPolicy":
+    def parse(cls, text: str) -> PollPolicy:
         try:
             initial = float(text)
         except ValueError:
@@ -113,19 +114,19 @@ def is_emulator(endpoint: str | None) -> bool:
 class Settings:
     """Endpoints, policies and defaults for one invocation. Frozen; pass it down."""
 
-    vertex_endpoint: str | None = None        # None: https://{region}-aiplatform.googleapis.com
+    vertex_endpoint: str | None = None  # None: https://{region}-aiplatform.googleapis.com
     cloudbuild_endpoint: str | None = None
-    registry_endpoint: str | None = None      # None: https://<the image's registry host>
+    registry_endpoint: str | None = None  # None: https://<the image's registry host>
     logging_endpoint: str | None = None
-    quotas_endpoint: str | None = None        # None: https://cloudquotas.googleapis.com
-    billing_endpoint: str | None = None       # None: https://cloudbilling.googleapis.com
+    quotas_endpoint: str | None = None  # None: https://cloudquotas.googleapis.com
+    billing_endpoint: str | None = None  # None: https://cloudbilling.googleapis.com
     billing_api_key: str | None = field(default=None, repr=False)  # else ADC
-    storage_emulator: str | None = None       # host:port or URL of a Cloud Storage emulator
+    storage_emulator: str | None = None  # host:port or URL of a Cloud Storage emulator
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
     debug: bool = False
-    project: str | None = None                # the default project (a spec or flag wins)
-    region: str | None = None                 # the default region (a spec or flag wins)
+    project: str | None = None  # the default project (a spec or flag wins)
+    region: str | None = None  # the default region (a spec or flag wins)
     # The process environment as it was at the edge: feeds `{{ env.NAME }}` in specs and the
     # environment of locally run replicas. Not consulted for anything else.
     environ: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -163,7 +164,7 @@ class Settings:
 
     # -- the edge ---------------------------------------------------------------------------
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str]) -> "Settings":
+    def from_environ(cls, environ: Mapping[str, str]) -> Settings:
         """Read every setting from `environ` (the edge passes os.environ). Bad values: exit 2."""
         env = dict(environ)
 
@@ -186,8 +187,12 @@ class Settings:
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),
             debug=env.get(DEBUG_ENV, "").strip() == "1",
-            project=(text("GOOGLE_CLOUD_PROJECT") or text("CLOUDSDK_CORE_PROJECT")
-                     or gcloud.get("core", "project", fallback=None) or None),
+            project=(
+                text("GOOGLE_CLOUD_PROJECT")
+                or text("CLOUDSDK_CORE_PROJECT")
+                or gcloud.get("core", "project", fallback=None)
+                or None
+            ),
             region=text("CLOUDSDK_AI_REGION") or gcloud.get("ai", "region", fallback=None) or None,
             environ=env,
         )

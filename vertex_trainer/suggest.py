@@ -1,4 +1,4 @@
-""""Did you mean": the valid choice a user most likely meant, ranked by how people misspell.
+""" "Did you mean": the valid choice a user most likely meant, ranked by how people misspell.
 
 A leaf (plain functions, no project imports). People rarely mistype at random: they leave out a
 vendor or family word (NVIDIA_A100 for NVIDIA_TESLA_A100), drop a qualifier, write a key without
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _SEPARATORS = re.compile(r"[_\-.]+")
 _DIGITS = re.compile(r"[0-9]+")
@@ -84,14 +84,30 @@ def nearest(value: str, choices: Iterable, n: int = 3) -> list[str]:
         ctok_list = _tokens(choice)
         same_last = bool(ctok_list) and ctok_list[-1] == last_token
         extra = len(ctoks - tokens)
-        ratio = max(difflib.SequenceMatcher(None, low, choice.lower()).ratio(),
-                    difflib.SequenceMatcher(None, low, last_part.lower()).ratio())
+        ratio = max(
+            difflib.SequenceMatcher(None, low, choice.lower()).ratio(),
+            difflib.SequenceMatcher(None, low, last_part.lower()).ratio(),
+        )
         if not (exact or under_section or shared or shapes or ratio >= CUTOFF):
             continue
         a, b = _number(low), _number(choice)
         digits_off = abs(a - b) if a is not None and b is not None else float("inf")
-        ranked.append(((exact, under_section, shared, shapes, same_last, -extra, ratio, -digits_off,
-                        -choice.count(".")), choice))
+        ranked.append(
+            (
+                (
+                    exact,
+                    under_section,
+                    shared,
+                    shapes,
+                    same_last,
+                    -extra,
+                    ratio,
+                    -digits_off,
+                    -choice.count("."),
+                ),
+                choice,
+            )
+        )
     ranked.sort(key=lambda item: item[0], reverse=True)
     if ranked and ranked[0][0][0]:  # the same text but for case and separators
         return [ranked[0][1]]
@@ -109,11 +125,11 @@ def _one_letter_off(a: str, b: str) -> bool:
     while i < min(len(a), len(b)) and a[i] == b[i]:
         i += 1
     if len(a) == len(b):
-        if a[i + 1:] == b[i + 1:]:  # one changed
+        if a[i + 1 :] == b[i + 1 :]:  # one changed
             return a[i].isalpha() and b[i].isalpha()
-        return a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1]  # two swapped
+        return a[i + 2 :] == b[i + 2 :] and a[i : i + 2] == b[i : i + 2][::-1]  # two swapped
     longer, shorter = (a, b) if len(a) > len(b) else (b, a)
-    return longer[i].isalpha() and longer[i + 1:] == shorter[i:]
+    return longer[i].isalpha() and longer[i + 1 :] == shorter[i:]
 
 
 def suggest(value: str, choices: Iterable) -> str | None:

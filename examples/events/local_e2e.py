@@ -52,17 +52,32 @@ def main() -> int:
         print(f"fake Vertex AI          {vertex.url}")
 
         function_dir = Path(args.keep or Path(tmp) / "function")
-        api.trigger_render(args.spec, function_dir, bucket=BUCKET, prefix=PREFIX,
-                           sets=(f"output_dir=gs://{RUNS_BUCKET}/runs/{{{{ trigger.folder_name }}}}",),
-                           project="my-project", settings=Settings(), log=lambda line: print("  " + line))
-        env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": vertex.url,
-               "STORAGE_EMULATOR_HOST": gcs.endpoint, "GUNICORN_LOG_LEVEL": "info",
-               "VERTEX_TRAINER_POLL_INTERVAL": "0.05", "PYTHONUNBUFFERED": "1"}
+        api.trigger_render(
+            args.spec,
+            function_dir,
+            bucket=BUCKET,
+            prefix=PREFIX,
+            sets=(f"output_dir=gs://{RUNS_BUCKET}/runs/{{{{ trigger.folder_name }}}}",),
+            project="my-project",
+            settings=Settings(),
+            log=lambda line: print("  " + line),
+        )
+        env = {
+            **os.environ,
+            "VERTEX_TRAINER_API_ENDPOINT": vertex.url,
+            "STORAGE_EMULATOR_HOST": gcs.endpoint,
+            "GUNICORN_LOG_LEVEL": "info",
+            "VERTEX_TRAINER_POLL_INTERVAL": "0.05",
+            "PYTHONUNBUFFERED": "1",
+        }
         with serve(function_dir, env) as (url, outcomes):
             print(f"function                {url}  (rendered to {function_dir})\n")
             client = storage.client(Settings(storage_emulator=gcs.endpoint)).bucket(BUCKET)
-            uploads = [f"{PREFIX}mnist/train-00000-of-00002", f"{PREFIX}mnist/train-00001-of-00002",
-                       f"{PREFIX}mnist/_SUCCESS"]
+            uploads = [
+                f"{PREFIX}mnist/train-00000-of-00002",
+                f"{PREFIX}mnist/train-00001-of-00002",
+                f"{PREFIX}mnist/_SUCCESS",
+            ]
             for name in uploads:
                 client.blob(name).upload_from_string(b"" if name.endswith("_SUCCESS") else b"records")
                 data = object_metadata(gcs.endpoint, BUCKET, name)
@@ -72,8 +87,10 @@ def main() -> int:
         print("\nruns started:")
         for job in vertex.jobs.values():
             args_ = job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
-            print(f"  CustomJob {job['name']}\n    {[a for a in args_ if a.startswith('--train-data')][0]}"
-                  f"\n    labels {job['labels']}")
+            print(
+                f"  CustomJob {job['name']}\n    {[a for a in args_ if a.startswith('--train-data')][0]}"
+                f"\n    labels {job['labels']}"
+            )
         for name, run in vertex.pipelines.runs.items():
             print(f"  PipelineJob {name} ({len(run['pipelineSpec']['root']['dag']['tasks'])} steps)")
         return 0 if len(vertex.jobs) + len(vertex.pipelines.runs) == 1 else 1
@@ -87,11 +104,16 @@ def object_metadata(endpoint: str, bucket: str, name: str) -> dict:
 
 
 def post_event(url: str, data: dict) -> int:
-    headers = {"Content-Type": "application/json; charset=utf-8", "ce-specversion": "1.0",
-               "ce-type": "google.cloud.storage.object.v1.finalized",
-               "ce-source": f"//storage.googleapis.com/projects/_/buckets/{data['bucket']}",
-               "ce-subject": f"objects/{data['name']}", "ce-id": data["id"],
-               "ce-time": data["updated"], "ce-bucket": data["bucket"]}
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "ce-specversion": "1.0",
+        "ce-type": "google.cloud.storage.object.v1.finalized",
+        "ce-source": f"//storage.googleapis.com/projects/_/buckets/{data['bucket']}",
+        "ce-subject": f"objects/{data['name']}",
+        "ce-id": data["id"],
+        "ce-time": data["updated"],
+        "ce-bucket": data["bucket"],
+    }
     request = urllib.request.Request(url, data=json.dumps(data).encode(), headers=headers, method="POST")
     try:
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=120) as resp:
@@ -113,9 +135,20 @@ class serve:
 
     def __enter__(self):
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "functions-framework"), "--target=on_object_finalized",
-             "--source=main.py", "--signature-type=cloudevent", "--host=127.0.0.1", "--port=0"],
-            cwd=self.directory, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                str(Path(sys.executable).parent / "functions-framework"),
+                "--target=on_object_finalized",
+                "--source=main.py",
+                "--signature-type=cloudevent",
+                "--host=127.0.0.1",
+                "--port=0",
+            ],
+            cwd=self.directory,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.outcomes = Outcomes(self.proc.stdout)
         for line in self.proc.stderr:  # gunicorn says where it listens
             m = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", line)

@@ -67,8 +67,14 @@ def upload(target: str) -> None:
     for split, idx, shards in splits:
         for s in range(shards):
             part = idx[s::shards]
-            data = b"".join(records.frame(records.image_example(
-                images[i], labels[i], image_format="PNG", height=8, width=8, channels=3)) for i in part)
+            data = b"".join(
+                records.frame(
+                    records.image_example(
+                        images[i], labels[i], image_format="PNG", height=8, width=8, channels=3
+                    )
+                )
+                for i in part
+            )
             name = records.join(prefix, records.shard_name(split, s, shards))
             bucket.blob(name).upload_from_string(data, content_type="application/octet-stream")
             print(f"gs://{bucket_name}/{name}: {len(part)} digits")
@@ -87,8 +93,10 @@ def predict(spec_path: str, job_name: str, count: int) -> None:
     right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out))
     for p, (_, label) in list(zip(predictions, held_out))[:5]:
         print(f"digit {label}: predicted {p['class']} (p={max(p['probabilities']):.2f})")
-    print(f"endpoint {deployment.endpoint}: {right}/{len(held_out)} held-out digits right "
-          f"({right / len(held_out):.3f})")
+    print(
+        f"endpoint {deployment.endpoint}: {right}/{len(held_out)} held-out digits right "
+        f"({right / len(held_out):.3f})"
+    )
 
 
 def marker(folder: str) -> None:
@@ -116,8 +124,9 @@ def await_runs(count: int, timeout: float) -> None:
         if len(runs) >= count and all(r.get("state") in done for r in runs):
             break
         if time.monotonic() > deadline:
-            sys.exit(f"{len(runs)} pipeline run(s) after {timeout:.0f} s, "
-                     f"states {[r.get('state') for r in runs]}")
+            sys.exit(
+                f"{len(runs)} pipeline run(s) after {timeout:.0f} s, states {[r.get('state') for r in runs]}"
+            )
         time.sleep(2)
     for run in sorted(runs, key=lambda r: r["createTime"]):
         print(f"run {run['name'].rsplit('/', 1)[-1]}: {run['state']}")
@@ -141,8 +150,10 @@ def ask_endpoint(display_name: str, count: int) -> None:
     instances = [{"b64": base64.b64encode(image).decode()} for image, _ in held_out]
     predictions = client.predict(endpoint["name"], instances)["predictions"]
     right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out))
-    print(f"endpoint {endpoint['name']}: {right}/{len(held_out)} held-out digits right "
-          f"({right / len(held_out):.3f})")
+    print(
+        f"endpoint {endpoint['name']}: {right}/{len(held_out)} held-out digits right "
+        f"({right / len(held_out):.3f})"
+    )
 
 
 def main() -> None:

@@ -24,18 +24,24 @@ def _env_reads(path: Path) -> list[int]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb") \
-                and isinstance(node.value, ast.Name) and node.value.id == "os":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "getenv", "environb")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        ):
             found.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
-                and any(a.name in ("environ", "getenv") for a in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(a.name in ("environ", "getenv") for a in node.names)
+        ):
             found.append(node.lineno)
     return sorted(found)
 
 
 def test_nothing_below_the_edge_reads_the_environment():
-    below = [p for p in PACKAGE.rglob("*.py")
-             if not p.relative_to(PACKAGE).as_posix().startswith(EDGE)]
+    below = [p for p in PACKAGE.rglob("*.py") if not p.relative_to(PACKAGE).as_posix().startswith(EDGE)]
     assert len(below) > 20  # the walk found the package
     reads = [f"{p.relative_to(ROOT)}:{line}" for p in below for line in _env_reads(p)]
     assert reads == [], "read the environment at the edge (cli/, api.py) and pass Settings down"
@@ -51,8 +57,7 @@ def test_the_env_scanner_sees_a_read(tmp_path):
 def test_no_source_file_over_600_lines(folder):
     files = list((ROOT / folder).rglob("*.py"))
     assert files
-    long = {str(p.relative_to(ROOT)): n for p in files
-            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}, f"split these by job (at most {MAX_LINES} lines)"
 
 

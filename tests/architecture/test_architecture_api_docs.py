@@ -35,14 +35,14 @@ def _documented(doc: str, section: str) -> str:
     return match[1] if match else ""
 
 
-@pytest.mark.parametrize("qualname,function", _public_callables(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "qualname,function", _public_callables(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_every_public_api_function_documents_each_argument_and_its_result(qualname, function):
     doc = inspect.getdoc(function) or ""
-    params = [p for p in inspect.signature(function).parameters.values()
-              if p.name not in ("self", "cls")]
+    params = [p for p in inspect.signature(function).parameters.values() if p.name not in ("self", "cls")]
     args = _documented(doc, "Args")
-    missing = [p.name for p in params
-               if not re.search(rf"^\s*\**{re.escape(p.name)}:", args, re.M)]
+    missing = [p.name for p in params if not re.search(rf"^\s*\**{re.escape(p.name)}:", args, re.M)]
     assert not missing, f"{qualname}: Args: does not name {missing}"
     assert _documented(doc, "Returns").strip(), f"{qualname}: no Returns: section"
 

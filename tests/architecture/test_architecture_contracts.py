@@ -7,8 +7,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "vertex_trainer"
@@ -23,8 +24,9 @@ def _contract(name: str) -> dict:
 
 
 def _top_level_modules() -> set[str]:
-    found = {f"vertex_trainer.{p.stem}" for p in PACKAGE.glob("*.py")
-             if p.stem not in ("__init__", "__main__")}
+    found = {
+        f"vertex_trainer.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")
+    }
     found |= {f"vertex_trainer.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
     return found
 
@@ -41,27 +43,30 @@ def test_the_contracts_name_every_module_of_the_package():
 def _lint_copy(tmp_path: Path, offenders: dict[str, str]) -> subprocess.CompletedProcess:
     """lint-imports on a copy of the package (and this pyproject.toml) with `offenders` added:
     {path under vertex_trainer/: source}. The tree itself is never touched."""
-    shutil.copytree(PACKAGE, tmp_path / "vertex_trainer",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PACKAGE, tmp_path / "vertex_trainer", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     for rel, source in offenders.items():
         (tmp_path / "vertex_trainer" / rel).write_text(source)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
-    return subprocess.run([str(LINT), "--no-cache"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [str(LINT), "--no-cache"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_lint_imports_fails_on_a_product_module_that_imports_the_stand_ins(tmp_path):
-    proc = _lint_copy(tmp_path, {
-        "workflows/offender.py": "from vertex_trainer.emulators.vertex import FakeVertex\n",
-        "emulators/offender.py": "from vertex_trainer.contract import KEY_LABEL\n",
-    })
+    proc = _lint_copy(
+        tmp_path,
+        {
+            "workflows/offender.py": "from vertex_trainer.emulators.vertex import FakeVertex\n",
+            "emulators/offender.py": "from vertex_trainer.contract import KEY_LABEL\n",
+        },
+    )
     out = " ".join(proc.stdout.split())  # the report wraps long names
     assert proc.returncode != 0, out[-2000:]
     assert f"{STAND_INS} BROKEN" in out and f"{FAKES} BROKEN" in out
     assert "vertex_trainer.workflows.offender -> vertex_trainer.emulators.vertex" in out
     assert "vertex_trainer.emulators.offender -> vertex_trainer.contract" in out
-    assert ", 2 broken." in out   # those two, and no other
+    assert ", 2 broken." in out  # those two, and no other
 
 
 def test_the_copy_without_offenders_is_clean(tmp_path):

@@ -16,10 +16,18 @@ DOC = re.compile(r"\bdocs/([\w-]+\.md)")
 
 
 def _tree() -> dict[Path, str]:
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    return {ROOT / f: (ROOT / f).read_text(errors="replace") for f in files
-            if f.endswith(TEXT) and (ROOT / f).is_file()}
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {
+        ROOT / f: (ROOT / f).read_text(errors="replace")
+        for f in files
+        if f.endswith(TEXT) and (ROOT / f).is_file()
+    }
 
 
 def _sections() -> set[int]:
@@ -40,15 +48,25 @@ def test_every_cited_contract_section_exists():
 
 
 def test_every_docs_page_named_exists():
-    missing = sorted({f"{path.relative_to(ROOT)}: docs/{name}" for path, text in _tree().items()
-                      for name in DOC.findall(text) if not (ROOT / "docs" / name).exists()})
+    missing = sorted(
+        {
+            f"{path.relative_to(ROOT)}: docs/{name}"
+            for path, text in _tree().items()
+            for name in DOC.findall(text)
+            if not (ROOT / "docs" / name).exists()
+        }
+    )
     assert not missing, missing
 
 
 def test_nothing_cites_a_document_outside_the_repository():
     here = Path(__file__).resolve()
-    found = [f"{path.relative_to(ROOT)}: {m}" for path, text in _tree().items() if path != here
-             for m in OUTSIDE.findall(text)]
+    found = [
+        f"{path.relative_to(ROOT)}: {m}"
+        for path, text in _tree().items()
+        if path != here
+        for m in OUTSIDE.findall(text)
+    ]
     assert not found, found
 
 
@@ -65,9 +83,13 @@ def test_the_cli_reference_is_generated_from_the_cli_and_current():
     import os
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "vertex_trainer.cli.reference"], cwd=ROOT,
-                          capture_output=True, text=True,
-                          env={"PATH": os.environ.get("PATH", ""), "HOME": str(ROOT / "nonexistent")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer.cli.reference"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(ROOT / "nonexistent")},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (ROOT / "docs" / "cli.md").read_text(), "docs/cli.md is stale: run `make docs`"
     for command in ("## `submit`", "### `data synth`", "| `--idempotency-key KEY` |"):

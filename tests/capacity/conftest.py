@@ -23,11 +23,21 @@ SPEC = {
     "region": REGION,
     "hardware": "h100x8",
     "image": {"uri": "us-docker.pkg.dev/test-project/training/trainer:v1"},
-    "scheduling": {"strategy": "flex-start", "max_wait": "30m", "timeout": "2h",
-                   "fallback": ["spot", "standard"]},
+    "scheduling": {
+        "strategy": "flex-start",
+        "max_wait": "30m",
+        "timeout": "2h",
+        "fallback": ["spot", "standard"],
+    },
     "output_dir": "gs://test-bucket/runs/h100",
-    "trainer": {"model": "tiny-cnn", "train_data": "gs://test-bucket/data/train-*", "num_classes": 10,
-                "image_size": 32, "epochs": 1, "batch_size": 64},
+    "trainer": {
+        "model": "tiny-cnn",
+        "train_data": "gs://test-bucket/data/train-*",
+        "num_classes": 10,
+        "image_size": 32,
+        "epochs": 1,
+        "batch_size": 64,
+    },
 }
 
 
@@ -56,8 +66,9 @@ def run_cli(cli_env):
     run = cli_runner(cli_env)
 
     def run_with(*args, quotas: FakeQuotas | None = None, timeout: float = 60):
-        return run(*args, env={"VERTEX_TRAINER_QUOTAS_ENDPOINT": quotas.url} if quotas else None,
-                   timeout=timeout)
+        return run(
+            *args, env={"VERTEX_TRAINER_QUOTAS_ENDPOINT": quotas.url} if quotas else None, timeout=timeout
+        )
 
     return run_with
 

@@ -28,13 +28,21 @@ def test_flex_no_capacity_and_spot_no_quota_end_on_standard_after_three_creates(
     out = json.loads(first.stdout)
     assert out["state"] == "JOB_STATE_SUCCEEDED" and out["adopted"] is False
     assert strategies(fake) == ["FLEX_START", "SPOT", "STANDARD"]  # exactly those three creates
-    assert len(fake.jobs) == 2                                        # the 429 stored nothing
+    assert len(fake.jobs) == 2  # the 429 stored nothing
     flex, spot, standard = out["attempts"]
     assert flex["strategy"] == "flex-start" and flex["state"] == "JOB_STATE_FAILED"
     # reason is the typed code (docs/contract.md section 11), message the service's words.
     assert flex["reason"] == "no-capacity" and "Resources are insufficient" in flex["message"]
-    assert spot == {"attempt": 2, "region": REGION, "strategy": "spot", "hardware": "h100x8",
-                    "name": None, "state": None, "reason": "quota", "message": spot["message"]}
+    assert spot == {
+        "attempt": 2,
+        "region": REGION,
+        "strategy": "spot",
+        "hardware": "h100x8",
+        "name": None,
+        "state": None,
+        "reason": "quota",
+        "message": spot["message"],
+    }
     assert "429 RESOURCE_EXHAUSTED" in spot["message"] and "preemptible_nvidia_h100_gpus" in spot["message"]
     assert standard["name"] == out["name"] and standard["state"] == "JOB_STATE_SUCCEEDED"
     assert standard["reason"] is None
@@ -49,10 +57,14 @@ def test_flex_no_capacity_and_spot_no_quota_end_on_standard_after_three_creates(
     again = run_cli("submit", path, "--wait", "-o", "json", "--idempotency-key", "ci-42")
     assert again.returncode == 0, again.stderr
     rerun = json.loads(again.stdout)
-    assert len(fake.calls("create")) == 3                              # a re-run creates nothing
+    assert len(fake.calls("create")) == 3  # a re-run creates nothing
     assert rerun["name"] == out["name"] and rerun["adopted"] is True
     # Attempt 2 made no job (its create was refused): the re-run lists it without a reason.
-    assert [(a["attempt"], a["reason"]) for a in rerun["attempts"]] == [(1, "no-capacity"), (2, None), (3, None)]
+    assert [(a["attempt"], a["reason"]) for a in rerun["attempts"]] == [
+        (1, "no-capacity"),
+        (2, None),
+        (3, None),
+    ]
     assert rerun["attempts"][1]["name"] is None and "earlier run" in rerun["attempts"][1]["message"]
 
 
@@ -63,15 +75,19 @@ def test_text_output_says_which_attempts_happened_and_why(fake, run_cli, spec_fi
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("created ") == 2
     assert "final    SUCCEEDED" in result.stdout
-    assert "attempts flex-start FAILED (no capacity) -> spot refused (quota) -> standard SUCCEEDED" \
+    assert (
+        "attempts flex-start FAILED (no capacity) -> spot refused (quota) -> standard SUCCEEDED"
         in result.stdout
+    )
     assert "attempt 1 (flex-start) refused: no capacity" in result.stderr
     assert "attempt 2 (spot) refused: quota refused (429 RESOURCE_EXHAUSTED)" in result.stderr
 
 
 def test_a_job_that_fails_on_its_own_is_not_retried(fake, run_cli, spec_file):
-    fake.set_script(["JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED"],
-                    error_message="The replica workerpool0-0 exited with a non-zero status of 1.")
+    fake.set_script(
+        ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED"],
+        error_message="The replica workerpool0-0 exited with a non-zero status of 1.",
+    )
     result = run_cli("submit", spec_file(), "--wait", "-o", "json", "--idempotency-key", "own-fail")
     assert result.returncode == 1, result.stderr
     out = json.loads(result.stdout)
@@ -110,14 +126,18 @@ def test_capacity_refused_everywhere_ends_failed_with_every_attempt(fake, settin
 def test_last_create_refused_for_quota_is_exit_3_naming_every_attempt(fake, settings, spec_file):
     fake.no_quota("SPOT")
     fake.no_quota("STANDARD")
-    spec = api.load_spec(spec_file(), settings=settings, set=["scheduling.strategy=spot",
-                                                             "scheduling.fallback=[standard]",
-                                                             "scheduling.max_wait=null"])
+    spec = api.load_spec(
+        spec_file(),
+        settings=settings,
+        set=["scheduling.strategy=spot", "scheduling.fallback=[standard]", "scheduling.max_wait=null"],
+    )
     with pytest.raises(ServiceError) as err:
         api.submit(spec, idempotency_key="no-quota", settings=settings, log=lambda _: None)
     assert err.value.exit_code == 3
-    assert "every attempt of the plan was refused: spot refused (quota) -> standard refused (quota)" \
+    assert (
+        "every attempt of the plan was refused: spot refused (quota) -> standard refused (quota)"
         in err.value.message
+    )
     assert "console.cloud.google.com/iam-admin/quotas" in err.value.hint
     assert len(fake.calls("create")) == 2 and not fake.jobs
 
@@ -126,9 +146,14 @@ def test_api_follow_hook_sees_each_attempt_and_wait_returns_the_last(fake, setti
     fake.no_capacity("FLEX_START")
     spec = api.load_spec(spec_file(), settings=settings)
     followed = []
-    job = api.submit(spec, wait=True, idempotency_key="hook", settings=settings, log=lambda _: None,
-                     follow=lambda j, timeout: (followed.append(j.labels[ATTEMPT_LABEL]),
-                                                j.wait(timeout, check=False)))
+    job = api.submit(
+        spec,
+        wait=True,
+        idempotency_key="hook",
+        settings=settings,
+        log=lambda _: None,
+        follow=lambda j, timeout: (followed.append(j.labels[ATTEMPT_LABEL]), j.wait(timeout, check=False)),
+    )
     assert followed == ["1", "2"]
     assert isinstance(job, api.Job) and job.spec is spec and job.succeeded
     assert [a["strategy"] for a in job.attempts] == ["flex-start", "spot"]

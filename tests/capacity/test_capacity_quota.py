@@ -9,10 +9,10 @@ import json
 import pytest
 
 from tests.capacity.conftest import H100, H100_SPOT, PROJECT, REGION
-from vertex_trainer.workflows import capacity
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
+from vertex_trainer.workflows import capacity
 
 pytestmark = pytest.mark.wire
 STANDARD = {"scheduling": {"strategy": "standard"}}
@@ -30,7 +30,7 @@ def test_validate_check_quota_short_is_exit_2_with_the_numbers_and_the_link(quot
 
 
 def test_validate_check_quota_ok_prints_each_strategy(quotas, run_cli, spec_file):
-    quotas.set(H100, None, 16)        # the default for every region
+    quotas.set(H100, None, 16)  # the default for every region
     quotas.set(H100_SPOT, REGION, 8)
     result = run_cli("validate", spec_file(replicas=2), "--check-quota", quotas=quotas)
     assert result.returncode == 0, result.stderr
@@ -56,8 +56,11 @@ def test_unreadable_quota_is_a_warning_never_a_failure(fake, quotas, run_cli, sp
     quotas.fail(403, times=10)
     result = run_cli("submit", spec_file(**STANDARD), "-o", "json", quotas=quotas)
     assert result.returncode == 0, result.stderr
-    assert "warning: quota: standard: quota custom_model_training_nvidia_h100_gpus in us-central1 " \
-           "not checked" in result.stderr and "403" in result.stderr
+    assert (
+        "warning: quota: standard: quota custom_model_training_nvidia_h100_gpus in us-central1 not checked"
+        in result.stderr
+        and "403" in result.stderr
+    )
     assert len(fake.calls("create")) == 1
 
 

@@ -28,8 +28,8 @@ def test_create_is_idempotent_by_id_lists_and_deletes(fake, run_cli, spec_file):
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)
     assert out["name"] == f"{PARENT}/persistentResources/team-h100"
-    assert out["state"] == "RUNNING" and out["adopted"] is False     # the operation was followed
-    (pool,) = out["resource"]["resourcePools"]                      # one shape: one pool of 2
+    assert out["state"] == "RUNNING" and out["adopted"] is False  # the operation was followed
+    (pool,) = out["resource"]["resourcePools"]  # one shape: one pool of 2
     assert pool["machineSpec"]["machineType"] == "a3-highgpu-8g" and pool["replicaCount"] == "2"
     assert pool["diskSpec"] == {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}
 
@@ -48,30 +48,62 @@ def test_create_is_idempotent_by_id_lists_and_deletes(fake, run_cli, spec_file):
 
 
 def test_a_job_runs_on_a_resource_that_fits(fake, settings, spec_file):
-    spec = api.load_spec(spec_file(scheduling=STANDARD, replicas=2, persistent_resource="team-h100"),
-                         settings=settings)
-    api.create_resource(spec, settings=settings)   # the id: persistent_resource
+    spec = api.load_spec(
+        spec_file(scheduling=STANDARD, replicas=2, persistent_resource="team-h100"), settings=settings
+    )
+    api.create_resource(spec, settings=settings)  # the id: persistent_resource
     job = api.submit(spec, wait=True, settings=settings, log=lambda _: None)
     assert job.succeeded and job.data["jobSpec"]["persistentResourceId"] == "team-h100"
-    assert [c.op for c in fake.requests].count("resource-get") >= 1   # read before the create
+    assert [c.op for c in fake.requests].count("resource-get") >= 1  # read before the create
 
 
-@pytest.mark.parametrize("pool,state,fragment", [
-    ({"machineType": "a2-ultragpu-8g", "acceleratorType": "NVIDIA_A100_80GB", "acceleratorCount": 8},
-     "RUNNING", "has no pool of a3-highgpu-8g (8 x NVIDIA_H100_80GB), pd-ssd 100 GB"),
-    ({"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB", "acceleratorCount": 8},
-     "PROVISIONING", "is PROVISIONING, not RUNNING"),
-    ({"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB", "acceleratorCount": 8,
-      "replicas": "1"}, "RUNNING", "holds 1 replica, the job needs 2"),
-])
-def test_a_resource_that_does_not_fit_is_exit_2_before_any_create(fake, settings, spec_file, pool, state,
-                                                                  fragment):
+@pytest.mark.parametrize(
+    "pool,state,fragment",
+    [
+        (
+            {"machineType": "a2-ultragpu-8g", "acceleratorType": "NVIDIA_A100_80GB", "acceleratorCount": 8},
+            "RUNNING",
+            "has no pool of a3-highgpu-8g (8 x NVIDIA_H100_80GB), pd-ssd 100 GB",
+        ),
+        (
+            {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB", "acceleratorCount": 8},
+            "PROVISIONING",
+            "is PROVISIONING, not RUNNING",
+        ),
+        (
+            {
+                "machineType": "a3-highgpu-8g",
+                "acceleratorType": "NVIDIA_H100_80GB",
+                "acceleratorCount": 8,
+                "replicas": "1",
+            },
+            "RUNNING",
+            "holds 1 replica, the job needs 2",
+        ),
+    ],
+)
+def test_a_resource_that_does_not_fit_is_exit_2_before_any_create(
+    fake, settings, spec_file, pool, state, fragment
+):
     replicas = pool.pop("replicas", "4")
-    fake.resources.add(PARENT, "team", {"resourcePools": [
-        {"id": "p0", "machineSpec": pool, "replicaCount": replicas,
-         "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}}]}, state=state)
-    spec = api.load_spec(spec_file(scheduling=STANDARD, replicas=2, persistent_resource="team"),
-                         settings=settings)
+    fake.resources.add(
+        PARENT,
+        "team",
+        {
+            "resourcePools": [
+                {
+                    "id": "p0",
+                    "machineSpec": pool,
+                    "replicaCount": replicas,
+                    "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+                }
+            ]
+        },
+        state=state,
+    )
+    spec = api.load_spec(
+        spec_file(scheduling=STANDARD, replicas=2, persistent_resource="team"), settings=settings
+    )
     with pytest.raises(UserError) as err:
         api.submit(spec, settings=settings, log=lambda _: None)
     assert err.value.exit_code == 2 and fragment in err.value.message
@@ -92,7 +124,7 @@ def test_shell_waits_for_running_and_prints_the_replicas_uri(fake, run_cli, spec
     created = run_cli("submit", path, "-o", "json")
     assert created.returncode == 0, created.stderr
     name = json.loads(created.stdout)["name"]
-    assert fake.jobs[name]["state"] == "JOB_STATE_QUEUED"     # not running yet: shell waits
+    assert fake.jobs[name]["state"] == "JOB_STATE_QUEUED"  # not running yet: shell waits
 
     shell = run_cli("shell", name, "--replica", "workerpool1-0", "-o", "json")
     assert shell.returncode == 0, shell.stderr
@@ -100,7 +132,7 @@ def test_shell_waits_for_running_and_prints_the_replicas_uri(fake, run_cli, spec
     assert out["replica"] == "workerpool1-0"
     assert out["uri"] == fake.jobs[name]["webAccessUris"]["workerpool1-0"]
     assert out["uri"].startswith("https://") and "-dot-us-central1.aiplatform-training" in out["uri"]
-    text = run_cli("shell", name)                           # the chief by default
+    text = run_cli("shell", name)  # the chief by default
     assert text.returncode == 0 and text.stdout.strip() == fake.jobs[name]["webAccessUris"]["workerpool0-0"]
     job = api.status(name, settings=settings)
     assert set(job.web_access_uris) == {"workerpool0-0", "workerpool1-0"}
@@ -116,14 +148,17 @@ def test_shell_on_a_job_without_web_access_says_how_to_get_it(fake, run_cli, spe
 
 
 def test_web_access_in_python_and_a_bad_replica_names_the_ones_there(fake, settings, spec_file):
-    fake.set_script(["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])   # stays running
-    spec = api.load_spec(spec_file(scheduling=STANDARD, replicas=2, enable_web_access=True),
-                         settings=settings)
+    fake.set_script(["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])  # stays running
+    spec = api.load_spec(
+        spec_file(scheduling=STANDARD, replicas=2, enable_web_access=True), settings=settings
+    )
     job = api.submit(spec, settings=settings, log=lambda _: None)
-    assert job.web_access_uris == {}                       # queued: no shell yet
+    assert job.web_access_uris == {}  # queued: no shell yet
     uri = api.web_access(job, "workerpool0-0")
     assert job.web_access_uris["workerpool0-0"] == uri and set(job.web_access_uris) == {
-        "workerpool0-0", "workerpool1-0"}
+        "workerpool0-0",
+        "workerpool1-0",
+    }
     with pytest.raises(UserError) as err:
         api.web_access(job, "workerpool2-0")
     assert "workerpool0-0, workerpool1-0" in err.value.hint

@@ -34,21 +34,41 @@ ON_RESOURCE = {**json.loads(json.dumps(SPEC)), "scheduling": {"strategy": "stand
 
 # (spec, field, value, the one suggestion)
 CASES = {
-    "fallback-region": (entry(region="us-centrl1"), "scheduling.fallback[1].region", "us-centrl1",
-                        "us-central1"),
-    "fallback-region-digit": (entry(region="europe-west9x"), "scheduling.fallback[1].region",
-                              "europe-west9x", "europe-west9"),
-    "fallback-region-malformed": (entry(region="uscentral1"), "scheduling.fallback[1].region",
-                                  "uscentral1", "us-central1"),
+    "fallback-region": (
+        entry(region="us-centrl1"),
+        "scheduling.fallback[1].region",
+        "us-centrl1",
+        "us-central1",
+    ),
+    "fallback-region-digit": (
+        entry(region="europe-west9x"),
+        "scheduling.fallback[1].region",
+        "europe-west9x",
+        "europe-west9",
+    ),
+    "fallback-region-malformed": (
+        entry(region="uscentral1"),
+        "scheduling.fallback[1].region",
+        "uscentral1",
+        "us-central1",
+    ),
     "spec-region": ({**SPEC, "region": "us-cnetral1"}, "region", "us-cnetral1", "us-central1"),
     "spec-region-malformed": ({**SPEC, "region": "US-Central1"}, "region", "US-Central1", "us-central1"),
     "fallback-reservation-zone": (
         entry(region="europe-west4", reservation=RESERVATION.format(zone="europe-wst4-b")),
-        "scheduling.fallback[1].reservation", "europe-wst4-b", "europe-west4-b"),
+        "scheduling.fallback[1].reservation",
+        "europe-wst4-b",
+        "europe-west4-b",
+    ),
     "persistent-resource-region": (
-        {**ON_RESOURCE, "persistent_resource": "projects/test-project/locations/us-centrl1/"
-                                               "persistentResources/team-h100"},
-        "persistent_resource", "us-centrl1", "us-central1"),
+        {
+            **ON_RESOURCE,
+            "persistent_resource": "projects/test-project/locations/us-centrl1/persistentResources/team-h100",
+        },
+        "persistent_resource",
+        "us-centrl1",
+        "us-central1",
+    ),
 }
 
 
@@ -74,12 +94,15 @@ def test_a_digit_off_keeps_every_near_region_and_a_letter_off_offers_one():
     assert nearest("US_CENTRAL1", regions.REGIONS, n=3) == ["us-central1"]
 
 
-@pytest.mark.parametrize("fields,field,near", [
-    ({"strategy": "standrd", "region": "us-east5"}, "scheduling.fallback[1].strategy", "standard"),
-    ({"hardware": "h100x9"}, "scheduling.fallback[1].hardware", "h100x8"),
-    ({"regoin": "us-east5"}, "scheduling.fallback[1].regoin", "region"),
-    ({"hardwre": "a100-80gbx8"}, "scheduling.fallback[1].hardwre", "hardware"),
-])
+@pytest.mark.parametrize(
+    "fields,field,near",
+    [
+        ({"strategy": "standrd", "region": "us-east5"}, "scheduling.fallback[1].strategy", "standard"),
+        ({"hardware": "h100x9"}, "scheduling.fallback[1].hardware", "h100x8"),
+        ({"regoin": "us-east5"}, "scheduling.fallback[1].regoin", "region"),
+        ({"hardwre": "a100-80gbx8"}, "scheduling.fallback[1].hardwre", "hardware"),
+    ],
+)
 def test_a_misspelt_strategy_hardware_or_key_in_an_entry_names_the_nearest(fields, field, near):
     with pytest.raises(SpecError) as err:
         build_spec(with_scheduling(fallback=["spot", fields]))
@@ -89,17 +112,22 @@ def test_a_misspelt_strategy_hardware_or_key_in_an_entry_names_the_nearest(field
 
 @pytest.mark.parametrize("command", [("validate",), ("submit", "--dry-run", "-o", "json")])
 def test_a_misspelt_fallback_region_is_exit_2_on_the_command_line_and_sends_nothing(
-        command, fake, run_cli, spec_file):
-    path = spec_file(scheduling={**SPEC["scheduling"],
-                                 "fallback": ["spot", {"strategy": "standard", "region": "us-centrl1"}]})
+    command, fake, run_cli, spec_file
+):
+    path = spec_file(
+        scheduling={
+            **SPEC["scheduling"],
+            "fallback": ["spot", {"strategy": "standard", "region": "us-centrl1"}],
+        }
+    )
     result = run_cli(command[0], path, *command[1:])
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     assert result.stderr.splitlines()[:2] == [
         f"error: scheduling.fallback[1].region: 'us-centrl1' is not a Vertex AI training region "
         f"(the table of {regions.READ})",
-        "  hint: did you mean 'us-central1'? `vertex-trainer hardware --region R` lists what a "
-        "region offers"]
+        "  hint: did you mean 'us-central1'? `vertex-trainer hardware --region R` lists what a region offers",
+    ]
     assert fake.requests == []
 
 

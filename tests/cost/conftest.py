@@ -24,9 +24,15 @@ SEED = {
     "image": {"repository": "us-central1-docker.pkg.dev/test-project/training/trainer"},
     "scheduling": {"strategy": "standard", "timeout": "4d"},
     "output_dir": "gs://test-bucket/runs/resnet50",
-    "trainer": {"model": "resnet50", "train_data": "gs://test-bucket/imagenet/train-*",
-                "num_classes": 1000, "image_size": 224, "epochs": 90, "batch_size": 8192,
-                "steps_per_epoch": 156},
+    "trainer": {
+        "model": "resnet50",
+        "train_data": "gs://test-bucket/imagenet/train-*",
+        "num_classes": 1000,
+        "image_size": 224,
+        "epochs": 90,
+        "batch_size": 8192,
+        "steps_per_epoch": 156,
+    },
 }
 
 
@@ -59,8 +65,9 @@ def run_cli(tmp_path):
     """Run `vertex-trainer ARGS...` with the given endpoints (vertex=, billing=) and no other."""
     run = cli_runner(edge_env(tmp_path))
 
-    def run_with(*args, vertex: FakeVertex | None = None, billing: FakeBilling | None = None,
-                 timeout: float = 60):
+    def run_with(
+        *args, vertex: FakeVertex | None = None, billing: FakeBilling | None = None, timeout: float = 60
+    ):
         env = {}
         if vertex is not None:
             env["VERTEX_TRAINER_API_ENDPOINT"] = vertex.url

@@ -29,7 +29,7 @@ def test_max_cost_below_the_worst_case_is_exit_2_with_both_figures_and_nothing_s
     worst = worst_case(image=IMAGE)
     assert "scheduling.max_cost" in result.stderr and "500.00 USD" in result.stderr
     assert f"{worst:,.2f} USD" in result.stderr and "Traceback" not in result.stderr
-    assert fake.requests == []                      # no create, no lookup: nothing reached the fake
+    assert fake.requests == []  # no create, no lookup: nothing reached the fake
 
 
 def test_submit_max_cost_wins_over_the_spec_and_a_sufficient_budget_submits(fake, run_cli, spec_file):
@@ -39,7 +39,7 @@ def test_submit_max_cost_wins_over_the_spec_and_a_sufficient_budget_submits(fake
     assert refused.returncode == 2 and "--max-cost" in refused.stderr and fake.calls("create") == []
     accepted = run_cli("submit", path, "--max-cost", f"{worst + 1:.2f}", "-o", "json", vertex=fake)
     assert accepted.returncode == 0, accepted.stderr
-    assert len(fake.calls("create")) == 1   # the budget let it through, and submit creates once
+    assert len(fake.calls("create")) == 1  # the budget let it through, and submit creates once
 
 
 def test_validate_and_dry_run_print_the_hourly_price_and_the_worst_case(run_cli, spec_file):
@@ -58,15 +58,33 @@ def test_validate_and_dry_run_print_the_hourly_price_and_the_worst_case(run_cli,
 
 
 def _ended(fake, hours: float) -> str:
-    body = {"displayName": "ended", "labels": {},
-            "jobSpec": {"workerPoolSpecs": [
-                {"machineSpec": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB",
-                                 "acceleratorCount": 8}, "replicaCount": 1,
-                 "containerSpec": {"imageUri": IMAGE["uri"]}},
-                {"machineSpec": {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB",
-                                 "acceleratorCount": 8}, "replicaCount": 1,
-                 "containerSpec": {"imageUri": IMAGE["uri"]}}],
-                "scheduling": {"strategy": "SPOT"}}}
+    body = {
+        "displayName": "ended",
+        "labels": {},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": "a3-highgpu-8g",
+                        "acceleratorType": "NVIDIA_H100_80GB",
+                        "acceleratorCount": 8,
+                    },
+                    "replicaCount": 1,
+                    "containerSpec": {"imageUri": IMAGE["uri"]},
+                },
+                {
+                    "machineSpec": {
+                        "machineType": "a3-highgpu-8g",
+                        "acceleratorType": "NVIDIA_H100_80GB",
+                        "acceleratorCount": 8,
+                    },
+                    "replicaCount": 1,
+                    "containerSpec": {"imageUri": IMAGE["uri"]},
+                },
+            ],
+            "scheduling": {"strategy": "SPOT"},
+        },
+    }
     job = fake.add_job(body, project=PROJECT, location=REGION, state="JOB_STATE_SUCCEEDED")
     whole, part = divmod(int(hours * 3600), 3600)
     job["startTime"] = "2026-11-30T08:00:00.123456Z"
@@ -76,9 +94,17 @@ def _ended(fake, hours: float) -> str:
 
 def test_status_of_an_ended_job_prints_what_it_cost(fake, run_cli):
     name = _ended(fake, 2.5)
-    spot = pricing.machine_price(pricing.load_snapshot(), machine_type="a3-highgpu-8g",
-                                 accelerator_type="NVIDIA_H100_80GB", accelerator_count=8,
-                                 region=REGION, strategy="spot").hourly * 2
+    spot = (
+        pricing.machine_price(
+            pricing.load_snapshot(),
+            machine_type="a3-highgpu-8g",
+            accelerator_type="NVIDIA_H100_80GB",
+            accelerator_count=8,
+            region=REGION,
+            strategy="spot",
+        ).hourly
+        * 2
+    )
     text = run_cli("status", name, vertex=fake)
     assert text.returncode == 0, text.stderr
     assert f"{spot * 2.5:,.2f} USD" in text.stdout and "estimate" in text.stdout

@@ -17,8 +17,9 @@ from vertex_trainer.vertex.billing import BillingClient
 
 
 def recommend(**changes):
-    return api.cost(build_spec(spec_data(**changes)), compare=True, read_manifest=False,
-                    settings=Settings()).recommendation
+    return api.cost(
+        build_spec(spec_data(**changes)), compare=True, read_manifest=False, settings=Settings()
+    ).recommendation
 
 
 def test_the_seeds_case_recommends_flex_start_with_the_figures_behind_it(run_cli, spec_file):
@@ -29,10 +30,13 @@ def test_the_seeds_case_recommends_flex_start_with_the_figures_behind_it(run_cli
     rec = out["recommendation"]
     assert rec["strategy"] == "flex-start" and rec["hardware"] == "h100x8"
     assert "multi-day" in rec["reason"] and "cannot survive preemption" in rec["reason"]
-    standard = next(r for r in out["alternatives"]
-                    if (r["hardware"], r["strategy"], r["region"]) == ("h100x8", "standard", "us-central1"))
+    standard = next(
+        r
+        for r in out["alternatives"]
+        if (r["hardware"], r["strategy"], r["region"]) == ("h100x8", "standard", "us-central1")
+    )
     assert f"standard {standard['hourly']:,.2f} USD/h" in rec["reason"]
-    assert {"h100x8", "h100-megax8"} <= {r["hardware"] for r in out["alternatives"]}   # same family and size
+    assert {"h100x8", "h100-megax8"} <= {r["hardware"] for r in out["alternatives"]}  # same family and size
     assert {"standard", "spot", "flex-start"} == {r["strategy"] for r in out["alternatives"]}
     assert len({r["region"] for r in out["alternatives"]}) > 1
     text = run_cli("cost", spec_file(), "--compare")
@@ -40,21 +44,25 @@ def test_the_seeds_case_recommends_flex_start_with_the_figures_behind_it(run_cli
 
 
 def test_a_job_that_survives_preemption_is_recommended_spot():
-    rec = recommend(replicas=1)              # one machine, the bundled trainer's BackupAndRestore
+    rec = recommend(replicas=1)  # one machine, the bundled trainer's BackupAndRestore
     assert rec.strategy == "spot" and "checkpoints" in rec.reason
 
 
 def test_a_start_that_cannot_wait_is_recommended_standard_or_the_reservation():
     spec = build_spec(spec_data())
-    assert api.cost(spec, compare=True, can_wait=False, read_manifest=False).recommendation.strategy == "standard"
-    reserved = build_spec(spec_data(scheduling={"reservation": "projects/p/zones/us-central1-a/reservations/h100"}))
+    assert (
+        api.cost(spec, compare=True, can_wait=False, read_manifest=False).recommendation.strategy
+        == "standard"
+    )
+    reserved = build_spec(
+        spec_data(scheduling={"reservation": "projects/p/zones/us-central1-a/reservations/h100"})
+    )
     rec = api.cost(reserved, compare=True, can_wait=False, read_manifest=False).recommendation
     assert rec.strategy == "reservation" and "h100" in rec.reason
 
 
 def test_a_custom_image_is_not_assumed_to_checkpoint():
-    rec = recommend(replicas=1, image={"uri": "us-docker.pkg.dev/p/r/mine:v1"},
-                    scheduling={"timeout": "10h"})
+    rec = recommend(replicas=1, image={"uri": "us-docker.pkg.dev/p/r/mine:v1"}, scheduling={"timeout": "10h"})
     assert rec.strategy == "flex-start" and "the trainer does not checkpoint" in rec.reason
 
 
@@ -68,7 +76,7 @@ def test_refresh_prices_against_the_stand_in_rebuilds_the_shipped_snapshot(billi
     sku_pages = [r for r in billing.requests if "/skus" in r]
     service_pages = [r for r in billing.requests if r.startswith("/v1/services?")]
     assert len(sku_pages) >= 3 and all("currencyCode=USD" in r for r in sku_pages)
-    assert len(service_pages) >= 2                  # the Vertex AI service is on a later page
+    assert len(service_pages) >= 2  # the Vertex AI service is on a later page
     assert "prices as of" in result.stdout
 
 
@@ -92,21 +100,37 @@ def test_compare_shows_the_quota_where_the_cloud_quotas_api_answers():
     with FakeQuotas() as quotas:
         quotas.set("aiplatform.googleapis.com/custom_model_training_nvidia_h100_gpus", "us-central1", 16)
         quotas.set("aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_h100_gpus", None, 64)
-        c = api.cost(build_spec(spec_data()), compare=True, read_manifest=False,
-                     settings=Settings(quotas_endpoint=quotas.url, retry=FAST))
+        c = api.cost(
+            build_spec(spec_data()),
+            compare=True,
+            read_manifest=False,
+            settings=Settings(quotas_endpoint=quotas.url, retry=FAST),
+        )
     row = {(r.hardware, r.strategy, r.region): r.quota for r in c.rows}
     assert row[("h100x8", "standard", "us-central1")] == 16
-    assert row[("h100x8", "spot", "us-east4")] == 64             # the default for regions without their own
+    assert row[("h100x8", "spot", "us-east4")] == 64  # the default for regions without their own
 
 
 @pytest.mark.wire
 def test_the_sandbox_has_a_billing_stand_in(run_cli, spec_file):
-    result = run_cli("dev", "sandbox", "--", *cli_command(), "cost", spec_file(), "--live-prices", "-o", "json",
-                     timeout=120)
+    result = run_cli(
+        "dev",
+        "sandbox",
+        "--",
+        *cli_command(),
+        "cost",
+        spec_file(),
+        "--live-prices",
+        "-o",
+        "json",
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["source"] == "billing-api"
 
 
 def test_an_api_key_is_sent_instead_of_credentials(billing):
-    BillingClient(settings=Settings(billing_endpoint=billing.url, billing_api_key="k-123", retry=FAST)).price_book()
+    BillingClient(
+        settings=Settings(billing_endpoint=billing.url, billing_api_key="k-123", retry=FAST)
+    ).price_book()
     assert billing.requests and all("key=k-123" in r for r in billing.requests)

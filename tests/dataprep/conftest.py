@@ -13,16 +13,16 @@ import pytest
 from tests.cli_support import CliResult, run_in_process
 from vertex_trainer.dataprep import records
 
-CROPS = 12      # per class
-SIDE = 80       # crop size (px)
+CROPS = 12  # per class
+SIDE = 80  # crop size (px)
 
 
 @dataclass
 class Tree:
     root: Path
-    good: dict[str, str] = field(default_factory=dict)      # "<class>/<file>" -> class
-    bad: dict[str, str] = field(default_factory=dict)       # "<class>/<file>" -> reason prefix
-    reencoded: set[str] = field(default_factory=set)        # good files stored re-encoded
+    good: dict[str, str] = field(default_factory=dict)  # "<class>/<file>" -> class
+    bad: dict[str, str] = field(default_factory=dict)  # "<class>/<file>" -> reason prefix
+    reencoded: set[str] = field(default_factory=set)  # good files stored re-encoded
 
     @property
     def classes(self) -> list[str]:
@@ -39,14 +39,17 @@ def make_tree(root: Path, *, crops: int = CROPS, seed: int = 0, bad: bool = True
     china, flower = load_sample_images().images
     rng = np.random.default_rng(seed)
     tree = Tree(root)
-    plan = (("temple", china, "RGB", ("JPEG", "PNG")), ("flower", flower, "RGB", ("PNG",)),
-            ("bw_flower", flower, "L", ("JPEG",)))
+    plan = (
+        ("temple", china, "RGB", ("JPEG", "PNG")),
+        ("flower", flower, "RGB", ("PNG",)),
+        ("bw_flower", flower, "L", ("JPEG",)),
+    )
     for cls, photo, mode, formats in plan:
         (root / cls).mkdir(parents=True, exist_ok=True)
         for i in range(crops):
             y = int(rng.integers(0, photo.shape[0] - SIDE))
             x = int(rng.integers(0, photo.shape[1] - SIDE))
-            im = Image.fromarray(photo[y:y + SIDE, x:x + SIDE]).convert(mode)
+            im = Image.fromarray(photo[y : y + SIDE, x : x + SIDE]).convert(mode)
             fmt = formats[i % len(formats)]
             name = f"{cls}-{i:02d}.{'jpg' if fmt == 'JPEG' else 'png'}"
             im.save(root / cls / name, format=fmt)
@@ -55,7 +58,7 @@ def make_tree(root: Path, *, crops: int = CROPS, seed: int = 0, bad: bool = True
     crop.convert("CMYK").save(root / "temple" / "cmyk.jpg", format="JPEG")
     tree.good["temple/cmyk.jpg"] = "temple"
     tree.reencoded.add("temple/cmyk.jpg")
-    crop.save(root / "flower" / "png-named.jpg", format="PNG")   # a PNG with a .jpg name: kept
+    crop.save(root / "flower" / "png-named.jpg", format="PNG")  # a PNG with a .jpg name: kept
     tree.good["flower/png-named.jpg"] = "flower"
     if bad:
         jpeg = (root / "temple" / "temple-00.jpg").read_bytes()
@@ -64,11 +67,17 @@ def make_tree(root: Path, *, crops: int = CROPS, seed: int = 0, bad: bool = True
         (root / "flower" / "empty.png").write_bytes(b"")
         crop.save(root / "flower" / "anim.gif", format="GIF")
         (root / "bw_flower" / "notes.txt").write_text("not an image")
-        tree.bad.update({"temple/truncated.jpg": "corrupt or truncated JPEG",
-                         "temple/random.jpg": "not an image", "flower/empty.png": "empty file",
-                         "flower/anim.gif": "GIF image", "bw_flower/notes.txt": "not an image"})
+        tree.bad.update(
+            {
+                "temple/truncated.jpg": "corrupt or truncated JPEG",
+                "temple/random.jpg": "not an image",
+                "flower/empty.png": "empty file",
+                "flower/anim.gif": "GIF image",
+                "bw_flower/notes.txt": "not an image",
+            }
+        )
     (root / "README.txt").write_text("a file in no class folder")
-    (root / ".ipynb_checkpoints").mkdir()                    # hidden: not a class
+    (root / ".ipynb_checkpoints").mkdir()  # hidden: not a class
     (root / "temple" / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")  # hidden: not listed, not rejected
     return tree
 
@@ -117,8 +126,9 @@ def converted(tree, tmp_path_factory) -> Converted:
 
     pipeline.open_for_write = recording  # the DirectRunner runs the DoFns in this process
     try:
-        result = run_cli("data", "convert", tree.root, out, "--shards", "3", "--eval-fraction", "0.25",
-                         "--seed", "7")
+        result = run_cli(
+            "data", "convert", tree.root, out, "--shards", "3", "--eval-fraction", "0.25", "--seed", "7"
+        )
     finally:
         pipeline.open_for_write = real
     assert result.code == 0, result.err

@@ -40,7 +40,9 @@ def test_labels_match_labels_txt(converted):
         for examples in shards.values():
             for ex in examples:
                 label = ex["image/class/label"][0]
-                assert labels[label] == ex["image/class/synset"][0].decode() == converted.tree.good[rel_of(ex)]
+                assert (
+                    labels[label] == ex["image/class/synset"][0].decode() == converted.tree.good[rel_of(ex)]
+                )
 
 
 def test_bad_files_are_listed_not_fatal(converted):
@@ -63,11 +65,16 @@ def test_manifest_summary_and_marker_written_last(converted):
     assert manifest["rejected"]["count"] == len(tree.bad)
     assert manifest["rejected"]["by_kind"] == {"corrupt": 1, "empty": 1, "not-an-image": 2, "unsupported": 1}
     per_class = Counter(tree.good.values())
-    assert {c: splits["train"]["per_class"][c] + splits["validation"]["per_class"][c] for c in per_class} == per_class
+    assert {
+        c: splits["train"]["per_class"][c] + splits["validation"]["per_class"][c] for c in per_class
+    } == per_class
     assert manifest["source"]["image_dir"] == str(tree.root)
     assert manifest["source"]["files"] == len(tree.good) + len(tree.bad)
-    assert manifest["trainer"] == {"train_data": f"{out}/train-*", "eval_data": f"{out}/validation-*",
-                                   "num_classes": 3}
+    assert manifest["trainer"] == {
+        "train_data": f"{out}/train-*",
+        "eval_data": f"{out}/validation-*",
+        "num_classes": 3,
+    }
     assert splits["train"]["reencoded"] + splits["validation"]["reencoded"] == 1  # the CMYK one
 
     # The write order: every shard, then labels, rejected, manifest, and the marker last.
@@ -93,14 +100,28 @@ def test_bad_files_are_counted_by_beam(tmp_path):
     assert counters["files_listed"] == len(tree.good) + len(tree.bad)
     assert counters["images_written"] == len(tree.good) and counters["rejected"] == len(tree.bad)
     assert {k: v for k, v in counters.items() if k.startswith("rejected_")} == {
-        "rejected_corrupt": 1, "rejected_empty": 1, "rejected_not-an-image": 2, "rejected_unsupported": 1}
+        "rejected_corrupt": 1,
+        "rejected_empty": 1,
+        "rejected_not-an-image": 2,
+        "rejected_unsupported": 1,
+    }
     assert counters["bytes_read"] == sum((tree.root / rel).stat().st_size for rel in [*tree.good, *tree.bad])
 
 
 def test_same_seed_same_bytes(converted, tmp_path):
     again = tmp_path / "again"
-    result = run_cli("data", "convert", converted.tree.root, again, "--shards", "3",
-                     "--eval-fraction", "0.25", "--seed", "7")
+    result = run_cli(
+        "data",
+        "convert",
+        converted.tree.root,
+        again,
+        "--shards",
+        "3",
+        "--eval-fraction",
+        "0.25",
+        "--seed",
+        "7",
+    )
     assert result.code == 0, result.err
     shards = sorted(p.name for p in converted.out.glob("*-of-*"))
     assert shards == sorted(p.name for p in again.glob("*-of-*"))
@@ -113,7 +134,7 @@ def test_same_seed_same_bytes(converted, tmp_path):
     order = [rel_of(ex) for examples in read_split(other, "train").values() for ex in examples]
     assert sorted(order) == sorted(converted.tree.good)
     first = [rel_of(ex) for ex in read_split(converted.out, "train")["train-00000-of-00003"]]
-    assert order[:len(first)] != first
+    assert order[: len(first)] != first
 
 
 def test_eval_dir_uses_train_labels(tmp_path):
@@ -121,7 +142,7 @@ def test_eval_dir_uses_train_labels(tmp_path):
     val = make_tree(tmp_path / "val", crops=2, seed=1, bad=False)
     import shutil
 
-    shutil.rmtree(val.root / "bw_flower")   # validation without one class: labels still from train
+    shutil.rmtree(val.root / "bw_flower")  # validation without one class: labels still from train
     out = tmp_path / "out"
     result = run_cli("data", "convert", train.root, out, "--eval-dir", val.root, "--output", "json")
     assert result.code == 0, result.err
@@ -174,13 +195,16 @@ def test_nothing_convertible_writes_no_marker(tmp_path):
     assert len((out / "rejected.txt").read_text().splitlines()) == 2
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--eval-fraction", "0.2", "--eval-dir", "x"], "pass one"),
-    (["--eval-fraction", "1.5"], "below 1"),
-    (["--shards", "0"], "at least 1"),
-    (["--marker", "a/b"], "plain object name"),
-    (["--runner", "dataflow", "--project", "p", "--region", "r"], "must be a gs:// path"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--eval-fraction", "0.2", "--eval-dir", "x"], "pass one"),
+        (["--eval-fraction", "1.5"], "below 1"),
+        (["--shards", "0"], "at least 1"),
+        (["--marker", "a/b"], "plain object name"),
+        (["--runner", "dataflow", "--project", "p", "--region", "r"], "must be a gs:// path"),
+    ],
+)
 def test_bad_requests_are_exit_2(tmp_path, args, message):
     result = run_cli("data", "convert", tmp_path, tmp_path / "out", *args)
     assert result.code == 2 and message in result.err, result.err

@@ -9,16 +9,27 @@ from PIL import Image
 
 from vertex_trainer.dataprep import images, records
 
-FEATURES = {"image/encoded": b"\xff\xd8\xff\x00jpeg", "image/class/label": 3, "image/format": "JPEG",
-            "empty": b"", "many": [b"a", b"bc"], "ints": [-5, 0, 300, 2**40]}
+FEATURES = {
+    "image/encoded": b"\xff\xd8\xff\x00jpeg",
+    "image/class/label": 3,
+    "image/format": "JPEG",
+    "empty": b"",
+    "many": [b"a", b"bc"],
+    "ints": [-5, 0, 300, 2**40],
+}
 
 
 def test_examples_decode_to_what_was_encoded():
     data = records.encode_example(FEATURES)
     decoded = records.decode_example(data)
-    assert decoded == {"image/encoded": [FEATURES["image/encoded"]], "image/class/label": [3],
-                       "image/format": [b"JPEG"], "empty": [b""], "many": [b"a", b"bc"],
-                       "ints": [-5, 0, 300, 2**40]}
+    assert decoded == {
+        "image/encoded": [FEATURES["image/encoded"]],
+        "image/class/label": [3],
+        "image/format": [b"JPEG"],
+        "empty": [b""],
+        "many": [b"a", b"bc"],
+        "ints": [-5, 0, 300, 2**40],
+    }
     assert records.encode_example(dict(reversed(FEATURES.items()))) == data  # key order does not matter
 
 
@@ -43,10 +54,13 @@ def test_bytes_equal_tensorflow(tmp_path):
         values = v if isinstance(v, list) else [v]
         if all(isinstance(x, int) for x in values):
             return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-        return tf.train.Feature(bytes_list=tf.train.BytesList(
-            value=[x.encode() if isinstance(x, str) else x for x in values]))
+        return tf.train.Feature(
+            bytes_list=tf.train.BytesList(value=[x.encode() if isinstance(x, str) else x for x in values])
+        )
 
-    example = tf.train.Example(features=tf.train.Features(feature={k: feature(v) for k, v in FEATURES.items()}))
+    example = tf.train.Example(
+        features=tf.train.Features(feature={k: feature(v) for k, v in FEATURES.items()})
+    )
     ours = records.encode_example(FEATURES)
     assert ours == example.SerializeToString(deterministic=True)
     assert tf.train.Example.FromString(ours) == example
@@ -66,10 +80,17 @@ def _encoded(mode="RGB", fmt="JPEG", size=(40, 30)) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("data,kind", [
-    (b"", "empty"), (b"hello world", "not-an-image"), (_encoded(fmt="GIF"), "unsupported"),
-    (_encoded(fmt="BMP"), "unsupported"), (_encoded()[:120], "corrupt"), (_encoded(fmt="PNG")[:60], "corrupt"),
-])
+@pytest.mark.parametrize(
+    "data,kind",
+    [
+        (b"", "empty"),
+        (b"hello world", "not-an-image"),
+        (_encoded(fmt="GIF"), "unsupported"),
+        (_encoded(fmt="BMP"), "unsupported"),
+        (_encoded()[:120], "corrupt"),
+        (_encoded(fmt="PNG")[:60], "corrupt"),
+    ],
+)
 def test_bad_data_is_a_rejection(data, kind):
     result = images.check_image(data)
     assert isinstance(result, images.Rejection) and result.kind == kind, result

@@ -32,8 +32,11 @@ def storage():
 def put(storage_url: str, name: str, data: bytes = b"pb") -> None:
     import requests
 
-    r = requests.post(f"{storage_url}/upload/storage/v1/b/out-bucket/o",
-                      params={"uploadType": "media", "name": name}, data=data)
+    r = requests.post(
+        f"{storage_url}/upload/storage/v1/b/out-bucket/o",
+        params={"uploadType": "media", "name": name},
+        data=data,
+    )
     assert r.ok, r.text
 
 
@@ -43,18 +46,35 @@ def settings(fake, storage):
 
 
 def spec(**deploy):
-    return build_spec({
-        "name": "digits", "project": "test-project", "region": "us-central1", "hardware": "cpu",
-        "image": {"uri": IMAGE}, "output_dir": "gs://out-bucket/runs/digits",
-        "trainer": {"model": "tiny-cnn", "train_data": "gs://out-bucket/data/train-*", "num_classes": 10},
-        "deploy": {"endpoint": "digits", "machine_type": "n1-standard-2", **deploy}})
+    return build_spec(
+        {
+            "name": "digits",
+            "project": "test-project",
+            "region": "us-central1",
+            "hardware": "cpu",
+            "image": {"uri": IMAGE},
+            "output_dir": "gs://out-bucket/runs/digits",
+            "trainer": {"model": "tiny-cnn", "train_data": "gs://out-bucket/data/train-*", "num_classes": 10},
+            "deploy": {"endpoint": "digits", "machine_type": "n1-standard-2", **deploy},
+        }
+    )
 
 
 def finished_job(fake, state="JOB_STATE_SUCCEEDED", base="gs://out-bucket/runs/digits") -> str:
-    body = {"displayName": "digits", "labels": {"vertex-trainer-spec": "x"},
-            "jobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-8"},
-                                             "replicaCount": "1", "containerSpec": {"imageUri": IMAGE}}],
-                        "baseOutputDirectory": {"outputUriPrefix": base}}}
+    body = {
+        "displayName": "digits",
+        "labels": {"vertex-trainer-spec": "x"},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {"machineType": "n1-standard-8"},
+                    "replicaCount": "1",
+                    "containerSpec": {"imageUri": IMAGE},
+                }
+            ],
+            "baseOutputDirectory": {"outputUriPrefix": base},
+        },
+    }
     return fake.add_job(body, state=state)["name"]
 
 
@@ -69,9 +89,13 @@ def test_deploy_a_finished_job_once(fake, storage, settings):
     (upload,) = sent(fake, "upload")
     model = upload.body["model"]
     assert model["artifactUri"] == "gs://out-bucket/runs/digits/model"
-    assert model["containerSpec"] == {"imageUri": IMAGE, "command": ["python", "-m", "trainer.serve"],
-                                      "ports": [{"containerPort": 8080}], "predictRoute": "/predict",
-                                      "healthRoute": "/health"}
+    assert model["containerSpec"] == {
+        "imageUri": IMAGE,
+        "command": ["python", "-m", "trainer.serve"],
+        "ports": [{"containerPort": 8080}],
+        "predictRoute": "/predict",
+        "healthRoute": "/health",
+    }
     assert model["labels"]["vertex-trainer-job"] == job.rsplit("/", 1)[1]
     (deploy_call,) = sent(fake, "deploy")
     assert deploy_call.body["trafficSplit"] == {"0": 100}
@@ -106,8 +130,12 @@ def test_model_dir_must_be_cloud_storage(settings):
 
 
 def test_dry_run_sends_nothing(fake, settings):
-    plan = api.deploy(spec(), job="projects/test-project/locations/us-central1/customJobs/1",
-                      dry_run=True, settings=settings)
+    plan = api.deploy(
+        spec(),
+        job="projects/test-project/locations/us-central1/customJobs/1",
+        dry_run=True,
+        settings=settings,
+    )
     assert plan["dry_run"] and fake.connections == 0
     assert [r["method"] for r in plan["requests"]] == ["GET", "POST", "GET", "POST"]
     assert plan["requests"][1]["body"]["model"]["displayName"] == "digits"
@@ -132,13 +160,20 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("setting,field,fragment", BAD, ids=[b[1] + "-" + b[0].split("=")[1][:12] for b in BAD])
+@pytest.mark.parametrize(
+    "setting,field,fragment", BAD, ids=[b[1] + "-" + b[0].split("=")[1][:12] for b in BAD]
+)
 def test_bad_deploy_values_are_exit_2(tmp_path, setting, field, fragment, fake):
     path = tmp_path / "spec.yaml"
     path.write_text(json.dumps(spec().to_dict()))
     env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url}
-    proc = subprocess.run([sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", "1",
-                           "--set", setting], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", "1", "--set", setting],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2, proc.stderr
     assert field in proc.stderr and fragment in proc.stderr and "Traceback" not in proc.stderr
     assert fake.connections == 0
@@ -148,8 +183,12 @@ def cli_setup(fake, storage: str, tmp_path) -> tuple[Path, dict]:
     """The spec as a file, and the CLI's environment: the fake Vertex AI and the storage emulator."""
     path = tmp_path / "spec.yaml"
     path.write_text(json.dumps(spec().to_dict()))
-    return path, {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url, "STORAGE_EMULATOR_HOST": storage,
-                  "VERTEX_TRAINER_POLL_INTERVAL": "0.01"}
+    return path, {
+        **os.environ,
+        "VERTEX_TRAINER_API_ENDPOINT": fake.url,
+        "STORAGE_EMULATOR_HOST": storage,
+        "VERTEX_TRAINER_POLL_INTERVAL": "0.01",
+    }
 
 
 def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
@@ -160,11 +199,18 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert set(result) == {"model", "model_version", "endpoint", "deployed_model_id", "traffic_split",
-                           "adopted"}
+    assert set(result) == {
+        "model",
+        "model_version",
+        "endpoint",
+        "deployed_model_id",
+        "traffic_split",
+        "adopted",
+    }
     assert result["adopted"] is False and sum(result["traffic_split"].values()) == 100
-    again = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
-                                      timeout=120).stdout)
+    again = json.loads(
+        subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120).stdout
+    )
     assert again == {**result, "adopted": True}
 
 
@@ -173,8 +219,18 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     the job's output_dir) and one deployModel; the same key again sends neither."""
     put(storage, "runs/digits/model/saved_model.pb")
     path, env = cli_setup(fake, storage, tmp_path)
-    args = [sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy", "--output", "json",
-            "--idempotency-key", "ci-run-1"]
+    args = [
+        sys.executable,
+        "-m",
+        "vertex_trainer",
+        "submit",
+        str(path),
+        "--deploy",
+        "--output",
+        "json",
+        "--idempotency-key",
+        "ci-run-1",
+    ]
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.lstrip().startswith("{"), out.stdout[:300]
@@ -185,17 +241,26 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     (deploy_call,) = sent(fake, "deploy")
     assert sum(deploy_call.body["trafficSplit"].values()) == 100
 
-    again = json.loads(subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT,
-                                      timeout=120).stdout)
+    again = json.loads(
+        subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120).stdout
+    )
     assert again["adopted"] is True and again["deploy"]["adopted"] is True
-    assert len(sent(fake, "create")) == 1 and len(sent(fake, "upload")) == 1 and len(sent(fake, "deploy")) == 1
+    assert (
+        len(sent(fake, "create")) == 1 and len(sent(fake, "upload")) == 1 and len(sent(fake, "deploy")) == 1
+    )
 
 
 def test_submit_deploy_of_a_failed_job_deploys_nothing(fake, storage, tmp_path):
     fake.set_script(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"])
     path, env = cli_setup(fake, storage, tmp_path)
-    out = subprocess.run([sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy",
-                          "--output", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy", "--output", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 1
     assert json.loads(out.stdout)["state"] == "JOB_STATE_FAILED"
     assert sent(fake, "upload") == [] and sent(fake, "deploy") == []
@@ -206,19 +271,32 @@ def test_cli_deploy_says_the_traffic_split_in_words(fake, storage, tmp_path):
     put(storage, "runs/digits/model/saved_model.pb")
     job = finished_job(fake)
     path, env = cli_setup(fake, storage, tmp_path)
-    out = subprocess.run([sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "traffic   100% to this version\n" in out.stdout
     assert "(traffic: 100% to the new version)" in out.stderr
     assert "{" not in out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("split,new,expected", [
-    ({"0": 100}, "0", "100% to the new version"),
-    ({"0": 70, "5": 20, "4": 10}, "0", "70% to the new version, 20% to deployed model 5, 10% to deployed model 4"),
-    ({}, "0", "no traffic"),
-])
+@pytest.mark.parametrize(
+    "split,new,expected",
+    [
+        ({"0": 100}, "0", "100% to the new version"),
+        (
+            {"0": 70, "5": 20, "4": 10},
+            "0",
+            "70% to the new version, 20% to deployed model 5, 10% to deployed model 4",
+        ),
+        ({}, "0", "no traffic"),
+    ],
+)
 def test_describe_split(split, new, expected):
     from vertex_trainer.vertex.deploy import describe_split
 

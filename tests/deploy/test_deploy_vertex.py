@@ -23,11 +23,20 @@ def client(fake):
 
 
 def request(job_id: str = "111", traffic: int = 100, **over) -> DeployRequest:
-    values = dict(model_display_name="digits", artifact_uri=f"gs://b/runs/{job_id}/model",
-                  container=ServingContainer("us-docker.pkg.dev/p/r/trainer:abc",
-                                             command=("python", "-m", "trainer.serve")),
-                  job_id=job_id, endpoint="digits-endpoint", machine_type="n1-standard-4",
-                  min_replicas=1, max_replicas=2, traffic=traffic, labels={"team": "vision"})
+    values = dict(
+        model_display_name="digits",
+        artifact_uri=f"gs://b/runs/{job_id}/model",
+        container=ServingContainer(
+            "us-docker.pkg.dev/p/r/trainer:abc", command=("python", "-m", "trainer.serve")
+        ),
+        job_id=job_id,
+        endpoint="digits-endpoint",
+        machine_type="n1-standard-4",
+        min_replicas=1,
+        max_replicas=2,
+        traffic=traffic,
+        labels={"team": "vision"},
+    )
     values.update(over)
     return DeployRequest(**values)
 
@@ -104,14 +113,17 @@ def test_an_operation_that_outlives_the_timeout_names_it(fake, client):
     assert "did not finish within" in str(err.value) and "/operations/" in str(err.value)
 
 
-@pytest.mark.parametrize("current,share,expected", [
-    ({}, 30, {"0": 100}),
-    ({"a": 100}, 100, {"0": 100}),
-    ({"a": 100}, 30, {"0": 30, "a": 70}),
-    ({"a": 50, "b": 50}, 25, {"0": 25, "a": 38, "b": 37}),
-    ({"a": 60, "b": 30, "c": 10}, 10, {"0": 10, "a": 54, "b": 27, "c": 9}),
-    ({"a": 1, "b": 1, "c": 1}, 0, {"a": 34, "b": 33, "c": 33}),
-])
+@pytest.mark.parametrize(
+    "current,share,expected",
+    [
+        ({}, 30, {"0": 100}),
+        ({"a": 100}, 100, {"0": 100}),
+        ({"a": 100}, 30, {"0": 30, "a": 70}),
+        ({"a": 50, "b": 50}, 25, {"0": 25, "a": 38, "b": 37}),
+        ({"a": 60, "b": 30, "c": 10}, 10, {"0": 10, "a": 54, "b": 27, "c": 9}),
+        ({"a": 1, "b": 1, "c": 1}, 0, {"a": 34, "b": 33, "c": 33}),
+    ],
+)
 def test_split_traffic_keeps_the_old_ratios_and_sums_to_100(current, share, expected):
     split = split_traffic(current, share)
     assert split == expected and sum(split.values()) == 100
@@ -124,8 +136,9 @@ def test_the_generated_model_service_client_speaks_to_the_fake(fake):
     from google.cloud import aiplatform_v1
 
     opts = ClientOptions(api_endpoint=fake.url)
-    models = aiplatform_v1.ModelServiceClient(transport="rest", credentials=AnonymousCredentials(),
-                                              client_options=opts)
+    models = aiplatform_v1.ModelServiceClient(
+        transport="rest", credentials=AnonymousCredentials(), client_options=opts
+    )
     parent = f"projects/{PROJECT}/locations/{REGION}"
     model = aiplatform_v1.Model.from_json(json.dumps(request().model_body()))
     operation = models.upload_model(parent=parent, model=model)

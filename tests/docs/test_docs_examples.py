@@ -55,12 +55,18 @@ from tests.cli_support import edge_env
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELLS = ("sh", "bash", "shell", "console")
-FENCE = re.compile(r"^(?:<!--\s*docs-test:\s*(?P<marker>[^>]*?)\s*-->\n)?```(?P<lang>[\w-]*)\n(?P<body>.*?)^```",
-                   re.S | re.M)
+FENCE = re.compile(
+    r"^(?:<!--\s*docs-test:\s*(?P<marker>[^>]*?)\s*-->\n)?```(?P<lang>[\w-]*)\n(?P<body>.*?)^```", re.S | re.M
+)
 # Subcommands that send, and the flags after which they do not.
-SENDS = {("submit",): ("--dry-run", "--local"), ("bench",): ("--dry-run", "--local"),
-         ("deploy",): ("--dry-run",), ("package",): ("--dry-run",), ("pipeline", "submit"): ("--dry-run",),
-         ("trigger", "deploy"): ("--dry-run",)}
+SENDS = {
+    ("submit",): ("--dry-run", "--local"),
+    ("bench",): ("--dry-run", "--local"),
+    ("deploy",): ("--dry-run",),
+    ("package",): ("--dry-run",),
+    ("pipeline", "submit"): ("--dry-run",),
+    ("trigger", "deploy"): ("--dry-run",),
+}
 HEAVY = ("--local", "serve ", "dev sandbox", "data synth", "data convert", "bench ")
 BIN = Path(sys.executable).parent
 TIMEOUT_S = 900
@@ -81,14 +87,14 @@ class Block:
 
     @property
     def skip_reason(self) -> str | None:
-        return self.marker[len("skip"):].strip() if self.marker.startswith("skip") else None
+        return self.marker[len("skip") :].strip() if self.marker.startswith("skip") else None
 
     @property
     def checked_by(self) -> str | None:
         """The test file that runs this block and asserts on it (`checked-by PATH`), or None."""
         if not self.marker.startswith("checked-by"):
             return None
-        return self.marker[len("checked-by"):].strip() or None
+        return self.marker[len("checked-by") :].strip() or None
 
     @property
     def buckets(self) -> list[str]:
@@ -113,7 +119,9 @@ def blocks() -> list[Block]:
             lang, body = m["lang"], m["body"]
             if lang == "python" or (lang in SHELLS and "vertex-trainer" in body):
                 line = text.count("\n", 0, m.start("lang")) + 1
-                found.append(Block(str(page.relative_to(ROOT)), line, lang, body, (m["marker"] or "").strip()))
+                found.append(
+                    Block(str(page.relative_to(ROOT)), line, lang, body, (m["marker"] or "").strip())
+                )
     return found
 
 
@@ -147,7 +155,7 @@ def _dry_run_line(line: str) -> str:
     words = shlex.split(line[start:stop])[1:]
     args = [w for w in words if not w.startswith("-")]
     for sub, unless in SENDS.items():
-        if tuple(args[:len(sub)]) == sub and not any(flag in words for flag in unless):
+        if tuple(args[: len(sub)]) == sub and not any(flag in words for flag in unless):
             return line[:stop] + " --dry-run" + line[stop:]
     if args[:2] == ["data", "convert"] and "--runner" in words and "--dry-run" not in words:
         if words[words.index("--runner") + 1] == "dataflow":
@@ -166,8 +174,14 @@ def workdir(tmp_path_factory) -> Path:
     synth = re.search(r"vertex-trainer data synth \$\(DEMO_DATA\)(.*?)\n\t\$\(BIN\)", make, re.S)
     assert synth, "the Makefile's demo target synthesizes the quickstart data"
     args = shlex.split(synth.group(1).replace("\\\n", " "))
-    subprocess.run([str(BIN / "vertex-trainer"), "data", "synth", "data/quickstart", *args], cwd=work,
-                   env=_env(work), check=True, capture_output=True, timeout=TIMEOUT_S)
+    subprocess.run(
+        [str(BIN / "vertex-trainer"), "data", "synth", "data/quickstart", *args],
+        cwd=work,
+        env=_env(work),
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
     return work
 
 
@@ -214,13 +228,27 @@ def test_the_example_runs_as_written(block: Block, workdir: Path, tmp_path: Path
     script.write_text(text)
     argv = [*command, str(script)]
     if block.in_sandbox:
-        argv = [str(BIN / "vertex-trainer"), "dev", "sandbox", "--quiet",
-                *[a for b in block.buckets for a in ("--bucket", b)], "--", *argv]
+        argv = [
+            str(BIN / "vertex-trainer"),
+            "dev",
+            "sandbox",
+            "--quiet",
+            *[a for b in block.buckets for a in ("--bucket", b)],
+            "--",
+            *argv,
+        ]
     # Its own process group: whatever the block leaves running (a server it started with `&`)
     # ends with it, and nothing holds the pipes after.
-    proc = subprocess.Popen(argv, cwd=workdir, env=_env(workdir), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=workdir,
+        env=_env(workdir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=TIMEOUT_S if block.heavy else FAST_TIMEOUT_S)
     finally:
@@ -252,26 +280,31 @@ def _end_group(proc: subprocess.Popen) -> None:
 
 # -- the harness itself ---------------------------------------------------------------------------
 
+
 def test_every_skip_says_why_and_markers_are_known():
     found = blocks()
     assert found, "no examples found"
     for block in found:
         assert block.marker in ("", "sandbox") or (block.skip_reason or "").strip() or block.checked_by, (
-            f"{block.id}: unknown or empty docs-test marker {block.marker!r}")
-        if block.checked_by:   # that file runs it (and fails when it does not run every such block)
+            f"{block.id}: unknown or empty docs-test marker {block.marker!r}"
+        )
+        if block.checked_by:  # that file runs it (and fails when it does not run every such block)
             assert (ROOT / block.checked_by).is_file(), f"{block.id}: no test file {block.checked_by}"
             assert block.id.split(":")[0] in (ROOT / block.checked_by).read_text(), (
-                f"{block.id}: {block.checked_by} does not read {block.id.split(':')[0]}")
+                f"{block.id}: {block.checked_by} does not read {block.id.split(':')[0]}"
+            )
 
 
 def test_sending_commands_get_dry_run_and_nothing_else_does():
-    script = ("vertex-trainer submit job_specs/a.yaml --wait   # create and follow it\n"
-              "vertex-trainer submit job_specs/a.yaml --local\n"
-              "vertex-trainer bench job_specs/b.yaml --output json | head\n"
-              "vertex-trainer validate job_specs/a.yaml\n"
-              "vertex-trainer trigger deploy x.yaml --bucket b \\\n    --prefix p/\n"
-              "vertex-trainer data convert gs://a gs://b --runner dataflow --project p\n"
-              "vertex-trainer serve runs/quickstart/model --port 8080 &\n")
+    script = (
+        "vertex-trainer submit job_specs/a.yaml --wait   # create and follow it\n"
+        "vertex-trainer submit job_specs/a.yaml --local\n"
+        "vertex-trainer bench job_specs/b.yaml --output json | head\n"
+        "vertex-trainer validate job_specs/a.yaml\n"
+        "vertex-trainer trigger deploy x.yaml --bucket b \\\n    --prefix p/\n"
+        "vertex-trainer data convert gs://a gs://b --runner dataflow --project p\n"
+        "vertex-trainer serve runs/quickstart/model --port 8080 &\n"
+    )
     assert with_dry_run(script).splitlines() == [
         "vertex-trainer submit job_specs/a.yaml --wait --dry-run   # create and follow it",
         "vertex-trainer submit job_specs/a.yaml --local",
@@ -287,6 +320,6 @@ def test_a_block_repeated_word_for_word_runs_once_under_its_first_place():
     runnable = [b for b in blocks() if b.skip_reason is None and b.checked_by is None]
     ids = [p.id for p in _params()]
     assert len(ids) == len({(b.lang, b.body, b.in_sandbox) for b in runnable})
-    for b in runnable:   # every runnable block is run, here or under its twin's id
+    for b in runnable:  # every runnable block is run, here or under its twin's id
         twin = next(x for x in runnable if (x.lang, x.body, x.in_sandbox) == (b.lang, b.body, b.in_sandbox))
         assert twin.id in ids

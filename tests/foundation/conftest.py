@@ -16,8 +16,12 @@ BASE = {
     "hardware": "a100x8",
     "image": {"uri": "us-docker.pkg.dev/my-project/training/trainer:v1"},
     "output_dir": "gs://my-bucket/runs/base",
-    "trainer": {"model": "resnet50", "train_data": "gs://my-bucket/train-*", "num_classes": 1000,
-                "batch_size": 2048},
+    "trainer": {
+        "model": "resnet50",
+        "train_data": "gs://my-bucket/train-*",
+        "num_classes": 1000,
+        "batch_size": 2048,
+    },
 }
 
 

@@ -21,6 +21,7 @@ def _validate(cli, path):
 
 # -- every problem, each on its own line ----------------------------------------------------------
 
+
 def test_a_misspelt_key_shows_its_did_you_mean_before_the_missing_field(base_spec, write_spec, cli):
     base_spec["hardwre"] = base_spec.pop("hardware")
     err = _validate(cli, write_spec(base_spec))
@@ -48,13 +49,16 @@ def test_every_problem_is_listed_unknown_keys_first(base_spec):
 
 
 def test_cross_field_problems_are_all_listed(base_spec):
-    base_spec.update({"labels": {"Team": "x"}, "output_dir": "s3://bucket/x",
-                      "env": {"TF_CONFIG": "{}"}})
+    base_spec.update({"labels": {"Team": "x"}, "output_dir": "s3://bucket/x", "env": {"TF_CONFIG": "{}"}})
     base_spec["trainer"]["batch_size"] = 1001
     with pytest.raises(SpecProblems) as e:
         build_spec(base_spec)
     assert [p.field for p in e.value.problems] == [
-        "labels.Team", "env.TF_CONFIG", "output_dir", "trainer.batch_size"]
+        "labels.Team",
+        "env.TF_CONFIG",
+        "output_dir",
+        "trainer.batch_size",
+    ]
     assert "hint: use a multiple of 8, e.g. 1008" in e.value.message
 
 
@@ -69,21 +73,27 @@ def test_one_problem_stays_one_plain_message(base_spec):
 
 # -- output_dir and data paths --------------------------------------------------------------------
 
-@pytest.mark.parametrize("value", ["gs://my-bucket", "gs://my-bucket/runs/x", "gs://a.b-c_d/x",
-                                   "runs/local", "/tmp/runs", "./runs"])
+
+@pytest.mark.parametrize(
+    "value",
+    ["gs://my-bucket", "gs://my-bucket/runs/x", "gs://a.b-c_d/x", "runs/local", "/tmp/runs", "./runs"],
+)
 def test_good_output_dirs(base_spec, value):
     base_spec["output_dir"] = value
     assert build_spec(base_spec).output_dir == value
 
 
-@pytest.mark.parametrize("value, fragment", [
-    ("s3://bucket/x", "s3:// is not supported"),
-    ("file:///tmp/x", "file:// is not supported"),
-    ("gs://", "names no bucket"),
-    ("gs://ab/x", "not a valid bucket name"),
-    ("gs://" + "a" * 64 + "/x", "not a valid bucket name"),
-    ("gs://bucket/a\nb", "control character"),
-])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ("s3://bucket/x", "s3:// is not supported"),
+        ("file:///tmp/x", "file:// is not supported"),
+        ("gs://", "names no bucket"),
+        ("gs://ab/x", "not a valid bucket name"),
+        ("gs://" + "a" * 64 + "/x", "not a valid bucket name"),
+        ("gs://bucket/a\nb", "control character"),
+    ],
+)
 def test_bad_output_dirs_name_the_field_and_the_fix(base_spec, value, fragment):
     base_spec["output_dir"] = value
     with pytest.raises(SpecError) as e:
@@ -92,8 +102,15 @@ def test_bad_output_dirs_name_the_field_and_the_fix(base_spec, value, fragment):
     assert e.value.hint == "use gs://BUCKET/PATH; a local path only with --local"
 
 
-@pytest.mark.parametrize("value", ["gs://my-bucket/train-*", "/gcs/my-bucket/train-*", "data/train-*",
-                                   "gs://my-bucket/a-*, /gcs/my-bucket/b-*"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "gs://my-bucket/train-*",
+        "/gcs/my-bucket/train-*",
+        "data/train-*",
+        "gs://my-bucket/a-*, /gcs/my-bucket/b-*",
+    ],
+)
 def test_good_data_paths(base_spec, value):
     base_spec["trainer"]["train_data"] = value
     assert build_spec(base_spec).trainer.train_data == value
@@ -105,16 +122,24 @@ HOSTILE_YAML = [
     ("deep-lists", "name: x\ntrainer: " + "[" * 2000 + "]" * 2000 + "\n", "nests too deeply"),
     ("deep-maps", "name: x\ntrainer: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n", "nests too deeply"),
     ("deep-but-parseable", "name: x\ntrainer: " + "[" * 100 + "]" * 100 + "\n", "nests more than 32 levels"),
-    ("complex-key", "name: x\n? [a, b]\n: 1\n", "line 2, column 3: invalid YAML: a key must be text, not a list"),
+    (
+        "complex-key",
+        "name: x\n? [a, b]\n: 1\n",
+        "line 2, column 3: invalid YAML: a key must be text, not a list",
+    ),
     ("mapping-key", "name: x\n? {a: 1}\n: 1\n", "a key must be text, not a mapping"),
     ("boolean-key", "name: x\nenv:\n  ON: '1'\n", "a key must be text, not true (yes/no/on/off"),
     ("number-key", "name: x\nlabels:\n  1: a\n", "a key must be text, not the number 1"),
     ("huge-number", "name: x\nreplicas: " + "9" * 5000 + "\n", "a number has more than 4300 digits"),
     ("broken-binary-number", "name: x\nreplicas: 0b_\n", "a number cannot be read"),
     ("recursive-alias", "name: &a [*a]\n", "nests more than 32 levels"),
-    ("alias-bomb", "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
-     "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
-     "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n", "more than 20000 values"),
+    (
+        "alias-bomb",
+        "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
+        "more than 20000 values",
+    ),
     ("nul-escape", 'name: "a\\0b"\n', "name: contains a NUL byte"),
     ("raw-nul", "name: a\x00b\n", "invalid YAML"),
     ("lone-surrogate", 'name: "\\ud800"\n', "lone UTF-16 surrogate"),
@@ -148,10 +173,12 @@ def test_a_huge_file_is_refused_before_parsing(tmp_path):
 
 
 def test_yaml_merge_keys_work_and_duplicates_still_fail(write_spec):
-    text = ("name: merged\nproject: my-project\nregion: us-central1\nhardware: a100x8\n"
-            "image: {uri: 'us-docker.pkg.dev/p/r/t:v1'}\n"
-            "trainer: {train_data: 'gs://my-bucket/t-*', num_classes: 10, batch_size: 64}\n"
-            "labels:\n  <<: {team: a, tier: b}\n  team: vision\n")
+    text = (
+        "name: merged\nproject: my-project\nregion: us-central1\nhardware: a100x8\n"
+        "image: {uri: 'us-docker.pkg.dev/p/r/t:v1'}\n"
+        "trainer: {train_data: 'gs://my-bucket/t-*', num_classes: 10, batch_size: 64}\n"
+        "labels:\n  <<: {team: a, tier: b}\n  team: vision\n"
+    )
     spec = load_spec(write_spec(text))
     assert spec.labels == {"team": "vision", "tier": "b"}  # the mapping's own key wins over the merge
     with pytest.raises(UserError, match="duplicate key 'team'"):

@@ -8,8 +8,9 @@ import re
 import subprocess
 from importlib import resources
 
-from vertex_trainer import catalog, hardware as hw, regions
 from tests.cli_support import cli_command, edge_env
+from vertex_trainer import catalog, regions
+from vertex_trainer import hardware as hw
 
 # AcceleratorType values that Vertex AI training does NOT offer, each with the reason. Every other
 # value of the installed enum must have a row in catalog/accelerators.csv.
@@ -36,10 +37,20 @@ def test_every_training_accelerator_of_the_installed_enum_is_in_the_catalog():
 
 def test_every_row_cites_a_known_dated_source():
     known = catalog.sources()
-    assert all(re.fullmatch(r"https://\S+", s.url) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", s.read)
-               for s in known.values())
-    tables = ("accelerators", "machines", "tpu_topologies", "n1_gpus", "cpu_families", "presets", "regions",
-              "training_regions")
+    assert all(
+        re.fullmatch(r"https://\S+", s.url) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", s.read)
+        for s in known.values()
+    )
+    tables = (
+        "accelerators",
+        "machines",
+        "tpu_topologies",
+        "n1_gpus",
+        "cpu_families",
+        "presets",
+        "regions",
+        "training_regions",
+    )
     for name in tables:
         rows = catalog.table(name)
         assert rows, name
@@ -64,8 +75,15 @@ def test_tables_agree_with_each_other():
     assert all(r in regions.REGIONS for rs in regions.TRAINING.values() for r in rs)
     assert all(regions.quota_metric(a, "standard") for a in hw.ACCELERATORS)
     served = {a.name for a in hw.accelerators() if a.flex_start}  # the Flex Start table (source dws)
-    assert served == {"NVIDIA_L4", "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_H100_80GB",
-                      "NVIDIA_H100_MEGA_80GB", "NVIDIA_H200_141GB", "NVIDIA_B200"}
+    assert served == {
+        "NVIDIA_L4",
+        "NVIDIA_TESLA_A100",
+        "NVIDIA_A100_80GB",
+        "NVIDIA_H100_80GB",
+        "NVIDIA_H100_MEGA_80GB",
+        "NVIDIA_H200_141GB",
+        "NVIDIA_B200",
+    }
 
 
 def test_new_accelerators_warn_where_the_docs_are_not_conclusive():
@@ -83,15 +101,29 @@ def test_hardware_command_lists_the_new_accelerators_with_their_sources(tmp_path
     env = edge_env(tmp_path)
     text = subprocess.run([*cli_command(), "hardware"], capture_output=True, text=True, env=env, timeout=60)
     assert text.returncode == 0, text.stderr
-    for needle in ("gb200x4", "a4x-highgpu-4g", "rtx-pro-6000x8", "g4-standard-384", "tpu-v4-8", "ct4p-hightpu-4t",
-                   "tpu-v5e-16", "# sources:", "https://cloud.google.com/compute/docs/gpus (read 2026-12-01)"):
+    for needle in (
+        "gb200x4",
+        "a4x-highgpu-4g",
+        "rtx-pro-6000x8",
+        "g4-standard-384",
+        "tpu-v4-8",
+        "ct4p-hightpu-4t",
+        "tpu-v5e-16",
+        "# sources:",
+        "https://cloud.google.com/compute/docs/gpus (read 2026-12-01)",
+    ):
         assert needle in text.stdout, needle
     gb200 = next(line for line in text.stdout.splitlines() if line.startswith("#   NVIDIA_GB200:"))
     assert "us-central1" in gb200 and "configure-compute" in gb200
-    out = subprocess.run([*cli_command(), "hardware", "--output", "json"], capture_output=True, text=True,
-                         env=env, timeout=60)
+    out = subprocess.run(
+        [*cli_command(), "hardware", "--output", "json"], capture_output=True, text=True, env=env, timeout=60
+    )
     rows = {r["preset"]: r for r in json.loads(out.stdout)}
-    for name, acc in (("gb200x4", "NVIDIA_GB200"), ("rtx-pro-6000x1", "NVIDIA_RTX_PRO_6000"), ("tpu-v4-8", "TPU_V4_POD")):
+    for name, acc in (
+        ("gb200x4", "NVIDIA_GB200"),
+        ("rtx-pro-6000x1", "NVIDIA_RTX_PRO_6000"),
+        ("tpu-v4-8", "TPU_V4_POD"),
+    ):
         assert rows[name]["accelerator_type"] == acc and rows[name]["sources"] and rows[name]["read"]
         assert rows[name]["regions"]["read"] and rows[name]["regions"]["sources"]
     assert rows["tpu-v5e-16"]["hosts"] == 4 and rows["cpu"]["regions"] is None

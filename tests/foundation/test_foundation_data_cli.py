@@ -22,8 +22,23 @@ def _class_means(pattern: str) -> dict[int, np.ndarray]:
 
 def test_synth_eval_split_shares_the_train_distribution(cli, tmp_path):
     out = tmp_path / "data"
-    result = cli("data", "synth", out, "--examples", "96", "--shards", "2", "--image-size", "16",
-                 "--num-classes", "3", "--eval-examples", "48", "--seed", "5")
+    result = cli(
+        "data",
+        "synth",
+        out,
+        "--examples",
+        "96",
+        "--shards",
+        "2",
+        "--image-size",
+        "16",
+        "--num-classes",
+        "3",
+        "--eval-examples",
+        "48",
+        "--seed",
+        "5",
+    )
     assert result.code == 0, result.err
     assert sorted(p.name.split("-")[0] for p in out.iterdir()) == ["train", "train", "validation"]
     train, val = _class_means(str(out / "train-*")), _class_means(str(out / "validation-*"))

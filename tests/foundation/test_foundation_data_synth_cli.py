@@ -9,15 +9,37 @@ import subprocess
 from tests.cli_support import cli_command, edge_env
 
 # TensorFlow's Cloud Storage client retries a failed request for ~18 s by default: fewer, shorter.
-FAST_GCS = {"GCS_RETRY_CONFIG_MAX_RETRIES": "1", "GCS_RETRY_CONFIG_INIT_DELAY_TIME_US": "1000",
-            "GCS_RETRY_CONFIG_MAX_DELAY_TIME_US": "2000"}
+FAST_GCS = {
+    "GCS_RETRY_CONFIG_MAX_RETRIES": "1",
+    "GCS_RETRY_CONFIG_INIT_DELAY_TIME_US": "1000",
+    "GCS_RETRY_CONFIG_MAX_DELAY_TIME_US": "2000",
+}
 
 
 def synth(tmp_path, out: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*cli_command(), "data", "synth", out, "--examples", "8", "--shards", "2",
-                           "--image-size", "16", "--num-classes", "2", "--eval-examples", "4"],
-                          capture_output=True, text=True, env=edge_env(tmp_path, **env), cwd=tmp_path,
-                          timeout=240)
+    return subprocess.run(
+        [
+            *cli_command(),
+            "data",
+            "synth",
+            out,
+            "--examples",
+            "8",
+            "--shards",
+            "2",
+            "--image-size",
+            "16",
+            "--num-classes",
+            "2",
+            "--eval-examples",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        env=edge_env(tmp_path, **env),
+        cwd=tmp_path,
+        timeout=240,
+    )
 
 
 def test_a_file_as_out_dir_is_exit_2_with_one_message(tmp_path):
@@ -43,4 +65,7 @@ def test_a_good_run_shows_no_tensorflow_banner(tmp_path):
     assert result.stdout == "wrote 3 files to data\n"
     assert result.stderr == ""  # no "absl::InitializeLog", oneDNN or cpu_feature_guard lines
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
-        "train-00000-of-00002", "train-00001-of-00002", "validation-00000-of-00001"]
+        "train-00000-of-00002",
+        "train-00001-of-00002",
+        "validation-00000-of-00001",
+    ]

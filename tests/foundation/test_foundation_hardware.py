@@ -8,9 +8,32 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.durations import fmt_duration, parse_duration
 from vertex_trainer.errors import SpecError
 
-CONTRACT_PRESETS = ["cpu", "t4x1", "l4x1", "v100x1", "v100x2", "v100x4", "v100x8", "a100x1", "a100x2", "a100x4",
-                    "a100x8", "a100-80gbx1", "a100-80gbx2", "a100-80gbx4", "a100-80gbx8", "h100x8", "h100-megax8",
-                    "h200x8", "b200x8", "tpu-v5e-1", "tpu-v5e-4", "tpu-v5e-8", "tpu-v3-8", "tpu-v2-8"]
+CONTRACT_PRESETS = [
+    "cpu",
+    "t4x1",
+    "l4x1",
+    "v100x1",
+    "v100x2",
+    "v100x4",
+    "v100x8",
+    "a100x1",
+    "a100x2",
+    "a100x4",
+    "a100x8",
+    "a100-80gbx1",
+    "a100-80gbx2",
+    "a100-80gbx4",
+    "a100-80gbx8",
+    "h100x8",
+    "h100-megax8",
+    "h200x8",
+    "b200x8",
+    "tpu-v5e-1",
+    "tpu-v5e-4",
+    "tpu-v5e-8",
+    "tpu-v3-8",
+    "tpu-v2-8",
+]
 
 
 def check(machine_type, accelerator_type=None, count=0, topology=None):
@@ -102,8 +125,11 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize("machine_type,acc,count,topo,field,fragment", INVALID,
-                         ids=[f"{v[0]}-{v[1]}-{v[2]}-{v[3]}" for v in INVALID])
+@pytest.mark.parametrize(
+    "machine_type,acc,count,topo,field,fragment",
+    INVALID,
+    ids=[f"{v[0]}-{v[1]}-{v[2]}-{v[3]}" for v in INVALID],
+)
 def test_invalid_combinations(machine_type, acc, count, topo, field, fragment):
     with pytest.raises(SpecError) as e:
         check(machine_type, acc, count, topo)
@@ -111,24 +137,56 @@ def test_invalid_combinations(machine_type, acc, count, topo, field, fragment):
     assert fragment in str(e.value)
 
 
-def sched(machine_type="a3-highgpu-8g", acc="NVIDIA_H100_80GB", strategy="flex-start", max_wait=None,
-          timeout=None, restart=False, disable=False, replicas=1, tpu_topology=None):
-    hw.check_scheduling(hardware_field="hardware", machine_type=machine_type, accelerator_type=acc,
-                        strategy=strategy, max_wait=max_wait, timeout=timeout, restart=restart,
-                        disable_retries=disable, replicas=replicas, tpu_topology=tpu_topology)
+def sched(
+    machine_type="a3-highgpu-8g",
+    acc="NVIDIA_H100_80GB",
+    strategy="flex-start",
+    max_wait=None,
+    timeout=None,
+    restart=False,
+    disable=False,
+    replicas=1,
+    tpu_topology=None,
+):
+    hw.check_scheduling(
+        hardware_field="hardware",
+        machine_type=machine_type,
+        accelerator_type=acc,
+        strategy=strategy,
+        max_wait=max_wait,
+        timeout=timeout,
+        restart=restart,
+        disable_retries=disable,
+        replicas=replicas,
+        tpu_topology=tpu_topology,
+    )
 
 
-@pytest.mark.parametrize("machine_type,acc", [("g2-standard-8", "NVIDIA_L4"), ("a2-highgpu-8g", "NVIDIA_TESLA_A100"),
-                                              ("a2-ultragpu-1g", "NVIDIA_A100_80GB"),
-                                              ("a3-highgpu-8g", "NVIDIA_H100_80GB"),
-                                              ("a3-ultragpu-8g", "NVIDIA_H200_141GB"), ("a4-highgpu-8g", "NVIDIA_B200")])
+@pytest.mark.parametrize(
+    "machine_type,acc",
+    [
+        ("g2-standard-8", "NVIDIA_L4"),
+        ("a2-highgpu-8g", "NVIDIA_TESLA_A100"),
+        ("a2-ultragpu-1g", "NVIDIA_A100_80GB"),
+        ("a3-highgpu-8g", "NVIDIA_H100_80GB"),
+        ("a3-ultragpu-8g", "NVIDIA_H200_141GB"),
+        ("a4-highgpu-8g", "NVIDIA_B200"),
+    ],
+)
 def test_flex_start_serves_dws_gpus(machine_type, acc):
     sched(machine_type, acc, max_wait=4 * 3600, timeout=7 * 86400)
 
 
-@pytest.mark.parametrize("machine_type,acc", [("n1-standard-8", "NVIDIA_TESLA_V100"), ("n1-standard-8", "NVIDIA_TESLA_T4"),
-                                              ("n1-standard-8", None), ("cloud-tpu", "TPU_V3"),
-                                              ("ct5lp-hightpu-4t", None)])
+@pytest.mark.parametrize(
+    "machine_type,acc",
+    [
+        ("n1-standard-8", "NVIDIA_TESLA_V100"),
+        ("n1-standard-8", "NVIDIA_TESLA_T4"),
+        ("n1-standard-8", None),
+        ("cloud-tpu", "TPU_V3"),
+        ("ct5lp-hightpu-4t", None),
+    ],
+)
 def test_flex_start_refuses_others(machine_type, acc):
     with pytest.raises(SpecError) as e:
         sched(machine_type, acc)
@@ -169,8 +227,15 @@ def test_catalog_rows():
     assert rows["h100x1"]["spot_or_flex_only"] is True
 
 
-@pytest.mark.parametrize("value,expected", [("NVIDIA_V100", "NVIDIA_TESLA_V100"), ("h100x9", "h100x8"),
-                                            ("max_wiat", "max_wait"), ("a100_80gbx8", "a100-80gbx8")])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ("NVIDIA_V100", "NVIDIA_TESLA_V100"),
+        ("h100x9", "h100x8"),
+        ("max_wiat", "max_wait"),
+        ("a100_80gbx8", "a100-80gbx8"),
+    ],
+)
 def test_suggestions(value, expected):
     choices = list(hw.ACCELERATORS) + list(hw.PRESETS) + ["max_wait", "timeout", "strategy"]
     assert hw.suggest(value, choices) == expected
@@ -187,18 +252,30 @@ def test_fmt_duration_round_trips():
         assert parse_duration(fmt_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize("machine_type,acc", [("a4x-highgpu-4g", "NVIDIA_GB200"),
-                                              ("g4-standard-48", "NVIDIA_RTX_PRO_6000"),
-                                              ("ct4p-hightpu-4t", None)])
+@pytest.mark.parametrize(
+    "machine_type,acc",
+    [
+        ("a4x-highgpu-4g", "NVIDIA_GB200"),
+        ("g4-standard-48", "NVIDIA_RTX_PRO_6000"),
+        ("ct4p-hightpu-4t", None),
+    ],
+)
 def test_flex_start_refuses_what_dws_does_not_list(machine_type, acc):
     with pytest.raises(SpecError) as e:
         sched(machine_type, acc)
-    assert e.value.field == "scheduling.strategy" and "NVIDIA_B200" in str(e.value)  # the hint lists what it serves
+    assert e.value.field == "scheduling.strategy" and "NVIDIA_B200" in str(
+        e.value
+    )  # the hint lists what it serves
 
 
 def test_tpu_slice_is_one_replica_and_the_topology_gives_the_hosts():
-    for preset, chips, hosts in (("tpu-v5e-8", 8, 1), ("tpu-v5e-16", 16, 4), ("tpu-v5e-256", 256, 64),
-                                 ("tpu-v4-8", 4, 1), ("tpu-v4-32", 16, 4)):
+    for preset, chips, hosts in (
+        ("tpu-v5e-8", 8, 1),
+        ("tpu-v5e-16", 16, 4),
+        ("tpu-v5e-256", 256, 64),
+        ("tpu-v4-8", 4, 1),
+        ("tpu-v4-32", 16, 4),
+    ):
         p = hw.PRESETS[preset]
         assert hw.tpu_slice(p.machine_type, p.tpu_topology).chips == chips
         assert hw.machines_per_replica(p.machine_type, p.tpu_topology) == hosts

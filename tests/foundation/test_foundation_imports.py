@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("tensorflow", "google.cloud.aiplatform", "google.cloud.aiplatform_v1", "google.cloud.storage", "keras",
-         "tf_keras")
+HEAVY = (
+    "tensorflow",
+    "google.cloud.aiplatform",
+    "google.cloud.aiplatform_v1",
+    "google.cloud.storage",
+    "keras",
+    "tf_keras",
+)
 PROBE = """
 import json, sys
 from vertex_trainer.cli import main
@@ -30,10 +36,24 @@ def probe(*args):
     return json.loads(proc.stderr.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("args", [["--help"], ["validate", "job_specs/resnet50-h100x8-flex.yaml"],
-                                  ["validate", "--help"], ["submit", "--help"], ["hardware"],
-                                  ["render", "job_specs/resnet50-tpu-v5e.yaml", "--set", "image.repository=null",
-                                   "--set", "image.uri=x/y:z"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["validate", "job_specs/resnet50-h100x8-flex.yaml"],
+        ["validate", "--help"],
+        ["submit", "--help"],
+        ["hardware"],
+        [
+            "render",
+            "job_specs/resnet50-tpu-v5e.yaml",
+            "--set",
+            "image.repository=null",
+            "--set",
+            "image.uri=x/y:z",
+        ],
+    ],
+)
 def test_no_heavy_imports(args):
     result = probe(*args)
     assert result["code"] in (0, None)
@@ -42,9 +62,16 @@ def test_no_heavy_imports(args):
 
 def test_probe_can_see_a_heavy_import():
     # The probe itself must be able to fail: importing storage shows up.
-    proc = subprocess.run([sys.executable, "-c", "import sys; from google.cloud import storage; "
-                           "print(any(m.startswith('google.cloud.storage') for m in sys.modules))"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from google.cloud import storage; "
+            "print(any(m.startswith('google.cloud.storage') for m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.stdout.strip() == "True"
 
 
@@ -68,7 +95,9 @@ def test_a_command_loads_only_its_own_module():
     """Lazy command modules (cli/__init__.py): `validate` imports spec_cmds (and the shared
     common), not the modules of submit, data, dev or pipeline."""
     assert _cli_modules_loaded("validate", "job_specs/resnet50-h100x8-flex.yaml") == [
-        "vertex_trainer.cli.common", "vertex_trainer.cli.spec_cmds"]
+        "vertex_trainer.cli.common",
+        "vertex_trainer.cli.spec_cmds",
+    ]
     assert "vertex_trainer.cli.jobs" in _cli_modules_loaded("submit", "--help")
 
 
@@ -79,8 +108,9 @@ def test_the_command_table_names_what_each_module_registers_and_help_lists_it_al
 
     for module, names in COMMANDS.items():
         assert tuple(_infos(module)) == names, module
-    proc = subprocess.run([sys.executable, "-m", "vertex_trainer", "--help"], capture_output=True,
-                          text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()]
     assert listed == [name for names in COMMANDS.values() for name in names]

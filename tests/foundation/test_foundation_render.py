@@ -17,8 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).parent / "golden"
 SPECS = sorted(p.name for p in (ROOT / "job_specs").glob("*.yaml"))
 IMAGE = Artifact("us-docker.pkg.dev/my-project/training/trainer:golden")
-FIXED = ["image.repository=null", "image.uri=us-docker.pkg.dev/my-project/training/trainer:golden",
-         "image.variant=auto"]
+FIXED = [
+    "image.repository=null",
+    "image.uri=us-docker.pkg.dev/my-project/training/trainer:golden",
+    "image.variant=auto",
+]
 
 
 def load_example(name: str):
@@ -34,8 +37,13 @@ def check_golden(path: Path, text: str) -> None:
 
 
 def test_all_five_examples_exist():
-    assert {"quickstart-local.yaml", "resnet50-v100x4.yaml", "resnet50-a100x8.yaml", "resnet50-h100x8-flex.yaml",
-            "resnet50-tpu-v5e.yaml"} <= set(SPECS)
+    assert {
+        "quickstart-local.yaml",
+        "resnet50-v100x4.yaml",
+        "resnet50-a100x8.yaml",
+        "resnet50-h100x8-flex.yaml",
+        "resnet50-tpu-v5e.yaml",
+    } <= set(SPECS)
 
 
 @pytest.mark.parametrize("name", SPECS)
@@ -50,8 +58,15 @@ def test_examples_render_to_golden(name):
 @pytest.mark.parametrize("name", SPECS)
 def test_cli_render_matches_python_render(name, cli):
     stem = Path(name).stem
-    result = cli("render", ROOT / "job_specs" / name, "--set", f"name={stem}", *sum((["--set", s] for s in FIXED), []),
-                 "--idempotency-key", "golden-key")
+    result = cli(
+        "render",
+        ROOT / "job_specs" / name,
+        "--set",
+        f"name={stem}",
+        *sum((["--set", s] for s in FIXED), []),
+        "--idempotency-key",
+        "golden-key",
+    )
     assert result.code == 0, result.err
     job = json.loads(result.out)
     golden = json.loads((GOLDEN / f"{stem}.json").read_text())
@@ -65,13 +80,22 @@ def test_rest_shape_of_the_flex_start_job():
     job = render.custom_job(spec, IMAGE, idempotency_key="k1")
     pools = job["jobSpec"]["workerPoolSpecs"]
     assert [p["replicaCount"] for p in pools] == ["1", "1"]  # int64 travels as a string
-    assert pools[0]["machineSpec"] == {"machineType": "a3-highgpu-8g", "acceleratorType": "NVIDIA_H100_80GB",
-                                       "acceleratorCount": 8}
+    assert pools[0]["machineSpec"] == {
+        "machineType": "a3-highgpu-8g",
+        "acceleratorType": "NVIDIA_H100_80GB",
+        "acceleratorCount": 8,
+    }
     assert pools[0] == {**pools[1], "replicaCount": "1"}  # same machine, image, args, env, disk
-    assert job["jobSpec"]["scheduling"] == {"strategy": "FLEX_START", "timeout": "86400s", "maxWaitDuration": "14400s"}
+    assert job["jobSpec"]["scheduling"] == {
+        "strategy": "FLEX_START",
+        "timeout": "86400s",
+        "maxWaitDuration": "14400s",
+    }
     assert job["labels"]["vertex-trainer-key"] == "k1"
     assert job["labels"]["vertex-trainer-spec"] == spec_hash(spec)
-    assert job["jobSpec"]["baseOutputDirectory"] == {"outputUriPrefix": "gs://my-bucket/runs/resnet50-h100x16"}
+    assert job["jobSpec"]["baseOutputDirectory"] == {
+        "outputUriPrefix": "gs://my-bucket/runs/resnet50-h100x16"
+    }
     args = pools[0]["containerSpec"]["args"]
     assert "--batch-size=8192" in args and "--steps-per-execution=200" in args
 
@@ -93,17 +117,22 @@ def test_replicas_split_into_chief_and_workers(base_spec):
 def test_optional_fields_and_python_package(base_spec):
     from vertex_trainer.spec import build_spec
 
-    base_spec.update({
-        "service_account": "trainer@my-project.iam.gserviceaccount.com",
-        "network": "projects/123/global/networks/my-vpc",
-        "tensorboard": "projects/my-project/locations/us-central1/tensorboards/42",
-        "encryption_key": "projects/my-project/locations/us-central1/keyRings/r/cryptoKeys/k",
-        "env": {"A": "1"}, "labels": {"team": "vision"},
-        "scheduling": {"strategy": "spot", "restart_on_worker_restart": True},
-    })
+    base_spec.update(
+        {
+            "service_account": "trainer@my-project.iam.gserviceaccount.com",
+            "network": "projects/123/global/networks/my-vpc",
+            "tensorboard": "projects/my-project/locations/us-central1/tensorboards/42",
+            "encryption_key": "projects/my-project/locations/us-central1/keyRings/r/cryptoKeys/k",
+            "env": {"A": "1"},
+            "labels": {"team": "vision"},
+            "scheduling": {"strategy": "spot", "restart_on_worker_restart": True},
+        }
+    )
     spec = build_spec(base_spec)
-    pkg = Artifact("us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest",
-                   package_uris=("gs://b/staging/trainer-abc.tar.gz",))
+    pkg = Artifact(
+        "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest",
+        package_uris=("gs://b/staging/trainer-abc.tar.gz",),
+    )
     job = render.custom_job(spec, pkg)
     js = job["jobSpec"]
     assert js["serviceAccount"] == "trainer@my-project.iam.gserviceaccount.com"
@@ -126,10 +155,16 @@ def test_render_parses_as_aiplatform_custom_job():
         spec = load_example(name)
         job = render.custom_job(spec, IMAGE, idempotency_key="k")
         parsed = aiplatform_v1.CustomJob.from_json(json.dumps(job))
-        back = json.loads(aiplatform_v1.CustomJob.to_json(parsed, use_integers_for_enums=False,
-                                                          always_print_fields_with_no_presence=False))
+        back = json.loads(
+            aiplatform_v1.CustomJob.to_json(
+                parsed, use_integers_for_enums=False, always_print_fields_with_no_presence=False
+            )
+        )
         assert back["displayName"] == job["displayName"]
-        assert back["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] == job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+        assert (
+            back["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+            == job["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+        )
         assert back["jobSpec"]["scheduling"].get("strategy") == job["jobSpec"]["scheduling"]["strategy"]
 
 
@@ -166,7 +201,9 @@ def test_render_formats(cli):
     spec = ROOT / "job_specs" / "resnet50-tpu-v5e.yaml"
     y = cli("render", spec, "-f", "yaml")
     assert y.code == 0 and yaml.safe_load(y.out)["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] == {
-        "machineType": "ct5lp-hightpu-8t", "tpuTopology": "2x4"}
+        "machineType": "ct5lp-hightpu-8t",
+        "tpuTopology": "2x4",
+    }
     s = cli("render", spec, "--format", "spec")
     assert s.code == 0 and yaml.safe_load(s.out)["hardware"]["machine_type"] == "ct5lp-hightpu-8t"
     bad = cli("render", spec, "--format", "xml")

@@ -18,8 +18,13 @@ SPECS = sorted((ROOT / "job_specs").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft202012Validator:
-    out = subprocess.run([sys.executable, "-m", "vertex_trainer", "schema"], capture_output=True,
-                         text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "schema"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     schema = json.loads(out.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
@@ -38,12 +43,15 @@ def test_templates_are_allowed_where_a_pattern_or_number_is_expected(validator):
     assert list(validator.iter_errors(spec)) == []
 
 
-@pytest.mark.parametrize("change,fragment", [
-    (lambda s: s.update(hardwre="a100x8"), "'hardwre' was unexpected"),
-    (lambda s: s.update(name="Not Valid"), "is not valid under any of the given schemas"),
-    (lambda s: s["trainer"].update(batch_size="many"), "is not valid under any of the given schemas"),
-    (lambda s: s["scheduling"].update(strategy="cheap"), "is not valid under any of the given schemas"),
-])
+@pytest.mark.parametrize(
+    "change,fragment",
+    [
+        (lambda s: s.update(hardwre="a100x8"), "'hardwre' was unexpected"),
+        (lambda s: s.update(name="Not Valid"), "is not valid under any of the given schemas"),
+        (lambda s: s["trainer"].update(batch_size="many"), "is not valid under any of the given schemas"),
+        (lambda s: s["scheduling"].update(strategy="cheap"), "is not valid under any of the given schemas"),
+    ],
+)
 def test_the_schema_still_catches_mistakes(validator, change, fragment):
     spec = yaml.safe_load((ROOT / "job_specs/resnet50-a100x8.yaml").read_text())
     change(spec)

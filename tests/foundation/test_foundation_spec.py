@@ -9,7 +9,13 @@ from pydantic import ValidationError
 
 from vertex_trainer.errors import SpecError, SpecProblems, UserError
 from vertex_trainer.spec import (
-    JobSpec, build_spec, check_trainer_flags, cloud_problems, json_schema, load_spec, spec_hash,
+    JobSpec,
+    build_spec,
+    check_trainer_flags,
+    cloud_problems,
+    json_schema,
+    load_spec,
+    spec_hash,
 )
 
 
@@ -40,8 +46,20 @@ def test_every_way_of_building_a_jobspec_runs_the_cross_field_rules(base_spec):
     assert e.value.field == "trainer.batch_size" and "e.g. 1008" in e.value.hint
 
 
-@pytest.mark.parametrize("text,seconds", [("90s", 90), ("30m", 1800), ("4h", 14400), ("2d", 172800),
-                                          ("1h30m", 5400), (0, 0), ("0", 0), (3600, 3600), ("7d", 604800)])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [
+        ("90s", 90),
+        ("30m", 1800),
+        ("4h", 14400),
+        ("2d", 172800),
+        ("1h30m", 5400),
+        (0, 0),
+        ("0", 0),
+        (3600, 3600),
+        ("7d", 604800),
+    ],
+)
 def test_durations(base_spec, text, seconds):
     base_spec["hardware"] = "h100x8"
     base_spec["scheduling"] = {"strategy": "flex-start", "max_wait": text}
@@ -49,9 +67,16 @@ def test_durations(base_spec, text, seconds):
 
 
 def test_set_overrides_with_type_coercion(base_spec):
-    spec = build_spec(base_spec, sets=["scheduling.strategy=spot", "trainer.batch_size=4096",
-                                       "trainer.learning_rate=0.2", "labels.team=vision",
-                                       "scheduling.restart_on_worker_restart=true"])
+    spec = build_spec(
+        base_spec,
+        sets=[
+            "scheduling.strategy=spot",
+            "trainer.batch_size=4096",
+            "trainer.learning_rate=0.2",
+            "labels.team=vision",
+            "scheduling.restart_on_worker_restart=true",
+        ],
+    )
     assert spec.scheduling.strategy == "spot"
     assert spec.trainer.batch_size == 4096 and isinstance(spec.trainer.batch_size, int)
     assert spec.trainer.learning_rate == 0.2
@@ -61,14 +86,24 @@ def test_set_overrides_with_type_coercion(base_spec):
 
 def test_set_on_a_preset_expands_it(base_spec):
     base_spec["hardware"] = "v100x4"
-    spec = build_spec(base_spec, sets=["hardware.accelerator_count=2", "hardware.machine_type=n1-standard-16",
-                                       "trainer.batch_size=1024"])
+    spec = build_spec(
+        base_spec,
+        sets=[
+            "hardware.accelerator_count=2",
+            "hardware.machine_type=n1-standard-16",
+            "trainer.batch_size=1024",
+        ],
+    )
     assert (spec.hardware.machine_type, spec.hardware.accelerator_count) == ("n1-standard-16", 2)
 
 
 def test_override_order_file_set_flags(base_spec):
-    spec = build_spec(base_spec, sets=["region=europe-west4", "project=set-project"],
-                      project="flag-project", region="us-east1")
+    spec = build_spec(
+        base_spec,
+        sets=["region=europe-west4", "project=set-project"],
+        project="flag-project",
+        region="us-east1",
+    )
     assert (spec.project, spec.region) == ("flag-project", "us-east1")
     spec = build_spec(base_spec, sets=["region=europe-west4"])
     assert spec.region == "europe-west4"
@@ -111,8 +146,9 @@ def test_template_git_sha(base_spec, tmp_path):
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run(git + ["init", "-q"], cwd=repo, check=True)
     subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True)
-    sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
     base_spec["labels"] = {"commit": "{{ git_sha }}"}
     assert build_spec(base_spec, base_dir=repo).labels["commit"] == sha
 

@@ -18,8 +18,15 @@ def test_a_local_spec_is_checked_for_the_cloud_unless_local(cli):
     validate = cli("validate", "job_specs/quickstart-local.yaml")
     assert submit.code == validate.code == 2
     assert validate.err == submit.err and "output_dir: must be a gs:// path" in validate.err
-    local = cli("validate", "job_specs/quickstart-local.yaml", "--local", "--set",
-                "trainer.train_data=job_specs/*.yaml", "--set", "trainer.eval_data=null")
+    local = cli(
+        "validate",
+        "job_specs/quickstart-local.yaml",
+        "--local",
+        "--set",
+        "trainer.train_data=job_specs/*.yaml",
+        "--set",
+        "trainer.eval_data=null",
+    )
     assert local.code == 0, local.err
     assert local.out.startswith("OK  job_specs/quickstart-local.yaml") and "(for --local)" in local.out
 
@@ -35,8 +42,15 @@ def test_a_misspelt_region_is_exit_2_with_the_nearest_at_validate_and_submit(cli
 
 
 def test_switching_a_flex_spec_to_spot_ignores_max_wait_with_a_warning(cli):
-    args = ("job_specs/resnet50-h100x8-flex.yaml", "--set", "scheduling.strategy=spot",
-            "--set", "trainer.batch_size=4096", "--var", "run=7")
+    args = (
+        "job_specs/resnet50-h100x8-flex.yaml",
+        "--set",
+        "scheduling.strategy=spot",
+        "--set",
+        "trainer.batch_size=4096",
+        "--var",
+        "run=7",
+    )
     validate = cli("validate", *args)
     assert validate.code == 0, validate.err
     assert IGNORED in validate.err

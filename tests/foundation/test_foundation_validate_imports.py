@@ -17,10 +17,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Never needed by validate: nothing is sent, nothing is drawn with rich, no arrays, no images.
-UNNEEDED = ("rich", "requests", "urllib3", "google.auth", "google.protobuf", "grpc", "httpx",
-            "http.client", "numpy", "pandas", "PIL", "docker", "kfp", "apache_beam",
-            "functions_framework", "tensorflow", "keras", "tf_keras", "google.cloud.aiplatform",
-            "google.cloud.storage")
+UNNEEDED = (
+    "rich",
+    "requests",
+    "urllib3",
+    "google.auth",
+    "google.protobuf",
+    "grpc",
+    "httpx",
+    "http.client",
+    "numpy",
+    "pandas",
+    "PIL",
+    "docker",
+    "kfp",
+    "apache_beam",
+    "functions_framework",
+    "tensorflow",
+    "keras",
+    "tf_keras",
+    "google.cloud.aiplatform",
+    "google.cloud.storage",
+)
 TEMPLATING = ("jinja2", "markupsafe")  # only for a spec with {{ }} or {% %} in it
 
 PROBE = """
@@ -35,8 +53,9 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 
 
 def _validate(*args: str, cwd: Path = ROOT) -> tuple[int | None, set[str]]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, "validate", *args], capture_output=True,
-                          text=True, cwd=cwd)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "validate", *args], capture_output=True, text=True, cwd=cwd
+    )
     result = json.loads(proc.stderr.strip().splitlines()[-1])
     return result["code"], set(result["modules"])
 

@@ -19,12 +19,15 @@ from vertex_trainer.vertex.stateful import StatefulResource
 
 pytestmark = pytest.mark.wire
 BODY = job_body("house-1", name="house")
-PIPELINE = {"displayName": "house", "labels": {KEY_LABEL: "house-run"},
-            "pipelineSpec": {"root": {"dag": {"tasks": {}}}, "defaultPipelineRoot": "gs://b/root"}}
+PIPELINE = {
+    "displayName": "house",
+    "labels": {KEY_LABEL: "house-run"},
+    "pipelineSpec": {"root": {"dag": {"tasks": {}}}, "defaultPipelineRoot": "gs://b/root"},
+}
 
 
 @pytest.fixture
-def settings(fake) -> Settings:   # `fake`: the shared fake Vertex AI (tests/conftest.py)
+def settings(fake) -> Settings:  # `fake`: the shared fake Vertex AI (tests/conftest.py)
     return fake_settings(fake, retry=QUICK_RETRY)
 
 
@@ -61,7 +64,7 @@ def test_one_pager_reads_every_page_with_the_token_it_was_given(fake, settings):
     found = client.list(f'labels.{KEY_LABEL}="house-1"', page_size=2)
     assert sorted(j["displayName"] for j in found) == [f"house-{n}" for n in range(5)]
     tokens = [call.query.get("pageToken") for call in fake.calls("list")]
-    assert tokens == [None, "2", "4"]                              # three pages, each token once
+    assert tokens == [None, "2", "4"]  # three pages, each token once
     assert {call.query["pageSize"] for call in fake.calls("list")} == {"2"}
 
 
@@ -71,8 +74,11 @@ def test_the_pager_stops_at_its_bound_and_says_so(fake, settings):
     client = JobsClient(PROJECT, REGION, settings=settings)
     messages: list[str] = []
     client.log = messages.append
-    pages = list(client.api.pages("list", "GET", f"v1/{client.parent}/customJobs", items="customJobs",
-                                  page_size=2, max_pages=2))
+    pages = list(
+        client.api.pages(
+            "list", "GET", f"v1/{client.parent}/customJobs", items="customJobs", page_size=2, max_pages=2
+        )
+    )
     assert [len(p) for p in pages] == [2, 2] and len(fake.calls("list")) == 2
     assert messages == ["list: stopped after 2 pages; the list goes on (narrow the filter)"]
 
@@ -83,19 +89,29 @@ def test_to_sdk_and_back_name_the_same_custom_job(fake, settings):
     job = Job(data, client)
     sdk = job.to_sdk()
     assert isinstance(sdk, aiplatform.CustomJob) and sdk.resource_name == job.name
-    back = Job.get(sdk, settings=settings)                         # an SDK object is a name too
+    back = Job.get(sdk, settings=settings)  # an SDK object is a name too
     assert back.name == job.name and back.display_name == "house"  # (each GET moves the fake's script on)
     from vertex_trainer import api
 
-    assert api.Job.get(sdk, settings=settings).name == job.name    # vt.Job, the API's entry
+    assert api.Job.get(sdk, settings=settings).name == job.name  # vt.Job, the API's entry
 
 
 def test_to_sdk_gives_the_tuning_job(fake, settings):
-    study = {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
-             "parameters": [{"parameterId": "learning-rate",
-                             "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}]}
-    data = fake.tuning.add_job({"displayName": "house", "maxTrialCount": 1, "parallelTrialCount": 1,
-                                "studySpec": study, "trialJobSpec": BODY["jobSpec"]})
+    study = {
+        "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+        "parameters": [
+            {"parameterId": "learning-rate", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}
+        ],
+    }
+    data = fake.tuning.add_job(
+        {
+            "displayName": "house",
+            "maxTrialCount": 1,
+            "parallelTrialCount": 1,
+            "studySpec": study,
+            "trialJobSpec": BODY["jobSpec"],
+        }
+    )
     job = TuningJob.get(data["name"], settings=settings)
     sdk = job.to_sdk()
     assert isinstance(sdk, aiplatform.HyperparameterTuningJob) and sdk.resource_name == job.name
@@ -109,7 +125,14 @@ def test_to_sdk_gives_the_pipeline_job_and_the_endpoint(fake, settings):
     registry = RegistryClient(PROJECT, REGION, settings=settings)
     registry.create_endpoint({"displayName": "house"}, "house")
     endpoint = f"projects/{PROJECT}/locations/{REGION}/endpoints/house"
-    deployment = Deployment(model="", model_version="", endpoint=endpoint, deployed_model_id="",
-                            traffic_split={}, adopted=False, client=registry)
+    deployment = Deployment(
+        model="",
+        model_version="",
+        endpoint=endpoint,
+        deployed_model_id="",
+        traffic_split={},
+        adopted=False,
+        client=registry,
+    )
     sdk_endpoint = deployment.to_sdk()
     assert isinstance(sdk_endpoint, aiplatform.Endpoint) and sdk_endpoint.resource_name == endpoint

@@ -19,14 +19,20 @@ IMPORT_EXEMPT = ("lazy.py", "emulators/", "sandbox/", "dataprep/pipeline.py")
 
 def _sources(exempt: tuple[str, ...]) -> dict[str, ast.Module]:
     found = {p.relative_to(PACKAGE).as_posix(): p for p in PACKAGE.rglob("*.py")}
-    return {rel: ast.parse(p.read_text(), filename=rel) for rel, p in sorted(found.items())
-            if not rel.startswith(exempt)}
+    return {
+        rel: ast.parse(p.read_text(), filename=rel)
+        for rel, p in sorted(found.items())
+        if not rel.startswith(exempt)
+    }
 
 
 def page_token_uses(tree: ast.Module) -> list[int]:
     """Lines that name the page-token fields as strings (a hand-written page loop)."""
-    return [n.lineno for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and n.value in ("nextPageToken", "pageToken")]
+    return [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value in ("nextPageToken", "pageToken")
+    ]
 
 
 def optional_imports(tree: ast.Module) -> list[str]:
@@ -71,6 +77,8 @@ def test_optional_libraries_come_through_the_lazy_adaptor():
 def test_the_scanners_see_what_they_look_for():
     loop = ast.parse("token = page.get('nextPageToken')\nparams['pageToken'] = token\n")
     assert page_token_uses(loop) == [1, 2]
-    imports = ast.parse("def f():\n    import kfp\n    from apache_beam.io import filesystems\n"
-                        "    from google.cloud import storage, aiplatform\n")
+    imports = ast.parse(
+        "def f():\n    import kfp\n    from apache_beam.io import filesystems\n"
+        "    from google.cloud import storage, aiplatform\n"
+    )
     assert optional_imports(imports) == ["kfp", "apache_beam.io", "google.cloud.aiplatform"]

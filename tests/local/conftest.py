@@ -13,15 +13,22 @@ import uuid
 import pytest
 
 from tests.process_support import pid_alive
-
 from vertex_trainer.emulators.gcs import GcsEmulator
 from vertex_trainer.settings import Settings
 
 # Variables of the Cloud Storage route; removed from the environment a test gives run_local when
 # it needs "no route" regardless of the shell the suite runs in.
-GCS_ROUTE_VARS = ("STORAGE_EMULATOR_HOST", "https_proxy", "HTTPS_PROXY", "http_proxy",
-                  "HTTP_PROXY", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
-                  "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG")
+GCS_ROUTE_VARS = (
+    "STORAGE_EMULATOR_HOST",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "HTTP_PROXY",
+    "CURL_CA_BUNDLE",
+    "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+)
 
 
 def local_settings(**extra: str) -> Settings:
@@ -71,15 +78,21 @@ def worker_pool(args=(), *, replicas: int = 1, command=None, env=None) -> dict:
         cs["command"] = list(command)
     if env:
         cs["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    return {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": str(replicas),
-            "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}, "containerSpec": cs}
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(replicas),
+        "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+        "containerSpec": cs,
+    }
 
 
 def custom_job(output_dir: str, pools: list[dict], name: str = "local-test") -> dict:
     """A CustomJob REST body of the shape render.custom_job produces."""
-    return {"displayName": name, "labels": {"vertex-trainer-key": "k"},
-            "jobSpec": {"workerPoolSpecs": pools,
-                        "baseOutputDirectory": {"outputUriPrefix": output_dir}}}
+    return {
+        "displayName": name,
+        "labels": {"vertex-trainer-key": "k"},
+        "jobSpec": {"workerPoolSpecs": pools, "baseOutputDirectory": {"outputUriPrefix": output_dir}},
+    }
 
 
 def python_command(script: str) -> list[str]:

@@ -39,11 +39,12 @@ print("RESULT " + json.dumps(out))
 @pytest.mark.trainer  # imports TensorFlow (in a child process)
 def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_bucket):
     env = dict(os.environ, **gcs_emulator.env(), TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-c", TF_SCRIPT, gcs_bucket], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", TF_SCRIPT, gcs_bucket], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-3000:] + f"\n{gcs_emulator.requests[-40:]}"
     line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
-    out = json.loads(line[len("RESULT "):])
+    out = json.loads(line[len("RESULT ") :])
     names = gcs_emulator.list_objects(gcs_bucket)
     context = f"{out}\n{names}\n{gcs_emulator.requests[-40:]}"
     assert out["read"] == "end" and out["size"] == 300003, context
@@ -51,13 +52,11 @@ def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_buck
     assert out["records"] == [f"record-{i}" for i in range(50)], context
     assert out["listdir"] == ["moved.txt"], context
     # What TF wrote is in the emulator, byte for byte (no chunk framing stored).
-    assert {"dir/moved.txt", "data/train-00000-of-00001", "empty/", "empty/dir/"} <= set(names), \
-        context
+    assert {"dir/moved.txt", "data/train-00000-of-00001", "empty/", "empty/dir/"} <= set(names), context
     assert gcs_emulator.read_object(gcs_bucket, "dir/moved.txt") == b"x" * 300000 + b"end"
 
 
-def test_google_cloud_storage_client_uses_the_emulator(gcs_emulator, gcs_bucket, gcs_env,
-                                                       monkeypatch):
+def test_google_cloud_storage_client_uses_the_emulator(gcs_emulator, gcs_bucket, gcs_env, monkeypatch):
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage
 
@@ -86,27 +85,31 @@ def _proxy_request(emu, raw: bytes) -> bytes:
 def test_proxy_dechunks_uploads_and_rewrites_resumable_location(gcs_emulator, gcs_bucket):
     # Plain-http proxy form, chunked body AND a (wrong) Content-Length, as TF/libcurl sends it.
     body = b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
-    req = (f"POST http://storage.googleapis.com/upload/storage/v1/b/{gcs_bucket}/o"
-           f"?uploadType=media&name=chunked.txt HTTP/1.1\r\n"
-           f"Host: storage.googleapis.com\r\nTransfer-Encoding: chunked\r\n"
-           f"Content-Length: 999\r\nConnection: close\r\n\r\n").encode() + body
+    req = (
+        f"POST http://storage.googleapis.com/upload/storage/v1/b/{gcs_bucket}/o"
+        f"?uploadType=media&name=chunked.txt HTTP/1.1\r\n"
+        f"Host: storage.googleapis.com\r\nTransfer-Encoding: chunked\r\n"
+        f"Content-Length: 999\r\nConnection: close\r\n\r\n"
+    ).encode() + body
     resp = _proxy_request(gcs_emulator, req)
     assert resp.startswith(b"HTTP/1.1 200"), resp[:300]
     assert gcs_emulator.read_object(gcs_bucket, "chunked.txt") == b"hello world"
 
-    req = (f"POST http://www.googleapis.com/upload/storage/v1/b/{gcs_bucket}/o"
-           f"?uploadType=resumable&name=big.bin HTTP/1.1\r\nHost: www.googleapis.com\r\n"
-           f"Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    req = (
+        f"POST http://www.googleapis.com/upload/storage/v1/b/{gcs_bucket}/o"
+        f"?uploadType=resumable&name=big.bin HTTP/1.1\r\nHost: www.googleapis.com\r\n"
+        f"Content-Length: 0\r\nConnection: close\r\n\r\n"
+    ).encode()
     resp = _proxy_request(gcs_emulator, req)
     location = [l for l in resp.split(b"\r\n") if l.lower().startswith(b"location:")]
     assert location and location[0].split(b":", 1)[1].strip().startswith(
-        b"https://www.googleapis.com/upload/storage/v1/b/"), resp[:500]
+        b"https://www.googleapis.com/upload/storage/v1/b/"
+    ), resp[:500]
 
 
 def test_proxy_tls_certificate_is_trusted_only_through_the_throwaway_ca(gcs_emulator):
     raw = socket.create_connection(("127.0.0.1", gcs_emulator.proxy_port), timeout=10)
-    raw.sendall(b"CONNECT storage.googleapis.com:443 HTTP/1.1\r\n"
-                b"Host: storage.googleapis.com:443\r\n\r\n")
+    raw.sendall(b"CONNECT storage.googleapis.com:443 HTTP/1.1\r\nHost: storage.googleapis.com:443\r\n\r\n")
     assert raw.recv(1024).startswith(b"HTTP/1.1 200")
     ctx = ssl.create_default_context(cafile=gcs_emulator.ca_path)
     with ctx.wrap_socket(raw, server_hostname="storage.googleapis.com") as tls:
@@ -115,8 +118,7 @@ def test_proxy_tls_certificate_is_trusted_only_through_the_throwaway_ca(gcs_emul
 
 
 def test_proxy_refuses_other_hosts(gcs_emulator):
-    resp = _proxy_request(gcs_emulator, b"CONNECT example.com:443 HTTP/1.1\r\n"
-                                        b"Host: example.com:443\r\n\r\n")
+    resp = _proxy_request(gcs_emulator, b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
     assert resp.startswith(b"HTTP/1.1 403")
     assert b"example.com" in resp
 
@@ -129,9 +131,23 @@ def test_dev_gcs_emulator_command_prints_a_working_environment_and_stops_cleanly
     import urllib.request
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vertex_trainer", "dev", "gcs-emulator", "--port", "0",
-         "--proxy-port", "0", "--bucket", "demo-bucket"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "vertex_trainer",
+            "dev",
+            "gcs-emulator",
+            "--port",
+            "0",
+            "--proxy-port",
+            "0",
+            "--bucket",
+            "demo-bucket",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         env = {}
         while "GOOGLE_CLOUD_PROJECT" not in env:
@@ -139,9 +155,15 @@ def test_dev_gcs_emulator_command_prints_a_working_environment_and_stops_cleanly
             assert line, proc.stderr.read()
             key, _, value = line.removeprefix("export ").strip().partition("=")
             env[key] = shlex.split(value)[0]
-        assert {"STORAGE_EMULATOR_HOST", "https_proxy", "http_proxy", "CURL_CA_BUNDLE",
-                "NO_GCE_CHECK", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
-                "GCS_RETRY_CONFIG_MAX_RETRIES"} <= set(env)
+        assert {
+            "STORAGE_EMULATOR_HOST",
+            "https_proxy",
+            "http_proxy",
+            "CURL_CA_BUNDLE",
+            "NO_GCE_CHECK",
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+            "GCS_RETRY_CONFIG_MAX_RETRIES",
+        } <= set(env)
         assert os.path.exists(env["CURL_CA_BUNDLE"])
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(f"{env['STORAGE_EMULATOR_HOST']}/storage/v1/b/demo-bucket") as resp:
@@ -182,9 +204,16 @@ def test_check_gcs_route_finds_gclouds_credentials_from_the_given_environment(tm
     config = tmp_path / "gcloud"
     config.mkdir()
     # The shape `gcloud auth application-default login` writes (loading it sends nothing).
-    (config / "application_default_credentials.json").write_text(json.dumps(
-        {"type": "authorized_user", "client_id": "id", "client_secret": "secret",
-         "refresh_token": "token"}))
+    (config / "application_default_credentials.json").write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "id",
+                "client_secret": "secret",
+                "refresh_token": "token",
+            }
+        )
+    )
     assert check_gcs_route({"CLOUDSDK_CONFIG": str(config)}) == "credentials"
     (config / "application_default_credentials.json").write_text("not json")
     with pytest.raises(UserError, match="application_default_credentials.json"):
@@ -192,13 +221,13 @@ def test_check_gcs_route_finds_gclouds_credentials_from_the_given_environment(tm
 
 
 def test_a_local_run_reaches_the_emulator_through_the_settings_environment(
-        tmp_path, gcs_emulator, gcs_bucket, gcs_env, marker):
+    tmp_path, gcs_emulator, gcs_bucket, gcs_env, marker
+):
     from rich.console import Console
 
+    from tests.process_support import processes_with_env
     from vertex_trainer.local import SUCCEEDED, run_local
     from vertex_trainer.settings import Settings
-
-    from tests.process_support import processes_with_env
 
     from .conftest import custom_job, python_command, worker_pool
 

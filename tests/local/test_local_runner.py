@@ -14,16 +14,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_support import pid_alive, processes_with_env
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import (
-    CANCELLED, FAILED, SUCCEEDED, build_replicas, command_of, parse_progress, run_local,
+    CANCELLED,
+    FAILED,
+    SUCCEEDED,
+    build_replicas,
+    command_of,
+    parse_progress,
+    run_local,
 )
 from vertex_trainer.local.display import Display
-from tests.process_support import pid_alive, processes_with_env
 from vertex_trainer.settings import Settings
 
 from .conftest import (
-    custom_job, local_settings, python_command, settings_without_gcs, wait_gone, worker_pool,
+    custom_job,
+    local_settings,
+    python_command,
+    settings_without_gcs,
+    wait_gone,
+    worker_pool,
 )
 
 # A stand-in replica that reports the environment it was given (in a file per replica).
@@ -51,13 +62,13 @@ def _quiet_console():
 
 def test_each_replica_sees_the_environment_vertex_documents(tmp_path):
     out = tmp_path / "out"
-    pools = [worker_pool(command=python_command(ENV_DUMP), env={"MY_SETTING": "42"}),
-             worker_pool(command=python_command(ENV_DUMP), replicas=2,
-                         env={"MY_SETTING": "42"})]
+    pools = [
+        worker_pool(command=python_command(ENV_DUMP), env={"MY_SETTING": "42"}),
+        worker_pool(command=python_command(ENV_DUMP), replicas=2, env={"MY_SETTING": "42"}),
+    ]
     job = custom_job(str(out), pools)
     console, buf = _quiet_console()
-    result = run_local(job, None, settings=local_settings(DUMP_DIR=str(tmp_path)),
-                       console=console)
+    result = run_local(job, None, settings=local_settings(DUMP_DIR=str(tmp_path)), console=console)
     assert result.state == SUCCEEDED and result.exit_code == 0, buf.getvalue()
     assert result.succeeded and result.done
 
@@ -99,14 +110,12 @@ def test_each_replica_sees_the_environment_vertex_documents(tmp_path):
     assert "JOB_STATE_SUCCEEDED" in log and f"model:   {out}/model/" in log
 
 
-def test_replicas_get_the_settings_environment_not_the_process_environment(tmp_path,
-                                                                           monkeypatch):
+def test_replicas_get_the_settings_environment_not_the_process_environment(tmp_path, monkeypatch):
     """The environment is data from the edge (Settings.environ): a variable only this process
     has does not reach a replica; one only the settings carry does."""
     monkeypatch.setenv("VT_ONLY_IN_PROCESS_ENV", "leaked")
     environ = {k: v for k, v in os.environ.items() if k != "VT_ONLY_IN_PROCESS_ENV"}
-    settings = Settings(environ=environ | {"DUMP_DIR": str(tmp_path),
-                                           "VT_ONLY_IN_SETTINGS": "given"})
+    settings = Settings(environ=environ | {"DUMP_DIR": str(tmp_path), "VT_ONLY_IN_SETTINGS": "given"})
     job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(ENV_DUMP))])
     result = run_local(job, None, settings=settings, console=_quiet_console()[0])
     assert result.state == SUCCEEDED
@@ -124,19 +133,27 @@ def test_no_module_of_the_local_runner_reads_the_process_environment():
     offenders = []
     for path in sorted(package.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if (isinstance(node, ast.Attribute) and node.attr in banned
-                    and isinstance(node.value, ast.Name) and node.value.id == "os") or \
-                    (isinstance(node, ast.ImportFrom) and node.module == "os"
-                     and banned & {a.name for a in node.names}):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in banned
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "os"
+            ) or (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "os"
+                and banned & {a.name for a in node.names}
+            ):
                 offenders.append(f"{path.name}:{node.lineno}")
     assert len(list(package.glob("*.py"))) >= 5
     assert offenders == []
 
 
 def test_importing_the_local_runner_imports_nothing_heavy():
-    code = ("import sys, vertex_trainer.local; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('tensorflow', 'rich', 'requests') or m.startswith('google.cloud.storage')))")
+    code = (
+        "import sys, vertex_trainer.local; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('tensorflow', 'rich', 'requests') or m.startswith('google.cloud.storage')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -151,15 +168,28 @@ def test_single_replica_still_gets_a_one_task_cluster(tmp_path):
     assert tf["task"] == {"type": "chief", "index": 0, "trial": ""}
     # With an empty base environment a replica gets exactly what Vertex AI sets (and unbuffered
     # output): nothing leaks in from anywhere else.
-    assert set(rep.env) == {"AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR",
-                            "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_JOB_ID", "PYTHONUNBUFFERED"}
+    assert set(rep.env) == {
+        "AIP_MODEL_DIR",
+        "AIP_CHECKPOINT_DIR",
+        "AIP_TENSORBOARD_LOG_DIR",
+        "CLUSTER_SPEC",
+        "TF_CONFIG",
+        "CLOUD_ML_JOB_ID",
+        "PYTHONUNBUFFERED",
+    }
 
 
 def test_vertex_variables_win_and_loopback_bypasses_a_proxy(tmp_path):
     pool = worker_pool(env={"AIP_MODEL_DIR": "/elsewhere", "MY_SETTING": "1"})
     base_env = {"https_proxy": "http://proxy:3128", "no_proxy": "internal.example"}
-    (rep,) = build_replicas(custom_job(str(tmp_path), [pool]), str(tmp_path), job_id="local-1",
-                            base_env=base_env, project="p", region="us-central1")
+    (rep,) = build_replicas(
+        custom_job(str(tmp_path), [pool]),
+        str(tmp_path),
+        job_id="local-1",
+        base_env=base_env,
+        project="p",
+        region="us-central1",
+    )
     assert rep.env["AIP_MODEL_DIR"] == f"{tmp_path}/model/"
     assert rep.env["MY_SETTING"] == "1"
     assert rep.env["CLOUD_ML_PROJECT_ID"] == "p" and rep.env["CLOUD_ML_REGION"] == "us-central1"
@@ -168,18 +198,32 @@ def test_vertex_variables_win_and_loopback_bypasses_a_proxy(tmp_path):
 
 
 def test_commands_for_container_and_python_package_pools():
-    assert command_of({"containerSpec": {"args": ["--a=1"]}}, "/py") == \
-        ["/py", "-m", "trainer.task", "--a=1"]
-    assert command_of({"containerSpec": {"command": ["python3", "-m", "x"], "args": ["b"]}},
-                      "/py") == ["/py", "-m", "x", "b"]
-    assert command_of({"pythonPackageSpec": {"pythonModule": "trainer.task", "args": ["--c"],
-                                             "packageUris": ["gs://b/p.tar.gz"]}}, "/py") == \
-        ["/py", "-m", "trainer.task", "--c"]
+    assert command_of({"containerSpec": {"args": ["--a=1"]}}, "/py") == ["/py", "-m", "trainer.task", "--a=1"]
+    assert command_of({"containerSpec": {"command": ["python3", "-m", "x"], "args": ["b"]}}, "/py") == [
+        "/py",
+        "-m",
+        "x",
+        "b",
+    ]
+    assert command_of(
+        {
+            "pythonPackageSpec": {
+                "pythonModule": "trainer.task",
+                "args": ["--c"],
+                "packageUris": ["gs://b/p.tar.gz"],
+            }
+        },
+        "/py",
+    ) == ["/py", "-m", "trainer.task", "--c"]
 
 
 def test_parse_progress():
-    assert parse_progress("progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42") == \
-        {"epoch": "2/5", "step": "40/100", "examples_per_sec": "1234.5", "loss": "0.42"}
+    assert parse_progress("progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42") == {
+        "epoch": "2/5",
+        "step": "40/100",
+        "examples_per_sec": "1234.5",
+        "loss": "0.42",
+    }
     assert parse_progress("Epoch 1/5") is None
 
 
@@ -230,13 +274,17 @@ FAILING = textwrap.dedent("""
 def test_a_failing_replica_stops_the_others_and_leaves_no_process(tmp_path, marker):
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
-    job = custom_job(str(tmp_path / "out"), [
-        worker_pool(command=python_command(FAILING)),
-        worker_pool(command=python_command(FAILING), replicas=2),
-    ])
+    job = custom_job(
+        str(tmp_path / "out"),
+        [
+            worker_pool(command=python_command(FAILING)),
+            worker_pool(command=python_command(FAILING), replicas=2),
+        ],
+    )
     console, buf = _quiet_console()
-    result = run_local(job, None, settings=local_settings(VT_MARKER=marker, READY_FIFO=str(fifo)),
-                       console=console)
+    result = run_local(
+        job, None, settings=local_settings(VT_MARKER=marker, READY_FIFO=str(fifo)), console=console
+    )
 
     assert result.state == FAILED and result.exit_code == 1 and not result.succeeded
     assert result.failed_replica == "workerpool1-1" and result.failed_exit_code == 3
@@ -259,13 +307,15 @@ def test_missing_trainer_module_is_a_user_error(tmp_path):
 
 
 def test_a_missing_command_is_a_user_error_and_leaves_no_process(tmp_path, marker):
-    job = custom_job(str(tmp_path), [
-        worker_pool(command=python_command("import time; time.sleep(600)")),
-        worker_pool(command=["/no/such/command-x"]),
-    ])
+    job = custom_job(
+        str(tmp_path),
+        [
+            worker_pool(command=python_command("import time; time.sleep(600)")),
+            worker_pool(command=["/no/such/command-x"]),
+        ],
+    )
     with pytest.raises(UserError, match="cannot start '/no/such/command-x'"):
-        run_local(job, None, settings=local_settings(VT_MARKER=marker),
-                  console=_quiet_console()[0])
+        run_local(job, None, settings=local_settings(VT_MARKER=marker), console=_quiet_console()[0])
     assert processes_with_env(marker) == []
 
 
@@ -276,8 +326,7 @@ def test_gs_paths_without_emulator_or_credentials_are_refused(tmp_path):
         run_local(job, None, settings=settings, console=_quiet_console()[0])
     assert "dev gcs-emulator" in str(e.value)
     # A credentials file that is not there is refused too (no fall-through to other sources).
-    settings = settings_without_gcs(tmp_path,
-                                    GOOGLE_APPLICATION_CREDENTIALS=str(tmp_path / "none.json"))
+    settings = settings_without_gcs(tmp_path, GOOGLE_APPLICATION_CREDENTIALS=str(tmp_path / "none.json"))
     with pytest.raises(UserError, match="none.json"):
         run_local(job, None, settings=settings, console=_quiet_console()[0])
     # An emulator host alone is not enough: TF's gs:// needs the proxy route too.
@@ -288,8 +337,16 @@ def test_gs_paths_without_emulator_or_credentials_are_refused(tmp_path):
 
 
 def test_default_output_keeps_stdout_clean(tmp_path, capfd):
-    job = custom_job(str(tmp_path), [worker_pool(command=python_command(
-        "print('hello'); print('progress epoch=1/1 step=1/1 examples_per_sec=1.0 loss=1.0')"))])
+    job = custom_job(
+        str(tmp_path),
+        [
+            worker_pool(
+                command=python_command(
+                    "print('hello'); print('progress epoch=1/1 step=1/1 examples_per_sec=1.0 loss=1.0')"
+                )
+            )
+        ],
+    )
     result = run_local(job, None, settings=local_settings())
     captured = capfd.readouterr()
     assert result.state == SUCCEEDED
@@ -317,11 +374,18 @@ HANG = textwrap.dedent("""
 def _runner_of_two(tmp_path, marker, replica: str) -> subprocess.Popen:
     """run_local in a child process, two replicas running the Python `replica`; its output
     (the replicas' lines, through the runner's console) on stdout."""
-    job = custom_job(str(tmp_path / "out"), [worker_pool(command=python_command(replica)),
-                                             worker_pool(command=python_command(replica))])
+    job = custom_job(
+        str(tmp_path / "out"),
+        [worker_pool(command=python_command(replica)), worker_pool(command=python_command(replica))],
+    )
     env = dict(os.environ, VT_MARKER=marker, PYTHONUNBUFFERED="1")
-    return subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(job)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", RUNNER, json.dumps(job)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _start_runner(tmp_path, marker):
@@ -365,7 +429,8 @@ STUBBORN = textwrap.dedent("""
 
 @pytest.mark.timeout(120)
 def test_ctrl_c_with_two_replicas_stops_both_at_once_and_keeps_their_dying_output_off_screen(
-        tmp_path, marker):
+    tmp_path, marker
+):
     """issue 24 item 3: no more lines on screen after "stopping all replicas", and the run ends
     well before the SIGTERM grace a replica that goes on would otherwise get."""
     import time
@@ -386,10 +451,10 @@ def test_ctrl_c_with_two_replicas_stops_both_at_once_and_keeps_their_dying_outpu
     took = time.monotonic() - sent
     assert proc.returncode == 1 and f"STATE {CANCELLED} 1" in rest, rest
     assert "Interrupted: stopping all replicas" in rest
-    assert "DYING" not in rest, rest                    # the screen: nothing after the note
+    assert "DYING" not in rest, rest  # the screen: nothing after the note
     assert took < STOP_GRACE_S, f"the run took {took:.1f} s to stop"
     logs = "".join(p.read_text() for p in (tmp_path / "out" / "vertex-trainer" / "logs").glob("*.log"))
-    assert "DYING line 0" in logs                       # the run's log keeps them
+    assert "DYING line 0" in logs  # the run's log keeps them
     assert not any(pid_alive(p) for p in pids) and processes_with_env(marker) == []
 
 
@@ -404,12 +469,22 @@ def test_replicas_die_with_a_killed_runner(tmp_path, marker):
 
 def test_staged_package_uris_do_not_require_cloud_storage(tmp_path):
     """A python-package job's packageUris are gs:// on Vertex; locally the installed code runs."""
-    pool = {"replicaCount": "1", "machineSpec": {"machineType": "n1-standard-4"},
-            "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/x",
-                                  "packageUris": ["gs://staging/trainer-0.1.tar.gz"],
-                                  "pythonModule": "json.tool", "args": ["--help"]}}
-    result = run_local(custom_job(str(tmp_path), [pool]), None,
-                       settings=settings_without_gcs(tmp_path), console=_quiet_console()[0])
+    pool = {
+        "replicaCount": "1",
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "pythonPackageSpec": {
+            "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/x",
+            "packageUris": ["gs://staging/trainer-0.1.tar.gz"],
+            "pythonModule": "json.tool",
+            "args": ["--help"],
+        },
+    }
+    result = run_local(
+        custom_job(str(tmp_path), [pool]),
+        None,
+        settings=settings_without_gcs(tmp_path),
+        console=_quiet_console()[0],
+    )
     assert result.state == SUCCEEDED
 
 
@@ -453,9 +528,16 @@ def test_the_recorded_spec_reproduces_the_run(tmp_path):
     from vertex_trainer import render
     from vertex_trainer.spec import build_spec
 
-    spec = build_spec({"name": "record", "region": "us-central1", "hardware": "cpu",
-                       "image": {"uri": "us-docker.pkg.dev/p/r/trainer:local"}, "output_dir": str(tmp_path),
-                       "trainer": {"train_data": "data/train-*", "num_classes": 2}})
+    spec = build_spec(
+        {
+            "name": "record",
+            "region": "us-central1",
+            "hardware": "cpu",
+            "image": {"uri": "us-docker.pkg.dev/p/r/trainer:local"},
+            "output_dir": str(tmp_path),
+            "trainer": {"train_data": "data/train-*", "num_classes": 2},
+        }
+    )
     job = render.custom_job(spec, idempotency_key="k")
     job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = python_command("print('ok')")
     result = run_local(job, spec, settings=local_settings(), console=_quiet_console()[0])
@@ -469,9 +551,16 @@ def test_local_run_checks_the_bundled_trainer_flags_first(tmp_path):
     from vertex_trainer.errors import SpecError
     from vertex_trainer.spec import build_spec
 
-    spec = build_spec({"name": "flags", "region": "us-central1", "hardware": "cpu",
-                       "image": {"uri": "us-docker.pkg.dev/p/r/trainer:v1"}, "output_dir": str(tmp_path / "out"),
-                       "trainer": {"model": "resnet-50", "train_data": "data/train-*", "num_classes": 2}})
+    spec = build_spec(
+        {
+            "name": "flags",
+            "region": "us-central1",
+            "hardware": "cpu",
+            "image": {"uri": "us-docker.pkg.dev/p/r/trainer:v1"},
+            "output_dir": str(tmp_path / "out"),
+            "trainer": {"model": "resnet-50", "train_data": "data/train-*", "num_classes": 2},
+        }
+    )
     with pytest.raises(SpecError, match="invalid choice: 'resnet-50'"):
         api.submit(spec, local=True)
     assert not (tmp_path / "out").exists()  # refused before anything ran or was written
@@ -480,8 +569,10 @@ def test_local_run_checks_the_bundled_trainer_flags_first(tmp_path):
 def test_tensorflow_start_up_banner_is_kept_in_the_log_not_on_screen(tmp_path):
     """Issue 15: absl prints TF's banner before TF_CPP_MIN_LOG_LEVEL applies; the terminal hides
     it, the run's log file keeps it."""
-    banner = ("WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
-              "I0000 00:00:1796025139.247204    9302 port.cc:153] oneDNN custom operations are on.\n")
+    banner = (
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "I0000 00:00:1796025139.247204    9302 port.cc:153] oneDNN custom operations are on.\n"
+    )
     script = f"import sys; sys.stderr.write({banner!r}); print('trainer: real output')"
     job = custom_job(str(tmp_path), [worker_pool(command=python_command(script))])
     console, buf = _quiet_console()

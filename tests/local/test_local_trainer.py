@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.process_support import processes_with_env
 from vertex_trainer.local import FAILED, SUCCEEDED, run_local
 from vertex_trainer.settings import Settings
-
-from tests.process_support import processes_with_env
 
 from .conftest import local_settings
 
@@ -24,14 +23,21 @@ pytestmark = [pytest.mark.trainer, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "job_specs" / "quickstart-local.yaml"
-SYNTH = ("import sys; from trainer.datagen import synthesize; "
-         "synthesize(sys.argv[1], examples=512, shards=2, image_size=32, num_classes=10, seed=3, "
-         "eval_examples=128)")
+SYNTH = (
+    "import sys; from trainer.datagen import synthesize; "
+    "synthesize(sys.argv[1], examples=512, shards=2, image_size=32, num_classes=10, seed=3, "
+    "eval_examples=128)"
+)
 
 
 def _synth(out_dir: str, env: dict | None = None) -> None:
-    proc = subprocess.run([sys.executable, "-c", SYNTH, out_dir], capture_output=True, text=True,
-                          env=dict(env or os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-c", SYNTH, out_dir],
+        capture_output=True,
+        text=True,
+        env=dict(env or os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -70,10 +76,13 @@ def test_quickstart_runs_end_to_end_with_submit_local(tmp_path, local_data):
     """`vertex-trainer submit job_specs/quickstart-local.yaml --local --output json`."""
     shutil.copytree(local_data, tmp_path / "data" / "quickstart")
     proc = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "submit", str(QUICKSTART), "--local",
-         "--output", "json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, VERTEX_TRAINER_DEBUG="1"))
+        [sys.executable, "-m", "vertex_trainer", "submit", str(QUICKSTART), "--local", "--output", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, VERTEX_TRAINER_DEBUG="1"),
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout)  # exactly one JSON object on stdout
     assert out["state"] == "JOB_STATE_SUCCEEDED"
@@ -90,9 +99,15 @@ def test_quickstart_runs_end_to_end_with_submit_local(tmp_path, local_data):
 
 def test_two_replicas_train_together(tmp_path, local_data, marker):
     out = tmp_path / "out"
-    job, spec = _job([f"output_dir={out}", f"trainer.train_data={local_data}/train-*",
-                      f"trainer.eval_data={local_data}/validation-*", "replicas=2",
-                      "trainer.epochs=2"])
+    job, spec = _job(
+        [
+            f"output_dir={out}",
+            f"trainer.train_data={local_data}/train-*",
+            f"trainer.eval_data={local_data}/validation-*",
+            "replicas=2",
+            "trainer.epochs=2",
+        ]
+    )
     assert [p["replicaCount"] for p in job["jobSpec"]["workerPoolSpecs"]] == ["1", "1"]
     console, buf = _console()
     result = run_local(job, spec, settings=local_settings(VT_MARKER=marker), console=console)
@@ -114,23 +129,34 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
 
 
 def test_a_failing_worker_fails_the_run_and_stops_the_waiting_chief(tmp_path, local_data, marker):
-    job, spec = _job([f"output_dir={tmp_path / 'out'}", f"trainer.train_data={local_data}/train-*",
-                      f"trainer.eval_data={local_data}/validation-*", "replicas=2"])
+    job, spec = _job(
+        [
+            f"output_dir={tmp_path / 'out'}",
+            f"trainer.train_data={local_data}/train-*",
+            f"trainer.eval_data={local_data}/validation-*",
+            "replicas=2",
+        ]
+    )
     # The worker pool gets a data path that matches nothing: it fails at start, while the chief
     # waits for it in the collective set-up and would wait forever.
     pools = job["jobSpec"]["workerPoolSpecs"]
     pools[1] = copy.deepcopy(pools[1])  # render may share sub-objects between the pools
     worker = pools[1]["containerSpec"]
-    worker["args"] = [a if not a.startswith("--train-data=") else
-                      f"--train-data={tmp_path}/missing/train-*" for a in worker["args"]]
+    worker["args"] = [
+        a if not a.startswith("--train-data=") else f"--train-data={tmp_path}/missing/train-*"
+        for a in worker["args"]
+    ]
     console, buf = _console()
     result = run_local(job, spec, settings=local_settings(VT_MARKER=marker), console=console)
     # The chief would wait for the worker forever: the run ending at all means it was stopped.
     assert result.state == FAILED and result.exit_code == 1
     assert result.failed_replica == "workerpool1-0" and result.failed_exit_code != 0
     assert any("missing/train-*" in line for line in result.log_tail), result.log_tail
-    assert not any("missing/train-*" in line for line in buf.getvalue().splitlines()
-                   if line.startswith("workerpool0-0 |")), "the chief had good data"
+    assert not any(
+        "missing/train-*" in line
+        for line in buf.getvalue().splitlines()
+        if line.startswith("workerpool0-0 |")
+    ), "the chief had good data"
     assert f"workerpool1-0 exited with code {result.failed_exit_code}" in buf.getvalue()
     assert result.metrics is None
     assert processes_with_env(marker) == []
@@ -140,10 +166,15 @@ def test_gs_data_and_gs_output_through_the_emulator(tmp_path, gcs_emulator, gcs_
     _synth(f"gs://{gcs_bucket}/data/quickstart", env=dict(os.environ) | gcs_env)
     assert "data/quickstart/train-00000-of-00002" in gcs_emulator.list_objects(gcs_bucket)
     base = f"gs://{gcs_bucket}/runs/quickstart"
-    job, spec = _job([f"output_dir={base}",
-                      f"trainer.train_data=gs://{gcs_bucket}/data/quickstart/train-*",
-                      f"trainer.eval_data=gs://{gcs_bucket}/data/quickstart/validation-*",
-                      "trainer.epochs=1", "trainer.warmup_epochs=0"])
+    job, spec = _job(
+        [
+            f"output_dir={base}",
+            f"trainer.train_data=gs://{gcs_bucket}/data/quickstart/train-*",
+            f"trainer.eval_data=gs://{gcs_bucket}/data/quickstart/validation-*",
+            "trainer.epochs=1",
+            "trainer.warmup_epochs=0",
+        ]
+    )
     console, buf = _console()
     # The route reaches the replicas (and the metrics read) through the settings alone.
     settings = Settings.from_environ(dict(os.environ) | gcs_env)

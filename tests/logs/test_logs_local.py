@@ -28,22 +28,31 @@ FAILING = "import sys\nprint('about to fail', flush=True)\nsys.exit(3)"
 
 
 def _pool(script: str, replicas: int = 1) -> dict:
-    return {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": str(replicas),
-            "containerSpec": {"imageUri": "local/trainer:x", "command": ["python", "-c", script]}}
+    return {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": str(replicas),
+        "containerSpec": {"imageUri": "local/trainer:x", "command": ["python", "-c", script]},
+    }
 
 
 def _job(out, *pools) -> dict:
-    return {"displayName": "local-logs", "labels": {"vertex-trainer-key": "k"},
-            "jobSpec": {"workerPoolSpecs": list(pools),
-                        "baseOutputDirectory": {"outputUriPrefix": str(out)}}}
+    return {
+        "displayName": "local-logs",
+        "labels": {"vertex-trainer-key": "k"},
+        "jobSpec": {"workerPoolSpecs": list(pools), "baseOutputDirectory": {"outputUriPrefix": str(out)}},
+    }
 
 
 def _run(job, **env):
     from rich.console import Console
 
     buf = io.StringIO()
-    result = run_local(job, None, settings=Settings(environ=dict(os.environ) | env),
-                       console=Console(file=buf, force_terminal=False, width=200))
+    result = run_local(
+        job,
+        None,
+        settings=Settings(environ=dict(os.environ) | env),
+        console=Console(file=buf, force_terminal=False, width=200),
+    )
     return result, buf.getvalue()
 
 
@@ -61,8 +70,10 @@ def test_a_local_run_keeps_each_replicas_lines_and_logs_shows_them_in_order(tmp_
     # The order the run showed them in (its console: "name | line").
     in_display = [f"[{m[1]}] {m[2]}" for m in re.finditer(r"^(workerpool\d-\d) +\| (.*)$", shown, re.M)]
     assert logs.stdout.splitlines() == in_display and len(in_display) == 5
-    assert run_cli("logs", record / "logs", "--replica", "workerpool1-0").stdout.splitlines() == \
-        ["[workerpool1-0] worker 0", "[workerpool1-0] worker 1"]
+    assert run_cli("logs", record / "logs", "--replica", "workerpool1-0").stdout.splitlines() == [
+        "[workerpool1-0] worker 0",
+        "[workerpool1-0] worker 1",
+    ]
     followed = run_cli("logs", out, "--follow")
     assert followed.returncode == 0 and followed.stdout == logs.stdout
 
@@ -90,8 +101,9 @@ def test_follow_tails_a_local_run_until_it_ends(tmp_path):
         print("two", flush=True)
     """)
     out = tmp_path / "out"
-    runner = threading.Thread(target=_run, args=(_job(out, _pool(script)),),
-                              kwargs={"READY": str(ready), "GO": str(go)})
+    runner = threading.Thread(
+        target=_run, args=(_job(out, _pool(script)),), kwargs={"READY": str(ready), "GO": str(go)}
+    )
     runner.start()
     try:
         with open(ready) as f:

@@ -21,16 +21,24 @@ BANNER = [
 
 
 def logs(tmp_path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([*cli_command(), "logs", *map(str, args)], capture_output=True, text=True,
-                          env=edge_env(tmp_path), cwd=tmp_path, timeout=60)
+    return subprocess.run(
+        [*cli_command(), "logs", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=edge_env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
 
 
 def test_neither_a_job_nor_a_run_directory_is_exit_2_saying_so(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "file.txt").write_text("x")
-    for ref, says in (("runs/nope", "'runs/nope' is neither a job nor a local run's directory"),
-                      ("empty", "'empty' is a directory, but no local run wrote to it"),
-                      ("file.txt", "'file.txt' is a file, neither a job nor a local run's output directory")):
+    for ref, says in (
+        ("runs/nope", "'runs/nope' is neither a job nor a local run's directory"),
+        ("empty", "'empty' is a directory, but no local run wrote to it"),
+        ("file.txt", "'file.txt' is a file, neither a job nor a local run's output directory"),
+    ):
         result = logs(tmp_path, ref)
         assert result.returncode == 2 and result.stdout == ""
         lines = result.stderr.splitlines()

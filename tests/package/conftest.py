@@ -17,7 +17,12 @@ import pytest
 from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
 from vertex_trainer.emulators.registry import FakeRegistry
 from vertex_trainer.settings import (
-    CLOUDBUILD_ENV, REGISTRY_ENV, RETRY_ENV, STORAGE_EMULATOR_ENV, RetryPolicy, Settings,
+    CLOUDBUILD_ENV,
+    REGISTRY_ENV,
+    RETRY_ENV,
+    STORAGE_EMULATOR_ENV,
+    RetryPolicy,
+    Settings,
 )
 from vertex_trainer.spec import build_spec
 
@@ -56,14 +61,16 @@ def trainer_dir(tmp_path) -> Path:
     pkg = root / "trainer"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text('"""trainer"""\n')
-    (pkg / "task.py").write_text("def main():\n    print('training')\n\n\n"
-                                 "if __name__ == '__main__':\n    main()\n")
+    (pkg / "task.py").write_text(
+        "def main():\n    print('training')\n\n\nif __name__ == '__main__':\n    main()\n"
+    )
     (pkg / "data.py").write_text("BATCH = 32\n")
     (pkg / "models").mkdir()
     (pkg / "models" / "__init__.py").write_text("")
     (pkg / "models" / "cnn.py").write_text("LAYERS = 3\n")
-    (root / "requirements.txt").write_text("# the trainer's pins besides TensorFlow\n"
-                                           "tensorflow-cpu==2.21.0\ntf-keras==2.21.0\nPillow>=10\n")
+    (root / "requirements.txt").write_text(
+        "# the trainer's pins besides TensorFlow\ntensorflow-cpu==2.21.0\ntf-keras==2.21.0\nPillow>=10\n"
+    )
     return pkg
 
 
@@ -77,18 +84,24 @@ def spec_data(**image) -> dict:
         "hardware": "t4x1",
         "image": image,
         "output_dir": f"gs://{BUCKET}/runs/pkg-test",
-        "trainer": {"model": "tiny-cnn", "train_data": f"gs://{BUCKET}/data/train-*", "num_classes": 10,
-                    "batch_size": 64},
+        "trainer": {
+            "model": "tiny-cnn",
+            "train_data": f"gs://{BUCKET}/data/train-*",
+            "num_classes": 10,
+            "batch_size": 64,
+        },
     }
 
 
 @pytest.fixture
 def make_spec():
     """make_spec(repository=..., builder=..., hardware=...) -> a real, validated JobSpec."""
+
     def make(hardware: str = "t4x1", **image):
         data = spec_data(**image)
         data["hardware"] = hardware
         return build_spec(data)
+
     return make
 
 
@@ -110,8 +123,9 @@ def storage():
     server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
     host = f"http://127.0.0.1:{port}"
-    client = gcs.Client(project=PROJECT, credentials=AnonymousCredentials(),
-                        client_options={"api_endpoint": host})
+    client = gcs.Client(
+        project=PROJECT, credentials=AnonymousCredentials(), client_options={"api_endpoint": host}
+    )
     client.create_bucket(BUCKET)
     client.emulator_host = host
     try:
@@ -150,9 +164,11 @@ def settings(request) -> Settings:
 @pytest.fixture
 def edge_env(monkeypatch, settings):
     """The same endpoints as environment variables, for tests that run the CLI (the edge)."""
-    for name, value in ((STORAGE_EMULATOR_ENV, settings.storage_emulator),
-                        (REGISTRY_ENV, settings.registry_endpoint),
-                        (CLOUDBUILD_ENV, settings.cloudbuild_endpoint)):
+    for name, value in (
+        (STORAGE_EMULATOR_ENV, settings.storage_emulator),
+        (REGISTRY_ENV, settings.registry_endpoint),
+        (CLOUDBUILD_ENV, settings.cloudbuild_endpoint),
+    ):
         if value:
             monkeypatch.setenv(name, value)
     monkeypatch.setenv(RETRY_ENV, FAST_RETRY)
@@ -188,5 +204,12 @@ def pk():
     """Constants and helpers shared by the packager tests (conftest is not importable)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(REPO=REPO, PROJECT=PROJECT, REGION=REGION, BUCKET=BUCKET,
-                           REPOSITORY=REPOSITORY, hadolint=hadolint_path(), spec_data=spec_data)
+    return SimpleNamespace(
+        REPO=REPO,
+        PROJECT=PROJECT,
+        REGION=REGION,
+        BUCKET=BUCKET,
+        REPOSITORY=REPOSITORY,
+        hadolint=hadolint_path(),
+        spec_data=spec_data,
+    )

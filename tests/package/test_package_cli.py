@@ -28,6 +28,7 @@ def spec_file(tmp_path, pk):
         path = tmp_path / "job.yaml"
         path.write_text(yaml.safe_dump(pk.spec_data(**image)))
         return path
+
     return write
 
 
@@ -46,8 +47,15 @@ def test_dry_run_json_prints_the_plan_and_touches_nothing(spec_file, capsys, no_
 def test_dry_run_text_lists_files_size_hash_tag_builder(spec_file, capsys):
     code, out, _ = run(["package", str(spec_file()), "--dry-run", "--builder", "docker"], capsys)
     assert code == 0
-    for needle in ("image: ", "context hash: sha256:", "builder: docker", "Dockerfile", " files, ",
-                   "variant: gpu (base tensorflow/tensorflow:2.21.0-gpu)", "dry run: nothing built"):
+    for needle in (
+        "image: ",
+        "context hash: sha256:",
+        "builder: docker",
+        "Dockerfile",
+        " files, ",
+        "variant: gpu (base tensorflow/tensorflow:2.21.0-gpu)",
+        "dry run: nothing built",
+    ):
         assert needle in out
 
 
@@ -70,17 +78,23 @@ def test_hostile_values_are_refused_with_exit_2(spec_file, capsys, field, value,
     assert "FROM" not in out and out == ""
 
 
-@pytest.mark.parametrize("repository", ["us-central1-docker.pkg.dev/p/r/trainer:v1",
-                                        "us-central1-docker.pkg.dev/p/r/Trainer",
-                                        "us-central1-docker.pkg.dev/p/r/x\nRUN id"])
+@pytest.mark.parametrize(
+    "repository",
+    [
+        "us-central1-docker.pkg.dev/p/r/trainer:v1",
+        "us-central1-docker.pkg.dev/p/r/Trainer",
+        "us-central1-docker.pkg.dev/p/r/x\nRUN id",
+    ],
+)
 def test_bad_repository_is_exit_2(spec_file, capsys, repository):
     code, _, err = run(["package", str(spec_file(repository=repository)), "--dry-run"], capsys)
     assert code == 2 and "image.repository" in err
 
 
 def test_render_and_submit_dry_run_refuse_hostile_values_too(spec_file, capsys):
-    path = spec_file(repository="us-central1-docker.pkg.dev/test-project/training/trainer",
-                     pip_packages=["x\nRUN id"])
+    path = spec_file(
+        repository="us-central1-docker.pkg.dev/test-project/training/trainer", pip_packages=["x\nRUN id"]
+    )
     for argv in (["render", str(path)], ["submit", str(path), "--dry-run"]):
         code, out, err = run(argv, capsys)
         assert code == 2 and "image.pip_packages[0]" in err and out == ""
@@ -100,5 +114,12 @@ def test_image_uri_needs_no_packaging(spec_file, capsys, no_network):
     uri = "us-docker.pkg.dev/test-project/training/trainer:v1"
     code, out, _ = run(["package", str(spec_file(uri=uri)), "--output", "json"], capsys)
     assert code == 0
-    assert json.loads(out) == {"image": uri, "built": False, "pushed": False, "context_hash": None,
-                               "action": "given", "builder": None, "log_url": None}
+    assert json.loads(out) == {
+        "image": uri,
+        "built": False,
+        "pushed": False,
+        "context_hash": None,
+        "action": "given",
+        "builder": None,
+        "log_url": None,
+    }

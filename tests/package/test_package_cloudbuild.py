@@ -18,8 +18,9 @@ from vertex_trainer.settings import Settings
 pytestmark = pytest.mark.wire
 
 
-def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, cloudbuild, storage, registry,
-                                                     log, pk, settings):
+def test_build_uploads_the_context_and_sends_the_tag(
+    make_spec, trainer_dir, cloudbuild, storage, registry, log, pk, settings
+):
     spec = make_spec()
     result = p.ensure_artifact(spec, settings=settings, log=log, trainer_dir=trainer_dir)
     plan = p.plan_build(spec, trainer_dir=trainer_dir)
@@ -40,8 +41,12 @@ def test_build_uploads_the_context_and_sends_the_tag(make_spec, trainer_dir, clo
     body = create.body
     assert body["source"] == {"storageSource": {"bucket": pk.BUCKET, "object": obj}}
     assert body["images"] == [result.image]
-    assert body["steps"] == [{"name": "gcr.io/cloud-builders/docker",
-                              "args": ["build", "--platform", "linux/amd64", "--tag", result.image, "."]}]
+    assert body["steps"] == [
+        {
+            "name": "gcr.io/cloud-builders/docker",
+            "args": ["build", "--platform", "linux/amd64", "--tag", result.image, "."],
+        }
+    ]
     assert body["timeout"] == "3600s"
     # The fake fetched the very bytes that were uploaded, and found the Dockerfile in them.
     (fetched,) = cloudbuild.sources.values()
@@ -67,8 +72,9 @@ def test_the_request_is_a_valid_cloudbuild_v1_build(make_spec, trainer_dir, clou
     assert build.timeout.total_seconds() == 3600
 
 
-def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_dir, cloudbuild, storage, log,
-                                                             settings):
+def test_an_existing_tag_is_reused_nothing_built_or_uploaded(
+    make_spec, trainer_dir, cloudbuild, storage, log, settings
+):
     spec = make_spec()
     first = p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     objects_before = sorted(b.name for b in storage.list_blobs("test-staging"))
@@ -79,7 +85,11 @@ def test_an_existing_tag_is_reused_nothing_built_or_uploaded(make_spec, trainer_
     assert sorted(b.name for b in storage.list_blobs("test-staging")) == objects_before
     assert "reused" in second.summary() and any("exists" in line for line in log)
     assert {k: second.to_json()[k] for k in ("image", "built", "pushed", "context_hash")} == {
-        "image": first.image, "built": False, "pushed": False, "context_hash": first.context_hash}
+        "image": first.image,
+        "built": False,
+        "pushed": False,
+        "context_hash": first.context_hash,
+    }
 
 
 def test_a_trainer_change_builds_a_new_tag(make_spec, trainer_dir, cloudbuild, settings):
@@ -108,13 +118,17 @@ def test_custom_context_builds_through_cloud_build(make_spec, tmp_path, cloudbui
     spec = make_spec(repository=f"{pk.REPOSITORY}-custom", context=str(ctx))
     result = p.ensure_artifact(spec, settings=settings)
     assert result.built and result.image.startswith(f"{pk.REPOSITORY}-custom:")
-    names = tarfile.open(fileobj=io.BytesIO(gzip.decompress(next(iter(cloudbuild.sources.values()))))).getnames()
+    names = tarfile.open(
+        fileobj=io.BytesIO(gzip.decompress(next(iter(cloudbuild.sources.values()))))
+    ).getnames()
     assert sorted(names) == [".vertex-trainer", ".vertex-trainer/spec.yaml", "Dockerfile"]
 
 
 def test_missing_staging_bucket_is_a_service_error(make_spec, trainer_dir, cloudbuild, settings):
-    spec = make_spec(repository="us-central1-docker.pkg.dev/test-project/training/trainer",
-                     staging_bucket="gs://no-such-bucket/x")
+    spec = make_spec(
+        repository="us-central1-docker.pkg.dev/test-project/training/trainer",
+        staging_bucket="gs://no-such-bucket/x",
+    )
     with pytest.raises(ServiceError) as e:
         p.ensure_artifact(spec, settings=settings, trainer_dir=trainer_dir)
     assert "no-such-bucket" in str(e.value) and e.value.exit_code == 3
@@ -141,6 +155,7 @@ def test_dry_run_touches_nothing(make_spec, trainer_dir, no_network):
 
 # -- the registry check ---------------------------------------------------------------------
 
+
 def test_registry_check_head_manifest(registry, settings):
     image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
     assert p.registry_tag_exists(image, settings=settings) is False
@@ -157,19 +172,24 @@ def test_registry_token_challenge_is_answered(registry, settings):
     registry.add(image)
     assert p.registry_tag_exists(image, settings=settings, token="oauth-access-token") is True
     token_calls = [r for r in registry.requests if r.path.startswith("/v2/token")]
-    assert len(token_calls) == 1 and "scope=repository%3Atest-project%2Ftraining%2Ftrainer%3Apull" in token_calls[0].path
+    assert (
+        len(token_calls) == 1
+        and "scope=repository%3Atest-project%2Ftraining%2Ftrainer%3Apull" in token_calls[0].path
+    )
     assert registry.requests[-1].headers["Authorization"] == "Bearer registry-scoped-token"
 
 
 def test_registry_refusal_is_a_service_error(registry, settings):
     registry.token, registry.access_token = "registry-scoped-token", "good-oauth-token"
     with pytest.raises(ServiceError) as e:
-        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:x",
-                              settings=settings, token="bad")
+        p.registry_tag_exists(
+            "us-central1-docker.pkg.dev/test-project/training/trainer:x", settings=settings, token="bad"
+        )
     assert "refused" in str(e.value) and "artifactregistry.reader" in e.value.hint
 
 
 # -- transient failures: one retry policy (gcp.http) for every GET, never for the create --------
+
 
 def test_a_408_from_the_registry_is_retried(registry, settings, log):
     image = "us-central1-docker.pkg.dev/test-project/training/trainer:abc123"
@@ -184,8 +204,9 @@ def test_a_408_from_the_registry_is_retried(registry, settings, log):
 def test_a_registry_that_stays_unavailable_is_exit_3(registry, settings):
     registry.inject(503, times=10, method="HEAD")
     with pytest.raises(ServiceError) as e:
-        p.registry_tag_exists("us-central1-docker.pkg.dev/test-project/training/trainer:abc123",
-                              settings=settings)
+        p.registry_tag_exists(
+            "us-central1-docker.pkg.dev/test-project/training/trainer:abc123", settings=settings
+        )
     assert e.value.exit_code == 3 and "after 4 attempts" in str(e.value)
     assert len([r for r in registry.requests if r.method == "HEAD"]) == settings.retry.attempts
 
@@ -217,8 +238,9 @@ def test_a_refused_create_names_the_role(make_spec, trainer_dir, cloudbuild, set
     assert len(cloudbuild.creates) == 1
 
 
-def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, registry, edge_env, monkeypatch,
-                                                     capsys):
+def test_submit_packages_first_then_submits_that_tag(
+    tmp_path, pk, cloudbuild, registry, edge_env, monkeypatch, capsys
+):
     """`vertex-trainer submit` on a spec that names image.repository: build, then create the job
     with that exact tag; the second submit reuses the image and says so."""
     from vertex_trainer import cli
@@ -230,6 +252,7 @@ def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, r
     (ctx / "app.py").write_text("print('hi')\n")
     spec = tmp_path / "job.yaml"
     import yaml
+
     spec.write_text(yaml.safe_dump(pk.spec_data(repository=pk.REPOSITORY, context=str(ctx))))
 
     def submit():
@@ -243,8 +266,9 @@ def test_submit_packages_first_then_submits_that_tag(tmp_path, pk, cloudbuild, r
         monkeypatch.setenv("VERTEX_TRAINER_API_ENDPOINT", vertex.url)
         out1, err1 = submit()
         out2, err2 = submit()
-        images = [job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"]
-                  for job in vertex.jobs.values()]
+        images = [
+            job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] for job in vertex.jobs.values()
+        ]
     first, second = json.loads(out1), json.loads(out2)
     (create,) = cloudbuild.creates
     tag = create.body["images"][0]

@@ -41,7 +41,7 @@ def test_hash_is_the_same_across_machines(make_spec, trainer_dir, tmp_path):
         for f in files:
             path = os.path.join(root, f)
             os.utime(path, (later, later))
-            os.chmod(path, 0o600)       # a stricter umask; no exec bit change
+            os.chmod(path, 0o600)  # a stricter umask; no exec bit change
     a, b = plan(spec, trainer_dir), plan(spec, other / "trainer")
     assert a.context_hash == b.context_hash
     assert p.archive_bytes(a, spec) == p.archive_bytes(b, spec)
@@ -52,9 +52,11 @@ def test_hash_is_the_same_across_machines(make_spec, trainer_dir, tmp_path):
 def _golden_entries():
     from vertex_trainer.packaging.context import ContextEntry, entry_from_bytes
 
-    return [entry_from_bytes("Dockerfile", b"FROM scratch\n"),
-            entry_from_bytes("app/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
-            ContextEntry("app/link", 0, hashlib.sha256(b"run.sh").hexdigest(), 0o777, link="run.sh")]
+    return [
+        entry_from_bytes("Dockerfile", b"FROM scratch\n"),
+        entry_from_bytes("app/run.sh", b"#!/bin/sh\necho hi\n", 0o755),
+        ContextEntry("app/link", 0, hashlib.sha256(b"run.sh").hexdigest(), 0o777, link="run.sh"),
+    ]
 
 
 def test_the_hash_and_archive_formats_are_frozen():
@@ -63,13 +65,16 @@ def test_the_hash_and_archive_formats_are_frozen():
     from vertex_trainer.packaging.context import entry_from_bytes
 
     entries = _golden_entries()
-    assert p.hash_entries(entries) == \
-        "sha256:3992f927e9ad71a55da9ab1c6b206083dfb8d599ce20371bee7a85535a1e0128"
+    assert (
+        p.hash_entries(entries) == "sha256:3992f927e9ad71a55da9ab1c6b206083dfb8d599ce20371bee7a85535a1e0128"
+    )
     assert p.hash_entries(reversed(entries)) == p.hash_entries(entries)
     buf = io.BytesIO()
     p.write_archive(entries, buf, extra=[entry_from_bytes(p.SPEC_ENTRY, b"name: x\n")])
-    assert hashlib.sha256(gzip.decompress(buf.getvalue())).hexdigest() == \
-        "99dade31190c3d765d874e03137c93aa58634964d6fdd9298b5acd4a4546461b"
+    assert (
+        hashlib.sha256(gzip.decompress(buf.getvalue())).hexdigest()
+        == "99dade31190c3d765d874e03137c93aa58634964d6fdd9298b5acd4a4546461b"
+    )
 
 
 def test_hash_changes_when_a_trainer_file_changes(make_spec, trainer_dir):
@@ -84,11 +89,23 @@ def test_hash_changes_when_a_trainer_file_changes(make_spec, trainer_dir):
     assert len({before, after_edit, after_add, after_chmod}) == 4
 
 
-@pytest.mark.parametrize("junk", [
-    "__pycache__/task.cpython-311.pyc", "data.pyc", "service-account-key.json", ".env",
-    ".env.local", "tests/test_task.py", "test_data.py", ".pytest_cache/v/cache", ".venv/bin/python",
-    ".git/HEAD", "models/.ipynb_checkpoints/cnn-checkpoint.py", "secrets.pem",
-])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "__pycache__/task.cpython-311.pyc",
+        "data.pyc",
+        "service-account-key.json",
+        ".env",
+        ".env.local",
+        "tests/test_task.py",
+        "test_data.py",
+        ".pytest_cache/v/cache",
+        ".venv/bin/python",
+        ".git/HEAD",
+        "models/.ipynb_checkpoints/cnn-checkpoint.py",
+        "secrets.pem",
+    ],
+)
 def test_excluded_files_do_not_change_the_hash(make_spec, trainer_dir, junk):
     spec = make_spec()
     before = plan(spec, trainer_dir)
@@ -105,18 +122,23 @@ def test_context_layout_and_archive(make_spec, trainer_dir):
     pl = plan(spec, trainer_dir)
     names = [e.name for e in pl.entries]
     assert names == sorted(names)
-    assert names == [".dockerignore", "Dockerfile", "trainer_image/requirements.txt",
-                     "trainer_image/trainer/__init__.py", "trainer_image/trainer/data.py",
-                     "trainer_image/trainer/models/__init__.py", "trainer_image/trainer/models/cnn.py",
-                     "trainer_image/trainer/task.py"]
+    assert names == [
+        ".dockerignore",
+        "Dockerfile",
+        "trainer_image/requirements.txt",
+        "trainer_image/trainer/__init__.py",
+        "trainer_image/trainer/data.py",
+        "trainer_image/trainer/models/__init__.py",
+        "trainer_image/trainer/models/cnn.py",
+        "trainer_image/trainer/task.py",
+    ]
     blob = p.archive_bytes(pl, spec)
     assert blob[4:8] == b"\0\0\0\0", "gzip header must carry no timestamp"
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         members = tar.getmembers()
         files = {m.name: m for m in members if m.isfile()}
         assert set(files) == set(names) | {p.SPEC_ENTRY}
-        assert all(m.mtime == p.FIXED_MTIME and m.uid == 0 and m.gid == 0 and m.uname == ""
-                   for m in members)
+        assert all(m.mtime == p.FIXED_MTIME and m.uid == 0 and m.gid == 0 and m.uname == "" for m in members)
         assert all(m.mode in (0o644, 0o755) for m in files.values())
         saved = tar.extractfile(p.SPEC_ENTRY).read().decode()
         assert "name: pkg-test" in saved and "repository:" in saved
@@ -129,7 +151,7 @@ def test_the_saved_spec_does_not_change_the_tag(make_spec, trainer_dir):
     c_spec = make_spec()
     c_spec = c_spec.model_copy(update={"name": "another-run", "labels": {"run": "2"}})
     assert plan(a, trainer_dir).context_hash == b.context_hash == plan(c_spec, trainer_dir).context_hash
-    assert p.archive_bytes(b, a) != p.archive_bytes(b, c_spec)   # but each archive records its spec
+    assert p.archive_bytes(b, a) != p.archive_bytes(b, c_spec)  # but each archive records its spec
 
 
 def test_image_settings_change_the_tag(make_spec, trainer_dir):
@@ -143,8 +165,10 @@ def test_image_settings_change_the_tag(make_spec, trainer_dir):
     assert len(tags) == 4
 
 
-@pytest.mark.parametrize("hardware,variant", [("cpu", "cpu"), ("t4x1", "gpu"), ("a100x8", "gpu"),
-                                              ("tpu-v5e-8", "tpu"), ("tpu-v3-8", "tpu")])
+@pytest.mark.parametrize(
+    "hardware,variant",
+    [("cpu", "cpu"), ("t4x1", "gpu"), ("a100x8", "gpu"), ("tpu-v5e-8", "tpu"), ("tpu-v3-8", "tpu")],
+)
 def test_auto_variant_follows_the_hardware(make_spec, trainer_dir, hardware, variant):
     spec = make_spec(hardware=hardware, repository="us-docker.pkg.dev/p1234/r/trainer")
     assert p.resolve_variant(spec) == variant
@@ -186,23 +210,26 @@ def test_custom_context_without_dockerfile_is_a_user_error(make_spec, tmp_path):
 
 def test_custom_context_refuses_bundled_only_settings(make_spec, tmp_path):
     with pytest.raises(UserError) as e:
-        p.plan_build(make_spec(repository="us-docker.pkg.dev/p1234/r/x", context=str(tmp_path),
-                               pip_packages=["pandas"]))
+        p.plan_build(
+            make_spec(
+                repository="us-docker.pkg.dev/p1234/r/x", context=str(tmp_path), pip_packages=["pandas"]
+            )
+        )
     assert "image.pip_packages" in str(e.value)
 
 
 DOCKERIGNORE_CASES = [
     # (patterns, path, excluded?) -- Docker's semantics
     ("*", "a.txt", True),
-    ("*", "dir/a.txt", True),                        # a match on a parent dir counts
+    ("*", "dir/a.txt", True),  # a match on a parent dir counts
     ("*\n!dir/", "dir/a.txt", False),
-    ("*\n!dir/\ndir/*.log", "dir/x.log", True),     # last match wins
+    ("*\n!dir/\ndir/*.log", "dir/x.log", True),  # last match wins
     ("*.log\n!keep.log", "keep.log", False),
-    ("*.log", "sub/x.log", False),                   # * does not cross directories
+    ("*.log", "sub/x.log", False),  # * does not cross directories
     ("**/*.log", "sub/deeper/x.log", True),
-    ("**/*.log", "x.log", True),                     # **/ also matches zero directories
-    ("/abs/path", "abs/path/file", True),             # leading slash is ignored
-    ("dir/./sub/../x", "dir/x", True),               # patterns are cleaned
+    ("**/*.log", "x.log", True),  # **/ also matches zero directories
+    ("/abs/path", "abs/path/file", True),  # leading slash is ignored
+    ("dir/./sub/../x", "dir/x", True),  # patterns are cleaned
     ("# comment\n\n  spaced.txt  ", "spaced.txt", True),
     ("file?.txt", "file1.txt", True),
     ("file?.txt", "file12.txt", False),
@@ -219,7 +246,7 @@ def test_dockerignore_semantics(patterns, path, excluded):
 
 def test_planning_is_offline_and_starts_no_process(make_spec, trainer_dir, no_network, monkeypatch):
     spec = make_spec()
-    for i in range(40):   # a few dozen files
+    for i in range(40):  # a few dozen files
         (trainer_dir / f"module_{i}.py").write_text(f"VALUE = {i}\n" * 200)
 
     def refuse(*args, **kwargs):
@@ -242,9 +269,15 @@ def test_planning_imports_no_http_or_cloud_library(trainer_dir, pk):
         "from vertex_trainer.packaging import plan_artifact\n"
         "plan_artifact(spec, trainer_dir=sys.argv[2])\n"
         "heavy = ('requests', 'urllib3', 'google.auth', 'google.cloud.storage', 'tensorflow')\n"
-        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith(heavy))))\n")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(pk.spec_data()), str(trainer_dir)],
-                          capture_output=True, text=True, cwd=pk.REPO, timeout=120)
+        "print(json.dumps(sorted(m for m in set(sys.modules) - before if m.startswith(heavy))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(pk.spec_data()), str(trainer_dir)],
+        capture_output=True,
+        text=True,
+        cwd=pk.REPO,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
 

@@ -22,7 +22,8 @@ def test_plain_docker_builds_from_stdin_then_pushes():
 
 def test_buildx_builds_and_pushes_in_one_step():
     assert p.docker_commands(IMAGE, buildx=True) == [
-        ["docker", "buildx", "build", "--platform", "linux/amd64", "--tag", IMAGE, "--push", "-"]]
+        ["docker", "buildx", "build", "--platform", "linux/amd64", "--tag", IMAGE, "--push", "-"]
+    ]
 
 
 def test_commands_refuse_a_smuggled_argument():
@@ -34,15 +35,18 @@ def _fake_run(info_rc: int, buildx_rc: int, stderr: str = ""):
     def run(cmd, **kwargs):
         rc = info_rc if cmd[1] == "info" else buildx_rc
         return subprocess.CompletedProcess(cmd, rc, stdout="", stderr=stderr if rc else "")
+
     return run
 
 
 def test_daemon_probe(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/docker")
-    assert p.docker_available(_fake_run(0, 0)) is True     # buildx present
-    assert p.docker_available(_fake_run(0, 1)) is False    # plain docker build + push
+    assert p.docker_available(_fake_run(0, 0)) is True  # buildx present
+    assert p.docker_available(_fake_run(0, 1)) is False  # plain docker build + push
     with pytest.raises(UserError) as e:
-        p.docker_available(_fake_run(1, 0, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock"))
+        p.docker_available(
+            _fake_run(1, 0, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock")
+        )
     assert e.value.exit_code == 2
     assert "Cannot connect to the Docker daemon" in str(e.value) and "cloud-build" in e.value.hint
 

@@ -18,13 +18,13 @@ DIGEST = "sha256:" + "ab" * 32
 def _hadolint(pk, text: str, tmp_path) -> subprocess.CompletedProcess:
     path = tmp_path / "Dockerfile"
     path.write_text(text)
-    return subprocess.run([pk.hadolint, "--no-color", str(path)], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([pk.hadolint, "--no-color", str(path)], capture_output=True, text=True, timeout=60)
 
 
 def test_root_dockerfile_is_the_rendered_gpu_template(pk):
-    assert (pk.REPO / "Dockerfile").read_text() == p.render_dockerfile("gpu"), \
+    assert (pk.REPO / "Dockerfile").read_text() == p.render_dockerfile("gpu"), (
         "regenerate with: python -m vertex_trainer.packaging --write-root-files"
+    )
 
 
 def test_root_dockerignore_is_the_shipped_template(pk):
@@ -38,8 +38,12 @@ RENDERINGS = {
     "tpu": dict(variant="tpu"),
     "gpu+pip": dict(variant="gpu", pip_packages=["pandas==2.2.3", "scipy>=1.13,<2"]),
     "cpu+digest": dict(variant="cpu", base_image_digest=DIGEST),
-    "tpu+base": dict(variant="tpu", base_image="python:3.11.13-slim-bookworm", base_image_digest=DIGEST,
-                     pip_packages=["tensorflow-datasets==4.9.9"]),
+    "tpu+base": dict(
+        variant="tpu",
+        base_image="python:3.11.13-slim-bookworm",
+        base_image_digest=DIGEST,
+        pip_packages=["tensorflow-datasets==4.9.9"],
+    ),
 }
 
 
@@ -59,8 +63,11 @@ def test_hadolint_is_really_checking(pk, tmp_path):
 
 @pytest.mark.parametrize("variant", sorted(p.VARIANTS))
 def test_layer_order_user_and_entrypoint(variant):
-    lines = [l for l in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
-             if l and not l.startswith("#")]
+    lines = [
+        l
+        for l in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
+        if l and not l.startswith("#")
+    ]
     index = {l: i for i, l in enumerate(lines)}
     framework = next(i for i, l in enumerate(lines) if "--no-deps tf-keras" in l)
     deps = index["COPY trainer_image/requirements.txt ./requirements.txt"]
@@ -87,9 +94,13 @@ def test_variant_bases_and_tpu_framework_layer():
 
 
 def test_digest_pins_the_base():
-    assert f"FROM tensorflow/tensorflow:2.21.0@{DIGEST}\n" in p.render_dockerfile("cpu", base_image_digest=DIGEST)
+    assert f"FROM tensorflow/tensorflow:2.21.0@{DIGEST}\n" in p.render_dockerfile(
+        "cpu", base_image_digest=DIGEST
+    )
     # With a digest the tag may even be omitted.
-    assert f"FROM python@{DIGEST}\n" in p.render_dockerfile("tpu", base_image="python", base_image_digest=DIGEST)
+    assert f"FROM python@{DIGEST}\n" in p.render_dockerfile(
+        "tpu", base_image="python", base_image_digest=DIGEST
+    )
 
 
 def test_unpinned_base_is_refused():
@@ -100,7 +111,9 @@ def test_unpinned_base_is_refused():
 
 
 def test_rendering_is_pure():
-    assert p.render_dockerfile("tpu", pip_packages=["a==1"]) == p.render_dockerfile("tpu", pip_packages=["a==1"])
+    assert p.render_dockerfile("tpu", pip_packages=["a==1"]) == p.render_dockerfile(
+        "tpu", pip_packages=["a==1"]
+    )
 
 
 @pytest.mark.skipif(shutil.which("sh") is None or shutil.which("grep") is None, reason="needs sh and grep")
@@ -108,20 +121,22 @@ def test_rendering_is_pure():
 def test_requirements_layer_leaves_the_framework_pins_to_the_framework_layer(tmp_path, variant):
     """The RUN line that filters requirements.txt, executed by a POSIX shell as in the image."""
     run = next(l for l in p.render_dockerfile(variant).splitlines() if l.startswith("RUN { grep"))
-    filter_cmd = run[len("RUN "):].rstrip(" \\")
+    filter_cmd = run[len("RUN ") :].rstrip(" \\")
     (tmp_path / "requirements.txt").write_text(
         "# comment\ntf-keras==2.21.0   # Keras 2\ntensorboard>=2.20\nTensorFlow-CPU==2.21.0\n"
-        "  tf_keras\ntensorflow\ntensorflow-datasets==4.9.9\nPillow>=10\n")
+        "  tf_keras\ntensorflow\ntensorflow-datasets==4.9.9\nPillow>=10\n"
+    )
     subprocess.run(["sh", "-c", filter_cmd], cwd=tmp_path, check=True)
     kept = (tmp_path / "requirements-image.txt").read_text().splitlines()
     assert kept == ["# comment", "tensorboard>=2.20", "tensorflow-datasets==4.9.9", "Pillow>=10"]
-    (tmp_path / "requirements.txt").write_text("tf-keras==2.21.0\n")   # nothing left is fine too
+    (tmp_path / "requirements.txt").write_text("tf-keras==2.21.0\n")  # nothing left is fine too
     subprocess.run(["sh", "-c", filter_cmd], cwd=tmp_path, check=True)
     assert (tmp_path / "requirements-image.txt").read_text() == ""
 
 
-@pytest.mark.parametrize("field,value", [
-    *HOSTILE_VALUES, ("base_image_digest", "sha256:" + "ab" * 32 + "\nRUN id")])
+@pytest.mark.parametrize(
+    "field,value", [*HOSTILE_VALUES, ("base_image_digest", "sha256:" + "ab" * 32 + "\nRUN id")]
+)
 def test_hostile_values_never_reach_a_rendered_dockerfile(field, value):
     with pytest.raises(UserError) as e:
         p.render_dockerfile("gpu", **{field: value})

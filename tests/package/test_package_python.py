@@ -12,19 +12,23 @@ import zipfile
 import pytest
 
 from vertex_trainer import packaging as p
-from vertex_trainer.errors import UserError
 from vertex_trainer import render
+from vertex_trainer.errors import UserError
 
 
-def test_sdist_is_uploaded_and_rendered_as_python_package_spec(make_spec, trainer_dir, storage, pk, log,
-                                                               settings):
+def test_sdist_is_uploaded_and_rendered_as_python_package_spec(
+    make_spec, trainer_dir, storage, pk, log, settings
+):
     spec = make_spec(python_package=True)
     result = p.ensure_artifact(spec, settings=settings, log=log, trainer_dir=trainer_dir)
     plan = p.plan_build(spec, trainer_dir=trainer_dir)
     uri = f"gs://{pk.BUCKET}/runs/pkg-test/staging/packages/{plan.tag}/vertex_trainer_task-1.0.tar.gz"
     assert result.artifact.package_uris == (uri,)
-    assert result.image == result.artifact.image_uri == \
-        "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest"    # t4x1 -> gpu
+    assert (
+        result.image
+        == result.artifact.image_uri
+        == "us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest"
+    )  # t4x1 -> gpu
     assert (result.action, result.built, result.pushed) == ("built", True, True)
 
     blob = storage.bucket(pk.BUCKET).blob(uri.split(f"gs://{pk.BUCKET}/", 1)[1]).download_as_bytes()
@@ -68,8 +72,23 @@ def test_the_sdist_builds_into_a_wheel_with_the_trainer(make_spec, trainer_dir, 
     sdist.write_bytes(p.archive_bytes(plan, spec))
     out = tmp_path / "wheels"
     # What Vertex AI does with packageUris (pip install), minus the network: no isolation, no deps.
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                           "-q", "-w", str(out), str(sdist)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(sdist),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (wheel,) = out.glob("vertex_trainer_task-1.0-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -84,7 +103,9 @@ def test_executor_follows_variant_and_region(make_spec, trainer_dir):
     eu = cpu.model_copy(update={"region": "europe-west4"})
     assert p.executor_image(eu).startswith("europe-docker.pkg.dev/")
     own = make_spec(python_package=True, executor_image="us-docker.pkg.dev/my-proj/images/tf:2.21")
-    assert p.plan_artifact(own, trainer_dir=trainer_dir).image_uri == "us-docker.pkg.dev/my-proj/images/tf:2.21"
+    assert (
+        p.plan_artifact(own, trainer_dir=trainer_dir).image_uri == "us-docker.pkg.dev/my-proj/images/tf:2.21"
+    )
 
 
 def test_tpu_python_package_needs_an_executor_image(make_spec, trainer_dir):

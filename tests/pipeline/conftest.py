@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from tests.shared import QUICK_RETRY, fake_settings, spec_yaml, write_spec
-
 from vertex_trainer.settings import Settings
 
 IMAGE = "us-central1-docker.pkg.dev/test-project/training/trainer:v1"
@@ -25,11 +24,22 @@ JOB = {
     "network": "projects/123/global/networks/vpc",
     "labels": {"team": "vision"},
     "env": {"TF_CPP_MIN_LOG_LEVEL": "1"},
-    "trainer": {"model": "tiny-cnn", "train_data": "gs://data-bucket/digits/train-*",
-                "num_classes": 10, "batch_size": 64},
-    "deploy": {"model": "digits", "endpoint": "digits", "machine_type": "n1-standard-4",
-               "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 1, "min_replicas": 1,
-               "max_replicas": 3, "traffic": 50},
+    "trainer": {
+        "model": "tiny-cnn",
+        "train_data": "gs://data-bucket/digits/train-*",
+        "num_classes": 10,
+        "batch_size": 64,
+    },
+    "deploy": {
+        "model": "digits",
+        "endpoint": "digits",
+        "machine_type": "n1-standard-4",
+        "accelerator_type": "NVIDIA_TESLA_T4",
+        "accelerator_count": 1,
+        "min_replicas": 1,
+        "max_replicas": 3,
+        "traffic": 50,
+    },
 }
 SPEC = spec_yaml(JOB)
 

@@ -29,11 +29,25 @@ def _params(task: dict) -> dict:
 
 def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, tmp_path):
     out = tmp_path / "pipeline.yaml"
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("VERTEX_TRAINER_")},
-           "CLOUDSDK_CONFIG": str(tmp_path)}
-    done = subprocess.run([str(Path(sys.executable).parent / "vertex-trainer"), "pipeline", "compile",
-                           str(spec_file), "-o", str(out)], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=120)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("VERTEX_TRAINER_")},
+        "CLOUDSDK_CONFIG": str(tmp_path),
+    }
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "vertex-trainer"),
+            "pipeline",
+            "compile",
+            str(spec_file),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
     from google.cloud import aiplatform_v1
@@ -43,7 +57,13 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
     pipeline = components.load_component_from_file(str(out))  # kfp reads it back
     ir = json_format.MessageToDict(pipeline.pipeline_spec, preserving_proto_field_name=False)
     tasks = _tasks(ir)
-    assert set(tasks) == {"custom-training-job", "importer", "model-upload", "endpoint-create", "model-deploy"}
+    assert set(tasks) == {
+        "custom-training-job",
+        "importer",
+        "model-upload",
+        "endpoint-create",
+        "model-deploy",
+    }
 
     train = _params(tasks["custom-training-job"])
     assert train["strategy"] == "FLEX_START" and train["max_wait_duration"] == "14400s"
@@ -59,7 +79,9 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
     # Exactly the rendered worker pools: the same protos, whichever JSON spelling carried them.
     rendered = render.custom_job(api.load_spec(spec_file), idempotency_key=None)
     for ours, theirs in zip(pools, rendered["jobSpec"]["workerPoolSpecs"], strict=True):
-        assert aiplatform_v1.WorkerPoolSpec(_ints(ours)) == aiplatform_v1.WorkerPoolSpec.from_json(json.dumps(theirs))
+        assert aiplatform_v1.WorkerPoolSpec(_ints(ours)) == aiplatform_v1.WorkerPoolSpec.from_json(
+            json.dumps(theirs)
+        )
 
     model = ir["deploymentSpec"]["executors"]["exec-importer"]["importer"]
     assert model["artifactUri"]["constant"] == "gs://out-bucket/runs/digits/model"
@@ -69,10 +91,17 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
     assert tasks["importer"]["dependentTasks"] == ["custom-training-job"]  # after training only
 
     upload = _params(tasks["model-upload"])
-    assert (upload["project"], upload["location"], upload["display_name"]) == ("test-project", "europe-west4", "digits")
+    assert (upload["project"], upload["location"], upload["display_name"]) == (
+        "test-project",
+        "europe-west4",
+        "digits",
+    )
     endpoint = _params(tasks["endpoint-create"])
     assert (endpoint["project"], endpoint["location"], endpoint["display_name"]) == (
-        "test-project", "europe-west4", "digits")
+        "test-project",
+        "europe-west4",
+        "digits",
+    )
     deploy = _params(tasks["model-deploy"])
     assert deploy["dedicated_resources_machine_type"] == "n1-standard-4"
     assert deploy["dedicated_resources_accelerator_type"] == "NVIDIA_TESLA_T4"
@@ -97,19 +126,23 @@ def test_without_deploy_the_pipeline_only_trains(spec):
 
 
 def test_resolve_versions_the_existing_model_and_reuses_the_endpoint(spec, settings, fake):
-    from vertex_trainer.workflows import deployment
     from vertex_trainer.vertex.deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.workflows import deployment
 
     client = RegistryClient("test-project", "europe-west4", settings=settings)
-    earlier = deploy(client, deployment.request(spec, "gs://out-bucket/old/model", "old-job", IMAGE),
-                     poll=settings.poll)
+    earlier = deploy(
+        client, deployment.request(spec, "gs://out-bucket/old/model", "old-job", IMAGE), poll=settings.poll
+    )
     ir = api.compile_pipeline(spec, resolve=True, idempotency_key="k-1", settings=settings)
     tasks = _tasks(ir)
     assert "endpoint-create" not in tasks  # the endpoint exists: imported, not created again
     executors = ir["deploymentSpec"]["executors"]
-    imported = {e["importer"]["typeSchema"]["schemaTitle"]: e["importer"]["metadata"].get("resourceName")
-                for e in executors.values() if "importer" in e}
+    imported = {
+        e["importer"]["typeSchema"]["schemaTitle"]: e["importer"]["metadata"].get("resourceName")
+        for e in executors.values()
+        if "importer" in e
+    }
     assert imported["google.VertexModel"] == earlier.model  # a new version of it (parentModel)
     assert imported["google.VertexEndpoint"] == earlier.endpoint
     assert "parent_model" in tasks["model-upload"]["inputs"]["artifacts"]
@@ -118,7 +151,9 @@ def test_resolve_versions_the_existing_model_and_reuses_the_endpoint(spec, setti
 
 
 def test_disable_retries_has_no_pipeline_equivalent_and_is_refused(spec):
-    strict = spec.model_copy(update={"scheduling": spec.scheduling.model_copy(update={"disable_retries": True})})
+    strict = spec.model_copy(
+        update={"scheduling": spec.scheduling.model_copy(update={"disable_retries": True})}
+    )
     with pytest.raises(SpecError, match="scheduling.disable_retries"):
         api.compile_pipeline(strict)
 
@@ -130,5 +165,6 @@ def test_a_job_field_the_training_step_cannot_carry_is_an_error_not_a_silent_dro
 
 
 def test_snake_keys_turns_rest_json_into_proto_field_names():
-    assert steps.snake_keys({"machineSpec": {"acceleratorCount": 8}, "env": [{"name": "A_B", "value": "1"}]}) == \
-        {"machine_spec": {"accelerator_count": 8}, "env": [{"name": "A_B", "value": "1"}]}
+    assert steps.snake_keys(
+        {"machineSpec": {"acceleratorCount": 8}, "env": [{"name": "A_B", "value": "1"}]}
+    ) == {"machine_spec": {"accelerator_count": 8}, "env": [{"name": "A_B", "value": "1"}]}

@@ -20,14 +20,31 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_submit_twice_with_one_key_leaves_one_pipeline_job(fake, spec_file, tmp_path):
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_"))},
-           "VERTEX_TRAINER_API_ENDPOINT": fake.url, "CLOUDSDK_CONFIG": str(tmp_path),
-           "VERTEX_TRAINER_RETRY": "attempts=3,initial=0.01,maximum=0.05,deadline=10"}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_"))},
+        "VERTEX_TRAINER_API_ENDPOINT": fake.url,
+        "CLOUDSDK_CONFIG": str(tmp_path),
+        "VERTEX_TRAINER_RETRY": "attempts=3,initial=0.01,maximum=0.05,deadline=10",
+    }
     outputs = []
     for _ in range(2):
-        done = subprocess.run([str(Path(sys.executable).parent / "vertex-trainer"), "pipeline", "submit",
-                               str(spec_file), "--idempotency-key", "ci-run-7", "--output", "json"],
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "vertex-trainer"),
+                "pipeline",
+                "submit",
+                str(spec_file),
+                "--idempotency-key",
+                "ci-run-7",
+                "--output",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(json.loads(done.stdout))  # exactly one JSON object on stdout
     first, second = outputs
@@ -35,8 +52,10 @@ def test_submit_twice_with_one_key_leaves_one_pipeline_job(fake, spec_file, tmp_
     assert list(fake.pipelines.runs) == [first["name"]] == [second["name"]]
     assert first["name"].endswith("/pipelineJobs/ci-run-7")
     assert (first["adopted"], second["adopted"]) == (False, True)
-    assert first["console_url"] == ("https://console.cloud.google.com/vertex-ai/locations/europe-west4/"
-                                    "pipelines/runs/ci-run-7?project=test-project")
+    assert first["console_url"] == (
+        "https://console.cloud.google.com/vertex-ai/locations/europe-west4/"
+        "pipelines/runs/ci-run-7?project=test-project"
+    )
     assert len(fake.calls("pipeline-create")) == 1  # the second submit compiled and sent nothing
 
     run = fake.pipelines.runs[first["name"]]
@@ -77,9 +96,13 @@ def test_dry_run_sends_nothing_and_shows_the_pipeline_job(fake, spec, settings):
 def test_a_run_with_the_id_but_another_key_is_not_adopted(fake, spec, settings):
     fake.pipelines.runs["projects/test-project/locations/europe-west4/pipelineJobs/nightly"] = {
         "name": "projects/test-project/locations/europe-west4/pipelineJobs/nightly",
-        "labels": {"owner": "someone-else"}, "state": "PIPELINE_STATE_RUNNING"}
+        "labels": {"owner": "someone-else"},
+        "state": "PIPELINE_STATE_RUNNING",
+    }
     fake.pipelines._pos["projects/test-project/locations/europe-west4/pipelineJobs/nightly"] = (
-        ["PIPELINE_STATE_RUNNING"], 0)
+        ["PIPELINE_STATE_RUNNING"],
+        0,
+    )
     with pytest.raises(UserError, match="was not started with idempotency key 'nightly'"):
         api.pipeline_submit(spec, idempotency_key="nightly", settings=settings, log=lambda _: None)
 
@@ -89,10 +112,13 @@ def test_a_spec_without_a_cloud_output_dir_has_no_pipeline_root(spec):
         api.pipeline_submit(spec.model_copy(update={"output_dir": None, "deploy": None}), dry_run=True)
 
 
-@pytest.mark.parametrize("key, expected", [
-    ("ci-run-7", "ci-run-7"),
-    ("ev-0123abcd", "ev-0123abcd"),
-])
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        ("ci-run-7", "ci-run-7"),
+        ("ev-0123abcd", "ev-0123abcd"),
+    ],
+)
 def test_a_key_that_is_a_valid_id_is_the_id(key, expected):
     assert pipeline_job_id(key) == expected
 

@@ -21,7 +21,6 @@ import pytest
 
 from tests.process_support import processes_with_env
 from tests.shared import FAST_RETRY as LOOPBACK_RETRY
-
 from vertex_trainer.sandbox import READY, Sandbox
 from vertex_trainer.settings import PollPolicy, Settings
 
@@ -65,21 +64,40 @@ def settings(sandbox) -> Settings:
     """What the CLI would build from the sandbox's exports, with millisecond retries and polls."""
     env = sandbox.env()
     base = Settings.from_environ(env)
-    return Settings(vertex_endpoint=base.vertex_endpoint, logging_endpoint=base.logging_endpoint,
-                    storage_emulator=base.storage_emulator, project=PROJECT, region=REGION,
-                    retry=FAST_RETRY, poll=FAST_POLL, environ=env)
+    return Settings(
+        vertex_endpoint=base.vertex_endpoint,
+        logging_endpoint=base.logging_endpoint,
+        storage_emulator=base.storage_emulator,
+        project=PROJECT,
+        region=REGION,
+        retry=FAST_RETRY,
+        poll=FAST_POLL,
+        environ=env,
+    )
 
 
-def python_job(script: str, *, replicas: int = 1, name: str = "stand-in",
-               output_dir: str = f"gs://{BUCKET}/runs/stand-in") -> dict:
+def python_job(
+    script: str,
+    *,
+    replicas: int = 1,
+    name: str = "stand-in",
+    output_dir: str = f"gs://{BUCKET}/runs/stand-in",
+) -> dict:
     """A CustomJob (REST body) whose replicas run `python -c SCRIPT`."""
-    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
-            "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/trainer:v1",
-                              "command": ["python", "-c", script]}}
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {
+            "imageUri": "us-docker.pkg.dev/p/r/trainer:v1",
+            "command": ["python", "-c", script],
+        },
+    }
     pools = [pool] + ([{**pool, "replicaCount": str(replicas - 1)}] if replicas > 1 else [])
-    return {"displayName": name, "labels": {"vertex-trainer-key": uuid.uuid4().hex[:12]},
-            "jobSpec": {"workerPoolSpecs": pools,
-                        "baseOutputDirectory": {"outputUriPrefix": output_dir}}}
+    return {
+        "displayName": name,
+        "labels": {"vertex-trainer-key": uuid.uuid4().hex[:12]},
+        "jobSpec": {"workerPoolSpecs": pools, "baseOutputDirectory": {"outputUriPrefix": output_dir}},
+    }
 
 
 # A serving container stand-in: Vertex AI's custom-container contract (AIP_HTTP_PORT, the health
@@ -121,13 +139,19 @@ def echo_deploy_request(endpoint: str = "echo"):
     from vertex_trainer.vertex.deploy import DeployRequest, ServingContainer
 
     return DeployRequest(
-        model_display_name="echo", artifact_uri=f"gs://{BUCKET}/runs/echo/model",
-        container=ServingContainer(image_uri="us-docker.pkg.dev/p/r/serve:v1",
-                                   command=("python", "-c", ECHO_SERVER)),
-        job_id="123", endpoint=endpoint, machine_type="n1-standard-4")
+        model_display_name="echo",
+        artifact_uri=f"gs://{BUCKET}/runs/echo/model",
+        container=ServingContainer(
+            image_uri="us-docker.pkg.dev/p/r/serve:v1", command=("python", "-c", ECHO_SERVER)
+        ),
+        job_id="123",
+        endpoint=endpoint,
+        machine_type="n1-standard-4",
+    )
 
 
 # -- `vertex-trainer dev sandbox` as a subprocess ------------------------------------------------
+
 
 def cli() -> list[str]:
     script = Path(sys.executable).parent / "vertex-trainer"
@@ -140,14 +164,22 @@ class SandboxProcess:
     def __init__(self, *args: str, env: dict[str, str], timeout: float = 60):
         # stderr (every job's lines) to a file: an unread pipe would fill and stall the sandbox.
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([*cli(), "dev", "sandbox", *args], stdout=subprocess.PIPE,
-                                     stderr=self.stderr, text=True, env=env, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            [*cli(), "dev", "sandbox", *args],
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         self.exports: dict[str, str] = {}
         self.lines: list[str] = []
         # A thread reads stdout (select() on a buffered pipe would miss lines already read).
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in iter(self.proc.stdout.readline, "")]
-                         + [lines.put(None)], daemon=True).start()
+        threading.Thread(
+            target=lambda: [lines.put(x) for x in iter(self.proc.stdout.readline, "")] + [lines.put(None)],
+            daemon=True,
+        ).start()
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -162,7 +194,7 @@ class SandboxProcess:
             if line == READY:
                 break
             assert line.startswith("export "), line
-            name, _, value = line[len("export "):].partition("=")
+            name, _, value = line[len("export ") :].partition("=")
             self.exports[name] = value.strip("'")
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
@@ -189,12 +221,21 @@ class SandboxProcess:
 @pytest.fixture
 def base_env(marker, tmp_path) -> dict[str, str]:
     """The environment for CLI subprocesses: no tool or gcloud settings of the machine, the marker."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "AIP_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "AIP_"))
+    }
     gcloud = tmp_path / "gcloud-config"
     gcloud.mkdir(exist_ok=True)
-    env.update({marker: "1", "CLOUDSDK_CONFIG": str(gcloud), "COLUMNS": "200",
-                "VERTEX_TRAINER_RETRY": "attempts=4,initial=0.01,maximum=0.05,deadline=20"})
+    env.update(
+        {
+            marker: "1",
+            "CLOUDSDK_CONFIG": str(gcloud),
+            "COLUMNS": "200",
+            "VERTEX_TRAINER_RETRY": "attempts=4,initial=0.01,maximum=0.05,deadline=20",
+        }
+    )
     return env
 
 
@@ -205,8 +246,9 @@ def ports_of(exports: dict[str, str]) -> list[int]:
     """The loopback ports the sandbox's variables name."""
     from urllib.parse import urlsplit
 
-    return sorted({urlsplit(v).port for v in exports.values()
-                   if v.startswith("http://127.0.0.1:") and urlsplit(v).port})
+    return sorted(
+        {urlsplit(v).port for v in exports.values() if v.startswith("http://127.0.0.1:") and urlsplit(v).port}
+    )
 
 
 def refused(port: int) -> bool:

@@ -22,7 +22,7 @@ def test_no_capacity_in_one_region_and_the_job_elsewhere_runs(sandbox, settings)
     refused = Job(refused_client.create_once(python_job("print('must not run')")), refused_client)
     refused.wait(timeout=30, check=False)
     assert refused.state == "JOB_STATE_FAILED" and refused.data["error"]["code"] == 8
-    assert not sandbox.jobs.wait(refused.name, timeout=0)          # never handed to the runner
+    assert not sandbox.jobs.wait(refused.name, timeout=0)  # never handed to the runner
 
     client = JobsClient(PROJECT, "europe-west4", settings=settings)
     job = Job(client.create_once(python_job("print('ran in europe')")), client)
@@ -32,11 +32,14 @@ def test_no_capacity_in_one_region_and_the_job_elsewhere_runs(sandbox, settings)
 
 
 def test_a_running_job_with_web_access_has_a_shell_uri_per_replica(sandbox, settings):
-    body = python_job(textwrap.dedent("""\
+    body = python_job(
+        textwrap.dedent("""\
         import time
         print("up", flush=True)
         time.sleep(120)
-        """), replicas=2)
+        """),
+        replicas=2,
+    )
     body["jobSpec"]["enableWebAccess"] = True
     client = JobsClient(PROJECT, "us-central1", settings=settings)
     job = Job(client.create_once(body), client)

@@ -31,17 +31,29 @@ def test_the_aiplatform_sdk_lists_jobs_reads_a_pipeline_run_and_predicts(sandbox
     jobs = JobsClient(PROJECT, REGION, settings=settings)
     job = Job(jobs.create_once(python_job("print('hello')", name="sdk-job")), jobs)
     job.wait(timeout=60)
-    ir = compile_ir(python_job("print('trained')", name="sdk-pipeline-job"), name="sdk-pipeline",
-                    project=PROJECT, location=REGION, key=None)
+    ir = compile_ir(
+        python_job("print('trained')", name="sdk-pipeline-job"),
+        name="sdk-pipeline",
+        project=PROJECT,
+        location=REGION,
+        key=None,
+    )
     run = PipelinesClient(PROJECT, REGION, settings=settings).create_once(
         pipeline_job(display_name="sdk-pipeline", ir=ir, labels={}, root=f"gs://{BUCKET}/pipeline-root"),
-        f"sdk-{uuid.uuid4().hex[:8]}")
-    deployment = deploy(RegistryClient(PROJECT, REGION, settings=settings), echo_deploy_request("sdk"),
-                        poll=settings.poll)
+        f"sdk-{uuid.uuid4().hex[:8]}",
+    )
+    deployment = deploy(
+        RegistryClient(PROJECT, REGION, settings=settings), echo_deploy_request("sdk"), poll=settings.poll
+    )
     assert sandbox.pipelines.wait(run["name"], timeout=200)
 
-    aiplatform.init(project=PROJECT, location=REGION, credentials=AnonymousCredentials(),
-                    api_endpoint=sandbox.vertex.url, api_transport="rest")
+    aiplatform.init(
+        project=PROJECT,
+        location=REGION,
+        credentials=AnonymousCredentials(),
+        api_endpoint=sandbox.vertex.url,
+        api_transport="rest",
+    )
     listed = {j.display_name: j for j in aiplatform.CustomJob.list()}
     assert listed["sdk-job"].resource_name == job.name
     assert listed["sdk-job"].state.name == "JOB_STATE_SUCCEEDED"
@@ -61,21 +73,31 @@ def test_the_aiplatform_sdk_lists_jobs_reads_a_pipeline_run_and_predicts(sandbox
 
 
 @pytest.mark.wire
-@pytest.mark.parametrize("form", [
-    "%Y-%m-%dT%H:%M:%S.%f%z",      # google-cloud-logging's own (+0000)
-    "%Y-%m-%dT%H:%M:%S.%fZ",       # RFC 3339, Z
-    "%Y-%m-%dT%H:%M:%S+00:00",     # RFC 3339, an offset, no fraction
-    "%Y-%m-%dT%H:%M:%S",           # no zone: UTC
-])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "%Y-%m-%dT%H:%M:%S.%f%z",  # google-cloud-logging's own (+0000)
+        "%Y-%m-%dT%H:%M:%S.%fZ",  # RFC 3339, Z
+        "%Y-%m-%dT%H:%M:%S+00:00",  # RFC 3339, an offset, no fraction
+        "%Y-%m-%dT%H:%M:%S",  # no zone: UTC
+    ],
+)
 def test_fake_logging_takes_every_timestamp_form(sandbox, form):
     sandbox.logging.add("42", "an old line", at=(datetime.now(timezone.utc) - timedelta(hours=2)).timestamp())
-    sandbox.logging.add("42", "a new line", at=(datetime.now(timezone.utc) - timedelta(minutes=5)).timestamp())
+    sandbox.logging.add(
+        "42", "a new line", at=(datetime.now(timezone.utc) - timedelta(minutes=5)).timestamp()
+    )
     since = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime(form)
-    body = {"resourceNames": [f"projects/{PROJECT}"],
-            "filter": f'resource.labels.job_id="42" AND timestamp>="{since}"'}
-    request = urllib.request.Request(f"{sandbox.logging.url}/v2/entries:list", method="POST",
-                                     data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    body = {
+        "resourceNames": [f"projects/{PROJECT}"],
+        "filter": f'resource.labels.job_id="42" AND timestamp>="{since}"',
+    }
+    request = urllib.request.Request(
+        f"{sandbox.logging.url}/v2/entries:list",
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         entries = json.loads(resp.read()).get("entries", [])
     assert [e["jsonPayload"]["message"] for e in entries] == ["a new line"]

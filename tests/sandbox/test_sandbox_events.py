@@ -15,7 +15,6 @@ import textwrap
 import pytest
 
 from tests.process_support import processes_with_env
-
 from vertex_trainer.gcp import storage
 from vertex_trainer.sandbox import Sandbox
 from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
@@ -44,8 +43,9 @@ FLAKY = textwrap.dedent("""\
 def test_a_non_2xx_answer_is_delivered_again_with_backoff(sandbox, settings, tmp_path):
     (tmp_path / "main.py").write_text(FLAKY)
     (tmp_path / "trigger.json").write_text(TriggerConfig(bucket=BUCKET).to_json())
-    host = FunctionHost(tmp_path, environ={**sandbox.environ, **sandbox.env()},
-                        storage=sandbox.gcs.endpoint, backoff_s=0.05).start()
+    host = FunctionHost(
+        tmp_path, environ={**sandbox.environ, **sandbox.env()}, storage=sandbox.gcs.endpoint, backoff_s=0.05
+    ).start()
     try:
         blob = storage.client(settings).bucket(BUCKET).blob("incoming/d1/train-00000-of-00001")
         blob.upload_from_string(b"0123456789", content_type="application/octet-stream")
@@ -98,20 +98,49 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
     spec = tmp_path / "digits-on-upload.yaml"
     spec.write_text(SPEC)
     function = tmp_path / "fn"
-    render = subprocess.run([*cli(), "trigger", "render", str(spec), "--bucket", BUCKET, "--prefix",
-                             "incoming/", "--project", PROJECT, "-o", str(function)],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    render = subprocess.run(
+        [
+            *cli(),
+            "trigger",
+            "render",
+            str(spec),
+            "--bucket",
+            BUCKET,
+            "--prefix",
+            "incoming/",
+            "--project",
+            PROJECT,
+            "-o",
+            str(function),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert render.returncode == 0, render.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "AIP_"))}
     env[marker] = "1"
-    with Sandbox(env, buckets=[BUCKET, "sandbox-out"], project=PROJECT, region=REGION,
-                 function=str(function), redeliver=3) as box:
+    with Sandbox(
+        env,
+        buckets=[BUCKET, "sandbox-out"],
+        project=PROJECT,
+        region=REGION,
+        function=str(function),
+        redeliver=3,
+    ) as box:
         host = box.function
         shell = {**env, **box.env()}
 
         def run(*args: str) -> None:
-            done = subprocess.run([sys.executable, "examples/sandbox/digits.py", *args], cwd=ROOT,
-                                  env=shell, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                [sys.executable, "examples/sandbox/digits.py", *args],
+                cwd=ROOT,
+                env=shell,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stderr[-2000:]
 
         run("upload", f"gs://{BUCKET}/incoming/d1")
@@ -127,8 +156,10 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
         (job,) = box.vertex.jobs
         assert box.jobs.wait(job, timeout=240)
         assert box.vertex.jobs[job]["state"] == "JOB_STATE_SUCCEEDED"
-        assert box.vertex.jobs[job]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] == \
-            f"gs://sandbox-out/runs/d1-{first[0].generation}"
+        assert (
+            box.vertex.jobs[job]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"]
+            == f"gs://sandbox-out/runs/d1-{first[0].generation}"
+        )
 
         run("marker", f"gs://{BUCKET}/incoming/d1")  # uploaded again: a new generation
         second = host.wait_deliveries(18, timeout=120)[15:]
@@ -141,8 +172,13 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
 
 
 def test_a_function_directory_without_main_py_is_refused_before_anything_starts(tmp_path, base_env):
-    done = subprocess.run([*cli(), "dev", "sandbox", "--function", str(tmp_path), "--", "true"],
-                          env=base_env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*cli(), "dev", "sandbox", "--function", str(tmp_path), "--", "true"],
+        env=base_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2, done.stderr
     assert f"--function {tmp_path}: no main.py there" in done.stderr
     assert "vertex-trainer trigger render SPEC --bucket BUCKET -o DIR" in done.stderr

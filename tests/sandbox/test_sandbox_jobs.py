@@ -10,11 +10,10 @@ import textwrap
 
 import pytest
 
+from tests.process_support import pid_alive
 from vertex_trainer import api
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.vertex.jobs import Job, JobsClient
-
-from tests.process_support import pid_alive
 
 from .conftest import PROJECT, REGION, echo_deploy_request, python_job
 
@@ -62,12 +61,18 @@ def test_a_created_job_runs_with_vertex_environment_and_its_lines_are_its_log(sa
 
     raw = [e for e in sandbox.logging.entries if e["resource"]["labels"]["job_id"] == job_id]
     assert {e["resource"]["type"] for e in raw} == {"ml_job"}
-    assert {e["resource"]["labels"]["task_name"] for e in raw} == {"workerpool0-0", "workerpool1-0", "service"}
+    assert {e["resource"]["labels"]["task_name"] for e in raw} == {
+        "workerpool0-0",
+        "workerpool1-0",
+        "service",
+    }
 
 
 def test_a_failing_replica_fails_the_job_with_its_error(sandbox, settings):
-    script = ("import sys; print('trainer: reading gs://sandbox-test/none/train-*');"
-              "print('ValueError: no files match gs://sandbox-test/none/train-*'); sys.exit(3)")
+    script = (
+        "import sys; print('trainer: reading gs://sandbox-test/none/train-*');"
+        "print('ValueError: no files match gs://sandbox-test/none/train-*'); sys.exit(3)"
+    )
     client = _client(settings)
     job = Job(client.create_once(python_job(script)), client)
     job.wait(timeout=60, check=False)
@@ -83,9 +88,11 @@ def test_a_job_that_cannot_start_here_fails_with_the_reason(sandbox, settings):
     body = python_job("")
     pool = body["jobSpec"]["workerPoolSpecs"][0]
     del pool["containerSpec"]
-    pool["pythonPackageSpec"] = {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
-                                 "packageUris": ["gs://sandbox-test/pkg.tar.gz"],
-                                 "pythonModule": "no_such_module_for_the_sandbox"}
+    pool["pythonPackageSpec"] = {
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest",
+        "packageUris": ["gs://sandbox-test/pkg.tar.gz"],
+        "pythonModule": "no_such_module_for_the_sandbox",
+    }
     client = _client(settings)
     job = Job(client.create_once(body), client)
     job.wait(timeout=60, check=False)
@@ -100,9 +107,11 @@ def test_cancel_stops_every_process_of_a_running_job(sandbox, settings):
     job_id = job.name.rsplit("/", 1)[1]
 
     def pids(fake) -> list[int]:
-        return [int(e["jsonPayload"]["message"].split()[1]) for e in fake.entries
-                if e["resource"]["labels"]["job_id"] == job_id
-                and e["jsonPayload"]["message"].startswith("pid ")]
+        return [
+            int(e["jsonPayload"]["message"].split()[1])
+            for e in fake.entries
+            if e["resource"]["labels"]["job_id"] == job_id and e["jsonPayload"]["message"].startswith("pid ")
+        ]
 
     assert sandbox.logging.wait_until(lambda fake: len(pids(fake)) == 2, timeout=30)
     running = pids(sandbox.logging)
@@ -143,8 +152,10 @@ def test_a_deployed_model_answers_the_endpoints_predict(sandbox, settings):
     deployment = deploy(registry, request, poll=settings.poll)
 
     predictions = deployment.predict([{"a": 1}, {"b": 2}])
-    assert predictions == [{"echo": {"a": 1}, "model": "gs://sandbox-test/runs/echo/model"},
-                           {"echo": {"b": 2}, "model": "gs://sandbox-test/runs/echo/model"}]
+    assert predictions == [
+        {"echo": {"a": 1}, "model": "gs://sandbox-test/runs/echo/model"},
+        {"echo": {"b": 2}, "model": "gs://sandbox-test/runs/echo/model"},
+    ]
     answer = registry.predict(deployment.endpoint, [{"c": 3}])
     assert answer["deployedModelId"] == deployment.deployed_model_id
     assert answer["model"] == deployment.model and answer["modelVersionId"] == deployment.model_version

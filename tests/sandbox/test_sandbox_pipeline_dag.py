@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from tests.process_support import pid_alive
-
 from vertex_trainer.pipeline import pipeline_job
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
@@ -49,13 +48,15 @@ def _components():
 
     @dsl.container_component
     def step(folder: str, name: str, wait_for: str, fail: str, out: dsl.OutputPath(str)):
-        return dsl.ContainerSpec(image="python:3.11", command=["python3", "-c", STEP],
-                                 args=[folder, name, wait_for, fail, out])
+        return dsl.ContainerSpec(
+            image="python:3.11", command=["python3", "-c", STEP], args=[folder, name, wait_for, fail, out]
+        )
 
     @dsl.container_component
     def join(left: str, right: str, out: dsl.OutputPath(str)):
-        return dsl.ContainerSpec(image="python:3.11", command=["python3", "-c", JOIN],
-                                 args=[left, right, out])
+        return dsl.ContainerSpec(
+            image="python:3.11", command=["python3", "-c", JOIN], args=[left, right, out]
+        )
 
     return dsl, step, join
 
@@ -72,7 +73,9 @@ def _submit(settings, ir: dict, policy: str | None = None) -> dict:
     body = pipeline_job(display_name="dag", ir=ir, labels={}, root=f"gs://{BUCKET}/pipeline-root")
     if policy:
         body["runtimeConfig"]["failurePolicy"] = policy
-    return PipelinesClient(PROJECT, REGION, settings=settings).create_once(body, f"dag-{uuid.uuid4().hex[:8]}")
+    return PipelinesClient(PROJECT, REGION, settings=settings).create_once(
+        body, f"dag-{uuid.uuid4().hex[:8]}"
+    )
 
 
 def _tasks(run: dict) -> dict[str, dict]:
@@ -125,7 +128,8 @@ def test_independent_branches_run_at_once_and_a_join_waits_for_both(sandbox, set
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("policy", [None, "PIPELINE_FAILURE_POLICY_FAIL_FAST"])
 def test_a_failed_branch_fails_the_run_and_what_else_runs_follows_the_policy(
-        sandbox, settings, tmp_path, policy):
+    sandbox, settings, tmp_path, policy
+):
     dsl, step, join = _components()
     folder = str(tmp_path)
 
@@ -141,8 +145,12 @@ def test_a_failed_branch_fails_the_run_and_what_else_runs_follows_the_policy(
     created = _submit(settings, _compile(pipeline, tmp_path), policy)
     # "bad" has failed while "good" still runs (it waits for the go file): the run goes on.
     service = sandbox.vertex.pipelines
-    failed = _until(lambda: (_tasks(service.runs[created["name"]]).get("bad") or {}).get("state") == "FAILED"
-                    and service.runs[created["name"]])
+    failed = _until(
+        lambda: (
+            (_tasks(service.runs[created["name"]]).get("bad") or {}).get("state") == "FAILED"
+            and service.runs[created["name"]]
+        )
+    )
     assert _tasks(failed)["good"]["state"] == "RUNNING"
     assert failed["state"] == "PIPELINE_STATE_RUNNING"
     (tmp_path / "go").write_text("")
@@ -150,16 +158,17 @@ def test_a_failed_branch_fails_the_run_and_what_else_runs_follows_the_policy(
     assert sandbox.pipelines.wait(created["name"], timeout=200)
     run = PipelinesClient(PROJECT, REGION, settings=settings).get(created["name"])
     assert run["state"] == "PIPELINE_STATE_FAILED"
-    assert run["error"]["message"].startswith("The DAG failed because some tasks failed. "
-                                              "The failed tasks are: [bad].")
+    assert run["error"]["message"].startswith(
+        "The DAG failed because some tasks failed. The failed tasks are: [bad]."
+    )
     assert "exited with status 4. Last line: bad: failing as told" in run["error"]["message"]
     tasks = _tasks(run)
-    assert tasks["good"]["state"] == "SUCCEEDED"        # a running task goes on to its end
-    assert "join" not in tasks                          # downstream of the failure: never started
-    if policy is None:   # FAIL_SLOW, the default: what does not depend on the failure still runs
+    assert tasks["good"]["state"] == "SUCCEEDED"  # a running task goes on to its end
+    assert "join" not in tasks  # downstream of the failure: never started
+    if policy is None:  # FAIL_SLOW, the default: what does not depend on the failure still runs
         assert tasks["after-good"]["state"] == "SUCCEEDED"
         assert tasks["after-good"]["startTime"] >= tasks["good"]["endTime"]
-    else:                # FAIL_FAST: nothing starts after a failure
+    else:  # FAIL_FAST: nothing starts after a failure
         assert "after-good" not in tasks and not (tmp_path / "after").exists()
 
 
@@ -176,8 +185,12 @@ def test_cancel_stops_every_running_branch(sandbox, settings, tmp_path):
         join(left=left.output, right=right.output).set_display_name("join")
 
     created = _submit(settings, _compile(pipeline, tmp_path))
-    pids = _until(lambda: all((tmp_path / n).exists() and (tmp_path / n).read_text() for n in "ab")
-                  and [int((tmp_path / n).read_text()) for n in "ab"])
+    pids = _until(
+        lambda: (
+            all((tmp_path / n).exists() and (tmp_path / n).read_text() for n in "ab")
+            and [int((tmp_path / n).read_text()) for n in "ab"]
+        )
+    )
     assert all(pid_alive(pid) for pid in pids)
 
     PipelinesClient(PROJECT, REGION, settings=settings).cancel(created["name"])

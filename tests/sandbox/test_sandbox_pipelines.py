@@ -12,7 +12,6 @@ import uuid
 import pytest
 
 from tests.process_support import pid_alive
-
 from vertex_trainer.pipeline import compile_ir, pipeline_job
 from vertex_trainer.sandbox import placeholders
 from vertex_trainer.vertex.pipelines import PipelinesClient
@@ -43,8 +42,11 @@ def _get(settings, name: str) -> dict:
 @pytest.mark.timeout(240)
 def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, settings, echoed):
     # The job runs 3 s, so the launcher, which looks at it right after its create, looks again.
-    created = _submit(settings, "import os, time; time.sleep(3); print('trained in', "
-                      "os.environ['AIP_MODEL_DIR'])", strategy="FLEX_START")
+    created = _submit(
+        settings,
+        "import os, time; time.sleep(3); print('trained in', os.environ['AIP_MODEL_DIR'])",
+        strategy="FLEX_START",
+    )
     assert sandbox.pipelines.wait(created["name"], timeout=200)
     run = _get(settings, created["name"])
     assert run["state"] == "PIPELINE_STATE_SUCCEEDED", run.get("error")
@@ -68,8 +70,10 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     assert train["parentTaskId"] == root["taskId"]
     assert train["executorDetail"]["customJobDetail"]["job"] == jobs[0]["name"]
     resources = json.loads(train["execution"]["metadata"]["output:gcp_resources"])
-    assert resources["resources"][0]["resourceUri"] == \
-        f"https://{REGION}-aiplatform.googleapis.com/v1/{jobs[0]['name']}"
+    assert (
+        resources["resources"][0]["resourceUri"]
+        == f"https://{REGION}-aiplatform.googleapis.com/v1/{jobs[0]['name']}"
+    )
     assert train["execution"]["metadata"]["input:strategy"] == "FLEX_START"
     assert train["startTime"] <= train["endTime"] <= run["endTime"]
 
@@ -82,8 +86,9 @@ def test_a_failing_training_task_fails_the_run_with_the_jobs_error(sandbox, sett
     assert sandbox.pipelines.wait(created["name"], timeout=200)
     run = _get(settings, created["name"])
     assert run["state"] == "PIPELINE_STATE_FAILED"
-    assert run["error"]["message"].startswith("The DAG failed because some tasks failed. "
-                                              "The failed tasks are: [train].")
+    assert run["error"]["message"].startswith(
+        "The DAG failed because some tasks failed. The failed tasks are: [train]."
+    )
     assert "exited with a non-zero status of 3" in run["error"]["message"]
     assert "ValueError: no files match gs://x/train-*" in run["error"]["message"]
     train = run["jobDetail"]["taskDetails"][1]
@@ -97,8 +102,11 @@ def test_cancel_stops_the_running_task_and_its_custom_job(sandbox, settings):
     created = _submit(settings, "import os, time; print('pid', os.getpid(), flush=True); time.sleep(600)")
 
     def pid(fake) -> int | None:
-        found = [int(e["jsonPayload"]["message"].split()[1]) for e in fake.entries
-                 if e["jsonPayload"]["message"].startswith("pid ")]
+        found = [
+            int(e["jsonPayload"]["message"].split()[1])
+            for e in fake.entries
+            if e["jsonPayload"]["message"].startswith("pid ")
+        ]
         return found[0] if found else None
 
     assert sandbox.logging.wait_until(lambda fake: pid(fake) is not None, timeout=120)
@@ -117,27 +125,47 @@ def test_cancel_stops_the_running_task_and_its_custom_job(sandbox, settings):
 
 
 def test_placeholders_are_filled_as_the_backend_fills_them():
-    executor_input = {"inputs": {"parameterValues": {
-        "count": 1.0, "ratio": 0.5, "name": "x", "flag": False,
-        "pools": [{"disk_spec": {"boot_disk_size_gb": 100.0}, "replica_count": "1"}],
-        "split": {"0": 100.0}},
-        "artifacts": {"endpoint": {"artifacts": [{"uri": "gs://b/e", "metadata": {"resourceName": "projects/p/e/1"}}]}}},
-        "outputs": {"parameters": {"gcp_resources": {"outputFile": "/tmp/out/gcp_resources"}},
-                    "outputFile": "/tmp/out/executor_output.json"}}
+    executor_input = {
+        "inputs": {
+            "parameterValues": {
+                "count": 1.0,
+                "ratio": 0.5,
+                "name": "x",
+                "flag": False,
+                "pools": [{"disk_spec": {"boot_disk_size_gb": 100.0}, "replica_count": "1"}],
+                "split": {"0": 100.0},
+            },
+            "artifacts": {
+                "endpoint": {
+                    "artifacts": [{"uri": "gs://b/e", "metadata": {"resourceName": "projects/p/e/1"}}]
+                }
+            },
+        },
+        "outputs": {
+            "parameters": {"gcp_resources": {"outputFile": "/tmp/out/gcp_resources"}},
+            "outputFile": "/tmp/out/executor_output.json",
+        },
+    }
     context = {"pipeline_job_uuid": "run-1", "pipeline_google_cloud_location": "us-central1"}
-    args = ['{"n": {{$.inputs.parameters[\'count\']}}, "r": {{$.inputs.parameters[\'ratio\']}}, '
-            '"pools": {{$.inputs.parameters[\'pools\']}}, "split": {{$.inputs.parameters[\'split\']}}, '
-            '"f": {{$.inputs.parameters[\'flag\']}}}',
-            "{{$.outputs.parameters['gcp_resources'].output_file}}",
-            '{"Concat": ["jobs/", "{{$.pipeline_job_uuid}}", "/", "{{$.inputs.artifacts[\'endpoint\'].metadata[\'resourceName\']}}"]}',
-            '{"IfPresent": {"InputName": "parent_model", "Then": ["--parent_model_name", "x"]}}',
-            '{"IfPresent": {"InputName": "name", "Then": ["--name", "{{$.inputs.parameters[\'name\']}}"]}}',
-            "{{$}}"]
+    args = [
+        '{"n": {{$.inputs.parameters[\'count\']}}, "r": {{$.inputs.parameters[\'ratio\']}}, '
+        '"pools": {{$.inputs.parameters[\'pools\']}}, "split": {{$.inputs.parameters[\'split\']}}, '
+        '"f": {{$.inputs.parameters[\'flag\']}}}',
+        "{{$.outputs.parameters['gcp_resources'].output_file}}",
+        '{"Concat": ["jobs/", "{{$.pipeline_job_uuid}}", "/", "{{$.inputs.artifacts[\'endpoint\'].metadata[\'resourceName\']}}"]}',
+        '{"IfPresent": {"InputName": "parent_model", "Then": ["--parent_model_name", "x"]}}',
+        '{"IfPresent": {"InputName": "name", "Then": ["--name", "{{$.inputs.parameters[\'name\']}}"]}}',
+        "{{$}}",
+    ]
     out = placeholders.resolve_args(args, executor_input, context)
     # Whole numbers without a fraction everywhere (GCPC's launcher refuses 100.0 for an int64).
-    assert json.loads(out[0]) == {"n": 1, "r": 0.5, "pools": [{"disk_spec": {"boot_disk_size_gb": 100},
-                                                               "replica_count": "1"}],
-                                  "split": {"0": 100}, "f": False}
+    assert json.loads(out[0]) == {
+        "n": 1,
+        "r": 0.5,
+        "pools": [{"disk_spec": {"boot_disk_size_gb": 100}, "replica_count": "1"}],
+        "split": {"0": 100},
+        "f": False,
+    }
     assert '"boot_disk_size_gb":100}' in out[0] and ".0" not in out[0].replace("0.5", "")
     assert out[1] == "/tmp/out/gcp_resources"
     assert out[2] == "jobs/run-1/projects/p/e/1"
@@ -155,14 +183,17 @@ def test_the_sandbox_searches_a_study_as_the_local_tuner_searches_its_spec(tmp_p
 
     text = (ROOT / "examples/sandbox/digits-tune.yaml").read_text()
     text = text.replace("algorithm: grid", f"algorithm: {algorithm}").replace("seed: 1", "seed: 0")
-    text = text.replace("    learning_rate: {values: [0.005, 0.05, 0.2]}",
-                        "    learning_rate: {values: [0.005, 0.05, 0.2]}\n"
-                        "    warmup_epochs: {min: 0, max: 2, type: integer}\n"
-                        "    optimizer: {values: [sgd, lamb]}")
+    text = text.replace(
+        "    learning_rate: {values: [0.005, 0.05, 0.2]}",
+        "    learning_rate: {values: [0.005, 0.05, 0.2]}\n"
+        "    warmup_epochs: {min: 0, max: 2, type: integer}\n"
+        "    optimizer: {values: [sgd, lamb]}",
+    )
     text = text.replace("max_trials: 3", "max_trials: 5")
     (tmp_path / "tune.yaml").write_text(text)
     spec = api.load_spec(tmp_path / "tune.yaml", project=PROJECT)
     search = as_tune_spec(render.study_spec(spec), spec.tune.max_trials)
     assert plan_trials(search) == plan_trials(spec)
-    assert [trial_args(search, v) for v in plan_trials(search)] == \
-        [trial_args(spec, v) for v in plan_trials(spec)]
+    assert [trial_args(search, v) for v in plan_trials(search)] == [
+        trial_args(spec, v) for v in plan_trials(spec)
+    ]

@@ -21,16 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.test_docs_examples import Block, _script, blocks
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
-from tests.docs.test_docs_examples import Block, _script, blocks
-
 from .conftest import ROOT, SandboxProcess, cli
 
-BUCKET = "sandbox-demo"   # the specs'
+BUCKET = "sandbox-demo"  # the specs'
 PAGE, HERE = "docs/sandbox.md", "tests/sandbox/test_sandbox_seed.py"
 # The command that picks each block of PAGE this file runs.
 PIPELINE_BLOCK = "vertex-trainer pipeline submit examples/sandbox/digits.yaml --wait"
@@ -39,7 +38,9 @@ TUNE_BLOCK = "vertex-trainer submit examples/sandbox/digits-tune.yaml --wait --o
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 420) -> subprocess.CompletedProcess:
     done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, (
+        f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    )
     return done
 
 
@@ -47,7 +48,7 @@ def _block(command: str) -> Block:
     """The one block of PAGE that names this file (`checked-by`) and runs `command`."""
     found = [b for b in blocks() if b.checked_by == HERE and command in b.body]
     assert [b.page for b in found] == [PAGE], f"{PAGE}: no single checked-by block runs {command!r}"
-    assert found[0].buckets == [BUCKET]   # the sandbox below serves what the block names
+    assert found[0].buckets == [BUCKET]  # the sandbox below serves what the block names
     return found[0]
 
 
@@ -86,7 +87,7 @@ def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box, 
     # The page's block: upload, `pipeline submit ... --wait`, `ask-endpoint digits --count 100`.
     shown = _run_block(_block(PIPELINE_BLOCK), env, tmp_path)
     asked = re.findall(r"(\d+)/(\d+) held-out digits right", shown)
-    assert [int(total) for _, total in asked] == [100], shown[-3000:]   # the block's --count
+    assert [int(total) for _, total in asked] == [100], shown[-3000:]  # the block's --count
     settings = Settings.from_environ(env)
     pipelines = PipelinesClient("sandbox", "us-central1", settings=settings)
     runs = pipelines.list()
@@ -94,8 +95,14 @@ def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box, 
     assert runs[0]["name"] in shown and re.search(r"^final\s+SUCCEEDED$", shown, re.M), shown[-3000:]
     run = pipelines.get(runs[0]["name"])
     tasks = {t["taskName"]: t for t in run["jobDetail"]["taskDetails"]}
-    assert set(tasks) == {"sandbox-digits", "train", "import-model", "upload-model", "endpoint",
-                          "deploy-model"}
+    assert set(tasks) == {
+        "sandbox-digits",
+        "train",
+        "import-model",
+        "upload-model",
+        "endpoint",
+        "deploy-model",
+    }
     assert {t["state"] for t in tasks.values()} == {"SUCCEEDED"}
 
     # Trained for real: the CustomJob the train task created ran the trainer to its end first.
@@ -125,7 +132,7 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     # The page's block: upload, then `submit digits-tune.yaml --wait --output json` (the JSON last).
     shown = _run_block(_block(TUNE_BLOCK), env, tmp_path)
     assert "\n{" in shown, shown[-3000:]
-    result = json.loads(shown[shown.index("\n{"):])
+    result = json.loads(shown[shown.index("\n{") :])
     assert result["state"] == "JOB_STATE_SUCCEEDED"
     trials = result["trials"]
     assert [t["state"] for t in trials] == ["SUCCEEDED"] * 3

@@ -13,20 +13,21 @@ import sys
 
 import pytest
 
+from tests.process_support import processes_with_env
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
-
-from tests.process_support import processes_with_env
 
 from .conftest import ROOT, SandboxProcess, cli, ports_of, refused
 
 SPEC = "examples/sandbox/digits.yaml"
-BUCKET = "sandbox-demo"   # the spec's
+BUCKET = "sandbox-demo"  # the spec's
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess:
     done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, (
+        f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    )
     return done
 
 
@@ -42,8 +43,9 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(base_env, ma
         submit = _run([*cli(), "submit", SPEC, "--deploy"], env)
         job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
         assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M)
-        assert re.search(r"^endpoint\s+projects/sandbox/locations/us-central1/endpoints/digits",
-                         submit.stdout, re.M)
+        assert re.search(
+            r"^endpoint\s+projects/sandbox/locations/us-central1/endpoints/digits", submit.stdout, re.M
+        )
         assert "(built and pushed with cloud-build)" in submit.stderr
         assert "workerpool0-0 | trainer: eval: loss=" in submit.stderr  # the log, as it came
 
@@ -65,15 +67,33 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(base_env, ma
 
         # A replica that fails: the job ends FAILED with its exit status and its own last line.
         storage.client(Settings.from_environ(env)).bucket(BUCKET).blob(
-            "bad/train-00000-of-00001").upload_from_string(b"not a TFRecord file" * 100)
-        failed = subprocess.run([*cli(), "submit", SPEC, "--wait", "--output", "json",
-                                 "--set", f"trainer.train_data=gs://{BUCKET}/bad/train-*",
-                                 "--set", f"output_dir=gs://{BUCKET}/runs/bad"],
-                                env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
+            "bad/train-00000-of-00001"
+        ).upload_from_string(b"not a TFRecord file" * 100)
+        failed = subprocess.run(
+            [
+                *cli(),
+                "submit",
+                SPEC,
+                "--wait",
+                "--output",
+                "json",
+                "--set",
+                f"trainer.train_data=gs://{BUCKET}/bad/train-*",
+                "--set",
+                f"output_dir=gs://{BUCKET}/runs/bad",
+            ],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert failed.returncode == 1, failed.stderr[-3000:]
         failed_job = json.loads(failed.stdout)
         assert failed_job["state"] == "JOB_STATE_FAILED"
-        error = json.loads(_run([*cli(), "status", failed_job["name"], "--output", "json"], env).stdout)["error"]
+        error = json.loads(_run([*cli(), "status", failed_job["name"], "--output", "json"], env).stdout)[
+            "error"
+        ]
         assert error.startswith("The replica workerpool0-0 exited with a non-zero status of 2."), error
         assert f"error: corrupt record in gs://{BUCKET}/bad/train-00000-of-00001" in error
 

@@ -45,7 +45,7 @@ class Run:
 
     base: Path
     data: Path
-    images: list[bytes]   # encoded held-out images (the eval records' bytes, in order)
+    images: list[bytes]  # encoded held-out images (the eval records' bytes, in order)
     labels: list[int]
 
     @property
@@ -58,9 +58,14 @@ class Run:
 
 
 def train(data: Path, base: Path, **flags) -> None:
-    args = {"model": "tiny-cnn", "train-data": f"{data}/train-*", "eval-data": f"{data}/validation-*",
-            "model-dir": f"{base}/model/", "checkpoint-dir": f"{base}/checkpoints/",
-            "tensorboard-dir": f"{base}/logs/"}
+    args = {
+        "model": "tiny-cnn",
+        "train-data": f"{data}/train-*",
+        "eval-data": f"{data}/validation-*",
+        "model-dir": f"{base}/model/",
+        "checkpoint-dir": f"{base}/checkpoints/",
+        "tensorboard-dir": f"{base}/logs/",
+    }
     args.update({k.replace("_", "-"): v for k, v in flags.items()})
     cmd = [PYTHON, "-m", "trainer.task", *[f"--{k}={v}" for k, v in args.items()], *THREAD_FLAGS]
     result = subprocess.run(cmd, env=tf_env(), capture_output=True, text=True, timeout=240)
@@ -80,8 +85,10 @@ def write_records(path: Path, images: list[bytes], labels: list[int], image_form
 def read_records(files: list[Path]) -> tuple[list[bytes], list[int]]:
     import tensorflow as tf
 
-    features = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-                "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    features = {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+    }
     images, labels = [], []
     for record in tf.data.TFRecordDataset([str(f) for f in files]):
         parsed = tf.io.parse_single_example(record, features)
@@ -106,8 +113,20 @@ def digits_run(tmp_path_factory) -> Run:
     data = write_digits(tmp_path_factory.mktemp("digits-data"), train_shards=3)
     base = tmp_path_factory.mktemp("digits-run")
     # Crops hurt 8x8 digits: no augmentation, whole image at eval (as tests/trainer does).
-    train(data, base, num_classes=10, image_size=16, epochs=10, batch_size=50, base_batch_size=50,
-          learning_rate=0.1, warmup_epochs=1, augment="none", eval_crop_fraction=1.0, weight_decay=0)
+    train(
+        data,
+        base,
+        num_classes=10,
+        image_size=16,
+        epochs=10,
+        batch_size=50,
+        base_batch_size=50,
+        learning_rate=0.1,
+        warmup_epochs=1,
+        augment="none",
+        eval_crop_fraction=1.0,
+        weight_decay=0,
+    )
     images, labels = read_records(sorted(data.glob("validation-*")))
     return Run(base, data, images, labels)
 
@@ -118,13 +137,25 @@ def synth_run(tmp_path_factory) -> Run:
     from trainer import datagen
 
     data = tmp_path_factory.mktemp("synth-data")
-    datagen.synthesize(str(data), examples=128, shards=2, image_size=24, num_classes=4, seed=1,
-                       eval_examples=32)
+    datagen.synthesize(
+        str(data), examples=128, shards=2, image_size=24, num_classes=4, seed=1, eval_examples=32
+    )
     base = tmp_path_factory.mktemp("synth-run")
     # Two replicas: the model's variables are distributed when the signatures are saved.
-    train(data, base, num_classes=4, image_size=16, epochs=1, batch_size=16, base_batch_size=16,
-          learning_rate=0.1, warmup_epochs=0, precision="mixed_bfloat16", eval_crop_fraction=0.875,
-          cpu_replicas=2)
+    train(
+        data,
+        base,
+        num_classes=4,
+        image_size=16,
+        epochs=1,
+        batch_size=16,
+        base_batch_size=16,
+        learning_rate=0.1,
+        warmup_epochs=0,
+        precision="mixed_bfloat16",
+        eval_crop_fraction=0.875,
+        cpu_replicas=2,
+    )
     images, labels = read_records(sorted(data.glob("validation-*")))
     return Run(base, data, images, labels)
 
@@ -142,17 +173,24 @@ class Server:
 
 
 # Routes as Vertex AI sets them (AIP_PREDICT_ROUTE names the endpoint and deployed model).
-VERTEX_ENV = {"AIP_HEALTH_ROUTE": "/v1/endpoints/123/deployedModels/456",
-              "AIP_PREDICT_ROUTE": "/v1/endpoints/123/deployedModels/456:predict",
-              "AIP_DEPLOYED_MODEL_ID": "456"}
+VERTEX_ENV = {
+    "AIP_HEALTH_ROUTE": "/v1/endpoints/123/deployedModels/456",
+    "AIP_PREDICT_ROUTE": "/v1/endpoints/123/deployedModels/456:predict",
+    "AIP_DEPLOYED_MODEL_ID": "456",
+}
 
 
 @pytest.fixture(scope="session")
 def digits_server(digits_run) -> Server:
     """The container's entrypoint on the digits export, configured by Vertex AI's variables only."""
     env = tf_env(AIP_STORAGE_URI=str(digits_run.model_dir), AIP_HTTP_PORT="0", **VERTEX_ENV)
-    proc = subprocess.Popen([PYTHON, "-m", "trainer.serve", "--host", "127.0.0.1"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "trainer.serve", "--host", "127.0.0.1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     output: list[str] = []
 
@@ -165,8 +203,14 @@ def digits_server(digits_run) -> Server:
     threading.Thread(target=pump, daemon=True).start()
     try:
         url = wait_for_url(lines, output)
-        server = Server(url, VERTEX_ENV["AIP_HEALTH_ROUTE"], VERTEX_ENV["AIP_PREDICT_ROUTE"],
-                        VERTEX_ENV["AIP_DEPLOYED_MODEL_ID"], proc, output)
+        server = Server(
+            url,
+            VERTEX_ENV["AIP_HEALTH_ROUTE"],
+            VERTEX_ENV["AIP_PREDICT_ROUTE"],
+            VERTEX_ENV["AIP_DEPLOYED_MODEL_ID"],
+            proc,
+            output,
+        )
         wait_healthy(server.url + server.health_route)
         yield server
     finally:

@@ -18,12 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.trainer
 def test_cli_serve_answers_the_prediction_contract(digits_run):
-    proc = subprocess.Popen([sys.executable, "-m", "vertex_trainer", "serve", str(digits_run.model_dir),
-                             "--port", "0"], env=tf_env(), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vertex_trainer", "serve", str(digits_run.model_dir), "--port", "0"],
+        env=tf_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)],
-                     daemon=True).start()
+    threading.Thread(
+        target=lambda: [lines.put(x) for x in proc.stdout] + [lines.put(None)], daemon=True
+    ).start()
     try:
         url = None
         while url is None:
@@ -36,7 +42,8 @@ def test_cli_serve_answers_the_prediction_contract(digits_run):
         status, answer = call("POST", url + "/predict", {"instances": instances})
         assert status == 200 and answer["deployedModelId"] == "local"
         assert [p["class"] for p in answer["predictions"]] == [
-            p["class"] for p in call("POST", url + "/predict", {"instances": instances})[1]["predictions"]]
+            p["class"] for p in call("POST", url + "/predict", {"instances": instances})[1]["predictions"]
+        ]
         assert len(answer["predictions"]) == 8 and len(answer["predictions"][0]["probabilities"]) == 10
         status, answer = call("POST", url + "/predict", {"instances": [{"b64": "not base64!"}]})
         assert status == 400 and "instance 0" in answer["error"]
@@ -46,9 +53,14 @@ def test_cli_serve_answers_the_prediction_contract(digits_run):
 
 
 def test_cli_serve_refuses_a_missing_model(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "vertex_trainer", "serve", str(tmp_path / "nothing"),
-                           "--port", "0"], env=tf_env(), cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", "serve", str(tmp_path / "nothing"), "--port", "0"],
+        env=tf_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: no exported model in ") and "saved_model.pb" in proc.stderr
 
@@ -59,9 +71,14 @@ def test_the_first_request_after_start_gets_a_prediction_and_no_banner_shows(dig
     "still loading"), and TensorFlow's start-up banner is not on the screen."""
     from trainer.banner import is_banner
 
-    proc = subprocess.Popen([sys.executable, "-m", "vertex_trainer", "serve", str(digits_run.model_dir),
-                             "--port", "0"], env=tf_env(), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vertex_trainer", "serve", str(digits_run.model_dir), "--port", "0"],
+        env=tf_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen: list[str] = []
     try:
         for line in proc.stdout:  # the first line: listening, before the model is loaded

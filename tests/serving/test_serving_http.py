@@ -45,8 +45,13 @@ class FakeModel:
 
 @pytest.fixture
 def server():
-    srv = serve.PredictionServer(("127.0.0.1", 0), health_route="/health", predict_route="/predict",
-                                 deployed_model_id="local", limits=LIMITS)
+    srv = serve.PredictionServer(
+        ("127.0.0.1", 0),
+        health_route="/health",
+        predict_route="/predict",
+        deployed_model_id="local",
+        limits=LIMITS,
+    )
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield srv
@@ -58,8 +63,9 @@ def server():
 def test_health_is_503_while_loading_and_a_prediction_waits_for_the_model(server):
     assert call("GET", server.url + "/health") == (503, {"status": "loading"})
     answers: list = []
-    request = threading.Thread(target=lambda: answers.append(
-        call("POST", server.url + "/predict", {"instances": [OK]})))
+    request = threading.Thread(
+        target=lambda: answers.append(call("POST", server.url + "/predict", {"instances": [OK]}))
+    )
     request.start()  # the first request after start: held while the model loads (issue 24 item 8)
     assert call("GET", server.url + "/health") == (503, {"status": "loading"})
     assert request.is_alive() and answers == []  # nothing answers it before the model is there
@@ -79,11 +85,14 @@ def test_a_prediction_held_while_loading_gets_503_if_the_load_fails(server):
 def test_predict_takes_both_instance_forms_in_one_model_call(server):
     server.model = model = FakeModel()
     named = {"image_bytes": {"b64": b64(IMAGE)}}
-    status, answer = call("POST", server.url + "/predict",
-                          {"instances": [OK, named, OK], "parameters": {"ignored": True}})
+    status, answer = call(
+        "POST", server.url + "/predict", {"instances": [OK, named, OK], "parameters": {"ignored": True}}
+    )
     assert status == 200, answer
-    assert answer == {"predictions": [{"class": 1, "probabilities": [0.25, 0.5, 0.25]}] * 3,
-                      "deployedModelId": "local"}
+    assert answer == {
+        "predictions": [{"class": 1, "probabilities": [0.25, 0.5, 0.25]}] * 3,
+        "deployedModelId": "local",
+    }
     assert model.calls == [[IMAGE, IMAGE, IMAGE]]
 
 
@@ -108,16 +117,23 @@ BAD_REQUESTS = {
     "b64 not a string": ({"instances": [OK, {"b64": 12}]}, 'instance 1: "b64" must be a string'),
     "invalid base64": ({"instances": [OK, OK, {"b64": "not base64!"}]}, "instance 2: invalid base64"),
     "empty image": ({"instances": [{"b64": ""}]}, "instance 0: the image is empty"),
-    "not JPEG or PNG": ({"instances": [OK, {"b64": b64(b"GIF89a" + bytes(40))}]},
-                        "instance 1: not a JPEG or PNG image"),
-    "bad PNG header": ({"instances": [OK, {"b64": b64(corrupt_png_header())}]},
-                       "instance 1: not a valid PNG image"),
-    "bad JPEG header": ({"instances": [OK, {"b64": b64(serve.JPEG_MAGIC + bytes(40))}]},
-                        "instance 1: not a valid JPEG image"),
-    "too many bytes": ({"instances": [OK, {"b64": b64(noise_png(48))}]},
-                       "instance 1: the image is "),
-    "too many pixels": ({"instances": [OK, {"b64": b64(png(np.zeros((100, 70), np.uint8)))}]},
-                        "instance 1: the image is 70x100 pixels; the limit is 4096 pixels"),
+    "not JPEG or PNG": (
+        {"instances": [OK, {"b64": b64(b"GIF89a" + bytes(40))}]},
+        "instance 1: not a JPEG or PNG image",
+    ),
+    "bad PNG header": (
+        {"instances": [OK, {"b64": b64(corrupt_png_header())}]},
+        "instance 1: not a valid PNG image",
+    ),
+    "bad JPEG header": (
+        {"instances": [OK, {"b64": b64(serve.JPEG_MAGIC + bytes(40))}]},
+        "instance 1: not a valid JPEG image",
+    ),
+    "too many bytes": ({"instances": [OK, {"b64": b64(noise_png(48))}]}, "instance 1: the image is "),
+    "too many pixels": (
+        {"instances": [OK, {"b64": b64(png(np.zeros((100, 70), np.uint8)))}]},
+        "instance 1: the image is 70x100 pixels; the limit is 4096 pixels",
+    ),
 }
 
 
@@ -141,8 +157,13 @@ def test_chunked_body_is_read(server):
     body = json.dumps({"instances": [OK, OK]}).encode()
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
-        conn.request("POST", "/predict", body=iter([body[:10], body[10:]]),
-                     headers={"Content-Type": "application/json"}, encode_chunked=True)
+        conn.request(
+            "POST",
+            "/predict",
+            body=iter([body[:10], body[10:]]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
         response = conn.getresponse()
         assert response.status == 200
         assert len(json.loads(response.read())["predictions"]) == 2
@@ -153,8 +174,9 @@ def test_chunked_body_is_read(server):
 def test_unknown_routes_and_wrong_methods(server):
     server.model = FakeModel()
     status, answer = call("GET", server.url + "/v1/models")
-    assert status == 404 and answer["error"] == ("no route GET /v1/models; this server answers GET /health "
-                                                 "and POST /predict")
+    assert status == 404 and answer["error"] == (
+        "no route GET /v1/models; this server answers GET /health and POST /predict"
+    )
     assert call("POST", server.url + "/nope", {"instances": [OK]})[0] == 404
     assert call("GET", server.url + "/predict")[0] == 405
     assert call("POST", server.url + "/health", b"{}")[0] == 405
@@ -170,21 +192,37 @@ def test_unexpected_model_error_is_a_one_line_500(server, capsys):
 def test_base64_variants_are_accepted():
     data = bytes(range(256)) * 3
     standard = base64.b64encode(data).decode()
-    for text in (standard, base64.urlsafe_b64encode(data).decode(), standard.rstrip("="),
-                 "\n".join(standard[i:i + 76] for i in range(0, len(standard), 76))):
+    for text in (
+        standard,
+        base64.urlsafe_b64encode(data).decode(),
+        standard.rstrip("="),
+        "\n".join(standard[i : i + 76] for i in range(0, len(standard), 76)),
+    ):
         assert serve._b64decode("instance 0", text) == data
 
 
 def test_settings_from_env_defaults_and_vertex_values():
     assert serve.settings_from_env({}) == {
-        "model_dir": None, "port": 8080, "health_route": "/health", "predict_route": "/predict",
-        "deployed_model_id": "local"}
-    vertex = {"AIP_HTTP_PORT": "7080", "AIP_HEALTH_ROUTE": "/v1/endpoints/1/deployedModels/2",
-              "AIP_PREDICT_ROUTE": "/v1/endpoints/1/deployedModels/2:predict",
-              "AIP_STORAGE_URI": "gs://bucket/model-copy", "AIP_DEPLOYED_MODEL_ID": "2"}
+        "model_dir": None,
+        "port": 8080,
+        "health_route": "/health",
+        "predict_route": "/predict",
+        "deployed_model_id": "local",
+    }
+    vertex = {
+        "AIP_HTTP_PORT": "7080",
+        "AIP_HEALTH_ROUTE": "/v1/endpoints/1/deployedModels/2",
+        "AIP_PREDICT_ROUTE": "/v1/endpoints/1/deployedModels/2:predict",
+        "AIP_STORAGE_URI": "gs://bucket/model-copy",
+        "AIP_DEPLOYED_MODEL_ID": "2",
+    }
     assert serve.settings_from_env(vertex) == {
-        "model_dir": "gs://bucket/model-copy", "port": 7080, "health_route": "/v1/endpoints/1/deployedModels/2",
-        "predict_route": "/v1/endpoints/1/deployedModels/2:predict", "deployed_model_id": "2"}
+        "model_dir": "gs://bucket/model-copy",
+        "port": 7080,
+        "health_route": "/v1/endpoints/1/deployedModels/2",
+        "predict_route": "/v1/endpoints/1/deployedModels/2:predict",
+        "deployed_model_id": "2",
+    }
 
 
 def test_main_without_model_or_with_a_bad_port_exits_2(capsys):

@@ -61,8 +61,10 @@ def corrupt_pixels(png_bytes: bytes) -> bytes:
 def test_bad_instances_are_named_and_the_server_keeps_serving(digits_run, digits_server):
     good = [b64(image) for image in digits_run.images[:3]]
     status, answer = predict(digits_server, good + [b64(corrupt_pixels(digits_run.images[3]))])
-    assert (status, answer) == (400, {"error": "instance 3: the image data is corrupt (it cannot be "
-                                               "decoded as JPEG or PNG)"})
+    assert (status, answer) == (
+        400,
+        {"error": "instance 3: the image data is corrupt (it cannot be decoded as JPEG or PNG)"},
+    )
     status, answer = predict(digits_server, good[:1] + [b64(b"GIF89a" + bytes(20))])
     assert (status, answer) == (400, {"error": "instance 1: not a JPEG or PNG image"})
     status, answer = call("POST", digits_server.url + digits_server.predict_route, b"[")
@@ -82,22 +84,33 @@ def test_export_has_the_signatures_and_serving_config(synth_run):
     import tensorflow as tf
 
     config = json.loads((synth_run.model_dir / "serving_config.json").read_text())
-    assert {k: config[k] for k in ("num_classes", "image_size", "eval_crop_fraction", "input", "signature",
-                                   "labels", "model")} == {
-        "num_classes": 4, "image_size": 16, "eval_crop_fraction": 0.875, "input": "image_bytes",
-        "signature": "serving_default", "labels": None, "model": "tiny-cnn"}
+    assert {
+        k: config[k]
+        for k in ("num_classes", "image_size", "eval_crop_fraction", "input", "signature", "labels", "model")
+    } == {
+        "num_classes": 4,
+        "image_size": 16,
+        "eval_crop_fraction": 0.875,
+        "input": "image_bytes",
+        "signature": "serving_default",
+        "labels": None,
+        "model": "tiny-cnn",
+    }
     assert synth_run.metrics["precision"] == "mixed_bfloat16" and synth_run.metrics["replicas"] == 2
     loaded = tf.saved_model.load(str(synth_run.model_dir))
     assert set(loaded.signatures) == {"serving_default", "serving_images", "preprocess"}
     bytes_sig, images_sig = loaded.signatures["serving_default"], loaded.signatures["serving_images"]
     assert bytes_sig.structured_input_signature[1] == {
-        "image_bytes": tf.TensorSpec([None], tf.string, name="image_bytes")}
+        "image_bytes": tf.TensorSpec([None], tf.string, name="image_bytes")
+    }
     assert images_sig.structured_input_signature[1] == {
-        "image": tf.TensorSpec([None, 16, 16, 3], tf.uint8, name="image")}
+        "image": tf.TensorSpec([None, 16, 16, 3], tf.uint8, name="image")
+    }
     for signature in (bytes_sig, images_sig):  # float32 out, although the model ran in bfloat16
         assert signature.structured_outputs == {
             "classes": tf.TensorSpec([None], tf.int64, name="classes"),
-            "probabilities": tf.TensorSpec([None, 4], tf.float32, name="probabilities")}
+            "probabilities": tf.TensorSpec([None, 4], tf.float32, name="probabilities"),
+        }
 
 
 def odd_images() -> tuple[list[bytes], str]:
@@ -106,8 +119,13 @@ def odd_images() -> tuple[list[bytes], str]:
 
     rng = np.random.default_rng(3)
     images = []
-    for (h, w), mode, fmt in [((30, 20), "RGB", "JPEG"), ((17, 40), "L", "PNG"), ((25, 25), "RGBA", "PNG"),
-                              ((21, 33), "RGB", "PNG"), ((40, 29), "L", "JPEG")]:
+    for (h, w), mode, fmt in [
+        ((30, 20), "RGB", "JPEG"),
+        ((17, 40), "L", "PNG"),
+        ((25, 25), "RGBA", "PNG"),
+        ((21, 33), "RGB", "PNG"),
+        ((40, 29), "L", "JPEG"),
+    ]:
         channels = {"RGB": 3, "L": 1, "RGBA": 4}[mode]
         pixels = rng.integers(0, 256, (h, w, channels), dtype=np.uint8)
         buf = io.BytesIO()
@@ -116,8 +134,11 @@ def odd_images() -> tuple[list[bytes], str]:
     return images
 
 
-@pytest.mark.parametrize("run_name,odd", [("synth_run", False), ("digits_run", False), ("synth_run", True)],
-                         ids=["synth-jpeg-crop-bf16", "digits-png", "odd-shapes"])
+@pytest.mark.parametrize(
+    "run_name,odd",
+    [("synth_run", False), ("digits_run", False), ("synth_run", True)],
+    ids=["synth-jpeg-crop-bf16", "digits-png", "odd-shapes"],
+)
 def test_serving_signature_preprocesses_as_evaluation(request, tmp_path, run_name, odd):
     """The export's predictions on encoded bytes equal the Keras model's predictions on the batch
     the evaluation pipeline (trainer/data.py) makes of the same records."""
@@ -135,9 +156,13 @@ def test_serving_signature_preprocesses_as_evaluation(request, tmp_path, run_nam
         encoded = run.images
         files = sorted(str(f) for f in run.data.glob("validation-*"))
     config = json.loads((run.model_dir / "serving_config.json").read_text())
-    eval_cfg = data.PipelineConfig(image_size=config["image_size"], num_classes=config["num_classes"],
-                                   training=False, eval_crop_fraction=config["eval_crop_fraction"],
-                                   deterministic=True)
+    eval_cfg = data.PipelineConfig(
+        image_size=config["image_size"],
+        num_classes=config["num_classes"],
+        training=False,
+        eval_crop_fraction=config["eval_crop_fraction"],
+        deterministic=True,
+    )
     eval_images, _ = next(iter(data.build_dataset(files, eval_cfg, len(encoded))))
 
     loaded = tf.saved_model.load(str(run.model_dir))
@@ -168,8 +193,9 @@ def test_serve_function_runs_in_process_and_stops(digits_run):
         servers.append(server)
         started.set()
 
-    thread = threading.Thread(target=serve.serve, args=(str(digits_run.model_dir),),
-                              kwargs={"port": 0, "ready": ready}, daemon=True)
+    thread = threading.Thread(
+        target=serve.serve, args=(str(digits_run.model_dir),), kwargs={"port": 0, "ready": ready}, daemon=True
+    )
     thread.start()
     assert started.wait(timeout=60), "the server never became ready"
     server = servers[0]

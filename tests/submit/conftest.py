@@ -11,12 +11,15 @@ import pytest
 from tests.cli_support import cli_command
 from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml, write_spec
 from tests.shared import job_body as make_job_body
-
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient
 
-SPEC = spec_yaml(T4_JOB, labels={"team": "vision"}, env={"TF_CPP_MIN_LOG_LEVEL": "1"},
-                 trainer={"eval_data": "gs://test-bucket/data/validation-*"})
+SPEC = spec_yaml(
+    T4_JOB,
+    labels={"team": "vision"},
+    env={"TF_CPP_MIN_LOG_LEVEL": "1"},
+    trainer={"eval_data": "gs://test-bucket/data/validation-*"},
+)
 
 
 @pytest.fixture
@@ -50,7 +53,8 @@ def no_socket_env(cli_env, tmp_path) -> dict[str, str]:
     """cli_env plus an audit hook that kills the process (exit 99) on any socket connect."""
     hook_dir = tmp_path / "no-socket"
     hook_dir.mkdir()
-    (hook_dir / "sitecustomize.py").write_text(textwrap.dedent("""\
+    (hook_dir / "sitecustomize.py").write_text(
+        textwrap.dedent("""\
         import os, sys
         def _hook(event, args):
             if event in ("socket.connect", "socket.getaddrinfo"):
@@ -58,7 +62,8 @@ def no_socket_env(cli_env, tmp_path) -> dict[str, str]:
                 sys.stderr.flush()
                 os._exit(99)
         sys.addaudithook(_hook)
-        """))
+        """)
+    )
     env = dict(cli_env)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook_dir), env.get("PYTHONPATH")]))
     return env

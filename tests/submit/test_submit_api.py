@@ -32,8 +32,11 @@ def test_create_body_is_the_render_output_and_a_valid_customjob(endpoint, spec_f
     job = vt.submit(spec, idempotency_key="nb-1")
     sent = endpoint.calls("create")[0].body
     assert sent == render.custom_job(spec, idempotency_key="nb-1")
-    assert sent["labels"] == {"team": "vision", "vertex-trainer-spec": spec_hash(spec),
-                              "vertex-trainer-key": "nb-1"}
+    assert sent["labels"] == {
+        "team": "vision",
+        "vertex-trainer-spec": spec_hash(spec),
+        "vertex-trainer-key": "nb-1",
+    }
     assert "--epochs=3" in sent["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
     parsed = aiplatform_v1.CustomJob.from_json(json.dumps(sent))
     assert parsed.display_name == "tiny-cnn-test"
@@ -82,7 +85,8 @@ def test_local_dry_run_is_the_same_job(endpoint, spec_file):
 def test_build_spec_dry_run_plans_the_image(endpoint, spec_file):
     text = spec_file.read_text().replace(
         "  uri: us-docker.pkg.dev/test-project/training/trainer:v1",
-        "  repository: us-central1-docker.pkg.dev/test-project/training/trainer")
+        "  repository: us-central1-docker.pkg.dev/test-project/training/trainer",
+    )
     spec_file.write_text(text)
     plan = vt.submit(vt.load_spec(spec_file), dry_run=True)
     assert plan.image.startswith("us-central1-docker.pkg.dev/test-project/training/trainer:")
@@ -107,11 +111,14 @@ def test_import_is_light_and_submit_never_loads_the_generated_client(endpoint, s
         f"sys.argv = ['vertex-trainer', 'submit', {str(spec_file)!r}, '-o', 'json']\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "heavy = sorted(m for m in sys.modules if m.startswith(('google.cloud.', 'tensorflow', 'grpc')))\n"
-        "print(json.dumps({'light': light, 'heavy': heavy}))\n")
-    env = {"VERTEX_TRAINER_API_ENDPOINT": endpoint.url, "CLOUDSDK_CONFIG": str(tmp_path),
-           "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                            timeout=60)
+        "print(json.dumps({'light': light, 'heavy': heavy}))\n"
+    )
+    env = {
+        "VERTEX_TRAINER_API_ENDPOINT": endpoint.url,
+        "CLOUDSDK_CONFIG": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["light"] == [] and report["heavy"] == []

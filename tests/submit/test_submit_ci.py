@@ -23,7 +23,7 @@ def _invocations(script: str) -> list[list[str]]:
     for line in script.splitlines():
         if "vertex-trainer " not in line or line.lstrip().startswith("#"):
             continue
-        command = line[line.index("vertex-trainer "):]
+        command = line[line.index("vertex-trainer ") :]
         command = re.split(r"\s(?:\||>|&&|;|2>)\s?|\s&(?:\s|$)|\s\)(?:\s|$)", command)[0]
         argv = shlex.split(command.replace("$$(", "$("), comments=True)
         found.append(["vertex-trainer", *argv[1:]])

@@ -39,8 +39,10 @@ def test_submit_json_prints_one_object_and_sends_the_render_output(fake, run_cli
     parsed = aiplatform_v1.CustomJob.from_json(json.dumps(sent))  # strict: unknown fields raise
     assert parsed.labels["vertex-trainer-key"] == "ci-1" and parsed.labels["vertex-trainer-spec"]
     assert parsed.job_spec.scheduling.strategy == aiplatform_v1.Scheduling.Strategy.SPOT
-    assert parsed.job_spec.worker_pool_specs[0].machine_spec.accelerator_type == \
-        aiplatform_v1.AcceleratorType.NVIDIA_TESLA_T4
+    assert (
+        parsed.job_spec.worker_pool_specs[0].machine_spec.accelerator_type
+        == aiplatform_v1.AcceleratorType.NVIDIA_TESLA_T4
+    )
 
 
 def test_same_idempotency_key_twice_gives_one_job(fake, run_cli, spec_file):
@@ -102,11 +104,20 @@ def test_a_missing_job_is_exit_2(fake, run_cli, command):
     assert "NOT_FOUND" in result.stderr and "vertex-trainer list" in result.stderr
 
 
-@pytest.mark.parametrize("final,code", [("JOB_STATE_SUCCEEDED", 0), ("JOB_STATE_FAILED", 1),
-                                        ("JOB_STATE_CANCELLED", 1), ("JOB_STATE_EXPIRED", 1)])
+@pytest.mark.parametrize(
+    "final,code",
+    [
+        ("JOB_STATE_SUCCEEDED", 0),
+        ("JOB_STATE_FAILED", 1),
+        ("JOB_STATE_CANCELLED", 1),
+        ("JOB_STATE_EXPIRED", 1),
+    ],
+)
 def test_wait_exit_codes(fake, run_cli, spec_file, final, code):
-    fake.set_script(["JOB_STATE_PENDING", "JOB_STATE_RUNNING", final],
-                    error_message="The replica workerpool0-0 exited with a non-zero status of 137.")
+    fake.set_script(
+        ["JOB_STATE_PENDING", "JOB_STATE_RUNNING", final],
+        error_message="The replica workerpool0-0 exited with a non-zero status of 137.",
+    )
     result = run_cli("submit", spec_file, "--wait", "-o", "json")
     assert result.returncode == code, result.stderr
     out = one_json(result.stdout)
@@ -149,22 +160,32 @@ def test_the_socket_guard_works(no_socket_env, fake, cli):
     """Control for the dry-run test: the audit hook really stops a connect."""
     result = subprocess.run(
         [*cli, "status", "projects/p/locations/us-central1/customJobs/1"],
-        env=no_socket_env, capture_output=True, text=True, timeout=60)
+        env=no_socket_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 99 and "SOCKET USED" in result.stderr
 
 
 def test_dry_run_opens_no_socket(no_socket_env, fake, spec_file, cli):
     for output in ("text", "json"):
-        result = subprocess.run([*cli, "submit", str(spec_file), "--dry-run", "-o", output,
-                                 "--idempotency-key", "ci-9"],
-                                env=no_socket_env, capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [*cli, "submit", str(spec_file), "--dry-run", "-o", output, "--idempotency-key", "ci-9"],
+            env=no_socket_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         if output == "json":
             plan = one_json(result.stdout)
             assert plan["dry_run"] is True and plan["idempotency_key"] == "ci-9"
             create = plan["requests"][-1]
-            assert create["method"] == "POST" and create["url"] == \
-                f"{fake.url}/v1/projects/test-project/locations/us-central1/customJobs"
+            assert (
+                create["method"] == "POST"
+                and create["url"] == f"{fake.url}/v1/projects/test-project/locations/us-central1/customJobs"
+            )
             assert create["body"]["labels"]["vertex-trainer-key"] == "ci-9"
         else:
             assert "POST " in result.stdout and '"displayName": "tiny-cnn-test"' in result.stdout
@@ -174,8 +195,9 @@ def test_dry_run_opens_no_socket(no_socket_env, fake, spec_file, cli):
 def test_no_credentials_exit_2_and_nothing_sent(no_socket_env, spec_file, tmp_path, cli):
     env = {k: v for k, v in no_socket_env.items() if k != "VERTEX_TRAINER_API_ENDPOINT"}
     env["HOME"] = str(tmp_path)  # no ~/.config/gcloud either
-    result = subprocess.run([*cli, "submit", str(spec_file)], env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [*cli, "submit", str(spec_file)], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2, result.stderr
     assert "gcloud auth application-default login" in result.stderr
     assert "SOCKET USED" not in result.stderr and "Traceback" not in result.stderr
@@ -184,25 +206,48 @@ def test_no_credentials_exit_2_and_nothing_sent(no_socket_env, spec_file, tmp_pa
 def test_status_cancel_list_json(fake, run_cli, spec_file):
     fake.set_script(["JOB_STATE_RUNNING"])
     name = one_json(run_cli("submit", spec_file, "-o", "json", "--idempotency-key", "k-1").stdout)["name"]
-    other = fake.add_job({"displayName": "not-ours", "jobSpec": {"workerPoolSpecs": [
-        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
-         "containerSpec": {"imageUri": "x"}}]}})
+    other = fake.add_job(
+        {
+            "displayName": "not-ours",
+            "jobSpec": {
+                "workerPoolSpecs": [
+                    {
+                        "machineSpec": {"machineType": "n1-standard-4"},
+                        "replicaCount": "1",
+                        "containerSpec": {"imageUri": "x"},
+                    }
+                ]
+            },
+        }
+    )
 
     status = one_json(run_cli("status", name, "-o", "json").stdout)
     assert status["name"] == name and status["state"] == "JOB_STATE_RUNNING"
     assert status["labels"]["vertex-trainer-key"] == "k-1"
-    by_id = run_cli("status", name.rsplit("/", 1)[1], "--project", "test-project", "--region",
-                    "us-central1")
+    by_id = run_cli("status", name.rsplit("/", 1)[1], "--project", "test-project", "--region", "us-central1")
     assert by_id.returncode == 0 and "RUNNING" in by_id.stdout
 
-    listed = one_json(run_cli("list", "--project", "test-project", "--region", "us-central1",
-                              "-o", "json").stdout)
+    listed = one_json(
+        run_cli("list", "--project", "test-project", "--region", "us-central1", "-o", "json").stdout
+    )
     assert [j["name"] for j in listed["jobs"]] == [name]  # only jobs made by vertex-trainer
-    everything = one_json(run_cli("list", "--project", "test-project", "--region", "us-central1",
-                                  "--all", "-o", "json").stdout)
+    everything = one_json(
+        run_cli("list", "--project", "test-project", "--region", "us-central1", "--all", "-o", "json").stdout
+    )
     assert {j["name"] for j in everything["jobs"]} == {name, other["name"]}
-    filtered = one_json(run_cli("list", "--project", "test-project", "--region", "us-central1",
-                                "--label", "vertex-trainer-key=nope", "-o", "json").stdout)
+    filtered = one_json(
+        run_cli(
+            "list",
+            "--project",
+            "test-project",
+            "--region",
+            "us-central1",
+            "--label",
+            "vertex-trainer-key=nope",
+            "-o",
+            "json",
+        ).stdout
+    )
     assert filtered == {"jobs": []}
     text = run_cli("list", "--project", "test-project", "--region", "us-central1")
     assert name.rsplit("/", 1)[1] in text.stdout and "RUNNING" in text.stdout
@@ -254,8 +299,13 @@ def test_ctrl_c_while_waiting(fake, cli_env, spec_file, cancel_on_interrupt, cli
 
 def test_fake_vertex_dev_command(cli_env, cli):
     env = cli_env
-    proc = subprocess.Popen([*cli, "dev", "fake-vertex", "--port", "0"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*cli, "dev", "fake-vertex", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         assert "listening on http://127.0.0.1:" in line
@@ -267,8 +317,20 @@ def test_fake_vertex_dev_command(cli_env, cli):
 def _local_spec(run_cli, tmp_path) -> Path:
     """A two-step tiny-cnn spec for --local, with its data made by `data synth`."""
     data = tmp_path / "data"
-    synth = run_cli("data", "synth", data, "--examples", "128", "--shards", "2", "--image-size", "16",
-                    "--num-classes", "4", timeout=300)
+    synth = run_cli(
+        "data",
+        "synth",
+        data,
+        "--examples",
+        "128",
+        "--shards",
+        "2",
+        "--image-size",
+        "16",
+        "--num-classes",
+        "4",
+        timeout=300,
+    )
     assert synth.returncode == 0, synth.stderr
     spec = tmp_path / "local.yaml"
     spec.write_text(f"""\
@@ -288,8 +350,7 @@ trainer: {{model: tiny-cnn, train_data: "{data}/train-*", num_classes: 4, image_
 def test_submit_local_json(fake, run_cli, tmp_path, cli_env):
     """--local runs the same rendered job here; --output json adds output_dir and metrics."""
     spec = _local_spec(run_cli, tmp_path)
-    result = run_cli("submit", spec, "--local", "--output", "json", "--idempotency-key", "loc-1",
-                     timeout=300)
+    result = run_cli("submit", spec, "--local", "--output", "json", "--idempotency-key", "loc-1", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = one_json(result.stdout)
     assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(tmp_path / "runs")
@@ -299,8 +360,7 @@ def test_submit_local_json(fake, run_cli, tmp_path, cli_env):
 
 @pytest.mark.trainer
 @pytest.mark.slow
-def test_submit_local_text_prints_its_summary_on_stdout_and_progress_on_stderr(fake, run_cli,
-                                                                               tmp_path):
+def test_submit_local_text_prints_its_summary_on_stdout_and_progress_on_stderr(fake, run_cli, tmp_path):
     """Like the tuning summary: model, output and metrics on stdout, once; the replicas' lines
     and progress on stderr."""
     result = run_cli("submit", _local_spec(run_cli, tmp_path), "--local", timeout=300)
@@ -311,25 +371,46 @@ def test_submit_local_text_prints_its_summary_on_stdout_and_progress_on_stderr(f
     assert out["output"] == str(tmp_path / "runs") and out["model"] == f"{tmp_path / 'runs'}/model/"
     metrics = json.loads(out["metrics"])
     assert metrics["steps"] == 2 and metrics == {
-        k: v for k, v in json.loads((tmp_path / "runs" / "metrics.json").read_text()).items()
-        if k in metrics}
+        k: v for k, v in json.loads((tmp_path / "runs" / "metrics.json").read_text()).items() if k in metrics
+    }
     assert "workerpool0-0 | " in result.stderr and "Running local-test locally" in result.stderr
     assert "model:" not in result.stderr and "metrics:" not in result.stderr  # said once, on stdout
 
 
 def test_dry_run_of_a_build_spec_shows_the_package_step(no_socket_env, fake, spec_file, cli):
-    build = ["--set", "image.uri=null", "--set", "image.repository=us-central1-docker.pkg.dev/p/r/trainer",
-             "--set", "output_dir=gs://bucket/runs/x"]
-    result = subprocess.run([*cli, "submit", str(spec_file), "--dry-run", "-o", "json", *build],
-                            env=no_socket_env, capture_output=True, text=True, timeout=60)
+    build = [
+        "--set",
+        "image.uri=null",
+        "--set",
+        "image.repository=us-central1-docker.pkg.dev/p/r/trainer",
+        "--set",
+        "output_dir=gs://bucket/runs/x",
+    ]
+    result = subprocess.run(
+        [*cli, "submit", str(spec_file), "--dry-run", "-o", "json", *build],
+        env=no_socket_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     plan = one_json(result.stdout)
     pkg = plan["package"]
     assert pkg["kind"] == "image" and pkg["builder"] == "cloud-build" and pkg["files"] > 5
-    assert pkg["target"] == plan["image"] and pkg["target"].startswith("us-central1-docker.pkg.dev/p/r/trainer:")
-    assert plan["requests"][-1]["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"] == plan["image"]
-    text = subprocess.run([*cli, "submit", str(spec_file), "--dry-run", *build],
-                          env=no_socket_env, capture_output=True, text=True, timeout=60)
+    assert pkg["target"] == plan["image"] and pkg["target"].startswith(
+        "us-central1-docker.pkg.dev/p/r/trainer:"
+    )
+    assert (
+        plan["requests"][-1]["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"]
+        == plan["image"]
+    )
+    text = subprocess.run(
+        [*cli, "submit", str(spec_file), "--dry-run", *build],
+        env=no_socket_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "# 1. package: if us-central1-docker.pkg.dev/p/r/trainer:" in text.stdout
     assert "# 3. if there is none, create it" in text.stdout
     assert fake.connections == 0

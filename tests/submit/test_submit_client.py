@@ -10,7 +10,13 @@ from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 from vertex_trainer.vertex.jobs import (
-    Job, JobsClient, check_key, console_url, create_idempotent, job_name, new_key,
+    Job,
+    JobsClient,
+    check_key,
+    console_url,
+    create_idempotent,
+    job_name,
+    new_key,
 )
 
 pytestmark = pytest.mark.wire
@@ -43,8 +49,13 @@ def test_create_committed_then_connection_dropped_is_adopted(fake, client, job_b
 
 
 def test_create_timeout_after_commit_is_adopted(fake, job_body):
-    slow = JobsClient("test-project", "us-central1", settings=Settings(
-        vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.3)))
+    slow = JobsClient(
+        "test-project",
+        "us-central1",
+        settings=Settings(
+            vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.3)
+        ),
+    )
     fake.fail("create", 503, commit=True, delay=1.0)  # the answer comes after the client gave up
     data, adopted = create_idempotent(slow, job_body("k4"), "k4")
     assert adopted and len(fake.jobs) == 1
@@ -54,12 +65,17 @@ def test_create_still_committing_after_the_timeout_is_adopted_not_sent_again(fak
     # A loaded service works on the create past the client's read timeout and commits it after
     # the client's first look: the client keeps looking for a read timeout's worth before it
     # would send the create again, so one job results.
-    slow = JobsClient("test-project", "us-central1", settings=Settings(
-        vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.5)))
+    slow = JobsClient(
+        "test-project",
+        "us-central1",
+        settings=Settings(
+            vertex_endpoint=fake.url, retry=RetryPolicy(attempts=3, initial=0.01, read_timeout=0.5)
+        ),
+    )
     fake.fail("create", 503, commit=True, late=True, delay=0.8)
     data, adopted = create_idempotent(slow, job_body("k4b"), "k4b")
     assert adopted and len(fake.jobs) == 1 and len(fake.calls("create")) == 1
-    assert len(fake.calls("list")) >= 2   # looked again while the create was still in flight
+    assert len(fake.calls("list")) >= 2  # looked again while the create was still in flight
 
 
 def test_503_before_commit_is_retried(fake, client, job_body):
@@ -121,8 +137,12 @@ def test_403_is_not_retried_and_names_the_permission(fake, client, job_body):
 
 
 def test_403_api_disabled_hint(fake, client, job_body):
-    fake.fail("list", 403, message="Vertex AI API has not been used in project 123 before or it is "
-                                   "disabled. Enable it by visiting https://console...")
+    fake.fail(
+        "list",
+        403,
+        message="Vertex AI API has not been used in project 123 before or it is "
+        "disabled. Enable it by visiting https://console...",
+    )
     with pytest.raises(ServiceError) as err:
         create_idempotent(client, job_body(), "key-1")
     assert "gcloud services enable aiplatform.googleapis.com --project test-project" in str(err.value)
@@ -153,7 +173,9 @@ def test_list_filters_by_label_and_pages(fake, job_body):
     client = JobsClient("test-project", "us-central1", settings=Settings(vertex_endpoint=fake.url))
     assert len(client.list(page_size=2)) == 6
     assert len([r for r in fake.calls("list")]) == 3
-    assert [j["labels"]["vertex-trainer-key"] for j in client.list('labels.vertex-trainer-key="k3"')] == ["k3"]
+    assert [j["labels"]["vertex-trainer-key"] for j in client.list('labels.vertex-trainer-key="k3"')] == [
+        "k3"
+    ]
     assert len(client.list("labels.vertex-trainer-spec:*")) == 5
     assert len(client.list(limit=2)) == 2
 
@@ -206,8 +228,10 @@ def test_cancel(fake, client, job_body):
 def test_job_fields_and_repr(fake, client, job_body):
     data, _ = create_idempotent(client, job_body(), "key-1")
     job = Job(data, client, image="img", idempotency_key="key-1")
-    assert job.console_url == (f"https://console.cloud.google.com/vertex-ai/locations/us-central1/"
-                               f"training/{job.id}/cpu?project=test-project")
+    assert job.console_url == (
+        f"https://console.cloud.google.com/vertex-ai/locations/us-central1/"
+        f"training/{job.id}/cpu?project=test-project"
+    )
     assert set(job.to_dict()) == {"name", "state", "console_url", "image", "idempotency_key", "adopted"}
     assert f"state={job.state!r}" in repr(job) and job.id in repr(job)  # one state vocabulary
     assert "<a href=" in job._repr_html_()
@@ -227,7 +251,8 @@ def test_keys_and_names():
         job_name("123")
     assert "--project and --region" in str(err.value)
     assert console_url("projects/p/locations/europe-west4/customJobs/7").endswith(
-        "/locations/europe-west4/training/7/cpu?project=p")
+        "/locations/europe-west4/training/7/cpu?project=p"
+    )
 
 
 def test_generated_rest_client_speaks_to_the_fake(fake, job_body):
@@ -236,11 +261,12 @@ def test_generated_rest_client_speaks_to_the_fake(fake, job_body):
     from google.cloud import aiplatform_v1
 
     gapic = aiplatform_v1.JobServiceClient(
-        transport="rest", credentials=AnonymousCredentials(),
-        client_options={"api_endpoint": fake.url})
+        transport="rest", credentials=AnonymousCredentials(), client_options={"api_endpoint": fake.url}
+    )
     parent = "projects/test-project/locations/us-central1"
-    created = gapic.create_custom_job(parent=parent, custom_job=aiplatform_v1.CustomJob.from_json(
-        json.dumps(job_body("gapic"))))
+    created = gapic.create_custom_job(
+        parent=parent, custom_job=aiplatform_v1.CustomJob.from_json(json.dumps(job_body("gapic")))
+    )
     assert created.state == aiplatform_v1.JobState.JOB_STATE_QUEUED
     assert "enum-encoding=int" in fake.calls("create")[0].query.get("$alt", "")
     sent = fake.calls("create")[0].body
@@ -248,8 +274,9 @@ def test_generated_rest_client_speaks_to_the_fake(fake, job_body):
     got = gapic.get_custom_job(name=created.name)
     assert got.state == aiplatform_v1.JobState.JOB_STATE_PENDING
     assert got.job_spec.scheduling.strategy == aiplatform_v1.Scheduling.Strategy.SPOT
-    listed = list(gapic.list_custom_jobs(request={"parent": parent,
-                                                  "filter": 'labels.vertex-trainer-key="gapic"'}))
+    listed = list(
+        gapic.list_custom_jobs(request={"parent": parent, "filter": 'labels.vertex-trainer-key="gapic"'})
+    )
     assert [j.name for j in listed] == [created.name]
     from google.api_core import exceptions
 
@@ -259,7 +286,8 @@ def test_generated_rest_client_speaks_to_the_fake(fake, job_body):
 
 def test_fake_rejects_unknown_fields_like_the_service():
     with FakeVertex() as fake:
-        client = JobsClient("p", "us-central1",
-                            settings=Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=1)))
+        client = JobsClient(
+            "p", "us-central1", settings=Settings(vertex_endpoint=fake.url, retry=RetryPolicy(attempts=1))
+        )
         with pytest.raises(ServiceError, match="INVALID_ARGUMENT"):
             client.create_once({"displayName": "x", "jobSpec": {"bogus": 1}})

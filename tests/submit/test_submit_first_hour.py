@@ -6,18 +6,24 @@ import pytest
 
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
-from vertex_trainer.workflows.preflight import check_stand_ins, registry_far
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.names import check_key
+from vertex_trainer.workflows.preflight import check_stand_ins, registry_far
 
 
 def _spec(region="us-central1", **image):
-    return build_spec({
-        "name": "first-hour", "project": "test-project", "region": region, "hardware": "cpu",
-        "image": image or {"repository": "us-central1-docker.pkg.dev/test-project/r/trainer"},
-        "output_dir": "gs://out-bucket/runs/x",
-        "trainer": {"train_data": "gs://data-bucket/train-*", "num_classes": 10, "model": "tiny-cnn"}})
+    return build_spec(
+        {
+            "name": "first-hour",
+            "project": "test-project",
+            "region": region,
+            "hardware": "cpu",
+            "image": image or {"repository": "us-central1-docker.pkg.dev/test-project/r/trainer"},
+            "output_dir": "gs://out-bucket/runs/x",
+            "trainer": {"train_data": "gs://data-bucket/train-*", "num_classes": 10, "model": "tiny-cnn"},
+        }
+    )
 
 
 @pytest.mark.parametrize("key", ["cb-", "gh_", "cb-${COMMIT_SHA}", "$GITHUB_RUN_ID"])
@@ -37,13 +43,23 @@ def test_offline_vertex_with_a_real_registry_names_the_missing_stand_ins():
     with pytest.raises(UserError) as err:
         check_stand_ins(_spec(), offline)
     text = str(err.value)
-    for name in ("VERTEX_TRAINER_REGISTRY_ENDPOINT", "VERTEX_TRAINER_CLOUDBUILD_ENDPOINT",
-                 "STORAGE_EMULATOR_HOST"):
+    for name in (
+        "VERTEX_TRAINER_REGISTRY_ENDPOINT",
+        "VERTEX_TRAINER_CLOUDBUILD_ENDPOINT",
+        "STORAGE_EMULATOR_HOST",
+    ):
         assert name in text
     assert "image.uri" in err.value.hint
     # Every stand-in there: nothing to say. An existing image needs none of them.
-    check_stand_ins(_spec(), Settings(vertex_endpoint="http://x", registry_endpoint="http://r",
-                                      cloudbuild_endpoint="http://c", storage_emulator="http://s"))
+    check_stand_ins(
+        _spec(),
+        Settings(
+            vertex_endpoint="http://x",
+            registry_endpoint="http://r",
+            cloudbuild_endpoint="http://c",
+            storage_emulator="http://s",
+        ),
+    )
     check_stand_ins(_spec(uri="us-docker.pkg.dev/p/r/t:v1"), offline)
 
 
@@ -54,14 +70,17 @@ def test_the_offline_submit_stops_before_anything_is_sent(fake):
     assert fake.connections == 0
 
 
-@pytest.mark.parametrize("region,image,far", [
-    ("us-central1", {"repository": "us-central1-docker.pkg.dev/p/r/t"}, False),
-    ("europe-west4", {"repository": "us-central1-docker.pkg.dev/p/r/t"}, True),
-    ("us-east1", {"uri": "us-docker.pkg.dev/p/r/t:v1"}, False),
-    ("europe-west4", {"uri": "us-docker.pkg.dev/p/r/t:v1"}, True),
-    ("europe-west4", {"uri": "europe-docker.pkg.dev/p/r/t:v1"}, False),
-    ("europe-west4", {"uri": "docker.io/library/python:3.11"}, False),  # not Artifact Registry
-])
+@pytest.mark.parametrize(
+    "region,image,far",
+    [
+        ("us-central1", {"repository": "us-central1-docker.pkg.dev/p/r/t"}, False),
+        ("europe-west4", {"repository": "us-central1-docker.pkg.dev/p/r/t"}, True),
+        ("us-east1", {"uri": "us-docker.pkg.dev/p/r/t:v1"}, False),
+        ("europe-west4", {"uri": "us-docker.pkg.dev/p/r/t:v1"}, True),
+        ("europe-west4", {"uri": "europe-docker.pkg.dev/p/r/t:v1"}, False),
+        ("europe-west4", {"uri": "docker.io/library/python:3.11"}, False),  # not Artifact Registry
+    ],
+)
 def test_a_repository_far_from_the_job_warns(region, image, far):
     warning = registry_far(_spec(region=region, **image))
     assert (warning is not None) is far
@@ -73,8 +92,14 @@ def test_local_job_and_dry_run_read_well_in_a_notebook(tmp_path):
     from vertex_trainer.api import DryRun, LocalJob
     from vertex_trainer.local import LocalResult
 
-    result = LocalResult(name="local-1", state="JOB_STATE_SUCCEEDED", output_dir=tmp_path,
-                         model_dir=str(tmp_path / "model"), metrics={"eval_accuracy": 0.9}, exit_code=0)
+    result = LocalResult(
+        name="local-1",
+        state="JOB_STATE_SUCCEEDED",
+        output_dir=tmp_path,
+        model_dir=str(tmp_path / "model"),
+        metrics={"eval_accuracy": 0.9},
+        exit_code=0,
+    )
     job = LocalJob(result, {}, None, "vt-1")
     assert job.output_dir == str(tmp_path) and job.metrics == {"eval_accuracy": 0.9}
     assert repr(job) == f"LocalJob(name='local-1', state='JOB_STATE_SUCCEEDED', output_dir={str(tmp_path)!r})"

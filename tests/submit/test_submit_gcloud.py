@@ -15,8 +15,11 @@ import pytest
 
 from tests.cli_support import gcloud_config
 
-pytestmark = [pytest.mark.gcloud, pytest.mark.wire,
-              pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")]
+pytestmark = [
+    pytest.mark.gcloud,
+    pytest.mark.wire,
+    pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed"),
+]
 
 
 @pytest.fixture
@@ -33,10 +36,12 @@ def _normalised_job_spec(job_spec: dict) -> dict:
     return json_format.MessageToDict(message)
 
 
-@pytest.mark.parametrize("sets", [(), ("replicas=3", "scheduling.strategy=standard", "hardware=a100x8",
-                                   "trainer.batch_size=768")])
-def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(fake, run_cli, gcloud_env, spec_file,
-                                                            tmp_path, sets):
+@pytest.mark.parametrize(
+    "sets", [(), ("replicas=3", "scheduling.strategy=standard", "hardware=a100x8", "trainer.batch_size=768")]
+)
+def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(
+    fake, run_cli, gcloud_env, spec_file, tmp_path, sets
+):
     set_args = [a for s in sets for a in ("--set", s)]
     config = run_cli("render", spec_file, "--format", "gcloud", *set_args)
     assert config.returncode == 0, config.stderr
@@ -45,9 +50,21 @@ def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(fake, run_cli, gclo
     ours = json.loads(run_cli("render", spec_file, "--format", "json", *set_args).stdout)
 
     created = subprocess.run(
-        ["gcloud", "ai", "custom-jobs", "create", f"--config={config_file}", "--region=us-central1",
-         "--display-name=tiny-cnn-test", "--format=json"],
-        env=gcloud_env, capture_output=True, text=True, timeout=120)
+        [
+            "gcloud",
+            "ai",
+            "custom-jobs",
+            "create",
+            f"--config={config_file}",
+            "--region=us-central1",
+            "--display-name=tiny-cnn-test",
+            "--format=json",
+        ],
+        env=gcloud_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert created.returncode == 0, created.stderr
     assert json.loads(created.stdout)["name"] in fake.jobs
 
@@ -61,13 +78,22 @@ def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(fake, run_cli, gclo
 def test_the_suggested_gcloud_command_in_the_header_works(fake, run_cli, gcloud_env, spec_file, tmp_path):
     """render --format gcloud prints the gcloud command to use; that command works as printed."""
     config = run_cli("render", spec_file, "--format", "gcloud").stdout
-    (command,) = [line.removeprefix("#").strip() for line in config.splitlines()
-                  if line.startswith("#") and "gcloud ai custom-jobs create" in line]
+    (command,) = [
+        line.removeprefix("#").strip()
+        for line in config.splitlines()
+        if line.startswith("#") and "gcloud ai custom-jobs create" in line
+    ]
     workdir = tmp_path / "gcloud-work"
     workdir.mkdir()
     (workdir / "job.yaml").write_text(config)
-    created = subprocess.run(shlex.split(command) + ["--format=json"], env=gcloud_env, cwd=workdir,
-                             capture_output=True, text=True, timeout=120)
+    created = subprocess.run(
+        shlex.split(command) + ["--format=json"],
+        env=gcloud_env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert created.returncode == 0, created.stderr
     (request,) = fake.calls("create")
     ours = json.loads(run_cli("render", spec_file, "--format", "json").stdout)

@@ -12,14 +12,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}  # no gcloud config, no project, no region
-    return subprocess.run([sys.executable, "-m", "vertex_trainer", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "vertex_trainer", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_a_local_only_spec_validates_and_missing_data_is_exit_2(tmp_path):
     spec = tmp_path / "local.yaml"
-    spec.write_text("name: local-only\nhardware: cpu\noutput_dir: out\n"
-                    "trainer: {model: tiny-cnn, train_data: data/train-*, num_classes: 4}\n")
+    spec.write_text(
+        "name: local-only\nhardware: cpu\noutput_dir: out\n"
+        "trainer: {model: tiny-cnn, train_data: data/train-*, num_classes: 4}\n"
+    )
     missing = run("submit", str(spec), "--local", cwd=tmp_path)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert "trainer.train_data: no files match 'data/train-*'" in missing.stderr

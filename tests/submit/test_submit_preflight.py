@@ -7,32 +7,47 @@ import pytest
 from tests.shared import make_bucket, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
-from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
 from vertex_trainer.spec import build_spec
+from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
 
 pytestmark = pytest.mark.wire
 
 
-@pytest.mark.parametrize("region,location,kind,far", [
-    ("us-central1", "US-CENTRAL1", "region", False),
-    ("us-central1", "EUROPE-WEST4", "region", True),
-    ("us-central1", "US", "multi-region", False),
-    ("northamerica-northeast1", "US", "multi-region", False),
-    ("europe-west4", "US", "multi-region", True),
-    ("europe-west4", "EU", "multi-region", False),
-    ("asia-southeast1", "ASIA", "multi-region", False),
-    ("us-central1", "NAM4", "dual-region", False),
-])
+@pytest.mark.parametrize(
+    "region,location,kind,far",
+    [
+        ("us-central1", "US-CENTRAL1", "region", False),
+        ("us-central1", "EUROPE-WEST4", "region", True),
+        ("us-central1", "US", "multi-region", False),
+        ("northamerica-northeast1", "US", "multi-region", False),
+        ("europe-west4", "US", "multi-region", True),
+        ("europe-west4", "EU", "multi-region", False),
+        ("asia-southeast1", "ASIA", "multi-region", False),
+        ("us-central1", "NAM4", "dual-region", False),
+    ],
+)
 def test_location_mismatch(region, location, kind, far):
     assert (location_mismatch(region, location, kind) is not None) is far
 
 
 def _spec(region="us-central1", **trainer):
-    return build_spec({
-        "name": "preflight", "project": "test-project", "region": region, "hardware": "cpu",
-        "image": {"uri": "us-docker.pkg.dev/p/r/trainer:v1"}, "output_dir": "gs://out-bucket/runs/x",
-        "trainer": {"train_data": "gs://data-bucket/train-*", "eval_data": "/gcs/data-bucket/val-*",
-                    "num_classes": 10, "model": "tiny-cnn", **trainer}})
+    return build_spec(
+        {
+            "name": "preflight",
+            "project": "test-project",
+            "region": region,
+            "hardware": "cpu",
+            "image": {"uri": "us-docker.pkg.dev/p/r/trainer:v1"},
+            "output_dir": "gs://out-bucket/runs/x",
+            "trainer": {
+                "train_data": "gs://data-bucket/train-*",
+                "eval_data": "/gcs/data-bucket/val-*",
+                "num_classes": 10,
+                "model": "tiny-cnn",
+                **trainer,
+            },
+        }
+    )
 
 
 def test_buckets_are_listed_once_with_their_first_field():
@@ -70,7 +85,8 @@ def test_far_bucket_warns_and_submits(storage, fake, monkeypatch):
     # ...and the image, in the us multi-region too, is pulled across regions (issue 15)
     assert [m for m in warnings if "gs://" not in m] == [
         "warning: image.uri is in us, the job runs in europe-west4: every replica pulls the image across "
-        "regions (slower start, egress charges); use a repository in the job's region (europe-west4)"]
+        "regions (slower start, egress charges); use a repository in the job's region (europe-west4)"
+    ]
     messages.clear()
     api.submit(_spec(region="us-central1"), log=messages.append)
     assert not [m for m in messages if m.startswith("warning: ")]

@@ -40,7 +40,9 @@ def test_bench_prints_both_throughputs_and_the_input_wait(bench_run):
     assert {"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction", "bound"} <= set(r)
     assert r["synthetic_examples_per_sec"] > 0 and r["real_examples_per_sec"] > 0
     assert r["real_examples_per_sec"] <= 1.15 * r["synthetic_examples_per_sec"]  # within noise
-    assert r["bound"] == "input" and r["input_wait_fraction"] == bench_run.metrics("real")["input_wait_fraction"]
+    assert (
+        r["bound"] == "input" and r["input_wait_fraction"] == bench_run.metrics("real")["input_wait_fraction"]
+    )
     assert r["steps"] == 64 and r["steps_per_execution"] == 16 and r["device"] == "cpu"
     assert r["reference"] is None  # tiny-cnn on a CPU: no published figure
     assert [run["state"] for run in r["runs"].values()] == ["JOB_STATE_SUCCEEDED"] * 2
@@ -53,9 +55,12 @@ def test_every_training_run_ends_with_the_verdict(bench_run):
         lines = bench_run.trainer_lines(kind)
         assert lines[-1].startswith("trainer: throughput: "), lines[-3:]
     real = bench_run.trainer_lines("real")[-1]
-    assert re.search(r"input-bound: \d+% of the time waiting for data \([\d,]+ examples/s\); this machine "
-                     r"has \d+ vCPUs for 1 CPU replica: try a machine type with more vCPUs, or "
-                     r"--read-parallelism/--data-threads \(now 1\)", real), real
+    assert re.search(
+        r"input-bound: \d+% of the time waiting for data \([\d,]+ examples/s\); this machine "
+        r"has \d+ vCPUs for 1 CPU replica: try a machine type with more vCPUs, or "
+        r"--read-parallelism/--data-threads \(now 1\)",
+        real,
+    ), real
     assert "synthetic data, the compute ceiling of 1 CPU replica" in bench_run.trainer_lines("synthetic")[-1]
 
 

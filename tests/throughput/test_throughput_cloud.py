@@ -25,20 +25,41 @@ def test_a_cloud_bench_runs_two_short_jobs_once_per_key():
     with FakeVertex() as fake, GcsEmulator() as gcs:
         fake.set_script(["JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"])
         gcs.create_bucket(BUCKET)
-        settings = Settings(vertex_endpoint=fake.url, storage_emulator=gcs.endpoint,
-                            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=10, read_timeout=5),
-                            poll=PollPolicy(initial=0.01, maximum=0.05))
-        spec = load_spec(REPO / "job_specs" / "bench-resnet50-a100x8.yaml", project="test-project",
-                         sets=[("image.repository", "null"), ("image.uri", "us-docker.pkg.dev/p/r/t:v1"),
-                               ("output_dir", f"gs://{BUCKET}/a100"),
-                               ("trainer.train_data", f"gs://{BUCKET}/imagenet/train-*")])
+        settings = Settings(
+            vertex_endpoint=fake.url,
+            storage_emulator=gcs.endpoint,
+            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=10, read_timeout=5),
+            poll=PollPolicy(initial=0.01, maximum=0.05),
+        )
+        spec = load_spec(
+            REPO / "job_specs" / "bench-resnet50-a100x8.yaml",
+            project="test-project",
+            sets=[
+                ("image.repository", "null"),
+                ("image.uri", "us-docker.pkg.dev/p/r/t:v1"),
+                ("output_dir", f"gs://{BUCKET}/a100"),
+                ("trainer.train_data", f"gs://{BUCKET}/imagenet/train-*"),
+            ],
+        )
         # What the two jobs' chiefs write when they finish (trainer/task.py, metrics.json).
         for kind, rate, wait in (("synthetic", 18_000.0, 0.01), ("real", 12_000.0, 0.3)):
-            storage.client(settings).bucket(BUCKET).blob(f"a100/bench/{kind}/metrics.json").upload_from_string(
-                json.dumps({"device": "gpu", "replicas": 8, "steady_examples_per_sec": rate,
-                            "input_wait_fraction": wait, "bound": "input" if wait >= 0.1 else "compute",
-                            "model": "resnet50", "image_size": 224, "global_batch_size": 2048,
-                            "precision": "mixed_bfloat16"}))
+            storage.client(settings).bucket(BUCKET).blob(
+                f"a100/bench/{kind}/metrics.json"
+            ).upload_from_string(
+                json.dumps(
+                    {
+                        "device": "gpu",
+                        "replicas": 8,
+                        "steady_examples_per_sec": rate,
+                        "input_wait_fraction": wait,
+                        "bound": "input" if wait >= 0.1 else "compute",
+                        "model": "resnet50",
+                        "image_size": 224,
+                        "global_batch_size": 2048,
+                        "precision": "mixed_bfloat16",
+                    }
+                )
+            )
         notes: list[str] = []
         result = api.bench(spec, idempotency_key="ci-7", settings=settings, log=notes.append)
 
@@ -49,7 +70,10 @@ def test_a_cloud_bench_runs_two_short_jobs_once_per_key():
         args = [p["containerSpec"]["args"] for p in pools]
         assert "--synthetic-data=true" in args[0] and "--synthetic-data=false" in args[1]
         assert all("--epochs=1" in a and "--steps-per-epoch=400" in a for a in args)
-        assert [c.body["labels"]["vertex-trainer-key"] for c in creates] == ["ci-7-bench-syn", "ci-7-bench-real"]
+        assert [c.body["labels"]["vertex-trainer-key"] for c in creates] == [
+            "ci-7-bench-syn",
+            "ci-7-bench-real",
+        ]
         assert result["synthetic_examples_per_sec"] == 18_000 and result["real_examples_per_sec"] == 12_000
         assert result["bound"] == "input" and result["idempotency_key"] == "ci-7"
         assert result["reference"]["real_vs_reference"] == round(1500 / 2375, 3)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trainer.config import parse_flags
 
+from trainer.config import parse_flags
 from vertex_trainer import render
-from vertex_trainer.workflows import benchmark
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
 from vertex_trainer.spec import build_spec, check_trainer_flags, load_spec
 from vertex_trainer.vertex.names import check_key
+from vertex_trainer.workflows import benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_SPECS = sorted((REPO / "job_specs").glob("bench-resnet50-*.yaml"))
@@ -21,8 +21,10 @@ DIRS = ["--model-dir=/m/", "--checkpoint-dir=/c/", "--tensorboard-dir=/t/"]
 
 
 def a100_spec(**trainer):
-    return load_spec(REPO / "job_specs" / "bench-resnet50-a100x8.yaml",
-                     sets=[(f"trainer.{k}", str(v)) for k, v in trainer.items()])
+    return load_spec(
+        REPO / "job_specs" / "bench-resnet50-a100x8.yaml",
+        sets=[(f"trainer.{k}", str(v)) for k, v in trainer.items()],
+    )
 
 
 def test_the_spec_accepts_synthetic_data_and_renders_the_flag():
@@ -36,8 +38,12 @@ def test_the_spec_accepts_synthetic_data_and_renders_the_flag():
 
 
 def test_the_bench_specs_are_the_published_configurations():
-    assert [p.stem for p in BENCH_SPECS] == ["bench-resnet50-a100x8", "bench-resnet50-h100x8",
-                                             "bench-resnet50-tpu-v5e", "bench-resnet50-v100x4"]
+    assert [p.stem for p in BENCH_SPECS] == [
+        "bench-resnet50-a100x8",
+        "bench-resnet50-h100x8",
+        "bench-resnet50-tpu-v5e",
+        "bench-resnet50-v100x4",
+    ]
     for path in BENCH_SPECS:
         spec = load_spec(path)
         t = spec.trainer
@@ -45,7 +51,10 @@ def test_the_bench_specs_are_the_published_configurations():
         assert t.precision in ("mixed_float16", "mixed_bfloat16"), path
         assert t.batch_size == 256 * spec.total_devices, path
         assert t.jit_compile == "true" or spec.hardware.accelerator.kind == "tpu", path  # TPUs compile anyway
-    assert benchmark.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-v100x4.yaml")).examples_per_sec == 1270
+    assert (
+        benchmark.reference_for(load_spec(REPO / "job_specs" / "bench-resnet50-v100x4.yaml")).examples_per_sec
+        == 1270
+    )
     assert benchmark.reference_for(a100_spec()).examples_per_sec == 2375
     assert benchmark.reference_for(a100_spec(precision="float32")).examples_per_sec == 909
     assert benchmark.reference_for(a100_spec(model="tiny-cnn")) is None
@@ -60,7 +69,11 @@ def test_plan_two_short_jobs_of_the_same_spec():
     assert (syn.name, real.name) == ("bench-resnet50-a100x8-bench-syn", "bench-resnet50-a100x8-bench-real")
     assert syn.trainer.synthetic_data is True and real.trainer.synthetic_data is False
     for run in (syn, real):
-        assert (run.trainer.epochs, run.trainer.steps_per_epoch, run.trainer.steps_per_execution) == (1, 400, 100)
+        assert (run.trainer.epochs, run.trainer.steps_per_epoch, run.trainer.steps_per_execution) == (
+            1,
+            400,
+            100,
+        )
         assert run.trainer.eval_data is None and run.hardware == spec.hardware
         assert run.trainer.batch_size == spec.trainer.batch_size and run.scheduling.timeout <= 7200
     assert syn.output_dir == "gs://my-bucket/bench/resnet50-a100x8/bench/synthetic"
@@ -84,21 +97,32 @@ def test_run_keys_are_valid_labels_and_distinct():
 
 
 def _metrics(device: str, rate: float, wait: float, replicas: int = 8) -> dict:
-    return {"device": device, "replicas": replicas, "steady_examples_per_sec": rate,
-            "train_examples_per_sec": rate / 2, "input_wait_fraction": wait, "model": "resnet50",
-            "image_size": 224, "global_batch_size": 2048, "precision": "mixed_bfloat16",
-            "bound": "input" if wait >= 0.1 else "compute"}
+    return {
+        "device": device,
+        "replicas": replicas,
+        "steady_examples_per_sec": rate,
+        "train_examples_per_sec": rate / 2,
+        "input_wait_fraction": wait,
+        "model": "resnet50",
+        "image_size": 224,
+        "global_batch_size": 2048,
+        "precision": "mixed_bfloat16",
+        "bound": "input" if wait >= 0.1 else "compute",
+    }
 
 
 def _results(syn: dict, real: dict) -> dict:
-    return {kind: benchmark.Result(kind, f"job-{kind}", "JOB_STATE_SUCCEEDED", f"gs://b/{kind}", m)
-            for kind, m in (("synthetic", syn), ("real", real))}
+    return {
+        kind: benchmark.Result(kind, f"job-{kind}", "JOB_STATE_SUCCEEDED", f"gs://b/{kind}", m)
+        for kind, m in (("synthetic", syn), ("real", real))
+    }
 
 
 def test_report_compares_with_the_published_reference():
     spec = a100_spec()
-    out = benchmark.report(spec, benchmark.plan(spec), _results(_metrics("gpu", 17_000, 0.01),
-                                                              _metrics("gpu", 9_500, 0.41)))
+    out = benchmark.report(
+        spec, benchmark.plan(spec), _results(_metrics("gpu", 17_000, 0.01), _metrics("gpu", 9_500, 0.41))
+    )
     assert out["synthetic_examples_per_sec"] == 17_000 and out["real_examples_per_sec"] == 9_500
     assert out["input_wait_fraction"] == 0.41 and out["bound"] == "input"
     assert out["per_device_examples_per_sec"] == {"synthetic": 2125.0, "real": 1187.5}
@@ -111,8 +135,11 @@ def test_report_compares_with_the_published_reference():
 
 def test_a_local_run_of_a_gpu_spec_is_not_compared_with_the_gpu_reference():
     spec = a100_spec()
-    out = benchmark.report(spec, benchmark.plan(spec, local=True),
-                          _results(_metrics("cpu", 20, 0.0, 1), _metrics("cpu", 10, 0.5, 1)))
+    out = benchmark.report(
+        spec,
+        benchmark.plan(spec, local=True),
+        _results(_metrics("cpu", 20, 0.0, 1), _metrics("cpu", 10, 0.5, 1)),
+    )
     assert out["hardware"] == "this machine" and out["devices"] == 1
     assert out["reference"]["real_vs_reference"] is None  # shown, not compared
 
@@ -126,8 +153,15 @@ def test_a_run_without_metrics_is_a_clear_error():
 
 def test_bench_validates_the_spec_like_submit():
     with pytest.raises(UserError):
-        build_spec({"name": "x", "region": "us-central1", "hardware": "cpu",
-                    "image": {"uri": "example.com/t:v1"}, "trainer": {"synthetic_data": "maybe"}})
+        build_spec(
+            {
+                "name": "x",
+                "region": "us-central1",
+                "hardware": "cpu",
+                "image": {"uri": "example.com/t:v1"},
+                "trainer": {"synthetic_data": "maybe"},
+            }
+        )
 
 
 @pytest.mark.trainer
@@ -136,16 +170,22 @@ def test_verdict_wording():
 
     def say(fraction, **kw):
         summary = {"input_wait_fraction": fraction, "steady_examples_per_sec": 1234.0}
-        return throughput.verdict(summary, **{"synthetic": False, "devices": 4, "device": "gpu",
-                                              "cpus": 8, **kw})
+        return throughput.verdict(
+            summary, **{"synthetic": False, "devices": 4, "device": "gpu", "cpus": 8, **kw}
+        )
 
-    assert say(0.41) == ("throughput: input-bound: 41% of the time waiting for data (1,234 examples/s); "
-                         "this machine has 8 vCPUs for 4 GPUs: try a machine type with more vCPUs, or "
-                         "--read-parallelism/--data-threads")
-    assert say(0.02).startswith("throughput: compute-bound: 2% of the time waiting for data (1,234 "
-                                "examples/s); the input pipeline keeps up with 4 GPUs (8 vCPUs)")
-    assert "synthetic data, the compute ceiling of 8 TPU cores" in say(0.0, synthetic=True, devices=8,
-                                                                        device="tpu")
+    assert say(0.41) == (
+        "throughput: input-bound: 41% of the time waiting for data (1,234 examples/s); "
+        "this machine has 8 vCPUs for 4 GPUs: try a machine type with more vCPUs, or "
+        "--read-parallelism/--data-threads"
+    )
+    assert say(0.02).startswith(
+        "throughput: compute-bound: 2% of the time waiting for data (1,234 "
+        "examples/s); the input pipeline keeps up with 4 GPUs (8 vCPUs)"
+    )
+    assert "synthetic data, the compute ceiling of 8 TPU cores" in say(
+        0.0, synthetic=True, devices=8, device="tpu"
+    )
     assert "no input wait was measured" in say(None)
     assert throughput.bound(0.1) == "input" and throughput.bound(0.099) == "compute"
 
@@ -175,11 +215,14 @@ def test_bench_dry_run_sends_nothing_and_shows_both_creates(tmp_path):
     out = json.loads(done.stdout)
     assert out["dry_run"] is True and set(out["runs"]) == {"synthetic", "real"}
     creates = [r for run in out["runs"].values() for r in run["requests"] if r["method"] == "POST"]
-    assert [c["body"]["displayName"] for c in creates] == ["bench-resnet50-a100x8-bench-syn",
-                                                           "bench-resnet50-a100x8-bench-real"]
+    assert [c["body"]["displayName"] for c in creates] == [
+        "bench-resnet50-a100x8-bench-syn",
+        "bench-resnet50-a100x8-bench-real",
+    ]
     assert out["runs"]["real"]["idempotency_key"] == out["idempotency_key"] + "-bench-real"
-    text = subprocess.run(cmd[:-3] + ["--dry-run"], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=120)
+    text = subprocess.run(
+        cmd[:-3] + ["--dry-run"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
     assert text.returncode == 0 and text.stdout.startswith("# dry run: nothing was sent"), text.stderr
 
 
@@ -191,8 +234,9 @@ def test_cpu_contention_is_named_apart_from_waiting():
     busy = throughput.verdict(summary, synthetic=False, devices=1, device="cpu", cpus=2)
     assert busy.startswith("throughput: compute-bound: 2% of the time waiting for data")
     assert "but the vCPUs are 97% busy: decoding shares them with the model (CPU contention" in busy
-    idle = throughput.verdict({**summary, "host_cpu_busy_fraction": 0.5}, synthetic=False, devices=1,
-                              device="cpu", cpus=2)
+    idle = throughput.verdict(
+        {**summary, "host_cpu_busy_fraction": 0.5}, synthetic=False, devices=1, device="cpu", cpus=2
+    )
     assert "contention" not in idle
     gpu = throughput.verdict(summary, synthetic=False, devices=1, device="gpu", cpus=2)
     assert "contention" not in gpu  # the model does not compute on a GPU host's vCPUs
@@ -204,8 +248,12 @@ def test_steady_rate_leaves_out_the_first_execution_and_checkpoint_time():
 
     # Executions of 4 steps: the first 5 s (compiling), then 1 s each, back to back, except a
     # 2 s checkpoint between the third and the fourth.
-    runs = [Execution(5.0, 0.0, 4, started=0.0), Execution(1.0, 0.0, 4, started=5.0),
-            Execution(1.0, 0.0, 4, started=6.0), Execution(1.0, 0.0, 4, started=9.0)]
+    runs = [
+        Execution(5.0, 0.0, 4, started=0.0),
+        Execution(1.0, 0.0, 4, started=5.0),
+        Execution(1.0, 0.0, 4, started=6.0),
+        Execution(1.0, 0.0, 4, started=9.0),
+    ]
     out = rates(runs, 8, 10.5, lambda start, end: 2.0 if start <= 7.0 < end else 0.0)
     assert out["steady_examples_per_sec"] == pytest.approx(12 * 8 / 3.0)  # 12 steps in 3 s
     assert out["steady_step_time_ms"] == pytest.approx(250.0)

@@ -22,30 +22,41 @@ THREAD_FLAGS = ["--intra-op-threads=2", "--inter-op-threads=2", "--data-threads=
 
 
 def trainer_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CLUSTER_SPEC", "TF_CONFIG", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR",
-                        "AIP_TENSORBOARD_LOG_DIR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in ("CLUSTER_SPEC", "TF_CONFIG", "AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR")
+    }
     env.update({"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": ""})
     env.update(extra)
     return env
 
 
 def dirs(base: Path) -> list[str]:
-    return [f"--model-dir={base}/model/", f"--checkpoint-dir={base}/checkpoints/",
-            f"--tensorboard-dir={base}/logs/"]
+    return [
+        f"--model-dir={base}/model/",
+        f"--checkpoint-dir={base}/checkpoints/",
+        f"--tensorboard-dir={base}/logs/",
+    ]
 
 
 def start_trainer(args: list[str], env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
-    return subprocess.Popen([PYTHON, "-m", "trainer.task", *args, *THREAD_FLAGS],
-                            env=env or trainer_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [PYTHON, "-m", "trainer.task", *args, *THREAD_FLAGS],
+        env=env or trainer_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
-def run_trainer(args: list[str], env: dict[str, str] | None = None, timeout: float = 180,
-                threads: bool = True) -> subprocess.CompletedProcess:
+def run_trainer(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 180, threads: bool = True
+) -> subprocess.CompletedProcess:
     cmd = [PYTHON, "-m", "trainer.task", *args, *(THREAD_FLAGS if threads else [])]
-    return subprocess.run(cmd, env=env or trainer_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(cmd, env=env or trainer_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def read_metrics(base: Path) -> dict:
@@ -81,8 +92,9 @@ def synth_data(tmp_path_factory) -> Path:
     from trainer import datagen
 
     out = tmp_path_factory.mktemp("synth")
-    datagen.synthesize(str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1,
-                       eval_examples=32)
+    datagen.synthesize(
+        str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1, eval_examples=32
+    )
     return out
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 from pathlib import Path
-
-import importlib
 
 import numpy as np
 import pytest
@@ -33,8 +32,10 @@ data = _Lazy("trainer.data")  # imports TensorFlow
 
 
 def features() -> dict:
-    return {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    return {
+        "image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+    }
 
 
 def stored(paths) -> list[tuple[bytes, int]]:
@@ -46,10 +47,15 @@ def stored(paths) -> list[tuple[bytes, int]]:
 
 
 def test_synthesize_writes_valid_jpeg_in_imagenet_layout(tmp_path):
-    paths = datagen.synthesize(str(tmp_path), examples=20, shards=3, image_size=12, num_classes=5,
-                               eval_examples=6)
-    assert [Path(p).name for p in paths] == ["train-00000-of-00003", "train-00001-of-00003",
-                                             "train-00002-of-00003", "validation-00000-of-00001"]
+    paths = datagen.synthesize(
+        str(tmp_path), examples=20, shards=3, image_size=12, num_classes=5, eval_examples=6
+    )
+    assert [Path(p).name for p in paths] == [
+        "train-00000-of-00003",
+        "train-00001-of-00003",
+        "train-00002-of-00003",
+        "validation-00000-of-00001",
+    ]
     train = stored(paths[:3])
     assert len(train) == 20 and len(stored(paths[3:])) == 6
     for encoded, label in train:
@@ -110,8 +116,10 @@ def test_sharding_by_file_and_by_record(synth_data):
     mine, by_record = data.shard_files(files, num_shards=8, index=3, seed=5)
     assert by_record and sorted(mine) == sorted(files)
     cfg = data.PipelineConfig(image_size=8, num_classes=4, training=False)
-    per_shard = [np.concatenate([y.numpy() for _, y in data.build_dataset(files, cfg, 1, num_shards=8, shard_index=i)])
-                 for i in range(8)]
+    per_shard = [
+        np.concatenate([y.numpy() for _, y in data.build_dataset(files, cfg, 1, num_shards=8, shard_index=i)])
+        for i in range(8)
+    ]
     assert sum(len(s) for s in per_shard) == 128
     assert sorted(np.concatenate(per_shard).tolist()) == sorted(label for _, label in stored(files))
 
@@ -137,7 +145,9 @@ def test_non_matching_record_error_names_the_file(tmp_path):
         for _ in data.build_dataset([good, bad], cfg, 1):
             pass
     assert data.is_bad_record(err.value)
-    assert data.find_corrupt_record([good, bad], cfg) == f"{bad} record 1: image/encoded is neither JPEG nor PNG"
+    assert (
+        data.find_corrupt_record([good, bad], cfg) == f"{bad} record 1: image/encoded is neither JPEG nor PNG"
+    )
 
 
 def test_crc_corruption_is_located_by_the_scan(tmp_path):
@@ -156,8 +166,13 @@ def test_crc_corruption_is_located_by_the_scan(tmp_path):
 
 
 def test_skip_corrupt_counts_and_skips(tmp_path):
-    records = [_good(0), _good(7), datagen.encode_example(b"", 1, height=8, width=8), _good(2),
-               tf.train.Example().SerializeToString()]
+    records = [
+        _good(0),
+        _good(7),
+        datagen.encode_example(b"", 1, height=8, width=8),
+        _good(2),
+        tf.train.Example().SerializeToString(),
+    ]
     path = _write(tmp_path / "mixed-0", records)
     cfg = data.PipelineConfig(image_size=8, num_classes=4, training=False, skip_corrupt=True)
     skipped = tf.Variable(0, dtype=tf.int64)
@@ -195,8 +210,9 @@ def test_one_decoder_for_data_of_one_format_and_a_named_stranger(tmp_path):
 def test_cached_decoded_pixels_give_the_same_batches_as_decoding(synth_data):
     files = data.list_files(f"{synth_data}/train-*")
     plain = data.PipelineConfig(image_size=20, num_classes=4, training=False, deterministic=True)
-    cached = data.PipelineConfig(image_size=20, num_classes=4, training=False, deterministic=True,
-                                 cache_decoded=True)
+    cached = data.PipelineConfig(
+        image_size=20, num_classes=4, training=False, deterministic=True, cache_decoded=True
+    )
     ds = data.build_dataset(files, cached, 16)
     first = [(x.numpy(), y.numpy()) for x, y in ds]
     again = [(x.numpy(), y.numpy()) for x, y in ds]  # the second pass reads the cache

@@ -27,9 +27,20 @@ RESUMED = re.compile(r"resumed from backup in .*: continuing at epoch 1/1 step (
 def preemptible_args(data, base) -> list[str]:
     # One long epoch of tiny steps, one step per execution: a save can land after any step. The
     # first execution (tracing, compiling) outlasts the interval, so a time-based save follows it.
-    return [f"--train-data={data}/train-*", "--model=tiny-cnn", "--num-classes=4", "--image-size=16",
-            "--epochs=1", f"--steps-per-epoch={STEPS}", "--batch-size=8", "--steps-per-execution=1",
-            "--warmup-epochs=0", "--log-interval-secs=0", "--checkpoint-interval-secs=0.5", *dirs(base)]
+    return [
+        f"--train-data={data}/train-*",
+        "--model=tiny-cnn",
+        "--num-classes=4",
+        "--image-size=16",
+        "--epochs=1",
+        f"--steps-per-epoch={STEPS}",
+        "--batch-size=8",
+        "--steps-per-execution=1",
+        "--warmup-epochs=0",
+        "--log-interval-secs=0",
+        "--checkpoint-interval-secs=0.5",
+        *dirs(base),
+    ]
 
 
 def run_until_time_checkpoint(args):

@@ -85,7 +85,6 @@ def test_the_nice_value_is_capped_at_19():
     try:
         assert priority.lower_priority([t.thread.native_id], 40) == 1
         assert t.nice == 19
-        assert priority.lower_priority([2 ** 22 + 12345], 1) == 0  # no such thread: skipped
+        assert priority.lower_priority([2**22 + 12345], 1) == 0  # no such thread: skipped
     finally:
         t.stop()
-

@@ -12,18 +12,36 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import (dirs, free_ports, kill_all, read_metrics, run_trainer, start_trainer,
-                      trainer_env)
+from .conftest import dirs, free_ports, kill_all, read_metrics, run_trainer, start_trainer, trainer_env
 
-METRIC_KEYS = {"global_batch_size", "learning_rate", "precision", "steps_per_execution", "steps",
-               "epochs", "train_examples_per_sec", "final_train_loss", "eval_accuracy", "replicas"}
+METRIC_KEYS = {
+    "global_batch_size",
+    "learning_rate",
+    "precision",
+    "steps_per_execution",
+    "steps",
+    "epochs",
+    "train_examples_per_sec",
+    "final_train_loss",
+    "eval_accuracy",
+    "replicas",
+}
 PROGRESS = re.compile(r"^progress epoch=(\d+)/(\d+) step=(\d+)/(\d+) examples_per_sec=([\d.]+) loss=([\d.]+)")
 
 
 def tiny_args(data: Path, **over) -> list[str]:
-    flags = {"model": "tiny-cnn", "train-data": f"{data}/train-*", "eval-data": f"{data}/validation-*",
-             "num-classes": 4, "image-size": 16, "epochs": 2, "batch-size": 16, "learning-rate": 0.1,
-             "base-batch-size": 16, "warmup-epochs": 0.5}
+    flags = {
+        "model": "tiny-cnn",
+        "train-data": f"{data}/train-*",
+        "eval-data": f"{data}/validation-*",
+        "num-classes": 4,
+        "image-size": 16,
+        "epochs": 2,
+        "batch-size": 16,
+        "learning-rate": 0.1,
+        "base-batch-size": 16,
+        "warmup-epochs": 0.5,
+    }
     flags.update({k.replace("_", "-"): v for k, v in over.items()})
     return [f"--{k}={v}" for k, v in flags.items() if v is not None]
 
@@ -31,11 +49,15 @@ def tiny_args(data: Path, **over) -> list[str]:
 @pytest.mark.trainer
 def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     hp_file = tmp_path / "hypertune" / "output.metrics"
-    result = run_trainer(tiny_args(synth_data) + dirs(tmp_path),
-                         env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file)))
+    result = run_trainer(
+        tiny_args(synth_data) + dirs(tmp_path), env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file))
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     progress = [PROGRESS.match(line) for line in result.stdout.splitlines() if line.startswith("progress ")]
-    assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [("1", "2", "8", "8"), ("2", "2", "8", "8")]
+    assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [
+        ("1", "2", "8", "8"),
+        ("2", "2", "8", "8"),
+    ]
     assert f"exported model to {tmp_path}/model/" in result.stdout
 
     metrics = read_metrics(tmp_path)
@@ -47,7 +69,10 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     assert 0.0 <= metrics["eval_accuracy"] <= 1.0 and metrics["final_train_loss"] > 0
     # Reported to Vertex hyperparameter tuning (cloudml-hypertune writes one JSON per report).
     report = json.loads(hp_file.read_text().strip().splitlines()[-1])
-    assert float(report["accuracy"]) == pytest.approx(metrics["eval_accuracy"]) and int(report["global_step"]) == 16
+    assert (
+        float(report["accuracy"]) == pytest.approx(metrics["eval_accuracy"])
+        and int(report["global_step"]) == 16
+    )
     config = json.loads((tmp_path / "trainer_config.json").read_text())
     assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
     # tf.data's own threads (a private pool of --data-threads=2 and more) run below the model's.
@@ -56,21 +81,37 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
 
     # The export classifies uint8 images (serving_images) with float32 probabilities; the
     # default signature takes encoded bytes (tests/serving).
-    check = ("import sys, numpy as np, tensorflow as tf; m = tf.saved_model.load(sys.argv[1]); "
-             "f = m.signatures['serving_images']; "
-             "out = f(image=tf.zeros([2, 16, 16, 3], tf.uint8))['probabilities']; "
-             "print(out.shape, out.dtype.name, float(tf.reduce_sum(out)))")
-    out = subprocess.run([__import__("sys").executable, "-c", check, str(tmp_path / "model")],
-                         capture_output=True, text=True, env=trainer_env(), timeout=60)
+    check = (
+        "import sys, numpy as np, tensorflow as tf; m = tf.saved_model.load(sys.argv[1]); "
+        "f = m.signatures['serving_images']; "
+        "out = f(image=tf.zeros([2, 16, 16, 3], tf.uint8))['probabilities']; "
+        "print(out.shape, out.dtype.name, float(tf.reduce_sum(out)))"
+    )
+    out = subprocess.run(
+        [__import__("sys").executable, "-c", check, str(tmp_path / "model")],
+        capture_output=True,
+        text=True,
+        env=trainer_env(),
+        timeout=60,
+    )
     assert out.stdout.split()[:3] == ["(2,", "4)", "float32"], out.stderr
     assert float(out.stdout.split()[-1]) == pytest.approx(2.0, abs=1e-4)
 
 
 @pytest.mark.trainer
 def test_learns_sklearn_digits(digits_data, tmp_path):
-    args = tiny_args(digits_data, num_classes=10, epochs=10, batch_size=50, base_batch_size=50,
-                     learning_rate=0.1, warmup_epochs=1, augment="none", eval_crop_fraction=1.0,
-                     weight_decay=0)
+    args = tiny_args(
+        digits_data,
+        num_classes=10,
+        epochs=10,
+        batch_size=50,
+        base_batch_size=50,
+        learning_rate=0.1,
+        warmup_epochs=1,
+        augment="none",
+        eval_crop_fraction=1.0,
+        weight_decay=0,
+    )
     result = run_trainer(args + dirs(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     metrics = read_metrics(tmp_path)
@@ -80,8 +121,15 @@ def test_learns_sklearn_digits(digits_data, tmp_path):
 
 @pytest.mark.trainer
 def test_two_replicas_with_steps_per_execution_match_one_replica(synth_data, tmp_path):
-    common = dict(epochs=1, steps_per_epoch=8, steps_per_execution=4, augment="none",
-                  deterministic="true", eval_data=None, weight_decay=0)
+    common = dict(
+        epochs=1,
+        steps_per_epoch=8,
+        steps_per_execution=4,
+        augment="none",
+        deterministic="true",
+        eval_data=None,
+        weight_decay=0,
+    )
     runs = {"one": {}, "two": {"cpu_replicas": 2}, "two-sync": {"cpu_replicas": 2, "sync_batch_norm": "true"}}
     metrics = {}
     for name, extra in runs.items():
@@ -104,11 +152,17 @@ def test_two_workers_multi_worker_mirrored(synth_data, tmp_path):
     procs = []
     try:
         for pool in ("workerpool0", "workerpool1"):
-            spec = {"cluster": {"workerpool0": [f"127.0.0.1:{p0}"], "workerpool1": [f"127.0.0.1:{p1}"]},
-                    "task": {"type": pool, "index": 0}, "job": {}}
-            env = trainer_env(CLUSTER_SPEC=json.dumps(spec), AIP_MODEL_DIR=f"{tmp_path}/model/",
-                              AIP_CHECKPOINT_DIR=f"{tmp_path}/checkpoints/",
-                              AIP_TENSORBOARD_LOG_DIR=f"{tmp_path}/logs/")
+            spec = {
+                "cluster": {"workerpool0": [f"127.0.0.1:{p0}"], "workerpool1": [f"127.0.0.1:{p1}"]},
+                "task": {"type": pool, "index": 0},
+                "job": {},
+            }
+            env = trainer_env(
+                CLUSTER_SPEC=json.dumps(spec),
+                AIP_MODEL_DIR=f"{tmp_path}/model/",
+                AIP_CHECKPOINT_DIR=f"{tmp_path}/checkpoints/",
+                AIP_TENSORBOARD_LOG_DIR=f"{tmp_path}/logs/",
+            )
             procs.append(start_trainer(tiny_args(synth_data, steps_per_execution=4), env=env))
         outs = [p.communicate(timeout=150)[0] for p in procs]
     finally:
@@ -125,7 +179,9 @@ def test_two_workers_multi_worker_mirrored(synth_data, tmp_path):
 @pytest.mark.trainer
 @pytest.mark.slow
 def test_killed_run_resumes_from_backup(synth_data, tmp_path):
-    args = tiny_args(synth_data, epochs=30, steps_per_epoch=8, steps_per_execution=1, eval_data=None) + dirs(tmp_path)
+    args = tiny_args(synth_data, epochs=30, steps_per_epoch=8, steps_per_execution=1, eval_data=None) + dirs(
+        tmp_path
+    )
     proc = start_trainer(args)
     killed_after = None
     try:
@@ -178,11 +234,18 @@ def test_unknown_flag_exits_2_without_loading_tensorflow(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == "error: unknown flags: --bogus=1 (see python -m trainer.task --help)"
     # The flag check runs before TensorFlow is imported (a bad flag costs milliseconds, not seconds).
-    probe = ("import sys\nfrom trainer import task\n"
-             "code = task.main(['--train-data=x', '--num-classes=3', '--bogus=1', *sys.argv[1:]])\n"
-             "print(code, 'tensorflow' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", probe, *dirs(tmp_path)], capture_output=True, text=True,
-                         env=trainer_env(), timeout=120)
+    probe = (
+        "import sys\nfrom trainer import task\n"
+        "code = task.main(['--train-data=x', '--num-classes=3', '--bogus=1', *sys.argv[1:]])\n"
+        "print(code, 'tensorflow' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *dirs(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=trainer_env(),
+        timeout=120,
+    )
     assert out.stdout.split() == ["2", "False"], out.stderr
 
 

@@ -17,32 +17,69 @@ DIRS = ["--model-dir=/out/model/", "--checkpoint-dir=/out/checkpoints/", "--tens
 
 # --- flags --------------------------------------------------------------------------------
 
+
 def test_contract_flags_parse_in_kebab_case_form():
-    cfg = parse_flags([
-        "--model=resnet50", "--train-data=gs://b/train-*", "--eval-data=gs://b/validation-*",
-        "--num-classes=1000", "--image-size=224", "--epochs=90", "--steps-per-epoch=625",
-        "--batch-size=2048", "--learning-rate=0.1", "--base-batch-size=256", "--warmup-epochs=5",
-        "--precision=mixed_bfloat16", "--steps-per-execution=200", "--seed=7", "--label-offset=1",
-        *DIRS], environ={})
-    assert (cfg.model, cfg.num_classes, cfg.batch_size, cfg.steps_per_execution) == ("resnet50", 1000, 2048, 200)
+    cfg = parse_flags(
+        [
+            "--model=resnet50",
+            "--train-data=gs://b/train-*",
+            "--eval-data=gs://b/validation-*",
+            "--num-classes=1000",
+            "--image-size=224",
+            "--epochs=90",
+            "--steps-per-epoch=625",
+            "--batch-size=2048",
+            "--learning-rate=0.1",
+            "--base-batch-size=256",
+            "--warmup-epochs=5",
+            "--precision=mixed_bfloat16",
+            "--steps-per-execution=200",
+            "--seed=7",
+            "--label-offset=1",
+            *DIRS,
+        ],
+        environ={},
+    )
+    assert (cfg.model, cfg.num_classes, cfg.batch_size, cfg.steps_per_execution) == (
+        "resnet50",
+        1000,
+        2048,
+        200,
+    )
     assert (cfg.learning_rate, cfg.base_batch_size, cfg.warmup_epochs) == (0.1, 256, 5.0)
     assert (cfg.precision, cfg.seed, cfg.label_offset, cfg.steps_per_epoch) == ("mixed_bfloat16", 7, 1, 625)
     assert cfg.model_dir == "/out/model/" and cfg.tensorboard_dir == "/out/logs/"
 
 
 def test_snake_case_and_boolean_extras():
-    cfg = parse_flags([*REQUIRED, *DIRS, "--batch_size=64", "--skip-corrupt", "--cache=false",
-                       "--label-smoothing=0.1", "--optimizer=lamb"], environ={})
+    cfg = parse_flags(
+        [
+            *REQUIRED,
+            *DIRS,
+            "--batch_size=64",
+            "--skip-corrupt",
+            "--cache=false",
+            "--label-smoothing=0.1",
+            "--optimizer=lamb",
+        ],
+        environ={},
+    )
     assert cfg.batch_size == 64 and cfg.skip_corrupt is True and cfg.cache is False
     assert cfg.label_smoothing == 0.1 and cfg.optimizer == "lamb"
 
 
 def test_directories_default_to_vertex_environment():
-    env = {"AIP_MODEL_DIR": "gs://b/run/model/", "AIP_CHECKPOINT_DIR": "gs://b/run/checkpoints/",
-           "AIP_TENSORBOARD_LOG_DIR": "gs://b/run/logs/"}
+    env = {
+        "AIP_MODEL_DIR": "gs://b/run/model/",
+        "AIP_CHECKPOINT_DIR": "gs://b/run/checkpoints/",
+        "AIP_TENSORBOARD_LOG_DIR": "gs://b/run/logs/",
+    }
     cfg = parse_flags(REQUIRED, environ=env)
     assert (cfg.model_dir, cfg.checkpoint_dir, cfg.tensorboard_dir) == (
-        "gs://b/run/model/", "gs://b/run/checkpoints/", "gs://b/run/logs/")
+        "gs://b/run/model/",
+        "gs://b/run/checkpoints/",
+        "gs://b/run/logs/",
+    )
 
 
 def test_missing_directory_is_a_clear_error():
@@ -55,12 +92,15 @@ def test_unknown_flag_names_it_and_suggests():
         parse_flags([*REQUIRED, *DIRS, "--batch-sise=8"], environ={})
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("--batch-size=0", "--batch-size must be >= 1"),
-    ("--precision=fp8", "invalid choice"),
-    ("--model=vgg", "invalid choice"),
-    ("--label-smoothing=1.5", "--label-smoothing must be in"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("--batch-size=0", "--batch-size must be >= 1"),
+        ("--precision=fp8", "invalid choice"),
+        ("--model=vgg", "invalid choice"),
+        ("--label-smoothing=1.5", "--label-smoothing must be in"),
+    ],
+)
 def test_bad_values(bad, message):
     with pytest.raises(UsageError, match=message):
         parse_flags([*REQUIRED, *DIRS, bad], environ={})
@@ -86,8 +126,15 @@ def test_every_flag_parses_in_both_spellings():
         assert getattr(cfg, flag.name) == flag.default, flag.name
 
 
-@pytest.mark.parametrize("flag", [f for f in flags.FLAGS if f.type in (int, float) and
-                                  (f.ge, f.gt, f.le, f.lt) != (None, None, None, None)], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "flag",
+    [
+        f
+        for f in flags.FLAGS
+        if f.type in (int, float) and (f.ge, f.gt, f.le, f.lt) != (None, None, None, None)
+    ],
+    ids=lambda f: f.name,
+)
 def test_every_bound_in_the_table_is_enforced(flag):
     low = flag.ge - 1 if flag.ge is not None else flag.gt if flag.gt is not None else None
     high = flag.le + 1 if flag.le is not None else flag.lt if flag.lt is not None else None
@@ -120,16 +167,20 @@ def test_every_optimizer_in_the_table_is_built():
 
 # --- precision ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("device, capability, expected", [
-    ("tpu", None, "mixed_bfloat16"),
-    ("gpu", (8, 0), "mixed_bfloat16"),   # A100
-    ("gpu", (8, 9), "mixed_bfloat16"),   # L4
-    ("gpu", (9, 0), "mixed_bfloat16"),   # H100/H200
-    ("gpu", (10, 0), "mixed_bfloat16"),  # B200
-    ("gpu", (7, 0), "mixed_float16"),    # V100
-    ("gpu", (7, 5), "mixed_float16"),    # T4
-    ("cpu", None, "float32"),
-])
+
+@pytest.mark.parametrize(
+    "device, capability, expected",
+    [
+        ("tpu", None, "mixed_bfloat16"),
+        ("gpu", (8, 0), "mixed_bfloat16"),  # A100
+        ("gpu", (8, 9), "mixed_bfloat16"),  # L4
+        ("gpu", (9, 0), "mixed_bfloat16"),  # H100/H200
+        ("gpu", (10, 0), "mixed_bfloat16"),  # B200
+        ("gpu", (7, 0), "mixed_float16"),  # V100
+        ("gpu", (7, 5), "mixed_float16"),  # T4
+        ("cpu", None, "float32"),
+    ],
+)
 def test_auto_precision_per_device(device, capability, expected):
     assert precision.resolve("auto", device, capability) == expected
 
@@ -143,15 +194,19 @@ def test_explicit_precision_is_kept():
 
 # --- steps_per_execution --------------------------------------------------------------------
 
-@pytest.mark.parametrize("steps, requested, expected", [
-    (100, 0, (100, 100)),
-    (1251, 0, (96, 1248)),      # 13 executions of 96 steps: epoch rounded to the nearest multiple
-    (625, 0, (89, 623)),
-    (10, 0, (10, 10)),
-    (1000, 200, (200, 1000)),
-    (1001, 200, (200, 1000)),   # explicit: epoch rounded down to a multiple
-    (50, 200, (50, 50)),        # clipped to the epoch
-])
+
+@pytest.mark.parametrize(
+    "steps, requested, expected",
+    [
+        (100, 0, (100, 100)),
+        (1251, 0, (96, 1248)),  # 13 executions of 96 steps: epoch rounded to the nearest multiple
+        (625, 0, (89, 623)),
+        (10, 0, (10, 10)),
+        (1000, 200, (200, 1000)),
+        (1001, 200, (200, 1000)),  # explicit: epoch rounded down to a multiple
+        (50, 200, (50, 50)),  # clipped to the epoch
+    ],
+)
 def test_steps_per_execution_divides_the_epoch(steps, requested, expected):
     spe, epoch = choose_steps_per_execution(steps, requested)
     assert (spe, epoch) == expected
@@ -160,6 +215,7 @@ def test_steps_per_execution_divides_the_epoch(steps, requested, expected):
 
 # --- learning-rate schedule ----------------------------------------------------------------
 
+
 @pytest.mark.trainer
 def test_learning_rate_scaling_warmup_and_cosine():
     from trainer import schedules
@@ -167,11 +223,21 @@ def test_learning_rate_scaling_warmup_and_cosine():
     peak = schedules.scaled_learning_rate(0.1, 2048, 256)
     assert peak == pytest.approx(0.8)
     sched = schedules.WarmupCosineDecay(peak, warmup_steps=100, total_steps=1100)
-    expected = {0: 0.0, 50: 0.4, 99: 0.792, 100: 0.8, 600: 0.4, 1100: 0.0, 2000: 0.0,
-                350: 0.8 * 0.5 * (1 + math.cos(math.pi * 0.25))}
+    expected = {
+        0: 0.0,
+        50: 0.4,
+        99: 0.792,
+        100: 0.8,
+        600: 0.4,
+        1100: 0.0,
+        2000: 0.0,
+        350: 0.8 * 0.5 * (1 + math.cos(math.pi * 0.25)),
+    }
     for step, value in expected.items():
         assert float(sched(step)) == pytest.approx(value, abs=1e-6), step
-        assert schedules.lr_at(step, peak=peak, warmup_steps=100, total_steps=1100) == pytest.approx(value, abs=1e-6)
+        assert schedules.lr_at(step, peak=peak, warmup_steps=100, total_steps=1100) == pytest.approx(
+            value, abs=1e-6
+        )
     # Monotonic up during warmup, down afterwards.
     values = [float(sched(s)) for s in range(0, 1100, 25)]
     assert values[:4] == sorted(values[:4]) and values[4:] == sorted(values[4:], reverse=True)
@@ -196,13 +262,22 @@ def test_optimizers_and_weight_decay_exclusions():
 
 # --- cluster ------------------------------------------------------------------------------
 
+
 def test_cluster_spec_is_read_first_and_translated():
-    spec = {"cluster": {"workerpool0": ["10.0.0.1:2222"], "workerpool1": ["10.0.0.2:2222", "10.0.0.3:2222"]},
-            "task": {"type": "workerpool1", "index": 1}, "job": {"worker_pool_specs": []}}
+    spec = {
+        "cluster": {"workerpool0": ["10.0.0.1:2222"], "workerpool1": ["10.0.0.2:2222", "10.0.0.3:2222"]},
+        "task": {"type": "workerpool1", "index": 1},
+        "job": {"worker_pool_specs": []},
+    }
     other = {"cluster": {"worker": ["x:1"]}, "task": {"type": "worker", "index": 0}}
     cluster = strategy.cluster_from_env({"CLUSTER_SPEC": json.dumps(spec), "TF_CONFIG": json.dumps(other)})
     assert cluster.spec == {"chief": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}
-    assert (cluster.task_type, cluster.task_index, cluster.num_workers, cluster.is_chief) == ("worker", 1, 3, False)
+    assert (cluster.task_type, cluster.task_index, cluster.num_workers, cluster.is_chief) == (
+        "worker",
+        1,
+        3,
+        False,
+    )
     assert json.loads(cluster.tf_config())["task"] == {"type": "worker", "index": 1}
 
 
@@ -234,13 +309,16 @@ def test_config_module_stays_light():
     import subprocess
     import sys
 
-    code = ("import sys, trainer.config, trainer.datagen, trainer.task; "
-            "print(any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules))")
+    code = (
+        "import sys, trainer.config, trainer.datagen, trainer.task; "
+        "print(any(m == 'tensorflow' or m.startswith('tensorflow.') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 # --- models -------------------------------------------------------------------------------
+
 
 @pytest.mark.trainer
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])

@@ -63,11 +63,20 @@ def write_spec(directory: Path, text: str = SPEC) -> Path:
 
 def function_env(fake_url: str, home: Path) -> dict:
     """The function's environment: the fake Vertex AI, fast retries, no gcloud configuration."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_CLOUD", "CLOUDSDK_", "STORAGE_EMULATOR"))}
-    env.update(VERTEX_TRAINER_API_ENDPOINT=fake_url, HOME=str(home), CLOUDSDK_CONFIG=str(home / "gcloud"),
-               VERTEX_TRAINER_RETRY="attempts=3,initial=0.01,maximum=0.05,deadline=5",
-               VERTEX_TRAINER_POLL_INTERVAL="0.01", GUNICORN_LOG_LEVEL="info", PYTHONUNBUFFERED="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_CLOUD", "CLOUDSDK_", "STORAGE_EMULATOR"))
+    }
+    env.update(
+        VERTEX_TRAINER_API_ENDPOINT=fake_url,
+        HOME=str(home),
+        CLOUDSDK_CONFIG=str(home / "gcloud"),
+        VERTEX_TRAINER_RETRY="attempts=3,initial=0.01,maximum=0.05,deadline=5",
+        VERTEX_TRAINER_POLL_INTERVAL="0.01",
+        GUNICORN_LOG_LEVEL="info",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -85,6 +94,7 @@ class Lines:
 
     def wait_for(self, predicate, timeout: float = 30.0):
         """The first line (as found by `predicate`, which returns a value or None) to come."""
+
         def found():
             return next((v for v in map(predicate, self.lines) if v), None)
 
@@ -108,9 +118,20 @@ def served(function_dir: Path, env: dict):
     """`functions-framework --target on_object_finalized` in the function directory, as Cloud Run
     runs it, on a free loopback port. Yields (url, stdout Lines, stderr Lines)."""
     proc = subprocess.Popen(
-        [str(BIN / "functions-framework"), "--target=on_object_finalized", "--source=main.py",
-         "--signature-type=cloudevent", "--host=127.0.0.1", "--port=0"],
-        cwd=function_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            str(BIN / "functions-framework"),
+            "--target=on_object_finalized",
+            "--source=main.py",
+            "--signature-type=cloudevent",
+            "--host=127.0.0.1",
+            "--port=0",
+        ],
+        cwd=function_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = Lines(), Lines()
 
     def pump(stream, sink: Lines) -> None:
@@ -121,6 +142,7 @@ def served(function_dir: Path, env: dict):
     for stream, sink in ((proc.stdout, out), (proc.stderr, err)):
         threading.Thread(target=pump, args=(stream, sink), daemon=True).start()
     try:
+
         def listening(line: str):
             m = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", line)
             return m.group(1) if m else ("exited" if line == "<closed>" else None)
@@ -137,20 +159,44 @@ def served(function_dir: Path, env: dict):
             proc.wait()
 
 
-def send_event(url: str, name: str, generation: int | str, *, bucket: str = BUCKET,
-               event_id: str | None = None, event_type: str = "google.cloud.storage.object.v1.finalized"):
+def send_event(
+    url: str,
+    name: str,
+    generation: int | str,
+    *,
+    bucket: str = BUCKET,
+    event_id: str | None = None,
+    event_type: str = "google.cloud.storage.object.v1.finalized",
+):
     """POST one CloudEvent the way Eventarc delivers a Cloud Storage event (binary content mode)."""
     import requests
 
-    data = {"kind": "storage#object", "id": f"{bucket}/{name}/{generation}", "bucket": bucket,
-            "name": name, "generation": str(generation), "metageneration": "1",
-            "contentType": "application/octet-stream", "size": "0", "storageClass": "STANDARD",
-            "timeCreated": "2026-11-30T07:00:00.000Z", "updated": "2026-11-30T07:00:00.000Z",
-            "md5Hash": "1B2M2Y8AsgTpgAmY7PhCfg==", "crc32c": "AAAAAA==", "etag": "CAE="}
-    headers = {"Content-Type": "application/json; charset=utf-8", "ce-specversion": "1.0",
-               "ce-type": event_type, "ce-source": f"//storage.googleapis.com/projects/_/buckets/{bucket}",
-               "ce-subject": f"objects/{name}", "ce-id": event_id or f"{abs(hash((name, generation)))}",
-               "ce-time": "2026-11-30T07:00:00.123Z", "ce-bucket": bucket}
+    data = {
+        "kind": "storage#object",
+        "id": f"{bucket}/{name}/{generation}",
+        "bucket": bucket,
+        "name": name,
+        "generation": str(generation),
+        "metageneration": "1",
+        "contentType": "application/octet-stream",
+        "size": "0",
+        "storageClass": "STANDARD",
+        "timeCreated": "2026-11-30T07:00:00.000Z",
+        "updated": "2026-11-30T07:00:00.000Z",
+        "md5Hash": "1B2M2Y8AsgTpgAmY7PhCfg==",
+        "crc32c": "AAAAAA==",
+        "etag": "CAE=",
+    }
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "ce-specversion": "1.0",
+        "ce-type": event_type,
+        "ce-source": f"//storage.googleapis.com/projects/_/buckets/{bucket}",
+        "ce-subject": f"objects/{name}",
+        "ce-id": event_id or f"{abs(hash((name, generation)))}",
+        "ce-time": "2026-11-30T07:00:00.123Z",
+        "ce-bucket": bucket,
+    }
     return requests.post(url, data=json.dumps(data), headers=headers, timeout=60)
 
 

@@ -23,20 +23,25 @@ def env(tmp_path) -> dict:
     """No gcloud configuration, and an audit hook that kills the process on any socket use."""
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text(textwrap.dedent("""\
+    (hook / "sitecustomize.py").write_text(
+        textwrap.dedent("""\
         import os, sys
         def _hook(event, args):
             if event in ("socket.connect", "socket.getaddrinfo"):
                 sys.stderr.write(f"SOCKET USED: {event}\\n"); sys.stderr.flush(); os._exit(99)
         sys.addaudithook(_hook)
-        """))
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_", "GOOGLE_"))}
+        """)
+    )
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_", "GOOGLE_"))
+    }
     return {**clean, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "PYTHONPATH": str(hook), "COLUMNS": "200"}
 
 
 def run(env: dict, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120)
+    return subprocess.run(
+        [CLI, *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
 
 
 def test_trigger_deploy_dry_run_prints_the_script_and_opens_no_connection(tmp_path, env):
@@ -63,20 +68,32 @@ def test_bad_trigger_input_is_exit_2_with_one_message(tmp_path, env):
 
 
 def test_pipeline_submit_dry_run_opens_no_connection(tmp_path, env):
-    spec = write_spec(tmp_path / "spec", SPEC.replace('"{{ trigger.folder }}/train-*"', "gs://data-bucket/x/train-*")
-                      .replace("{{ trigger.folder_name }}-{{ trigger.generation }}", "x") + DEPLOY)
+    spec = write_spec(
+        tmp_path / "spec",
+        SPEC.replace('"{{ trigger.folder }}/train-*"', "gs://data-bucket/x/train-*").replace(
+            "{{ trigger.folder_name }}-{{ trigger.generation }}", "x"
+        )
+        + DEPLOY,
+    )
     done = run(env, "pipeline", "submit", spec, "--dry-run", "--idempotency-key", "k-1")
     assert done.returncode == 0, done.stderr
-    assert "POST https://us-central1-aiplatform.googleapis.com/v1/projects/test-project/locations/" \
-           "us-central1/pipelineJobs?pipelineJobId=k-1" in done.stdout
+    assert (
+        "POST https://us-central1-aiplatform.googleapis.com/v1/projects/test-project/locations/"
+        "us-central1/pipelineJobs?pipelineJobId=k-1" in done.stdout
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.wire
 def test_the_local_end_to_end_example_starts_one_run(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "STORAGE_EMULATOR"))}
-    done = subprocess.run([sys.executable, "examples/events/local_e2e.py", "--keep", str(tmp_path / "fn")],
-                          capture_output=True, text=True, env={**env, "CLOUDSDK_CONFIG": str(tmp_path)},
-                          cwd=ROOT, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "examples/events/local_e2e.py", "--keep", str(tmp_path / "fn")],
+        capture_output=True,
+        text=True,
+        env={**env, "CLOUDSDK_CONFIG": str(tmp_path)},
+        cwd=ROOT,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert done.stdout.count("-> HTTP 200: started") == 1 and "-> HTTP 200: adopted" in done.stdout

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.trigger.conftest import (
-    BUCKET, DEPLOY, SPEC, function_env, send_event, served, write_spec,
+    BUCKET,
+    DEPLOY,
+    SPEC,
+    function_env,
+    send_event,
+    served,
+    write_spec,
 )
 from vertex_trainer import api
 from vertex_trainer.settings import Settings
@@ -19,15 +25,23 @@ pytestmark = [pytest.mark.wire, pytest.mark.timeout(180)]
 
 def _render(root: Path, spec_text: str) -> Path:
     out = root / "function"
-    api.trigger_render(write_spec(root / "spec", spec_text), out, bucket=BUCKET, prefix="datasets/",
-                       settings=Settings(), log=lambda _: None)
+    api.trigger_render(
+        write_spec(root / "spec", spec_text),
+        out,
+        bucket=BUCKET,
+        prefix="datasets/",
+        settings=Settings(),
+        log=lambda _: None,
+    )
     return out
 
 
 @pytest.fixture(scope="module")
 def job_function(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("job-fn")
-    spec = SPEC.replace("labels: {team: vision}", 'labels: {team: vision, dataset: "{{ trigger.folder_name }}"}')
+    spec = SPEC.replace(
+        "labels: {team: vision}", 'labels: {team: vision, dataset: "{{ trigger.folder_name }}"}'
+    )
     out = _render(root, spec)
     with served(out, function_env(fake.url, root)) as (url, lines, errors):
         yield url, lines, out
@@ -43,19 +57,20 @@ def pipeline_function(tmp_path_factory, fake):
 
 def _jobs_reading(fake, folder: str) -> list[dict]:
     wanted = f"--train-data=gs://{BUCKET}/datasets/{folder}/train-*"
-    return [j for j in fake.jobs.values()
-            if wanted in j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]]
+    return [
+        j for j in fake.jobs.values() if wanted in j["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
+    ]
 
 
 def test_six_events_start_exactly_two_runs_each_reading_the_markers_folder(fake, job_function):
     url, lines, _ = job_function
     events = [
-        ("datasets/mnist/train-00000-of-00002", 101, "e1"),   # a shard: ignored
-        ("datasets/mnist/train-00001-of-00002", 102, "e2"),   # a shard: ignored
-        ("datasets/mnist/_SUCCESS", 103, "e3"),               # the marker: a run
-        ("datasets/mnist/_SUCCESS", 103, "e3-again"),         # redelivered (another event id): nothing
-        ("elsewhere/mnist/_SUCCESS", 104, "e4"),              # a marker outside the prefix: ignored
-        ("datasets/mnist/_SUCCESS", 105, "e5"),               # the marker's next generation: a run
+        ("datasets/mnist/train-00000-of-00002", 101, "e1"),  # a shard: ignored
+        ("datasets/mnist/train-00001-of-00002", 102, "e2"),  # a shard: ignored
+        ("datasets/mnist/_SUCCESS", 103, "e3"),  # the marker: a run
+        ("datasets/mnist/_SUCCESS", 103, "e3-again"),  # redelivered (another event id): nothing
+        ("elsewhere/mnist/_SUCCESS", 104, "e4"),  # a marker outside the prefix: ignored
+        ("datasets/mnist/_SUCCESS", 105, "e5"),  # the marker's next generation: a run
     ]
     for name, generation, event_id in events:
         answer = send_event(url, name, generation, event_id=event_id)
@@ -64,8 +79,10 @@ def test_six_events_start_exactly_two_runs_each_reading_the_markers_folder(fake,
     jobs = _jobs_reading(fake, "mnist")
     assert len(jobs) == 2
     keys = {j["labels"]["vertex-trainer-key"] for j in jobs}
-    assert keys == {event_key(BUCKET, "datasets/mnist/_SUCCESS", "103"),
-                    event_key(BUCKET, "datasets/mnist/_SUCCESS", "105")}
+    assert keys == {
+        event_key(BUCKET, "datasets/mnist/_SUCCESS", "103"),
+        event_key(BUCKET, "datasets/mnist/_SUCCESS", "105"),
+    }
     outputs = sorted(j["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] for j in jobs)
     assert outputs == ["gs://out-bucket/runs/mnist-103", "gs://out-bucket/runs/mnist-105"]
     for job in jobs:  # the rendered job, image pinned, Flex Start kept
@@ -74,9 +91,17 @@ def test_six_events_start_exactly_two_runs_each_reading_the_markers_folder(fake,
         assert job["jobSpec"]["scheduling"]["strategy"] == "FLEX_START"
         assert job["labels"]["dataset"] == "mnist"
 
-    records = lines.await_records(6, lambda r: r.get("object", "").endswith("mnist/_SUCCESS")
-                                  or "mnist/train-" in r.get("object", ""))
-    assert [r["action"] for r in records] == ["ignored", "ignored", "started", "adopted", "ignored", "started"]
+    records = lines.await_records(
+        6, lambda r: r.get("object", "").endswith("mnist/_SUCCESS") or "mnist/train-" in r.get("object", "")
+    )
+    assert [r["action"] for r in records] == [
+        "ignored",
+        "ignored",
+        "started",
+        "adopted",
+        "ignored",
+        "started",
+    ]
 
 
 def test_the_function_runs_the_vendored_vertex_trainer(job_function):
@@ -115,7 +140,9 @@ def test_a_permanent_failure_is_logged_and_acknowledged(fake, job_function):
 def test_events_that_are_not_object_finalizations_are_acknowledged(fake, job_function):
     url, lines, _ = job_function
     before = len(fake.jobs)
-    deleted = send_event(url, "datasets/kmnist/_SUCCESS", 3, event_type="google.cloud.storage.object.v1.deleted")
+    deleted = send_event(
+        url, "datasets/kmnist/_SUCCESS", 3, event_type="google.cloud.storage.object.v1.deleted"
+    )
     other_bucket = send_event(url, "datasets/kmnist/_SUCCESS", 3, bucket="another-bucket")
     under_prefix = send_event(url, "datasets/_SUCCESS", 3)  # names no folder
     assert [deleted.status_code, other_bucket.status_code, under_prefix.status_code] == [200, 200, 200]
@@ -126,9 +153,12 @@ def test_a_spec_with_deploy_starts_one_pipeline_per_marker_generation(fake, pipe
     url, lines, _ = pipeline_function
     for generation, event_id in ((201, "p1"), (201, "p1-again"), (202, "p2")):
         assert send_event(url, "datasets/cifar/_SUCCESS", generation, event_id=event_id).status_code == 200
-    runs = {name: run for name, run in fake.pipelines.runs.items()
-            if run["labels"].get("vertex-trainer-key") in {event_key(BUCKET, "datasets/cifar/_SUCCESS", g)
-                                                           for g in ("201", "202")}}
+    runs = {
+        name: run
+        for name, run in fake.pipelines.runs.items()
+        if run["labels"].get("vertex-trainer-key")
+        in {event_key(BUCKET, "datasets/cifar/_SUCCESS", g) for g in ("201", "202")}
+    }
     assert len(runs) == 2
     for name, run in runs.items():
         assert name.rsplit("/", 1)[1] == run["labels"]["vertex-trainer-key"]  # pipelineJobId = key

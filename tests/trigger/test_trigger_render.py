@@ -20,47 +20,76 @@ from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILDS = SPEC.replace("image:\n  uri: us-central1-docker.pkg.dev/test-project/training/trainer:v1",
-                      "image:\n  repository: us-central1-docker.pkg.dev/test-project/training/trainer")
+BUILDS = SPEC.replace(
+    "image:\n  uri: us-central1-docker.pkg.dev/test-project/training/trainer:v1",
+    "image:\n  repository: us-central1-docker.pkg.dev/test-project/training/trainer",
+)
 
 
 def render(tmp_path: Path, text: str = BUILDS + DEPLOY, **options) -> tuple[Path, dict, list[str]]:
     logged: list[str] = []
     out = tmp_path / "function"
-    result = api.trigger_render(write_spec(tmp_path / "spec", text), out, bucket=BUCKET,
-                                prefix="datasets/", settings=Settings(), log=logged.append, **options)
+    result = api.trigger_render(
+        write_spec(tmp_path / "spec", text),
+        out,
+        bucket=BUCKET,
+        prefix="datasets/",
+        settings=Settings(),
+        log=logged.append,
+        **options,
+    )
     return out, result, logged
 
 
 def test_render_writes_a_deployable_function_with_the_image_pinned(tmp_path):
-    out, result, logged = render(tmp_path, BUILDS.replace("labels: {team: vision}",
-                                                          'labels: {team: vision, run: "{{ run }}"}') + DEPLOY,
-                                 vars={"run": "7"}, sets=("trainer.epochs=3",))
-    assert {"main.py", "requirements.txt", "spec.yaml", "trigger.json", "deploy.sh",
-            "vertex_trainer/api/core.py", "vertex_trainer/templates/trigger_main.py.j2",
-            "trainer/flags.py"} <= set(result["files"])
-    assert not any(f.startswith(("vertex_trainer/cli/", "vertex_trainer/emulators/")) or "__pycache__" in f
-                   for f in result["files"])
+    out, result, logged = render(
+        tmp_path,
+        BUILDS.replace("labels: {team: vision}", 'labels: {team: vision, run: "{{ run }}"}') + DEPLOY,
+        vars={"run": "7"},
+        sets=("trainer.epochs=3",),
+    )
+    assert {
+        "main.py",
+        "requirements.txt",
+        "spec.yaml",
+        "trigger.json",
+        "deploy.sh",
+        "vertex_trainer/api/core.py",
+        "vertex_trainer/templates/trigger_main.py.j2",
+        "trainer/flags.py",
+    } <= set(result["files"])
+    assert not any(
+        f.startswith(("vertex_trainer/cli/", "vertex_trainer/emulators/")) or "__pycache__" in f
+        for f in result["files"]
+    )
 
     spec = yaml.safe_load((out / "spec.yaml").read_text())
     tag = result["image"]
     assert spec["image"] == {"uri": tag} and tag.startswith(
-        "us-central1-docker.pkg.dev/test-project/training/trainer:")  # the content-hash tag, pinned
+        "us-central1-docker.pkg.dev/test-project/training/trainer:"
+    )  # the content-hash tag, pinned
     assert spec["trainer"]["train_data"] == "{{ trigger.folder }}/train-*"  # for the event
     assert spec["trainer"]["epochs"] == 3 and spec["labels"]["run"] == "7"  # --set and --var: now
     assert "build it once" in " ".join(logged)
 
     config = json.loads((out / "trigger.json").read_text())
     assert (config["bucket"], config["prefix"], config["marker"], config["pipeline"]) == (
-        BUCKET, "datasets/", "_SUCCESS", True)
+        BUCKET,
+        "datasets/",
+        "_SUCCESS",
+        True,
+    )
     requirements = (out / "requirements.txt").read_text()
     for name in ("functions-framework", "pydantic", "kfp", "google-cloud-pipeline-components"):
         assert f"{name}=={importlib.metadata.version(name)}" in requirements
 
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    render(tmp_path, BUILDS.replace("labels: {team: vision}",
-                                    'labels: {team: vision, run: "{{ run }}"}') + DEPLOY,
-           vars={"run": "7"}, sets=("trainer.epochs=3",))
+    render(
+        tmp_path,
+        BUILDS.replace("labels: {team: vision}", 'labels: {team: vision, run: "{{ run }}"}') + DEPLOY,
+        vars={"run": "7"},
+        sets=("trainer.epochs=3",),
+    )
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # same bytes again
 
 
@@ -72,7 +101,8 @@ def test_a_spec_without_deploy_needs_no_pipeline_packages(tmp_path):
 
 def test_a_spec_that_ignores_the_event_is_rendered_with_warnings(tmp_path):
     fixed = SPEC.replace('"{{ trigger.folder }}/train-*"', "gs://data-bucket/fixed/train-*").replace(
-        '"gs://out-bucket/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"', "gs://out-bucket/runs/x")
+        '"gs://out-bucket/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"', "gs://out-bucket/runs/x"
+    )
     _, result, logged = render(tmp_path, fixed)
     assert any("output_dir does not use" in w for w in result["warnings"])
     assert any("every run reads the same data" in w for w in result["warnings"])
@@ -84,8 +114,10 @@ def test_a_spec_a_marker_would_make_invalid_fails_at_render(tmp_path):
 
 
 def test_a_python_package_spec_is_refused(tmp_path):
-    text = SPEC.replace("image:\n  uri: us-central1-docker.pkg.dev/test-project/training/trainer:v1",
-                        "image:\n  python_package: true\n  staging_bucket: gs://out-bucket/staging")
+    text = SPEC.replace(
+        "image:\n  uri: us-central1-docker.pkg.dev/test-project/training/trainer:v1",
+        "image:\n  python_package: true\n  staging_bucket: gs://out-bucket/staging",
+    )
     with pytest.raises(UserError, match="needs a container image"):
         render(tmp_path, text)
 
@@ -104,19 +136,37 @@ def test_an_unrelated_directory_is_never_overwritten(tmp_path):
 
 
 def test_deploy_dry_run_prints_the_gcloud_commands_and_touches_nothing(tmp_path):
-    plan = api.trigger_deploy(write_spec(tmp_path, SPEC + DEPLOY), bucket=BUCKET, prefix="datasets/",
-                              dry_run=True, trigger_location="us", settings=Settings(),
-                              log=lambda _: None)
+    plan = api.trigger_deploy(
+        write_spec(tmp_path, SPEC + DEPLOY),
+        bucket=BUCKET,
+        prefix="datasets/",
+        dry_run=True,
+        trigger_location="us",
+        settings=Settings(),
+        log=lambda _: None,
+    )
     script = plan["script"]
     assert not (tmp_path / "FUNCTION_DIR").exists()
     deploy_line = next(line for line in script.splitlines() if line.startswith("gcloud functions deploy"))
-    for flag in ("--gen2", "--retry", "--no-allow-unauthenticated", "--trigger-location=us",
-                 "--trigger-event-filters=type=google.cloud.storage.object.v1.finalized",
-                 f"--trigger-event-filters=bucket={BUCKET}", "--entry-point=on_object_finalized",
-                 "--trigger-service-account=vt-evt-", "--service-account=vt-run-", "--region=us-central1"):
+    for flag in (
+        "--gen2",
+        "--retry",
+        "--no-allow-unauthenticated",
+        "--trigger-location=us",
+        "--trigger-event-filters=type=google.cloud.storage.object.v1.finalized",
+        f"--trigger-event-filters=bucket={BUCKET}",
+        "--entry-point=on_object_finalized",
+        "--trigger-service-account=vt-evt-",
+        "--service-account=vt-run-",
+        "--region=us-central1",
+    ):
         assert flag in deploy_line
-    for role in ("roles/pubsub.publisher", "roles/eventarc.eventReceiver", "roles/aiplatform.user",
-                 "roles/storage.legacyBucketReader"):
+    for role in (
+        "roles/pubsub.publisher",
+        "roles/eventarc.eventReceiver",
+        "roles/aiplatform.user",
+        "roles/storage.legacyBucketReader",
+    ):
         assert role in script
     assert "gcloud functions add-invoker-policy-binding" in script  # run.invoker on the function only
     assert "allUsers" not in script
@@ -125,14 +175,20 @@ def test_deploy_dry_run_prints_the_gcloud_commands_and_touches_nothing(tmp_path)
 @pytest.mark.gcloud
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="needs the Google Cloud CLI")
 def test_the_deploy_commands_flags_exist_in_gcloud(tmp_path):
-    plan = api.trigger_deploy(write_spec(tmp_path, SPEC + DEPLOY), bucket=BUCKET, dry_run=True,
-                              settings=Settings(), log=lambda _: None)
+    plan = api.trigger_deploy(
+        write_spec(tmp_path, SPEC + DEPLOY),
+        bucket=BUCKET,
+        dry_run=True,
+        settings=Settings(),
+        log=lambda _: None,
+    )
     env = {**os.environ, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud")}
     for command in ("gcloud functions deploy", "gcloud functions add-invoker-policy-binding"):
         line = next(x for x in plan["script"].splitlines() if x.startswith(command + " "))
         flags = {w.split("=")[0] for w in line.split() if w.startswith("--")}
-        help_text = subprocess.run(["gcloud", *command.split()[1:], "--help"],
-                                   capture_output=True, text=True, env=env, timeout=60).stdout
+        help_text = subprocess.run(
+            ["gcloud", *command.split()[1:], "--help"], capture_output=True, text=True, env=env, timeout=60
+        ).stdout
         assert {f for f in flags if f not in help_text} == set(), command
 
 
@@ -153,8 +209,14 @@ assert outcome["action"] == "started", outcome
 print(json.dumps(sorted({{getattr(m, "__file__", None) or "" for n, m in list(sys.modules.items())
                          if n not in startup}})))
 """
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          env=function_env(fake.url, tmp_path), cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=function_env(fake.url, tmp_path),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = {os.path.abspath(f) for f in json.loads(done.stdout.strip().splitlines()[-1]) if f}
     assert not any(f.startswith(str(ROOT / "vertex_trainer")) for f in loaded)  # the vendored copy ran
@@ -172,7 +234,8 @@ def _installed_files() -> dict[str, set[str]]:
     for dist in importlib.metadata.distributions():
         files = dist.files or []
         out.setdefault(_canonical(dist.metadata["Name"]), set()).update(
-            os.path.abspath(str(dist.locate_file(f))) for f in files if str(f).endswith(".py"))
+            os.path.abspath(str(dist.locate_file(f))) for f in files if str(f).endswith(".py")
+        )
     return out
 
 

@@ -29,10 +29,14 @@ TUNE = {
         "optimizer": {"values": ["sgd", "lamb"]},
     },
 }
-SPEC = spec_yaml(T4_JOB, name="tune-test", output_dir="gs://test-bucket/runs/tune",
-                 labels={"team": "vision"}, tune=TUNE,
-                 trainer={"eval_data": "gs://test-bucket/data/validation-*", "epochs": 8,
-                          "batch_size": 256})
+SPEC = spec_yaml(
+    T4_JOB,
+    name="tune-test",
+    output_dir="gs://test-bucket/runs/tune",
+    labels={"team": "vision"},
+    tune=TUNE,
+    trainer={"eval_data": "gs://test-bucket/data/validation-*", "epochs": 8, "batch_size": 256},
+)
 
 
 def spec_data() -> dict:

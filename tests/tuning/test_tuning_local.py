@@ -18,17 +18,36 @@ LEARNING_RATES = [0.0003, 0.003, 0.1]
 
 def _spec(tmp_path: Path, data: Path) -> Path:
     spec = {
-        "name": "digits-tune", "region": "us-central1", "hardware": "cpu",
+        "name": "digits-tune",
+        "region": "us-central1",
+        "hardware": "cpu",
         "image": {"uri": "us-docker.pkg.dev/test-project/training/trainer:v1"},
-        "output_dir": str(tmp_path / "runs"), "env": {"TF_CPP_MIN_LOG_LEVEL": "2"},
+        "output_dir": str(tmp_path / "runs"),
+        "env": {"TF_CPP_MIN_LOG_LEVEL": "2"},
         "trainer": {
-            "model": "tiny-cnn", "train_data": f"{data}/train-*", "eval_data": f"{data}/validation-*",
-            "num_classes": 10, "image_size": 8, "epochs": 3, "batch_size": 50, "base_batch_size": 50,
-            "warmup_epochs": 0, "augment": "none", "eval_crop_fraction": 1.0, "weight_decay": 0,
+            "model": "tiny-cnn",
+            "train_data": f"{data}/train-*",
+            "eval_data": f"{data}/validation-*",
+            "num_classes": 10,
+            "image_size": 8,
+            "epochs": 3,
+            "batch_size": 50,
+            "base_batch_size": 50,
+            "warmup_epochs": 0,
+            "augment": "none",
+            "eval_crop_fraction": 1.0,
+            "weight_decay": 0,
             # Two trials share two cores.
-            "intra_op_threads": 1, "inter_op_threads": 1, "data_threads": 1},
-        "tune": {"max_trials": 3, "parallel_trials": 2, "algorithm": "grid",
-                 "parameters": {"learning_rate": {"values": LEARNING_RATES}}},
+            "intra_op_threads": 1,
+            "inter_op_threads": 1,
+            "data_threads": 1,
+        },
+        "tune": {
+            "max_trials": 3,
+            "parallel_trials": 2,
+            "algorithm": "grid",
+            "parameters": {"learning_rate": {"values": LEARNING_RATES}},
+        },
     }
     path = tmp_path / "tune.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -36,7 +55,8 @@ def _spec(tmp_path: Path, data: Path) -> Path:
 
 
 def test_a_local_search_of_three_digits_trials_prints_each_metric_and_picks_the_best(
-        digits_data, run_cli, tmp_path):
+    digits_data, run_cli, tmp_path
+):
     result = run_cli("submit", _spec(tmp_path, digits_data), "--local", timeout=450)
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
     runs = tmp_path / "runs"
@@ -48,19 +68,22 @@ def test_a_local_search_of_three_digits_trials_prints_each_metric_and_picks_the_
     table = result.stdout.splitlines()
     header = next(i for i, line in enumerate(table) if line.startswith("TRIAL"))
     assert table[header].split() == ["TRIAL", "STATE", "ACCURACY", "LEARNING_RATE"]
-    for trial, line in zip(trials, table[header + 1:header + 4]):
+    for trial, line in zip(trials, table[header + 1 : header + 4]):
         # Each trial ran in its own output directory, reported its accuracy to its own
         # cloudml-hypertune file (as on Vertex AI), and that is the metric shown.
         base = runs / trial["id"]
         assert trial["state"] == "SUCCEEDED" and trial["output_dir"] == str(base)
         report = json.loads((base / "hypertune" / "output.metrics").read_text().splitlines()[-1])
         assert float(report["accuracy"]) == pytest.approx(trial["metric"])
-        assert json.loads((base / "metrics.json").read_text())["eval_accuracy"] == pytest.approx(trial["metric"])
+        assert json.loads((base / "metrics.json").read_text())["eval_accuracy"] == pytest.approx(
+            trial["metric"]
+        )
         assert (base / "model" / "saved_model.pb").exists()
         assert line.split()[0] == trial["id"] and f"{trial['metric']:.4f}" in line.split()
         # The trial's flag reached the trainer as Vertex AI passes it.
         assert f"--learning-rate={trial['parameters']['learning_rate']!r}" in json.dumps(
-            json.loads((base / "vertex-trainer" / "custom_job.json").read_text()))
+            json.loads((base / "vertex-trainer" / "custom_job.json").read_text())
+        )
         assert f"trial {trial['id']} SUCCEEDED" in result.stderr
 
     best = max(trials, key=lambda t: t["metric"])

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from vertex_trainer import render
-from vertex_trainer.workflows import tuning
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import build_spec
+from vertex_trainer.workflows import tuning
 
 from .conftest import spec_data, write_spec
 
@@ -42,7 +42,8 @@ def test_the_contract_example_renders_a_study_with_each_parameter_type_and_scale
     proto = HyperparameterTuningJob.wrap(message)
     study = proto.study_spec
     assert [(m.metric_id, m.goal) for m in study.metrics] == [
-        ("accuracy", StudySpec.MetricSpec.GoalType.MAXIMIZE)]
+        ("accuracy", StudySpec.MetricSpec.GoalType.MAXIMIZE)
+    ]
     assert study.algorithm == StudySpec.Algorithm.ALGORITHM_UNSPECIFIED
     P = StudySpec.ParameterSpec
     by_id = {p.parameter_id: p for p in study.parameters}
@@ -70,9 +71,11 @@ def test_the_contract_example_renders_a_study_with_each_parameter_type_and_scale
 def test_algorithm_goal_and_reverse_log_scale(algorithm, name):
     def change(d):
         d["tune"].update(algorithm=algorithm, goal="minimize")
-        d["tune"]["parameters"] = {"label_smoothing": {"values": [0.0, 0.1]},
-                                   "momentum": {"values": [0.8, 0.9, 0.95], "scale": "reverse_log"},
-                                   "cache": {"values": [True, False]}}
+        d["tune"]["parameters"] = {
+            "label_smoothing": {"values": [0.0, 0.1]},
+            "momentum": {"values": [0.8, 0.9, 0.95], "scale": "reverse_log"},
+            "cache": {"values": [True, False]},
+        }
 
     study = _parsed(render.tuning_job(s := _spec(change), render.custom_job(s)))["studySpec"]
     assert study["algorithm"] == name and study["metrics"][0]["goal"] == "MINIMIZE"
@@ -85,19 +88,36 @@ def test_algorithm_goal_and_reverse_log_scale(algorithm, name):
 # -- refused values: exit 2, the dotted field, the fix --------------------------------------------
 
 BAD = {
-    "unknown parameter": (lambda d: d["tune"]["parameters"].update(learning_rat={"min": 0.1, "max": 1}),
-                          "tune.parameters.learning_rat", "did you mean 'learning_rate'"),
-    "min >= max": (lambda d: d["tune"]["parameters"].update(learning_rate={"min": 1.0, "max": 0.1}),
-                   "tune.parameters.learning_rate.min", "swap them"),
-    "log scale min <= 0": (lambda d: d["tune"]["parameters"].update(
-        learning_rate={"min": 0, "max": 1.0, "scale": "log"}), "tune.parameters.learning_rate.min",
-        "raise min above 0"),
-    "parallel > max": (lambda d: d["tune"].update(max_trials=2), "tune.parallel_trials",
-                       "parallel_trials <= 2"),
-    "outside the field's bounds": (lambda d: d["tune"]["parameters"].update(
-        label_smoothing={"min": 0.0, "max": 1.5}), "tune.parameters.label_smoothing.max", "in [0, 1)"),
-    "outside the field's choices": (lambda d: d["tune"]["parameters"].update(
-        optimizer={"values": ["sgd", "adam"]}), "tune.parameters.optimizer.values[1]", "adamw"),
+    "unknown parameter": (
+        lambda d: d["tune"]["parameters"].update(learning_rat={"min": 0.1, "max": 1}),
+        "tune.parameters.learning_rat",
+        "did you mean 'learning_rate'",
+    ),
+    "min >= max": (
+        lambda d: d["tune"]["parameters"].update(learning_rate={"min": 1.0, "max": 0.1}),
+        "tune.parameters.learning_rate.min",
+        "swap them",
+    ),
+    "log scale min <= 0": (
+        lambda d: d["tune"]["parameters"].update(learning_rate={"min": 0, "max": 1.0, "scale": "log"}),
+        "tune.parameters.learning_rate.min",
+        "raise min above 0",
+    ),
+    "parallel > max": (
+        lambda d: d["tune"].update(max_trials=2),
+        "tune.parallel_trials",
+        "parallel_trials <= 2",
+    ),
+    "outside the field's bounds": (
+        lambda d: d["tune"]["parameters"].update(label_smoothing={"min": 0.0, "max": 1.5}),
+        "tune.parameters.label_smoothing.max",
+        "in [0, 1)",
+    ),
+    "outside the field's choices": (
+        lambda d: d["tune"]["parameters"].update(optimizer={"values": ["sgd", "adam"]}),
+        "tune.parameters.optimizer.values[1]",
+        "adamw",
+    ),
 }
 
 
@@ -110,26 +130,49 @@ def test_bad_tune_values_are_exit_2_with_the_field_and_the_fix(case, run_cli, tm
     assert f"error: {field}:" in result.stderr and fix in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("change, field, words", [
-    (lambda d: d["tune"].update(metric="loss"), "tune.metric", "trainer.hypertune_metric: loss"),
-    (lambda d: d["trainer"].pop("eval_data"), "trainer.eval_data", "evaluation"),
-    (lambda d: d["tune"].update(algorithm="grid"), "tune.parameters.learning_rate", "grid search"),
-    (lambda d: d["tune"]["parameters"].update(batch_size={"min": 64, "max": 512}),
-     None, None),  # an int field's range is an integer range: fine
-    (lambda d: d["tune"]["parameters"].update(batch_size={"min": 64, "max": 512, "type": "double"}),
-     "tune.parameters.batch_size.type", "type: integer"),
-    (lambda d: d["tune"]["parameters"].update(hypertune_metric={"values": ["a", "b"]}),
-     "tune.parameters.hypertune_metric", "trainer: field"),
-    (lambda d: d["tune"]["parameters"].update(batch_size={"values": [256, 256]}),
-     "tune.parameters.batch_size.values[1]", "twice"),
-    (lambda d: d["tune"]["parameters"].update(batch_size={"values": [64.5]}),
-     "tune.parameters.batch_size.values[0]", "valid trainer.batch_size"),
-    (lambda d: d.update(hardware="v100x4"), None, None),  # 256, 512 and 1024 split over 4 GPUs
-    (lambda d: d.update(hardware="v100x8", trainer={**d["trainer"], "batch_size": 512}), None, None),
-    (lambda d: (d.update(hardware="v100x4"),
-                d["tune"]["parameters"].update(batch_size={"values": [256, 258]})),
-     "tune.parameters.batch_size.values[1]", "multiple of 4"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        (lambda d: d["tune"].update(metric="loss"), "tune.metric", "trainer.hypertune_metric: loss"),
+        (lambda d: d["trainer"].pop("eval_data"), "trainer.eval_data", "evaluation"),
+        (lambda d: d["tune"].update(algorithm="grid"), "tune.parameters.learning_rate", "grid search"),
+        (
+            lambda d: d["tune"]["parameters"].update(batch_size={"min": 64, "max": 512}),
+            None,
+            None,
+        ),  # an int field's range is an integer range: fine
+        (
+            lambda d: d["tune"]["parameters"].update(batch_size={"min": 64, "max": 512, "type": "double"}),
+            "tune.parameters.batch_size.type",
+            "type: integer",
+        ),
+        (
+            lambda d: d["tune"]["parameters"].update(hypertune_metric={"values": ["a", "b"]}),
+            "tune.parameters.hypertune_metric",
+            "trainer: field",
+        ),
+        (
+            lambda d: d["tune"]["parameters"].update(batch_size={"values": [256, 256]}),
+            "tune.parameters.batch_size.values[1]",
+            "twice",
+        ),
+        (
+            lambda d: d["tune"]["parameters"].update(batch_size={"values": [64.5]}),
+            "tune.parameters.batch_size.values[0]",
+            "valid trainer.batch_size",
+        ),
+        (lambda d: d.update(hardware="v100x4"), None, None),  # 256, 512 and 1024 split over 4 GPUs
+        (lambda d: d.update(hardware="v100x8", trainer={**d["trainer"], "batch_size": 512}), None, None),
+        (
+            lambda d: (
+                d.update(hardware="v100x4"),
+                d["tune"]["parameters"].update(batch_size={"values": [256, 258]}),
+            ),
+            "tune.parameters.batch_size.values[1]",
+            "multiple of 4",
+        ),
+    ],
+)
 def test_rules_between_tune_and_the_rest_of_the_spec(change, field, words):
     if field is None:
         assert _spec(change).tune is not None
@@ -143,12 +186,15 @@ def test_rules_between_tune_and_the_rest_of_the_spec(change, field, words):
 
 # -- the local search -----------------------------------------------------------------------------
 
+
 def test_grid_trials_are_every_combination_in_order_up_to_max_trials():
     def change(d):
         d["tune"].update(algorithm="grid", max_trials=5, parallel_trials=1)
-        d["tune"]["parameters"] = {"warmup_epochs": {"min": 0, "max": 1, "type": "integer"},
-                                   "batch_size": {"values": [512, 256]},
-                                   "optimizer": {"values": ["sgd", "lamb"]}}
+        d["tune"]["parameters"] = {
+            "warmup_epochs": {"min": 0, "max": 1, "type": "integer"},
+            "batch_size": {"values": [512, 256]},
+            "optimizer": {"values": ["sgd", "lamb"]},
+        }
 
     planned = tuning.plan_trials(_spec(change))
     assert planned == [
@@ -172,8 +218,9 @@ def test_random_trials_are_seeded_within_range_and_passed_as_vertex_passes_them(
     assert min(p["learning_rate"] for p in planned) < 0.1 < max(p["learning_rate"] for p in planned)
     other_seed = build_spec({**spec_data(), "trainer": {**spec_data()["trainer"], "seed": 7}})
     assert tuning.plan_trials(other_seed) != planned
-    args = tuning.trial_args(spec, {"learning_rate": 0.05, "warmup_epochs": 3, "batch_size": 512,
-                                    "optimizer": "lamb"})
+    args = tuning.trial_args(
+        spec, {"learning_rate": 0.05, "warmup_epochs": 3, "batch_size": 512, "optimizer": "lamb"}
+    )
     # Vertex AI appends --<parameter id>=<value>: DISCRETE values as doubles.
     assert args == ["--learning-rate=0.05", "--warmup-epochs=3", "--batch-size=512.0", "--optimizer=lamb"]
 
@@ -201,15 +248,22 @@ def test_trial_job_appends_the_flags_and_gives_the_trial_its_own_output():
 def test_read_reported_takes_the_last_report_of_the_metric(tmp_path):
     path = tmp_path / "output.metrics"
     assert tuning.read_reported(str(path), "accuracy") is None
-    path.write_text('{"accuracy": "0.5", "global_step": "10"}\n{"loss": "0.3"}\n'
-                    '{"accuracy": "0.75", "global_step": "20"}\n')
+    path.write_text(
+        '{"accuracy": "0.5", "global_step": "10"}\n{"loss": "0.3"}\n'
+        '{"accuracy": "0.75", "global_step": "20"}\n'
+    )
     assert tuning.read_reported(str(path), "accuracy") == 0.75
     assert tuning.read_reported(str(path), "auc") is None
 
 
 def test_local_dry_run_lists_the_trials_and_runs_nothing(run_cli, tmp_path):
-    spec = write_spec(tmp_path, lambda d: (d.update(output_dir=str(tmp_path / "runs")),
-                                           d["tune"].update(max_trials=3, parallel_trials=2)))
+    spec = write_spec(
+        tmp_path,
+        lambda d: (
+            d.update(output_dir=str(tmp_path / "runs")),
+            d["tune"].update(max_trials=3, parallel_trials=2),
+        ),
+    )
     result = run_cli("submit", spec, "--local", "--dry-run", "--output", "json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
@@ -224,7 +278,8 @@ def test_exponent_notation_is_a_number_not_a_category():
 
     def change(d):  # PyYAML reads 1e-3 as text; the spec reads it as the number it is
         d["tune"]["parameters"] = yaml.safe_load(
-            "learning_rate: {values: [1e-1, 1e-3, 1e-2]}\nweight_decay: {min: 1e-6, max: 1e-3, scale: log}")
+            "learning_rate: {values: [1e-1, 1e-3, 1e-2]}\nweight_decay: {min: 1e-6, max: 1e-3, scale: log}"
+        )
 
     spec = _spec(change)
     assert spec.tune.kind("learning_rate") == "discrete" and spec.tune.kind("weight_decay") == "double"

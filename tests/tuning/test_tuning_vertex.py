@@ -41,16 +41,20 @@ def test_submit_creates_a_tuning_job_over_the_rendered_custom_job(fake, settings
     sent = _normalised("HyperparameterTuningJob", create.body)
     study = sent["studySpec"]
     assert study["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
-    assert [(p["parameterId"], next(k for k in p if k.endswith("ValueSpec")), p.get("scaleType"))
-            for p in study["parameters"]] == [
+    assert [
+        (p["parameterId"], next(k for k in p if k.endswith("ValueSpec")), p.get("scaleType"))
+        for p in study["parameters"]
+    ] == [
         ("learning-rate", "doubleValueSpec", "UNIT_LOG_SCALE"),
         ("warmup-epochs", "integerValueSpec", "UNIT_LINEAR_SCALE"),
         ("batch-size", "discreteValueSpec", "UNIT_LINEAR_SCALE"),
-        ("optimizer", "categoricalValueSpec", None)]
+        ("optimizer", "categoricalValueSpec", None),
+    ]
     assert (sent["maxTrialCount"], sent["parallelTrialCount"], sent["maxFailedTrialCount"]) == (16, 4, 2)
     rendered = api.render_job(spec, idempotency_key="key-1")
-    assert _normalised("CustomJobSpec", create.body["trialJobSpec"]) == \
-        _normalised("CustomJobSpec", rendered["jobSpec"])
+    assert _normalised("CustomJobSpec", create.body["trialJobSpec"]) == _normalised(
+        "CustomJobSpec", rendered["jobSpec"]
+    )
     assert sent["labels"] == rendered["labels"] and sent["displayName"] == "tune-test"
     assert fake.calls("create") == []  # no CustomJob of its own
 
@@ -66,7 +70,7 @@ def test_create_is_idempotent_and_adopts_after_a_lost_answer(fake, settings):
     fake.fail("tuning-create", status=503, commit=True)
     lost = api.submit(spec, idempotency_key="ci-8", settings=settings)
     assert lost.adopted and len(fake.tuning.jobs) == 2
-    assert [r.op for r in fake.requests] [-3:] == ["tuning-list", "tuning-create", "tuning-list"]
+    assert [r.op for r in fake.requests][-3:] == ["tuning-list", "tuning-create", "tuning-list"]
 
 
 def test_wait_follows_the_trials_and_the_best_is_the_best_final_measurement(fake, settings):
@@ -82,15 +86,27 @@ def test_wait_follows_the_trials_and_the_best_is_the_best_final_measurement(fake
     assert sorted(t.id for t in ended) == ["1", "2", "3", "4", "5"]  # each once, as it ended
     trials = job.trials()
     assert [(t.id, t.state, t.metric) for t in trials] == [
-        ("1", "SUCCEEDED", 0.61), ("2", "SUCCEEDED", 0.93), ("3", "INFEASIBLE", None),
-        ("4", "SUCCEEDED", 0.87), ("5", "SUCCEEDED", 0.92)]
+        ("1", "SUCCEEDED", 0.61),
+        ("2", "SUCCEEDED", 0.93),
+        ("3", "INFEASIBLE", None),
+        ("4", "SUCCEEDED", 0.87),
+        ("5", "SUCCEEDED", 0.92),
+    ]
     assert set(trials[0].parameters) == {"learning_rate", "warmup_epochs", "batch_size", "optimizer"}
     assert isinstance(trials[0].parameters["batch_size"], int)
     assert job.best_trial().id == "2"
 
     out = job.to_dict()
-    assert {"name", "state", "console_url", "image", "idempotency_key", "adopted", "trials",
-            "best_trial"} <= set(out)
+    assert {
+        "name",
+        "state",
+        "console_url",
+        "image",
+        "idempotency_key",
+        "adopted",
+        "trials",
+        "best_trial",
+    } <= set(out)
     assert out["best_trial"]["id"] == "2" and out["best_trial"]["metric"] == 0.93
     assert {"id", "state", "parameters", "metric"} <= set(out["trials"][2])
     assert out["trials"][2]["metric"] is None
@@ -101,18 +117,32 @@ def test_wait_follows_the_trials_and_the_best_is_the_best_final_measurement(fake
 
 
 def test_best_trial_follows_the_goal():
-    trials = [Trial("1", "SUCCEEDED", {}, 0.3), Trial("2", "SUCCEEDED", {}, 0.1),
-              Trial("3", "INFEASIBLE", {}, None), Trial("4", "SUCCEEDED", {}, 0.1),
-              Trial("5", "ACTIVE", {}, None)]
+    trials = [
+        Trial("1", "SUCCEEDED", {}, 0.3),
+        Trial("2", "SUCCEEDED", {}, 0.1),
+        Trial("3", "INFEASIBLE", {}, None),
+        Trial("4", "SUCCEEDED", {}, 0.1),
+        Trial("5", "ACTIVE", {}, None),
+    ]
     assert best_trial(trials, "maximize").id == "1"
     assert best_trial(trials, "MINIMIZE").id == "2"  # a tie: the earlier trial
     assert best_trial(trials[2:3], "maximize") is None
 
 
 def test_a_minimize_study_reports_the_lowest(fake, settings):
-    spec = build_spec({**spec_data(), "trainer": {**spec_data()["trainer"], "hypertune_metric": "loss"},
-                       "tune": {**spec_data()["tune"], "metric": "loss", "goal": "minimize",
-                                "max_trials": 3, "parallel_trials": 3}})
+    spec = build_spec(
+        {
+            **spec_data(),
+            "trainer": {**spec_data()["trainer"], "hypertune_metric": "loss"},
+            "tune": {
+                **spec_data()["tune"],
+                "metric": "loss",
+                "goal": "minimize",
+                "max_trials": 3,
+                "parallel_trials": 3,
+            },
+        }
+    )
     fake.tuning.set_metrics(lambda trial_id, params: {"1": 0.4, "2": 0.2, "3": 0.9}[trial_id])
     job = api.submit(spec, wait=True, settings=settings)
     assert job.goal == "MINIMIZE" and job.best_trial().id == "2" and job.best_trial().metric == 0.2
@@ -128,10 +158,20 @@ def test_the_study_fails_when_max_failed_trials_fail(fake, settings):
 
 # -- the commands ---------------------------------------------------------------------------------
 
+
 def test_submit_wait_json_then_trials_text_and_json(fake, run_cli, spec_file):
     fake.tuning.set_metrics([0.5, 0.75, 0.7, 0.6])
-    result = run_cli("submit", spec_file, "--set", "tune.max_trials=4", "--wait", "--output", "json",
-                     "--idempotency-key", "cli-1")
+    result = run_cli(
+        "submit",
+        spec_file,
+        "--set",
+        "tune.max_trials=4",
+        "--wait",
+        "--output",
+        "json",
+        "--idempotency-key",
+        "cli-1",
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)  # exactly one JSON object
     assert out["state"] == "JOB_STATE_SUCCEEDED" and len(out["trials"]) == 4
@@ -154,8 +194,9 @@ def test_submit_wait_json_then_trials_text_and_json(fake, run_cli, spec_file):
 def test_submit_text_and_dry_run(fake, run_cli, spec_file):
     created = run_cli("submit", spec_file)
     assert created.returncode == 0, created.stderr
-    assert created.stdout.splitlines()[0].startswith("created  projects/test-project/locations/"
-                                                     "us-central1/hyperparameterTuningJobs/")
+    assert created.stdout.splitlines()[0].startswith(
+        "created  projects/test-project/locations/us-central1/hyperparameterTuningJobs/"
+    )
     assert "16 at most, 4 at a time (maximize accuracy)" in created.stdout
     name = created.stdout.split()[1]
     followed = run_cli("trials", name, "--wait", "--output", "json")
@@ -168,7 +209,7 @@ def test_submit_text_and_dry_run(fake, run_cli, spec_file):
     dry = run_cli("submit", spec_file, "--dry-run", "--idempotency-key", "dry-1")
     assert dry.returncode == 0, dry.stderr
     assert "hyperparameterTuningJobs?filter=labels.vertex-trainer-key" in dry.stdout
-    body = json.loads(dry.stdout[dry.stdout.index("{"):])
+    body = json.loads(dry.stdout[dry.stdout.index("{") :])
     assert body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"].endswith("trainer:v1")
     assert len(fake.tuning.jobs) == 1  # the dry run sent nothing
 
@@ -183,24 +224,41 @@ def test_trials_of_a_missing_job_and_a_bad_name(fake, run_cli):
 
 # -- parity with the Google Cloud CLI ---------------------------------------------------------------
 
+
 @pytest.mark.gcloud
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")
-def test_gcloud_creates_the_same_tuning_job_from_render_format_gcloud(fake, run_cli, cli_env, spec_file,
-                                                                    tmp_path):
+def test_gcloud_creates_the_same_tuning_job_from_render_format_gcloud(
+    fake, run_cli, cli_env, spec_file, tmp_path
+):
     config_dir = gcloud_config(tmp_path / "gcloud", fake.url)
     config = run_cli("render", spec_file, "--format", "gcloud")
     assert config.returncode == 0, config.stderr
-    (command,) = [line.removeprefix("#").strip() for line in config.stdout.splitlines()
-                  if "gcloud ai hp-tuning-jobs create" in line]
+    (command,) = [
+        line.removeprefix("#").strip()
+        for line in config.stdout.splitlines()
+        if "gcloud ai hp-tuning-jobs create" in line
+    ]
     (tmp_path / "tuning.yaml").write_text(config.stdout)
-    created = subprocess.run(shlex.split(command) + ["--format=json"], cwd=tmp_path,
-                             env={**cli_env, "CLOUDSDK_CONFIG": str(config_dir)},
-                             capture_output=True, text=True, timeout=120)
+    created = subprocess.run(
+        shlex.split(command) + ["--format=json"],
+        cwd=tmp_path,
+        env={**cli_env, "CLOUDSDK_CONFIG": str(config_dir)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert created.returncode == 0, created.stderr
     (request,) = fake.calls("tuning-create")
     ours = json.loads(run_cli("render", spec_file, "--format", "json").stdout)
     theirs = _normalised("HyperparameterTuningJob", request.body)
     mine = _normalised("HyperparameterTuningJob", ours)
-    for key in ("displayName", "studySpec", "trialJobSpec", "maxTrialCount", "parallelTrialCount",
-                "maxFailedTrialCount", "labels"):
+    for key in (
+        "displayName",
+        "studySpec",
+        "trialJobSpec",
+        "maxTrialCount",
+        "parallelTrialCount",
+        "maxFailedTrialCount",
+        "labels",
+    ):
         assert theirs.get(key) == mine.get(key), key

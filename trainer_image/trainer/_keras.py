@@ -10,6 +10,6 @@ import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import tf_keras as keras  # noqa: E402
+import tf_keras as keras
 
 __all__ = ["keras"]

@@ -16,12 +16,13 @@ import re
 import sys
 import tempfile
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 BANNER = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|[IW]\d{4} [\d:. ]+\d+ (port|cpu_feature_guard|cuda_\w+|gpu_\w+)\.cc:\d+\] "
-    r"|To enable the following instructions: .* rebuild TensorFlow)")
+    r"|To enable the following instructions: .* rebuild TensorFlow)"
+)
 
 # Any line of TensorFlow's native (absl) log: `W0000 00:00:1796119550.033928 23345 file.cc:196] ...`.
 NATIVE = re.compile(r"^[IWEF]\d{4} [\d:. ]+\d+ [\w./-]+\.cc:\d+\] ")
@@ -71,8 +72,11 @@ def quiet_startup(fd: int = 2, *, native_on_error: bool = True) -> Iterator[None
                 os.close(saved)
                 held.seek(0)
                 drop_native = failed and not native_on_error
-                kept = [line for line in held.read().decode(errors="replace").splitlines(keepends=True)
-                        if not is_banner(line) and not (drop_native and NATIVE.match(line))]
+                kept = [
+                    line
+                    for line in held.read().decode(errors="replace").splitlines(keepends=True)
+                    if not is_banner(line) and not (drop_native and NATIVE.match(line))
+                ]
                 if kept:
                     os.write(fd, "".join(kept).encode())
     finally:

@@ -9,11 +9,14 @@ import time
 from trainer._keras import keras
 
 
-def progress_line(epoch: int, epochs: int, step: int, steps: int, examples_per_sec: float,
-                  loss: float, **extra) -> str:
+def progress_line(
+    epoch: int, epochs: int, step: int, steps: int, examples_per_sec: float, loss: float, **extra
+) -> str:
     """`progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42 ...` (parsed by the runner)."""
-    text = (f"progress epoch={epoch}/{epochs} step={step}/{steps} "
-            f"examples_per_sec={examples_per_sec:.1f} loss={loss:.4f}")
+    text = (
+        f"progress epoch={epoch}/{epochs} step={step}/{steps} "
+        f"examples_per_sec={examples_per_sec:.1f} loss={loss:.4f}"
+    )
     return text + "".join(f" {k}={v}" for k, v in extra.items())
 
 
@@ -28,9 +31,18 @@ class Progress(keras.callbacks.Callback):
     measured input wait.
     """
 
-    def __init__(self, *, global_batch: int, steps_per_epoch: int, epochs: int,
-                 interval_secs: float = 30.0, backup_dir: str = "", out=None, meter=None,
-                 checkpoint=None):
+    def __init__(
+        self,
+        *,
+        global_batch: int,
+        steps_per_epoch: int,
+        epochs: int,
+        interval_secs: float = 30.0,
+        backup_dir: str = "",
+        out=None,
+        meter=None,
+        checkpoint=None,
+    ):
         super().__init__()
         self._supports_tf_logs = True  # no numpy conversion of the logs per execution
         self.meter = meter
@@ -57,17 +69,23 @@ class Progress(keras.callbacks.Callback):
             resumed = self.checkpoint.resumed if self.checkpoint is not None else None
             if resumed is not None and resumed[0] == epoch and resumed[1] > 0:
                 self._first_step = resumed[1]
-                self._print(f"resumed from backup in {self.backup_dir}: continuing at epoch "
-                            f"{epoch + 1}/{self.epochs} step {resumed[1] + 1}/{self.steps_per_epoch} "
-                            f"({epoch} epochs and {resumed[1]} steps done before)")
+                self._print(
+                    f"resumed from backup in {self.backup_dir}: continuing at epoch "
+                    f"{epoch + 1}/{self.epochs} step {resumed[1] + 1}/{self.steps_per_epoch} "
+                    f"({epoch} epochs and {resumed[1]} steps done before)"
+                )
             elif epoch > 0:
-                self._print(f"resumed from backup in {self.backup_dir}: continuing at epoch "
-                            f"{epoch + 1}/{self.epochs} ({epoch} epochs done before)")
+                self._print(
+                    f"resumed from backup in {self.backup_dir}: continuing at epoch "
+                    f"{epoch + 1}/{self.epochs} ({epoch} epochs done before)"
+                )
         self._epoch_start = self._last_log = time.perf_counter()
         self._steps_done = 0
 
     def _working_seconds(self, now: float) -> float:
-        saving = self.checkpoint.seconds_between(self._epoch_start, now) if self.checkpoint is not None else 0.0
+        saving = (
+            self.checkpoint.seconds_between(self._epoch_start, now) if self.checkpoint is not None else 0.0
+        )
         return max(1e-9, now - self._epoch_start - saving)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -77,8 +95,17 @@ class Progress(keras.callbacks.Callback):
         now = time.perf_counter()
         if now - self._last_log >= self.interval_secs:
             rate = self._steps_done * self.global_batch / self._working_seconds(now)
-            self._print(progress_line(self._epoch + 1, self.epochs, batch + 1, self.steps_per_epoch,
-                                      rate, float(logs.get("loss", float("nan"))), **self._wait()))
+            self._print(
+                progress_line(
+                    self._epoch + 1,
+                    self.epochs,
+                    batch + 1,
+                    self.steps_per_epoch,
+                    rate,
+                    float(logs.get("loss", float("nan"))),
+                    **self._wait(),
+                )
+            )
             self._last_log = now
 
     def on_epoch_end(self, epoch, logs=None):
@@ -94,8 +121,17 @@ class Progress(keras.callbacks.Callback):
         if "accuracy" in logs:
             extra["accuracy"] = f"{float(logs['accuracy']):.4f}"
         extra.update(self._wait())
-        self._print(progress_line(epoch + 1, self.epochs, self.steps_per_epoch,
-                                  self.steps_per_epoch, rate, self.last_loss, **extra))
+        self._print(
+            progress_line(
+                epoch + 1,
+                self.epochs,
+                self.steps_per_epoch,
+                self.steps_per_epoch,
+                rate,
+                self.last_loss,
+                **extra,
+            )
+        )
 
     def _wait(self) -> dict:
         fraction = self.meter.epoch_fraction() if self.meter is not None else None
@@ -118,5 +154,6 @@ def report_hypertune(metric: str, value: float, step: int) -> bool:
     except ImportError:
         return False
     hypertune.HyperTune().report_hyperparameter_tuning_metric(
-        hyperparameter_metric_tag=metric, metric_value=value, global_step=step)
+        hyperparameter_metric_tag=metric, metric_value=value, global_step=step
+    )
     return True

@@ -38,9 +38,9 @@ class Save:
 
     started: float
     seconds: float
-    reason: str         # time | epoch | sigterm
-    epoch: int          # 0-based
-    step: int           # steps of that epoch done
+    reason: str  # time | epoch | sigterm
+    epoch: int  # 0-based
+    step: int  # steps of that epoch done
 
 
 class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
@@ -53,8 +53,14 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         timed: False with several workers: epoch ends (and no SIGTERM save) only.
     """
 
-    def __init__(self, backup_dir: str, *, steps_per_epoch: int,
-                 interval_secs: float = DEFAULT_INTERVAL_SECS, timed: bool = True):
+    def __init__(
+        self,
+        backup_dir: str,
+        *,
+        steps_per_epoch: int,
+        interval_secs: float = DEFAULT_INTERVAL_SECS,
+        timed: bool = True,
+    ):
         # save_freq=1 makes the checkpoint record the step, so a rerun resumes mid-epoch; when
         # to save is decided here (on_train_batch_end), not by the base class's step count.
         super().__init__(backup_dir=backup_dir, save_freq=1)
@@ -86,7 +92,7 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._previous_handler = None
 
-    def _on_sigterm(self, signum, frame):  # noqa: ARG002 - signal handler signature
+    def _on_sigterm(self, signum, frame):
         self.terminated = True
 
     # -- Keras hooks -------------------------------------------------------------------------------
@@ -106,9 +112,11 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
     def on_train_batch_end(self, batch, logs=None):
         if self.terminated:
             self._save(self._current_epoch, batch, "sigterm")
-            raise Preempted(f"SIGTERM: saved a checkpoint at epoch {self._current_epoch + 1} step "
-                            f"{batch + 1}/{self.steps_per_epoch} in {self.backup_dir}; a rerun with the "
-                            "same --checkpoint-dir resumes there")
+            raise Preempted(
+                f"SIGTERM: saved a checkpoint at epoch {self._current_epoch + 1} step "
+                f"{batch + 1}/{self.steps_per_epoch} in {self.backup_dir}; a rerun with the "
+                "same --checkpoint-dir resumes there"
+            )
         if self.interval_secs > 0 and time.monotonic() - self._last_save >= self.interval_secs:
             self._save(self._current_epoch, batch, "time")
 
@@ -125,8 +133,11 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         self.saves.append(save)
         self._last_save = time.monotonic()
         if reason != "epoch":  # an epoch's progress line already says it is done (and saved)
-            print(f"trainer: checkpoint ({reason}) at epoch {epoch + 1} step {batch + 1}/{self.steps_per_epoch} "
-                  f"in {save.seconds:.2f} s", flush=True)
+            print(
+                f"trainer: checkpoint ({reason}) at epoch {epoch + 1} step {batch + 1}/{self.steps_per_epoch} "
+                f"in {save.seconds:.2f} s",
+                flush=True,
+            )
 
     # -- results -----------------------------------------------------------------------------------
 
@@ -136,6 +147,8 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
 
     def summary(self) -> dict:
         """The metrics.json fields: checkpoint_seconds, checkpoints, checkpoint_interval_secs."""
-        return {"checkpoint_seconds": round(sum(s.seconds for s in self.saves), 4),
-                "checkpoints": len(self.saves),
-                "checkpoint_interval_secs": self.interval_secs}
+        return {
+            "checkpoint_seconds": round(sum(s.seconds for s in self.saves), 4),
+            "checkpoints": len(self.saves),
+            "checkpoint_interval_secs": self.interval_secs,
+        }

@@ -12,7 +12,8 @@ import argparse
 import dataclasses
 import difflib
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from trainer.flags import FLAGS, OPTIMIZERS, Flag
 
@@ -33,13 +34,13 @@ class TrainConfig:
     num_classes: int
     image_size: int
     epochs: int
-    steps_per_epoch: int            # 0: from --train-examples or by counting the records
-    batch_size: int                 # global
-    learning_rate: float            # at base_batch_size
+    steps_per_epoch: int  # 0: from --train-examples or by counting the records
+    batch_size: int  # global
+    learning_rate: float  # at base_batch_size
     base_batch_size: int
     warmup_epochs: float
     precision: str
-    steps_per_execution: int        # 0: chosen from steps per epoch
+    steps_per_execution: int  # 0: chosen from steps per epoch
     seed: int
     label_offset: int
     model_dir: str
@@ -57,15 +58,15 @@ class TrainConfig:
     cache: bool = False
     cache_decoded: bool = False
     augment: str = "standard"
-    image_format: str = "auto"      # trainer.data.sniff_format resolves auto
+    image_format: str = "auto"  # trainer.data.sniff_format resolves auto
     eval_crop_fraction: float = 0.875
     shuffle_buffer: int = 10_000
     read_parallelism: int = 16
     gcs_read_block_mb: int = 16
     data_threads: int = 0
-    data_nice: int = 19             # trainer/priority.py
+    data_nice: int = 19  # trainer/priority.py
     deterministic: bool = False
-    synthetic_data: bool = False    # random batches instead of the input pipeline (trainer/throughput.py)
+    synthetic_data: bool = False  # random batches instead of the input pipeline (trainer/throughput.py)
     sync_batch_norm: bool = False
     strategy: str = "auto"
     cpu_replicas: int = 1
@@ -73,7 +74,7 @@ class TrainConfig:
     intra_op_threads: int = 0
     inter_op_threads: int = 0
     log_interval_secs: float = 30.0
-    checkpoint_interval_secs: float = 600.0     # trainer/checkpoint.py
+    checkpoint_interval_secs: float = 600.0  # trainer/checkpoint.py
     hypertune_metric: str = "accuracy"
 
     def to_dict(self) -> dict:
@@ -105,13 +106,16 @@ _int.__name__ = "int"  # argparse names the type in its message: "invalid int va
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # noqa: D102 - argparse hook
+    def error(self, message: str):
         raise UsageError(message)
 
 
 def _parser() -> _Parser:
-    p = _Parser(prog="python -m trainer.task", allow_abbrev=False,
-                description="Train an image classifier from ImageNet-layout TFRecords.")
+    p = _Parser(
+        prog="python -m trainer.task",
+        allow_abbrev=False,
+        description="Train an image classifier from ImageNet-layout TFRecords.",
+    )
     for flag in FLAGS:
         options = [flag.option]
         if "_" in flag.name:
@@ -150,8 +154,9 @@ def parse_flags(argv: Sequence[str], environ=None) -> TrainConfig:
         if not values[flag.name]:
             values[flag.name] = env.get(flag.env) or None
         if not values[flag.name]:
-            raise UsageError(f"{flag.option} is not set and ${flag.env} is empty: "
-                             f"pass {flag.option}=DIR or set {flag.env}")
+            raise UsageError(
+                f"{flag.option} is not set and ${flag.env} is empty: pass {flag.option}=DIR or set {flag.env}"
+            )
     cfg = TrainConfig(**values)
     _validate(cfg)
     return cfg
@@ -161,8 +166,12 @@ def _range_problem(flag: Flag, value: Any) -> str | None:
     """'--x must be >= 1, got 0' when `value` is outside the flag's bounds, else None."""
     low = (flag.ge, "[") if flag.ge is not None else (flag.gt, "(") if flag.gt is not None else None
     high = (flag.le, "]") if flag.le is not None else (flag.lt, ")") if flag.lt is not None else None
-    ok = ((flag.ge is None or value >= flag.ge) and (flag.gt is None or value > flag.gt)
-          and (flag.le is None or value <= flag.le) and (flag.lt is None or value < flag.lt))
+    ok = (
+        (flag.ge is None or value >= flag.ge)
+        and (flag.gt is None or value > flag.gt)
+        and (flag.le is None or value <= flag.le)
+        and (flag.lt is None or value < flag.lt)
+    )
     if ok or (low is None and high is None):
         return None
     if low and high:

@@ -44,14 +44,14 @@ class PipelineConfig:
     seed: int = 0
     skip_corrupt: bool = False
     cache: bool = False
-    augment: str = "standard"          # standard (random resized crop + flip) | flip | none
+    augment: str = "standard"  # standard (random resized crop + flip) | flip | none
     eval_crop_fraction: float = 0.875  # center crop of the shorter side, as for ImageNet eval
     shuffle_buffer: int = 10_000
     read_parallelism: int = DEFAULT_READ_PARALLELISM
-    deterministic: bool = False        # True: reproducible order (slower), for tests/debugging
-    threads: int = 0                   # tf.data private threadpool size; 0 = number of cores
-    image_format: str = "auto"         # jpeg | png | any (per record) | auto (sniff_format)
-    cache_decoded: bool = False        # keep decoded pixels after the first epoch (small images)
+    deterministic: bool = False  # True: reproducible order (slower), for tests/debugging
+    threads: int = 0  # tf.data private threadpool size; 0 = number of cores
+    image_format: str = "auto"  # jpeg | png | any (per record) | auto (sniff_format)
+    cache_decoded: bool = False  # keep decoded pixels after the first epoch (small images)
 
 
 def list_files(patterns: str) -> list[str]:
@@ -72,17 +72,19 @@ def list_files(patterns: str) -> list[str]:
 
 def count_records(files: list[str], *, skip_corrupt: bool = False) -> int:
     """Number of records in `files` (reads them all: pass --steps-per-epoch to avoid it)."""
+
     def read(filename):
         records = tf.data.TFRecordDataset(filename)
         return records.ignore_errors() if skip_corrupt else records
 
     ds = tf.data.Dataset.from_tensor_slices(files).interleave(
-        read, cycle_length=min(len(files), 16), num_parallel_calls=AUTOTUNE, deterministic=False)
+        read, cycle_length=min(len(files), 16), num_parallel_calls=AUTOTUNE, deterministic=False
+    )
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
 
 
 def sniff_format(files: list[str], *, sample_files: int = 4, records: int = 2) -> str:
-    """"jpeg" or "png" if the first `records` records of the first `sample_files` files are all
+    """ "jpeg" or "png" if the first `records` records of the first `sample_files` files are all
     that format, else "any" (decide per record, a quarter more CPU per image: tf.cond in a
     tf.data map runs a function per record)."""
     seen = set()
@@ -92,7 +94,13 @@ def sniff_format(files: list[str], *, sample_files: int = 4, records: int = 2) -
                 example = tf.train.Example.FromString(record.numpy())
                 encoded = example.features.feature["image/encoded"].bytes_list.value
                 head = encoded[0][:8] if encoded else b""
-                seen.add("jpeg" if head.startswith(JPEG_MAGIC) else "png" if head.startswith(PNG_MAGIC) else "other")
+                seen.add(
+                    "jpeg"
+                    if head.startswith(JPEG_MAGIC)
+                    else "png"
+                    if head.startswith(PNG_MAGIC)
+                    else "other"
+                )
         except (tf.errors.OpError, ValueError):
             return "any"  # unreadable: the pipeline's own checks will say what is wrong
     return seen.pop() if len(seen) == 1 and seen <= {"jpeg", "png"} else "any"
@@ -120,9 +128,15 @@ def shard_files(files: list[str], *, num_shards: int, index: int, seed: int) -> 
     return shuffled, True
 
 
-def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
-                  num_shards: int = 1, shard_index: int = 0,
-                  skipped: tf.Variable | None = None) -> tf.data.Dataset:
+def build_dataset(
+    files: list[str],
+    cfg: PipelineConfig,
+    batch_size: int,
+    *,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    skipped: tf.Variable | None = None,
+) -> tf.data.Dataset:
     """The batched dataset of one input pipeline (`batch_size` is per pipeline/replica).
 
     Training datasets repeat forever (steps come from the caller); eval datasets are finite
@@ -133,8 +147,16 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
     # Sharding by record needs the same record order on every worker: deterministic reads.
     deterministic = cfg.deterministic or by_record
     if cfg.cache_decoded:
-        return _decoded_cache_dataset(my_files, cfg, batch_size, by_record=by_record, num_shards=num_shards,
-                                      shard_index=shard_index, deterministic=deterministic, skipped=skipped)
+        return _decoded_cache_dataset(
+            my_files,
+            cfg,
+            batch_size,
+            by_record=by_record,
+            num_shards=num_shards,
+            shard_index=shard_index,
+            deterministic=deterministic,
+            skipped=skipped,
+        )
     ds = tf.data.Dataset.from_tensor_slices(my_files)
     if cfg.training and not cfg.cache:
         ds = ds.shuffle(len(my_files), seed=cfg.seed, reshuffle_each_iteration=True)
@@ -150,8 +172,9 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
         ds = ds.shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
     # Parse and decode in one map (tf.data fuses nothing across a second map's boundary for free:
     # an identity map after it cost a function call per record).
-    ds = ds.map(lambda r: _parse_and_decode(r, cfg, skipped), num_parallel_calls=AUTOTUNE,
-                deterministic=deterministic)
+    ds = ds.map(
+        lambda r: _parse_and_decode(r, cfg, skipped), num_parallel_calls=AUTOTUNE, deterministic=deterministic
+    )
     if cfg.skip_corrupt:
         ds = ds.filter(lambda image, label, ok: ok)
         # Images whose bytes look right but do not decode fail inside the map: skip them too.
@@ -164,23 +187,43 @@ def build_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
     return ds.with_options(_options(cfg, deterministic))
 
 
-def _decoded_cache_dataset(files, cfg: PipelineConfig, batch_size: int, *, by_record: bool, num_shards: int,
-                           shard_index: int, deterministic: bool, skipped) -> tf.data.Dataset:
+def _decoded_cache_dataset(
+    files,
+    cfg: PipelineConfig,
+    batch_size: int,
+    *,
+    by_record: bool,
+    num_shards: int,
+    shard_index: int,
+    deterministic: bool,
+    skipped,
+) -> tf.data.Dataset:
     """build_dataset with --cache-decoded: records are read, checked and decoded whole once; the
     uint8 pixels are cached and every epoch after the first only crops, resizes and flips them.
     Measured 2x less CPU per example than decoding every epoch (benchmarks/RESULTS-pipeline.md);
     memory is height x width x 3 bytes per stored image."""
-    ds = _interleave_records(tf.data.Dataset.from_tensor_slices(files), cfg, n_files=len(files),
-                             deterministic=deterministic, files_list=files)
+    ds = _interleave_records(
+        tf.data.Dataset.from_tensor_slices(files),
+        cfg,
+        n_files=len(files),
+        deterministic=deterministic,
+        files_list=files,
+    )
     if by_record:
         ds = ds.shard(num_shards, shard_index)
 
     def decode(record):
         encoded, label, ok = check_record(record, cfg)
         if cfg.skip_corrupt:
-            deps = [skipped.assign_add(tf.cast(tf.logical_not(ok), skipped.dtype))] if skipped is not None else []
+            deps = (
+                [skipped.assign_add(tf.cast(tf.logical_not(ok), skipped.dtype))]
+                if skipped is not None
+                else []
+            )
             with tf.control_dependencies(deps):
-                image = tf.cond(ok, lambda: _decode_whole(encoded, cfg), lambda: tf.zeros([1, 1, 3], tf.uint8))
+                image = tf.cond(
+                    ok, lambda: _decode_whole(encoded, cfg), lambda: tf.zeros([1, 1, 3], tf.uint8)
+                )
             return image, label, ok
         with tf.control_dependencies([tf.debugging.Assert(ok, [BAD_RECORD])]):
             return _decode_whole(encoded, cfg), label
@@ -224,10 +267,12 @@ def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int 
     seed = cfg.seed * 1009 + shard_index  # different pipelines, different (fixed) noise
 
     def make(_):
-        images = tf.random.stateless_uniform([batch_size, cfg.image_size, cfg.image_size, 3],
-                                             seed=[seed, 1], maxval=256, dtype=tf.int32)
-        labels = tf.random.stateless_uniform([batch_size], seed=[seed, 2], maxval=cfg.num_classes,
-                                             dtype=tf.int32)
+        images = tf.random.stateless_uniform(
+            [batch_size, cfg.image_size, cfg.image_size, 3], seed=[seed, 1], maxval=256, dtype=tf.int32
+        )
+        labels = tf.random.stateless_uniform(
+            [batch_size], seed=[seed, 2], maxval=cfg.num_classes, dtype=tf.int32
+        )
         return tf.cast(images, tf.uint8), labels
 
     ds = tf.data.Dataset.range(1).map(make).cache().repeat()
@@ -254,8 +299,9 @@ def build_sequential_dataset(files: list[str], cfg: PipelineConfig, batch_size: 
     return ds.with_options(options)
 
 
-def build_plain_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, *,
-                        parallel: bool = True) -> tf.data.Dataset:
+def build_plain_dataset(
+    files: list[str], cfg: PipelineConfig, batch_size: int, *, parallel: bool = True
+) -> tf.data.Dataset:
     """What a user writes without this module (a benchmark baseline): TFRecordDataset -> shuffle
     -> map(decode) -> batch -> prefetch, with tf.data's defaults on, no checks. `parallel=False`:
     no parallel reads or map and no explicit prefetch (tf.data still injects one)."""
@@ -273,8 +319,9 @@ def build_plain_dataset(files: list[str], cfg: PipelineConfig, batch_size: int, 
     return ds.prefetch(AUTOTUNE) if parallel else ds
 
 
-def _interleave_records(files: tf.data.Dataset, cfg: PipelineConfig, *, n_files: int,
-                        deterministic: bool, files_list=()) -> tf.data.Dataset:
+def _interleave_records(
+    files: tf.data.Dataset, cfg: PipelineConfig, *, n_files: int, deterministic: bool, files_list=()
+) -> tf.data.Dataset:
     # Large reads pay off on Cloud Storage; on a local disk the default buffer (256 KB) is cheaper:
     # an 8 MB buffer is allocated per file opened, every epoch.
     remote = any(str(f).startswith(("gs://", "/gcs/")) for f in files_list)
@@ -287,9 +334,13 @@ def _interleave_records(files: tf.data.Dataset, cfg: PipelineConfig, *, n_files:
             records = records.ignore_errors(log_warning=True)
         return records
 
-    return files.interleave(read, cycle_length=max(1, min(n_files, cfg.read_parallelism)),
-                            block_length=1, num_parallel_calls=AUTOTUNE,
-                            deterministic=deterministic)
+    return files.interleave(
+        read,
+        cycle_length=max(1, min(n_files, cfg.read_parallelism)),
+        block_length=1,
+        num_parallel_calls=AUTOTUNE,
+        deterministic=deterministic,
+    )
 
 
 _FEATURES = {
@@ -332,21 +383,43 @@ def parse_record(record: tf.Tensor, cfg: PipelineConfig) -> tuple[tf.Tensor, tf.
     known_format = tf.logical_or(_is_jpeg(encoded), _is_png(encoded))
     has_label = raw_label >= 0
     in_range = tf.logical_and(label >= 0, label < cfg.num_classes)
-    reason = tf.strings.join([
-        tf.where(has_image, "", "no image/encoded feature; "),
-        tf.where(tf.logical_or(known_format, tf.logical_not(has_image)), "",
-                 "image/encoded is neither JPEG nor PNG; "),
-        tf.where(has_label, "", "no image/class/label feature; "),
-        tf.where(tf.logical_or(in_range, tf.logical_not(has_label)), "",
-                 tf.strings.format("label {} - label_offset " + str(cfg.label_offset)
-                                   + " is outside [0, " + str(cfg.num_classes) + "); ", raw_label)),
-    ])
+    reason = tf.strings.join(
+        [
+            tf.where(has_image, "", "no image/encoded feature; "),
+            tf.where(
+                tf.logical_or(known_format, tf.logical_not(has_image)),
+                "",
+                "image/encoded is neither JPEG nor PNG; ",
+            ),
+            tf.where(has_label, "", "no image/class/label feature; "),
+            tf.where(
+                tf.logical_or(in_range, tf.logical_not(has_label)),
+                "",
+                tf.strings.format(
+                    "label {} - label_offset "
+                    + str(cfg.label_offset)
+                    + " is outside [0, "
+                    + str(cfg.num_classes)
+                    + "); ",
+                    raw_label,
+                ),
+            ),
+        ]
+    )
     expected = {"jpeg": _is_jpeg(encoded), "png": _is_png(encoded)}.get(_format(cfg), known_format)
     other = "PNG" if _format(cfg) == "jpeg" else "JPEG"
-    reason = tf.strings.join([reason, tf.where(tf.logical_or(expected, tf.logical_not(known_format)), "",
-                                               f"image/encoded is {other}, but the data's first records are "
-                                               f"{_format(cfg).upper()} (--image-format={cfg.image_format}): "
-                                               "pass --image-format=any for data that mixes both; ")])
+    reason = tf.strings.join(
+        [
+            reason,
+            tf.where(
+                tf.logical_or(expected, tf.logical_not(known_format)),
+                "",
+                f"image/encoded is {other}, but the data's first records are "
+                f"{_format(cfg).upper()} (--image-format={cfg.image_format}): "
+                "pass --image-format=any for data that mixes both; ",
+            ),
+        ]
+    )
     ok = has_image & known_format & expected & has_label & in_range
     return encoded, label, ok, reason
 
@@ -369,8 +442,11 @@ def _parse_and_decode(record, cfg: PipelineConfig, skipped: tf.Variable | None):
         encoded, label, ok = check_record(record, cfg)
         deps = [skipped.assign_add(tf.cast(tf.logical_not(ok), skipped.dtype))] if skipped is not None else []
         with tf.control_dependencies(deps):
-            image = tf.cond(ok, lambda: _decode_and_augment(encoded, cfg),
-                            lambda: tf.zeros([cfg.image_size, cfg.image_size, 3], tf.uint8))
+            image = tf.cond(
+                ok,
+                lambda: _decode_and_augment(encoded, cfg),
+                lambda: tf.zeros([cfg.image_size, cfg.image_size, 3], tf.uint8),
+            )
         return image, label, ok
     parsed = tf.io.parse_single_example(record, _FEATURES)
     label = tf.cast(parsed["image/class/label"] - cfg.label_offset, tf.int32)
@@ -427,9 +503,15 @@ def _crop_window(shape, cfg: PipelineConfig):
     when training with standard augmentation, else the central crop of the shorter side."""
     if cfg.training and cfg.augment == "standard":
         begin, size, _ = tf.image.sample_distorted_bounding_box(
-            shape, bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
-            min_object_covered=0.1, aspect_ratio_range=(3 / 4, 4 / 3), area_range=(0.08, 1.0),
-            max_attempts=10, use_image_if_no_bounding_boxes=True, seed=cfg.seed)
+            shape,
+            bounding_boxes=tf.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4]),
+            min_object_covered=0.1,
+            aspect_ratio_range=(3 / 4, 4 / 3),
+            area_range=(0.08, 1.0),
+            max_attempts=10,
+            use_image_if_no_bounding_boxes=True,
+            seed=cfg.seed,
+        )
         return tf.stack([begin[0], begin[1], size[0], size[1]])
     fraction = cfg.eval_crop_fraction if not cfg.training else 1.0
     h, w = shape[0], shape[1]
@@ -499,8 +581,11 @@ def find_corrupt_record(files: list[str], cfg: PipelineConfig, *, budget_secs: f
     def check(record):
         encoded, _, ok, reason = parse_record(record, check_cfg)
         # Returning a value computed from the decoded image keeps the decode from being pruned.
-        pixels = tf.cond(ok, lambda: tf.reduce_sum(tf.cast(_decode_and_augment(encoded, check_cfg), tf.int64)),
-                         lambda: tf.constant(0, tf.int64))
+        pixels = tf.cond(
+            ok,
+            lambda: tf.reduce_sum(tf.cast(_decode_and_augment(encoded, check_cfg), tf.int64)),
+            lambda: tf.constant(0, tf.int64),
+        )
         return ok, reason, pixels
 
     deadline = time.monotonic() + budget_secs

@@ -16,7 +16,7 @@ import io
 import math
 import os
 import posixpath
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 
 def shard_name(out_dir: str, prefix: str, index: int, shards: int) -> str:
@@ -24,9 +24,17 @@ def shard_name(out_dir: str, prefix: str, index: int, shards: int) -> str:
     return _join(out_dir, f"{prefix}-{index:05d}-of-{shards:05d}")
 
 
-def encode_example(image_bytes: bytes, label: int, *, height: int, width: int,
-                   image_format: str = "JPEG", filename: str = "", synset: str = "",
-                   channels: int = 3) -> bytes:
+def encode_example(
+    image_bytes: bytes,
+    label: int,
+    *,
+    height: int,
+    width: int,
+    image_format: str = "JPEG",
+    filename: str = "",
+    synset: str = "",
+    channels: int = 3,
+) -> bytes:
     """One serialized `tf.train.Example` in the ImageNet TFRecord layout."""
     import tensorflow as tf
 
@@ -63,9 +71,18 @@ def _write_split(items: Sequence, paths: Sequence[str], encode) -> list[str]:
     return list(paths)
 
 
-def synthesize(out_dir: str, *, examples: int, shards: int, image_size: int, num_classes: int,
-               seed: int = 0, prefix: str = "train", eval_examples: int = 0,
-               eval_prefix: str = "validation") -> list[str]:
+def synthesize(
+    out_dir: str,
+    *,
+    examples: int,
+    shards: int,
+    image_size: int,
+    num_classes: int,
+    seed: int = 0,
+    prefix: str = "train",
+    eval_examples: int = 0,
+    eval_prefix: str = "validation",
+) -> list[str]:
     """Write `examples` random JPEG images with random labels into `shards` TFRecord files.
 
     Each class gets its own mean colour plus noise, so a model can learn something from the
@@ -76,11 +93,11 @@ def synthesize(out_dir: str, *, examples: int, shards: int, image_size: int, num
     """
     import numpy as np
 
-    _check_positive(examples=examples, shards=shards, image_size=image_size,
-                    num_classes=num_classes)
+    _check_positive(examples=examples, shards=shards, image_size=image_size, num_classes=num_classes)
     if shards > examples:
-        raise ValueError(f"shards={shards} is more than examples={examples}: "
-                         "every shard needs at least one record")
+        raise ValueError(
+            f"shards={shards} is more than examples={examples}: every shard needs at least one record"
+        )
     _makedirs(out_dir)
     rng = np.random.default_rng(seed)
     palette = rng.integers(30, 226, size=(num_classes, 3))
@@ -94,8 +111,13 @@ def synthesize(out_dir: str, *, examples: int, shards: int, image_size: int, num
             label = int(labels[i])
             noise = r.normal(0.0, 40.0, size=(image_size, image_size, 3))
             pixels = np.clip(palette[label] + noise, 0, 255).astype(np.uint8)
-            return encode_example(_to_jpeg(pixels), label, height=image_size, width=image_size,
-                                  filename=f"synthetic-{split_prefix}-{i}.jpg")
+            return encode_example(
+                _to_jpeg(pixels),
+                label,
+                height=image_size,
+                width=image_size,
+                filename=f"synthetic-{split_prefix}-{i}.jpg",
+            )
 
         paths = [shard_name(out_dir, split_prefix, i, split_shards) for i in range(split_shards)]
         return _write_split(range(split_examples), paths, encode)

@@ -36,12 +36,16 @@ class ServingConfig:
     image_size: int
     eval_crop_fraction: float
     model: str = ""
-    labels: tuple[str, ...] | None = None   # class names by index, when the run has them
+    labels: tuple[str, ...] | None = None  # class names by index, when the run has them
 
     @classmethod
-    def from_train_config(cls, cfg) -> "ServingConfig":
-        return cls(num_classes=cfg.num_classes, image_size=cfg.image_size,
-                   eval_crop_fraction=cfg.eval_crop_fraction, model=cfg.model)
+    def from_train_config(cls, cfg) -> ServingConfig:
+        return cls(
+            num_classes=cfg.num_classes,
+            image_size=cfg.image_size,
+            eval_crop_fraction=cfg.eval_crop_fraction,
+            model=cfg.model,
+        )
 
     def to_json(self, tensorflow_version: str) -> dict:
         return {
@@ -56,9 +60,11 @@ class ServingConfig:
             "input_formats": ["jpeg", "png"],
             "outputs": {"classes": "int64 [N]", "probabilities": f"float32 [N, {self.num_classes}]"},
             "images_signature": IMAGES_SIGNATURE,
-            "preprocessing": (f"decode (3 channels), center crop {self.eval_crop_fraction:g} of the "
-                              f"shorter side, bilinear resize to {self.image_size}x{self.image_size}, "
-                              "round to uint8 (as evaluation)"),
+            "preprocessing": (
+                f"decode (3 channels), center crop {self.eval_crop_fraction:g} of the "
+                f"shorter side, bilinear resize to {self.image_size}x{self.image_size}, "
+                "round to uint8 (as evaluation)"
+            ),
             "tensorflow": tensorflow_version,
         }
 
@@ -80,19 +86,28 @@ def signatures(model, serving: ServingConfig) -> dict:
 
     size = serving.image_size
     # The very function evaluation maps over its records (training=False: no augmentation).
-    eval_cfg = data.PipelineConfig(image_size=size, num_classes=serving.num_classes, training=False,
-                                   eval_crop_fraction=serving.eval_crop_fraction)
+    eval_cfg = data.PipelineConfig(
+        image_size=size,
+        num_classes=serving.num_classes,
+        training=False,
+        eval_crop_fraction=serving.eval_crop_fraction,
+    )
     image_spec = tf.TensorSpec([size, size, 3], tf.uint8)
 
     def decode(image_bytes):
-        return tf.map_fn(lambda encoded: data._decode_and_augment(encoded, eval_cfg), image_bytes,
-                         fn_output_signature=image_spec)
+        return tf.map_fn(
+            lambda encoded: data._decode_and_augment(encoded, eval_cfg),
+            image_bytes,
+            fn_output_signature=image_spec,
+        )
 
     def classify(images):
         # The last layer is float32 under any mixed-precision policy; the cast is a no-op then.
         probabilities = tf.cast(model(images, training=False), tf.float32)
-        return {"classes": tf.argmax(probabilities, axis=-1, output_type=tf.int64),
-                "probabilities": probabilities}
+        return {
+            "classes": tf.argmax(probabilities, axis=-1, output_type=tf.int64),
+            "probabilities": probabilities,
+        }
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
     def serve_bytes(image_bytes):

@@ -39,7 +39,8 @@ def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm
         else:
             x = _rescale(layers, inputs)
         backbone = getattr(keras.applications, _APPLICATIONS[name])(
-            include_top=False, weights=None, input_shape=(image_size, image_size, 3), pooling="avg")
+            include_top=False, weights=None, input_shape=(image_size, image_size, 3), pooling="avg"
+        )
         features = backbone(x)
     else:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
@@ -60,8 +61,7 @@ def _tiny_cnn(layers, x, sync_batch_norm: bool = False):
     multi-replica step compute exactly what one replica with the global batch computes.
     """
     for i, (filters, stride) in enumerate([(16, 1), (32, 2), (64, 2)]):
-        x = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False,
-                          name=f"conv{i}")(x)
+        x = layers.Conv2D(filters, 3, strides=stride, padding="same", use_bias=False, name=f"conv{i}")(x)
         x = layers.BatchNormalization(synchronized=sync_batch_norm, name=f"bn{i}")(x)
         x = layers.ReLU(name=f"relu{i}")(x)
     return layers.GlobalAveragePooling2D(name="pool")(x)

@@ -59,8 +59,16 @@ class LAMB(keras.optimizers.Optimizer):
     excluded with `exclude_from_weight_decay` get none.
     """
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                 lamb_weight_decay=0.0, name="LAMB", **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        lamb_weight_decay=0.0,
+        name="LAMB",
+        **kwargs,
+    ):
         super().__init__(name=name, **kwargs)
         self._learning_rate = self._build_learning_rate(learning_rate)
         self.beta_1 = beta_1
@@ -97,17 +105,24 @@ class LAMB(keras.optimizers.Optimizer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"learning_rate": self._serialize_hyperparameter(self._learning_rate),
-                       "beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
-                       "lamb_weight_decay": self.lamb_weight_decay})
+        config.update(
+            {
+                "learning_rate": self._serialize_hyperparameter(self._learning_rate),
+                "beta_1": self.beta_1,
+                "beta_2": self.beta_2,
+                "epsilon": self.epsilon,
+                "lamb_weight_decay": self.lamb_weight_decay,
+            }
+        )
         return config
 
 
 def make_optimizer(name: str, schedule, *, momentum: float = 0.9, weight_decay: float = 0.0):
     """SGD with Nesterov momentum (default), LAMB or AdamW; no weight decay on BN/bias."""
     if name == "sgd":
-        opt = keras.optimizers.SGD(schedule, momentum=momentum, nesterov=True,
-                                   weight_decay=weight_decay or None)
+        opt = keras.optimizers.SGD(
+            schedule, momentum=momentum, nesterov=True, weight_decay=weight_decay or None
+        )
     elif name == "lamb":
         opt = LAMB(schedule, lamb_weight_decay=weight_decay)
     elif name == "adamw":

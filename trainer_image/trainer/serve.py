@@ -33,8 +33,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_PORT = 8080
@@ -52,9 +53,9 @@ class Limits:
 
     max_instances: int = 1024
     max_image_bytes: int = 10 * 1024 * 1024
-    max_pixels: int = 40_000_000          # width x height of one image, checked from its header
+    max_pixels: int = 40_000_000  # width x height of one image, checked from its header
     max_body_bytes: int = 64 * 1024 * 1024
-    load_wait_s: float = 600.0            # how long a request that comes while loading is held
+    load_wait_s: float = 600.0  # how long a request that comes while loading is held
 
 
 class BadRequest(Exception):
@@ -76,6 +77,7 @@ def log(message: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # The model
 
+
 class Model:
     """A trainer export loaded for prediction: predict(list of encoded images)."""
 
@@ -89,8 +91,10 @@ class Model:
         self._errors = (tf.errors.InvalidArgumentError,)
         try:
             if not tf.io.gfile.exists(model_dir.rstrip("/") + "/saved_model.pb"):
-                raise ServeError(f"no saved_model.pb in {model_dir} (pass the export's directory, "
-                                 "<output_dir>/model, or set AIP_STORAGE_URI)")
+                raise ServeError(
+                    f"no saved_model.pb in {model_dir} (pass the export's directory, "
+                    "<output_dir>/model, or set AIP_STORAGE_URI)"
+                )
             loaded = tf.saved_model.load(model_dir)
             config = export.read_serving_config(model_dir) or {}
         except tf.errors.OpError as e:
@@ -98,8 +102,10 @@ class Model:
         signature = loaded.signatures.get(export.BYTES_SIGNATURE)
         inputs = signature.structured_input_signature[1] if signature is not None else {}
         if list(inputs) != [export.INPUT_NAME]:
-            raise ServeError(f"{model_dir} has no {export.BYTES_SIGNATURE} signature taking "
-                             f"{export.INPUT_NAME} (exported by an older trainer? train again to re-export)")
+            raise ServeError(
+                f"{model_dir} has no {export.BYTES_SIGNATURE} signature taking "
+                f"{export.INPUT_NAME} (exported by an older trainer? train again to re-export)"
+            )
         self._loaded = loaded  # keeps the signature's variables alive
         self._signature = signature
         self._tf = tf
@@ -108,15 +114,17 @@ class Model:
         self.num_classes = int(signature.structured_outputs["probabilities"].shape[-1])
         labels = config.get("labels")
         self.labels = list(labels) if labels else None
-        self.description = (f"{config.get('model') or 'model'}, {self.num_classes} classes, "
-                            f"image_size {config.get('image_size', '?')}, "
-                            f"eval_crop_fraction {config.get('eval_crop_fraction', '?')}")
+        self.description = (
+            f"{config.get('model') or 'model'}, {self.num_classes} classes, "
+            f"image_size {config.get('image_size', '?')}, "
+            f"eval_crop_fraction {config.get('eval_crop_fraction', '?')}"
+        )
 
     def predict(self, images: Sequence[bytes]) -> list[dict]:
         """One prediction dict per image, in order; BadRequest naming an image that fails to decode."""
         predictions: list[dict] = []
         for start in range(0, len(images), self.batch_size):
-            chunk = list(images[start:start + self.batch_size])
+            chunk = list(images[start : start + self.batch_size])
             try:
                 classes, probabilities = self._call(chunk)
             except self._errors:
@@ -139,12 +147,14 @@ class Model:
             try:
                 self._call([image])
             except self._errors:
-                raise BadRequest(f"instance {offset + i}: the image data is corrupt "
-                                 "(it cannot be decoded as JPEG or PNG)") from None
+                raise BadRequest(
+                    f"instance {offset + i}: the image data is corrupt (it cannot be decoded as JPEG or PNG)"
+                ) from None
 
 
 # ---------------------------------------------------------------------------------------------
 # The request
+
 
 def parse_request(body: bytes, limits: Limits, *, input_name: str = "image_bytes") -> list[bytes]:
     """The encoded images of a predict request body, each checked; BadRequest naming the bad one."""
@@ -163,8 +173,10 @@ def parse_request(body: bytes, limits: Limits, *, input_name: str = "image_bytes
     if not instances:
         raise BadRequest('"instances" is empty')
     if len(instances) > limits.max_instances:
-        raise BadRequest(f"{len(instances)} instances; at most {limits.max_instances} per request "
-                         "(split it into several requests)")
+        raise BadRequest(
+            f"{len(instances)} instances; at most {limits.max_instances} per request "
+            "(split it into several requests)"
+        )
     return [_instance_bytes(i, instance, limits, input_name) for i, instance in enumerate(instances)]
 
 
@@ -174,8 +186,10 @@ def _instance_bytes(index: int, instance: Any, limits: Limits, input_name: str) 
     if isinstance(value, dict) and list(value) == [input_name]:
         value = value[input_name]
     if not (isinstance(value, dict) and list(value) == ["b64"]):
-        raise BadRequest(f'{where}: expected {{"b64": "<base64 JPEG or PNG>"}} or '
-                         f'{{"{input_name}": {{"b64": ...}}}}, got {_describe(instance)}')
+        raise BadRequest(
+            f'{where}: expected {{"b64": "<base64 JPEG or PNG>"}} or '
+            f'{{"{input_name}": {{"b64": ...}}}}, got {_describe(instance)}'
+        )
     text = value["b64"]
     if not isinstance(text, str):
         raise BadRequest(f'{where}: "b64" must be a string, got {type(text).__name__}')
@@ -213,11 +227,12 @@ def check_image(where: str, data: bytes, limits: Limits) -> None:
             width, height = image.size
     except Image.DecompressionBombError:
         raise BadRequest(f"{where}: the image has more than {limits.max_pixels} pixels") from None
-    except Exception:  # noqa: BLE001 - any failure to read the header is the client's bad image
+    except Exception:
         raise BadRequest(f"{where}: not a valid {kind} image (its header cannot be read)") from None
     if width * height > limits.max_pixels:
-        raise BadRequest(f"{where}: the image is {width}x{height} pixels; the limit is "
-                         f"{limits.max_pixels} pixels")
+        raise BadRequest(
+            f"{where}: the image is {width}x{height} pixels; the limit is {limits.max_pixels} pixels"
+        )
 
 
 def _describe(value: Any) -> str:
@@ -230,14 +245,21 @@ def _describe(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 # The HTTP server
 
+
 class PredictionServer(ThreadingHTTPServer):
     """The HTTP server; `model` is None while loading (health answers 503 then)."""
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], *, health_route: str = DEFAULT_HEALTH_ROUTE,
-                 predict_route: str = DEFAULT_PREDICT_ROUTE,
-                 deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID, limits: Limits = Limits()):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        health_route: str = DEFAULT_HEALTH_ROUTE,
+        predict_route: str = DEFAULT_PREDICT_ROUTE,
+        deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID,
+        limits: Limits = Limits(),
+    ):
         super().__init__(address, _Handler)
         self.health_route = health_route
         self.predict_route = predict_route
@@ -293,19 +315,24 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.settled.wait(limits.load_wait_s)
                 model = self.server.model
             if model is None:
-                raise BadRequest("the model is not loaded (still loading, or it failed to load); "
-                                 "retry when the health route answers 200", status=503)
+                raise BadRequest(
+                    "the model is not loaded (still loading, or it failed to load); "
+                    "retry when the health route answers 200",
+                    status=503,
+                )
             images = parse_request(body, limits)
             count = len(images)
             predictions = model.predict(images)
         except BadRequest as e:
             status, answer = e.status, {"error": str(e)}
-        except Exception as e:  # noqa: BLE001 - logged; the client gets one line, no traceback
+        except Exception as e:
             traceback.print_exc()
             status, answer = 500, {"error": f"internal error: {type(e).__name__}: {_first_line(e)}"}
         else:
-            status, answer = 200, {"predictions": predictions,
-                                   "deployedModelId": self.server.deployed_model_id}
+            status, answer = (
+                200,
+                {"predictions": predictions, "deployedModelId": self.server.deployed_model_id},
+            )
         detail = f"instances={count}" if status == 200 else answer["error"]
         log(f"POST {self.path} {status} {detail} {1000 * (time.perf_counter() - started):.1f}ms")
         self._reply(status, answer)
@@ -348,8 +375,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.readline(8)  # the CRLF after each chunk
 
     def _not_found(self, method: str, path: str) -> None:
-        self._reply(404, {"error": f"no route {method} {path}; this server answers GET "
-                                   f"{self.server.health_route} and POST {self.server.predict_route}"})
+        self._reply(
+            404,
+            {
+                "error": f"no route {method} {path}; this server answers GET "
+                f"{self.server.health_route} and POST {self.server.predict_route}"
+            },
+        )
 
     def _reply(self, status: int, answer: dict, **headers: str) -> None:
         data = json.dumps(answer).encode()
@@ -363,14 +395,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # predict requests are logged by _predict; health checks (every few seconds) are not
 
 
-def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
-          health_route: str = DEFAULT_HEALTH_ROUTE, predict_route: str = DEFAULT_PREDICT_ROUTE,
-          deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID, limits: Limits = Limits(),
-          ready: Callable[[PredictionServer], None] | None = None) -> None:
+def serve(
+    model_dir: str,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    health_route: str = DEFAULT_HEALTH_ROUTE,
+    predict_route: str = DEFAULT_PREDICT_ROUTE,
+    deployed_model_id: str = LOCAL_DEPLOYED_MODEL_ID,
+    limits: Limits = Limits(),
+    ready: Callable[[PredictionServer], None] | None = None,
+) -> None:
     """Serve the export in `model_dir` (local path or gs://) on host:port until stopped.
 
     The server listens at once (health answers 503, predict requests are held) and loads the
@@ -381,8 +420,13 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
     after the socket is closed. Raises ServeError if the model cannot be loaded, OSError if the
     address cannot be bound.
     """
-    server = PredictionServer((host, port), health_route=health_route, predict_route=predict_route,
-                              deployed_model_id=deployed_model_id, limits=limits)
+    server = PredictionServer(
+        (host, port),
+        health_route=health_route,
+        predict_route=predict_route,
+        deployed_model_id=deployed_model_id,
+        limits=limits,
+    )
     log(f"listening on {host}:{server.port}; loading the model from {model_dir}")
     failure: list[BaseException] = []
 
@@ -395,14 +439,17 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
                     server.model = Model(model_dir)
             except ServeError:
                 raise
-            except Exception as e:  # noqa: BLE001 - whatever TensorFlow raises: one line for the user
-                raise ServeError(f"cannot load the model from {model_dir}: {type(e).__name__}: "
-                                 f"{_first_line(e)}") from e
-            log(f"model loaded ({server.model.description}); serving {server.url} "
-                f"(GET {health_route}, POST {predict_route})")
+            except Exception as e:
+                raise ServeError(
+                    f"cannot load the model from {model_dir}: {type(e).__name__}: {_first_line(e)}"
+                ) from e
+            log(
+                f"model loaded ({server.model.description}); serving {server.url} "
+                f"(GET {health_route}, POST {predict_route})"
+            )
             if ready is not None:
                 ready(server)
-        except BaseException as e:  # noqa: BLE001 - re-raised by serve() in the caller's thread
+        except BaseException as e:
             failure.append(e)
             server.settled.set()
             server.shutdown()
@@ -423,6 +470,7 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
 # ---------------------------------------------------------------------------------------------
 # The container's entrypoint
 
+
 def settings_from_env(environ: Mapping[str, str]) -> dict:
     """The Vertex AI serving variables (defaults for a local run): serve()'s keyword arguments."""
     port_text = environ.get("AIP_HTTP_PORT") or str(DEFAULT_PORT)
@@ -442,9 +490,12 @@ def settings_from_env(environ: Mapping[str, str]) -> dict:
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m trainer.serve",
-        description="Serve a trainer export behind Vertex AI's prediction contract.")
+        description="Serve a trainer export behind Vertex AI's prediction contract.",
+    )
     parser.add_argument("model_dir", nargs="?", help="the export (local or gs://); default $AIP_STORAGE_URI")
-    parser.add_argument("--port", type=int, help=f"default $AIP_HTTP_PORT, else {DEFAULT_PORT}; 0 = any free port")
+    parser.add_argument(
+        "--port", type=int, help=f"default $AIP_HTTP_PORT, else {DEFAULT_PORT}; 0 = any free port"
+    )
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # before TensorFlow loads: no INFO noise

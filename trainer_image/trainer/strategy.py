@@ -11,13 +11,18 @@ import dataclasses
 import glob
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from trainer.flags import STRATEGIES  # the one list of strategies (the --strategy flag)
 
 # Vertex AI worker pools in CLUSTER_SPEC -> TF_CONFIG task types.
-WORKERPOOL_TO_TF = {"workerpool0": "chief", "workerpool1": "worker", "workerpool2": "ps",
-                    "workerpool3": "evaluator"}
+WORKERPOOL_TO_TF = {
+    "workerpool0": "chief",
+    "workerpool1": "worker",
+    "workerpool2": "ps",
+    "workerpool3": "evaluator",
+}
 
 
 class ClusterError(Exception):
@@ -43,8 +48,9 @@ class Cluster:
         return self.task_type == "worker" and self.task_index == 0 and not self.spec.get("chief")
 
     def tf_config(self) -> str:
-        return json.dumps({"cluster": dict(self.spec),
-                           "task": {"type": self.task_type, "index": self.task_index}})
+        return json.dumps(
+            {"cluster": dict(self.spec), "task": {"type": self.task_type, "index": self.task_index}}
+        )
 
 
 def cluster_from_env(environ: Mapping[str, str] | None = None) -> Cluster | None:
@@ -69,8 +75,12 @@ def cluster_from_env(environ: Mapping[str, str] | None = None) -> Cluster | None
         spec = {k: list(v) for k, v in (raw.get("cluster") or {}).items() if v}
         if not spec:
             return None
-        return _checked(Cluster(spec, task.get("type", "chief" if "chief" in spec else "worker"),
-                                int(task.get("index", 0))), "TF_CONFIG")
+        return _checked(
+            Cluster(
+                spec, task.get("type", "chief" if "chief" in spec else "worker"), int(task.get("index", 0))
+            ),
+            "TF_CONFIG",
+        )
     return None
 
 
@@ -87,8 +97,10 @@ def _load_json(name: str, text: str) -> dict[str, Any]:
 def _checked(cluster: Cluster, source: str) -> Cluster:
     members = cluster.spec.get(cluster.task_type, [])
     if not 0 <= cluster.task_index < len(members):
-        raise ClusterError(f"{source}: task {cluster.task_type}:{cluster.task_index} is not in "
-                           f"the cluster {dict(cluster.spec)}")
+        raise ClusterError(
+            f"{source}: task {cluster.task_type}:{cluster.task_index} is not in "
+            f"the cluster {dict(cluster.spec)}"
+        )
     return cluster
 
 
@@ -102,13 +114,13 @@ def tpu_present(environ: Mapping[str, str] | None = None) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class StrategyInfo:
-    kind: str               # tpu | multi-worker | mirrored | default
-    replicas: int           # replicas in sync (all workers)
+    kind: str  # tpu | multi-worker | mirrored | default
+    replicas: int  # replicas in sync (all workers)
     workers: int
     is_chief: bool
     task_type: str
     task_index: int
-    device: str             # tpu | gpu | cpu
+    device: str  # tpu | gpu | cpu
 
 
 def create(requested: str = "auto", *, cpu_replicas: int = 1, environ: Mapping[str, str] | None = None):
@@ -141,22 +153,29 @@ def create(requested: str = "auto", *, cpu_replicas: int = 1, environ: Mapping[s
         if cluster is None:
             raise ClusterError("--strategy=multi-worker needs CLUSTER_SPEC or TF_CONFIG")
         if cluster.task_type not in ("chief", "worker"):
-            raise ClusterError(f"task type {cluster.task_type!r} is not used by "
-                               "MultiWorkerMirroredStrategy; run only chief and worker pools")
+            raise ClusterError(
+                f"task type {cluster.task_type!r} is not used by "
+                "MultiWorkerMirroredStrategy; run only chief and worker pools"
+            )
         # MultiWorkerMirroredStrategy reads TF_CONFIG; give it the translated CLUSTER_SPEC.
         os.environ["TF_CONFIG"] = cluster.tf_config()
-        implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if gpus
-                          else tf.distribute.experimental.CommunicationImplementation.RING)
+        implementation = (
+            tf.distribute.experimental.CommunicationImplementation.NCCL
+            if gpus
+            else tf.distribute.experimental.CommunicationImplementation.RING
+        )
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(
-                implementation=implementation))
+                implementation=implementation
+            )
+        )
         workers = cluster.num_workers
         task_type, task_index, is_chief = cluster.task_type, cluster.task_index, cluster.is_chief
     elif kind == "mirrored":
         if gpus:
             strategy = tf.distribute.MirroredStrategy()
         else:
-            devices = [d.name for d in tf.config.list_logical_devices("CPU")][:max(cpu_replicas, 1)]
+            devices = [d.name for d in tf.config.list_logical_devices("CPU")][: max(cpu_replicas, 1)]
             strategy = tf.distribute.MirroredStrategy(devices=devices)
         workers = 1
     elif kind == "default":
@@ -164,9 +183,15 @@ def create(requested: str = "auto", *, cpu_replicas: int = 1, environ: Mapping[s
         workers = 1
     else:
         raise ClusterError(f"unknown strategy {requested!r}; choose one of {', '.join(STRATEGIES)}")
-    return strategy, StrategyInfo(kind=kind, replicas=strategy.num_replicas_in_sync, workers=workers,
-                                  is_chief=is_chief, task_type=task_type, task_index=task_index,
-                                  device=device)
+    return strategy, StrategyInfo(
+        kind=kind,
+        replicas=strategy.num_replicas_in_sync,
+        workers=workers,
+        is_chief=is_chief,
+        task_type=task_type,
+        task_index=task_index,
+        device=device,
+    )
 
 
 def split_cpu(replicas: int) -> None:
@@ -176,4 +201,5 @@ def split_cpu(replicas: int) -> None:
     if replicas > 1:
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)])
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+        )

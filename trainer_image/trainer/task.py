@@ -21,7 +21,8 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from trainer.config import TrainConfig, UsageError, choose_steps_per_execution, parse_flags
 
@@ -55,10 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr, flush=True)
         return 1
-    except Exception as e:  # noqa: BLE001 - the last line of defence: report and exit 1
+    except Exception as e:
         traceback.print_exc()
-        print(f"error: training failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"error: training failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
     return 0
 
@@ -67,8 +71,11 @@ def run(cfg: TrainConfig) -> dict:
     """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief)."""
     # Bound the read-ahead buffer of every open gs:// file before TF's GCS filesystem starts.
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
-    from trainer import _keras  # noqa: F401 - selects tf-keras before TensorFlow loads
-    from trainer import callbacks, throughput
+    from trainer import (
+        _keras,  # noqa: F401 - selects tf-keras before TensorFlow loads
+        callbacks,
+        throughput,
+    )
     from trainer._keras import keras
 
     strat, info = setup_runtime(cfg)
@@ -81,13 +88,20 @@ def run(cfg: TrainConfig) -> dict:
     train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
     train_ds = meter.wrap(train_ds)
     with strat.scope():
-        model = build_and_compile(cfg, policy, plan.schedule(), steps_per_execution=plan.steps_per_execution,
-                                  jit_compile=plan.jit_compile)
+        model = build_and_compile(
+            cfg,
+            policy,
+            plan.schedule(),
+            steps_per_execution=plan.steps_per_execution,
+            jit_compile=plan.jit_compile,
+        )
     if info.device == "gpu":
         meter.sync_on(model)  # asynchronous device: time the wait from the end of the previous step
-    log(f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
+    log(
+        f"model {cfg.model}: {model.count_params():,} parameters, precision {policy}, "
         f"global batch {cfg.batch_size}, peak lr {plan.peak_lr:g}, {plan.steps_per_epoch} steps/epoch "
-        f"x {cfg.epochs} epochs, steps_per_execution {plan.steps_per_execution}")
+        f"x {cfg.epochs} epochs, steps_per_execution {plan.steps_per_execution}"
+    )
 
     outcome = fit_and_evaluate(cfg, info, plan, model, train_ds, eval_ds, meter)
     metrics = collect_metrics(cfg, info, plan, policy, outcome, skipped)
@@ -99,15 +113,24 @@ def run(cfg: TrainConfig) -> dict:
         # Only a tuning trial reports (Vertex sets CLOUD_ML_TRIAL_ID; local trials and tests set
         # the metric file): a plain run has nobody listening.
         tuning = bool(os.environ.get("CLOUD_ML_TRIAL_ID") or os.environ.get("CLOUD_ML_HP_METRIC_FILE"))
-        if tuning and metrics["eval_accuracy"] is not None and callbacks.report_hypertune(
-                cfg.hypertune_metric, metrics["eval_accuracy"], plan.total_steps):
+        if (
+            tuning
+            and metrics["eval_accuracy"] is not None
+            and callbacks.report_hypertune(cfg.hypertune_metric, metrics["eval_accuracy"], plan.total_steps)
+        ):
             log(f"reported {cfg.hypertune_metric}={metrics['eval_accuracy']:.4f} to hyperparameter tuning")
         log(f"exported model to {cfg.model_dir}; metrics in {metrics_path}")
     else:
         log("done (not the chief: the model and metrics are written by the chief)")
-    log(throughput.verdict(metrics, synthetic=cfg.synthetic_data,
-                           devices=info.replicas // max(1, info.workers), device=info.device,
-                           data_threads=plan.train_cfg.threads))
+    log(
+        throughput.verdict(
+            metrics,
+            synthetic=cfg.synthetic_data,
+            devices=info.replicas // max(1, info.workers),
+            device=info.device,
+            data_threads=plan.train_cfg.threads,
+        )
+    )
     return metrics
 
 
@@ -124,11 +147,15 @@ def setup_runtime(cfg: TrainConfig):
     if cfg.cpu_replicas > 1 and not tf.config.list_physical_devices("GPU"):
         strategy.split_cpu(cfg.cpu_replicas)
     strat, info = strategy.create(cfg.strategy, cpu_replicas=cfg.cpu_replicas)
-    log(f"strategy={info.kind} replicas={info.replicas} workers={info.workers} device={info.device} "
-        f"task={info.task_type}:{info.task_index} chief={info.is_chief}")
+    log(
+        f"strategy={info.kind} replicas={info.replicas} workers={info.workers} device={info.device} "
+        f"task={info.task_type}:{info.task_index} chief={info.is_chief}"
+    )
     if cfg.batch_size % info.replicas:
-        raise UsageError(f"--batch-size={cfg.batch_size} is not divisible by the "
-                         f"{info.replicas} replicas; use a multiple of {info.replicas}")
+        raise UsageError(
+            f"--batch-size={cfg.batch_size} is not divisible by the "
+            f"{info.replicas} replicas; use a multiple of {info.replicas}"
+        )
     return strat, info
 
 
@@ -172,20 +199,32 @@ def plan_training(cfg: TrainConfig, info) -> Plan:
     train_files = [] if synthetic_only else data.list_files(cfg.train_data)
     eval_files = data.list_files(cfg.eval_data) if cfg.eval_data and not cfg.synthetic_data else []
     train_cfg = data.PipelineConfig(
-        image_size=cfg.image_size, num_classes=cfg.num_classes, training=True,
-        label_offset=cfg.label_offset, seed=cfg.seed, skip_corrupt=cfg.skip_corrupt, cache=cfg.cache,
-        augment=cfg.augment, eval_crop_fraction=cfg.eval_crop_fraction,
-        shuffle_buffer=cfg.shuffle_buffer, read_parallelism=cfg.read_parallelism,
-        deterministic=cfg.deterministic, threads=cfg.data_threads or data.default_threads(), image_format=cfg.image_format,
-        cache_decoded=cfg.cache_decoded)
+        image_size=cfg.image_size,
+        num_classes=cfg.num_classes,
+        training=True,
+        label_offset=cfg.label_offset,
+        seed=cfg.seed,
+        skip_corrupt=cfg.skip_corrupt,
+        cache=cfg.cache,
+        augment=cfg.augment,
+        eval_crop_fraction=cfg.eval_crop_fraction,
+        shuffle_buffer=cfg.shuffle_buffer,
+        read_parallelism=cfg.read_parallelism,
+        deterministic=cfg.deterministic,
+        threads=cfg.data_threads or data.default_threads(),
+        image_format=cfg.image_format,
+        cache_decoded=cfg.cache_decoded,
+    )
     eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
     # One decoder for data of one format (a per-record JPEG/PNG branch costs a quarter more CPU).
     train_cfg = data.resolve_format(train_files, train_cfg) if train_files else train_cfg
     eval_cfg = data.resolve_format(eval_files, eval_cfg) if eval_files else eval_cfg
     if cfg.image_format == "auto" and (train_files or eval_files):
-        log(f"image format: {train_cfg.image_format if train_files else '-'} (train), "
+        log(
+            f"image format: {train_cfg.image_format if train_files else '-'} (train), "
             f"{eval_cfg.image_format if eval_files else '-'} (eval), from the first records; "
-            "--image-format=any for data that mixes JPEG and PNG")
+            "--image-format=any for data that mixes JPEG and PNG"
+        )
     with data_errors(train_files + eval_files, train_cfg):
         steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
     spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
@@ -194,11 +233,19 @@ def plan_training(cfg: TrainConfig, info) -> Plan:
     if warmup_steps >= total_steps:
         warmup_steps = total_steps // 2
         log(f"warmup longer than training: warming up over {warmup_steps} steps instead")
-    return Plan(train_files=train_files, eval_files=eval_files, train_cfg=train_cfg, eval_cfg=eval_cfg,
-                steps_per_epoch=steps_per_epoch, eval_steps=eval_steps, steps_per_execution=spe,
-                total_steps=total_steps, warmup_steps=warmup_steps,
-                peak_lr=schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size),
-                jit_compile={"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu"))
+    return Plan(
+        train_files=train_files,
+        eval_files=eval_files,
+        train_cfg=train_cfg,
+        eval_cfg=eval_cfg,
+        steps_per_epoch=steps_per_epoch,
+        eval_steps=eval_steps,
+        steps_per_execution=spe,
+        total_steps=total_steps,
+        warmup_steps=warmup_steps,
+        peak_lr=schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size),
+        jit_compile={"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu"),
+    )
 
 
 def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capability) -> None:
@@ -208,14 +255,26 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
     from trainer._keras import keras
 
     resolved = {
-        "flags": cfg.to_dict(), "precision": policy, "strategy": info.kind,
-        "replicas": info.replicas, "workers": info.workers, "device": info.device,
+        "flags": cfg.to_dict(),
+        "precision": policy,
+        "strategy": info.kind,
+        "replicas": info.replicas,
+        "workers": info.workers,
+        "device": info.device,
         "gpu_compute_capability": list(capability) if capability else None,
-        "steps_per_epoch": plan.steps_per_epoch, "steps_per_execution": plan.steps_per_execution,
-        "total_steps": plan.total_steps, "warmup_steps": plan.warmup_steps, "peak_learning_rate": plan.peak_lr,
-        "eval_steps": plan.eval_steps, "train_files": len(plan.train_files), "eval_files": len(plan.eval_files),
-        "jit_compile": plan.jit_compile, "data_threads": plan.train_cfg.threads,
-        "data_nice": cfg.data_nice, "keras": keras.__version__, "tensorflow": tf.__version__,
+        "steps_per_epoch": plan.steps_per_epoch,
+        "steps_per_execution": plan.steps_per_execution,
+        "total_steps": plan.total_steps,
+        "warmup_steps": plan.warmup_steps,
+        "peak_learning_rate": plan.peak_lr,
+        "eval_steps": plan.eval_steps,
+        "train_files": len(plan.train_files),
+        "eval_files": len(plan.eval_files),
+        "jit_compile": plan.jit_compile,
+        "data_threads": plan.train_cfg.threads,
+        "data_nice": cfg.data_nice,
+        "keras": keras.__version__,
+        "tensorflow": tf.__version__,
     }
     # The whole of it (flags and all, ~2 KB) goes to the run's record, trainer_config.json beside
     # the outputs; the log gets one short line.
@@ -223,9 +282,11 @@ def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capabi
     if info.is_chief:
         where = join(output_base(cfg.model_dir), "trainer_config.json")
         write_json(where, resolved)
-    log(f"resolved config: {cfg.model} {cfg.image_size}px, {len(plan.train_files)} train / "
+    log(
+        f"resolved config: {cfg.model} {cfg.image_size}px, {len(plan.train_files)} train / "
         f"{len(plan.eval_files)} eval files, {info.kind} strategy, {policy}, TensorFlow {tf.__version__}, "
-        f"Keras {keras.__version__}; every setting in {where}")
+        f"Keras {keras.__version__}; every setting in {where}"
+    )
 
 
 def make_datasets(cfg: TrainConfig, strat, plan: Plan):
@@ -234,11 +295,22 @@ def make_datasets(cfg: TrainConfig, strat, plan: Plan):
 
     skipped = tf.Variable(0, dtype=tf.int64, trainable=False) if cfg.skip_corrupt else None
     train_ds = strat.distribute_datasets_from_function(
-        input_fn(plan.train_files, plan.train_cfg, cfg.batch_size, skipped, repeat=False,
-                 synthetic=cfg.synthetic_data))
-    eval_ds = (strat.distribute_datasets_from_function(
-        input_fn(plan.eval_files, plan.eval_cfg, cfg.batch_size, skipped, repeat=True))
-        if plan.eval_files else None)
+        input_fn(
+            plan.train_files,
+            plan.train_cfg,
+            cfg.batch_size,
+            skipped,
+            repeat=False,
+            synthetic=cfg.synthetic_data,
+        )
+    )
+    eval_ds = (
+        strat.distribute_datasets_from_function(
+            input_fn(plan.eval_files, plan.eval_cfg, cfg.batch_size, skipped, repeat=True)
+        )
+        if plan.eval_files
+        else None
+    )
     return train_ds, eval_ds, skipped
 
 
@@ -262,11 +334,21 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
     from trainer.checkpoint import PreemptionCheckpoint
     from trainer.priority import DataThreadPriority
 
-    checkpoint = PreemptionCheckpoint(cfg.checkpoint_dir, steps_per_epoch=plan.steps_per_epoch,
-                                      interval_secs=cfg.checkpoint_interval_secs, timed=info.workers == 1)
-    progress = callbacks.Progress(global_batch=cfg.batch_size, steps_per_epoch=plan.steps_per_epoch,
-                                  epochs=cfg.epochs, interval_secs=cfg.log_interval_secs,
-                                  backup_dir=cfg.checkpoint_dir, meter=meter, checkpoint=checkpoint)
+    checkpoint = PreemptionCheckpoint(
+        cfg.checkpoint_dir,
+        steps_per_epoch=plan.steps_per_epoch,
+        interval_secs=cfg.checkpoint_interval_secs,
+        timed=info.workers == 1,
+    )
+    progress = callbacks.Progress(
+        global_batch=cfg.batch_size,
+        steps_per_epoch=plan.steps_per_epoch,
+        epochs=cfg.epochs,
+        interval_secs=cfg.log_interval_secs,
+        backup_dir=cfg.checkpoint_dir,
+        meter=meter,
+        checkpoint=checkpoint,
+    )
     # Made now, before fit() starts the training iterator: the threads that exist are the model's.
     priority = DataThreadPriority(cfg.data_nice)
     # The meter first (it times each execution before anything else runs after it), then the
@@ -274,14 +356,22 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
     fit_callbacks = [meter, priority, checkpoint, progress]
     if info.is_chief:
         # No graph: writing it lands after the first execution, inside the measured time.
-        fit_callbacks.append(keras.callbacks.TensorBoard(log_dir=cfg.tensorboard_dir, update_freq="epoch",
-                                                         profile_batch=0, write_graph=False))
+        fit_callbacks.append(
+            keras.callbacks.TensorBoard(
+                log_dir=cfg.tensorboard_dir, update_freq="epoch", profile_batch=0, write_graph=False
+            )
+        )
     checkpoint.install_sigterm_handler()
     started = time.perf_counter()
     try:
         with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
-            history = model.fit(train_ds, epochs=cfg.epochs, steps_per_epoch=plan.steps_per_epoch,
-                                callbacks=fit_callbacks, verbose=0)
+            history = model.fit(
+                train_ds,
+                epochs=cfg.epochs,
+                steps_per_epoch=plan.steps_per_epoch,
+                callbacks=fit_callbacks,
+                verbose=0,
+            )
     finally:
         checkpoint.restore_sigterm_handler()
     train_seconds = time.perf_counter() - started
@@ -289,10 +379,20 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
     if eval_ds is not None:
         with data_errors(plan.train_files + plan.eval_files, plan.train_cfg):
             eval_results = model.evaluate(eval_ds, steps=plan.eval_steps, verbose=0, return_dict=True)
-        log(f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
-            f"over {plan.eval_steps * cfg.batch_size} examples")
-    return Outcome(history, eval_results, train_seconds, time.perf_counter() - eval_started, progress, meter,
-                   checkpoint, priority.niced)
+        log(
+            f"eval: loss={eval_results['loss']:.4f} accuracy={eval_results['accuracy']:.4f} "
+            f"over {plan.eval_steps * cfg.batch_size} examples"
+        )
+    return Outcome(
+        history,
+        eval_results,
+        train_seconds,
+        time.perf_counter() - eval_started,
+        progress,
+        meter,
+        checkpoint,
+        priority.niced,
+    )
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
@@ -309,8 +409,9 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
     losses = history.get("loss") or []
     final_loss = losses[-1] if losses else progress.last_loss
     evaluated = bool(plan.eval_files)
-    timing = throughput.rates(outcome.meter.executions, cfg.batch_size, outcome.train_seconds,
-                              outcome.checkpoint.seconds_between)
+    timing = throughput.rates(
+        outcome.meter.executions, cfg.batch_size, outcome.train_seconds, outcome.checkpoint.seconds_between
+    )
     steady = timing["steady_examples_per_sec"]
     return {
         "global_batch_size": cfg.batch_size,
@@ -350,40 +451,54 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
     }
 
 
-def input_fn(files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool,
-             synthetic: bool = False):
+def input_fn(
+    files: list[str], pipeline_cfg, global_batch: int, skipped, *, repeat: bool, synthetic: bool = False
+):
     """The per-input-pipeline dataset function for strategy.distribute_datasets_from_function."""
     from trainer import data
 
     def fn(ctx):
         if synthetic:
-            return data.synthetic_dataset(pipeline_cfg, ctx.get_per_replica_batch_size(global_batch),
-                                          shard_index=ctx.input_pipeline_id)
-        ds = data.build_dataset(files, pipeline_cfg, ctx.get_per_replica_batch_size(global_batch),
-                                num_shards=ctx.num_input_pipelines,
-                                shard_index=ctx.input_pipeline_id, skipped=skipped)
+            return data.synthetic_dataset(
+                pipeline_cfg, ctx.get_per_replica_batch_size(global_batch), shard_index=ctx.input_pipeline_id
+            )
+        ds = data.build_dataset(
+            files,
+            pipeline_cfg,
+            ctx.get_per_replica_batch_size(global_batch),
+            num_shards=ctx.num_input_pipelines,
+            shard_index=ctx.input_pipeline_id,
+            skipped=skipped,
+        )
         # Eval repeats so every worker always has its eval_steps batches (no uneven ends).
         return ds.repeat() if repeat else ds
 
     return fn
 
 
-def build_and_compile(cfg: TrainConfig, policy: str, schedule, *, steps_per_execution: int,
-                      jit_compile: bool):
+def build_and_compile(
+    cfg: TrainConfig, policy: str, schedule, *, steps_per_execution: int, jit_compile: bool
+):
     """Model, optimizer (loss-scaled for float16), loss and metrics; call inside strategy.scope()."""
     from trainer import schedules
     from trainer._keras import keras
     from trainer.model import build_model
 
-    model = build_model(cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size,
-                        sync_batch_norm=cfg.sync_batch_norm)
-    optimizer = schedules.make_optimizer(cfg.optimizer, schedule, momentum=cfg.momentum,
-                                         weight_decay=cfg.weight_decay)
+    model = build_model(
+        cfg.model, num_classes=cfg.num_classes, image_size=cfg.image_size, sync_batch_norm=cfg.sync_batch_norm
+    )
+    optimizer = schedules.make_optimizer(
+        cfg.optimizer, schedule, momentum=cfg.momentum, weight_decay=cfg.weight_decay
+    )
     if policy == "mixed_float16":
         optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)  # dynamic loss scaling
-    model.compile(optimizer=optimizer, loss=make_loss(cfg.num_classes, cfg.label_smoothing),
-                  metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-                  steps_per_execution=steps_per_execution, jit_compile=jit_compile)
+    model.compile(
+        optimizer=optimizer,
+        loss=make_loss(cfg.num_classes, cfg.label_smoothing),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        steps_per_execution=steps_per_execution,
+        jit_compile=jit_compile,
+    )
     return model
 
 
@@ -395,8 +510,10 @@ def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str])
     if not steps_per_epoch:
         examples = cfg.train_examples
         if not examples:
-            log(f"counting records in {len(train_files)} train files "
-                "(pass --steps-per-epoch or --train-examples to skip this)")
+            log(
+                f"counting records in {len(train_files)} train files "
+                "(pass --steps-per-epoch or --train-examples to skip this)"
+            )
             examples = data.count_records(train_files, skip_corrupt=cfg.skip_corrupt)
         steps_per_epoch = examples // cfg.batch_size
         if steps_per_epoch < 1:
@@ -406,13 +523,17 @@ def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str])
         examples = cfg.eval_examples or data.count_records(eval_files, skip_corrupt=cfg.skip_corrupt)
         eval_steps = examples // cfg.batch_size
         if eval_steps < 1:
-            raise data.DataError(f"{examples} eval examples make no full batch of {cfg.batch_size}; "
-                                 "use a smaller --batch-size or more eval data")
+            raise data.DataError(
+                f"{examples} eval examples make no full batch of {cfg.batch_size}; "
+                "use a smaller --batch-size or more eval data"
+            )
         left_out = examples - eval_steps * cfg.batch_size
         if left_out:  # whole global batches only (static shapes for XLA/TPU): say so, never silently
-            log(f"evaluation uses {examples - left_out} of {examples} eval examples (whole global "
+            log(
+                f"evaluation uses {examples - left_out} of {examples} eval examples (whole global "
                 f"batches of {cfg.batch_size}); {left_out} are left out: a global batch that divides "
-                "the eval set evaluates them all")
+                "the eval set evaluates them all"
+            )
     return steps_per_epoch, eval_steps
 
 
@@ -450,8 +571,12 @@ class data_errors:
         if exc is None or not isinstance(exc, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
             return False
         text = str(getattr(exc, "message", exc))
-        if not (data.is_bad_record(exc) or isinstance(exc, tf.errors.DataLossError) or "Iterator" in text
-                or "Dataset" in text):
+        if not (
+            data.is_bad_record(exc)
+            or isinstance(exc, tf.errors.DataLossError)
+            or "Iterator" in text
+            or "Dataset" in text
+        ):
             return False
         # The hot path says only that a record failed; a scan names the file, the record and why.
         log("a record could not be read, parsed or decoded; scanning the input files to name it")

@@ -49,11 +49,11 @@ CPU_CONTENDED = 0.90
 class Execution:
     """One call into the training function (steps_per_execution steps)."""
 
-    seconds: float      # wall time, host clock, from the callback before the call to the one after
-    waited: float       # of which blocked in get_next
+    seconds: float  # wall time, host clock, from the callback before the call to the one after
+    waited: float  # of which blocked in get_next
     steps: int
-    started: float = 0.0    # time.perf_counter() at its start
-    cpu: float = 0.0        # process CPU seconds (all threads) during it
+    started: float = 0.0  # time.perf_counter() at its start
+    cpu: float = 0.0  # process CPU seconds (all threads) during it
 
 
 class InputWaitMeter(keras.callbacks.Callback):
@@ -125,8 +125,15 @@ class InputWaitMeter(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         ended, cpu = time.perf_counter(), time.process_time()
         waited, batches = self._read()
-        self.executions.append(Execution(ended - self._began, waited - self._last[0], batches - self._last[1],
-                                         self._began, cpu - self._cpu))
+        self.executions.append(
+            Execution(
+                ended - self._began,
+                waited - self._last[0],
+                batches - self._last[1],
+                self._began,
+                cpu - self._cpu,
+            )
+        )
         self._last = (waited, batches)
 
     # -- results ---------------------------------------------------------------------------------
@@ -167,8 +174,9 @@ class InputWaitMeter(keras.callbacks.Callback):
         }
 
 
-def rates(executions: list[Execution], global_batch: int, fit_seconds: float,
-          checkpoint_seconds_between=None) -> dict:
+def rates(
+    executions: list[Execution], global_batch: int, fit_seconds: float, checkpoint_seconds_between=None
+) -> dict:
     """The throughput fields of metrics.json from the timed executions of one fit().
 
     Args:
@@ -185,8 +193,12 @@ def rates(executions: list[Execution], global_batch: int, fit_seconds: float,
     with one execution) and `steady_step_time_ms`.
     """
     steps = sum(e.steps for e in executions)
-    out = {"steady_examples_per_sec": None, "wall_examples_per_sec": None, "compile_seconds": None,
-           "steady_step_time_ms": None}
+    out = {
+        "steady_examples_per_sec": None,
+        "wall_examples_per_sec": None,
+        "compile_seconds": None,
+        "steady_step_time_ms": None,
+    }
     if not executions:
         return out
     if fit_seconds > 0:
@@ -269,8 +281,15 @@ def bound(fraction: float | None) -> str | None:
     return "input" if fraction >= INPUT_BOUND else "compute"
 
 
-def verdict(summary: dict, *, synthetic: bool, devices: int, device: str, cpus: int | None = None,
-            data_threads: int = 0) -> str:
+def verdict(
+    summary: dict,
+    *,
+    synthetic: bool,
+    devices: int,
+    device: str,
+    cpus: int | None = None,
+    data_threads: int = 0,
+) -> str:
     """The one line a run ends with: input-bound or compute-bound, the measured share, and what
     to try. `summary` holds InputWaitMeter.summary()'s fields (metrics.json does); `devices` are
     this machine's replicas."""
@@ -282,18 +301,26 @@ def verdict(summary: dict, *, synthetic: bool, devices: int, device: str, cpus: 
     share = f"{100 * fraction:.0f}% of the time waiting for data"
     speed = f"{rate:,.0f} examples/s" if rate else "throughput unknown"
     if synthetic:
-        return (f"throughput: synthetic data, the compute ceiling of {what}: {speed}, {share}; "
-                "compare a real-data run (vertex-trainer bench runs both)")
+        return (
+            f"throughput: synthetic data, the compute ceiling of {what}: {speed}, {share}; "
+            "compare a real-data run (vertex-trainer bench runs both)"
+        )
     if bound(fraction) == "input":
         threads = f" (now {data_threads})" if data_threads else ""
-        return (f"throughput: input-bound: {share} ({speed}); this machine has {cpus} vCPUs for "
-                f"{what}: try a machine type with more vCPUs, or --read-parallelism/--data-threads"
-                f"{threads}")
-    text = (f"throughput: compute-bound: {share} ({speed}); the input pipeline keeps up with {what} "
-            f"({cpus} vCPUs)")
+        return (
+            f"throughput: input-bound: {share} ({speed}); this machine has {cpus} vCPUs for "
+            f"{what}: try a machine type with more vCPUs, or --read-parallelism/--data-threads"
+            f"{threads}"
+        )
+    text = (
+        f"throughput: compute-bound: {share} ({speed}); the input pipeline keeps up with {what} "
+        f"({cpus} vCPUs)"
+    )
     busy = summary.get("host_cpu_busy_fraction")
     if device == "cpu" and busy is not None and busy >= CPU_CONTENDED:
         # No waiting, yet the decode threads run on the cores the model computes on.
-        text += (f", but the vCPUs are {100 * busy:.0f}% busy: decoding shares them with the model "
-                 "(CPU contention, not waiting; --synthetic-data shows the ceiling without it)")
+        text += (
+            f", but the vCPUs are {100 * busy:.0f}% busy: decoding shares them with the model "
+            "(CPU contention, not waiting; --synthetic-data shows the ceiling without it)"
+        )
     return text

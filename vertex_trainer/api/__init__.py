@@ -21,23 +21,70 @@ environment is read here once (`Settings.from_environ`) and passed down as `sett
 
 from vertex_trainer.api.bench import bench
 from vertex_trainer.api.capacity import (
-    create_resource, delete_resource, list_resources, plan, resource_request, web_access,
+    create_resource,
+    delete_resource,
+    list_resources,
+    plan,
+    resource_request,
+    web_access,
+)
+from vertex_trainer.api.core import (
+    Job,
+    SubmitOptions,
+    check,
+    deploy,
+    load_spec,
+    package,
+    plan_artifact,
+    render_job,
+    settings_from_env,
+    submit,
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
-from vertex_trainer.api.core import (
-    Job, SubmitOptions, check, deploy, load_spec, package, plan_artifact, render_job, settings_from_env,
-    submit,
+from vertex_trainer.api.events import (
+    compile_pipeline,
+    on_object_finalized,
+    pipeline_status,
+    pipeline_submit,
+    trigger_deploy,
+    trigger_render,
 )
 from vertex_trainer.api.jobs import cancel, list_jobs, logs, status, tuning_job
 from vertex_trainer.api.results import DryRun, LocalJob
-from vertex_trainer.api.events import (
-    compile_pipeline, on_object_finalized, pipeline_status, pipeline_submit, trigger_deploy,
-    trigger_render,
-)
 
-__all__ = ["load_spec", "submit", "deploy", "status", "cancel", "list_jobs", "render_job", "package",
-           "plan_artifact", "check", "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions",
-           "tuning_job", "logs", "compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render",
-           "trigger_deploy", "on_object_finalized", "bench",
-           "plan", "create_resource", "list_resources", "delete_resource", "resource_request",
-           "web_access", "cost", "prices", "refresh_prices", "job_cost"]
+__all__ = [
+    "DryRun",
+    "Job",
+    "LocalJob",
+    "SubmitOptions",
+    "bench",
+    "cancel",
+    "check",
+    "compile_pipeline",
+    "cost",
+    "create_resource",
+    "delete_resource",
+    "deploy",
+    "job_cost",
+    "list_jobs",
+    "list_resources",
+    "load_spec",
+    "logs",
+    "on_object_finalized",
+    "package",
+    "pipeline_status",
+    "pipeline_submit",
+    "plan",
+    "plan_artifact",
+    "prices",
+    "refresh_prices",
+    "render_job",
+    "resource_request",
+    "settings_from_env",
+    "status",
+    "submit",
+    "trigger_deploy",
+    "trigger_render",
+    "tuning_job",
+    "web_access",
+]

@@ -15,10 +15,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["bench"]
 
 
-def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
-          idempotency_key: str | None = None, log: Log | None = None, console: Any = None,
-          client: JobsClient | None = None, settings: Settings | None = None,
-          dry_run: bool = False) -> dict:
+def bench(
+    spec: JobSpec,
+    *,
+    local: bool = False,
+    steps: int | None = None,
+    idempotency_key: str | None = None,
+    log: Log | None = None,
+    console: Any = None,
+    client: JobsClient | None = None,
+    settings: Settings | None = None,
+    dry_run: bool = False,
+) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md
     section 9; vertex_trainer.workflows.benchmark).
 
@@ -40,8 +48,8 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
         "bound", "reference", ...}``; with ``dry_run``, ``{"dry_run": true, "runs": {kind: the
         submit dry run of that job}, ...}``.
     """
-    from vertex_trainer.workflows import benchmark
     from vertex_trainer.errors import JobFailed
+    from vertex_trainer.workflows import benchmark
 
     settings = settings or (client.settings if client else settings_from_env())
     log = log or _stderr
@@ -50,12 +58,28 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
     for note in plan.notes:
         log(f"bench: {note}")
     if dry_run:
-        runs = {run.kind: submit(run.spec, local=local, dry_run=True, log=log, settings=settings,
-                                 client=client, idempotency_key=None if local else
-                                 benchmark.run_key(key, run.kind)).to_dict() for run in plan.runs}
-        return {"dry_run": True, "local": local, "spec": spec.name, "steps": plan.steps,
-                "steps_per_execution": plan.steps_per_execution, "notes": list(plan.notes),
-                "idempotency_key": None if local else key, "runs": runs}
+        runs = {
+            run.kind: submit(
+                run.spec,
+                local=local,
+                dry_run=True,
+                log=log,
+                settings=settings,
+                client=client,
+                idempotency_key=None if local else benchmark.run_key(key, run.kind),
+            ).to_dict()
+            for run in plan.runs
+        }
+        return {
+            "dry_run": True,
+            "local": local,
+            "spec": spec.name,
+            "steps": plan.steps,
+            "steps_per_execution": plan.steps_per_execution,
+            "notes": list(plan.notes),
+            "idempotency_key": None if local else key,
+            "runs": runs,
+        }
     results = {}
     for run in plan.runs:
         log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
@@ -63,20 +87,32 @@ def bench(spec: "JobSpec", *, local: bool = False, steps: int | None = None,
             job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
             if not job.succeeded:
                 raise JobFailed(job.failure_message())
-            results[run.kind] = benchmark.Result(run.kind, job.name, job.state, job.result.output_dir,
-                                                job.result.metrics)
+            results[run.kind] = benchmark.Result(
+                run.kind, job.name, job.state, job.result.output_dir, job.result.metrics
+            )
         else:
-            job = submit(run.spec, wait=True, idempotency_key=benchmark.run_key(key, run.kind), log=log,
-                         client=client, settings=settings,
-                         on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"))
-            results[run.kind] = benchmark.Result(run.kind, job.name, job.state, run.spec.output_dir,
-                                                benchmark.read_metrics(settings, run.spec.output_dir))
+            job = submit(
+                run.spec,
+                wait=True,
+                idempotency_key=benchmark.run_key(key, run.kind),
+                log=log,
+                client=client,
+                settings=settings,
+                on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"),
+            )
+            results[run.kind] = benchmark.Result(
+                run.kind,
+                job.name,
+                job.state,
+                run.spec.output_dir,
+                benchmark.read_metrics(settings, run.spec.output_dir),
+            )
     report = benchmark.report(spec, plan, results)
     report["cost_per_epoch"] = _cost_per_epoch(spec, report, local=local, settings=settings)
     return {**report, "idempotency_key": None if local else key}
 
 
-def _cost_per_epoch(spec: "JobSpec", report: dict, *, local: bool, settings: Settings) -> dict | None:
+def _cost_per_epoch(spec: JobSpec, report: dict, *, local: bool, settings: Settings) -> dict | None:
     """What one epoch costs at the measured throughput on the spec's hardware, strategy and
     region (docs/contract.md section 12), so two hardware choices compare in dollars."""
     from vertex_trainer import pricing

@@ -11,7 +11,8 @@ shell on a replica. The CLI's `resources` and `shell` commands call these.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vertex_trainer.settings import Settings
 
@@ -29,7 +30,7 @@ def _settings(settings: Settings | None) -> Settings:
     return settings or settings_from_env()
 
 
-def plan(spec: "JobSpec") -> "tuple[PlannedAttempt, ...]":
+def plan(spec: JobSpec) -> tuple[PlannedAttempt, ...]:
     """The attempts of the spec's capacity plan, in order (no network).
 
     Args:
@@ -43,7 +44,7 @@ def plan(spec: "JobSpec") -> "tuple[PlannedAttempt, ...]":
     return attempts(spec)
 
 
-def resource_request(spec: "JobSpec") -> dict:
+def resource_request(spec: JobSpec) -> dict:
     """The PersistentResource body `create_resource` sends for `spec` (no network).
 
     Args:
@@ -59,9 +60,15 @@ def resource_request(spec: "JobSpec") -> dict:
     return resource_body(spec, render.worker_pools(spec, Artifact("(the machines only)")))
 
 
-def create_resource(spec: "JobSpec", resource_id: str | None = None, *, dry_run: bool = False,
-                    timeout: float | None = None, settings: Settings | None = None,
-                    log: Log | None = None) -> dict:
+def create_resource(
+    spec: JobSpec,
+    resource_id: str | None = None,
+    *,
+    dry_run: bool = False,
+    timeout: float | None = None,
+    settings: Settings | None = None,
+    log: Log | None = None,
+) -> dict:
     """Create a persistent resource from the spec's hardware, at most once per id, and follow
     the operation until it is RUNNING.
 
@@ -84,11 +91,20 @@ def create_resource(spec: "JobSpec", resource_id: str | None = None, *, dry_run:
     client = ResourcesClient(spec.project, spec.region, settings=_settings(settings), log=log)
     body = resource_request(spec)
     if dry_run:
-        return {"dry_run": True, "method": "POST", "url": client.url(f"{client.parent}/persistentResources"),
-                "params": {"persistentResourceId": resource_id}, "body": body}
+        return {
+            "dry_run": True,
+            "method": "POST",
+            "url": client.url(f"{client.parent}/persistentResources"),
+            "params": {"persistentResourceId": resource_id},
+            "body": body,
+        }
     resource, adopted = client.create(body, resource_id, timeout=timeout)
-    return {"name": resource.get("name"), "state": resource.get("state"), "adopted": adopted,
-            "resource": resource}
+    return {
+        "name": resource.get("name"),
+        "state": resource.get("state"),
+        "adopted": adopted,
+        "resource": resource,
+    }
 
 
 def list_resources(project: str, region: str, *, settings: Settings | None = None) -> list[dict]:
@@ -107,8 +123,14 @@ def list_resources(project: str, region: str, *, settings: Settings | None = Non
     return ResourcesClient(project, region, settings=_settings(settings)).list()
 
 
-def delete_resource(resource: str, *, project: str | None = None, region: str | None = None,
-                    timeout: float | None = None, settings: Settings | None = None) -> bool:
+def delete_resource(
+    resource: str,
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    timeout: float | None = None,
+    settings: Settings | None = None,
+) -> bool:
     """Delete a persistent resource (an id with project and region, or its full name) and follow
     the operation.
 
@@ -130,9 +152,15 @@ def delete_resource(resource: str, *, project: str | None = None, region: str | 
     return ResourcesClient(project, region, settings=_settings(settings)).delete(resource, timeout=timeout)
 
 
-def web_access(job: "str | Job", replica: str = "workerpool0-0", *, project: str | None = None,
-               region: str | None = None, timeout: float | None = None,
-               settings: Settings | None = None) -> str:
+def web_access(
+    job: str | Job,
+    replica: str = "workerpool0-0",
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    timeout: float | None = None,
+    settings: Settings | None = None,
+) -> str:
     """Wait until the job is RUNNING and return the URI of `replica`'s interactive shell.
 
     Args:
@@ -151,23 +179,31 @@ def web_access(job: "str | Job", replica: str = "workerpool0-0", *, project: str
     from vertex_trainer.api.jobs import status
     from vertex_trainer.errors import JobFailed, UserError
 
-    found = job if not isinstance(job, str) else status(job, project=project, region=region,
-                                                         settings=_settings(settings))
+    found = (
+        job
+        if not isinstance(job, str)
+        else status(job, project=project, region=region, settings=_settings(settings))
+    )
     if not ((found.data.get("jobSpec") or {}).get("enableWebAccess")):
-        raise UserError(f"{found.name} was created without web access: no shell to open",
-                        hint="set enable_web_access: true in the spec and submit it again")
+        raise UserError(
+            f"{found.name} was created without web access: no shell to open",
+            hint="set enable_web_access: true in the spec and submit it again",
+        )
     deadline = None if timeout is None else time.monotonic() + timeout
     intervals = found.client.settings.poll.intervals()
     while found.state != "JOB_STATE_RUNNING" or not found.web_access_uris:
         if found.done:
-            raise JobFailed(f"{found.name} ended {found.state.removeprefix('JOB_STATE_')} before a "
-                            "shell could be opened")
+            raise JobFailed(
+                f"{found.name} ended {found.state.removeprefix('JOB_STATE_')} before a shell could be opened"
+            )
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"{found.name} is not RUNNING after {timeout:.0f}s ({found.state})")
         time.sleep(next(intervals))
         found.refresh()
     uris = found.web_access_uris
     if replica not in uris:
-        raise UserError(f"{found.name} has no replica {replica!r}",
-                        hint="replicas of this job: " + ", ".join(sorted(uris)))
+        raise UserError(
+            f"{found.name} has no replica {replica!r}",
+            hint="replicas of this job: " + ", ".join(sorted(uris)),
+        )
     return uris[replica]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
@@ -24,8 +25,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.deploy import Deployment
     from vertex_trainer.vertex.hptuning import TuningJob
 
-__all__ = ["load_spec", "submit", "deploy", "render_job", "package", "plan_artifact", "check",
-           "settings_from_env", "Job", "DryRun", "LocalJob", "SubmitOptions"]
+__all__ = [
+    "DryRun",
+    "Job",
+    "LocalJob",
+    "SubmitOptions",
+    "check",
+    "deploy",
+    "load_spec",
+    "package",
+    "plan_artifact",
+    "render_job",
+    "settings_from_env",
+    "submit",
+]
 
 Log = Callable[[str], None]
 
@@ -44,8 +57,15 @@ class Job(_VertexJob):
     settings from the environment when none are given, like every API entry point."""
 
     @classmethod
-    def get(cls, job: str, *, project: str | None = None, region: str | None = None,
-            settings: Settings | None = None, client: JobsClient | None = None) -> "Job":
+    def get(
+        cls,
+        job: str,
+        *,
+        project: str | None = None,
+        region: str | None = None,
+        settings: Settings | None = None,
+        client: JobsClient | None = None,
+    ) -> Job:
         """A CustomJob, fetched now.
 
         Args:
@@ -61,8 +81,8 @@ class Job(_VertexJob):
         settings = settings or (client.settings if client else settings_from_env())
         return super().get(job, project=project, region=region, settings=settings, client=client)
 
-    spec: "JobSpec | None"   # the spec submit() made it from (a constructor argument), or None
-    deployment: "Deployment | None" = None   # set by submit(deploy=True) once the model serves
+    spec: JobSpec | None  # the spec submit() made it from (a constructor argument), or None
+    deployment: Deployment | None = None  # set by submit(deploy=True) once the model serves
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object (with "deploy" after submit(deploy=True))."""
@@ -71,7 +91,7 @@ class Job(_VertexJob):
             out["deploy"] = self.deployment.to_dict()
         return out
 
-    def deploy(self, spec: "JobSpec | None" = None, **kwargs: Any) -> "Deployment":
+    def deploy(self, spec: JobSpec | None = None, **kwargs: Any) -> Deployment:
         """Register this job's model and serve it (see :func:`deploy`).
 
         Args:
@@ -90,9 +110,15 @@ class Job(_VertexJob):
         return deploy(spec, job=self.name, settings=self.client.settings, **kwargs)
 
 
-def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = None,
-              project: str | None = None, region: str | None = None, *,
-              settings: Settings | None = None) -> "JobSpec":
+def load_spec(
+    path,
+    set: Iterable[str] = (),
+    vars: Mapping[str, str] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    *,
+    settings: Settings | None = None,
+) -> JobSpec:
     """Load, template, override and validate a job spec (docs/contract.md section 1).
 
     A spec that runs the bundled trainer also has its trainer args checked by the trainer's own
@@ -116,15 +142,22 @@ def load_spec(path, set: Iterable[str] = (), vars: Mapping[str, str] | None = No
     from vertex_trainer import spec as _spec
 
     settings = settings or settings_from_env()
-    loaded = _spec.load_spec(path, sets=tuple(set), vars=dict(vars or {}), project=project,
-                             region=region, environ=settings.environ,
-                             default_project=settings.project, default_region=settings.region)
+    loaded = _spec.load_spec(
+        path,
+        sets=tuple(set),
+        vars=dict(vars or {}),
+        project=project,
+        region=region,
+        environ=settings.environ,
+        default_project=settings.project,
+        default_region=settings.region,
+    )
     if loaded.runs_bundled_trainer:
         _spec.check_trainer_flags(loaded)
     return loaded
 
 
-def check(spec: "JobSpec", *, local: bool = False) -> None:
+def check(spec: JobSpec, *, local: bool = False) -> None:
     """The checks made before anything is built, sent or run (exit 2 on failure).
 
     A cloud job must have a project and cloud paths; a local run always runs the bundled trainer,
@@ -148,7 +181,7 @@ def check(spec: "JobSpec", *, local: bool = False) -> None:
         _local_data(spec)
 
 
-def _local_data(spec: "JobSpec") -> None:
+def _local_data(spec: JobSpec) -> None:
     """A local run's local data must exist: a pattern that matches nothing is exit 2 now, not a
     replica's failure seconds later. (gs:// and /gcs/ paths are the trainer's to open.)"""
     import glob
@@ -161,13 +194,16 @@ def _local_data(spec: "JobSpec") -> None:
         for pattern in split_patterns(value or ""):
             if pattern.startswith(("gs://", "/gcs/")) or glob.glob(pattern):
                 continue
-            raise SpecError(f"trainer.{field}", f"no files match {pattern!r} on this machine",
-                            has_value=False,
-                            hint="make the data first, e.g. `vertex-trainer data synth DIR`, or fix "
-                                 "the path (relative paths are from the current directory)")
+            raise SpecError(
+                f"trainer.{field}",
+                f"no files match {pattern!r} on this machine",
+                has_value=False,
+                hint="make the data first, e.g. `vertex-trainer data synth DIR`, or fix "
+                "the path (relative paths are from the current directory)",
+            )
 
 
-def plan_artifact(spec: "JobSpec") -> Artifact:
+def plan_artifact(spec: JobSpec) -> Artifact:
     """The artifact a job runs, without any network call (the one planner behind render,
     --local and dry runs).
 
@@ -187,7 +223,7 @@ def plan_artifact(spec: "JobSpec") -> Artifact:
     return packaging.plan_artifact(spec)
 
 
-def render_job(spec: "JobSpec", idempotency_key: str | None = None) -> dict:
+def render_job(spec: JobSpec, idempotency_key: str | None = None) -> dict:
     """The CustomJob REST body `submit` would send (no network; docs/contract.md section 2).
 
     Args:
@@ -204,8 +240,14 @@ def render_job(spec: "JobSpec", idempotency_key: str | None = None) -> dict:
     return render.custom_job(spec, plan_artifact(spec), idempotency_key=idempotency_key)
 
 
-def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = False,
-            log: Log | None = None, settings: Settings | None = None) -> "PackageResult":
+def package(
+    spec: JobSpec,
+    *,
+    builder: str | None = None,
+    dry_run: bool = False,
+    log: Log | None = None,
+    settings: Settings | None = None,
+) -> PackageResult:
     """Build and push the image once per content hash, or stage the Python package
     (docs/contract.md section 4).
 
@@ -225,14 +267,16 @@ def package(spec: "JobSpec", *, builder: str | None = None, dry_run: bool = Fals
     if spec.image is None:
         from vertex_trainer.errors import SpecError
 
-        raise SpecError("image", "is required to package: the spec names no image", has_value=False,
-                        hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
-                             "bundled trainer")
+        raise SpecError(
+            "image",
+            "is required to package: the spec names no image",
+            has_value=False,
+            hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the bundled trainer",
+        )
     settings = settings or settings_from_env()
     if not dry_run:
         check_stand_ins(spec, settings, builder=builder)
-    return packaging.ensure_artifact(spec, settings=settings,
-                                     builder=builder, dry_run=dry_run, log=log)
+    return packaging.ensure_artifact(spec, settings=settings, builder=builder, dry_run=dry_run, log=log)
 
 
 @dataclass(frozen=True)
@@ -272,10 +316,19 @@ class SubmitOptions:
     max_cost: float | None = None
 
 
-def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
-           local: bool = False, dry_run: bool = False, deploy: bool = False,
-           options: SubmitOptions | None = None, settings: Settings | None = None,
-           log: Log | None = None, **option: Any) -> "Job | LocalJob | DryRun | TuningJob":
+def submit(
+    spec: JobSpec,
+    wait: bool = False,
+    idempotency_key: str | None = None,
+    *,
+    local: bool = False,
+    dry_run: bool = False,
+    deploy: bool = False,
+    options: SubmitOptions | None = None,
+    settings: Settings | None = None,
+    log: Log | None = None,
+    **option: Any,
+) -> Job | LocalJob | DryRun | TuningJob:
     """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
 
     The one path (docs/contract.md section 2): pre-submit checks -> artifact (planned, or built
@@ -318,34 +371,58 @@ def submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = No
         from vertex_trainer.workflows.cost import enforce_budget
 
         enforce_budget(spec, max_cost=opts.max_cost)
-    skipped = {} if local else _preflight(spec, settings=settings, log=log, dry_run=dry_run,
-                                          quota=opts.quota_check)
-    artifact, image, plan = _artifact(spec, dry_run=dry_run, local=local, builder=opts.builder,
-                                      log=log, settings=settings)
+    skipped = (
+        {} if local else _preflight(spec, settings=settings, log=log, dry_run=dry_run, quota=opts.quota_check)
+    )
+    artifact, image, plan = _artifact(
+        spec, dry_run=dry_run, local=local, builder=opts.builder, log=log, settings=settings
+    )
     from vertex_trainer import render
 
     body = render.custom_job(spec, artifact=artifact, idempotency_key=key)
     if spec.tune is not None:  # a HyperparameterTuningJob whose trials run `body`
         from vertex_trainer.workflows import tuning
 
-        return tuning.submit(spec, body, key=key, image=image, package=_package_step(plan),
-                             wait=wait, local=local, dry_run=dry_run, timeout=opts.timeout,
-                             on_state=opts.on_state, log=log, console=opts.console, settings=settings)
+        return tuning.submit(
+            spec,
+            body,
+            key=key,
+            image=image,
+            package=_package_step(plan),
+            wait=wait,
+            local=local,
+            dry_run=dry_run,
+            timeout=opts.timeout,
+            on_state=opts.on_state,
+            log=log,
+            console=opts.console,
+            settings=settings,
+        )
     if local:
-        return _run_here(spec, body, image, key, dry_run=dry_run, wait=wait, opts=opts,
-                         settings=settings)
+        return _run_here(spec, body, image, key, dry_run=dry_run, wait=wait, opts=opts, settings=settings)
 
     client = opts.client or JobsClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
         deploying = _deploy(spec, job="JOB", dry_run=True, settings=settings) if deploy else None
         from vertex_trainer.workflows import fallback
 
-        attempts = (fallback.plan_requests(fallback.region_clients(client), spec, artifact, key)
-                    if spec.scheduling.fallback else None)
-        return DryRun(body, client.requests_for(body, key), image, key, package=_package_step(plan),
-                      deploy=deploying, attempts=attempts)
-    job = _create(client, spec, artifact, body, key, image=image, wait=wait, opts=opts, log=log,
-                  skipped=skipped)
+        attempts = (
+            fallback.plan_requests(fallback.region_clients(client), spec, artifact, key)
+            if spec.scheduling.fallback
+            else None
+        )
+        return DryRun(
+            body,
+            client.requests_for(body, key),
+            image,
+            key,
+            package=_package_step(plan),
+            deploy=deploying,
+            attempts=attempts,
+        )
+    job = _create(
+        client, spec, artifact, body, key, image=image, wait=wait, opts=opts, log=log, skipped=skipped
+    )
     if deploy and job.succeeded:
         job.deployment = _deploy(spec, job=job.name, log=log, settings=settings)
     return job
@@ -360,28 +437,33 @@ def _options(options: SubmitOptions | None, option: Mapping[str, Any]) -> Submit
     known = {f.name for f in dataclasses.fields(SubmitOptions)}
     unknown = sorted(set(option) - known)
     if unknown:
-        raise TypeError(f"submit() got unexpected keyword argument(s) {', '.join(unknown)} "
-                        f"(SubmitOptions fields: {', '.join(sorted(known))})")
+        raise TypeError(
+            f"submit() got unexpected keyword argument(s) {', '.join(unknown)} "
+            f"(SubmitOptions fields: {', '.join(sorted(known))})"
+        )
     return dataclasses.replace(options, **option) if option else options
 
 
-def _check_deploy(spec: "JobSpec", *, deploy: bool, local: bool) -> None:
+def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
     """`deploy=True` needs a CustomJob on Vertex AI (exit 2 otherwise, nothing sent)."""
     if not deploy:
         return
     from vertex_trainer.errors import UserError
 
     if local:
-        raise UserError("--deploy needs a Vertex AI job; a local run's model is served here",
-                        hint="vertex-trainer serve <output_dir>/model, after submit --local")
+        raise UserError(
+            "--deploy needs a Vertex AI job; a local run's model is served here",
+            hint="vertex-trainer serve <output_dir>/model, after submit --local",
+        )
     if spec.tune is not None:
-        raise UserError("--deploy serves one job's model; a tuning job has a model per trial",
-                        hint="deploy the best trial's: vertex-trainer deploy SPEC --model-dir "
-                             "<the best trial's output_dir>/model (vertex-trainer trials JOB)")
+        raise UserError(
+            "--deploy serves one job's model; a tuning job has a model per trial",
+            hint="deploy the best trial's: vertex-trainer deploy SPEC --model-dir "
+            "<the best trial's output_dir>/model (vertex-trainer trials JOB)",
+        )
 
 
-def _preflight(spec: "JobSpec", *, settings: Settings, log: Log, dry_run: bool,
-               quota: bool) -> dict[int, str]:
+def _preflight(spec: JobSpec, *, settings: Settings, log: Log, dry_run: bool, quota: bool) -> dict[int, str]:
     """A cloud submit's look before it builds or sends: the registry's region (a warning), the
     buckets (missing: exit 2), each attempt's region, quota and persistent resource (docs/contract.md
     sections 8 and 11). Returns the attempts to skip (attempt n -> why)."""
@@ -395,35 +477,65 @@ def _preflight(spec: "JobSpec", *, settings: Settings, log: Log, dry_run: bool,
         log(far)
     if not dry_run:  # (the stand-ins a build needs are checked by package())
         preflight.check_buckets(spec, settings=settings, log=log)
-    return capacity.before_submit(spec, settings=settings, log=log, quota=quota and not dry_run,
-                                  remote=not dry_run)
+    return capacity.before_submit(
+        spec, settings=settings, log=log, quota=quota and not dry_run, remote=not dry_run
+    )
 
 
-def _run_here(spec: "JobSpec", body: dict, image: str, key: str, *, dry_run: bool, wait: bool,
-              opts: SubmitOptions, settings: Settings) -> "LocalJob | DryRun":
+def _run_here(
+    spec: JobSpec,
+    body: dict,
+    image: str,
+    key: str,
+    *,
+    dry_run: bool,
+    wait: bool,
+    opts: SubmitOptions,
+    settings: Settings,
+) -> LocalJob | DryRun:
     """submit(local=True): the rendered job run on this machine (or, dry, described)."""
     if dry_run:
         return DryRun(body, [{"local": True, "body": body}], image, key, local=True)
     from vertex_trainer.local import run_local
 
-    result = run_local(body, spec, settings=settings, wait=wait, console=opts.console,
-                       summary=opts.summary)
+    result = run_local(body, spec, settings=settings, wait=wait, console=opts.console, summary=opts.summary)
     return LocalJob(result, body, image, key)
 
 
-def _create(client: JobsClient, spec: "JobSpec", artifact: Artifact, body: dict, key: str, *,
-            image: str, wait: bool, opts: SubmitOptions, log: Log,
-            skipped: Mapping[int, str] | None = None) -> Job:
+def _create(
+    client: JobsClient,
+    spec: JobSpec,
+    artifact: Artifact,
+    body: dict,
+    key: str,
+    *,
+    image: str,
+    wait: bool,
+    opts: SubmitOptions,
+    log: Log,
+    skipped: Mapping[int, str] | None = None,
+) -> Job:
     """Create the job once per key (each strategy of a fallback plan in turn) and, with `wait`,
     follow it: `opts.follow` when given (the caller judges the end), else Job.wait."""
     if spec.scheduling.fallback:  # capacity fallback (docs/contract.md section 8)
         from vertex_trainer.workflows import fallback
 
         # Each attempt in its own region: a client per region (docs/contract.md section 11).
-        return fallback.submit(fallback.region_clients(client), spec, artifact, key, image=image,
-                               job_type=Job, wait=wait, timeout=opts.timeout, follow=opts.follow,
-                               on_state=opts.on_state, log=log, check=opts.follow is None,
-                               skipped=skipped)
+        return fallback.submit(
+            fallback.region_clients(client),
+            spec,
+            artifact,
+            key,
+            image=image,
+            job_type=Job,
+            wait=wait,
+            timeout=opts.timeout,
+            follow=opts.follow,
+            on_state=opts.on_state,
+            log=log,
+            check=opts.follow is None,
+            skipped=skipped,
+        )
     data, adopted = create_idempotent(client, body, key)
     job = Job(data, client, image=image, idempotency_key=key, adopted=adopted, spec=spec)
     if wait and opts.follow is not None:
@@ -433,8 +545,9 @@ def _create(client: JobsClient, spec: "JobSpec", artifact: Artifact, body: dict,
     return job
 
 
-def _artifact(spec: "JobSpec", *, dry_run: bool, local: bool, builder: str | None, log: Log,
-              settings: Settings) -> tuple[Artifact, str, Any]:
+def _artifact(
+    spec: JobSpec, *, dry_run: bool, local: bool, builder: str | None, log: Log, settings: Settings
+) -> tuple[Artifact, str, Any]:
     """(artifact, image, build plan or None) for the spec.
 
     A plain image uri needs no packaging; a local run only needs the tag (the installed trainer
@@ -451,17 +564,30 @@ def _package_step(plan) -> dict | None:
     """What packaging a dry run skipped: the build (or upload) submit does first, if needed."""
     if plan is None:
         return None
-    return {"kind": plan.kind, "target": plan.target, "builder": plan.builder,
-            "context_hash": plan.context_hash, "files": len(plan.entries), "bytes": plan.size}
+    return {
+        "kind": plan.kind,
+        "target": plan.target,
+        "builder": plan.builder,
+        "context_hash": plan.context_hash,
+        "files": len(plan.entries),
+        "bytes": plan.size,
+    }
 
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = None,
-           dry_run: bool = False, timeout: float | None = None, log: Log | None = None,
-           settings: Settings | None = None) -> "Deployment | dict":
+def deploy(
+    spec: JobSpec,
+    *,
+    job: str | None = None,
+    model_dir: str | None = None,
+    dry_run: bool = False,
+    timeout: float | None = None,
+    log: Log | None = None,
+    settings: Settings | None = None,
+) -> Deployment | dict:
     """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
     the spec's endpoint, at most once per job (docs/contract.md section 5).
 
@@ -478,15 +604,17 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
         the Deployment (model, version, endpoint, traffic split, adopted), or with ``dry_run``
         a dict ``{"requests": [...]}``.
     """
-    from vertex_trainer.workflows import deployment
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
     from vertex_trainer.vertex.deploy import deploy as run_deploy
     from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.workflows import deployment
 
     if (job is None) == (model_dir is None):
-        raise UserError("deploy needs exactly one of --job JOB or --model-dir gs://...",
-                        hint="--job: a job that SUCCEEDED; --model-dir: a SavedModel in Cloud Storage")
+        raise UserError(
+            "deploy needs exactly one of --job JOB or --model-dir gs://...",
+            hint="--job: a job that SUCCEEDED; --model-dir: a SavedModel in Cloud Storage",
+        )
     settings = settings or settings_from_env()
     log = log or _stderr
     if not spec.project:
@@ -505,8 +633,9 @@ def deploy(spec: "JobSpec", *, job: str | None = None, model_dir: str | None = N
     if dry_run:
         return deployment.dry_run(client, request)
     deployment.check_model_dir(settings, artifact, log=log)
-    return run_deploy(client, request, poll=settings.poll,
-                      timeout=timeout or deployment.deploy_block(spec).timeout, log=log)
+    return run_deploy(
+        client, request, poll=settings.poll, timeout=timeout or deployment.deploy_block(spec).timeout, log=log
+    )
 
 
 _deploy = deploy  # (submit's `deploy` argument hides the function inside submit)

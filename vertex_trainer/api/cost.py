@@ -1,9 +1,9 @@
 """The API of `vertex-trainer cost` and `dev refresh-prices` (docs/contract.md section 12).
 
-    from vertex_trainer import api
-    spec = api.load_spec("job_specs/resnet50-h100x8-flex.yaml")
-    api.cost(spec, throughput=24000).to_json()      # hourly, worst case, expected per attempt
-    api.cost(spec, compare=True).recommendation     # flex-start, spot, standard or a reservation
+from vertex_trainer import api
+spec = api.load_spec("job_specs/resnet50-h100x8-flex.yaml")
+api.cost(spec, throughput=24000).to_json()      # hourly, worst case, expected per attempt
+api.cost(spec, compare=True).recommendation     # flex-start, spot, standard or a reservation
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.workflows.cost import Estimate
     from vertex_trainer.workflows.cost_compare import Comparison
 
-__all__ = ["cost", "prices", "refresh_prices", "job_cost"]
+__all__ = ["cost", "job_cost", "prices", "refresh_prices"]
 
 
-def prices(*, live: bool = False, settings: Settings | None = None) -> "PriceBook":
+def prices(*, live: bool = False, settings: Settings | None = None) -> PriceBook:
     """The prices: the snapshot shipped in the package, or (`live`) read now from the Cloud
     Billing Catalog API at the settings' endpoint.
 
@@ -44,6 +44,7 @@ def prices(*, live: bool = False, settings: Settings | None = None) -> "PriceBoo
 
 def _reader(settings: Settings):
     """Reads a JSON file by local path or gs:// URI (the dataset's manifest.json)."""
+
     def read(path: str) -> dict | None:
         if path.startswith("gs://"):
             from vertex_trainer.gcp.storage import read_json
@@ -57,10 +58,18 @@ def _reader(settings: Settings):
     return read
 
 
-def cost(spec: "JobSpec", *, throughput: float | None = None, bench: str | dict | None = None,
-         live: bool = False, compare: bool = False, can_wait: bool = True,
-         checkpoints: bool | None = None, read_manifest: bool = True,
-         settings: Settings | None = None) -> "Estimate | Comparison":
+def cost(
+    spec: JobSpec,
+    *,
+    throughput: float | None = None,
+    bench: str | dict | None = None,
+    live: bool = False,
+    compare: bool = False,
+    can_wait: bool = True,
+    checkpoints: bool | None = None,
+    read_manifest: bool = True,
+    settings: Settings | None = None,
+) -> Estimate | Comparison:
     """What the spec's plan costs (docs/contract.md section 12), before anything is sent.
 
     Args:
@@ -89,11 +98,12 @@ def cost(spec: "JobSpec", *, throughput: float | None = None, bench: str | dict 
         return est
     from vertex_trainer.workflows import cost_compare
 
-    return cost_compare.compare(spec, book, est, can_wait=can_wait, checkpoints=checkpoints,
-                                quota=_quota_reader(spec, settings))
+    return cost_compare.compare(
+        spec, book, est, can_wait=can_wait, checkpoints=checkpoints, quota=_quota_reader(spec, settings)
+    )
 
 
-def _quota_reader(spec: "JobSpec", settings: Settings):
+def _quota_reader(spec: JobSpec, settings: Settings):
     """(accelerator, strategy, region) -> the quota limit, when the Cloud Quotas API answers; else
     None (quota is shown where readable, never required)."""
     if not (spec.project and settings.quotas_endpoint):
@@ -153,6 +163,11 @@ def refresh_prices(path: str | None = None, *, settings: Settings | None = None)
         f.write(json.dumps(dict(book.data), indent=1) + "\n")
     os.replace(tmp, target)
     data = book.data
-    return {"path": str(target), "as_of": data["as_of"], "skus_read": data["skus_read"],
-            "skus_used": data["skus_used"], "families": len(data["families"]),
-            "accelerators": len(data["accelerators"])}
+    return {
+        "path": str(target),
+        "as_of": data["as_of"],
+        "skus_read": data["skus_read"],
+        "skus_used": data["skus_used"],
+        "families": len(data["families"]),
+        "accelerators": len(data["accelerators"]),
+    }

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import (
-    DryRun, Log, _artifact, _package_step, _stderr, check, load_spec, plan_artifact,
-    settings_from_env, submit,
+    DryRun,
+    Log,
+    _artifact,
+    _package_step,
+    _stderr,
+    check,
+    load_spec,
+    plan_artifact,
+    settings_from_env,
+    submit,
 )
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import check_key, new_key
@@ -15,12 +24,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.pipelines import PipelineRun
 
-__all__ = ["compile_pipeline", "pipeline_submit", "pipeline_status", "trigger_render", "trigger_deploy",
-           "on_object_finalized"]
+__all__ = [
+    "compile_pipeline",
+    "on_object_finalized",
+    "pipeline_status",
+    "pipeline_submit",
+    "trigger_deploy",
+    "trigger_render",
+]
 
 
-def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, resolve: bool = False,
-                     settings: Settings | None = None, log: Log | None = None) -> dict:
+def compile_pipeline(
+    spec: JobSpec,
+    *,
+    idempotency_key: str | None = None,
+    resolve: bool = False,
+    settings: Settings | None = None,
+    log: Log | None = None,
+) -> dict:
     """The Vertex AI Pipelines pipeline (compiled KFP IR) of `spec` (docs/contract.md section 6):
     the rendered CustomJob as its training step, then upload and deploy when the spec has
     `deploy:`.
@@ -41,21 +62,30 @@ def compile_pipeline(spec: "JobSpec", *, idempotency_key: str | None = None, res
 
     check(spec)
     key = check_key(idempotency_key) if idempotency_key is not None else None
-    return pipeline_ir(spec, plan_artifact(spec), key,
-                       registry=_registry(spec, settings, log) if resolve else None)
+    return pipeline_ir(
+        spec, plan_artifact(spec), key, registry=_registry(spec, settings, log) if resolve else None
+    )
 
 
-def _registry(spec: "JobSpec", settings: Settings | None, log: Log | None):
+def _registry(spec: JobSpec, settings: Settings | None, log: Log | None):
     from vertex_trainer.vertex.models import RegistryClient
 
     return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
 
 
-def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | None = None, *,
-                    dry_run: bool = False, pipeline_root: str | None = None,
-                    timeout: float | None = None, on_state: Callable[[Any], None] | None = None,
-                    builder: str | None = None, log: Log | None = None,
-                    settings: Settings | None = None) -> "PipelineRun | DryRun":
+def pipeline_submit(
+    spec: JobSpec,
+    wait: bool = False,
+    idempotency_key: str | None = None,
+    *,
+    dry_run: bool = False,
+    pipeline_root: str | None = None,
+    timeout: float | None = None,
+    on_state: Callable[[Any], None] | None = None,
+    builder: str | None = None,
+    log: Log | None = None,
+    settings: Settings | None = None,
+) -> PipelineRun | DryRun:
     """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
     once per idempotency key (docs/contract.md section 6): its pipelineJobId is derived from the
     key, and a run that exists is adopted before anything is built or compiled.
@@ -78,7 +108,10 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
     """
     from vertex_trainer import pipeline
     from vertex_trainer.vertex.pipelines import (
-        PipelineRun, PipelinesClient, create_idempotent, pipeline_job_id,
+        PipelineRun,
+        PipelinesClient,
+        create_idempotent,
+        pipeline_job_id,
     )
 
     settings = settings or settings_from_env()
@@ -90,16 +123,23 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
     made: dict = {}
 
     def body() -> dict:  # called only when no run has the id yet
-        artifact, made["image"], made["plan"] = _artifact(spec, dry_run=dry_run, local=False,
-                                                          builder=builder, log=log, settings=settings)
+        artifact, made["image"], made["plan"] = _artifact(
+            spec, dry_run=dry_run, local=False, builder=builder, log=log, settings=settings
+        )
         registry = None if dry_run else _registry(spec, settings, log)
-        return pipeline.pipeline_body(spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry),
-                                      key, root)
+        return pipeline.pipeline_body(
+            spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry), key, root
+        )
 
     if dry_run:
         request = body()
-        return DryRun(request, client.requests_for(request, pipeline_job_id(key)), made["image"], key,
-                      package=_package_step(made["plan"]))
+        return DryRun(
+            request,
+            client.requests_for(request, pipeline_job_id(key)),
+            made["image"],
+            key,
+            package=_package_step(made["plan"]),
+        )
     from vertex_trainer.workflows.preflight import check_buckets
 
     check_buckets(spec, settings=settings, log=log)
@@ -110,8 +150,9 @@ def pipeline_submit(spec: "JobSpec", wait: bool = False, idempotency_key: str | 
     return run
 
 
-def pipeline_status(run: str, *, project: str | None = None, region: str | None = None,
-                    settings: Settings | None = None) -> "PipelineRun":
+def pipeline_status(
+    run: str, *, project: str | None = None, region: str | None = None, settings: Settings | None = None
+) -> PipelineRun:
     """A pipeline run, fetched now.
 
     Args:
@@ -129,8 +170,15 @@ def pipeline_status(run: str, *, project: str | None = None, region: str | None 
     return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
 
 
-def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None = None,
-                   log: Log | None = None, **options: Any) -> dict:
+def trigger_render(
+    spec_path,
+    out_dir,
+    *,
+    bucket: str,
+    settings: Settings | None = None,
+    log: Log | None = None,
+    **options: Any,
+) -> dict:
     """Write the deployable Cloud Run function for `spec_path` to `out_dir` (docs/contract.md
     section 6; see trigger/bundle.py). Opens no connection.
 
@@ -148,12 +196,25 @@ def trigger_render(spec_path, out_dir, *, bucket: str, settings: Settings | None
     """
     from vertex_trainer.trigger import function
 
-    return function.render(spec_path, out_dir, bucket=bucket, settings=settings or settings_from_env(),
-                           log=log or _stderr, **options)
+    return function.render(
+        spec_path,
+        out_dir,
+        bucket=bucket,
+        settings=settings or settings_from_env(),
+        log=log or _stderr,
+        **options,
+    )
 
 
-def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: Settings | None = None,
-                   log: Log | None = None, **options: Any) -> dict:
+def trigger_deploy(
+    spec_path,
+    *,
+    bucket: str,
+    dry_run: bool = False,
+    settings: Settings | None = None,
+    log: Log | None = None,
+    **options: Any,
+) -> dict:
     """Render the function, build its pinned image if missing, and run the gcloud commands that
     deploy it with its Eventarc trigger and IAM (docs/contract.md section 6).
 
@@ -171,12 +232,19 @@ def trigger_deploy(spec_path, *, bucket: str, dry_run: bool = False, settings: S
     """
     from vertex_trainer.trigger import function
 
-    return function.deploy(spec_path, bucket=bucket, dry_run=dry_run,
-                           settings=settings or settings_from_env(), log=log or _stderr, **options)
+    return function.deploy(
+        spec_path,
+        bucket=bucket,
+        dry_run=dry_run,
+        settings=settings or settings_from_env(),
+        log=log or _stderr,
+        **options,
+    )
 
 
-def on_object_finalized(event: Any, function_dir, *, settings: Settings | None = None,
-                        emit: Callable[[dict], None] | None = None) -> dict:
+def on_object_finalized(
+    event: Any, function_dir, *, settings: Settings | None = None, emit: Callable[[dict], None] | None = None
+) -> dict:
     """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object
     asks for, at most once per (bucket, object, generation); acknowledge every other object. An
     invalid event or spec is permanent: logged, acknowledged. Anything else raises: the function
@@ -202,8 +270,9 @@ def on_object_finalized(event: Any, function_dir, *, settings: Settings | None =
     if decision is None:
         return log.last
     try:
-        spec = load_spec(Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision),
-                         settings=settings)
+        spec = load_spec(
+            Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision), settings=settings
+        )
         start = pipeline_submit if spec.deploy is not None else submit
         run = runs.keep_oldest(start(spec, idempotency_key=decision.key, settings=settings, log=_stderr))
     except UserError as exc:  # the same event would fail the same way: acknowledge it

@@ -3,7 +3,8 @@ list a project's jobs, read a job's log."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import Job, Log, settings_from_env
 from vertex_trainer.contract import SPEC_LABEL
@@ -13,11 +14,17 @@ from vertex_trainer.vertex.jobs import JobsClient
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.hptuning import TuningJob
 
-__all__ = ["status", "tuning_job", "cancel", "list_jobs", "logs"]
+__all__ = ["cancel", "list_jobs", "logs", "status", "tuning_job"]
 
 
-def status(job: str, *, project: str | None = None, region: str | None = None,
-           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
+def status(
+    job: str,
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    client: JobsClient | None = None,
+    settings: Settings | None = None,
+) -> Job:
     """A CustomJob, freshly fetched.
 
     Args:
@@ -31,12 +38,18 @@ def status(job: str, *, project: str | None = None, region: str | None = None,
     Returns:
         the Job (state, error, console_url; refresh, wait, cancel).
     """
-    return Job.get(job, project=project, region=region, client=client,
-                   settings=settings or (client.settings if client else settings_from_env()))
+    return Job.get(
+        job,
+        project=project,
+        region=region,
+        client=client,
+        settings=settings or (client.settings if client else settings_from_env()),
+    )
 
 
-def tuning_job(job: str, *, project: str | None = None, region: str | None = None,
-               settings: Settings | None = None) -> "TuningJob":
+def tuning_job(
+    job: str, *, project: str | None = None, region: str | None = None, settings: Settings | None = None
+) -> TuningJob:
     """A hyperparameter tuning job, freshly fetched (docs/contract.md section 10).
 
     Args:
@@ -51,12 +64,17 @@ def tuning_job(job: str, *, project: str | None = None, region: str | None = Non
     """
     from vertex_trainer.vertex.hptuning import TuningJob
 
-    return TuningJob.get(job, project=project, region=region,
-                         settings=settings or settings_from_env())
+    return TuningJob.get(job, project=project, region=region, settings=settings or settings_from_env())
 
 
-def cancel(job: str, *, project: str | None = None, region: str | None = None,
-           client: JobsClient | None = None, settings: Settings | None = None) -> Job:
+def cancel(
+    job: str,
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    client: JobsClient | None = None,
+    settings: Settings | None = None,
+) -> Job:
     """Request a job's cancellation (nothing is sent for a job that already ended).
 
     Args:
@@ -72,9 +90,16 @@ def cancel(job: str, *, project: str | None = None, region: str | None = None,
     return status(job, project=project, region=region, client=client, settings=settings).cancel()
 
 
-def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = None,
-              all_jobs: bool = False, limit: int | None = 50, client: JobsClient | None = None,
-              settings: Settings | None = None) -> list[Job]:
+def list_jobs(
+    project: str,
+    region: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    all_jobs: bool = False,
+    limit: int | None = 50,
+    client: JobsClient | None = None,
+    settings: Settings | None = None,
+) -> list[Job]:
     """The CustomJobs of a project and region, newest first.
 
     Args:
@@ -97,9 +122,18 @@ def list_jobs(project: str, region: str, *, labels: Mapping[str, str] | None = N
     return [Job(data, client) for data in found]
 
 
-def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica: str | None = None,
-         since: str | None = None, project: str | None = None, region: str | None = None,
-         settings: Settings | None = None, log: Log | None = None) -> Iterable[Any]:
+def logs(
+    job: str | Job,
+    *,
+    follow: bool = False,
+    lines: bool = True,
+    replica: str | None = None,
+    since: str | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    settings: Settings | None = None,
+    log: Log | None = None,
+) -> Iterable[Any]:
     """A job's log in time order, each entry once (docs/contract.md section 7; see
     vertex_trainer.vertex.logs).
 
@@ -125,13 +159,14 @@ def logs(job: "str | Job", *, follow: bool = False, lines: bool = True, replica:
     settings = settings or settings_from_env()
     start = parse_since(since)
     if isinstance(job, str) and (record := runlog.find_run(job)):
-        return runlog.entries(record, follow=follow, replica=replica, since_ns=start,
-                              interval=min(0.5, settings.poll.initial))
+        return runlog.entries(
+            record, follow=follow, replica=replica, since_ns=start, interval=min(0.5, settings.poll.initial)
+        )
     if follow:
-        found = job if isinstance(job, Job) else status(job, project=project, region=region,
-                                                        settings=settings)
+        found = (
+            job if isinstance(job, Job) else status(job, project=project, region=region, settings=settings)
+        )
         client = LogsClient(found.client.project, settings=settings, log=log)
         return client.follow(found, lines=lines, replica=replica, since=start)
     project, job_id = job_of(job.name if isinstance(job, Job) else job, project)
-    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica,
-                                                                  since=start)
+    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica, since=start)

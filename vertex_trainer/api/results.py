@@ -21,14 +21,25 @@ class DryRun:
     idempotency_key: str
     local: bool = False
     package: dict | None = None  # the build or upload submit would do first (when the spec builds)
-    deploy: dict | None = None   # submit(deploy=True): the requests the deploy would send after
-    attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
+    deploy: dict | None = None  # submit(deploy=True): the requests the deploy would send after
+    attempts: list[dict] | None = (
+        None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
+    )
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
-        out = {"name": None, "state": None, "console_url": None, "image": self.image,
-               "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
-               "local": self.local, "package": self.package, "requests": self.requests}
+        out = {
+            "name": None,
+            "state": None,
+            "console_url": None,
+            "image": self.image,
+            "idempotency_key": self.idempotency_key,
+            "adopted": False,
+            "dry_run": True,
+            "local": self.local,
+            "package": self.package,
+            "requests": self.requests,
+        }
         if self.deploy is not None:
             out["deploy"] = self.deploy
         if self.attempts is not None:
@@ -37,8 +48,10 @@ class DryRun:
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
         steps = ", ".join(r.get("method", "local") for r in self.requests)
-        return (f"DryRun(local={self.local}, image={self.image!r}, requests=[{steps}], "
-                f"idempotency_key={self.idempotency_key!r})")
+        return (
+            f"DryRun(local={self.local}, image={self.image!r}, requests=[{steps}], "
+            f"idempotency_key={self.idempotency_key!r})"
+        )
 
 
 @dataclass
@@ -86,9 +99,16 @@ class LocalJob(JobState):
         return text
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "state": self.state, "console_url": None, "image": self.image,
-                "idempotency_key": self.idempotency_key, "adopted": False,
-                "output_dir": _str_or_none(self.result.output_dir), "metrics": self.result.metrics}
+        return {
+            "name": self.name,
+            "state": self.state,
+            "console_url": None,
+            "image": self.image,
+            "idempotency_key": self.idempotency_key,
+            "adopted": False,
+            "output_dir": _str_or_none(self.result.output_dir),
+            "metrics": self.result.metrics,
+        }
 
     def __repr__(self) -> str:
         return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"

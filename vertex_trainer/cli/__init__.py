@@ -50,8 +50,9 @@ _MODULE_OF = {command: module for module, commands in COMMANDS.items() for comma
 # lives long). Every other command gets the collector back as soon as it is looked up.
 QUICK = frozenset({"spec_cmds"})
 _GC_PAUSED: list[bool] = []  # [True] while gc_paused() holds the collector off
-HELP = ("From a YAML spec to a Vertex AI CustomJob (GPU/TPU, Spot, Flex Start), and the same job "
-        "on this machine.")
+HELP = (
+    "From a YAML spec to a Vertex AI CustomJob (GPU/TPU, Spot, Flex Start), and the same job on this machine."
+)
 
 
 def command_module(module: str) -> typer.Typer:
@@ -97,11 +98,13 @@ class LazyGroup(typer.core.TyperGroup):
             atexit.register(gc.freeze)
         info = _infos(module)[cmd_name]
         if isinstance(info, typer.models.TyperInfo):
-            command = typer.main.get_group_from_info(info, pretty_exceptions_short=True,
-                                                     suggest_commands=True, rich_markup_mode=None)
+            command = typer.main.get_group_from_info(
+                info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
+            )
         else:
-            command = typer.main.get_command_from_info(info, pretty_exceptions_short=True,
-                                                       rich_markup_mode=None)
+            command = typer.main.get_command_from_info(
+                info, pretty_exceptions_short=True, rich_markup_mode=None
+            )
         self.commands[cmd_name] = command
         return command
 
@@ -150,7 +153,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,   # plain help: formatting it with rich costs more than the rest of --help
+    rich_markup_mode=None,  # plain help: formatting it with rich costs more than the rest of --help
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -227,4 +230,4 @@ def _print_error(e: VertexTrainerError) -> None:
     print(text, file=sys.stderr)
 
 
-__all__ = ["app", "main", "COMMANDS", "QUICK", "gc_paused"]
+__all__ = ["COMMANDS", "QUICK", "app", "gc_paused", "main"]

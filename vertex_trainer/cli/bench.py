@@ -2,42 +2,71 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, err_console,
-    load, settings, stderr_line,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    err_console,
+    load,
+    settings,
+    stderr_line,
 )
 
 
-def bench(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-          region: RegionOpt = None,
-          local: Annotated[bool, typer.Option("--local", help="run both jobs on this machine")] = False,
-          steps: Annotated[int, typer.Option("--steps", min=4, help="training steps per run (one epoch, "
-                                             "no evaluation)")] = 400,
-          output: OutputOpt = OutputFormat.text,
-          dry_run: Annotated[bool, typer.Option("--dry-run", help="print the two jobs' exact requests; "
-                                                "send, build and run nothing")] = False,
-          idempotency_key: Annotated[Optional[str], typer.Option(
-              "--idempotency-key", metavar="KEY",
-              help="reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
-                   "adopted, never created twice. Default: random")] = None) -> None:
+def bench(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    local: Annotated[bool, typer.Option("--local", help="run both jobs on this machine")] = False,
+    steps: Annotated[
+        int, typer.Option("--steps", min=4, help="training steps per run (one epoch, no evaluation)")
+    ] = 400,
+    output: OutputOpt = OutputFormat.text,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="print the two jobs' exact requests; send, build and run nothing"),
+    ] = False,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key",
+            metavar="KEY",
+            help="reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
+            "adopted, never created twice. Default: random",
+        ),
+    ] = None,
+) -> None:
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
     input wait, input- or compute-bound, and the published reference for known hardware."""
     from vertex_trainer import api
-    from vertex_trainer.workflows import benchmark
     from vertex_trainer.vertex.names import check_key
+    from vertex_trainer.workflows import benchmark
 
     if idempotency_key is not None:
         check_key(idempotency_key)
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.bench(job_spec, local=local, steps=steps, idempotency_key=idempotency_key,
-                       log=stderr_line, settings=cfg, dry_run=dry_run,
-                       console=None if output is OutputFormat.json else err_console())
+    result = api.bench(
+        job_spec,
+        local=local,
+        steps=steps,
+        idempotency_key=idempotency_key,
+        log=stderr_line,
+        settings=cfg,
+        dry_run=dry_run,
+        console=None if output is OutputFormat.json else err_console(),
+    )
     if output is OutputFormat.json:
         emit_json(result)
     elif dry_run:
@@ -51,8 +80,10 @@ def _dry_run_text(result: dict) -> str:
     import json
 
     where = "this machine (submit --local)" if result["local"] else "Vertex AI"
-    lines = [f"# dry run: nothing was sent, built or run. bench would run two jobs of "
-             f"{result['steps']} steps ({result['steps_per_execution']} per execution) on {where}:"]
+    lines = [
+        f"# dry run: nothing was sent, built or run. bench would run two jobs of "
+        f"{result['steps']} steps ({result['steps_per_execution']} per execution) on {where}:"
+    ]
     lines += [f"# note: {n}" for n in result["notes"]]
     for kind, run in result["runs"].items():
         lines.append(f"# {kind} data:" + (f" image {run['image']}" if run.get("image") else ""))
@@ -63,8 +94,10 @@ def _dry_run_text(result: dict) -> str:
                 lines.append(f"{request['method']} {request['url']}")
                 lines.append(json.dumps(request["body"], indent=2))
     if result["idempotency_key"]:
-        lines.append(f"# key {result['idempotency_key']} (the jobs' keys: "
-                     f"{result['idempotency_key']}-bench-syn, -bench-real)")
+        lines.append(
+            f"# key {result['idempotency_key']} (the jobs' keys: "
+            f"{result['idempotency_key']}-bench-syn, -bench-real)"
+        )
     return "\n".join(lines)
 
 

@@ -12,27 +12,44 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 
 SpecPath = Annotated[Path, typer.Argument(help="the job spec (YAML)", show_default=False)]
-SetOpt = Annotated[Optional[List[str]], typer.Option(
-    "--set", metavar="KEY=VALUE", help="override a spec field, e.g. --set trainer.batch_size=4096",
-    show_default=False)]
-VarOpt = Annotated[Optional[List[str]], typer.Option(
-    "--var", metavar="KEY=VALUE", help="a template variable for {{ KEY }} in the spec", show_default=False)]
-ProjectOpt = Annotated[Optional[str], typer.Option("--project", help="Google Cloud project (wins over the spec)")]
-RegionOpt = Annotated[Optional[str], typer.Option("--region", help="Vertex AI region (wins over the spec)")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="override a spec field, e.g. --set trainer.batch_size=4096",
+        show_default=False,
+    ),
+]
+VarOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var", metavar="KEY=VALUE", help="a template variable for {{ KEY }} in the spec", show_default=False
+    ),
+]
+ProjectOpt = Annotated[
+    str | None, typer.Option("--project", help="Google Cloud project (wins over the spec)")
+]
+RegionOpt = Annotated[str | None, typer.Option("--region", help="Vertex AI region (wins over the spec)")]
 # For commands that take a job, not a spec.
-JobProjectOpt = Annotated[Optional[str], typer.Option(
-    "--project", help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, then gcloud's)")]
-JobRegionOpt = Annotated[Optional[str], typer.Option(
-    "--region", help="Vertex AI region (default: gcloud's ai/region; not needed with a full job name)")]
+JobProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", help="Google Cloud project (default: $GOOGLE_CLOUD_PROJECT, then gcloud's)"),
+]
+JobRegionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--region", help="Vertex AI region (default: gcloud's ai/region; not needed with a full job name)"
+    ),
+]
 
 
 class OutputFormat(str, Enum):
@@ -50,15 +67,20 @@ def settings() -> Settings:
     return Settings.from_environ(os.environ)
 
 
-def load(spec: Path, set_: list[str] | None, var: list[str] | None, project: str | None,
-         region: str | None, cfg: Settings):
+def load(
+    spec: Path,
+    set_: list[str] | None,
+    var: list[str] | None,
+    project: str | None,
+    region: str | None,
+    cfg: Settings,
+):
     """Load the spec the way every command does (file < --set < --project/--region)."""
     from vertex_trainer.api.core import load_spec
     from vertex_trainer.spec import parse_assignments
 
     variables = dict(parse_assignments(var, "--var"))
-    return load_spec(spec, set=set_ or (), vars=variables, project=project, region=region,
-                     settings=cfg)
+    return load_spec(spec, set=set_ or (), vars=variables, project=project, region=region, settings=cfg)
 
 
 NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
@@ -96,8 +118,13 @@ def where(cfg: Settings, project: str | None, region: str | None, need: bool = F
 
 def resource_arg(what: str, collection: str):
     """The argument naming a resource: its full name, or an id with --project/--region."""
-    return Annotated[str, typer.Argument(help=f"{what}: projects/P/locations/R/{collection}/ID, or an "
-                                              "ID with --project/--region", show_default=False)]
+    return Annotated[
+        str,
+        typer.Argument(
+            help=f"{what}: projects/P/locations/R/{collection}/ID, or an ID with --project/--region",
+            show_default=False,
+        ),
+    ]
 
 
 def flag(decls: str, help: str):
@@ -107,11 +134,12 @@ def flag(decls: str, help: str):
 
 def key_option(help: str):
     """--idempotency-key KEY, with what reusing the key does for this command."""
-    return Annotated[Optional[str], typer.Option("--idempotency-key", metavar="KEY", help=help)]
+    return Annotated[str | None, typer.Option("--idempotency-key", metavar="KEY", help=help)]
 
 
-def stop_waiting(job, output: "OutputFormat", cancel_on_interrupt: bool, *, follow: str, cancel: str,
-                 describe: bool = False):
+def stop_waiting(
+    job, output: OutputFormat, cancel_on_interrupt: bool, *, follow: str, cancel: str, describe: bool = False
+):
     """Ctrl-C during --wait: cancel the job (--cancel-on-interrupt) or say how to follow and cancel
     it; --output json still prints the one object; exit 130."""
     from vertex_trainer.contract import short_state
@@ -120,9 +148,11 @@ def stop_waiting(job, output: "OutputFormat", cancel_on_interrupt: bool, *, foll
         job.cancel()
         stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
     else:
-        stderr_line(f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
-                    f"  follow it:  {follow}\n"
-                    f"  cancel it:  {cancel}")
+        stderr_line(
+            f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
+            f"  follow it:  {follow}\n"
+            f"  cancel it:  {cancel}"
+        )
     if output is OutputFormat.json:
         emit_json(job.describe() if describe else job.to_dict())
     raise typer.Exit(130)

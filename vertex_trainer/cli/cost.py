@@ -3,35 +3,74 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load, settings,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
 )
 
 
-def cost(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-         region: RegionOpt = None, output: OutputOpt = OutputFormat.text,
-         throughput: Annotated[Optional[float], typer.Option(
-             "--throughput", metavar="EX_PER_S", help="the job's training examples per second "
-             "(all replicas): gives the expected hours and cost")] = None,
-         bench: Annotated[Optional[Path], typer.Option(
-             "--bench", metavar="FILE", help="a `bench --output json` result: its measured throughput")] = None,
-         live_prices: Annotated[bool, typer.Option(
-             "--live-prices", help="read the prices from the Cloud Billing Catalog API now, not the "
-             "snapshot shipped with vertex-trainer")] = False,
-         compare: Annotated[bool, typer.Option(
-             "--compare", help="the alternatives (same accelerator generation and size, each strategy, "
-             "the regions that offer them) and one recommendation")] = False,
-         start_now: Annotated[bool, typer.Option(
-             "--start-now", help="with --compare: the start cannot wait for capacity")] = False,
-         checkpoints: Annotated[Optional[bool], typer.Option(
-             "--checkpoints/--no-checkpoints", help="with --compare: the trainer resumes from "
-             "checkpoints (default: yes for the bundled trainer, no for an image of your own)",
-             show_default=False)] = None) -> None:
+def cost(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    output: OutputOpt = OutputFormat.text,
+    throughput: Annotated[
+        float | None,
+        typer.Option(
+            "--throughput",
+            metavar="EX_PER_S",
+            help="the job's training examples per second (all replicas): gives the expected hours and cost",
+        ),
+    ] = None,
+    bench: Annotated[
+        Path | None,
+        typer.Option(
+            "--bench", metavar="FILE", help="a `bench --output json` result: its measured throughput"
+        ),
+    ] = None,
+    live_prices: Annotated[
+        bool,
+        typer.Option(
+            "--live-prices",
+            help="read the prices from the Cloud Billing Catalog API now, not the "
+            "snapshot shipped with vertex-trainer",
+        ),
+    ] = False,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare",
+            help="the alternatives (same accelerator generation and size, each strategy, "
+            "the regions that offer them) and one recommendation",
+        ),
+    ] = False,
+    start_now: Annotated[
+        bool, typer.Option("--start-now", help="with --compare: the start cannot wait for capacity")
+    ] = False,
+    checkpoints: Annotated[
+        bool | None,
+        typer.Option(
+            "--checkpoints/--no-checkpoints",
+            help="with --compare: the trainer resumes from "
+            "checkpoints (default: yes for the bundled trainer, no for an image of your own)",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
     """Hourly list price, worst case (timeout x hourly) and expected cost of every attempt of the
     plan; with --compare, the alternatives and a recommendation (flex-start, spot, standard or a
     reservation) with its reason. Nothing is sent (unless --live-prices)."""
@@ -42,9 +81,16 @@ def cost(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Proje
         raise UserError("--throughput and --bench both give the throughput: pass one")
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.cost(job_spec, throughput=throughput, bench=str(bench) if bench else None,
-                      live=live_prices, compare=compare, can_wait=not start_now,
-                      checkpoints=checkpoints, settings=cfg)
+    result = api.cost(
+        job_spec,
+        throughput=throughput,
+        bench=str(bench) if bench else None,
+        live=live_prices,
+        compare=compare,
+        can_wait=not start_now,
+        checkpoints=checkpoints,
+        settings=cfg,
+    )
     if output is OutputFormat.json:
         emit_json(result.to_json())
         return

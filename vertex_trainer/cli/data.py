@@ -7,10 +7,9 @@ vertex_trainer.dataprep on this machine or on Dataflow.
 from __future__ import annotations
 
 from enum import Enum
-from typing import List, Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, emit_json, settings, stderr_line
 
@@ -22,10 +21,13 @@ def data_synth(
     out_dir: Annotated[str, typer.Argument(help="where to write the TFRecords (local path or gs://)")],
     examples: Annotated[int, typer.Option("--examples", min=1, help="training examples")] = 1024,
     shards: Annotated[int, typer.Option("--shards", min=1, help="number of train-*.tfrecord files")] = 8,
-    image_size: Annotated[int, typer.Option("--image-size", min=8, max=1024, help="square image size (px)")] = 64,
+    image_size: Annotated[
+        int, typer.Option("--image-size", min=8, max=1024, help="square image size (px)")
+    ] = 64,
     num_classes: Annotated[int, typer.Option("--num-classes", min=2, help="number of classes")] = 10,
-    eval_examples: Annotated[int, typer.Option("--eval-examples", min=0, help="validation examples "
-                                               "(validation-*.tfrecord)")] = 0,
+    eval_examples: Annotated[
+        int, typer.Option("--eval-examples", min=0, help="validation examples (validation-*.tfrecord)")
+    ] = 0,
     seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
 ) -> None:
     """Write random JPEG images as sharded TFRecords (ImageNet layout)."""
@@ -33,31 +35,44 @@ def data_synth(
 
     from trainer import datagen
     from trainer.banner import quiet_startup
-
     from vertex_trainer.errors import UserError
 
     remote = "://" in out_dir
     if not remote and os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError(f"OUT_DIR {out_dir!r} is a file, not a directory", hint="pass a directory to "
-                        "write the TFRecords into (it is created if missing), e.g. data/quickstart")
+        raise UserError(
+            f"OUT_DIR {out_dir!r} is a file, not a directory",
+            hint="pass a directory to "
+            "write the TFRecords into (it is created if missing), e.g. data/quickstart",
+        )
     if shards > examples:
-        raise UserError(f"--shards {shards} is more than --examples {examples}: every shard needs at "
-                        "least one record", hint=f"use --shards {examples} or fewer")
+        raise UserError(
+            f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
+            hint=f"use --shards {examples} or fewer",
+        )
     try:
         # TensorFlow's start-up banner stays off the screen; on a failure, so do its native log
         # lines (the error below says it once), unless --debug
         with quiet_startup(native_on_error=settings().debug):
             # One call: the eval split must come from the same class distribution as the train split.
-            paths = datagen.synthesize(out_dir, examples=examples, shards=shards, image_size=image_size,
-                                       num_classes=num_classes, seed=seed, prefix="train",
-                                       eval_examples=eval_examples)
+            paths = datagen.synthesize(
+                out_dir,
+                examples=examples,
+                shards=shards,
+                image_size=image_size,
+                num_classes=num_classes,
+                seed=seed,
+                prefix="train",
+                eval_examples=eval_examples,
+            )
     except OSError as e:  # a local path we cannot write
-        raise UserError(f"cannot write to {out_dir}: {e.strerror or e}",
-                        hint="pass a directory you can write to") from None
-    except Exception as e:  # noqa: BLE001 - TensorFlow's OpError (gs:// unreachable, no access, ...)
+        raise UserError(
+            f"cannot write to {out_dir}: {e.strerror or e}", hint="pass a directory you can write to"
+        ) from None
+    except Exception as e:
         if type(e).__module__.startswith("tensorflow") and hasattr(e, "message"):
-            raise UserError(f"cannot write to {out_dir}: {_first_line(e.message)}",
-                            hint=_write_hint(out_dir, settings())) from None
+            raise UserError(
+                f"cannot write to {out_dir}: {_first_line(e.message)}", hint=_write_hint(out_dir, settings())
+            ) from None
         raise
     print(f"wrote {len(paths)} files to {out_dir}")
 
@@ -68,9 +83,11 @@ def _first_line(text: str) -> str:
 
 def _write_hint(out_dir: str, cfg) -> str:
     if out_dir.startswith("gs://") and not cfg.storage_emulator:
-        return ("gs:// needs Cloud Storage: network access and credentials (gcloud auth "
-                "application-default login), or run inside `vertex-trainer dev sandbox --bucket "
-                "BUCKET` (the emulated bucket); a local directory needs neither")
+        return (
+            "gs:// needs Cloud Storage: network access and credentials (gcloud auth "
+            "application-default login), or run inside `vertex-trainer dev sandbox --bucket "
+            "BUCKET` (the emulated bucket); a local directory needs neither"
+        )
     return "check that the path exists and that you can write to it"
 
 
@@ -83,47 +100,106 @@ class RunnerName(str, Enum):
 def data_convert(
     image_dir: Annotated[str, typer.Argument(help="one sub-folder of images per class (local or gs://)")],
     out_dir: Annotated[str, typer.Argument(help="where to write the TFRecords (local path or gs://)")],
-    shards: Annotated[Optional[int], typer.Option("--shards", help="train shards (default: ~128 MB each)",
-                                                  show_default=False)] = None,
-    eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="share of each class held out "
-                                                 "as validation-* (seeded)")] = 0.0,
-    eval_dir: Annotated[Optional[str], typer.Option("--eval-dir", help="a second class-per-folder tree "
-                                                    "for validation-* (same folder names)", show_default=False)] = None,
-    eval_shards: Annotated[Optional[int], typer.Option("--eval-shards", help="validation shards (default: "
-                                                       "~128 MB each)", show_default=False)] = None,
+    shards: Annotated[
+        int | None, typer.Option("--shards", help="train shards (default: ~128 MB each)", show_default=False)
+    ] = None,
+    eval_fraction: Annotated[
+        float, typer.Option("--eval-fraction", help="share of each class held out as validation-* (seeded)")
+    ] = 0.0,
+    eval_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--eval-dir",
+            help="a second class-per-folder tree for validation-* (same folder names)",
+            show_default=False,
+        ),
+    ] = None,
+    eval_shards: Annotated[
+        int | None,
+        typer.Option("--eval-shards", help="validation shards (default: ~128 MB each)", show_default=False),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="shuffle (and split) seed: same seed, same shards")] = 0,
-    max_side: Annotated[Optional[int], typer.Option("--max-side", help="resize larger images to this many "
-                                                    "pixels on their longer side (re-encoded as JPEG)",
-                                                    show_default=False)] = None,
-    jpeg_quality: Annotated[int, typer.Option("--jpeg-quality", help="JPEG quality of re-encoded images")] = 90,
-    marker: Annotated[str, typer.Option("--marker", help="object written last, when the dataset is "
-                                        "complete (what the trigger waits for)")] = "_SUCCESS",
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace a dataset already in OUT_DIR "
-                                            "(its marker is removed first)")] = False,
-    runner: Annotated[RunnerName, typer.Option("--runner", help="direct: this machine; dataflow: "
-                                               "Google Cloud Dataflow")] = RunnerName.direct,
+    max_side: Annotated[
+        int | None,
+        typer.Option(
+            "--max-side",
+            help="resize larger images to this many pixels on their longer side (re-encoded as JPEG)",
+            show_default=False,
+        ),
+    ] = None,
+    jpeg_quality: Annotated[
+        int, typer.Option("--jpeg-quality", help="JPEG quality of re-encoded images")
+    ] = 90,
+    marker: Annotated[
+        str,
+        typer.Option(
+            "--marker", help="object written last, when the dataset is complete (what the trigger waits for)"
+        ),
+    ] = "_SUCCESS",
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="replace a dataset already in OUT_DIR (its marker is removed first)"
+        ),
+    ] = False,
+    runner: Annotated[
+        RunnerName, typer.Option("--runner", help="direct: this machine; dataflow: Google Cloud Dataflow")
+    ] = RunnerName.direct,
     workers: Annotated[int, typer.Option("--workers", help="direct runner: worker processes")] = 1,
-    project: Annotated[Optional[str], typer.Option("--project", help="dataflow: project (default: "
-                                                   "$GOOGLE_CLOUD_PROJECT, gcloud's)", show_default=False)] = None,
-    region: Annotated[Optional[str], typer.Option("--region", help="dataflow: region, best the image "
-                                                  "bucket's", show_default=False)] = None,
-    temp_location: Annotated[Optional[str], typer.Option("--temp-location", help="dataflow: gs:// for "
-                                                         "staging and temp files (default: "
-                                                         "gs://<OUT_DIR bucket>/tmp/dataflow)",
-                                                         show_default=False)] = None,
-    max_workers: Annotated[Optional[int], typer.Option("--max-workers", help="dataflow: autoscaling cap",
-                                                       show_default=False)] = None,
-    machine_type: Annotated[Optional[str], typer.Option("--machine-type", help="dataflow: worker machine "
-                                                        "type (e.g. n2-standard-4)", show_default=False)] = None,
-    job_name: Annotated[Optional[str], typer.Option("--job-name", help="dataflow: job name (default: "
-                                                    "vertex-trainer-data-<UTC time>)", show_default=False)] = None,
-    beam_option: Annotated[Optional[List[str]], typer.Option(
-        "--beam-option", metavar="--KEY=VALUE", help="any other Beam/Dataflow pipeline option, verbatim "
-        "(repeatable), e.g. --beam-option=--subnetwork=regions/R/subnetworks/S", show_default=False)] = None,
-    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="dataflow: follow the job to its end "
-                                       "and print the summary")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the pipeline options; list, write "
-                                          "and send nothing")] = False,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            help="dataflow: project (default: $GOOGLE_CLOUD_PROJECT, gcloud's)",
+            show_default=False,
+        ),
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option("--region", help="dataflow: region, best the image bucket's", show_default=False),
+    ] = None,
+    temp_location: Annotated[
+        str | None,
+        typer.Option(
+            "--temp-location",
+            help="dataflow: gs:// for staging and temp files (default: gs://<OUT_DIR bucket>/tmp/dataflow)",
+            show_default=False,
+        ),
+    ] = None,
+    max_workers: Annotated[
+        int | None, typer.Option("--max-workers", help="dataflow: autoscaling cap", show_default=False)
+    ] = None,
+    machine_type: Annotated[
+        str | None,
+        typer.Option(
+            "--machine-type", help="dataflow: worker machine type (e.g. n2-standard-4)", show_default=False
+        ),
+    ] = None,
+    job_name: Annotated[
+        str | None,
+        typer.Option(
+            "--job-name",
+            help="dataflow: job name (default: vertex-trainer-data-<UTC time>)",
+            show_default=False,
+        ),
+    ] = None,
+    beam_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--beam-option",
+            metavar="--KEY=VALUE",
+            help="any other Beam/Dataflow pipeline option, verbatim "
+            "(repeatable), e.g. --beam-option=--subnetwork=regions/R/subnetworks/S",
+            show_default=False,
+        ),
+    ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait/--no-wait", help="dataflow: follow the job to its end and print the summary"),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print the pipeline options; list, write and send nothing")
+    ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Convert class-per-folder images to sharded TFRecords with Apache Beam.
@@ -135,21 +211,46 @@ def data_convert(
 
     cfg = settings()
     conv = dataprep.Conversion(
-        image_dir=image_dir, out_dir=out_dir, shards=shards, eval_shards=eval_shards,
-        eval_fraction=eval_fraction, eval_dir=eval_dir, seed=seed, max_side=max_side,
-        jpeg_quality=jpeg_quality, marker=marker, overwrite=overwrite)
+        image_dir=image_dir,
+        out_dir=out_dir,
+        shards=shards,
+        eval_shards=eval_shards,
+        eval_fraction=eval_fraction,
+        eval_dir=eval_dir,
+        seed=seed,
+        max_side=max_side,
+        jpeg_quality=jpeg_quality,
+        marker=marker,
+        overwrite=overwrite,
+    )
     run_on = dataprep.Runner(
-        name=runner.value, project=project or cfg.project, region=region or cfg.region,
-        temp_location=temp_location, max_workers=max_workers, machine_type=machine_type,
-        job_name=job_name, wait=wait, direct_workers=workers, options=tuple(beam_option or ()))
+        name=runner.value,
+        project=project or cfg.project,
+        region=region or cfg.region,
+        temp_location=temp_location,
+        max_workers=max_workers,
+        machine_type=machine_type,
+        job_name=job_name,
+        wait=wait,
+        direct_workers=workers,
+        options=tuple(beam_option or ()),
+    )
     if dry_run:
         print(dataprep.dry_run_text(conv, run_on))
         return
     result = dataprep.convert(conv, run_on, settings=cfg, log=stderr_line)
     if output == OutputFormat.json:
-        emit_json({"runner": result.runner, "seconds": round(result.seconds, 3), "job_name": result.job_name,
-                   "job_id": result.job_id, "console_url": result.console_url, "counters": result.counters,
-                   "manifest": result.manifest})
+        emit_json(
+            {
+                "runner": result.runner,
+                "seconds": round(result.seconds, 3),
+                "job_name": result.job_name,
+                "job_id": result.job_id,
+                "console_url": result.console_url,
+                "counters": result.counters,
+                "manifest": result.manifest,
+            }
+        )
         return
     if result.job_id:
         print(f"Dataflow job {result.job_name} ({result.job_id})\n  {result.console_url}")

@@ -2,37 +2,69 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load,
-    settings, stderr_line,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
+    stderr_line,
 )
 from vertex_trainer.errors import UserError
 
 
-def deploy(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None,
-           job: Annotated[Optional[str], typer.Option(
-               "--job", help="the training job (projects/P/locations/R/customJobs/ID, or an ID) whose "
-                             "<output_dir>/model is registered")] = None,
-           model_dir: Annotated[Optional[str], typer.Option(
-               "--model-dir", help="a SavedModel in Cloud Storage (gs://...), instead of --job")] = None,
-           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the requests; send nothing")] = False,
-           timeout: Annotated[Optional[int], typer.Option(
-               "--timeout", min=60, help="seconds to wait for the upload and the deployment "
-                                         "(default: deploy.timeout, 1h)")] = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def deploy(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    job: Annotated[
+        str | None,
+        typer.Option(
+            "--job",
+            help="the training job (projects/P/locations/R/customJobs/ID, or an ID) whose "
+            "<output_dir>/model is registered",
+        ),
+    ] = None,
+    model_dir: Annotated[
+        str | None,
+        typer.Option("--model-dir", help="a SavedModel in Cloud Storage (gs://...), instead of --job"),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the requests; send nothing")] = False,
+    timeout: Annotated[
+        int | None,
+        typer.Option(
+            "--timeout",
+            min=60,
+            help="seconds to wait for the upload and the deployment (default: deploy.timeout, 1h)",
+        ),
+    ] = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Register the model in the Model Registry and deploy it to an Endpoint (once per job)."""
     from vertex_trainer import api
 
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.deploy(job_spec, job=job, model_dir=model_dir, dry_run=dry_run, timeout=timeout,
-                        log=stderr_line, settings=cfg)
+    result = api.deploy(
+        job_spec,
+        job=job,
+        model_dir=model_dir,
+        dry_run=dry_run,
+        timeout=timeout,
+        log=stderr_line,
+        settings=cfg,
+    )
     show_deployment(result, output)
 
 
@@ -54,21 +86,30 @@ def show_deployment(result, output: OutputFormat) -> None:
 
     verb = "already deployed" if result.adopted else "deployed"
     split = describe_split(result.traffic_split, new=result.deployed_model_id, label="this version")
-    print(f"{verb:9} {result.model}@{result.model_version}\nendpoint  {result.endpoint}\n"
-          f"model id  {result.deployed_model_id}\ntraffic   {split}")
+    print(
+        f"{verb:9} {result.model}@{result.model_version}\nendpoint  {result.endpoint}\n"
+        f"model id  {result.deployed_model_id}\ntraffic   {split}"
+    )
 
 
-def serve(model_dir: Annotated[str, typer.Argument(help="the exported model: <output_dir>/model of a "
-                                                         "run (local path or gs://)")],
-          port: Annotated[Optional[int], typer.Option(
-              "--port", help="port on 127.0.0.1 (default: $AIP_HTTP_PORT, else 8080; 0 = any free)")] = None,
-          host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1") -> None:
+def serve(
+    model_dir: Annotated[
+        str, typer.Argument(help="the exported model: <output_dir>/model of a run (local path or gs://)")
+    ],
+    port: Annotated[
+        int | None,
+        typer.Option("--port", help="port on 127.0.0.1 (default: $AIP_HTTP_PORT, else 8080; 0 = any free)"),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+) -> None:
     """Serve an exported model here, behind the same prediction contract as the Vertex endpoint."""
     from pathlib import Path
 
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
-        raise UserError(f"no exported model in {model_dir} (saved_model.pb is missing)",
-                        hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model")
+        raise UserError(
+            f"no exported model in {model_dir} (saved_model.pb is missing)",
+            hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model",
+        )
     cfg = settings()
     env = cfg.environ
     try:
@@ -84,13 +125,14 @@ def serve(model_dir: Annotated[str, typer.Argument(help="the exported model: <ou
         stderr_line(f"serving {model_dir} on {server.url}  (POST {predict}, GET {health}; Ctrl-C stops)")
 
     try:
-        run_server(model_dir, host=host, port=port, health_route=health, predict_route=predict,
-                   ready=ready)
+        run_server(model_dir, host=host, port=port, health_route=health, predict_route=predict, ready=ready)
     except ServeError as e:
         raise UserError(str(e)) from None
     except OSError as e:
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror or e}",
-                        hint="pick another --port (0 = any free port)") from None
+        raise UserError(
+            f"cannot listen on {host}:{port}: {e.strerror or e}",
+            hint="pick another --port (0 = any free port)",
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

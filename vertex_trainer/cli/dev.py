@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import stderr_line
 
-app = typer.Typer(help="Local stand-ins for Google Cloud services (for tests and offline runs).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Local stand-ins for Google Cloud services (for tests and offline runs).", no_args_is_help=True
+)
 
 # The options of the commands that serve one fake (each its own default port).
 Port = Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")]
@@ -36,9 +36,13 @@ def dev_fake_logging(port: Port = 8766, host: Host = "127.0.0.1") -> None:
 @app.command("gcs-emulator")
 def dev_gcs_emulator(
     port: Annotated[int, typer.Option("--port", help="emulator port (STORAGE_EMULATOR_HOST)")] = 9023,
-    proxy_port: Annotated[int, typer.Option("--proxy-port", help="TLS proxy port for TensorFlow's gs://")] = 9024,
-    bucket: Annotated[Optional[List[str]], typer.Option(
-        "--bucket", help="create this bucket at start (repeatable)", show_default=False)] = None,
+    proxy_port: Annotated[
+        int, typer.Option("--proxy-port", help="TLS proxy port for TensorFlow's gs://")
+    ] = 9024,
+    bucket: Annotated[
+        list[str] | None,
+        typer.Option("--bucket", help="create this bucket at start (repeatable)", show_default=False),
+    ] = None,
 ) -> None:
     """Run a Cloud Storage emulator on 127.0.0.1 (in memory) and print the variables to export.
 
@@ -49,32 +53,60 @@ def dev_gcs_emulator(
 
     def show(exports: str) -> None:
         print(exports, flush=True)
-        stderr_line("# Cloud Storage emulator running: export the lines above in the shell that "
-                    "runs `submit --local` (or redirect them to a file and source it). Ctrl-C stops it.")
+        stderr_line(
+            "# Cloud Storage emulator running: export the lines above in the shell that "
+            "runs `submit --local` (or redirect them to a file and source it). Ctrl-C stops it."
+        )
 
     serve_forever(port=port, proxy_port=proxy_port, buckets=tuple(bucket or ()), print_fn=show)
 
 
 @app.command("sandbox")
 def dev_sandbox(
-    command: Annotated[Optional[List[str]], typer.Argument(
-        help="run this command (after --) with the sandbox's environment, then stop; exit with its code",
-        show_default=False)] = None,
-    bucket: Annotated[Optional[List[str]], typer.Option(
-        "--bucket", help="create this bucket at start (repeatable)", show_default=False)] = None,
-    env_file: Annotated[Optional[str], typer.Option(
-        "--env-file", help="also write the variables to this file, as NAME=value lines "
-                           "(`env $(cat FILE) vertex-trainer ...`); removed on stop")] = None,
-    project: Annotated[str, typer.Option("--project", help="the sandbox's project (GOOGLE_CLOUD_PROJECT)")] = "sandbox",
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="run this command (after --) with the sandbox's environment, then stop; exit with its code",
+            show_default=False,
+        ),
+    ] = None,
+    bucket: Annotated[
+        list[str] | None,
+        typer.Option("--bucket", help="create this bucket at start (repeatable)", show_default=False),
+    ] = None,
+    env_file: Annotated[
+        str | None,
+        typer.Option(
+            "--env-file",
+            help="also write the variables to this file, as NAME=value lines "
+            "(`env $(cat FILE) vertex-trainer ...`); removed on stop",
+        ),
+    ] = None,
+    project: Annotated[
+        str, typer.Option("--project", help="the sandbox's project (GOOGLE_CLOUD_PROJECT)")
+    ] = "sandbox",
     region: Annotated[str, typer.Option("--region", help="the sandbox's default region")] = "us-central1",
-    quiet: Annotated[bool, typer.Option("--quiet", help="do not echo the jobs' and model servers' lines on stderr")] = False,
-    function: Annotated[Optional[str], typer.Option(
-        "--function", help="serve this `trigger render` directory under functions-framework and "
-                           "deliver a storage event for every object finalized in its bucket",
-        show_default=False)] = None,
-    redeliver: Annotated[int, typer.Option(
-        "--redeliver", min=1, help="with --function: deliver each event this many times "
-                                   "(at-least-once delivery, to show the dedupe)")] = 1,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="do not echo the jobs' and model servers' lines on stderr")
+    ] = False,
+    function: Annotated[
+        str | None,
+        typer.Option(
+            "--function",
+            help="serve this `trigger render` directory under functions-framework and "
+            "deliver a storage event for every object finalized in its bucket",
+            show_default=False,
+        ),
+    ] = None,
+    redeliver: Annotated[
+        int,
+        typer.Option(
+            "--redeliver",
+            min=1,
+            help="with --function: deliver each event this many times "
+            "(at-least-once delivery, to show the dedupe)",
+        ),
+    ] = 1,
 ) -> None:
     """Every stand-in in one process, where submitted jobs really train and deployed models answer.
 
@@ -94,11 +126,19 @@ def dev_sandbox(
     from vertex_trainer.sandbox import Sandbox, serve
 
     if function is not None and not (Path(function) / "main.py").is_file():
-        raise UserError(f"--function {function}: no main.py there",
-                        hint="write the directory with `vertex-trainer trigger render SPEC --bucket "
-                             "BUCKET -o DIR`")
-    sandbox = Sandbox(os.environ, buckets=tuple(bucket or ()), project=project, region=region,
-                      echo=None if quiet else stderr_line, function=function, redeliver=redeliver)
+        raise UserError(
+            f"--function {function}: no main.py there",
+            hint="write the directory with `vertex-trainer trigger render SPEC --bucket BUCKET -o DIR`",
+        )
+    sandbox = Sandbox(
+        os.environ,
+        buckets=tuple(bucket or ()),
+        project=project,
+        region=region,
+        echo=None if quiet else stderr_line,
+        function=function,
+        redeliver=redeliver,
+    )
     code = serve(sandbox, env_file=env_file, command=tuple(command or ()))
     if code:
         raise typer.Exit(code)
@@ -106,8 +146,10 @@ def dev_sandbox(
 
 @app.command("refresh-prices")
 def dev_refresh_prices(
-    out: Annotated[Optional[str], typer.Option(
-        "--out", help="write the snapshot here (default: the one shipped in the package)")] = None,
+    out: Annotated[
+        str | None,
+        typer.Option("--out", help="write the snapshot here (default: the one shipped in the package)"),
+    ] = None,
 ) -> None:
     """Rebuild the price snapshot from the Cloud Billing Catalog API: Vertex AI's SKUs, every
     page, mapped to (machine family or accelerator, region, usage type). An API key
@@ -117,5 +159,7 @@ def dev_refresh_prices(
     from vertex_trainer.cli.common import settings
 
     done = api.refresh_prices(out, settings=settings())
-    print(f"prices as of {done['as_of']}: {done['skus_used']} of {done['skus_read']} SKUs used "
-          f"({done['families']} machine families, {done['accelerators']} accelerators) -> {done['path']}")
+    print(
+        f"prices as of {done['as_of']}: {done['skus_used']} of {done['skus_read']} SKUs used "
+        f"({done['families']} machine families, {done['accelerators']} accelerators) -> {done['path']}"
+    )

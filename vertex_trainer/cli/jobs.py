@@ -4,48 +4,95 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
-    VarOpt, emit_json, err_console, flag, key_option, load, resource_arg, settings, stderr_line,
-    stop_waiting, where,
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    err_console,
+    flag,
+    key_option,
+    load,
+    resource_arg,
+    settings,
+    stderr_line,
+    stop_waiting,
+    where,
 )
 from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
 JobArg = resource_arg("a job", "customJobs")
-KeyOpt = key_option("reuse for retries (CI: the run id): a job already created with KEY is adopted, "
-                    "never created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. "
-                    "Default: random")
+KeyOpt = key_option(
+    "reuse for retries (CI: the run id): a job already created with KEY is adopted, "
+    "never created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. "
+    "Default: random"
+)
 
 
 DryRunFlag = flag("--dry-run", "print the exact requests; send, build and run nothing")
 LocalFlag = flag("--local", "run the same job on this machine")
-CancelFlag = flag("--cancel-on-interrupt", "with --wait: Ctrl-C cancels the job (default: stop "
-                                           "waiting, the job keeps running)")
-DeployFlag = flag("--deploy", "when the job SUCCEEDED, register its model and deploy it (the spec's "
-                              "deploy: block); implies --wait")
-QuotaFlag = flag("--quota-check/--no-quota-check", "before creating, read the project's quota for the "
-                 "accelerator in the region: exit 2 when clearly too small (unreadable: a warning)")
+CancelFlag = flag(
+    "--cancel-on-interrupt",
+    "with --wait: Ctrl-C cancels the job (default: stop waiting, the job keeps running)",
+)
+DeployFlag = flag(
+    "--deploy",
+    "when the job SUCCEEDED, register its model and deploy it (the spec's deploy: block); implies --wait",
+)
+QuotaFlag = flag(
+    "--quota-check/--no-quota-check",
+    "before creating, read the project's quota for the "
+    "accelerator in the region: exit 2 when clearly too small (unreadable: a warning)",
+)
 
 
-def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None, dry_run: DryRunFlag = False, local: LocalFlag = False,
-           wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the job until it ends; "
-                                              "exit 1 unless it SUCCEEDED (with scheduling.fallback: "
-                                              "a job refused for capacity moves on to the next "
-                                              "attempt only when followed)")] = False,
-           output: OutputOpt = OutputFormat.text, idempotency_key: KeyOpt = None,
-           cancel_on_interrupt: CancelFlag = False, show_logs: LogsOpt = True,
-           deploy_after: DeployFlag = False, quota_check: QuotaFlag = True,
-           max_cost: Annotated[Optional[float], typer.Option(
-               "--max-cost", metavar="USD", min=0.01, help="refuse (exit 2, nothing sent) a plan whose worst "
-               "case (timeout x hourly list price) costs more; wins over scheduling.max_cost")] = None) -> None:
+def submit(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    dry_run: DryRunFlag = False,
+    local: LocalFlag = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="follow the job until it ends; "
+            "exit 1 unless it SUCCEEDED (with scheduling.fallback: "
+            "a job refused for capacity moves on to the next "
+            "attempt only when followed)",
+        ),
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+    idempotency_key: KeyOpt = None,
+    cancel_on_interrupt: CancelFlag = False,
+    show_logs: LogsOpt = True,
+    deploy_after: DeployFlag = False,
+    quota_check: QuotaFlag = True,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            min=0.01,
+            help="refuse (exit 2, nothing sent) a plan whose worst "
+            "case (timeout x hourly list price) costs more; wins over scheduling.max_cost",
+        ),
+    ] = None,
+) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
 
@@ -54,9 +101,17 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
     if job_spec.tune is not None:  # a hyperparameter tuning job: its own display (cli/tuning.py)
         from vertex_trainer.cli import tuning
 
-        return tuning.submit(job_spec, cfg, dry_run=dry_run, local=local, wait=wait, output=output,
-                             idempotency_key=idempotency_key, cancel_on_interrupt=cancel_on_interrupt,
-                             deploy=deploy_after)
+        return tuning.submit(
+            job_spec,
+            cfg,
+            dry_run=dry_run,
+            local=local,
+            wait=wait,
+            output=output,
+            idempotency_key=idempotency_key,
+            cancel_on_interrupt=cancel_on_interrupt,
+            deploy=deploy_after,
+        )
     watched: dict = {}
 
     def follow(job, timeout) -> None:  # each job submit creates (each attempt of a fallback plan)
@@ -64,10 +119,21 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         watched[job.name] = _watch(job, output, cancel_on_interrupt, show_logs=show_logs)
 
     text = output is OutputFormat.text
-    result = api.submit(job_spec, wait=wait, idempotency_key=idempotency_key, local=local,
-                        dry_run=dry_run, deploy=deploy_after, settings=cfg, log=stderr_line,
-                        quota_check=quota_check, follow=follow, max_cost=max_cost,
-                        console=err_console() if text else None, summary=not text)
+    result = api.submit(
+        job_spec,
+        wait=wait,
+        idempotency_key=idempotency_key,
+        local=local,
+        dry_run=dry_run,
+        deploy=deploy_after,
+        settings=cfg,
+        log=stderr_line,
+        quota_check=quota_check,
+        follow=follow,
+        max_cost=max_cost,
+        console=err_console() if text else None,
+        summary=not text,
+    )
     if dry_run:
         _show_dry_run(result, output)
         if text and not local:  # hourly and worst case per attempt (docs/contract.md section 12)
@@ -89,10 +155,16 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         show_deployment(result.deployment, output)
 
 
-def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
-           wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends; exit 1 "
-                                              "unless it SUCCEEDED")] = False,
-           output: OutputOpt = OutputFormat.text, show_logs: LogsOpt = True) -> None:
+def status(
+    job: JobArg,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="follow the job until it ends; exit 1 unless it SUCCEEDED")
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+    show_logs: LogsOpt = True,
+) -> None:
     """Show a job's state (and its error, if it failed)."""
     from vertex_trainer import api
 
@@ -100,15 +172,24 @@ def status(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = No
     found = api.status(job, **where(cfg, project, region), settings=cfg)
     if wait and not found.done:
         # (status -o json is for scripts polling a job: its lines are not read; submit's are.)
-        return _follow(found, output, cancel_on_interrupt=False, describe=True,
-                       show_logs=show_logs and output is OutputFormat.text)
+        return _follow(
+            found,
+            output,
+            cancel_on_interrupt=False,
+            describe=True,
+            show_logs=show_logs and output is OutputFormat.text,
+        )
     _show_job(found, output)
     if wait and not found.succeeded:
         raise JobFailed(found.failure_message())
 
 
-def cancel(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def cancel(
+    job: JobArg,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Cancel a job (a job that already ended is left as it is)."""
     from vertex_trainer import api
 
@@ -127,15 +208,21 @@ def cancel(job: JobArg, project: JobProjectOpt = None, region: JobRegionOpt = No
         emit_json(found.describe())
 
 
-def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
-              label: Annotated[Optional[List[str]], typer.Option(
-                  "--label", metavar="KEY=VALUE", help="only jobs with this label (repeatable)",
-                  show_default=False)] = None,
-              all_jobs: Annotated[bool, typer.Option("--all", help="include jobs not created by "
-                                                     "vertex-trainer")] = False,
-              limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many, newest "
-                                                 "first")] = 20,
-              output: OutputOpt = OutputFormat.text) -> None:
+def list_jobs(
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label", metavar="KEY=VALUE", help="only jobs with this label (repeatable)", show_default=False
+        ),
+    ] = None,
+    all_jobs: Annotated[
+        bool, typer.Option("--all", help="include jobs not created by vertex-trainer")
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="at most this many, newest first")] = 20,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """List jobs, newest first (by default those created by vertex-trainer)."""
     from vertex_trainer import api
     from vertex_trainer.vertex.names import parse_label
@@ -143,17 +230,28 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
     labels = dict(parse_label(item) for item in label or ())
     cfg = settings()
     place = where(cfg, project, region, need=True)
-    jobs = api.list_jobs(place["project"], place["region"], labels=labels, all_jobs=all_jobs,
-                         limit=limit, settings=cfg)
+    jobs = api.list_jobs(
+        place["project"], place["region"], labels=labels, all_jobs=all_jobs, limit=limit, settings=cfg
+    )
     if output is OutputFormat.json:
         return emit_json({"jobs": [j.describe() for j in jobs]})
     if not jobs:
-        print(f"no jobs in {place['project']} / {place['region']}"
-              + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else ""))
+        print(
+            f"no jobs in {place['project']} / {place['region']}"
+            + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else "")
+        )
         return
     rows = [("ID", "DISPLAY NAME", "STATE", "CREATED", "KEY")]
-    rows += [(j.id, j.display_name, short_state(j.state), (j.data.get("createTime") or "")[:19].replace("T", " "),
-              j.idempotency_key or "-") for j in jobs]
+    rows += [
+        (
+            j.id,
+            j.display_name,
+            short_state(j.state),
+            (j.data.get("createTime") or "")[:19].replace("T", " "),
+            j.idempotency_key or "-",
+        )
+        for j in jobs
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
@@ -161,14 +259,16 @@ def list_jobs(project: JobProjectOpt = None, region: JobRegionOpt = None,
 
 # -- showing jobs --------------------------------------------------------------------------------
 
+
 def _show_created(job, output: OutputFormat) -> None:
     if output is not OutputFormat.text:
         return
     verb = "adopted" if job.adopted else "created"
     print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}", flush=True)
     if job.adopted:
-        stderr_line(f"a job with idempotency key {job.idempotency_key} already existed: adopted, "
-                    "not re-created")
+        stderr_line(
+            f"a job with idempotency key {job.idempotency_key} already existed: adopted, not re-created"
+        )
 
 
 def _show_attempts(job) -> None:
@@ -208,23 +308,32 @@ def _show_job(job, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return emit_json(_with_cost(job.describe(), job))
     d = job.describe()
-    rows = [("name", d["name"]), ("display", d["display_name"]), ("state", short_state(d["state"])),
-            ("created", d["create_time"]), ("started", d["start_time"]), ("ended", d["end_time"]),
-            ("console", d["console_url"]), ("error", d["error"])]
+    rows = [
+        ("name", d["name"]),
+        ("display", d["display_name"]),
+        ("state", short_state(d["state"])),
+        ("created", d["create_time"]),
+        ("started", d["start_time"]),
+        ("ended", d["end_time"]),
+        ("console", d["console_url"]),
+        ("error", d["error"]),
+    ]
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
     _cost_line(job)
 
 
-def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
-            show_logs: bool = True) -> None:
+def _follow(
+    job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False, show_logs: bool = True
+) -> None:
     """submit/status --wait: show each state change and (text output) the job's log lines until
     it ends; a failure ends with the failing replica's last lines, its error and advice."""
     view, failure = _watch(job, output, cancel_on_interrupt, describe=describe, show_logs=show_logs)
     _end(job, output, view, failure, describe=describe)
 
 
-def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False,
-           show_logs: bool = True):
+def _watch(
+    job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False, show_logs: bool = True
+):
     """Follow `job` to its end on stderr; returns (the view, the Failure or None)."""
     from vertex_trainer import api
     from vertex_trainer.cli.logs import FollowView
@@ -235,14 +344,20 @@ def _watch(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool 
     try:
         with view:
             # The log lines go to stderr whatever --output: stdout stays the one JSON object.
-            for item in api.logs(job, follow=True, lines=show_logs,
-                                 settings=job.client.settings, log=view.note):
+            for item in api.logs(
+                job, follow=True, lines=show_logs, settings=job.client.settings, log=view.note
+            ):
                 view.show(item)
                 failure = item if isinstance(item, Failure) else failure
     except KeyboardInterrupt:
-        stop_waiting(job, output, cancel_on_interrupt, describe=describe,
-                     follow=f"vertex-trainer status {job.name} --wait",
-                     cancel=f"vertex-trainer cancel {job.name}")
+        stop_waiting(
+            job,
+            output,
+            cancel_on_interrupt,
+            describe=describe,
+            follow=f"vertex-trainer status {job.name} --wait",
+            cancel=f"vertex-trainer cancel {job.name}",
+        )
     return view, failure
 
 
@@ -289,12 +404,16 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
     print(f"{create['method']} {create['url']}")
     sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
     if (plan.attempts or [])[1:]:  # scheduling.fallback (docs/contract.md section 11)
-        print("# then each attempt below, only if the one before it is refused: its create for quota "
-              "or as not offered there, or its job for capacity (code 8: seen with --wait)")
+        print(
+            "# then each attempt below, only if the one before it is refused: its create for quota "
+            "or as not offered there, or its job for capacity (code 8: seen with --wait)"
+        )
     for attempt in (plan.attempts or [])[1:]:
         post = attempt["requests"][-1]
-        print(f"# attempt {attempt['attempt']} ({attempt['strategy']} in {attempt['region']} on "
-              f"{attempt['hardware']}), its own job")
+        print(
+            f"# attempt {attempt['attempt']} ({attempt['strategy']} in {attempt['region']} on "
+            f"{attempt['hardware']}), its own job"
+        )
         print(f"{post['method']} {post['url']}")
     if plan.deploy is not None:  # --deploy: what the deploy after the job would send
         from vertex_trainer.cli.deploy import show_deployment
@@ -318,8 +437,11 @@ def local_summary(result) -> str:
     from vertex_trainer.local.display import SUMMARY_METRICS
 
     r = result.result
-    rows = [("local", result.name), ("state", f"{short_state(result.state)} in {r.elapsed_s:.1f}s"),
-            ("output", result.output_dir)]
+    rows = [
+        ("local", result.name),
+        ("state", f"{short_state(result.state)} in {r.elapsed_s:.1f}s"),
+        ("output", result.output_dir),
+    ]
     if result.succeeded:
         rows.insert(2, ("model", _str(r.model_dir)))
         metrics = result.metrics or {}

@@ -7,37 +7,62 @@ import json
 import os
 import sys
 import time
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, settings, stderr_line, where,
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    settings,
+    stderr_line,
+    where,
 )
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.local.display import StatusLine, is_banner
 
-LogJobArg = Annotated[str, typer.Argument(
-    help="a Vertex AI job (projects/P/locations/R/customJobs/ID, or an ID with --project), or a "
-         "local run (its output directory, or its name)", show_default=False)]
-LogsOpt = Annotated[bool, typer.Option(
-    "--logs/--no-logs", help="with --wait, text output: show the job's log lines as they come")]
+LogJobArg = Annotated[
+    str,
+    typer.Argument(
+        help="a Vertex AI job (projects/P/locations/R/customJobs/ID, or an ID with --project), or a "
+        "local run (its output directory, or its name)",
+        show_default=False,
+    ),
+]
+LogsOpt = Annotated[
+    bool,
+    typer.Option("--logs/--no-logs", help="with --wait, text output: show the job's log lines as they come"),
+]
 _COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-_NOTE_EVERY_S = 600.0   # without a terminal: how often a long Flex Start wait is reported
+_NOTE_EVERY_S = 600.0  # without a terminal: how often a long Flex Start wait is reported
 
 
-def logs(job: LogJobArg,
-         follow: Annotated[bool, typer.Option("--follow", "-f", help="keep reading until the job "
-                                              "has ended; exit 1 unless it SUCCEEDED")] = False,
-         replica: Annotated[Optional[str], typer.Option(
-             "--replica", metavar="NAME", help="one replica's lines, e.g. workerpool0-0")] = None,
-         since: Annotated[Optional[str], typer.Option(
-             "--since", metavar="WHEN", help="entries from this long ago (30m, 4h, 2d) or since this "
-                                             "time (2026-11-29T18:00:00Z)")] = None,
-         output: OutputOpt = OutputFormat.text,
-         project: JobProjectOpt = None, region: JobRegionOpt = None) -> None:
+def logs(
+    job: LogJobArg,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow", "-f", help="keep reading until the job has ended; exit 1 unless it SUCCEEDED"
+        ),
+    ] = False,
+    replica: Annotated[
+        str | None, typer.Option("--replica", metavar="NAME", help="one replica's lines, e.g. workerpool0-0")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="entries from this long ago (30m, 4h, 2d) or since this time (2026-11-29T18:00:00Z)",
+        ),
+    ] = None,
+    output: OutputOpt = OutputFormat.text,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+) -> None:
     """Show a job's log lines in time order, each once: a Vertex AI job's (Cloud Logging) or a
     local run's."""
     from vertex_trainer import api
@@ -45,10 +70,19 @@ def logs(job: LogJobArg,
     cfg = settings()
     _check_reference(job)
     if follow and cfg.offline and not cfg.logging_endpoint:
-        stderr_line("note: Vertex AI is an emulator and Cloud Logging is not "
-                    "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only")
-    items = api.logs(job, follow=follow, replica=replica, since=since, settings=cfg,
-                     log=stderr_line, **where(cfg, project, region))
+        stderr_line(
+            "note: Vertex AI is an emulator and Cloud Logging is not "
+            "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only"
+        )
+    items = api.logs(
+        job,
+        follow=follow,
+        replica=replica,
+        since=since,
+        settings=cfg,
+        log=stderr_line,
+        **where(cfg, project, region),
+    )
     last, failure = None, None
     try:
         for item in items:
@@ -57,16 +91,19 @@ def logs(job: LogJobArg,
             elif isinstance(item, JobEvent):
                 last = item.job
                 if item.changed:
-                    stderr_line(f"{time.strftime('%H:%M:%S')}  {short_state(item.state)}"
-                                + (f"  ({item.note})" if item.note else ""))
+                    stderr_line(
+                        f"{time.strftime('%H:%M:%S')}  {short_state(item.state)}"
+                        + (f"  ({item.note})" if item.note else "")
+                    )
             elif isinstance(item, Failure):
                 failure = item
     except BrokenPipeError:  # `logs JOB | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0)
     if follow and last is not None and not last.succeeded:
-        raise JobFailed(failure.message if failure else last.failure_message(),
-                        hint=failure.advice if failure else None)
+        raise JobFailed(
+            failure.message if failure else last.failure_message(), hint=failure.advice if failure else None
+        )
 
 
 def _check_reference(job: str) -> None:
@@ -86,9 +123,12 @@ def _check_reference(job: str) -> None:
         what = f"{job!r} is a file, neither a job nor a local run's output directory"
     else:
         what = f"{job!r} is neither a job nor a local run's directory (no such file or directory)"
-    raise UserError(what, hint="pass a Vertex AI job (projects/P/locations/R/customJobs/ID, or its "
-                               "numeric id with --project and --region), or a local run's output_dir "
-                               "(e.g. runs/quickstart) or name")
+    raise UserError(
+        what,
+        hint="pass a Vertex AI job (projects/P/locations/R/customJobs/ID, or its "
+        "numeric id with --project and --region), or a local run's output_dir "
+        "(e.g. runs/quickstart) or name",
+    )
 
 
 def _write(entry: LogEntry, output: OutputFormat) -> None:
@@ -129,14 +169,17 @@ class FollowView(StatusLine):
     def event(self, event: JobEvent) -> None:
         state = short_state(event.state)
         now = time.monotonic()
-        if event.changed or (event.note and self._status is None
-                             and now - self._noted >= _NOTE_EVERY_S):
+        if event.changed or (event.note and self._status is None and now - self._noted >= _NOTE_EVERY_S):
             self._noted = now
-            self.note(f"{time.strftime('%H:%M:%S')}  {state}"
-                      + (f"  ({event.note})" if event.note else ""))
+            self.note(f"{time.strftime('%H:%M:%S')}  {state}" + (f"  ({event.note})" if event.note else ""))
         if self._status is not None:
-            extra = (f": {event.note}" if event.note else
-                     ": reading its last lines" if event.job.done else " (Ctrl-C stops waiting)")
+            extra = (
+                f": {event.note}"
+                if event.note
+                else ": reading its last lines"
+                if event.job.done
+                else " (Ctrl-C stops waiting)"
+            )
             self._status.update(f"{self.job_id} {state}{extra}")
 
     def entry(self, entry: LogEntry) -> None:

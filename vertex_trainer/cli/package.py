@@ -2,25 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load,
-    settings, stderr_line,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
+    stderr_line,
 )
 
 
-def package(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-            region: RegionOpt = None,
-            builder: Annotated[Optional[str], typer.Option(
-                "--builder", metavar="docker|cloud-build",
-                help="how to build (default: image.builder, else cloud-build)")] = None,
-            dry_run: Annotated[bool, typer.Option(
-                "--dry-run", help="print the plan (files, size, hash, tag, builder); touch nothing")] = False,
-            output: OutputOpt = OutputFormat.text) -> None:
+def package(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    builder: Annotated[
+        str | None,
+        typer.Option(
+            "--builder",
+            metavar="docker|cloud-build",
+            help="how to build (default: image.builder, else cloud-build)",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="print the plan (files, size, hash, tag, builder); touch nothing"),
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Build and push the training image (once per content hash), or stage the Python package."""
     from vertex_trainer import api
 

@@ -5,63 +5,112 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
-    VarOpt, emit_json, key_option, load, resource_arg, settings, stderr_line, where,
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    key_option,
+    load,
+    resource_arg,
+    settings,
+    stderr_line,
+    where,
 )
 from vertex_trainer.errors import JobFailed
 
-app = typer.Typer(help="The job as a Vertex AI Pipelines run: train on the spec's hardware (Flex Start "
-                       "included), then register and deploy the model when the spec has deploy:.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="The job as a Vertex AI Pipelines run: train on the spec's hardware (Flex Start "
+    "included), then register and deploy the model when the spec has deploy:.",
+    no_args_is_help=True,
+)
 RunArg = resource_arg("a pipeline run", "pipelineJobs")
-KeyOpt = key_option("reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
-                    "submit with KEY adopts the run instead of starting another. Default: random")
+KeyOpt = key_option(
+    "reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
+    "submit with KEY adopts the run instead of starting another. Default: random"
+)
 
 
 @app.command("compile")
-def compile_(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-             region: RegionOpt = None,
-             out: Annotated[Optional[Path], typer.Option(
-                 "-o", "--out", help="write the pipeline here (default: stdout)")] = None,
-             resolve: Annotated[bool, typer.Option(
-                 "--resolve", help="look up the model and endpoint (read-only), as submit does; "
-                                   "default: compile for a first deploy, no connection")] = False,
-             idempotency_key: KeyOpt = None) -> None:
+def compile_(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="write the pipeline here (default: stdout)")
+    ] = None,
+    resolve: Annotated[
+        bool,
+        typer.Option(
+            "--resolve",
+            help="look up the model and endpoint (read-only), as submit does; "
+            "default: compile for a first deploy, no connection",
+        ),
+    ] = False,
+    idempotency_key: KeyOpt = None,
+) -> None:
     """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
     from vertex_trainer import api
     from vertex_trainer.pipeline import to_yaml
 
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    text = to_yaml(api.compile_pipeline(job_spec, idempotency_key=idempotency_key, resolve=resolve,
-                                        settings=cfg, log=stderr_line))
+    text = to_yaml(
+        api.compile_pipeline(
+            job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=stderr_line
+        )
+    )
     if out is None:
         sys.stdout.write(text)
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    stderr_line(f"wrote {out}" + ("" if resolve or job_spec.deploy is None else
-                                  " (deploy steps for a first deploy; `pipeline submit` looks up "
-                                  "the model and endpoint)"))
+    stderr_line(
+        f"wrote {out}"
+        + (
+            ""
+            if resolve or job_spec.deploy is None
+            else " (deploy steps for a first deploy; `pipeline submit` looks up the model and endpoint)"
+        )
+    )
 
 
 @app.command()
-def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None, idempotency_key: KeyOpt = None,
-           wait: Annotated[bool, typer.Option("--wait/--no-wait", help="follow the run until it ends; "
-                                              "exit 1 unless it SUCCEEDED")] = False,
-           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the exact requests; send, "
-                                                 "build and look up nothing")] = False,
-           pipeline_root: Annotated[Optional[str], typer.Option(
-               "--pipeline-root", help="gs:// folder for the run's files (default: "
-                                       "gs://<output bucket>/pipeline-root)")] = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def submit(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    idempotency_key: KeyOpt = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait/--no-wait", help="follow the run until it ends; exit 1 unless it SUCCEEDED"),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print the exact requests; send, build and look up nothing")
+    ] = False,
+    pipeline_root: Annotated[
+        str | None,
+        typer.Option(
+            "--pipeline-root",
+            help="gs:// folder for the run's files (default: gs://<output bucket>/pipeline-root)",
+        ),
+    ] = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Start the spec as a Vertex AI PipelineJob (at most once per --idempotency-key)."""
     from vertex_trainer import api
     from vertex_trainer.vertex.names import check_key
@@ -70,18 +119,29 @@ def submit(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         check_key(idempotency_key)
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.pipeline_submit(job_spec, idempotency_key=idempotency_key, dry_run=dry_run,
-                                 pipeline_root=pipeline_root, log=stderr_line, settings=cfg)
+    result = api.pipeline_submit(
+        job_spec,
+        idempotency_key=idempotency_key,
+        dry_run=dry_run,
+        pipeline_root=pipeline_root,
+        log=stderr_line,
+        settings=cfg,
+    )
     if dry_run:
         return _show_dry_run(result, output)
     _show(result, output, wait)
 
 
 @app.command()
-def status(run: RunArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
-           wait: Annotated[bool, typer.Option("--wait", help="follow the run until it ends; exit 1 "
-                                              "unless it SUCCEEDED")] = False,
-           output: OutputOpt = OutputFormat.text) -> None:
+def status(
+    run: RunArg,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="follow the run until it ends; exit 1 unless it SUCCEEDED")
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Show a pipeline run's state (and its error, if it failed)."""
     from vertex_trainer import api
 
@@ -90,8 +150,12 @@ def status(run: RunArg, project: JobProjectOpt = None, region: JobRegionOpt = No
 
 
 @app.command()
-def cancel(run: RunArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def cancel(
+    run: RunArg,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Cancel a pipeline run (one that already ended is left as it is)."""
     from vertex_trainer import api
 
@@ -107,14 +171,18 @@ def _show(run, output: OutputFormat, wait: bool) -> None:
         verb = "adopted" if run.adopted else "run"
         print(f"{verb:8} {run.name}\nstate    {short_state(run.state)}\nconsole  {run.console_url}")
         if run.adopted:
-            stderr_line(f"a pipeline run with idempotency key {run.idempotency_key} already existed: "
-                        "adopted, not started again")
+            stderr_line(
+                f"a pipeline run with idempotency key {run.idempotency_key} already existed: "
+                "adopted, not started again"
+            )
     if wait and not run.done:
         try:
             run.wait(on_state=lambda r: stderr_line(f"state    {short_state(r.state)}"), check=False)
         except KeyboardInterrupt:
-            stderr_line(f"stopped waiting; the run goes on. follow it: vertex-trainer pipeline status "
-                        f"{run.name} --wait")
+            stderr_line(
+                f"stopped waiting; the run goes on. follow it: vertex-trainer pipeline status "
+                f"{run.name} --wait"
+            )
             raise typer.Exit(130)
     if output is OutputFormat.json:
         emit_json(run.to_dict())
@@ -131,7 +199,9 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
     print("# dry run: nothing was sent, built or looked up. pipeline submit would:")
     if plan.package:
         print(f"# - package: if {plan.package['target']} does not exist yet, build it")
-    print(f"# - look for the run of idempotency key {plan.idempotency_key}\n{lookup['method']} {lookup['url']}")
+    print(
+        f"# - look for the run of idempotency key {plan.idempotency_key}\n{lookup['method']} {lookup['url']}"
+    )
     print("# - if there is none: look up the model and endpoint (deploy: only), compile, and create it")
     print(f"{create['method']} {create['url']}?pipelineJobId={create['params']['pipelineJobId']}")
     sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")

@@ -10,7 +10,8 @@ this prints.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 HEADER = """\
 # Command reference

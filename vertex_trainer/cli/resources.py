@@ -3,28 +3,52 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath,
-    VarOpt, emit_json, load, settings, stderr_line, where,
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
+    stderr_line,
+    where,
 )
 
-app = typer.Typer(help="Persistent resources: machines held for training jobs (persistent_resource: ID).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Persistent resources: machines held for training jobs (persistent_resource: ID).",
+    no_args_is_help=True,
+)
 
 
 @app.command("create")
-def create(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None,
-           resource_id: Annotated[Optional[str], typer.Option(
-               "--id", metavar="ID", help="the resource's id (default: persistent_resource, else the "
-               "spec's name); a second create with the id adopts it")] = None,
-           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the request; send nothing")] = False,
-           output: OutputOpt = OutputFormat.text) -> None:
+def create(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    resource_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id",
+            metavar="ID",
+            help="the resource's id (default: persistent_resource, else the "
+            "spec's name); a second create with the id adopts it",
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the request; send nothing")] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Create a persistent resource from the spec's hardware (idempotent by id); waits until it runs."""
     from vertex_trainer import api
 
@@ -43,8 +67,9 @@ def create(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
 
 
 @app.command("list")
-def list_(project: JobProjectOpt = None, region: JobRegionOpt = None,
-          output: OutputOpt = OutputFormat.text) -> None:
+def list_(
+    project: JobProjectOpt = None, region: JobRegionOpt = None, output: OutputOpt = OutputFormat.text
+) -> None:
     """List the persistent resources of a project and region."""
     from vertex_trainer import api
     from vertex_trainer.vertex.resources import describe_pool
@@ -63,9 +88,12 @@ def list_(project: JobProjectOpt = None, region: JobRegionOpt = None,
 
 
 @app.command("delete")
-def delete(resource: Annotated[str, typer.Argument(help="the id (with --project/--region) or full name")],
-           project: JobProjectOpt = None, region: JobRegionOpt = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def delete(
+    resource: Annotated[str, typer.Argument(help="the id (with --project/--region) or full name")],
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Delete a persistent resource (its machines are released); waits until it is gone."""
     from vertex_trainer import api
 
@@ -74,7 +102,9 @@ def delete(resource: Annotated[str, typer.Argument(help="the id (with --project/
     deleted = api.delete_resource(resource, **place, settings=cfg)
     if output is OutputFormat.json:
         return emit_json({"resource": resource, "deleted": deleted})
-    print(f"deleted  {resource}" if deleted else f"no such persistent resource: {resource} (nothing to delete)")
+    print(
+        f"deleted  {resource}" if deleted else f"no such persistent resource: {resource} (nothing to delete)"
+    )
 
 
 def register(root: typer.Typer) -> None:

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, OutputOpt, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, load,
-    settings, stderr_line,
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
+    stderr_line,
 )
 
 
@@ -31,14 +39,29 @@ def _price(job) -> str:
     return cost.price_line(cost.estimate(job, book)).removeprefix("price: ")
 
 
-def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-             region: RegionOpt = None,
-             check_quota: Annotated[bool, typer.Option(
-                 "--check-quota", help="also read the project's quota for the accelerator in the region "
-                 "(Cloud Quotas API): exit 2 when it is clearly too small")] = False,
-             local: Annotated[bool, typer.Option(
-                 "--local", help="check for `submit --local` (local paths, no project or image needed; "
-                 "the data must exist) instead of a cloud submit")] = False) -> None:
+def validate(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    check_quota: Annotated[
+        bool,
+        typer.Option(
+            "--check-quota",
+            help="also read the project's quota for the accelerator in the region "
+            "(Cloud Quotas API): exit 2 when it is clearly too small",
+        ),
+    ] = False,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="check for `submit --local` (local paths, no project or image needed; "
+            "the data must exist) instead of a cloud submit",
+        ),
+    ] = False,
+) -> None:
     """Check a job spec (fields, hardware, scheduling) for a cloud submit, or with --local for a
     run here, without sending anything (--check-quota: one read-only look at the project's quota).
     It answers what `submit --dry-run` (or `submit --local`) would: the same problems, the same
@@ -62,23 +85,31 @@ def validate(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: P
     if wait and any("max_wait is ignored" in w for w in warnings(job)):
         wait += " (ignored: no flex-start in the plan)"
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
-    image = ("(none: --local only)" if job.image is None
-             else job.image.uri or job.image.repository or "python package")
+    image = (
+        "(none: --local only)"
+        if job.image is None
+        else job.image.uri or job.image.repository or "python package"
+    )
     lines = [
         f"OK  {spec}: {job.name}" + (" (for --local)" if local else ""),
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
-        f"  schedule  {s.strategy}{wait}" + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
+        f"  schedule  {s.strategy}{wait}"
+        + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
         + (f"; then {', then '.join(_fallback_words(job))} if refused" if s.fallback else ""),
         f"  image     {image}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
     ]
-    if not local:  # hourly and worst case per attempt; over scheduling.max_cost: exit 2 (docs/contract.md section 12)
+    if (
+        not local
+    ):  # hourly and worst case per attempt; over scheduling.max_cost: exit 2 (docs/contract.md section 12)
         lines.append(f"  price     {_price(job)}")
     if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
         t = job.tune
-        lines.append(f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
-                     f"trials, {t.parallel_trials} at a time ({t.algorithm} search)")
+        lines.append(
+            f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
+            f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
+        )
     print("\n".join(lines + quota))
 
 
@@ -87,10 +118,17 @@ def _fallback_words(job) -> list[str]:
     from vertex_trainer.spec.attempts import attempts
 
     plan = attempts(job)
-    return [a.strategy + (f" in {a.region}" if a.region != plan[0].region else "")
-            + (f" on {a.hardware_name}" if a.hardware != plan[0].hardware else "")
-            + (f" (reservation {a.reservation})" if a.reservation and a.reservation != plan[0].reservation else "")
-            for a in plan[1:]]
+    return [
+        a.strategy
+        + (f" in {a.region}" if a.region != plan[0].region else "")
+        + (f" on {a.hardware_name}" if a.hardware != plan[0].hardware else "")
+        + (
+            f" (reservation {a.reservation})"
+            if a.reservation and a.reservation != plan[0].reservation
+            else ""
+        )
+        for a in plan[1:]
+    ]
 
 
 def _quota_lines(job, cfg) -> list[str]:
@@ -98,7 +136,9 @@ def _quota_lines(job, cfg) -> list[str]:
     from vertex_trainer.workflows import capacity
 
     if capacity.offline(cfg):
-        return ["  quota     not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set"]
+        return [
+            "  quota     not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set"
+        ]
     if not capacity.accelerator(job):
         return ["  quota     no accelerator: nothing to check"]
     if not job.project or not job.region:
@@ -106,18 +146,33 @@ def _quota_lines(job, cfg) -> list[str]:
     checks = capacity.check_quota(job, settings=cfg, log=lambda _: None)  # each shown below
     acc = capacity.accelerator(job)
     return [f"  quota     {c.describe(acc)}" for c in checks] or [
-        f"  quota     not checked: no quota metric is known for {acc}"]
+        f"  quota     not checked: no quota metric is known for {acc}"
+    ]
 
 
-def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: ProjectOpt = None,
-           region: RegionOpt = None,
-           format: Annotated[RenderFormat, typer.Option("--format", "-f", help="json: the REST body; yaml; "
-                             "gcloud: a --config file for gcloud ai custom-jobs create; spec: the resolved spec")]
-           = RenderFormat.json,
-           idempotency_key: Annotated[Optional[str], typer.Option(
-               "--idempotency-key", help="include the vertex-trainer-key label submit would add")] = None) -> None:
+def render(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    format: Annotated[
+        RenderFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="json: the REST body; yaml; "
+            "gcloud: a --config file for gcloud ai custom-jobs create; spec: the resolved spec",
+        ),
+    ] = RenderFormat.json,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option("--idempotency-key", help="include the vertex-trainer-key label submit would add"),
+    ] = None,
+) -> None:
     """Print the CustomJob (with tune:, the HyperparameterTuningJob) that submit would send."""
-    from vertex_trainer import api, render as r
+    from vertex_trainer import api
+    from vertex_trainer import render as r
 
     job_spec = load(spec, set_, var, project, region, settings())
     if format is RenderFormat.spec:
@@ -134,10 +189,18 @@ def render(spec: SpecPath, set_: SetOpt = None, var: VarOpt = None, project: Pro
         sys.stdout.write(r.to_gcloud_config(job_spec, job))
 
 
-def hardware(output: OutputOpt = OutputFormat.text,
-             region: Annotated[Optional[str], typer.Option(
-                 "--region", metavar="REGION", help="only what Vertex AI training offers in REGION "
-                 "(the Vertex AI docs' table, with the date it was read)")] = None) -> None:
+def hardware(
+    output: OutputOpt = OutputFormat.text,
+    region: Annotated[
+        str | None,
+        typer.Option(
+            "--region",
+            metavar="REGION",
+            help="only what Vertex AI training offers in REGION "
+            "(the Vertex AI docs' table, with the date it was read)",
+        ),
+    ] = None,
+) -> None:
     """List the hardware presets (machine, accelerators, memory, Flex Start, default precision),
     the regions that offer each accelerator for training, and where each row was read."""
     from vertex_trainer import regions
@@ -160,9 +223,17 @@ def hardware(output: OutputOpt = OutputFormat.text,
         flex = "yes" if row["flex_start"] else "no"
         if row["spot_or_flex_only"]:
             flex += " (spot/flex only)"
-        lines.append((row["preset"], row["machine_type"], acc,
-                      f"{row['accelerator_memory_gb']} GB" if row["accelerator_memory_gb"] else "-",
-                      str(row["vcpus"] or "-"), flex, row["default_precision"]))
+        lines.append(
+            (
+                row["preset"],
+                row["machine_type"],
+                acc,
+                f"{row['accelerator_memory_gb']} GB" if row["accelerator_memory_gb"] else "-",
+                str(row["vcpus"] or "-"),
+                flex,
+                row["default_precision"],
+            )
+        )
     from rich.console import Console
 
     console = Console(highlight=False)
@@ -197,7 +268,9 @@ def _provenance(rows: list[dict]) -> list[str]:
         if where and where["confidence"] != "high":
             place += f" (lower confidence: {where['note']})" if where["note"] else " (lower confidence)"
         unconfirmed = "; not yet on a Vertex AI training page" if acc.training == "unconfirmed" else ""
-        lines.append(f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}; regions: {' '.join(region_ids)}")
+        lines.append(
+            f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}; regions: {' '.join(region_ids)}"
+        )
     known = catalog.sources()
     lines += ["# sources:"] + [f"#   {i}  {known[i].url} (read {known[i].read})" for i in used]
     return lines
@@ -211,14 +284,17 @@ def _in_region(rows: list[dict], region: str, output: OutputFormat) -> list[dict
 
     if not regions.known(region):
         near = nearest(region, regions.REGIONS)
-        raise UserError(f"--region: {region!r} is not a Vertex AI training region in the table "
-                        f"(read {regions.READ})", hint=(f"did you mean '{near[0]}'? " if near else "")
-                        + "known: " + ", ".join(regions.REGIONS))
+        raise UserError(
+            f"--region: {region!r} is not a Vertex AI training region in the table (read {regions.READ})",
+            hint=(f"did you mean '{near[0]}'? " if near else "") + "known: " + ", ".join(regions.REGIONS),
+        )
     offered = regions.offered_in(region)
     if output is OutputFormat.text:
         uncertain = [a for a in offered if a in regions.UNCERTAIN]
-        print(f"# {region}: Vertex AI training offers {', '.join(offered) or 'no accelerators (CPU only)'}"
-              + (f" ({', '.join(uncertain)}: likely, not in the training table)" if uncertain else ""))
+        print(
+            f"# {region}: Vertex AI training offers {', '.join(offered) or 'no accelerators (CPU only)'}"
+            + (f" ({', '.join(uncertain)}: likely, not in the training table)" if uncertain else "")
+        )
         print(f"# source: {regions.SOURCE}, read {regions.READ}")
     return [r for r in rows if not r["accelerator_type"] or r["accelerator_type"] in offered]
 

@@ -3,93 +3,192 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    OutputFormat, ProjectOpt, RegionOpt, SetOpt, SpecPath, VarOpt, emit_json, settings, stderr_line,
+    OutputFormat,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    settings,
+    stderr_line,
 )
 
-app = typer.Typer(help="Start a run when a dataset lands in Cloud Storage: a Cloud Run function on the "
-                       "bucket's object-finalized events (Eventarc).", no_args_is_help=True)
-BucketOpt = Annotated[str, typer.Option("--bucket", help="the bucket whose uploads start runs (a name, "
-                                                         "no gs://)", show_default=False)]
-PrefixOpt = Annotated[str, typer.Option("--prefix", help="only objects under this name prefix, e.g. "
-                                                         "datasets/")]
-MarkerOpt = Annotated[str, typer.Option("--marker", help="the object that says a folder is complete: "
-                                                         "<prefix><folder>/<marker> starts a run")]
-LocationOpt = Annotated[Optional[str], typer.Option(
-    "--trigger-location", help="the bucket's location (the Eventarc trigger must be there); "
-                               "default: looked up by deploy, the spec's region for render")]
-FunctionOpt = Annotated[Optional[str], typer.Option("--function", help="function name (default: "
-                                                                       "vt-<spec name>)")]
-RuntimeSaOpt = Annotated[Optional[str], typer.Option(
-    "--runtime-service-account", help="the function's identity (default: vt-run-...@PROJECT, created)")]
+app = typer.Typer(
+    help="Start a run when a dataset lands in Cloud Storage: a Cloud Run function on the "
+    "bucket's object-finalized events (Eventarc).",
+    no_args_is_help=True,
+)
+BucketOpt = Annotated[
+    str,
+    typer.Option(
+        "--bucket", help="the bucket whose uploads start runs (a name, no gs://)", show_default=False
+    ),
+]
+PrefixOpt = Annotated[
+    str, typer.Option("--prefix", help="only objects under this name prefix, e.g. datasets/")
+]
+MarkerOpt = Annotated[
+    str,
+    typer.Option(
+        "--marker", help="the object that says a folder is complete: <prefix><folder>/<marker> starts a run"
+    ),
+]
+LocationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--trigger-location",
+        help="the bucket's location (the Eventarc trigger must be there); "
+        "default: looked up by deploy, the spec's region for render",
+    ),
+]
+FunctionOpt = Annotated[
+    str | None, typer.Option("--function", help="function name (default: vt-<spec name>)")
+]
+RuntimeSaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime-service-account", help="the function's identity (default: vt-run-...@PROJECT, created)"
+    ),
+]
 # -o is the function directory here (docs/contract.md section 6), so --output has no short form.
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text for people, json for scripts")]
-TriggerSaOpt = Annotated[Optional[str], typer.Option(
-    "--trigger-service-account", help="the trigger's identity, the only caller of the function "
-                                      "(default: vt-evt-...@PROJECT, created)")]
+TriggerSaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--trigger-service-account",
+        help="the trigger's identity, the only caller of the function (default: vt-evt-...@PROJECT, created)",
+    ),
+]
 
 
 def _options(set_, var, project, region, prefix, marker, location, function, runtime_sa, trigger_sa) -> dict:
     from vertex_trainer.spec import parse_assignments
 
-    return {"sets": tuple(set_ or ()), "vars": dict(parse_assignments(var, "--var")), "project": project,
-            "region": region, "prefix": prefix, "marker": marker, "trigger_location": location,
-            "function": function, "runtime_service_account": runtime_sa,
-            "trigger_service_account": trigger_sa}
+    return {
+        "sets": tuple(set_ or ()),
+        "vars": dict(parse_assignments(var, "--var")),
+        "project": project,
+        "region": region,
+        "prefix": prefix,
+        "marker": marker,
+        "trigger_location": location,
+        "function": function,
+        "runtime_service_account": runtime_sa,
+        "trigger_service_account": trigger_sa,
+    }
 
 
 @app.command()
-def render(spec: SpecPath, bucket: BucketOpt,
-           out: Annotated[Path, typer.Option("-o", "--out", help="the function directory to write",
-                                             show_default=False)],
-           prefix: PrefixOpt = "", marker: MarkerOpt = "_SUCCESS", set_: SetOpt = None,
-           var: VarOpt = None, project: ProjectOpt = None, region: RegionOpt = None,
-           trigger_location: LocationOpt = None, function: FunctionOpt = None,
-           runtime_service_account: RuntimeSaOpt = None, trigger_service_account: TriggerSaOpt = None,
-           output: OutputOpt = OutputFormat.text) -> None:
+def render(
+    spec: SpecPath,
+    bucket: BucketOpt,
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="the function directory to write", show_default=False)
+    ],
+    prefix: PrefixOpt = "",
+    marker: MarkerOpt = "_SUCCESS",
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    trigger_location: LocationOpt = None,
+    function: FunctionOpt = None,
+    runtime_service_account: RuntimeSaOpt = None,
+    trigger_service_account: TriggerSaOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Write a deployable Cloud Run function that starts the spec's run for each completed folder."""
     from vertex_trainer import api
 
-    result = api.trigger_render(spec, out, bucket=bucket, settings=settings(), log=stderr_line,
-                                **_options(set_, var, project, region, prefix, marker, trigger_location,
-                                           function, runtime_service_account, trigger_service_account))
+    result = api.trigger_render(
+        spec,
+        out,
+        bucket=bucket,
+        settings=settings(),
+        log=stderr_line,
+        **_options(
+            set_,
+            var,
+            project,
+            region,
+            prefix,
+            marker,
+            trigger_location,
+            function,
+            runtime_service_account,
+            trigger_service_account,
+        ),
+    )
     if output is OutputFormat.json:
         return emit_json(result)
     what = "a PipelineJob (train, register, deploy)" if result["pipeline"] else "a CustomJob"
-    print(f"wrote    {result['directory']} ({len(result['files'])} files)\n"
-          f"fires on gs://{bucket}/{prefix}<folder>/{marker}: {what}\n"
-          f"image    {result['image']}\n"
-          f"deploy   vertex-trainer trigger deploy {spec} --bucket {bucket} ... "
-          f"(or {Path(result['directory']) / 'deploy.sh'})")
+    print(
+        f"wrote    {result['directory']} ({len(result['files'])} files)\n"
+        f"fires on gs://{bucket}/{prefix}<folder>/{marker}: {what}\n"
+        f"image    {result['image']}\n"
+        f"deploy   vertex-trainer trigger deploy {spec} --bucket {bucket} ... "
+        f"(or {Path(result['directory']) / 'deploy.sh'})"
+    )
 
 
 @app.command()
-def deploy(spec: SpecPath, bucket: BucketOpt,
-           out: Annotated[Optional[Path], typer.Option(
-               "-o", "--out", help="render the function here (default: a new temporary directory)")] = None,
-           prefix: PrefixOpt = "", marker: MarkerOpt = "_SUCCESS", set_: SetOpt = None,
-           var: VarOpt = None, project: ProjectOpt = None, region: RegionOpt = None,
-           trigger_location: LocationOpt = None, function: FunctionOpt = None,
-           runtime_service_account: RuntimeSaOpt = None, trigger_service_account: TriggerSaOpt = None,
-           dry_run: Annotated[bool, typer.Option("--dry-run", help="print the gcloud commands; write, "
-                                                 "build and run nothing")] = False,
-           output: OutputOpt = OutputFormat.text) -> None:
+def deploy(
+    spec: SpecPath,
+    bucket: BucketOpt,
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="render the function here (default: a new temporary directory)"),
+    ] = None,
+    prefix: PrefixOpt = "",
+    marker: MarkerOpt = "_SUCCESS",
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    trigger_location: LocationOpt = None,
+    function: FunctionOpt = None,
+    runtime_service_account: RuntimeSaOpt = None,
+    trigger_service_account: TriggerSaOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print the gcloud commands; write, build and run nothing")
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """Deploy the function, its Eventarc trigger and the IAM bindings they need (with gcloud)."""
     from vertex_trainer import api
 
-    result = api.trigger_deploy(spec, bucket=bucket, out_dir=out, dry_run=dry_run, settings=settings(),
-                                log=stderr_line,
-                                **_options(set_, var, project, region, prefix, marker, trigger_location,
-                                           function, runtime_service_account, trigger_service_account))
+    result = api.trigger_deploy(
+        spec,
+        bucket=bucket,
+        out_dir=out,
+        dry_run=dry_run,
+        settings=settings(),
+        log=stderr_line,
+        **_options(
+            set_,
+            var,
+            project,
+            region,
+            prefix,
+            marker,
+            trigger_location,
+            function,
+            runtime_service_account,
+            trigger_service_account,
+        ),
+    )
     if output is OutputFormat.json:
         return emit_json(result)
     if dry_run:
         print(result["script"], end="")
         return
-    print(f"deployed {result['function']} (source {result['directory']}): uploads of "
-          f"gs://{bucket}/{prefix}<folder>/{marker} now start runs")
+    print(
+        f"deployed {result['function']} (source {result['directory']}): uploads of "
+        f"gs://{bucket}/{prefix}<folder>/{marker} now start runs"
+    )

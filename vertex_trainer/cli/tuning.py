@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
-from typing_extensions import Annotated
 
 from vertex_trainer.cli.common import (
-    JobProjectOpt, JobRegionOpt, OutputFormat, OutputOpt, emit_json, err_console, resource_arg,
-    settings, stderr_line, stop_waiting, where,
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    emit_json,
+    err_console,
+    resource_arg,
+    settings,
+    stderr_line,
+    stop_waiting,
+    where,
 )
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
@@ -24,10 +32,19 @@ from vertex_trainer.errors import JobFailed
 TuningJobArg = resource_arg("a tuning job", "hyperparameterTuningJobs")
 
 
-def trials(job: TuningJobArg, project: JobProjectOpt = None, region: JobRegionOpt = None,
-           wait: Annotated[bool, typer.Option("--wait", help="follow the job until it ends, showing "
-                                              "each trial as it ends; exit 1 unless it SUCCEEDED")] = False,
-           output: OutputOpt = OutputFormat.text) -> None:
+def trials(
+    job: TuningJobArg,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="follow the job until it ends, showing each trial as it ends; exit 1 unless it SUCCEEDED",
+        ),
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
     """List a hyperparameter tuning job's trials (parameters, metric) and the best trial."""
     from vertex_trainer import api
 
@@ -40,16 +57,34 @@ def trials(job: TuningJobArg, project: JobProjectOpt = None, region: JobRegionOp
         raise JobFailed(found.failure_message())
 
 
-def submit(job_spec: Any, cfg: Any, *, dry_run: bool, local: bool, wait: bool, output: OutputFormat,
-           idempotency_key: str | None, cancel_on_interrupt: bool, deploy: bool = False) -> None:
+def submit(
+    job_spec: Any,
+    cfg: Any,
+    *,
+    dry_run: bool,
+    local: bool,
+    wait: bool,
+    output: OutputFormat,
+    idempotency_key: str | None,
+    cancel_on_interrupt: bool,
+    deploy: bool = False,
+) -> None:
     """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit,
     then the trials as they end (--wait) and the table of trials."""
     from vertex_trainer import api
 
     # A cloud tuning job is followed here (each trial as it ends), not by api.submit's wait.
-    job = api.submit(job_spec, wait=wait and local, idempotency_key=idempotency_key, local=local,
-                     dry_run=dry_run, deploy=deploy, log=stderr_line, settings=cfg,
-                     console=None if output is OutputFormat.json else err_console())
+    job = api.submit(
+        job_spec,
+        wait=wait and local,
+        idempotency_key=idempotency_key,
+        local=local,
+        dry_run=dry_run,
+        deploy=deploy,
+        log=stderr_line,
+        settings=cfg,
+        console=None if output is OutputFormat.json else err_console(),
+    )
     if dry_run:
         return _show_dry_run(job, output)
     if local:
@@ -60,12 +95,16 @@ def submit(job_spec: Any, cfg: Any, *, dry_run: bool, local: bool, wait: bool, o
     if output is OutputFormat.text:
         verb = "adopted" if job.adopted else "created"
         tune = job_spec.tune
-        print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}\n"
-              f"trials   {tune.max_trials} at most, {tune.parallel_trials} at a time "
-              f"({tune.goal} {tune.metric})")
+        print(
+            f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}\n"
+            f"trials   {tune.max_trials} at most, {tune.parallel_trials} at a time "
+            f"({tune.goal} {tune.metric})"
+        )
         if job.adopted:
-            stderr_line(f"a tuning job with idempotency key {job.idempotency_key} already existed: "
-                        "adopted, not re-created")
+            stderr_line(
+                f"a tuning job with idempotency key {job.idempotency_key} already existed: "
+                "adopted, not re-created"
+            )
     if wait:
         _follow(job, output, cancel_on_interrupt)
     elif output is OutputFormat.json:
@@ -73,6 +112,7 @@ def submit(job_spec: Any, cfg: Any, *, dry_run: bool, local: bool, wait: bool, o
 
 
 # -- showing -------------------------------------------------------------------------------------
+
 
 def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
     """--wait: each state change and each trial as it ends (stderr), then the table (stdout)."""
@@ -86,17 +126,26 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
 
     def on_trial(t) -> None:
         value = f"{metric}={t.metric:.4f}" if t.metric is not None else f"no {metric}"
-        console.print(f"{time.strftime('%H:%M:%S')}  trial {t.id} {t.state}: {value}  "
-                      + _params(t.parameters) + (f"  ({t.error})" if t.error else ""), markup=False,
-                      soft_wrap=True)
+        console.print(
+            f"{time.strftime('%H:%M:%S')}  trial {t.id} {t.state}: {value}  "
+            + _params(t.parameters)
+            + (f"  ({t.error})" if t.error else ""),
+            markup=False,
+            soft_wrap=True,
+        )
 
     try:
         job.wait(on_state=on_state, on_trial=on_trial, check=False)
     except KeyboardInterrupt:
-        stop_waiting(job, output, cancel_on_interrupt, describe=describe,
-                     follow=f"vertex-trainer trials {job.name} --wait",
-                     cancel=f"gcloud ai hp-tuning-jobs cancel {job.id} --project {job.client.project} "
-                            f"--region {job.client.region}")
+        stop_waiting(
+            job,
+            output,
+            cancel_on_interrupt,
+            describe=describe,
+            follow=f"vertex-trainer trials {job.name} --wait",
+            cancel=f"gcloud ai hp-tuning-jobs cancel {job.id} --project {job.client.project} "
+            f"--region {job.client.region}",
+        )
     _show(job, output, describe=describe)
     if not job.succeeded:
         raise JobFailed(job.failure_message())
@@ -123,14 +172,20 @@ def trials_table(found: list, metric: str, best: dict | None) -> str:
     rows = [["TRIAL", "STATE", metric.upper(), *[n.upper() for n in names]]]
     best_id = best["id"] if best else None
     for t in found:
-        rows.append([t.id + (" *" if t.id == best_id else ""), t.state,
-                     "-" if t.metric is None else f"{t.metric:.4f}",
-                     *[_value(t.parameters.get(n, "-")) for n in names]])
+        rows.append(
+            [
+                t.id + (" *" if t.id == best_id else ""),
+                t.state,
+                "-" if t.metric is None else f"{t.metric:.4f}",
+                *[_value(t.parameters.get(n, "-")) for n in names],
+            ]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if best:
-        lines.append(f"best     trial {best['id']}: {metric}={best['metric']:.4f}  "
-                     + _params(best["parameters"]))
+        lines.append(
+            f"best     trial {best['id']}: {metric}={best['metric']:.4f}  " + _params(best["parameters"])
+        )
     else:
         lines.append("best     none yet (no trial has reported a metric)")
     return "\n".join(lines)
@@ -148,8 +203,10 @@ def _show_dry_run(plan, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return emit_json(plan.to_dict())
     if plan.local:
-        print("# dry run: nothing runs. submit --local would run these trials on this machine, each "
-              "the CustomJob of the tuning job's trialJobSpec with its flags appended:")
+        print(
+            "# dry run: nothing runs. submit --local would run these trials on this machine, each "
+            "the CustomJob of the tuning job's trialJobSpec with its flags appended:"
+        )
         for t in plan.trials or []:
             print(f"#   trial {t['id']}: {' '.join(t['args'])}")
         sys.stdout.write(json.dumps(plan.job, indent=2) + "\n")

@@ -14,11 +14,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Conversion", "Runner", "Result", "convert", "dry_run_text", "summary_text", "DEFAULT_MARKER"]
+__all__ = ["DEFAULT_MARKER", "Conversion", "Result", "Runner", "convert", "dry_run_text", "summary_text"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.dataprep.launch import (DEFAULT_MARKER, Conversion, Result, Runner, convert,
-                                                dry_run_text, summary_text)
+    from vertex_trainer.dataprep.launch import (
+        DEFAULT_MARKER,
+        Conversion,
+        Result,
+        Runner,
+        convert,
+        dry_run_text,
+        summary_text,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -28,7 +28,7 @@ class Checked:
     """An image to store: its bytes, format and size after any re-encoding."""
 
     data: bytes
-    format: str                 # JPEG | PNG
+    format: str  # JPEG | PNG
     height: int
     width: int
     channels: int
@@ -85,8 +85,7 @@ def _jpeg(im, quality: int, *, resized: bool) -> Checked:
     buf = io.BytesIO()
     im.save(buf, format="JPEG", quality=quality)
     width, height = im.size
-    return Checked(buf.getvalue(), "JPEG", height, width, _channels(im.mode), resized=resized,
-                   reencoded=True)
+    return Checked(buf.getvalue(), "JPEG", height, width, _channels(im.mode), resized=resized, reencoded=True)
 
 
 def _channels(mode: str) -> int:

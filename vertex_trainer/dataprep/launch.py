@@ -12,17 +12,17 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from vertex_trainer import lazy
 from vertex_trainer.dataprep import records
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
 
-beam = lazy.module("apache_beam")   # imported on first use (vertex_trainer.lazy)
+beam = lazy.module("apache_beam")  # imported on first use (vertex_trainer.lazy)
 
-DEFAULT_MARKER = "_SUCCESS"     # what the trigger (docs/contract.md section 6) waits for
+DEFAULT_MARKER = "_SUCCESS"  # what the trigger (docs/contract.md section 6) waits for
 RUNNERS = ("direct", "dataflow")
 # What Beam's own option check accepts (it refuses project names and numbers late, at submit).
 _JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -36,12 +36,12 @@ class Conversion:
 
     image_dir: str
     out_dir: str
-    shards: int | None = None             # train shards (None: ~target_shard_mb each)
+    shards: int | None = None  # train shards (None: ~target_shard_mb each)
     eval_shards: int | None = None
-    eval_fraction: float = 0.0            # share of each class held out as validation
-    eval_dir: str | None = None           # or: a second class-per-folder tree for validation
+    eval_fraction: float = 0.0  # share of each class held out as validation
+    eval_dir: str | None = None  # or: a second class-per-folder tree for validation
     seed: int = 0
-    max_side: int | None = None           # resize + re-encode as JPEG above this side
+    max_side: int | None = None  # resize + re-encode as JPEG above this side
     jpeg_quality: int = 90
     marker: str = DEFAULT_MARKER
     target_shard_mb: int = 128
@@ -56,13 +56,13 @@ class Runner:
     name: str = "direct"
     project: str | None = None
     region: str | None = None
-    temp_location: str | None = None      # default gs://<OUT_DIR's bucket>/tmp/dataflow
+    temp_location: str | None = None  # default gs://<OUT_DIR's bucket>/tmp/dataflow
     max_workers: int | None = None
     machine_type: str | None = None
     job_name: str | None = None
-    wait: bool = False                    # dataflow: follow the job to its end
-    direct_workers: int = 1               # direct: worker processes (1: in this process)
-    options: tuple[str, ...] = ()         # more Beam pipeline options, verbatim (--key=value)
+    wait: bool = False  # dataflow: follow the job to its end
+    direct_workers: int = 1  # direct: worker processes (1: in this process)
+    options: tuple[str, ...] = ()  # more Beam pipeline options, verbatim (--key=value)
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Result:
     job_id: str | None = None
     console_url: str | None = None
     warnings: list[str] = field(default_factory=list)
-    counters: dict[str, int] = field(default_factory=dict)   # Beam counters (direct runner)
+    counters: dict[str, int] = field(default_factory=dict)  # Beam counters (direct runner)
 
 
 # -- checks (nothing listed, nothing sent) ----------------------------------------------------
@@ -87,8 +87,9 @@ def _strip(path: str | None) -> str | None:
 def normalize(conv: Conversion) -> Conversion:
     from dataclasses import replace
 
-    return replace(conv, image_dir=_strip(conv.image_dir), out_dir=_strip(conv.out_dir),
-                   eval_dir=_strip(conv.eval_dir))
+    return replace(
+        conv, image_dir=_strip(conv.image_dir), out_dir=_strip(conv.out_dir), eval_dir=_strip(conv.eval_dir)
+    )
 
 
 def check(conv: Conversion, runner: Runner) -> None:
@@ -99,36 +100,58 @@ def check(conv: Conversion, runner: Runner) -> None:
         raise UserError("--eval-dir and --eval-fraction both choose the validation split: pass one")
     if not 0.0 <= conv.eval_fraction < 1.0:
         raise UserError(f"--eval-fraction {conv.eval_fraction}: must be at least 0 and below 1")
-    for flag, value in (("--shards", conv.shards), ("--eval-shards", conv.eval_shards),
-                        ("--max-side", conv.max_side), ("--max-workers", runner.max_workers)):
+    for flag, value in (
+        ("--shards", conv.shards),
+        ("--eval-shards", conv.eval_shards),
+        ("--max-side", conv.max_side),
+        ("--max-workers", runner.max_workers),
+    ):
         if value is not None and value < 1:
             raise UserError(f"{flag} {value}: must be at least 1")
     if conv.eval_shards and not (conv.eval_dir or conv.eval_fraction):
         raise UserError("--eval-shards needs a validation split: pass --eval-fraction or --eval-dir")
     if not 1 <= conv.jpeg_quality <= 100:
         raise UserError(f"--jpeg-quality {conv.jpeg_quality}: must be 1..100 (90 is a good default)")
-    if not conv.marker or "/" in conv.marker or conv.marker in (".", "..") or conv.marker.startswith(("train-", "validation-")):
+    if (
+        not conv.marker
+        or "/" in conv.marker
+        or conv.marker in (".", "..")
+        or conv.marker.startswith(("train-", "validation-"))
+    ):
         raise UserError(f"--marker {conv.marker!r}: a plain object name such as _SUCCESS")
     if conv.out_dir.startswith("/gcs/") or conv.image_dir.startswith("/gcs/"):
         raise UserError("use gs:// paths, not /gcs/ (Cloud Storage FUSE exists only on Vertex AI machines)")
     if runner.name == "dataflow":
-        for flag, path in (("IMAGE_DIR", conv.image_dir), ("OUT_DIR", conv.out_dir),
-                           ("--eval-dir", conv.eval_dir), ("--temp-location", runner.temp_location)):
+        for flag, path in (
+            ("IMAGE_DIR", conv.image_dir),
+            ("OUT_DIR", conv.out_dir),
+            ("--eval-dir", conv.eval_dir),
+            ("--temp-location", runner.temp_location),
+        ):
             if path and not path.startswith("gs://"):
-                raise UserError(f"{flag} {path!r}: Dataflow workers read and write Cloud Storage, "
-                                "so it must be a gs:// path", hint="copy the images with `gcloud storage "
-                                "cp -r DIR gs://BUCKET/...`, or use --runner direct")
+                raise UserError(
+                    f"{flag} {path!r}: Dataflow workers read and write Cloud Storage, "
+                    "so it must be a gs:// path",
+                    hint="copy the images with `gcloud storage "
+                    "cp -r DIR gs://BUCKET/...`, or use --runner direct",
+                )
         if not runner.project:
             raise UserError("--runner dataflow needs a project: pass --project or set $GOOGLE_CLOUD_PROJECT")
         if not _PROJECT.match(runner.project):
-            raise UserError(f"--project {runner.project!r}: give the project id (e.g. my-project-123), "
-                            "not its name or number")
+            raise UserError(
+                f"--project {runner.project!r}: give the project id (e.g. my-project-123), "
+                "not its name or number"
+            )
         if not runner.region:
-            raise UserError("--runner dataflow needs a region: pass --region (e.g. us-central1), "
-                            "the region of the image bucket")
+            raise UserError(
+                "--runner dataflow needs a region: pass --region (e.g. us-central1), "
+                "the region of the image bucket"
+            )
         if runner.job_name and not _JOB_NAME.match(runner.job_name):
-            raise UserError(f"--job-name {runner.job_name!r}: lowercase letters, digits and '-', "
-                            "starting with a letter, not ending with '-'")
+            raise UserError(
+                f"--job-name {runner.job_name!r}: lowercase letters, digits and '-', "
+                "starting with a letter, not ending with '-'"
+            )
     elif runner.direct_workers < 1:
         raise UserError(f"--workers {runner.direct_workers}: must be at least 1")
 
@@ -142,24 +165,32 @@ def default_job_name(now: datetime.datetime | None = None) -> str:
 def temp_location(conv: Conversion, runner: Runner) -> str:
     if runner.temp_location:
         return runner.temp_location.rstrip("/")
-    bucket = conv.out_dir[len("gs://"):].split("/", 1)[0]
+    bucket = conv.out_dir[len("gs://") :].split("/", 1)[0]
     return f"gs://{bucket}/tmp/dataflow"
 
 
-def pipeline_args(conv: Conversion, runner: Runner, *, job_name: str | None = None,
-                  extra_package: str | None = None) -> list[str]:
+def pipeline_args(
+    conv: Conversion, runner: Runner, *, job_name: str | None = None, extra_package: str | None = None
+) -> list[str]:
     """The Beam pipeline options, exactly as passed (the user's --beam-option values last)."""
     if runner.name == "direct":
-        args = ["--runner=DirectRunner", f"--direct_num_workers={runner.direct_workers}",
-                "--direct_running_mode=" + ("in_memory" if runner.direct_workers == 1 else "multi_processing")]
+        args = [
+            "--runner=DirectRunner",
+            f"--direct_num_workers={runner.direct_workers}",
+            "--direct_running_mode=" + ("in_memory" if runner.direct_workers == 1 else "multi_processing"),
+        ]
         return args + list(runner.options)
     from vertex_trainer.dataprep import staging
 
-    args = ["--runner=DataflowRunner", f"--project={runner.project}", f"--region={runner.region}",
-            f"--temp_location={temp_location(conv, runner)}",
-            f"--job_name={job_name or runner.job_name or default_job_name()}",
-            f"--extra_package={extra_package or staging.wheel_name()}",
-            "--labels=vertex-trainer=data-convert"]
+    args = [
+        "--runner=DataflowRunner",
+        f"--project={runner.project}",
+        f"--region={runner.region}",
+        f"--temp_location={temp_location(conv, runner)}",
+        f"--job_name={job_name or runner.job_name or default_job_name()}",
+        f"--extra_package={extra_package or staging.wheel_name()}",
+        "--labels=vertex-trainer=data-convert",
+    ]
     if runner.max_workers:
         args.append(f"--max_num_workers={runner.max_workers}")
     if runner.machine_type:
@@ -178,21 +209,41 @@ def dry_run_text(conv: Conversion, runner: Runner) -> str:
     conv = normalize(conv)
     check(conv, runner)
     where = "Dataflow" if runner.name == "dataflow" else "this machine (DirectRunner)"
-    lines = [f"dry run: convert {conv.image_dir} -> {conv.out_dir} on {where}; nothing was sent",
-             "", "pipeline options:"]
+    lines = [
+        f"dry run: convert {conv.image_dir} -> {conv.out_dir} on {where}; nothing was sent",
+        "",
+        "pipeline options:",
+    ]
     lines += [f"  {arg}" for arg in pipeline_args(conv, runner)]
     if runner.name == "dataflow":
-        lines += ["", f"worker package (built and staged at submit): {staging.wheel_name()}",
-                  f"  modules: vertex_trainer.dataprep ({', '.join(staging.WORKER_MODULES)})",
-                  f"  requires: {', '.join(staging.requirements())} (apache-beam comes with the worker image)"]
+        lines += [
+            "",
+            f"worker package (built and staged at submit): {staging.wheel_name()}",
+            f"  modules: vertex_trainer.dataprep ({', '.join(staging.WORKER_MODULES)})",
+            f"  requires: {', '.join(staging.requirements())} (apache-beam comes with the worker image)",
+        ]
     shards = conv.shards or f"auto (~{conv.target_shard_mb} MB each)"
-    split = (f"--eval-dir {conv.eval_dir}" if conv.eval_dir else
-             f"{conv.eval_fraction:.0%} of each class" if conv.eval_fraction else "none")
-    stored = (f"larger than {conv.max_side} px resized, as JPEG q{conv.jpeg_quality}" if conv.max_side
-              else "stored as they are (JPEG/PNG)")
-    lines += ["", "conversion:", f"  train shards: {shards}", f"  validation: {split}",
-              f"  seed: {conv.seed}", f"  images: {stored}",
-              f"  finally: labels.txt, rejected.txt, manifest.json, then {conv.marker}"]
+    split = (
+        f"--eval-dir {conv.eval_dir}"
+        if conv.eval_dir
+        else f"{conv.eval_fraction:.0%} of each class"
+        if conv.eval_fraction
+        else "none"
+    )
+    stored = (
+        f"larger than {conv.max_side} px resized, as JPEG q{conv.jpeg_quality}"
+        if conv.max_side
+        else "stored as they are (JPEG/PNG)"
+    )
+    lines += [
+        "",
+        "conversion:",
+        f"  train shards: {shards}",
+        f"  validation: {split}",
+        f"  seed: {conv.seed}",
+        f"  images: {stored}",
+        f"  finally: labels.txt, rejected.txt, manifest.json, then {conv.marker}",
+    ]
     return "\n".join(lines)
 
 
@@ -202,8 +253,10 @@ def list_classes(tree: str, settings: Settings, flag: str) -> tuple[list[str], i
     if tree.startswith("gs://"):
         return _list_gcs_classes(tree, settings, flag)
     if not os.path.isdir(tree):
-        raise UserError(f"{flag} {tree!r} is not a directory",
-                        hint="give a folder with one sub-folder of images per class")
+        raise UserError(
+            f"{flag} {tree!r} is not a directory",
+            hint="give a folder with one sub-folder of images per class",
+        )
     names, stray = [], 0
     with os.scandir(tree) as entries:
         for entry in entries:
@@ -225,13 +278,16 @@ def _list_gcs_classes(tree: str, settings: Settings, flag: str) -> tuple[list[st
     try:
         blobs = storage.client(settings).list_blobs(bucket, prefix=prefix, delimiter="/")
         stray = sum(1 for blob in blobs if blob.name != prefix)  # reading the pages fills .prefixes
-        names = sorted(n for n in (p[len(prefix):].rstrip("/") for p in blobs.prefixes)
-                       if not n.startswith("."))
+        names = sorted(
+            n for n in (p[len(prefix) :].rstrip("/") for p in blobs.prefixes) if not n.startswith(".")
+        )
     except gexc.NotFound:
         raise UserError(f"{flag} {tree}: bucket gs://{bucket} does not exist") from None
     except gexc.Forbidden as e:
-        raise ServiceError(f"{flag} {tree}: no permission to list it: {e.message}",
-                           hint="the account needs roles/storage.objectViewer on the bucket") from None
+        raise ServiceError(
+            f"{flag} {tree}: no permission to list it: {e.message}",
+            hint="the account needs roles/storage.objectViewer on the bucket",
+        ) from None
     except gexc.GoogleAPIError as e:
         raise ServiceError(f"{flag} {tree}: listing failed: {e}") from None
     return names, stray
@@ -242,22 +298,28 @@ def _classes(conv: Conversion, settings: Settings) -> tuple[list[str], list[str]
     warnings = []
     labels, stray = list_classes(conv.image_dir, settings, "IMAGE_DIR")
     if not labels:
-        raise UserError(f"IMAGE_DIR {conv.image_dir}: no class folders found",
-                        hint=f"expected {conv.image_dir}/<class>/<image>, one folder per class")
+        raise UserError(
+            f"IMAGE_DIR {conv.image_dir}: no class folders found",
+            hint=f"expected {conv.image_dir}/<class>/<image>, one folder per class",
+        )
     if stray:
         warnings.append(f"{stray} file(s) directly in {conv.image_dir} are in no class folder: not converted")
     bad = [c for c in labels if _GLOB_CHARS & set(c)]
     if bad:
-        raise UserError(f"class folder {bad[0]!r} has a wildcard character ({''.join(sorted(_GLOB_CHARS))})",
-                        hint="rename it: folder names are matched as patterns")
+        raise UserError(
+            f"class folder {bad[0]!r} has a wildcard character ({''.join(sorted(_GLOB_CHARS))})",
+            hint="rename it: folder names are matched as patterns",
+        )
     eval_classes: list[str] = []
     if conv.eval_dir:
         eval_classes, _ = list_classes(conv.eval_dir, settings, "--eval-dir")
         unknown = sorted(set(eval_classes) - set(labels))
         if unknown:
-            raise UserError(f"--eval-dir {conv.eval_dir}: class folder(s) {', '.join(unknown[:5])} "
-                            f"are not in IMAGE_DIR", hint="labels come from IMAGE_DIR's folders; "
-                            "the validation tree must use the same folder names")
+            raise UserError(
+                f"--eval-dir {conv.eval_dir}: class folder(s) {', '.join(unknown[:5])} are not in IMAGE_DIR",
+                hint="labels come from IMAGE_DIR's folders; "
+                "the validation tree must use the same folder names",
+            )
         missing = sorted(set(labels) - set(eval_classes))
         if missing:
             warnings.append(f"--eval-dir has no folder for {len(missing)} class(es), e.g. {missing[0]}")
@@ -270,8 +332,14 @@ def _existing(conv: Conversion) -> list[str]:
 
     from vertex_trainer.dataprep import pipeline as pl
 
-    names = [conv.marker, pl.MANIFEST_FILE, pl.LABELS_FILE, pl.REJECTED_FILE,
-             f"{pl.TRAIN}-*-of-*", f"{pl.EVAL}-*-of-*"]
+    names = [
+        conv.marker,
+        pl.MANIFEST_FILE,
+        pl.LABELS_FILE,
+        pl.REJECTED_FILE,
+        f"{pl.TRAIN}-*-of-*",
+        f"{pl.EVAL}-*-of-*",
+    ]
     found: list[str] = []
     for result in FileSystems.match([records.join(conv.out_dir, n) for n in names]):
         found += [m.path for m in result.metadata_list]
@@ -286,11 +354,13 @@ def prepare_out_dir(conv: Conversion, log: Callable[[str], None]) -> None:
     if not found:
         return
     if not conv.overwrite:
-        raise UserError(f"OUT_DIR {conv.out_dir} already holds a dataset ({len(found)} files, e.g. "
-                        f"{os.path.basename(sorted(found)[0])})",
-                        hint="pass --overwrite to replace it, or choose another OUT_DIR")
+        raise UserError(
+            f"OUT_DIR {conv.out_dir} already holds a dataset ({len(found)} files, e.g. "
+            f"{os.path.basename(sorted(found)[0])})",
+            hint="pass --overwrite to replace it, or choose another OUT_DIR",
+        )
     marker = records.join(conv.out_dir, conv.marker)
-    first = [p for p in found if p == marker]   # a trigger must never see a marker over old shards
+    first = [p for p in found if p == marker]  # a trigger must never see a marker over old shards
     FileSystems.delete(first)
     rest = [p for p in found if p != marker]
     if rest:
@@ -311,17 +381,30 @@ def _tool_version() -> str:
 def make_plan(conv: Conversion, runner: Runner, labels, eval_classes):
     from vertex_trainer.dataprep.pipeline import Plan
 
-    return Plan(image_dir=conv.image_dir, out_dir=conv.out_dir, labels=tuple(labels),
-                eval_dir=conv.eval_dir, eval_classes=tuple(eval_classes), eval_fraction=conv.eval_fraction,
-                shards=conv.shards, eval_shards=conv.eval_shards,
-                target_shard_bytes=conv.target_shard_mb * 2**20, seed=conv.seed, max_side=conv.max_side,
-                jpeg_quality=conv.jpeg_quality, marker=conv.marker, read_threads=conv.read_threads,
-                created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                tool=_tool_version(), runner=runner.name)
+    return Plan(
+        image_dir=conv.image_dir,
+        out_dir=conv.out_dir,
+        labels=tuple(labels),
+        eval_dir=conv.eval_dir,
+        eval_classes=tuple(eval_classes),
+        eval_fraction=conv.eval_fraction,
+        shards=conv.shards,
+        eval_shards=conv.eval_shards,
+        target_shard_bytes=conv.target_shard_mb * 2**20,
+        seed=conv.seed,
+        max_side=conv.max_side,
+        jpeg_quality=conv.jpeg_quality,
+        marker=conv.marker,
+        read_threads=conv.read_threads,
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        tool=_tool_version(),
+        runner=runner.name,
+    )
 
 
-def convert(conv: Conversion, runner: Runner, *, settings: Settings,
-            log: Callable[[str], None] = print) -> Result:
+def convert(
+    conv: Conversion, runner: Runner, *, settings: Settings, log: Callable[[str], None] = print
+) -> Result:
     """Convert (DirectRunner) or submit the conversion (Dataflow). Raises UserError before
     anything is written when the request or the input tree is wrong."""
     conv = normalize(conv)
@@ -386,14 +469,25 @@ def _run_direct(conv: Conversion, runner: Runner, plan) -> Result:
         run.wait_until_finish()
     except Exception as e:  # Beam wraps a DoFn's exception in its own, with the worker traceback
         if "NoImages" in f"{type(e).__name__} {e}":
-            raise UserError(f"no image in {conv.image_dir} could be converted; no marker written",
-                            hint=f"see {records.join(conv.out_dir, pl.REJECTED_FILE)}") from None
-        raise JobFailed(f"the conversion failed: {_last_line(e)}",
-                        hint="run with --debug for the full traceback; no marker was written") from e
-    counters = {c.key.metric.name: c.committed for c in run.metrics().query()["counters"]
-                if c.key.metric.namespace == pl.NAMESPACE}
-    return Result("direct", time.monotonic() - start, manifest=read_manifest(conv.out_dir),
-                  counters=dict(sorted(counters.items())))
+            raise UserError(
+                f"no image in {conv.image_dir} could be converted; no marker written",
+                hint=f"see {records.join(conv.out_dir, pl.REJECTED_FILE)}",
+            ) from None
+        raise JobFailed(
+            f"the conversion failed: {_last_line(e)}",
+            hint="run with --debug for the full traceback; no marker was written",
+        ) from e
+    counters = {
+        c.key.metric.name: c.committed
+        for c in run.metrics().query()["counters"]
+        if c.key.metric.namespace == pl.NAMESPACE
+    }
+    return Result(
+        "direct",
+        time.monotonic() - start,
+        manifest=read_manifest(conv.out_dir),
+        counters=dict(sorted(counters.items())),
+    )
 
 
 def read_manifest(out_dir: str) -> dict:
@@ -428,21 +522,29 @@ def _submit_dataflow(conv: Conversion, runner: Runner, plan, log: Callable[[str]
         try:
             result = p.run()
         except Exception as e:  # credentials, a disabled API, quota: one line, not a traceback
-            raise ServiceError(f"Dataflow refused the job: {_last_line(e)}",
-                               hint="the account needs roles/dataflow.developer and the Dataflow API "
-                                    "enabled; the workers' service account needs the buckets") from e
+            raise ServiceError(
+                f"Dataflow refused the job: {_last_line(e)}",
+                hint="the account needs roles/dataflow.developer and the Dataflow API "
+                "enabled; the workers' service account needs the buckets",
+            ) from e
     if not hasattr(result, "job_id"):  # --beam-option=--dry_run=True: Beam translated the job, sent nothing
         log(f"Beam's dry run: {job_name} was translated for Dataflow and not submitted")
         return Result("dataflow", time.monotonic() - start, job_name=job_name)
     job_id = result.job_id()
-    out = Result("dataflow", time.monotonic() - start, job_name=job_name, job_id=job_id,
-                 console_url=console_url(runner.project, runner.region, job_id))
+    out = Result(
+        "dataflow",
+        time.monotonic() - start,
+        job_name=job_name,
+        job_id=job_id,
+        console_url=console_url(runner.project, runner.region, job_id),
+    )
     if runner.wait:
         log(f"following {out.console_url}")
         state = result.wait_until_finish()
         if str(state).upper().rsplit(".", 1)[-1] != "DONE":
-            raise JobFailed(f"Dataflow job {job_id} ended {state}; no marker was written",
-                            hint=f"see {out.console_url}")
+            raise JobFailed(
+                f"Dataflow job {job_id} ended {state}; no marker was written", hint=f"see {out.console_url}"
+            )
         out.manifest = read_manifest(conv.out_dir)
         out.seconds = time.monotonic() - start
     return out
@@ -495,19 +597,32 @@ def summary_text(manifest: dict, seconds: float | None = None) -> str:
     lines += ["", f"  {'class':<{width}} " + " ".join(f"{n:>10}" for n in splits) + f" {'rejected':>9}"]
     shown = manifest["labels"] if len(manifest["labels"]) <= 30 else manifest["labels"][:25]
     for c in shown:
-        lines.append(f"  {c:<{width}} " + " ".join(f"{s['per_class'][c]:>10}" for s in splits.values())
-                     + f" {rejected['per_class'].get(c, 0):>9}")
+        lines.append(
+            f"  {c:<{width}} "
+            + " ".join(f"{s['per_class'][c]:>10}" for s in splits.values())
+            + f" {rejected['per_class'].get(c, 0):>9}"
+        )
     if len(shown) < len(manifest["labels"]):
         lines.append(f"  ... {len(manifest['labels']) - len(shown)} more classes in manifest.json")
     kinds = ", ".join(f"{n} {k}" for k, n in rejected["by_kind"].items())
-    lines += ["", f"rejected: {rejected['count']}" + (
-        f" ({kinds}), listed in {records.join(manifest['out_dir'], rejected['file'])}" if rejected["count"] else "")]
+    lines += [
+        "",
+        f"rejected: {rejected['count']}"
+        + (
+            f" ({kinds}), listed in {records.join(manifest['out_dir'], rejected['file'])}"
+            if rejected["count"]
+            else ""
+        ),
+    ]
     for name, s in splits.items():
         if s["examples"] == 0:
             lines.append(f"warning: the {name} split is empty")
     t = manifest["trainer"]
-    lines += [f"wrote manifest.json, then {manifest['marker']}", "",
-              f"train on it: trainer.train_data: {t['train_data']}"]
+    lines += [
+        f"wrote manifest.json, then {manifest['marker']}",
+        "",
+        f"train on it: trainer.train_data: {t['train_data']}",
+    ]
     if t["eval_data"]:
         lines.append(f"              trainer.eval_data: {t['eval_data']}")
     lines.append(f"              trainer.num_classes: {t['num_classes']}")

@@ -29,9 +29,10 @@ import json
 import logging
 import posixpath
 import threading
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -40,9 +41,9 @@ from apache_beam.metrics import Metrics
 
 from vertex_trainer.dataprep import images, records
 
-TRAIN, EVAL = "train", "validation"     # the splits, and their shard name prefixes
-REJECTED = "rejected"                    # the tagged output of rejected files
-NAMESPACE = "vertex-trainer"             # Beam counter namespace (Dataflow console: job metrics)
+TRAIN, EVAL = "train", "validation"  # the splits, and their shard name prefixes
+REJECTED = "rejected"  # the tagged output of rejected files
+NAMESPACE = "vertex-trainer"  # Beam counter namespace (Dataflow console: job metrics)
 LABELS_FILE, REJECTED_FILE, MANIFEST_FILE = "labels.txt", "rejected.txt", "manifest.json"
 FORMAT = "vertex-trainer/tfrecords/v1"
 
@@ -55,18 +56,18 @@ class Plan:
 
     image_dir: str
     out_dir: str
-    labels: tuple[str, ...]              # class folder names, sorted: label = index
+    labels: tuple[str, ...]  # class folder names, sorted: label = index
     eval_dir: str | None = None
-    eval_classes: tuple[str, ...] = ()   # class folders found in eval_dir (a subset of labels)
+    eval_classes: tuple[str, ...] = ()  # class folders found in eval_dir (a subset of labels)
     eval_fraction: float = 0.0
-    shards: int | None = None            # train shards; None: by size
+    shards: int | None = None  # train shards; None: by size
     eval_shards: int | None = None
     target_shard_bytes: int = 128 * 2**20
     seed: int = 0
     max_side: int | None = None
     jpeg_quality: int = 90
     marker: str = "_SUCCESS"
-    read_threads: int = 8                # concurrent image reads per shard writer
+    read_threads: int = 8  # concurrent image reads per shard writer
     created: str = ""
     tool: str = ""
     runner: str = ""
@@ -87,11 +88,11 @@ class Source(NamedTuple):
     """One listed file."""
 
     path: str
-    rel: str        # "<class>/<name>", relative to its tree: the same key wherever the tree lives
+    rel: str  # "<class>/<name>", relative to its tree: the same key wherever the tree lives
     label: int
     split: str
     size: int
-    key: int        # 64-bit shuffle key
+    key: int  # 64-bit shuffle key
 
 
 def hash64(*parts: object) -> int:
@@ -108,8 +109,9 @@ def split_of(plan: Plan, rel: str) -> str:
 def open_for_write(path: str):
     """Every file the pipeline writes goes through here (one place to log, and for tests)."""
     log.info("writing %s", path)
-    return FileSystems.create(path, mime_type="application/octet-stream",
-                              compression_type=CompressionTypes.UNCOMPRESSED)
+    return FileSystems.create(
+        path, mime_type="application/octet-stream", compression_type=CompressionTypes.UNCOMPRESSED
+    )
 
 
 def _count(name: str, n: int = 1) -> None:
@@ -214,11 +216,13 @@ class WriteShard(beam.DoFn):
             data = self._read(src.path)
         except FileNotFoundError:
             return 0, images.Rejection("unreadable", "gone since it was listed")
-        except Exception as e:  # noqa: BLE001 - only "not found" is bad data; the rest retries
+        except Exception as e:
             if type(e).__name__ == "NotFound":
                 return 0, images.Rejection("unreadable", "gone since it was listed")
             raise
-        return len(data), images.check_image(data, max_side=self.plan.max_side, quality=self.plan.jpeg_quality)
+        return len(data), images.check_image(
+            data, max_side=self.plan.max_side, quality=self.plan.jpeg_quality
+        )
 
     def process(self, group):
         (split, index, of), entries = group
@@ -227,7 +231,9 @@ class WriteShard(beam.DoFn):
         handle = open_for_write(records.join(self.plan.out_dir, name))
         per_class: collections.Counter = collections.Counter()
         examples = size = resized = reencoded = 0
-        for src, (nbytes, result) in _ordered(self._pool, self._load, sources, 2 * max(1, self.plan.read_threads)):
+        for src, (nbytes, result) in _ordered(
+            self._pool, self._load, sources, 2 * max(1, self.plan.read_threads)
+        ):
             _count("bytes_read", nbytes)
             if isinstance(result, images.Rejection):
                 _count("rejected")
@@ -235,9 +241,15 @@ class WriteShard(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(REJECTED, (src.path, result.kind, result.reason, src.label))
                 continue
             record = records.image_example(
-                result.data, src.label, image_format=result.format, height=result.height,
-                width=result.width, channels=result.channels, synset=self.plan.labels[src.label],
-                filename=posixpath.basename(src.path))
+                result.data,
+                src.label,
+                image_format=result.format,
+                height=result.height,
+                width=result.width,
+                channels=result.channels,
+                synset=self.plan.labels[src.label],
+                filename=posixpath.basename(src.path),
+            )
             size += records.write_record(handle, record)
             examples += 1
             per_class[src.label] += 1
@@ -249,8 +261,16 @@ class WriteShard(beam.DoFn):
         _count("images_written", examples)
         _count("bytes_written", size)
         _count("shards_written")
-        yield {"split": split, "index": index, "file": name, "examples": examples, "bytes": size,
-               "per_class": dict(per_class), "resized": resized, "reencoded": reencoded}
+        yield {
+            "split": split,
+            "index": index,
+            "file": name,
+            "examples": examples,
+            "bytes": size,
+            "per_class": dict(per_class),
+            "resized": resized,
+            "reencoded": reencoded,
+        }
 
 
 class NoImages(RuntimeError):
@@ -267,12 +287,16 @@ class Finalize(beam.DoFn):
         plan = self.plan
         _write_text(records.join(plan.out_dir, LABELS_FILE), "".join(f"{c}\n" for c in plan.labels))
         rejected = sorted(rejected)
-        _write_text(records.join(plan.out_dir, REJECTED_FILE),
-                    "".join(f"{path}\t{reason}\n" for path, _, reason, _ in rejected))
+        _write_text(
+            records.join(plan.out_dir, REJECTED_FILE),
+            "".join(f"{path}\t{reason}\n" for path, _, reason, _ in rejected),
+        )
         manifest = make_manifest(plan, shards, rejected, totals)
         if manifest["splits"][TRAIN]["examples"] == 0:
-            raise NoImages(f"no image in {plan.image_dir} could be converted ({len(rejected)} rejected, "
-                           f"see {records.join(plan.out_dir, REJECTED_FILE)}); no marker written")
+            raise NoImages(
+                f"no image in {plan.image_dir} could be converted ({len(rejected)} rejected, "
+                f"see {records.join(plan.out_dir, REJECTED_FILE)}); no marker written"
+            )
         _write_text(records.join(plan.out_dir, MANIFEST_FILE), json.dumps(manifest, indent=2) + "\n")
         _write_text(records.join(plan.out_dir, plan.marker), "")  # last: the dataset is complete
         yield manifest
@@ -309,43 +333,69 @@ def make_manifest(plan: Plan, shards: list[dict], rejected: list[tuple], totals:
         "created": plan.created,
         "tool": plan.tool,
         "runner": plan.runner,
-        "source": {"image_dir": plan.image_dir, "eval_dir": plan.eval_dir,
-                   "eval_fraction": plan.eval_fraction, "files": files, "bytes": size},
-        "options": {k: v for k, v in asdict(plan).items()
-                    if k in ("seed", "shards", "eval_shards", "target_shard_bytes", "max_side",
-                             "jpeg_quality")},
+        "source": {
+            "image_dir": plan.image_dir,
+            "eval_dir": plan.eval_dir,
+            "eval_fraction": plan.eval_fraction,
+            "files": files,
+            "bytes": size,
+        },
+        "options": {
+            k: v
+            for k, v in asdict(plan).items()
+            if k in ("seed", "shards", "eval_shards", "target_shard_bytes", "max_side", "jpeg_quality")
+        },
         "labels": list(plan.labels),
         "num_classes": len(plan.labels),
         "splits": splits,
-        "rejected": {"count": len(rejected), "file": REJECTED_FILE, "by_kind": dict(sorted(by_kind.items())),
-                     "per_class": {name: n for name, n in sorted(collections.Counter(
-                         plan.labels[label] for *_, label in rejected).items())}},
+        "rejected": {
+            "count": len(rejected),
+            "file": REJECTED_FILE,
+            "by_kind": dict(sorted(by_kind.items())),
+            "per_class": {
+                name: n
+                for name, n in sorted(
+                    collections.Counter(plan.labels[label] for *_, label in rejected).items()
+                )
+            },
+        },
         "marker": plan.marker,
-        "trainer": {"train_data": splits[TRAIN]["pattern"],
-                    "eval_data": splits[EVAL]["pattern"] if EVAL in splits else None,
-                    "num_classes": len(plan.labels)},
+        "trainer": {
+            "train_data": splits[TRAIN]["pattern"],
+            "eval_data": splits[EVAL]["pattern"] if EVAL in splits else None,
+            "num_classes": len(plan.labels),
+        },
     }
 
 
 def build(pipeline: beam.Pipeline, plan: Plan):
     """Add the conversion to `pipeline`; returns the PCollection holding the one manifest."""
-    listed = (pipeline
-              | "ClassFolders" >> beam.Create(plan.folders())
-              | "Spread" >> beam.Reshuffle()     # list the folders on many workers at once
-              | "List" >> beam.ParDo(ListFolder(plan)))
-    totals = (listed
-              | "SplitOfEach" >> beam.Map(split_and_size)
-              | "TotalPerSplit" >> beam.CombinePerKey(sum_pairs))
+    listed = (
+        pipeline
+        | "ClassFolders" >> beam.Create(plan.folders())
+        | "Spread" >> beam.Reshuffle()  # list the folders on many workers at once
+        | "List" >> beam.ParDo(ListFolder(plan))
+    )
+    totals = (
+        listed | "SplitOfEach" >> beam.Map(split_and_size) | "TotalPerSplit" >> beam.CombinePerKey(sum_pairs)
+    )
     counts = totals | "ShardCount" >> beam.Map(shard_count, plan)
     keyed = listed | "Assign" >> beam.Map(assign, counts=beam.pvalue.AsDict(counts))
     empty = counts | "EveryShard" >> beam.FlatMap(slots)
-    written = ((keyed, empty)
-               | "Both" >> beam.Flatten()
-               | "ByShard" >> beam.GroupByKey()
-               | "Write" >> beam.ParDo(WriteShard(plan)).with_outputs(REJECTED, main="shards"))
-    return (pipeline
-            | "Once" >> beam.Create([None])
-            | "Finalize" >> beam.ParDo(Finalize(plan),
-                                       shards=beam.pvalue.AsList(written.shards),
-                                       rejected=beam.pvalue.AsList(written[REJECTED]),
-                                       totals=beam.pvalue.AsList(totals)))
+    written = (
+        (keyed, empty)
+        | "Both" >> beam.Flatten()
+        | "ByShard" >> beam.GroupByKey()
+        | "Write" >> beam.ParDo(WriteShard(plan)).with_outputs(REJECTED, main="shards")
+    )
+    return (
+        pipeline
+        | "Once" >> beam.Create([None])
+        | "Finalize"
+        >> beam.ParDo(
+            Finalize(plan),
+            shards=beam.pvalue.AsList(written.shards),
+            rejected=beam.pvalue.AsList(written[REJECTED]),
+            totals=beam.pvalue.AsList(totals),
+        )
+    )

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import posixpath
 import struct
-from typing import BinaryIO, Iterator, Mapping, Sequence, Union
+from collections.abc import Iterator, Mapping, Sequence
+from typing import BinaryIO, Union
 
 import google_crc32c
 
@@ -62,25 +63,37 @@ def _feature(value: FeatureValue) -> bytes:
 
 def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     """A serialized tf.train.Example: str/bytes values become BytesList, ints Int64List."""
-    entries = b"".join(_field(1, _field(1, key.encode()) + _field(2, _feature(features[key])))
-                       for key in sorted(features))
+    entries = b"".join(
+        _field(1, _field(1, key.encode()) + _field(2, _feature(features[key]))) for key in sorted(features)
+    )
     return _field(1, entries)
 
 
-def image_example(image: bytes, label: int, *, image_format: str, height: int, width: int,
-                  channels: int, synset: str = "", filename: str = "") -> bytes:
+def image_example(
+    image: bytes,
+    label: int,
+    *,
+    image_format: str,
+    height: int,
+    width: int,
+    channels: int,
+    synset: str = "",
+    filename: str = "",
+) -> bytes:
     """One record in the ImageNet layout `trainer.data` reads (label 0-based)."""
-    return encode_example({
-        "image/encoded": image,
-        "image/format": image_format,
-        "image/class/label": label,
-        "image/class/synset": synset,
-        "image/height": height,
-        "image/width": width,
-        "image/channels": channels,
-        "image/colorspace": "RGB" if channels != 1 else "Grayscale",
-        "image/filename": filename,
-    })
+    return encode_example(
+        {
+            "image/encoded": image,
+            "image/format": image_format,
+            "image/class/label": label,
+            "image/class/synset": synset,
+            "image/height": height,
+            "image/width": width,
+            "image/channels": channels,
+            "image/colorspace": "RGB" if channels != 1 else "Grayscale",
+            "image/filename": filename,
+        }
+    )
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -104,7 +117,7 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, bytes | int]]:
             yield number, wire, value
         elif wire == 2:
             size, pos = _read_varint(data, pos)
-            yield number, wire, data[pos:pos + size]
+            yield number, wire, data[pos : pos + size]
             pos += size
         else:
             raise ValueError(f"unexpected wire type {wire} in an Example")

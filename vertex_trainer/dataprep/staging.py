@@ -23,8 +23,10 @@ from pathlib import Path
 DIST = "vertex_trainer_dataprep_worker"
 WORKER_MODULES = ("__init__.py", "records.py", "images.py", "pipeline.py")
 _EPOCH = (1980, 1, 1, 0, 0, 0)
-_TOP_INIT = ('"""vertex_trainer on a Dataflow worker: only vertex_trainer.dataprep\'s worker modules '
-             '(vertex-trainer data convert)."""\n')
+_TOP_INIT = (
+    '"""vertex_trainer on a Dataflow worker: only vertex_trainer.dataprep\'s worker modules '
+    '(vertex-trainer data convert)."""\n'
+)
 
 
 def _version(dist: str, default: str) -> str:
@@ -57,11 +59,18 @@ def build_wheel(dest_dir: str | Path) -> Path:
     info = f"{DIST}-{version}.dist-info"
     files = _files()
     files[f"{info}/METADATA"] = "\n".join(
-        ["Metadata-Version: 2.1", f"Name: {DIST}", f"Version: {version}",
-         "Summary: vertex-trainer data convert: the Beam pipeline's worker modules",
-         *(f"Requires-Dist: {r}" for r in requirements()), ""]).encode()
-    files[f"{info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: vertex-trainer\nRoot-Is-Purelib: true\n"
-                              "Tag: py3-none-any\n").encode()
+        [
+            "Metadata-Version: 2.1",
+            f"Name: {DIST}",
+            f"Version: {version}",
+            "Summary: vertex-trainer data convert: the Beam pipeline's worker modules",
+            *(f"Requires-Dist: {r}" for r in requirements()),
+            "",
+        ]
+    ).encode()
+    files[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: vertex-trainer\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     files[f"{info}/top_level.txt"] = b"vertex_trainer\n"
     record = io.StringIO()
     for name, data in files.items():

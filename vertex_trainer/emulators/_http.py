@@ -8,15 +8,24 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 # HTTP status -> the google.rpc code name the error envelope carries.
 STATUS_NAMES = {
-    400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-    409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
-    502: "UNAVAILABLE", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
 }
 
 
@@ -52,8 +61,15 @@ class JsonHandler(BaseHTTPRequestHandler):
         self.send_json(status, envelope(status, message))
 
 
-def offset_page(items: list, query: dict[str, str], key: str, *, size: int,
-                cap: int | None = None, omit_empty: bool = False) -> dict:
+def offset_page(
+    items: list,
+    query: dict[str, str],
+    key: str,
+    *,
+    size: int,
+    cap: int | None = None,
+    omit_empty: bool = False,
+) -> dict:
     """One page of a list answer, the page token being the offset of its first item.
 
     `items` is the whole listing, `query` the request's parameters (pageToken, pageSize), `key`
@@ -69,14 +85,14 @@ def offset_page(items: list, query: dict[str, str], key: str, *, size: int,
         raise ValueError("Invalid page token or page size.") from None
     if cap is not None:
         size = min(size, cap)
-    page = items[start:start + size]
+    page = items[start : start + size]
     answer: dict[str, Any] = {} if omit_empty and not page else {key: page}
     if start + size < len(items):
         answer["nextPageToken"] = str(start + size)
     return answer
 
 
-Route = tuple[str, "re.Pattern[str]", str]   # (HTTP method, path pattern with the target as group 1, op)
+Route = tuple[str, "re.Pattern[str]", str]  # (HTTP method, path pattern with the target as group 1, op)
 
 
 _PARENT = r"projects/[^/]+/locations/[^/]+"
@@ -94,14 +110,19 @@ def collection_routes(collection: str, kind: str, *, end: str = "cancel") -> lis
         ("POST", re.compile(rf"^/v1/({_PARENT})/{collection}$"), f"{kind}-create"),
         ("GET", re.compile(rf"^/v1/({_PARENT})/{collection}$"), f"{kind}-list"),
         ("GET", re.compile(one + "$"), f"{kind}-get"),
-        ("POST", re.compile(one + ":cancel$"), f"{kind}-cancel") if end == "cancel"
+        ("POST", re.compile(one + ":cancel$"), f"{kind}-cancel")
+        if end == "cancel"
         else ("DELETE", re.compile(one + "$"), f"{kind}-delete"),
     ]
 
 
-def route(service: Any, routes: list[Route], method: str, path: str,
-          handler_of: Callable[[str], str] = lambda op: "_" + op.split("-", 1)[1],
-          ) -> tuple[str, Callable[[dict, Any], Any]] | None:
+def route(
+    service: Any,
+    routes: list[Route],
+    method: str,
+    path: str,
+    handler_of: Callable[[str], str] = lambda op: "_" + op.split("-", 1)[1],
+) -> tuple[str, Callable[[dict, Any], Any]] | None:
     """The first of `routes` that `method` and `path` match, as (op, call).
 
     `service` owns the handlers, `handler_of(op)` names its method ("resource-get" -> "_get" by
@@ -125,7 +146,7 @@ class LoopbackServer:
     host: str
     port: int
     _server: ThreadingHTTPServer | None
-    faults: list[tuple[str | None, int]]   # (method or None, status) answered instead, in order
+    faults: list[tuple[str | None, int]]  # (method or None, status) answered instead, in order
     _lock: threading.Lock
 
     def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
@@ -144,8 +165,9 @@ class LoopbackServer:
     def _serve(self, handler: type[BaseHTTPRequestHandler]):
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self
 
     @property
@@ -166,8 +188,9 @@ class LoopbackServer:
         self.stop()
 
 
-def serve_until_interrupted(fake: Any, lines: Iterable[str],
-                            echo: Callable[[str], None] | None = None) -> None:
+def serve_until_interrupted(
+    fake: Any, lines: Iterable[str], echo: Callable[[str], None] | None = None
+) -> None:
     """For the `vertex-trainer dev` commands: print `lines` (URL, exports) and keep the started
     `fake` running until Ctrl-C, then stop it."""
     echo = echo or (lambda text: print(text, flush=True))

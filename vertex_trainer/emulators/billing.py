@@ -45,8 +45,8 @@ def load_catalog(path: Path = CATALOG) -> dict:
 class FakeBilling(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
-    page_size: int = 25                 # at most this many SKUs a page: several pages
-    services_page_size: int = 2         # and services: the client must page those too
+    page_size: int = 25  # at most this many SKUs a page: several pages
+    services_page_size: int = 2  # and services: the client must page those too
     catalog: dict = field(default_factory=load_catalog)
     requests: list[str] = field(default_factory=list)
     faults: list = field(default_factory=list)
@@ -62,11 +62,12 @@ class FakeBilling(LoopbackServer):
                 if sku["description"] == description:
                     units = int(usd)
                     sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"].update(
-                        units=str(units), nanos=int(round((usd - units) * 1e9)))
+                        units=str(units), nanos=int(round((usd - units) * 1e9))
+                    )
                     return
         raise KeyError(description)
 
-    def start(self) -> "FakeBilling":
+    def start(self) -> FakeBilling:
         fake = self
 
         class Handler(JsonHandler):

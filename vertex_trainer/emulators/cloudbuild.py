@@ -58,18 +58,18 @@ class FakeCloudBuild(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
     storage_host: str | None = None
-    registry: Any = None               # FakeRegistry, or None
-    polls_per_state: int = 1           # GETs a build spends in QUEUED and in WORKING
-    fail_with: str | None = None       # force every build to fail with this detail
+    registry: Any = None  # FakeRegistry, or None
+    polls_per_state: int = 1  # GETs a build spends in QUEUED and in WORKING
+    fail_with: str | None = None  # force every build to fail with this detail
     requests: list[RecordedRequest] = field(default_factory=list)
     builds: dict[str, dict] = field(default_factory=dict)
-    faults: list[tuple[str | None, int]] = field(default_factory=list)   # (method or None, status)
+    faults: list[tuple[str | None, int]] = field(default_factory=list)  # (method or None, status)
 
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._polls: dict[str, int] = {}
-        self.sources: dict[str, bytes] = {}   # build id -> the context it fetched
+        self.sources: dict[str, bytes] = {}  # build id -> the context it fetched
 
     @property
     def creates(self) -> list[RecordedRequest]:
@@ -79,16 +79,20 @@ class FakeCloudBuild(LoopbackServer):
     def _create(self, project: str, location: str, body: dict) -> dict:
         build_id = str(uuid.uuid4())
         build = json.loads(json.dumps(body))
-        build.update({
-            "id": build_id,
-            "name": f"projects/{project}/locations/{location}/builds/{build_id}",
-            "projectId": project,
-            "status": "QUEUED",
-            "createTime": _now(),
-            "logUrl": (f"https://console.cloud.google.com/cloud-build/builds;region={location}/"
-                       f"{build_id}?project={project}"),
-            "logsBucket": f"gs://{project}_cloudbuild/logs",
-        })
+        build.update(
+            {
+                "id": build_id,
+                "name": f"projects/{project}/locations/{location}/builds/{build_id}",
+                "projectId": project,
+                "status": "QUEUED",
+                "createTime": _now(),
+                "logUrl": (
+                    f"https://console.cloud.google.com/cloud-build/builds;region={location}/"
+                    f"{build_id}?project={project}"
+                ),
+                "logsBucket": f"gs://{project}_cloudbuild/logs",
+            }
+        )
         for step in build.get("steps", []):
             step["status"] = "QUEUED"
         with self._lock:
@@ -139,8 +143,10 @@ class FakeCloudBuild(LoopbackServer):
             return "no source.storageSource in the build"
         if self.storage_host is None:
             return None
-        url = (f"{self.storage_host.rstrip('/')}/storage/v1/b/{source['bucket']}/o/"
-               f"{urllib.parse.quote(source['object'], safe='')}?alt=media")
+        url = (
+            f"{self.storage_host.rstrip('/')}/storage/v1/b/{source['bucket']}/o/"
+            f"{urllib.parse.quote(source['object'], safe='')}?alt=media"
+        )
         try:
             with urllib.request.urlopen(url, timeout=30) as resp:
                 data = resp.read()
@@ -157,7 +163,7 @@ class FakeCloudBuild(LoopbackServer):
         return None
 
     # -- HTTP --------------------------------------------------------------------------------
-    def start(self) -> "FakeCloudBuild":
+    def start(self) -> FakeCloudBuild:
         fake = self
 
         class Handler(JsonHandler):
@@ -197,9 +203,16 @@ class FakeCloudBuild(LoopbackServer):
                         return self._error(400, "INVALID_ARGUMENT", "invalid build: no steps")
                     build = fake._create(m["project"], m["location"], body)
                     op = f"projects/{m['project']}/locations/{m['location']}/operations/{build['id']}"
-                    return self.send_json(200, {"name": op, "metadata": {
-                        "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
-                        "build": build}})
+                    return self.send_json(
+                        200,
+                        {
+                            "name": op,
+                            "metadata": {
+                                "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
+                                "build": build,
+                            },
+                        },
+                    )
                 m = re.fullmatch(_PARENT + r"/builds/(?P<id>[^/:]+):cancel", path)
                 if m and m["id"] in fake.builds:
                     with fake._lock:
@@ -220,12 +233,19 @@ class FakeCloudBuild(LoopbackServer):
                 if m and m["id"] in fake.builds:
                     build = fake._advance(m["id"])
                     done = build["status"] not in ("QUEUED", "WORKING")
-                    op = {"name": path[4:], "done": done, "metadata": {
-                        "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
-                        "build": build}}
+                    op = {
+                        "name": path[4:],
+                        "done": done,
+                        "metadata": {
+                            "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
+                            "build": build,
+                        },
+                    }
                     if done:
-                        op["response"] = {"@type": "type.googleapis.com/google.devtools.cloudbuild.v1.Build",
-                                          **build}
+                        op["response"] = {
+                            "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.Build",
+                            **build,
+                        }
                     return self.send_json(200, op)
                 self._error(404, "NOT_FOUND", f"no such resource: {path}")
 

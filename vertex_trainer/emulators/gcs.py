@@ -51,8 +51,17 @@ INTERCEPTED_HOSTS = ("storage.googleapis.com", "www.googleapis.com")
 
 # Hop-by-hop headers (RFC 9110 section 7.6.1) and those the proxy recomputes.
 _HOP_BY_HOP = {
-    "connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding",
-    "upgrade", "proxy-authorization", "proxy-authenticate", "content-length", "expect",
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "content-length",
+    "expect",
 }
 
 log = logging.getLogger(__name__)
@@ -69,21 +78,31 @@ def _make_ca_and_leaf(directory: str, hosts: tuple[str, ...]) -> tuple[str, str,
     not_before, not_after = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=7)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
-                                            "vertex-trainer throwaway GCS emulator CA")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vertex-trainer throwaway GCS emulator CA")])
     ca_cert = (
         x509.CertificateBuilder()
-        .subject_name(ca_name).issuer_name(ca_name)
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before).not_valid_after(not_after)
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False,
-                                     data_encipherment=False, key_agreement=False,
-                                     encipher_only=False, decipher_only=False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
-                       critical=False)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
 
@@ -94,13 +113,14 @@ def _make_ca_and_leaf(directory: str, hosts: tuple[str, ...]) -> tuple[str, str,
         .issuer_name(ca_name)
         .public_key(leaf_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before).not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]),
-                       critical=False)
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                       critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
 
@@ -114,8 +134,7 @@ def _make_ca_and_leaf(directory: str, hosts: tuple[str, ...]) -> tuple[str, str,
         f.write(leaf_cert.public_bytes(pem) + ca_cert.public_bytes(pem))
     fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+        f.write(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     return ca_path, leaf_path, key_path
 
 
@@ -175,7 +194,7 @@ def _read_body(rfile, headers: list[tuple[str, str]]) -> bytes:
 class _ProxyHandler(socketserver.StreamRequestHandler):
     """One client connection: either CONNECT (then HTTP inside TLS) or plain proxy requests."""
 
-    server: "_ProxyServer"
+    server: _ProxyServer
     timeout = 300  # an idle keep-alive connection is dropped after this many seconds
 
     def setup(self) -> None:
@@ -194,8 +213,7 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             if method.upper() == "CONNECT":
                 host = target.rsplit(":", 1)[0].lower()
                 if host not in INTERCEPTED_HOSTS:
-                    self._refuse(f"this proxy only serves {', '.join(INTERCEPTED_HOSTS)}; "
-                                 f"not {target}")
+                    self._refuse(f"this proxy only serves {', '.join(INTERCEPTED_HOSTS)}; not {target}")
                     return
                 self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 self.wfile.flush()
@@ -209,15 +227,16 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
                     except (OSError, ValueError):
                         pass
             else:
-                self._serve(self.rfile, self.wfile, scheme="http", default_host=None,
-                            first=first)
+                self._serve(self.rfile, self.wfile, scheme="http", default_host=None, first=first)
         except (OSError, ssl.SSLError, _BadRequest) as e:
             log.debug("proxy connection ended: %s", e)
 
     def _refuse(self, message: str) -> None:
         body = message.encode()
-        self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
-                         b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.wfile.write(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
 
     def _serve(self, rfile, wfile, *, scheme: str, default_host: str | None, first) -> None:
         while True:
@@ -236,18 +255,20 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             if host is None:
                 host = (_header(headers, "Host") or "").split(":")[0].lower()
             if host not in INTERCEPTED_HOSTS:
-                self._refuse(f"this proxy only serves {', '.join(INTERCEPTED_HOSTS)}; "
-                             f"not {host or target}")
+                self._refuse(f"this proxy only serves {', '.join(INTERCEPTED_HOSTS)}; not {host or target}")
                 return
             if (_header(headers, "Expect") or "").lower() == "100-continue":
                 wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
                 wfile.flush()
             body = _read_body(rfile, headers)
-            close = ((_header(headers, "Connection") or "").lower() == "close"
-                     or (_header(headers, "Proxy-Connection") or "").lower() == "close"
-                     or version.upper() == "HTTP/1.0")
+            close = (
+                (_header(headers, "Connection") or "").lower() == "close"
+                or (_header(headers, "Proxy-Connection") or "").lower() == "close"
+                or version.upper() == "HTTP/1.0"
+            )
             status, reason, resp_headers, resp_body = self.server.forward(
-                method, path, headers, body, scheme=scheme)
+                method, path, headers, body, scheme=scheme
+            )
             out = [f"HTTP/1.1 {status} {reason}\r\n".encode("latin-1")]
             for k, v in resp_headers:
                 if k.lower() in _HOP_BY_HOP:
@@ -265,15 +286,21 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
                 return
 
 
-def _empty_media_upload_as_multipart(method: str, path: str, body: bytes,
-                                     headers: dict[str, str]) -> tuple[str, bytes]:
+def _empty_media_upload_as_multipart(
+    method: str, path: str, body: bytes, headers: dict[str, str]
+) -> tuple[str, bytes]:
     """TF creates "directories" as empty objects with uploadType=media; the emulator cannot
     read an empty media body (it crashes on None). The same object as a multipart upload works.
     """
     u = urllib.parse.urlsplit(path)
     q = urllib.parse.parse_qs(u.query, keep_blank_values=True)
-    if (body or method.upper() != "POST" or not u.path.startswith("/upload/storage/v1/b/")
-            or q.get("uploadType") != ["media"] or "name" not in q):
+    if (
+        body
+        or method.upper() != "POST"
+        or not u.path.startswith("/upload/storage/v1/b/")
+        or q.get("uploadType") != ["media"]
+        or "name" not in q
+    ):
         return path, body
     q["uploadType"] = ["multipart"]
     boundary = "vertex-trainer-empty-object"
@@ -282,11 +309,12 @@ def _empty_media_upload_as_multipart(method: str, path: str, body: bytes,
     for k in [k for k in headers if k.lower() == "content-type"]:
         headers.pop(k)
     headers["Content-Type"] = f"multipart/related; boundary={boundary}"
-    body = (f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}\r\n"
-            f"--{boundary}\r\nContent-Type: {content_type}\r\n\r\n\r\n"
-            f"--{boundary}--\r\n").encode()
-    return urllib.parse.urlunsplit(("", "", u.path, urllib.parse.urlencode(q, doseq=True),
-                                    "")), body
+    body = (
+        f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}\r\n"
+        f"--{boundary}\r\nContent-Type: {content_type}\r\n\r\n\r\n"
+        f"--{boundary}--\r\n"
+    ).encode()
+    return urllib.parse.urlunsplit(("", "", u.path, urllib.parse.urlencode(q, doseq=True), "")), body
 
 
 def _https_location(url: str) -> str:
@@ -312,8 +340,7 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         self.history: deque = deque(maxlen=2000)
         super().__init__(address, _ProxyHandler)
 
-    def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, *,
-                scheme: str):
+    def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, *, scheme: str):
         out_headers = {}
         for k, v in headers:
             if k.lower() in _HOP_BY_HOP:
@@ -325,13 +352,16 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         with self._upstream_lock:
             conn = http.client.HTTPConnection(*self.upstream, timeout=120)
             try:
-                conn.request(method, path, body=body if body or method.upper() in
-                             ("POST", "PUT", "PATCH") else None, headers=out_headers)
+                conn.request(
+                    method,
+                    path,
+                    body=body if body or method.upper() in ("POST", "PUT", "PATCH") else None,
+                    headers=out_headers,
+                )
                 started = time.monotonic()
                 resp = conn.getresponse()
                 data = resp.read()
-                self.history.append((method, path, resp.status,
-                                     round(time.monotonic() - started, 4)))
+                self.history.append((method, path, resp.status, round(time.monotonic() - started, 4)))
                 return resp.status, resp.reason, resp.getheaders(), data
             finally:
                 conn.close()
@@ -356,7 +386,7 @@ class GcsEmulator:
     ca_path: str | None = field(default=None, init=False)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "GcsEmulator":
+    def start(self) -> GcsEmulator:
         from gcp_storage_emulator.server import create_server
 
         # The emulator logs every request at INFO; keep a user's terminal readable.
@@ -375,9 +405,12 @@ class GcsEmulator:
             ctx.num_tickets = 0  # no TLS 1.3 session tickets: nothing to resume, fewer writes
             self._proxy = _ProxyServer((self.host, self.proxy_port), ctx, (self.host, self.port))
             self.proxy_port = self._proxy.server_address[1]
-            self._proxy_thread = threading.Thread(target=self._proxy.serve_forever,
-                                                  kwargs={"poll_interval": 0.2},
-                                                  name="gcs-tls-proxy", daemon=True)
+            self._proxy_thread = threading.Thread(
+                target=self._proxy.serve_forever,
+                kwargs={"poll_interval": 0.2},
+                name="gcs-tls-proxy",
+                daemon=True,
+            )
             self._proxy_thread.start()
         except BaseException:
             self.stop()
@@ -396,7 +429,7 @@ class GcsEmulator:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
-    def __enter__(self) -> "GcsEmulator":
+    def __enter__(self) -> GcsEmulator:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -426,8 +459,10 @@ class GcsEmulator:
         """Create a bucket through the JSON API (no google-cloud-storage import needed)."""
         req = urllib.request.Request(
             f"{self.endpoint}/storage/v1/b?project={urllib.parse.quote(self.project)}",
-            data=json.dumps({"name": name}).encode(), method="POST",
-            headers={"Content-Type": "application/json"})
+            data=json.dumps({"name": name}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with _no_proxy_opener().open(req, timeout=30) as resp:
             resp.read()
 
@@ -437,8 +472,10 @@ class GcsEmulator:
             q = {"prefix": prefix}
             if token:
                 q["pageToken"] = token
-            url = (f"{self.endpoint}/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o?"
-                   + urllib.parse.urlencode(q))
+            url = (
+                f"{self.endpoint}/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o?"
+                + urllib.parse.urlencode(q)
+            )
             with _no_proxy_opener().open(url, timeout=30) as resp:
                 data = json.loads(resp.read() or b"{}")
             names += [item["name"] for item in data.get("items", [])]
@@ -447,8 +484,10 @@ class GcsEmulator:
                 return names
 
     def read_object(self, bucket: str, name: str) -> bytes:
-        url = (f"{self.endpoint}/download/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o/"
-               f"{urllib.parse.quote(name, safe='')}?alt=media")
+        url = (
+            f"{self.endpoint}/download/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o/"
+            f"{urllib.parse.quote(name, safe='')}?alt=media"
+        )
         with _no_proxy_opener().open(url, timeout=30) as resp:
             return resp.read()
 
@@ -458,8 +497,9 @@ def _no_proxy_opener():
     return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def emulator_env(endpoint: str, proxy_url: str, ca_path: str,
-                 project: str = "local-emulator") -> dict[str, str]:
+def emulator_env(
+    endpoint: str, proxy_url: str, ca_path: str, project: str = "local-emulator"
+) -> dict[str, str]:
     """The variables that route google-cloud-storage and TensorFlow's gs:// to an emulator.
 
     Both spellings of the proxy variables are set (curl reads lower case, many Python tools
@@ -469,9 +509,12 @@ def emulator_env(endpoint: str, proxy_url: str, ca_path: str,
     no_proxy = "localhost,127.0.0.1,::1"
     return {
         "STORAGE_EMULATOR_HOST": endpoint,
-        "https_proxy": proxy_url, "HTTPS_PROXY": proxy_url,
-        "http_proxy": proxy_url, "HTTP_PROXY": proxy_url,
-        "no_proxy": no_proxy, "NO_PROXY": no_proxy,
+        "https_proxy": proxy_url,
+        "HTTPS_PROXY": proxy_url,
+        "http_proxy": proxy_url,
+        "HTTP_PROXY": proxy_url,
+        "no_proxy": no_proxy,
+        "NO_PROXY": no_proxy,
         "CURL_CA_BUNDLE": ca_path,
         # TF: skip the GCE metadata probe and use this bearer token instead of looking for
         # credentials (the emulator accepts any token).
@@ -495,8 +538,13 @@ def shell_exports(env: dict[str, str]) -> str:
     return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
 
 
-def serve_forever(host: str = "127.0.0.1", port: int = 9023, proxy_port: int = 9024,
-                  buckets: tuple[str, ...] = (), print_fn=print) -> None:
+def serve_forever(
+    host: str = "127.0.0.1",
+    port: int = 9023,
+    proxy_port: int = 9024,
+    buckets: tuple[str, ...] = (),
+    print_fn=print,
+) -> None:
     """Run the emulator and proxy in the foreground until interrupted (`dev gcs-emulator`)."""
     import signal
     import time
@@ -516,4 +564,4 @@ def serve_forever(host: str = "127.0.0.1", port: int = 9023, proxy_port: int = 9
             pass
 
 
-__all__ = ["GcsEmulator", "emulator_env", "shell_exports", "serve_forever", "INTERCEPTED_HOSTS"]
+__all__ = ["INTERCEPTED_HOSTS", "GcsEmulator", "emulator_env", "serve_forever", "shell_exports"]

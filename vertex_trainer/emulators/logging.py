@@ -30,10 +30,11 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, envelope, serve_until_interrupted
 
@@ -41,19 +42,24 @@ MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 50
 _LIST_FIELDS = {"resourceNames", "projectIds", "filter", "orderBy", "pageSize", "pageToken"}
 _WRITE_FIELDS = {"logName", "resource", "labels", "entries", "partialSuccess", "dryRun"}
-_QUOTA = ("Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' "
-          "of service 'logging.googleapis.com' for consumer 'project_number:{project}'.")
-_TERM = re.compile(r'^\s*(?P<field>resource\.type|resource\.labels\.[A-Za-z_][\w.]*|labels\.[\w./"-]+|'
-                   r'logName|severity|timestamp|insertId)\s*(?P<op>>=|<=|!=|=|>|<)\s*'
-                   r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+)\s*$')
+_QUOTA = (
+    "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute' "
+    "of service 'logging.googleapis.com' for consumer 'project_number:{project}'."
+)
+_TERM = re.compile(
+    r'^\s*(?P<field>resource\.type|resource\.labels\.[A-Za-z_][\w.]*|labels\.[\w./"-]+|'
+    r'logName|severity|timestamp|insertId)\s*(?P<op>>=|<=|!=|=|>|<)\s*'
+    r'(?P<value>"(?:[^"\\]|\\.)*"|[^\s"]+)\s*$'
+)
 # What Cloud Logging's filters accept: RFC 3339 (Z or +hh:mm), the `%z` form google-cloud-logging
 # appends to a filter without a timestamp term (`timestamp>="2026-12-01T10:00:00.123456+0000"`),
 # no zone (UTC), a space for the T, and a date alone (its midnight).
-_TS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?)?"
-                 r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$")
+_TS = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$"
+)
 _JOB_TERM = re.compile(r'resource\.labels\.job_id\s*=\s*"?([0-9]+)"?')
-_SEVERITIES = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT",
-               "EMERGENCY"]
+_SEVERITIES = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY"]
 
 
 class _Refused(Exception):
@@ -110,9 +116,9 @@ class FakeLogging(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
     project: str = "test-project"
-    min_read_interval: float = 0.0         # reads closer together than this are answered 429
-    requests: list[dict] = field(default_factory=list)   # every entries:list body, in order
-    answers: list[int] = field(default_factory=list)     # the status of each entries:list
+    min_read_interval: float = 0.0  # reads closer together than this are answered 429
+    requests: list[dict] = field(default_factory=list)  # every entries:list body, in order
+    answers: list[int] = field(default_factory=list)  # the status of each entries:list
 
     def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
@@ -121,9 +127,9 @@ class FakeLogging(LoopbackServer):
         self._faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._last_read: float | None = None
-        self._followed: dict[str, float] = {}   # job id -> when a client last read its entries
+        self._followed: dict[str, float] = {}  # job id -> when a client last read its entries
 
-    def start(self) -> "FakeLogging":
+    def start(self) -> FakeLogging:
         fake = self
 
         class Handler(_Handler):
@@ -133,20 +139,33 @@ class FakeLogging(LoopbackServer):
         return self._serve(Handler)
 
     # -- test controls ----------------------------------------------------------------------
-    def add(self, job_id: str, message: str, *, replica: str = "workerpool0-0",
-            at: float | str | None = None, severity: str = "INFO", text: bool = False,
-            late: float = 0.0, project: str | None = None, insert_id: str | None = None) -> dict:
+    def add(
+        self,
+        job_id: str,
+        message: str,
+        *,
+        replica: str = "workerpool0-0",
+        at: float | str | None = None,
+        severity: str = "INFO",
+        text: bool = False,
+        late: float = 0.0,
+        project: str | None = None,
+        insert_id: str | None = None,
+    ) -> dict:
         """Store one entry of CustomJob `job_id`'s log. `at`: its timestamp (epoch seconds or
         RFC 3339; default now); `late`: seconds from now before it is visible; `text`: a
         textPayload instead of jsonPayload.message; replica "service": the service's own log."""
         project = project or self.project
-        ns = (time.time_ns() if at is None else _ns(at) if isinstance(at, str) else int(at * 10**9))
-        log = (f"ml.googleapis.com%2F{job_id}" if replica == "service" else replica)
+        ns = time.time_ns() if at is None else _ns(at) if isinstance(at, str) else int(at * 10**9)
+        log = f"ml.googleapis.com%2F{job_id}" if replica == "service" else replica
         entry: dict[str, Any] = {
             "logName": f"projects/{project}/logs/{log}",
-            "resource": {"type": "ml_job", "labels": {"job_id": str(job_id), "project_id": project,
-                                                      "task_name": replica}},
-            "timestamp": _stamp(ns), "severity": severity,
+            "resource": {
+                "type": "ml_job",
+                "labels": {"job_id": str(job_id), "project_id": project, "task_name": replica},
+            },
+            "timestamp": _stamp(ns),
+            "severity": severity,
             "insertId": insert_id or f"{next(self._ids):012x}",
         }
         if text:
@@ -155,8 +174,15 @@ class FakeLogging(LoopbackServer):
             entry["jsonPayload"] = {"message": message, "levelname": severity}
         return self._store(entry, ns, time.time() + late, project)
 
-    def add_many(self, job_id: str, messages: list[str], *, start: float | None = None,
-                 step: float = 0.001, **kwargs: Any) -> list[dict]:
+    def add_many(
+        self,
+        job_id: str,
+        messages: list[str],
+        *,
+        start: float | None = None,
+        step: float = 0.001,
+        **kwargs: Any,
+    ) -> list[dict]:
         """Many entries, `step` seconds apart from `start` (default: so that the last is now)."""
         start = time.time() - step * len(messages) if start is None else start
         return [self.add(job_id, m, at=start + i * step, **kwargs) for i, m in enumerate(messages)]
@@ -168,7 +194,7 @@ class FakeLogging(LoopbackServer):
             self._faults.append(fault)
         return fault
 
-    def wait_until(self, predicate: Callable[["FakeLogging"], bool], timeout: float = 10) -> bool:
+    def wait_until(self, predicate: Callable[[FakeLogging], bool], timeout: float = 10) -> bool:
         """Block until `predicate(fake)` holds (checked after each request); False on timeout."""
         with self._lock:
             return self._lock.wait_for(lambda: predicate(self), timeout)
@@ -203,8 +229,9 @@ class FakeLogging(LoopbackServer):
             raise _Refused(400, "Invalid JSON payload received. Expected an object.")
         unknown = sorted(set(body) - _LIST_FIELDS)
         if unknown:
-            raise _Refused(400, f'Invalid JSON payload received. Unknown name "{unknown[0]}": '
-                                "Cannot find field.")
+            raise _Refused(
+                400, f'Invalid JSON payload received. Unknown name "{unknown[0]}": Cannot find field.'
+            )
         names = body.get("resourceNames") or [f"projects/{p}" for p in body.get("projectIds") or ()]
         if not isinstance(names, list) or not names:
             raise _Refused(400, "resource_names: at least one resource name is required")
@@ -230,8 +257,11 @@ class FakeLogging(LoopbackServer):
         after = _token_key(body.get("pageToken"), query)
         now = time.time()
         with self._lock:
-            found = [s for s in self._entries if s.project in projects and s.visible_at <= now
-                     and all(term(s) for term in terms)]
+            found = [
+                s
+                for s in self._entries
+                if s.project in projects and s.visible_at <= now and all(term(s) for term in terms)
+            ]
         desc = order.endswith("desc")
         found.sort(key=lambda s: s.key, reverse=desc)
         if after is not None:
@@ -241,7 +271,8 @@ class FakeLogging(LoopbackServer):
         if len(found) > size:
             last = page[-1].key
             answer["nextPageToken"] = base64.urlsafe_b64encode(
-                json.dumps({"q": query, "k": [last[0], last[1]]}).encode()).decode()
+                json.dumps({"q": query, "k": [last[0], last[1]]}).encode()
+            ).decode()
         return answer
 
     def write_entries(self, body: Any) -> dict:
@@ -278,12 +309,16 @@ class FakeLogging(LoopbackServer):
                 if fault:
                     fault.times -= 1
                 now = time.monotonic()
-                too_soon = (self.min_read_interval and self._last_read is not None
-                            and now - self._last_read < self.min_read_interval)
+                too_soon = (
+                    self.min_read_interval
+                    and self._last_read is not None
+                    and now - self._last_read < self.min_read_interval
+                )
                 self._last_read = now
             if fault:
-                message = fault.message or (_QUOTA.format(project=self.project)
-                                            if fault.status == 429 else "Fault injected.")
+                message = fault.message or (
+                    _QUOTA.format(project=self.project) if fault.status == 429 else "Fault injected."
+                )
                 return self._answer(fault.status, envelope(fault.status, message))
             if too_soon:
                 return self._answer(429, envelope(429, _QUOTA.format(project=self.project)))
@@ -373,5 +408,11 @@ class _Handler(JsonHandler):
 def serve(host: str = "127.0.0.1", port: int = 8766, *, echo=None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-logging`)."""
     fake = FakeLogging(host, port).start()
-    serve_until_interrupted(fake, [f"fake Cloud Logging listening on {fake.url} (entries:list, entries:write)",
-                                   f"  export VERTEX_TRAINER_LOGGING_ENDPOINT={fake.url}"], echo)
+    serve_until_interrupted(
+        fake,
+        [
+            f"fake Cloud Logging listening on {fake.url} (entries:list, entries:write)",
+            f"  export VERTEX_TRAINER_LOGGING_ENDPOINT={fake.url}",
+        ],
+        echo,
+    )

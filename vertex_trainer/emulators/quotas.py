@@ -17,7 +17,6 @@ Errors use Google's envelope. It shares no code with the client it stands in for
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -26,7 +25,9 @@ from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, offset_page, query_of
 
-_PATH = re.compile(r"^/v1/projects/(?P<project>[^/]+)/locations/global/services/(?P<service>[^/]+)/quotaInfos$")
+_PATH = re.compile(
+    r"^/v1/projects/(?P<project>[^/]+)/locations/global/services/(?P<service>[^/]+)/quotaInfos$"
+)
 
 
 def _quota_id(metric: str) -> str:
@@ -38,7 +39,7 @@ def _quota_id(metric: str) -> str:
 class FakeQuotas(LoopbackServer):
     host: str = "127.0.0.1"
     port: int = 0
-    page_size: int = 2                  # small, so a client must follow nextPageToken
+    page_size: int = 2  # small, so a client must follow nextPageToken
     # metric -> {region or None (the default for other regions): value}
     limits: dict[str, dict[str | None, int]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
@@ -47,8 +48,10 @@ class FakeQuotas(LoopbackServer):
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
-        for metric in ("aiplatform.googleapis.com/custom_job_requests",   # noise, as on the real API
-                       "aiplatform.googleapis.com/custom_model_training_cpus"):
+        for metric in (
+            "aiplatform.googleapis.com/custom_job_requests",  # noise, as on the real API
+            "aiplatform.googleapis.com/custom_model_training_cpus",
+        ):
             self.limits.setdefault(metric, {None: 2200})
 
     def set(self, metric: str, region: str | None, value: int) -> None:
@@ -78,15 +81,24 @@ class FakeQuotas(LoopbackServer):
                         info["dimensions"] = {"region": region}
                         info["applicableLocations"] = [region]
                     dims.append(info)
-                out.append({"name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
-                            "quotaId": quota_id, "metric": metric, "service": service, "isPrecise": True,
-                            "containerType": "PROJECT", "dimensions": ["region"],
-                            "metricDisplayName": metric.split("/")[-1], "dimensionsInfos": dims,
-                            "isConcurrent": True,
-                            "serviceRequestQuotaUri": "https://console.cloud.google.com/iam-admin/quotas"})
+                out.append(
+                    {
+                        "name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
+                        "quotaId": quota_id,
+                        "metric": metric,
+                        "service": service,
+                        "isPrecise": True,
+                        "containerType": "PROJECT",
+                        "dimensions": ["region"],
+                        "metricDisplayName": metric.split("/")[-1],
+                        "dimensionsInfos": dims,
+                        "isConcurrent": True,
+                        "serviceRequestQuotaUri": "https://console.cloud.google.com/iam-admin/quotas",
+                    }
+                )
         return out
 
-    def start(self) -> "FakeQuotas":
+    def start(self) -> FakeQuotas:
         fake = self
 
         class Handler(JsonHandler):
@@ -96,17 +108,24 @@ class FakeQuotas(LoopbackServer):
                     fault = fake.faults.pop(0) if fake.faults else None
                 if fault:
                     status, message = fault
-                    return self.send_envelope(status, message or (
-                        "Permission 'cloudquotas.quotas.get' denied on resource" if status == 403
-                        else "Fault injected."))
+                    return self.send_envelope(
+                        status,
+                        message
+                        or (
+                            "Permission 'cloudquotas.quotas.get' denied on resource"
+                            if status == 403
+                            else "Fault injected."
+                        ),
+                    )
                 parts = urlsplit(self.path)
                 m = _PATH.match(parts.path)
                 if not m:
                     return self.send_envelope(404, f"Method GET {parts.path} not found.")
                 infos = fake.infos(m["project"], m["service"])
                 try:
-                    answer = offset_page(infos, query_of(self.path), "quotaInfos",
-                                         size=fake.page_size, cap=fake.page_size)
+                    answer = offset_page(
+                        infos, query_of(self.path), "quotaInfos", size=fake.page_size, cap=fake.page_size
+                    )
                 except ValueError as exc:
                     return self.send_envelope(400, str(exc))
                 self.send_json(200, answer)

@@ -20,6 +20,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 from vertex_trainer.emulators._http import LoopbackServer
 
 
@@ -36,9 +37,9 @@ class FakeRegistry(LoopbackServer):
     port: int = 0
     token: str | None = None
     access_token: str | None = None  # the OAuth token /v2/token accepts (None: any)
-    manifests: dict[str, str] = field(default_factory=dict)    # "path:tag" -> digest
+    manifests: dict[str, str] = field(default_factory=dict)  # "path:tag" -> digest
     requests: list[RegistryRequest] = field(default_factory=list)
-    faults: list[tuple[str | None, int]] = field(default_factory=list)   # (method or None, status)
+    faults: list[tuple[str | None, int]] = field(default_factory=list)  # (method or None, status)
 
     def __post_init__(self):
         self._server: ThreadingHTTPServer | None = None
@@ -56,7 +57,7 @@ class FakeRegistry(LoopbackServer):
         with self._lock:
             return _strip_host(image) in self.manifests
 
-    def start(self) -> "FakeRegistry":
+    def start(self) -> FakeRegistry:
         registry = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,8 +88,9 @@ class FakeRegistry(LoopbackServer):
                 status = registry._take_fault(self.command)
                 if status is None:
                     return False
-                self._send(status, {"errors": [{"code": "UNAVAILABLE",
-                                                "message": f"injected fault {status}"}]})
+                self._send(
+                    status, {"errors": [{"code": "UNAVAILABLE", "message": f"injected fault {status}"}]}
+                )
                 return True
 
             def do_GET(self):
@@ -101,7 +103,8 @@ class FakeRegistry(LoopbackServer):
                         return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
                     user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
                     if user != "oauth2accesstoken" or (
-                            registry.access_token is not None and password != registry.access_token):
+                        registry.access_token is not None and password != registry.access_token
+                    ):
                         return self._send(401, {"errors": [{"code": "UNAUTHORIZED"}]})
                     return self._send(200, {"token": registry.token})
                 self._manifest()
@@ -115,11 +118,12 @@ class FakeRegistry(LoopbackServer):
                 if self.path in ("/v2/", "/v2"):
                     return self._send(200, {})
                 if not self._authorized():
-                    challenge = (f'Bearer realm="{registry.url}/v2/token",'
-                                 f'service="fake-registry"')
-                    return self._send(401, {"errors": [{"code": "UNAUTHORIZED",
-                                                        "message": "authentication required"}]},
-                                      {"WWW-Authenticate": challenge})
+                    challenge = f'Bearer realm="{registry.url}/v2/token",service="fake-registry"'
+                    return self._send(
+                        401,
+                        {"errors": [{"code": "UNAUTHORIZED", "message": "authentication required"}]},
+                        {"WWW-Authenticate": challenge},
+                    )
                 path = self.path.split("?", 1)[0]
                 if not path.startswith("/v2/") or "/manifests/" not in path:
                     return self._send(404, {"errors": [{"code": "NAME_UNKNOWN"}]})
@@ -127,11 +131,17 @@ class FakeRegistry(LoopbackServer):
                 with registry._lock:
                     digest = registry.manifests.get(f"{name}:{ref}")
                 if digest is None:
-                    return self._send(404, {"errors": [{"code": "MANIFEST_UNKNOWN",
-                                                        "message": "manifest unknown"}]})
-                self._send(200, {"schemaVersion": 2}, {
-                    "Docker-Content-Digest": digest,
-                    "Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
+                    return self._send(
+                        404, {"errors": [{"code": "MANIFEST_UNKNOWN", "message": "manifest unknown"}]}
+                    )
+                self._send(
+                    200,
+                    {"schemaVersion": 2},
+                    {
+                        "Docker-Content-Digest": digest,
+                        "Content-Type": "application/vnd.docker.distribution.manifest.v2+json",
+                    },
+                )
 
         return self._serve(Handler)
 

@@ -51,24 +51,33 @@ from vertex_trainer.emulators.vertex_pipelines import PipelineService
 from vertex_trainer.emulators.vertex_resources import ResourceService
 from vertex_trainer.emulators.vertex_tuning import TuningService
 
-TERMINAL_STATES = frozenset({
-    "JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
-    "JOB_STATE_PARTIALLY_SUCCEEDED",
-})
+TERMINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
 DEFAULT_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
 DEFAULT_ERROR = "The replica workerpool0-0 exited with a non-zero status of 1."
 
 _DEFAULT_MESSAGES = {
     403: "Permission '{permission}' denied on resource '//aiplatform.googleapis.com/{parent}' "
-         "(or it may not exist).",
+    "(or it may not exist).",
     429: "Quota exceeded for aiplatform.googleapis.com/custom_job_requests.",
     500: "Internal error encountered.",
     502: "Bad gateway.",
     503: "The service is currently unavailable.",
     504: "Deadline exceeded.",
 }
-_PERMISSIONS = {"create": "aiplatform.customJobs.create", "get": "aiplatform.customJobs.get",
-                "list": "aiplatform.customJobs.list", "cancel": "aiplatform.customJobs.cancel"}
+_PERMISSIONS = {
+    "create": "aiplatform.customJobs.create",
+    "get": "aiplatform.customJobs.get",
+    "list": "aiplatform.customJobs.list",
+    "cancel": "aiplatform.customJobs.cancel",
+}
 
 _COLLECTION = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+)/customJobs$")
 _JOB = re.compile(r"^/v1/(projects/[^/]+/locations/[^/]+/customJobs/[^/:]+)(:cancel)?$")
@@ -79,13 +88,13 @@ class Fault:
     """An injected failure for the next `times` calls of `op` (create, get, list, cancel or any)."""
 
     op: str
-    status: int = 503        # HTTP status to answer with; 0 = close the connection, no answer
-    commit: bool = False     # create only: store the job first, then answer with the fault
+    status: int = 503  # HTTP status to answer with; 0 = close the connection, no answer
+    commit: bool = False  # create only: store the job first, then answer with the fault
     times: int = 1
-    delay: float = 0.0       # seconds to sleep before answering (after committing, if commit)
+    delay: float = 0.0  # seconds to sleep before answering (after committing, if commit)
     message: str | None = None
-    late: bool = False       # with commit: the delay comes before the commit (a slow service
-                             # still working on a create the client has given up on)
+    late: bool = False  # with commit: the delay comes before the commit (a slow service
+    # still working on a create the client has given up on)
 
 
 @dataclass
@@ -98,16 +107,16 @@ class Recorded:
     body: Any
     headers: dict[str, str]
     op: str = ""
-    at: float = field(default_factory=time.monotonic)   # when it arrived (time.monotonic)
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
 
 @dataclass
 class _Job:
-    data: dict            # CustomJob as proto JSON with enum names
+    data: dict  # CustomJob as proto JSON with enum names
     script: list[str]
     error: str
     pos: int = 0
-    code: int = 3         # error.code when it ends FAILED
+    code: int = 3  # error.code when it ends FAILED
 
 
 def _now() -> str:
@@ -128,10 +137,18 @@ class FakeVertex(CapacityScripts):
     request, in order), ``connections`` (TCP connections accepted).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
-                 script: tuple[str, ...] | list[str] = DEFAULT_SCRIPT,
-                 error_message: str = DEFAULT_ERROR, validate: bool = True,
-                 page_size: int = 50, runner: Any = None, predictor: Any = None):
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        script: tuple[str, ...] | list[str] = DEFAULT_SCRIPT,
+        error_message: str = DEFAULT_ERROR,
+        validate: bool = True,
+        page_size: int = 50,
+        runner: Any = None,
+        predictor: Any = None,
+    ):
         self.script = list(script)
         self.error_message = error_message
         self.validate = validate
@@ -164,9 +181,10 @@ class FakeVertex(CapacityScripts):
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeVertex":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-vertex",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+    def start(self) -> FakeVertex:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-vertex", kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -176,15 +194,24 @@ class FakeVertex(CapacityScripts):
         if self._thread:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeVertex":
+    def __enter__(self) -> FakeVertex:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
     # -- test controls ---------------------------------------------------------------------
-    def fail(self, op: str, status: int = 503, *, commit: bool = False, times: int = 1,
-             delay: float = 0.0, message: str | None = None, late: bool = False) -> Fault:
+    def fail(
+        self,
+        op: str,
+        status: int = 503,
+        *,
+        commit: bool = False,
+        times: int = 1,
+        delay: float = 0.0,
+        message: str | None = None,
+        late: bool = False,
+    ) -> Fault:
         """Make the next `times` calls of `op` fail (see :class:`Fault`)."""
         fault = Fault(op, status, commit, times, delay, message, late)
         with self._lock:
@@ -214,14 +241,23 @@ class FakeVertex(CapacityScripts):
         with self._lock:
             job = self._jobs.get(name)
             current = job.data.get("state") if job is not None else None
-            if job is None or current in TERMINAL_STATES or (
-                    current == "JOB_STATE_CANCELLING" and state not in TERMINAL_STATES):
+            if (
+                job is None
+                or current in TERMINAL_STATES
+                or (current == "JOB_STATE_CANCELLING" and state not in TERMINAL_STATES)
+            ):
                 return False
             self.set_state(name, state, error_message)
             return True
 
-    def add_job(self, job: dict, *, project: str = "test-project", location: str = "us-central1",
-                state: str | None = None) -> dict:
+    def add_job(
+        self,
+        job: dict,
+        *,
+        project: str = "test-project",
+        location: str = "us-central1",
+        state: str | None = None,
+    ) -> dict:
         """Store a job directly (as if created earlier, e.g. by a previous CI attempt)."""
         with self._lock:
             stored = self._create(f"projects/{project}/locations/{location}", job)
@@ -258,16 +294,27 @@ class FakeVertex(CapacityScripts):
             raise _HttpError(400, f"Invalid JSON payload received. {exc}") from None
         parsed = json_format.MessageToDict(message)
         if not parsed.get("displayName"):
-            raise _HttpError(400, "List of found errors:\t1.Field: custom_job.display_name; "
-                                  "Message: Required field is not set.\t")
+            raise _HttpError(
+                400,
+                "List of found errors:\t1.Field: custom_job.display_name; "
+                "Message: Required field is not set.\t",
+            )
         pools = parsed.get("jobSpec", {}).get("workerPoolSpecs", [])
         if not pools:
-            raise _HttpError(400, "List of found errors:\t1.Field: custom_job.job_spec."
-                                  "worker_pool_specs; Message: Required field is not set.\t")
+            raise _HttpError(
+                400,
+                "List of found errors:\t1.Field: custom_job.job_spec."
+                "worker_pool_specs; Message: Required field is not set.\t",
+            )
         for key, value in parsed.get("labels", {}).items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(r"[a-z0-9_-]{0,63}", value):
-                raise _HttpError(400, f"Label '{key}={value}' is invalid: keys and values must be "
-                                      "<= 63 lowercase letters, digits, '_' or '-'.")
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
+                r"[a-z0-9_-]{0,63}", value
+            ):
+                raise _HttpError(
+                    400,
+                    f"Label '{key}={value}' is invalid: keys and values must be "
+                    "<= 63 lowercase letters, digits, '_' or '-'.",
+                )
         return parsed
 
     def _create(self, parent: str, body: Any) -> dict:
@@ -283,9 +330,12 @@ class FakeVertex(CapacityScripts):
             now = _now()
             data.update(name=name, createTime=now, updateTime=now)
             region = parent.rsplit("/", 1)[-1]
-            job = _Job(data, list(outcome.script or self.script) or ["JOB_STATE_PENDING"],
-                       (outcome.error_message or self.error_message).replace("{region}", region),
-                       code=outcome.error_code)
+            job = _Job(
+                data,
+                list(outcome.script or self.script) or ["JOB_STATE_PENDING"],
+                (outcome.error_message or self.error_message).replace("{region}", region),
+                code=outcome.error_code,
+            )
             self._jobs[name] = job
             self._apply_state(job)
             return data
@@ -330,8 +380,9 @@ class FakeVertex(CapacityScripts):
                 raise _HttpError(404, f'The CustomJob "{name}" does not exist.')
             state = job.data["state"]
             if state in TERMINAL_STATES:
-                raise _HttpError(400, f"Cannot cancel CustomJob {name} because it is already in "
-                                      f"state {state}.")
+                raise _HttpError(
+                    400, f"Cannot cancel CustomJob {name} because it is already in state {state}."
+                )
             job.script, job.pos = ["JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"], 0
             run_by_runner = name in self._run_by_runner
             if run_by_runner:  # CANCELLED once the runner has stopped the job
@@ -344,8 +395,9 @@ class FakeVertex(CapacityScripts):
     def _list(self, parent: str, query: dict[str, str]) -> dict:
         keep = labels_filter(query.get("filter", ""))
         with self._lock:
-            found = [dict(j.data) for n, j in self._jobs.items()
-                     if n.startswith(parent + "/") and keep(j.data)]
+            found = [
+                dict(j.data) for n, j in self._jobs.items() if n.startswith(parent + "/") and keep(j.data)
+            ]
         return list_page(found, query, "customJobs", size=self.default_page_size)
 
     def handle(self, method: str, raw_path: str, body: Any) -> tuple[int, Any, str, bool]:
@@ -354,7 +406,7 @@ class FakeVertex(CapacityScripts):
         op, target, call = "", "", None
         if (m := _COLLECTION.match(path)) and method in ("POST", "GET"):
             op, target = ("create" if method == "POST" else "list"), m[1]
-        elif (m := _JOB.match(path)):
+        elif m := _JOB.match(path):
             if m[2] and method == "POST":
                 op, target = "cancel", m[1]
             elif not m[2] and method == "GET":
@@ -372,7 +424,8 @@ class FakeVertex(CapacityScripts):
             if not fault.status:
                 return 0, None, op, True
             message = fault.message or _DEFAULT_MESSAGES.get(fault.status, "Fault injected.").format(
-                permission=_PERMISSIONS.get(op, "aiplatform.*"), parent=target)
+                permission=_PERMISSIONS.get(op, "aiplatform.*"), parent=target
+            )
             return fault.status, envelope(fault.status, message), op, False
         try:
             if call is not None:
@@ -435,8 +488,6 @@ def web_access_uris(job: dict) -> dict[str, str]:
     return out
 
 
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -470,8 +521,9 @@ class _Handler(JsonHandler):
         except ValueError:
             body = _BAD_JSON
         with fake._lock:
-            fake.requests.append(Recorded(self.command, self.path, query_of(self.path),
-                                          body, dict(self.headers.items())))
+            fake.requests.append(
+                Recorded(self.command, self.path, query_of(self.path), body, dict(self.headers.items()))
+            )
         if body is _BAD_JSON:
             status, payload, drop = 400, envelope(400, "Invalid JSON payload received."), False
         else:
@@ -491,10 +543,15 @@ class _Handler(JsonHandler):
 _BAD_JSON = object()
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None,
-          echo=None) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None, echo=None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-vertex`)."""
     fake = FakeVertex(host, port, script=script or DEFAULT_SCRIPT)
     fake.start()
-    serve_until_interrupted(fake, [f"fake Vertex AI JobService listening on {fake.url}",
-                                   f"  export VERTEX_TRAINER_API_ENDPOINT={fake.url}"], echo)
+    serve_until_interrupted(
+        fake,
+        [
+            f"fake Vertex AI JobService listening on {fake.url}",
+            f"  export VERTEX_TRAINER_API_ENDPOINT={fake.url}",
+        ],
+        echo,
+    )

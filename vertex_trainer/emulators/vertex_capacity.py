@@ -24,16 +24,24 @@ from dataclasses import dataclass
 from typing import Any
 
 CAPACITY_ERROR = "Resources are insufficient in region: {region}. Please try a different region."
-NOT_OFFERED_ERROR = ("List of found errors:\t1.Field: job_spec.worker_pool_specs[0].machine_spec."
-                     "accelerator_type; Message: Machine type \"{machine}\" with accelerator "
-                     "\"{accelerator}\" is not supported in region {region}.\t")
+NOT_OFFERED_ERROR = (
+    "List of found errors:\t1.Field: job_spec.worker_pool_specs[0].machine_spec."
+    "accelerator_type; Message: Machine type \"{machine}\" with accelerator "
+    "\"{accelerator}\" is not supported in region {region}.\t"
+)
 # Scheduling.Strategy numbers (the generated REST client sends enums as numbers).
 _STRATEGY_NUMBERS = {"1": "ON_DEMAND", "2": "LOW_COST", "3": "STANDARD", "4": "SPOT", "6": "FLEX_START"}
 # Custom-training quota metric names of a few accelerators (the rest: lowercased + _gpus).
-_QUOTA_NAMES = {"NVIDIA_H100_80GB": "nvidia_h100_gpus", "NVIDIA_H100_MEGA_80GB": "nvidia_h100_mega_gpus",
-                "NVIDIA_TESLA_T4": "nvidia_t4_gpus", "NVIDIA_TESLA_V100": "nvidia_v100_gpus",
-                "NVIDIA_TESLA_A100": "nvidia_a100_gpus", "NVIDIA_H200_141GB": "nvidia_h200_gpus",
-                "TPU_V2": "tpu_v2", "TPU_V3": "tpu_v3"}
+_QUOTA_NAMES = {
+    "NVIDIA_H100_80GB": "nvidia_h100_gpus",
+    "NVIDIA_H100_MEGA_80GB": "nvidia_h100_mega_gpus",
+    "NVIDIA_TESLA_T4": "nvidia_t4_gpus",
+    "NVIDIA_TESLA_V100": "nvidia_v100_gpus",
+    "NVIDIA_TESLA_A100": "nvidia_a100_gpus",
+    "NVIDIA_H200_141GB": "nvidia_h200_gpus",
+    "TPU_V2": "tpu_v2",
+    "TPU_V3": "tpu_v3",
+}
 
 
 @dataclass(frozen=True)
@@ -42,12 +50,12 @@ class Outcome:
     status, e.g. 429; nothing is stored), or jobs that follow `script` and, when they end FAILED,
     carry `error_code` and `error_message` ("{region}" is filled in)."""
 
-    script: tuple[str, ...] | None = None   # None: the fake's script
+    script: tuple[str, ...] | None = None  # None: the fake's script
     error_code: int = 3
-    error_message: str | None = None        # None: the fake's error message
+    error_message: str | None = None  # None: the fake's error message
     refuse: int = 0
-    message: str | None = None              # the refusal's message (None: the quota wording);
-                                            # "{region}", "{machine}", "{accelerator}" are filled in
+    message: str | None = None  # the refusal's message (None: the quota wording);
+    # "{region}", "{machine}", "{accelerator}" are filled in
 
 
 ANY = "*"
@@ -59,10 +67,17 @@ class CapacityScripts:
     _lock: Any
     outcomes: dict[tuple[str, str], Outcome]
 
-    def on_strategy(self, strategy: str | None = None, *, region: str | None = None,
-                    script: list[str] | tuple[str, ...] | None = None, error_code: int = 3,
-                    error_message: str | None = None, refuse: int = 0,
-                    message: str | None = None) -> Outcome:
+    def on_strategy(
+        self,
+        strategy: str | None = None,
+        *,
+        region: str | None = None,
+        script: list[str] | tuple[str, ...] | None = None,
+        error_code: int = 3,
+        error_message: str | None = None,
+        refuse: int = 0,
+        message: str | None = None,
+    ) -> Outcome:
         """Script the creates whose scheduling.strategy is `strategy` (STANDARD, SPOT,
         FLEX_START, or the spec's spelling; None: any) in `region` (None: any): `refuse=429`
         answers them RESOURCE_EXHAUSTED with `message` and stores nothing; else their jobs
@@ -73,23 +88,33 @@ class CapacityScripts:
             self.outcomes[key] = outcome
         return outcome
 
-    def no_capacity(self, strategy: str | None = None, *, region: str | None = None,
-                    states: tuple[str, ...] = ("JOB_STATE_QUEUED",)) -> Outcome:
+    def no_capacity(
+        self,
+        strategy: str | None = None,
+        *,
+        region: str | None = None,
+        states: tuple[str, ...] = ("JOB_STATE_QUEUED",),
+    ) -> Outcome:
         """Jobs of `strategy` (None: any) in `region` (None: any) go through `states`, then end
         FAILED with code 8 (RESOURCE_EXHAUSTED, "Resources are insufficient in region: R. ..."), as
         a Flex Start job whose max_wait passed."""
-        return self.on_strategy(strategy, region=region, script=[*states, "JOB_STATE_FAILED"],
-                                error_code=8, error_message=CAPACITY_ERROR)
+        return self.on_strategy(
+            strategy,
+            region=region,
+            script=[*states, "JOB_STATE_FAILED"],
+            error_code=8,
+            error_message=CAPACITY_ERROR,
+        )
 
-    def no_quota(self, strategy: str | None = None, message: str | None = None, *,
-                 region: str | None = None) -> Outcome:
+    def no_quota(
+        self, strategy: str | None = None, message: str | None = None, *, region: str | None = None
+    ) -> Outcome:
         """Creates of `strategy` (None: any) in `region` (None: any) answer 429
         RESOURCE_EXHAUSTED naming the custom-training quota metric of the job's accelerator (the
         preemptible_ one for SPOT and FLEX_START)."""
         return self.on_strategy(strategy, region=region, refuse=429, message=message)
 
-    def not_offered(self, strategy: str | None = None, *, region: str,
-                    message: str | None = None) -> Outcome:
+    def not_offered(self, strategy: str | None = None, *, region: str, message: str | None = None) -> Outcome:
         """Creates of `strategy` (None: any) in `region` answer 400 INVALID_ARGUMENT: the region
         does not offer the job's machine and accelerator (NOT_OFFERED_ERROR, or `message`), as
         when a region table read from the docs is out of date. Nothing is stored."""
@@ -103,8 +128,14 @@ class CapacityScripts:
         strategy = _STRATEGY_NUMBERS.get(strategy, strategy)
         region = region or _region_of(data.get("name", ""))
         with self._lock:
-            outcome = next((self.outcomes[k] for k in ((strategy, region), (strategy, ANY), (ANY, region))
-                            if k in self.outcomes), Outcome())
+            outcome = next(
+                (
+                    self.outcomes[k]
+                    for k in ((strategy, region), (strategy, ANY), (ANY, region))
+                    if k in self.outcomes
+                ),
+                Outcome(),
+            )
         if not outcome.refuse:
             return outcome
         pool = (spec.get("workerPoolSpecs") or [{}])[0]
@@ -112,15 +143,22 @@ class CapacityScripts:
         accelerator = str(machine.get("acceleratorType") or "CPUS")
         if outcome.message:
             text = outcome.message
-            for name, value in (("region", region), ("machine", str(machine.get("machineType"))),
-                                ("accelerator", accelerator)):
+            for name, value in (
+                ("region", region),
+                ("machine", str(machine.get("machineType"))),
+                ("accelerator", accelerator),
+            ):
                 text = text.replace("{" + name + "}", value)
             return dataclasses.replace(outcome, message=text)
         metric = _QUOTA_NAMES.get(accelerator, accelerator.lower() + "_gpus")
         preemptible = "preemptible_" if strategy in ("SPOT", "FLEX_START") else ""
-        return dataclasses.replace(outcome, message=(
-            "The following quota metrics exceed quota limits: "
-            f"aiplatform.googleapis.com/custom_model_training_{preemptible}{metric}"))
+        return dataclasses.replace(
+            outcome,
+            message=(
+                "The following quota metrics exceed quota limits: "
+                f"aiplatform.googleapis.com/custom_model_training_{preemptible}{metric}"
+            ),
+        )
 
 
 def _region_of(name: str) -> str:

@@ -25,9 +25,10 @@ import itertools
 import random
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.emulators._http import offset_page, route
 
@@ -46,10 +47,11 @@ _ROUTES: list[tuple[str, re.Pattern, str]] = [
     # The generated REST transports poll operations under /ui/ as well as /v1/.
     ("GET", re.compile(rf"^/(?:v1|ui)/({_PARENT}/(?:[a-zA-Z]+/[^/]+/)?operations/[0-9]+)$"), "operation"),
 ]
-_FILTER = re.compile(r'^\s*(?:(?P<field>display_name|displayName)\s*=\s*"(?P<name>[^"]*)"'
-                     r'|labels\.(?P<key>[a-z][a-z0-9_-]*)\s*=\s*"?(?P<value>[a-z0-9_-]*)"?)\s*$')
-_LABEL_TERM = re.compile(
-    r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
+_FILTER = re.compile(
+    r'^\s*(?:(?P<field>display_name|displayName)\s*=\s*"(?P<name>[^"]*)"'
+    r'|labels\.(?P<key>[a-z][a-z0-9_-]*)\s*=\s*"?(?P<value>[a-z0-9_-]*)"?)\s*$'
+)
+_LABEL_TERM = re.compile(r'^\s*labels\.(?P<key>[a-z0-9_-]+)\s*(?P<op>=|:)\s*(?P<value>"[^"]*"|[^\s"]+)\s*$')
 _ENDPOINT_ID = re.compile(r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$|^[1-9][0-9]{0,8}$")
 
 
@@ -137,7 +139,7 @@ class _Operation:
     error: dict | None = None
     polls_left: int = 1
     metadata_type: str = ""
-    on_done: Callable[[], None] | None = None   # applied when the operation completes
+    on_done: Callable[[], None] | None = None  # applied when the operation completes
 
     def view(self) -> dict:
         out: dict = {"name": self.name}
@@ -156,8 +158,8 @@ class _Operation:
 class ModelState:
     """Models (each a list of versions), endpoints and operations of the fake."""
 
-    models: dict[str, list[dict]] = field(default_factory=dict)     # model name -> versions
-    endpoints: dict[str, dict] = field(default_factory=dict)        # endpoint name -> Endpoint
+    models: dict[str, list[dict]] = field(default_factory=dict)  # model name -> versions
+    endpoints: dict[str, dict] = field(default_factory=dict)  # endpoint name -> Endpoint
     operations: dict[str, _Operation] = field(default_factory=dict)
     operation_errors: dict[str, dict] = field(default_factory=dict)  # op kind -> error to end with
 
@@ -192,12 +194,19 @@ class ModelService:
             return [dict(v) for v in self.state.models.get(model, [])]
 
     # -- operations ----------------------------------------------------------------------------
-    def _start(self, kind: str, resource: str, response: dict, metadata_type: str,
-               on_done: Callable[[], None] | None = None) -> dict:
+    def _start(
+        self,
+        kind: str,
+        resource: str,
+        response: dict,
+        metadata_type: str,
+        on_done: Callable[[], None] | None = None,
+    ) -> dict:
         name = f"{resource}/operations/{next(self._op_ids)}"
         error = self.state.operation_errors.pop(kind, None)
-        op = _Operation(name, response, error, metadata_type=metadata_type,
-                        on_done=on_done if error is None else None)
+        op = _Operation(
+            name, response, error, metadata_type=metadata_type, on_done=on_done if error is None else None
+        )
         self.state.operations[name] = op
         return op.view()
 
@@ -214,21 +223,30 @@ class ModelService:
 
     def _operation_list(self, resource: str, query: dict, body: Any) -> dict:
         with self._lock:
-            found = [op.view() for name, op in self.state.operations.items()
-                     if name.startswith(resource + "/operations/")]
+            found = [
+                op.view()
+                for name, op in self.state.operations.items()
+                if name.startswith(resource + "/operations/")
+            ]
         return {"operations": found} if found else {}
 
     # -- models --------------------------------------------------------------------------------
     def _upload(self, parent: str, query: dict, body: Any) -> dict:
-        request = _parse("UploadModelRequest", {**(body or {}), "parent": parent}
-                         if isinstance(body, dict) else body)
+        request = _parse(
+            "UploadModelRequest", {**(body or {}), "parent": parent} if isinstance(body, dict) else body
+        )
         model = request.get("model") or {}
         if not model.get("displayName"):
-            raise ServiceError(400, "List of found errors:\t1.Field: model.display_name; Message: "
-                                    "Required field is not set.\t")
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: model.display_name; Message: Required field is not set.\t",
+            )
         if not (model.get("containerSpec") or {}).get("imageUri"):
-            raise ServiceError(400, "List of found errors:\t1.Field: model.container_spec.image_uri; "
-                                    "Message: Required field is not set.\t")
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: model.container_spec.image_uri; "
+                "Message: Required field is not set.\t",
+            )
         with self._lock:
             parent_model = request.get("parentModel")
             if parent_model:
@@ -243,21 +261,37 @@ class ModelService:
                     raise ServiceError(409, f'Model "{name}" already exists.')
                 version = "1"
             now = _now()
-            stored = {**model, "name": name, "versionId": version, "createTime": now,
-                      "updateTime": now, "versionCreateTime": now, "versionUpdateTime": now,
-                      "versionAliases": ["default"] if version == "1" else []}
+            stored = {
+                **model,
+                "name": name,
+                "versionId": version,
+                "createTime": now,
+                "updateTime": now,
+                "versionCreateTime": now,
+                "versionUpdateTime": now,
+                "versionAliases": ["default"] if version == "1" else [],
+            }
             stored.pop("deployedModels", None)
             self.state.models.setdefault(name, []).append(stored)
-            return self._start("upload", name, {
-                "@type": "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelResponse",
-                "model": name, "modelVersionId": version},
-                "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelOperationMetadata")
+            return self._start(
+                "upload",
+                name,
+                {
+                    "@type": "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelResponse",
+                    "model": name,
+                    "modelVersionId": version,
+                },
+                "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelOperationMetadata",
+            )
 
     def _model_list(self, parent: str, query: dict, body: Any) -> dict:
         keep = _filter(query.get("filter", ""))
         with self._lock:
-            found = [self._default(versions) for name, versions in self.state.models.items()
-                     if name.startswith(parent + "/")]
+            found = [
+                self._default(versions)
+                for name, versions in self.state.models.items()
+                if name.startswith(parent + "/")
+            ]
         found = [m for m in found if keep(m)]
         return {"models": found} if found else {}
 
@@ -290,8 +324,11 @@ class ModelService:
     def _endpoint_create(self, parent: str, query: dict, body: Any) -> dict:
         endpoint = _parse("Endpoint", body)
         if not endpoint.get("displayName"):
-            raise ServiceError(400, "List of found errors:\t1.Field: endpoint.display_name; Message: "
-                                    "Required field is not set.\t")
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: endpoint.display_name; Message: "
+                "Required field is not set.\t",
+            )
         # The rule is for client-chosen ids; the service's own are long numbers.
         endpoint_id = query.get("endpointId") or str(next(self._ids))
         if query.get("endpointId") and not _ENDPOINT_ID.match(endpoint_id):
@@ -305,15 +342,19 @@ class ModelService:
             stored.pop("deployedModels", None)
             stored.pop("trafficSplit", None)
             self.state.endpoints[name] = stored
-            return self._start("endpoint-create", name, {
-                "@type": "type.googleapis.com/google.cloud.aiplatform.v1.Endpoint", **stored},
-                "type.googleapis.com/google.cloud.aiplatform.v1.CreateEndpointOperationMetadata")
+            return self._start(
+                "endpoint-create",
+                name,
+                {"@type": "type.googleapis.com/google.cloud.aiplatform.v1.Endpoint", **stored},
+                "type.googleapis.com/google.cloud.aiplatform.v1.CreateEndpointOperationMetadata",
+            )
 
     def _endpoint_list(self, parent: str, query: dict, body: Any) -> dict:
         keep = _filter(query.get("filter", ""))
         with self._lock:
-            found = [dict(e) for n, e in self.state.endpoints.items()
-                     if n.startswith(parent + "/") and keep(e)]
+            found = [
+                dict(e) for n, e in self.state.endpoints.items() if n.startswith(parent + "/") and keep(e)
+            ]
         return {"endpoints": found} if found else {}
 
     def _endpoint_get(self, name: str, query: dict, body: Any) -> dict:
@@ -324,8 +365,9 @@ class ModelService:
             return dict(endpoint)
 
     def _deploy(self, name: str, query: dict, body: Any) -> dict:
-        request = _parse("DeployModelRequest", {**(body or {}), "endpoint": name}
-                         if isinstance(body, dict) else body)
+        request = _parse(
+            "DeployModelRequest", {**(body or {}), "endpoint": name} if isinstance(body, dict) else body
+        )
         deployed = request.get("deployedModel") or {}
         with self._lock:
             endpoint = self.state.endpoints.get(name)
@@ -341,37 +383,56 @@ class ModelService:
                 raise ServiceError(404, f'The Model "{model_ref}" does not exist.')
             resources = deployed.get("dedicatedResources") or {}
             if not (resources.get("machineSpec") or {}).get("machineType"):
-                raise ServiceError(400, "List of found errors:\t1.Field: deployed_model.dedicated_"
-                                        "resources.machine_spec.machine_type; Message: Required field "
-                                        "is not set.\t")
+                raise ServiceError(
+                    400,
+                    "List of found errors:\t1.Field: deployed_model.dedicated_"
+                    "resources.machine_spec.machine_type; Message: Required field "
+                    "is not set.\t",
+                )
             current = {d["id"] for d in endpoint.get("deployedModels", [])}
             split = {k: int(v) for k, v in (request.get("trafficSplit") or {}).items()}
             if split:
                 unknown = set(split) - current - {"0"}
                 if unknown or sum(split.values()) != 100:
-                    raise ServiceError(400, f"Invalid traffic split {split}: the percentages must "
-                                            "add up to 100 and name deployed models (0 for this one).")
+                    raise ServiceError(
+                        400,
+                        f"Invalid traffic split {split}: the percentages must "
+                        "add up to 100 and name deployed models (0 for this one).",
+                    )
             deployed_id = str(next(self._deployed_ids))
             now = _now()
-            entry = {**deployed, "id": deployed_id, "model": model_name, "modelVersionId": version,
-                     "createTime": now}
+            entry = {
+                **deployed,
+                "id": deployed_id,
+                "model": model_name,
+                "modelVersionId": version,
+                "createTime": now,
+            }
 
             model_version = next(v for v in versions if v["versionId"] == version)
 
             def done() -> None:
                 endpoint.setdefault("deployedModels", []).append(entry)
-                new_split = {(deployed_id if k == "0" else k): v for k, v in split.items()} \
-                    if split else {deployed_id: 100}
+                new_split = (
+                    {(deployed_id if k == "0" else k): v for k, v in split.items()}
+                    if split
+                    else {deployed_id: 100}
+                )
                 endpoint["trafficSplit"] = {k: v for k, v in new_split.items() if v}
                 endpoint["updateTime"] = _now()
                 if self.predictor is not None:
                     self.predictor.deployed(name, dict(entry), dict(model_version))
 
-            return self._start("deploy", name, {
-                "@type": "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelResponse",
-                "deployedModel": entry},
+            return self._start(
+                "deploy",
+                name,
+                {
+                    "@type": "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelResponse",
+                    "deployedModel": entry,
+                },
                 "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelOperationMetadata",
-                on_done=done)
+                on_done=done,
+            )
 
     # -- predictions -----------------------------------------------------------------------------
     def _predict(self, name: str, query: dict, body: Any) -> dict:
@@ -386,16 +447,24 @@ class ModelService:
             if not serving:
                 raise ServiceError(400, f'The Endpoint "{name}" has no deployed model taking traffic.')
             deployed = random.choices(serving, weights=[split[d["id"]] for d in serving])[0]
-            model = next(v for v in self.state.models[deployed["model"]]
-                         if v["versionId"] == deployed["modelVersionId"])
+            model = next(
+                v
+                for v in self.state.models[deployed["model"]]
+                if v["versionId"] == deployed["modelVersionId"]
+            )
         if self.predictor is None:
-            raise ServiceError(501, "This fake Vertex AI serves no predictions; "
-                                    "`vertex-trainer dev sandbox` does.")
+            raise ServiceError(
+                501, "This fake Vertex AI serves no predictions; `vertex-trainer dev sandbox` does."
+            )
         # Outside the lock: the model may take a while (loading, a large batch).
         status, payload = self.predictor.predict(name, dict(deployed), dict(model), body)
         if status != 200:
             message = payload.get("error") if isinstance(payload, dict) else None
             raise ServiceError(status, str(message or payload))
-        return {**payload, "deployedModelId": deployed["id"], "model": deployed["model"],
-                "modelDisplayName": model.get("displayName", ""),
-                "modelVersionId": deployed["modelVersionId"]}
+        return {
+            **payload,
+            "deployedModelId": deployed["id"],
+            "model": deployed["model"],
+            "modelDisplayName": model.get("displayName", ""),
+            "modelVersionId": deployed["modelVersionId"],
+        }

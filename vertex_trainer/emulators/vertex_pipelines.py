@@ -20,8 +20,9 @@ import copy
 import itertools
 import re
 import threading
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.emulators._http import collection_routes, route
 from vertex_trainer.emulators.vertex_models import ServiceError, _filter, _parse
@@ -30,8 +31,17 @@ _ROUTES = collection_routes("pipelineJobs", "pipeline")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,127}$")
 DEFAULT_SCRIPT = ("PIPELINE_STATE_PENDING", "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED")
 TERMINAL = frozenset({"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"})
-_OUTPUT_ONLY = ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error",
-                "jobDetail", "scheduleName")
+_OUTPUT_ONLY = (
+    "name",
+    "state",
+    "createTime",
+    "startTime",
+    "endTime",
+    "updateTime",
+    "error",
+    "jobDetail",
+    "scheduleName",
+)
 
 
 def _now() -> str:
@@ -43,15 +53,19 @@ class PipelineService:
 
     Tests read ``runs`` (name -> PipelineJob, as last answered) and set ``script``."""
 
-    def __init__(self, lock: threading.RLock, script: tuple[str, ...] = DEFAULT_SCRIPT,
-                 error_message: str = "The DAG failed because some tasks failed."):
+    def __init__(
+        self,
+        lock: threading.RLock,
+        script: tuple[str, ...] = DEFAULT_SCRIPT,
+        error_message: str = "The DAG failed because some tasks failed.",
+    ):
         self._lock = lock
         self.script = list(script)
         self.error_message = error_message
         self.runs: dict[str, dict] = {}
         self._pos: dict[str, tuple[list[str], int]] = {}
         self._ids = itertools.count(1)
-        self.runner: Any = None            # the sandbox's hook (see the module docstring)
+        self.runner: Any = None  # the sandbox's hook (see the module docstring)
         self._run_by_runner: set[str] = set()
 
     def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
@@ -70,19 +84,27 @@ class PipelineService:
         for field in _OUTPUT_ONLY:
             run.pop(field, None)
         if not (run.get("pipelineSpec") or {}).get("root"):
-            raise ServiceError(400, "List of found errors:\t1.Field: pipeline_job.pipeline_spec; "
-                                    "Message: A compiled pipeline (with a root DAG) is required.\t")
-        if not (run.get("runtimeConfig") or {}).get("gcsOutputDirectory") \
-                and not run["pipelineSpec"].get("defaultPipelineRoot"):
-            raise ServiceError(400, "Pipeline root is not specified: set "
-                                    "runtime_config.gcs_output_directory.")
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: pipeline_job.pipeline_spec; "
+                "Message: A compiled pipeline (with a root DAG) is required.\t",
+            )
+        if not (run.get("runtimeConfig") or {}).get("gcsOutputDirectory") and not run["pipelineSpec"].get(
+            "defaultPipelineRoot"
+        ):
+            raise ServiceError(
+                400, "Pipeline root is not specified: set runtime_config.gcs_output_directory."
+            )
         for key, value in (run.get("labels") or {}).items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(r"[a-z0-9_-]{0,63}", value):
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
+                r"[a-z0-9_-]{0,63}", value
+            ):
                 raise ServiceError(400, f"Label '{key}={value}' is invalid.")
         job_id = query.get("pipelineJobId") or f"{run.get('displayName') or 'pipeline'}-{next(self._ids)}"
         if not _ID.match(job_id):
-            raise ServiceError(400, f"Invalid pipeline_job_id {job_id!r}: it must match "
-                                    "[a-z][-a-z0-9]{0,127}.")
+            raise ServiceError(
+                400, f"Invalid pipeline_job_id {job_id!r}: it must match [a-z][-a-z0-9]{{0,127}}."
+            )
         name = f"{parent}/pipelineJobs/{job_id}"
         with self._lock:
             if name in self.runs:
@@ -101,8 +123,9 @@ class PipelineService:
             runner.start(copy.deepcopy(answer))
         return answer
 
-    def report(self, name: str, state: str, *, error: dict | None = None,
-               job_detail: dict | None = None) -> bool:
+    def report(
+        self, name: str, state: str, *, error: dict | None = None, job_detail: dict | None = None
+    ) -> bool:
         """For a runner: run `name` is now in `state` (with `error` and `jobDetail`). An ended run
         stays as it is; a cancelling one only moves on to an end. False when ignored."""
         with self._lock:
@@ -161,8 +184,12 @@ class PipelineService:
             if run["state"] in TERMINAL:
                 raise ServiceError(400, f"Cannot cancel PipelineJob {name} in state {run['state']}.")
             by_runner = name in self._run_by_runner
-            self._pos[name] = (["PIPELINE_STATE_CANCELLING"] if by_runner else
-                               ["PIPELINE_STATE_CANCELLING", "PIPELINE_STATE_CANCELLED"], 0)
+            self._pos[name] = (
+                ["PIPELINE_STATE_CANCELLING"]
+                if by_runner
+                else ["PIPELINE_STATE_CANCELLING", "PIPELINE_STATE_CANCELLED"],
+                0,
+            )
             self._apply(name)
         if by_runner:  # CANCELLED once the runner has stopped the running task
             self.runner.cancel(name)

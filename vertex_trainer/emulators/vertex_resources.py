@@ -14,8 +14,9 @@ their region, is RUNNING and has a pool of their machine type (`check_job`), as 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.emulators._http import collection_routes, route
 from vertex_trainer.emulators.vertex_models import ServiceError, _parse, list_page
@@ -70,14 +71,18 @@ class ResourceService:
             if resource is None:
                 raise ServiceError(400, f"Persistent resource {name} does not exist.")
             if resource.get("state") != "RUNNING":
-                raise ServiceError(400, f"Persistent resource {name} is in state "
-                                        f"{resource.get('state')}, not RUNNING.")
-            machines = {(p.get("machineSpec") or {}).get("machineType") for p in resource.get("resourcePools", [])}
+                raise ServiceError(
+                    400, f"Persistent resource {name} is in state {resource.get('state')}, not RUNNING."
+                )
+            machines = {
+                (p.get("machineSpec") or {}).get("machineType") for p in resource.get("resourcePools", [])
+            }
         for pool in spec.get("workerPoolSpecs") or []:
             machine = (pool.get("machineSpec") or {}).get("machineType")
             if machine not in machines:
-                raise ServiceError(400, f"No resource pool of persistent resource {name} matches "
-                                        f"machine type {machine}.")
+                raise ServiceError(
+                    400, f"No resource pool of persistent resource {name} matches machine type {machine}."
+                )
 
     # -- the service ---------------------------------------------------------------------------
     def _store(self, parent: str, resource_id: str, body: Any) -> dict:
@@ -85,8 +90,11 @@ class ResourceService:
         for field in _OUTPUT_ONLY:
             data.pop(field, None)
         if not data.get("resourcePools"):
-            raise ServiceError(400, "List of found errors:\t1.Field: persistent_resource.resource_pools; "
-                                    "Message: Required field is not set.\t")
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: persistent_resource.resource_pools; "
+                "Message: Required field is not set.\t",
+            )
         for i, pool in enumerate(data["resourcePools"]):
             pool.setdefault("id", f"pool-{i}")
             pool.setdefault("usedReplicaCount", "0")
@@ -99,8 +107,9 @@ class ResourceService:
     def _create(self, parent: str, query: dict, body: Any) -> dict:
         resource_id = query.get("persistentResourceId", "")
         if not _ID.match(resource_id):
-            raise ServiceError(400, "persistent_resource_id must be 1-63 characters of [a-z0-9-], "
-                                    "starting with a letter.")
+            raise ServiceError(
+                400, "persistent_resource_id must be 1-63 characters of [a-z0-9-], starting with a letter."
+            )
         name = f"{parent}/persistentResources/{resource_id}"
         with self._lock:
             if name in self.resources:
@@ -110,8 +119,9 @@ class ResourceService:
             def running() -> None:
                 data.update(state="RUNNING", startTime=_now(), updateTime=_now())
 
-            return self._operations._start("resource-create", name, dict(data),
-                                           _METADATA.format("Create"), on_done=running)
+            return self._operations._start(
+                "resource-create", name, dict(data), _METADATA.format("Create"), on_done=running
+            )
 
     def _get(self, name: str, query: dict, body: Any) -> dict:
         with self._lock:
@@ -135,5 +145,6 @@ class ResourceService:
             def gone() -> None:
                 self.resources.pop(name, None)
 
-            return self._operations._start("resource-delete", name, {}, _METADATA.format("Delete"),
-                                           on_done=gone)
+            return self._operations._start(
+                "resource-delete", name, {}, _METADATA.format("Delete"), on_done=gone
+            )

@@ -29,16 +29,16 @@ import itertools
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.emulators._http import collection_routes, route
 from vertex_trainer.emulators.vertex_models import ServiceError, _parse, labels_filter, list_page
 
 _ROUTES = collection_routes("hyperparameterTuningJobs", "tuning")
-TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED",
-                      "JOB_STATE_EXPIRED"})
+TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 START_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
 TRIAL_ERROR = "The trial's CustomJob failed: the replica workerpool0-0 exited with a non-zero status of 1."
 
@@ -57,7 +57,7 @@ def default_metric(trial_id: str, parameters: dict) -> float:
 @dataclass
 class _Tuning:
     data: dict
-    pos: int = 0                                   # in START_SCRIPT, then the trials drive it
+    pos: int = 0  # in START_SCRIPT, then the trials drive it
     grid: list[dict] = field(default_factory=list)  # GRID_SEARCH: every combination, in order
 
 
@@ -71,7 +71,7 @@ class TuningService:
         self._job_ids = itertools.count(7_000_000_000_000_000_001)
         self._metric: Metric = default_metric
         self._values: list[float | None] | None = None
-        self.runner: Any = None            # the sandbox's hook (see the module docstring)
+        self.runner: Any = None  # the sandbox's hook (see the module docstring)
         self._run_by_runner: set[str] = set()
 
     # -- routing -------------------------------------------------------------------------------
@@ -94,8 +94,13 @@ class TuningService:
         with self._lock:
             return dict(self.jobs[name].data)
 
-    def add_job(self, body: dict, *, parent: str = "projects/test-project/locations/us-central1",
-                state: str | None = None) -> dict:
+    def add_job(
+        self,
+        body: dict,
+        *,
+        parent: str = "projects/test-project/locations/us-central1",
+        state: str | None = None,
+    ) -> dict:
         """Store a job directly (as if created earlier)."""
         with self._lock:
             stored = self._create(parent, {}, body)
@@ -108,8 +113,16 @@ class TuningService:
     def _create(self, parent: str, query: dict, body: Any) -> dict:
         data = _parse("HyperparameterTuningJob", body)
         _check(data)
-        for output_only in ("name", "state", "trials", "createTime", "startTime", "endTime",
-                            "updateTime", "error"):
+        for output_only in (
+            "name",
+            "state",
+            "trials",
+            "createTime",
+            "startTime",
+            "endTime",
+            "updateTime",
+            "error",
+        ):
             data.pop(output_only, None)
         with self._lock:
             name = f"{parent}/hyperparameterTuningJobs/{next(self._ids)}"
@@ -127,8 +140,14 @@ class TuningService:
             runner.start(copy.deepcopy(answer))
         return answer
 
-    def report(self, name: str, *, state: str | None = None, trials: list[dict] | None = None,
-               error: dict | None = None) -> bool:
+    def report(
+        self,
+        name: str,
+        *,
+        state: str | None = None,
+        trials: list[dict] | None = None,
+        error: dict | None = None,
+    ) -> bool:
         """For a runner: job `name`'s trials (all of them, as the service lists them) and state.
         An ended job stays as it is; a cancelling one only moves on to an end. False when ignored."""
         with self._lock:
@@ -138,16 +157,18 @@ class TuningService:
             if trials is not None:
                 job.data["trials"] = copy.deepcopy(trials)
                 job.data["updateTime"] = _now()
-            if state is not None and not (job.data["state"] == "JOB_STATE_CANCELLING"
-                                          and state not in TERMINAL):
+            if state is not None and not (
+                job.data["state"] == "JOB_STATE_CANCELLING" and state not in TERMINAL
+            ):
                 self._set_state(job, state, error)
             return True
 
     def _list(self, parent: str, query: dict, body: Any) -> dict:
         keep = labels_filter(query.get("filter") or "")
         with self._lock:
-            found = [dict(j.data) for n, j in self.jobs.items()
-                     if n.startswith(parent + "/") and keep(j.data)]
+            found = [
+                dict(j.data) for n, j in self.jobs.items() if n.startswith(parent + "/") and keep(j.data)
+            ]
         return list_page(found, query, "hyperparameterTuningJobs", size=50)
 
     def _get(self, name: str, query: dict, body: Any) -> dict:
@@ -164,8 +185,11 @@ class TuningService:
             if job is None:
                 raise ServiceError(404, f'The HyperparameterTuningJob "{name}" does not exist.')
             if job.data["state"] in TERMINAL:
-                raise ServiceError(400, f"Cannot cancel HyperparameterTuningJob {name} because it "
-                                        f"is already in state {job.data['state']}.")
+                raise ServiceError(
+                    400,
+                    f"Cannot cancel HyperparameterTuningJob {name} because it "
+                    f"is already in state {job.data['state']}.",
+                )
             if name in self._run_by_runner:  # CANCELLED once the runner has stopped the trials
                 self._set_state(job, "JOB_STATE_CANCELLING")
                 runner = self.runner
@@ -197,12 +221,17 @@ class TuningService:
         failed = sum(t["state"] == "INFEASIBLE" for t in trials)
         limit = int(data.get("maxFailedTrialCount") or 0)
         if limit and failed >= limit:
-            return self._set_state(job, "JOB_STATE_FAILED", {
-                "code": 9, "message": f"{failed} trials failed, reaching maxFailedTrialCount {limit}."})
+            return self._set_state(
+                job,
+                "JOB_STATE_FAILED",
+                {"code": 9, "message": f"{failed} trials failed, reaching maxFailedTrialCount {limit}."},
+            )
         total = int(data["maxTrialCount"])
         if job.grid:
             total = min(total, len(job.grid))
-        while len(trials) < total and sum(t["state"] == "ACTIVE" for t in trials) < int(data["parallelTrialCount"]):
+        while len(trials) < total and sum(t["state"] == "ACTIVE" for t in trials) < int(
+            data["parallelTrialCount"]
+        ):
             trials.append(self._start_trial(job, len(trials) + 1))
         if all(t["state"] != "ACTIVE" for t in trials) and len(trials) >= total:
             if failed == len(trials):
@@ -219,9 +248,13 @@ class TuningService:
         else:
             values = {p["parameterId"]: _choose(p, number) for p in job.data["studySpec"]["parameters"]}
         parent = job.data["name"].split("/hyperparameterTuningJobs/")[0]
-        return {"id": trial_id, "state": "ACTIVE", "startTime": _now(),
-                "parameters": [{"parameterId": k, "value": v} for k, v in values.items()],
-                "customJob": f"{parent}/customJobs/{next(self._job_ids)}"}
+        return {
+            "id": trial_id,
+            "state": "ACTIVE",
+            "startTime": _now(),
+            "parameters": [{"parameterId": k, "value": v} for k, v in values.items()],
+            "customJob": f"{parent}/customJobs/{next(self._job_ids)}",
+        }
 
     def _end_trial(self, trial: dict, data: dict) -> None:
         params = {p["parameterId"]: p["value"] for p in trial["parameters"]}
@@ -235,8 +268,13 @@ class TuningService:
             trial.update(state="INFEASIBLE", infeasibleReason=TRIAL_ERROR)
             return
         metric_id = data["studySpec"]["metrics"][0]["metricId"]
-        trial.update(state="SUCCEEDED", finalMeasurement={
-            "stepCount": "100", "metrics": [{"metricId": metric_id, "value": float(value)}]})
+        trial.update(
+            state="SUCCEEDED",
+            finalMeasurement={
+                "stepCount": "100",
+                "metrics": [{"metricId": metric_id, "value": float(value)}],
+            },
+        )
 
     def _set_state(self, job: _Tuning, state: str, error: dict | None = None) -> None:
         data = job.data
@@ -252,9 +290,11 @@ class TuningService:
 
 def _check(data: dict) -> None:
     """What the service refuses in a HyperparameterTuningJob (beyond the proto's own types)."""
+
     def bad(path: str, message: str = "Required field is not set.") -> ServiceError:
-        return ServiceError(400, f"List of found errors:\t1.Field: hyperparameter_tuning_job.{path}; "
-                                 f"Message: {message}\t")
+        return ServiceError(
+            400, f"List of found errors:\t1.Field: hyperparameter_tuning_job.{path}; Message: {message}\t"
+        )
 
     if not data.get("displayName"):
         raise bad("display_name")
@@ -274,8 +314,11 @@ def _check(data: dict) -> None:
         if not pid or re.search(r"\s", pid) or pid in ids:
             raise bad("study_spec.parameters.parameter_id", f"Invalid or repeated parameter id {pid!r}.")
         ids.add(pid)
-        kinds = [k for k in ("doubleValueSpec", "integerValueSpec", "discreteValueSpec",
-                             "categoricalValueSpec") if k in p]
+        kinds = [
+            k
+            for k in ("doubleValueSpec", "integerValueSpec", "discreteValueSpec", "categoricalValueSpec")
+            if k in p
+        ]
         if len(kinds) != 1:
             raise bad("study_spec.parameters", f"Parameter {pid!r} needs exactly one value spec.")
         spec = p[kinds[0]]
@@ -288,18 +331,23 @@ def _check(data: dict) -> None:
         elif kinds[0] == "discreteValueSpec":
             values = [float(v) for v in spec.get("values") or []]
             if not values or any(b <= a for a, b in zip(values, values[1:])):
-                raise bad("study_spec.parameters", f"Parameter {pid!r}: discrete values must be "
-                                                   "increasing.")
+                raise bad("study_spec.parameters", f"Parameter {pid!r}: discrete values must be increasing.")
         elif p.get("scaleType"):
-            raise bad("study_spec.parameters", f"Parameter {pid!r}: a categorical parameter takes "
-                                               "no scale_type.")
+            raise bad(
+                "study_spec.parameters", f"Parameter {pid!r}: a categorical parameter takes no scale_type."
+            )
         if study.get("algorithm") == "GRID_SEARCH" and kinds[0] == "doubleValueSpec":
-            raise bad("study_spec.algorithm", "To use grid search, all parameters must be INTEGER, "
-                                              "CATEGORICAL, or DISCRETE.")
+            raise bad(
+                "study_spec.algorithm",
+                "To use grid search, all parameters must be INTEGER, CATEGORICAL, or DISCRETE.",
+            )
     for key, value in (data.get("labels") or {}).items():
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(r"[a-z0-9_-]{0,63}", value):
-            raise ServiceError(400, f"Label '{key}={value}' is invalid: keys and values must be "
-                                    "<= 63 lowercase letters, digits, '_' or '-'.")
+            raise ServiceError(
+                400,
+                f"Label '{key}={value}' is invalid: keys and values must be "
+                "<= 63 lowercase letters, digits, '_' or '-'.",
+            )
 
 
 def _options(p: dict) -> list:

@@ -14,7 +14,7 @@ from vertex_trainer.settings import is_emulator
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 USER_AGENT = "vertex-trainer"
 
-__all__ = ["SCOPES", "credentials", "session", "plain_session", "access_token", "is_emulator"]
+__all__ = ["SCOPES", "access_token", "credentials", "is_emulator", "plain_session", "session"]
 
 
 def credentials():
@@ -28,8 +28,9 @@ def credentials():
         raise UserError(
             "no Google Cloud credentials found (Application Default Credentials); nothing was sent",
             hint="run `gcloud auth application-default login` on a workstation; in CI use Workload "
-                 "Identity Federation (google-github-actions/auth) or the build's service account; "
-                 "or set GOOGLE_APPLICATION_CREDENTIALS") from exc
+            "Identity Federation (google-github-actions/auth) or the build's service account; "
+            "or set GOOGLE_APPLICATION_CREDENTIALS",
+        ) from exc
     return creds
 
 
@@ -60,9 +61,10 @@ def access_token() -> str:
     creds = credentials()
     try:
         creds.refresh(Request())
-    except Exception as exc:  # noqa: BLE001 - RefreshError, TransportError
-        raise ServiceError(f"could not get an access token: {exc}",
-                           hint="run `gcloud auth application-default login`") from None
+    except Exception as exc:
+        raise ServiceError(
+            f"could not get an access token: {exc}", hint="run `gcloud auth application-default login`"
+        ) from None
     return creds.token
 
 
@@ -71,5 +73,5 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("vertex-trainer")
-    except Exception:  # noqa: BLE001 - a missing distribution only changes the User-Agent
+    except Exception:
         return "dev"

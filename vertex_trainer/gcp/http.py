@@ -19,8 +19,9 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
@@ -28,7 +29,7 @@ from vertex_trainer.settings import RetryPolicy
 
 Log = Callable[[str], None]
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-MAX_PAGES = 100   # the bound on the pages one list call reads (ApiClient.pages)
+MAX_PAGES = 100  # the bound on the pages one list call reads (ApiClient.pages)
 
 
 def silent(_: str) -> None:
@@ -45,8 +46,14 @@ class Transient(Exception):
         self.in_flight = in_flight
 
 
-def look_after_lost(lookup: Callable[[], Any], exc: Transient, *, window: float,
-                    sleep: Callable[[float], None] = time.sleep, first: float = 0.5) -> Any:
+def look_after_lost(
+    lookup: Callable[[], Any],
+    exc: Transient,
+    *,
+    window: float,
+    sleep: Callable[[float], None] = time.sleep,
+    first: float = 0.5,
+) -> Any:
     """What a create whose answer was lost left behind: `lookup()` at once and, when the request
     may still be in flight (`exc.in_flight`), again with growing pauses for `window` seconds (the
     read timeout: a create the service is still committing lands within it), so it is found
@@ -64,7 +71,7 @@ class Refused(ServiceError):
     """A permanent refusal the caller asked to tell apart (its `final` hook): `.error` is the
     service's ApiError. Exit 3 unless the caller handles it."""
 
-    def __init__(self, message: str, *, error: "ApiError", hint: str | None = None):
+    def __init__(self, message: str, *, error: ApiError, hint: str | None = None):
         super().__init__(message, hint=hint)
         self.error = error
 
@@ -93,13 +100,19 @@ def parse_error(response) -> ApiError:
         message = error.get("message") or ""
         if not message and isinstance(error.get("errors"), list) and error["errors"]:
             message = str(error["errors"][0].get("message", ""))
-        return ApiError(int(error.get("code") or response.status_code),
-                        str(error.get("status") or response.reason or ""), message,
-                        tuple(error.get("details") or ()))
+        return ApiError(
+            int(error.get("code") or response.status_code),
+            str(error.get("status") or response.reason or ""),
+            message,
+            tuple(error.get("details") or ()),
+        )
     if isinstance(body, dict) and isinstance(body.get("errors"), list) and body["errors"]:
         first = body["errors"][0]  # Docker registry API shape
-        return ApiError(response.status_code, str(first.get("code") or response.reason or ""),
-                        str(first.get("message") or ""))
+        return ApiError(
+            response.status_code,
+            str(first.get("code") or response.reason or ""),
+            str(first.get("message") or ""),
+        )
     text = (response.text or "").strip().replace("\n", " ")
     return ApiError(response.status_code, response.reason or "", text[:300])
 
@@ -115,8 +128,11 @@ def quota_metrics(err: ApiError) -> tuple[str, ...]:
     for detail in err.details:
         if isinstance(detail, dict):
             texts += [str(v) for v in (detail.get("metadata") or {}).values()]
-            texts += [str(v.get("subject", "")) + " " + str(v.get("quotaMetric", ""))
-                      for v in detail.get("violations") or () if isinstance(v, dict)]
+            texts += [
+                str(v.get("subject", "")) + " " + str(v.get("quotaMetric", ""))
+                for v in detail.get("violations") or ()
+                if isinstance(v, dict)
+            ]
     found: list[str] = []
     for text in texts:
         found += [m for m in _QUOTA_METRIC.findall(text) if m not in found]
@@ -130,9 +146,15 @@ def default_hint(service: str, api: str | None, project: str | None = None) -> H
     def hint(op: str, err: ApiError) -> str | None:
         if err.code == 401:
             return "the credentials were refused: run `gcloud auth application-default login` again"
-        if err.code == 403 and api and ("has not been used" in err.message
-                                        or "SERVICE_DISABLED" in err.message
-                                        or "is disabled" in err.message):
+        if (
+            err.code == 403
+            and api
+            and (
+                "has not been used" in err.message
+                or "SERVICE_DISABLED" in err.message
+                or "is disabled" in err.message
+            )
+        ):
             return f"enable the {service} API: gcloud services enable {api}{where}"
         return None
 
@@ -142,8 +164,14 @@ def default_hint(service: str, api: str | None, project: str | None = None) -> H
 class Budget:
     """One retry budget, shared by every call that serves one logical operation."""
 
-    def __init__(self, policy: RetryPolicy, log: Log = silent, *, service: str = "the service",
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        log: Log = silent,
+        *,
+        service: str = "the service",
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.policy, self.log, self.service, self._sleep = policy, log, service, sleep
         self.started = time.monotonic()
         self.failures = 0
@@ -160,8 +188,9 @@ class Budget:
             raise ServiceError(
                 f"{what} failed after {self.failures} attempt{'s' * (self.failures > 1)} "
                 f"({elapsed:.1f}s): {failure}",
-                hint=retry_hint or f"{self.service} is unreachable or overloaded; run the same "
-                                   "command again later")
+                hint=retry_hint
+                or f"{self.service} is unreachable or overloaded; run the same command again later",
+            )
         self.log(f"{what}: {failure}; retrying in {delay:.1f}s")
         self._sleep(delay)
 
@@ -169,11 +198,19 @@ class Budget:
 class ApiClient:
     """One Google REST API at one endpoint: `ApiClient("https://x.googleapis.com", ...)`."""
 
-    def __init__(self, endpoint: str, *, retry: RetryPolicy | None = None, log: Log | None = None,
-                 session: Any = None, service: str = "the API", hints: Hints | None = None,
-                 retry_hint: str | None = None,
-                 user_error: Callable[[str, ApiError], bool] | None = None,
-                 final: Callable[[str, ApiError], bool] | None = None):
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        retry: RetryPolicy | None = None,
+        log: Log | None = None,
+        session: Any = None,
+        service: str = "the API",
+        hints: Hints | None = None,
+        retry_hint: str | None = None,
+        user_error: Callable[[str, ApiError], bool] | None = None,
+        final: Callable[[str, ApiError], bool] | None = None,
+    ):
         self.endpoint = endpoint.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.log = log if log is not None else silent
@@ -215,8 +252,9 @@ class ApiClient:
         try:
             response = self.session.request(method, self.url(path), **kwargs)
         except requests.Timeout as exc:  # a read timeout: sent, unanswered, maybe still running
-            raise Transient(f"timed out ({type(exc).__name__})",
-                            in_flight=isinstance(exc, requests.ReadTimeout)) from exc
+            raise Transient(
+                f"timed out ({type(exc).__name__})", in_flight=isinstance(exc, requests.ReadTimeout)
+            ) from exc
         except requests.ConnectionError as exc:
             raise Transient(f"connection failed: {_short(exc)}") from exc
         except UserError:
@@ -246,16 +284,26 @@ class ApiClient:
         """`send` with retries of transient failures; returns the response."""
         return self._retried(op, budget, lambda: self.send(op, method, path, **kwargs))
 
-    def json(self, op: str, method: str, path: str, *, budget: Budget | None = None,
-             **kwargs: Any) -> dict:
+    def json(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any) -> dict:
         """`call` and decode the JSON answer (a 2xx that is not JSON counts as transient)."""
         return self._retried(op, budget, lambda: decode(self.send(op, method, path, **kwargs)))
 
     # -- lists --------------------------------------------------------------------------------
-    def pages(self, op: str, method: str, path: str, *, items: str, params: dict | None = None,
-              body: dict | None = None, page_size: int = 100, max_pages: int | None = MAX_PAGES,
-              limit: int | None = None, budget: Budget | None = None,
-              read: Callable[[Callable[[], dict]], dict] | None = None) -> Iterator[list[dict]]:
+    def pages(
+        self,
+        op: str,
+        method: str,
+        path: str,
+        *,
+        items: str,
+        params: dict | None = None,
+        body: dict | None = None,
+        page_size: int = 100,
+        max_pages: int | None = MAX_PAGES,
+        limit: int | None = None,
+        budget: Budget | None = None,
+        read: Callable[[Callable[[], dict]], dict] | None = None,
+    ) -> Iterator[list[dict]]:
         """The one pager of every Google list call (AIP-158: pageSize, pageToken, nextPageToken).
 
         Args:
@@ -274,8 +322,11 @@ class ApiClient:
         token, count, pages = "", 0, 0
         while max_pages is None or pages < max_pages:
             paging: dict[str, Any] = {"pageSize": page_size, **({"pageToken": token} if token else {})}
-            kwargs = ({"json": {**(body or {}), **paging}} if method == "POST"
-                      else {"params": {**(params or {}), **paging}})
+            kwargs = (
+                {"json": {**(body or {}), **paging}}
+                if method == "POST"
+                else {"params": {**(params or {}), **paging}}
+            )
 
             def fetch(kwargs: dict = kwargs) -> dict:
                 return self.json(op, method, path, budget=budget, **kwargs)
@@ -290,13 +341,13 @@ class ApiClient:
                 return
         self.log(f"{op}: stopped after {max_pages} pages; the list goes on (narrow the filter)")
 
-    def list(self, op: str, path: str, *, items: str, limit: int | None = None,
-             **kwargs: Any) -> list[dict]:
+    def list(self, op: str, path: str, *, items: str, limit: int | None = None, **kwargs: Any) -> list[dict]:
         """Every item of a GET list call, through `pages` (same arguments), at most `limit`.
 
         Returns: the items in the service's order."""
-        found = [item for page in self.pages(op, "GET", path, items=items, limit=limit, **kwargs)
-                 for item in page]
+        found = [
+            item for page in self.pages(op, "GET", path, items=items, limit=limit, **kwargs) for item in page
+        ]
         return found[:limit] if limit is not None else found
 
     def _retried(self, op: str, budget: Budget | None, attempt: Callable[[], Any]) -> Any:
@@ -326,15 +377,20 @@ def _raise_auth(exc: Exception) -> None:
     except ImportError:  # pragma: no cover
         return
     if isinstance(exc, auth_exceptions.RefreshError):
-        raise UserError(f"could not get an access token: {exc}",
-                        hint="run `gcloud auth application-default login` again (the stored "
-                             "credentials expired or were revoked)") from exc
+        raise UserError(
+            f"could not get an access token: {exc}",
+            hint="run `gcloud auth application-default login` again (the stored "
+            "credentials expired or were revoked)",
+        ) from exc
     if isinstance(exc, auth_exceptions.TransportError):
         raise Transient(f"could not reach the token endpoint: {exc}") from exc
 
 
 def _short(exc: Exception) -> str:
     text = str(exc)
-    m = re.search(r"\[Errno -?\d+\] [^'\")]+|Connection refused|RemoteDisconnected\([^)]*\)|"
-                  r"Connection reset by peer|Connection aborted", text)
+    m = re.search(
+        r"\[Errno -?\d+\] [^'\")]+|Connection refused|RemoteDisconnected\([^)]*\)|"
+        r"Connection reset by peer|Connection aborted",
+        text,
+    )
     return m.group(0) if m else text[:200]

@@ -8,17 +8,24 @@ an operation that ended with an error into a ServiceError (exit 3) carrying the 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import ApiClient, ApiError
 from vertex_trainer.settings import PollPolicy
 
 
-def wait_operation(api: ApiClient, operation: dict, *, poll: PollPolicy, what: str,
-                   version: str = "v1", timeout: float | None = None,
-                   on_poll: Callable[[dict], None] | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> dict:
+def wait_operation(
+    api: ApiClient,
+    operation: dict,
+    *,
+    poll: PollPolicy,
+    what: str,
+    version: str = "v1",
+    timeout: float | None = None,
+    on_poll: Callable[[dict], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
     """Poll `operation` (the create's answer) until done; return its `response` (may be {}).
 
     `on_poll` sees the operation after every read (for progress from its metadata)."""
@@ -29,16 +36,21 @@ def wait_operation(api: ApiClient, operation: dict, *, poll: PollPolicy, what: s
         if not name:
             raise ServiceError(f"{what}: the service answered an operation without a name")
         if deadline is not None and time.monotonic() > deadline:
-            raise ServiceError(f"{what}: operation {name} did not finish within {timeout:.0f}s",
-                               hint="it keeps running on the service; run the command again to "
-                                    "pick it up")
+            raise ServiceError(
+                f"{what}: operation {name} did not finish within {timeout:.0f}s",
+                hint="it keeps running on the service; run the command again to pick it up",
+            )
         sleep(next(intervals))
         operation = api.json(f"{what} (operation)", "GET", f"{version}/{name}")
         if on_poll:
             on_poll(operation)
     error = operation.get("error")
     if error:
-        err = ApiError(int(error.get("code") or 0), str(error.get("status") or ""),
-                       str(error.get("message") or ""), tuple(error.get("details") or ()))
+        err = ApiError(
+            int(error.get("code") or 0),
+            str(error.get("status") or ""),
+            str(error.get("message") or ""),
+            tuple(error.get("details") or ()),
+        )
         raise ServiceError(f"{what} failed: {err.message or err}", hint=f"operation {name}")
     return operation.get("response") or {}

@@ -19,7 +19,7 @@ def split_uri(uri: str) -> tuple[str, str]:
     """gs://bucket/name -> (bucket, name)."""
     if not uri.startswith("gs://"):
         raise ValueError(f"not a gs:// URI: {uri!r}")
-    bucket, _, name = uri[len("gs://"):].partition("/")
+    bucket, _, name = uri[len("gs://") :].partition("/")
     return bucket, name
 
 
@@ -29,7 +29,7 @@ def bucket_of(path: str | None) -> str | None:
         return None
     for prefix in ("gs://", "/gcs/"):
         if path.startswith(prefix):
-            return path[len(prefix):].split("/", 1)[0] or None
+            return path[len(prefix) :].split("/", 1)[0] or None
     return None
 
 
@@ -40,14 +40,23 @@ def client(settings: Settings, project: str | None = None):
     if settings.storage_emulator:
         from google.auth.credentials import AnonymousCredentials
 
-        return storage.Client(project=project or settings.project or "vertex-trainer",
-                              credentials=AnonymousCredentials(),
-                              client_options={"api_endpoint": settings.storage_url()})
+        return storage.Client(
+            project=project or settings.project or "vertex-trainer",
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": settings.storage_url()},
+        )
     return storage.Client(project=project, credentials=auth.credentials())
 
 
-def upload_once(settings: Settings, bucket: str, name: str, data: bytes, *,
-                project: str | None, content_type: str = "application/gzip") -> bool:
+def upload_once(
+    settings: Settings,
+    bucket: str,
+    name: str,
+    data: bytes,
+    *,
+    project: str | None,
+    content_type: str = "application/gzip",
+) -> bool:
     """Upload unless the (content-addressed) object exists. Returns True if it uploaded."""
     from google.api_core import exceptions as gexc
     from google.cloud.storage.retry import DEFAULT_RETRY
@@ -59,11 +68,15 @@ def upload_once(settings: Settings, bucket: str, name: str, data: bytes, *,
         # The name is a content hash, so a retried upload is idempotent.
         blob.upload_from_string(data, content_type=content_type, retry=DEFAULT_RETRY)
     except gexc.NotFound:
-        raise ServiceError(f"staging bucket gs://{bucket} does not exist",
-                           hint="create it in the job's region, or set image.staging_bucket") from None
+        raise ServiceError(
+            f"staging bucket gs://{bucket} does not exist",
+            hint="create it in the job's region, or set image.staging_bucket",
+        ) from None
     except gexc.Forbidden as exc:
-        raise ServiceError(f"no permission to write gs://{bucket}/{name}: {exc.message}",
-                           hint="the account needs roles/storage.objectCreator on the bucket") from None
+        raise ServiceError(
+            f"no permission to write gs://{bucket}/{name}: {exc.message}",
+            hint="the account needs roles/storage.objectCreator on the bucket",
+        ) from None
     except gexc.GoogleAPIError as exc:
         raise ServiceError(f"uploading gs://{bucket}/{name} failed: {exc}") from None
     return True
@@ -94,16 +107,26 @@ def read_json(settings: Settings, uri: str) -> dict | None:
 
 def storage_api(settings: Settings, *, log=None, retry: RetryPolicy | None = None) -> ApiClient:
     """The Cloud Storage JSON API through the shared ApiClient (for metadata reads)."""
-    return ApiClient(settings.storage_url(), retry=retry or settings.retry, log=log, service="Cloud Storage",
-                     hints=default_hint("Cloud Storage", "storage.googleapis.com"))
+    return ApiClient(
+        settings.storage_url(),
+        retry=retry or settings.retry,
+        log=log,
+        service="Cloud Storage",
+        hints=default_hint("Cloud Storage", "storage.googleapis.com"),
+    )
 
 
 def bucket_metadata(api: ApiClient, bucket: str) -> dict | None:
     """{"location", "locationType"} of a bucket; None when it does not exist.
 
     Raises ServiceError when it cannot be read (403, persistent network errors)."""
-    response = api.call("read bucket metadata", "GET", f"storage/v1/b/{bucket}",
-                        params={"fields": "location,locationType"}, allow=(404,))
+    response = api.call(
+        "read bucket metadata",
+        "GET",
+        f"storage/v1/b/{bucket}",
+        params={"fields": "location,locationType"},
+        allow=(404,),
+    )
     if response.status_code == 404:
         return None
     return response.json()

@@ -14,19 +14,47 @@ The environment is data: `Settings.environ`, read at the edge; nothing here read
 See docs/local.md.
 """
 
+from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.local.cluster import (
-    Replica, build_replicas, check_gcs_route, command_of, output_dirs, pool_env, pools_of,
+    Replica,
+    build_replicas,
+    check_gcs_route,
+    command_of,
+    output_dirs,
+    pool_env,
+    pools_of,
     references_gcs,
 )
 from vertex_trainer.local.display import parse_progress
 from vertex_trainer.local.run import (
-    CANCELLED, FAILED, LocalResult, local_job_id, read_metrics, run_local, save_run_record,
+    CANCELLED,
+    FAILED,
+    LocalResult,
+    local_job_id,
+    read_metrics,
+    run_local,
+    save_run_record,
 )
 from vertex_trainer.local.supervisor import Supervisor, stop_all
-from vertex_trainer.contract import SUCCEEDED
 
 __all__ = [
-    "CANCELLED", "FAILED", "SUCCEEDED", "LocalResult", "Replica", "Supervisor", "build_replicas",
-    "check_gcs_route", "command_of", "local_job_id", "output_dirs", "parse_progress", "pool_env",
-    "pools_of", "read_metrics", "references_gcs", "run_local", "save_run_record", "stop_all",
+    "CANCELLED",
+    "FAILED",
+    "SUCCEEDED",
+    "LocalResult",
+    "Replica",
+    "Supervisor",
+    "build_replicas",
+    "check_gcs_route",
+    "command_of",
+    "local_job_id",
+    "output_dirs",
+    "parse_progress",
+    "pool_env",
+    "pools_of",
+    "read_metrics",
+    "references_gcs",
+    "run_local",
+    "save_run_record",
+    "stop_all",
 ]

@@ -24,8 +24,8 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from vertex_trainer import lazy
 from vertex_trainer.contract import AIP_DIRS, TRAINER_MODULE
@@ -75,8 +75,10 @@ def pools_of(job: dict) -> list[tuple[int, dict, int]]:
     if not out or out[0][0] != 0:
         raise UserError("workerPoolSpecs[0] (the primary replica) is missing or has no replicas")
     if out[0][2] != 1:
-        raise UserError(f"workerPoolSpecs[0].replicaCount must be 1 (got {out[0][2]})",
-                        hint="put additional machines in workerPoolSpecs[1]")
+        raise UserError(
+            f"workerPoolSpecs[0].replicaCount must be 1 (got {out[0][2]})",
+            hint="put additional machines in workerPoolSpecs[1]",
+        )
     return out
 
 
@@ -135,9 +137,17 @@ def output_dirs(base: str) -> dict[str, str]:
     return {name: f"{base}/{sub}/" for name, sub in AIP_DIRS.items()}
 
 
-def build_replicas(job: dict, base_output: str, *, job_id: str, base_env: Mapping[str, str],
-                   project: str | None = None, region: str | None = None,
-                   host: str = "127.0.0.1", python: str = sys.executable) -> list[Replica]:
+def build_replicas(
+    job: dict,
+    base_output: str,
+    *,
+    job_id: str,
+    base_env: Mapping[str, str],
+    project: str | None = None,
+    region: str | None = None,
+    host: str = "127.0.0.1",
+    python: str = sys.executable,
+) -> list[Replica]:
     """Every replica of the job, with its argv and complete environment.
 
     `base_env` is what every replica inherits (the edge's environment, `Settings.environ`); the
@@ -157,23 +167,30 @@ def build_replicas(job: dict, base_output: str, *, job_id: str, base_env: Mappin
     for i, pool, count in pools:
         argv = tuple(command_of(pool, python))
         for r in range(count):
-            cluster_spec = {"cluster": cluster_spec_cluster, "environment": "cloud",
-                            "task": {"type": f"workerpool{i}", "index": r, "trial": ""},
-                            "job": spec}
-            tf_config = {"cluster": tf_cluster, "environment": "cloud",
-                         "task": {"type": TF_TYPES.get(i, f"workerpool{i}"), "index": r,
-                                  "trial": ""},
-                         "job": spec}
+            cluster_spec = {
+                "cluster": cluster_spec_cluster,
+                "environment": "cloud",
+                "task": {"type": f"workerpool{i}", "index": r, "trial": ""},
+                "job": spec,
+            }
+            tf_config = {
+                "cluster": tf_cluster,
+                "environment": "cloud",
+                "task": {"type": TF_TYPES.get(i, f"workerpool{i}"), "index": r, "trial": ""},
+                "job": spec,
+            }
             env = dict(base_env)
             env.update(pool_env(pool))
             env.update(output_dirs(base_output))
-            env.update({
-                "CLUSTER_SPEC": json.dumps(cluster_spec, **compact),
-                "TF_CONFIG": json.dumps(tf_config, **compact),
-                "CLOUD_ML_JOB_ID": job_id,
-                # Output reaches us line by line, not in 8 KB blocks at exit.
-                "PYTHONUNBUFFERED": "1",
-            })
+            env.update(
+                {
+                    "CLUSTER_SPEC": json.dumps(cluster_spec, **compact),
+                    "TF_CONFIG": json.dumps(tf_config, **compact),
+                    "CLOUD_ML_JOB_ID": job_id,
+                    # Output reaches us line by line, not in 8 KB blocks at exit.
+                    "PYTHONUNBUFFERED": "1",
+                }
+            )
             if project:
                 env["CLOUD_ML_PROJECT_ID"] = project
             if region:
@@ -206,16 +223,21 @@ def check_importable(replicas: list[Replica], python: str = sys.executable) -> N
                 found = False
             if not found:
                 raise UserError(
-                    f"{rep.name}: module {module!r} is not importable in this environment "
-                    f"({python})",
-                    hint=(lazy.LIBRARIES["tensorflow"].install if module.startswith("trainer")
-                          else f"install {module} here") + " (local runs use the local environment, "
-                                                            "not the image)")
+                    f"{rep.name}: module {module!r} is not importable in this environment ({python})",
+                    hint=(
+                        lazy.LIBRARIES["tensorflow"].install
+                        if module.startswith("trainer")
+                        else f"install {module} here"
+                    )
+                    + " (local runs use the local environment, "
+                    "not the image)",
+                )
 
 
 # ---------------------------------------------------------------------------------------------
 # Cloud Storage: is there a route for the replicas?
 # ---------------------------------------------------------------------------------------------
+
 
 def references_gcs(job: dict) -> bool:
     """Does what the replicas get (output directory, args, command, env) name gs:// paths?
@@ -244,7 +266,8 @@ def check_gcs_route(env: Mapping[str, str]) -> str:
             raise UserError(
                 "STORAGE_EMULATOR_HOST is set, but TensorFlow's gs:// filesystem has no emulator "
                 f"switch and the TLS-proxy route is incomplete (missing: {', '.join(missing)})",
-                hint="start `vertex-trainer dev gcs-emulator` and export every variable it prints")
+                hint="start `vertex-trainer dev gcs-emulator` and export every variable it prints",
+            )
         return "emulator"
     problem = _adc_problem(env)
     if problem is None:
@@ -253,8 +276,9 @@ def check_gcs_route(env: Mapping[str, str]) -> str:
         "the job reads or writes gs:// paths, and there is neither a Cloud Storage emulator "
         f"in the environment nor Application Default Credentials ({problem})",
         hint="for a run with no cloud account: `vertex-trainer dev gcs-emulator` and export "
-             "what it prints; or use local paths (output_dir, trainer.train_data); or "
-             "`gcloud auth application-default login`")
+        "what it prints; or use local paths (output_dir, trainer.train_data); or "
+        "`gcloud auth application-default login`",
+    )
 
 
 _GCE_PRODUCT_FILE = "/sys/class/dmi/id/product_name"
@@ -271,7 +295,8 @@ def _adc_problem(env: Mapping[str, str]) -> str | None:
     if explicit:
         return _load_problem(explicit, "GOOGLE_APPLICATION_CREDENTIALS")
     config = env.get("CLOUDSDK_CONFIG") or (
-        os.path.join(env["HOME"], ".config", "gcloud") if env.get("HOME") else "")
+        os.path.join(env["HOME"], ".config", "gcloud") if env.get("HOME") else ""
+    )
     well_known = os.path.join(config, "application_default_credentials.json") if config else ""
     if well_known and os.path.exists(well_known):
         return _load_problem(well_known, "gcloud's application default credentials")

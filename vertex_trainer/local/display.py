@@ -18,8 +18,15 @@ from vertex_trainer.contract import SUCCEEDED
 # `progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42` (the trainer's contract).
 _PROGRESS = re.compile(r"^progress\s+(?P<kv>(?:\S+=\S+\s*)+)$")
 _COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-SUMMARY_METRICS = ("replicas", "epochs", "steps", "global_batch_size", "train_examples_per_sec",
-                   "final_train_loss", "eval_accuracy")
+SUMMARY_METRICS = (
+    "replicas",
+    "epochs",
+    "steps",
+    "global_batch_size",
+    "train_examples_per_sec",
+    "final_train_loss",
+    "eval_accuracy",
+)
 CHIEF = "workerpool0-0"
 
 
@@ -43,7 +50,8 @@ def default_console():
 _TF_BANNER = re.compile(
     r"^(WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|[IW]\d{4} [\d:. ]+\d+ (port|cpu_feature_guard|cuda_\w+|gpu_\w+)\.cc:\d+\] "
-    r"|To enable the following instructions: .* rebuild TensorFlow)")
+    r"|To enable the following instructions: .* rebuild TensorFlow)"
+)
 
 
 def is_banner(line: str) -> bool:
@@ -141,12 +149,13 @@ class Display(StatusLine):
         `result` is a `LocalResult` (vertex_trainer.local.run)."""
         mins, secs = divmod(result.elapsed_s, 60)
         took = f"{int(mins)}m{secs:04.1f}s" if mins else f"{secs:.1f}s"
-        style = {SUCCEEDED: "bold green", "JOB_STATE_FAILED": "bold red"}.get(
-            result.state, "bold yellow")
+        style = {SUCCEEDED: "bold green", "JOB_STATE_FAILED": "bold red"}.get(result.state, "bold yellow")
         self.note(f"{result.state} in {took}  ({result.name}, {result.job_id})", style=style)
         if result.failed_replica is not None:
-            self.note(f"{result.failed_replica} exited with code {result.failed_exit_code}; "
-                      "its last lines:", style="red")
+            self.note(
+                f"{result.failed_replica} exited with code {result.failed_exit_code}; its last lines:",
+                style="red",
+            )
             for line in result.log_tail[-20:]:
                 self.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         if result.state != SUCCEEDED:

@@ -12,8 +12,9 @@ import os
 import secrets
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
@@ -21,7 +22,11 @@ from vertex_trainer.local import cluster
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
-    INTERRUPT_GRACE_S, Interrupted, InterruptGuard, Process, Supervisor,
+    INTERRUPT_GRACE_S,
+    Interrupted,
+    InterruptGuard,
+    Process,
+    Supervisor,
 )
 from vertex_trainer.settings import Settings
 
@@ -51,10 +56,18 @@ class LocalResult(JobState):
         return asdict(self)
 
 
-def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = True,
-              console=None, cancel: Any = None, job_id: str | None = None,
-              on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
-              summary: bool = True) -> LocalResult:
+def run_local(
+    job: dict,
+    spec: Any = None,
+    *,
+    settings: Settings,
+    wait: bool = True,
+    console=None,
+    cancel: Any = None,
+    job_id: str | None = None,
+    on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
+    summary: bool = True,
+) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
     `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
@@ -86,16 +99,19 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
     base = resolve_output(job, name)
     job_id = job_id or local_job_id()
     save_run_record(base, job, spec, job_id)
-    replicas = cluster.build_replicas(job, base, job_id=job_id, base_env=environ,
-                                      project=project, region=region)
+    replicas = cluster.build_replicas(
+        job, base, job_id=job_id, base_env=environ, project=project, region=region
+    )
     cluster.check_importable(replicas)
 
     supervisor = Supervisor(replicas)
     display = Display(console, [r.name for r in replicas], live=wait)
     runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
     shown = runlog.tee(display, on_lines)
-    display.note(f"Running {name} locally: {len(replicas)} replica(s) "
-                 f"[{', '.join(r.name for r in replicas)}], output {base}")
+    display.note(
+        f"Running {name} locally: {len(replicas)} replica(s) "
+        f"[{', '.join(r.name for r in replicas)}], output {base}"
+    )
     state, failed = SUCCEEDED, None
     started = time.monotonic()
     with InterruptGuard() as guard, display:
@@ -124,13 +140,16 @@ def run_local(job: dict, spec: Any = None, *, settings: Settings, wait: bool = T
                 shown.lines(last)
 
     result = LocalResult(
-        name=name, state=state, output_dir=base,
+        name=name,
+        state=state,
+        output_dir=base,
         model_dir=cluster.output_dirs(base)["AIP_MODEL_DIR"],
         metrics=read_metrics(base, settings) if state == SUCCEEDED else None,
         exit_code=0 if state == SUCCEEDED else 1,
         failed_replica=failed.name if failed is not None else None,
         log_tail=list(failed.tail) if failed is not None else [],
-        job_id=job_id, replicas=[r.name for r in replicas],
+        job_id=job_id,
+        replicas=[r.name for r in replicas],
         elapsed_s=round(time.monotonic() - started, 3),
         failed_exit_code=failed.returncode if failed is not None else None,
     )
@@ -172,8 +191,10 @@ def resolve_output(job: dict, name: str) -> str:
     if base.startswith("gs://"):
         return base.rstrip("/")
     if base.startswith("/gcs/"):
-        raise UserError(f"output directory {base!r} is a Cloud Storage FUSE path, which exists "
-                        "only on Vertex AI", hint="use a local path or gs:// for local runs")
+        raise UserError(
+            f"output directory {base!r} is a Cloud Storage FUSE path, which exists only on Vertex AI",
+            hint="use a local path or gs:// for local runs",
+        )
     base = os.path.abspath(os.path.expanduser(base.removeprefix("file://")))
     os.makedirs(base, exist_ok=True)
     return base.rstrip("/")
@@ -236,7 +257,7 @@ def read_metrics(base_output: str, settings: Settings) -> dict | None:
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
         return value if isinstance(value, dict) else None
-    except Exception:  # noqa: BLE001 - OSError, ValueError, a storage transport or auth error
+    except Exception:
         return None
 
 

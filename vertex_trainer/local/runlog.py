@@ -18,9 +18,10 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Union
 
 from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, Failure, JobEvent, JobState, LogEntry
 
@@ -67,7 +68,7 @@ class RunLog:
         for name in touched:
             self._files[name].flush()
 
-    def tee(self, display: Any, also: Any = None) -> "_Tee":
+    def tee(self, display: Any, also: Any = None) -> _Tee:
         """A stand-in for `display` that also records each replica line (and hands each batch
         to `also`, when given)."""
         return _Tee(display, self, also)
@@ -79,8 +80,17 @@ class RunLog:
         self._files = {}
         if self.dir is None:
             return
-        fields = ("name", "state", "exit_code", "failed_replica", "failed_exit_code", "log_tail",
-                  "job_id", "replicas", "elapsed_s")
+        fields = (
+            "name",
+            "state",
+            "exit_code",
+            "failed_replica",
+            "failed_exit_code",
+            "log_tail",
+            "job_id",
+            "replicas",
+            "elapsed_s",
+        )
         with open(os.path.join(os.path.dirname(self.dir), RESULT_FILE), "w", encoding="utf-8") as f:
             json.dump({k: getattr(result, k, None) for k in fields}, f, indent=2)
             f.write("\n")
@@ -102,6 +112,7 @@ class _Tee:
 
 # -- reading ---------------------------------------------------------------------------------------
 
+
 def find_run(ref: str, *, tmp: str | None = None) -> str | None:
     """The record directory (<output>/vertex-trainer) of a local run, or None.
 
@@ -115,9 +126,11 @@ def find_run(ref: str, *, tmp: str | None = None) -> str | None:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", ref):
         return None
     root = Path(tmp or tempfile.gettempdir()) / "vertex-trainer"
-    runs = sorted(p for p in root.glob(f"{ref}-*")
-                  if re.fullmatch(re.escape(ref) + r"-\d{8}-\d{6}", p.name)
-                  and (p / RECORD_DIR / LOGS_DIR).is_dir())
+    runs = sorted(
+        p
+        for p in root.glob(f"{ref}-*")
+        if re.fullmatch(re.escape(ref) + r"-\d{8}-\d{6}", p.name) and (p / RECORD_DIR / LOGS_DIR).is_dir()
+    )
     return str((runs[-1] / RECORD_DIR).resolve()) if runs else None
 
 
@@ -166,8 +179,14 @@ class _Reader:
         return found
 
 
-def entries(record: str, *, follow: bool = False, replica: str | None = None,
-            since_ns: int | None = None, interval: float = 0.5) -> Iterator[Item]:
+def entries(
+    record: str,
+    *,
+    follow: bool = False,
+    replica: str | None = None,
+    since_ns: int | None = None,
+    interval: float = 0.5,
+) -> Iterator[Item]:
     """A local run's entries in time order; with `follow`, until the run has ended."""
     reader = _Reader(record, replica, since_ns)
     yield from reader.read()
@@ -185,8 +204,11 @@ def entries(record: str, *, follow: bool = False, replica: str | None = None,
     yield JobEvent(run, True)
     if not run.succeeded:
         tail = tuple(result.get("log_tail") or ()) if result else ()
-        yield Failure(message=run.failure_message(),
-                      replica=result.get("failed_replica") if result else None, lines=tail[-20:])
+        yield Failure(
+            message=run.failure_message(),
+            replica=result.get("failed_replica") if result else None,
+            lines=tail[-20:],
+        )
 
 
 def _result(record: str) -> dict | None:
@@ -210,4 +232,4 @@ def _runner_alive(record: str) -> bool:
         return False
 
 
-__all__ = ["RunLog", "LocalRun", "entries", "find_run", "SUCCEEDED"]
+__all__ = ["SUCCEEDED", "LocalRun", "RunLog", "entries", "find_run"]

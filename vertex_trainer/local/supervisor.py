@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.cluster import Replica
 
-LOG_TAIL = 40           # lines kept per replica for the failure report
-STOP_GRACE_S = 5.0      # SIGTERM -> SIGKILL
+LOG_TAIL = 40  # lines kept per replica for the failure report
+STOP_GRACE_S = 5.0  # SIGTERM -> SIGKILL
 INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: the run exits within a second or two, whatever the trainer does
 _PR_SET_PDEATHSIG = 1
 
@@ -76,13 +76,20 @@ class Supervisor:
     def _start(self, rep: Replica) -> Process:
         try:
             proc = subprocess.Popen(
-                list(rep.argv), env=dict(rep.env), cwd=self.cwd,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent(os.getpid()),
+                list(rep.argv),
+                env=dict(rep.env),
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),
             )
         except OSError as e:
-            raise UserError(f"{rep.name}: cannot start {rep.argv[0]!r}: {e.strerror or e}",
-                            hint="containerSpec.command runs from the local environment") from None
+            raise UserError(
+                f"{rep.name}: cannot start {rep.argv[0]!r}: {e.strerror or e}",
+                hint="containerSpec.command runs from the local environment",
+            ) from None
         p = Process(rep, proc)
 
         def pump() -> None:
@@ -214,7 +221,7 @@ class InterruptGuard:
             self._fired = True
             raise Interrupted(signal.Signals(signum).name)
 
-    def __enter__(self) -> "InterruptGuard":
+    def __enter__(self) -> InterruptGuard:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
                 try:

@@ -1,6 +1,6 @@
 """Maintenance: regenerate the root Dockerfile/.dockerignore from the templates.
 
-    python -m vertex_trainer.packaging --write-root-files
+python -m vertex_trainer.packaging --write-root-files
 """
 
 import sys

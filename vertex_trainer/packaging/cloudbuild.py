@@ -10,7 +10,7 @@ build. Every GET retries transient failures through the shared ApiClient.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import TRANSIENT_STATUS, ApiClient, Transient, default_hint, parse_error
@@ -27,14 +27,16 @@ BUILD_TERMINAL = {"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED"
 _PERMANENT_ANSWERS = [s for s in range(400, 600) if s not in TRANSIENT_STATUS]
 
 
-def cloud_build_request(image: str, bucket: str, obj: str, *, context_hash: str,
-                        timeout_s: int = CLOUD_BUILD_TIMEOUT_S) -> dict:
+def cloud_build_request(
+    image: str, bucket: str, obj: str, *, context_hash: str, timeout_s: int = CLOUD_BUILD_TIMEOUT_S
+) -> dict:
     """The Build resource sent to projects.locations.builds.create (REST JSON, camelCase)."""
     validate_image_reference("image", image)
     return {
         "source": {"storageSource": {"bucket": bucket, "object": obj}},
-        "steps": [{"name": CLOUD_BUILD_DOCKER_STEP,
-                   "args": ["build", "--platform", PLATFORM, "--tag", image, "."]}],
+        "steps": [
+            {"name": CLOUD_BUILD_DOCKER_STEP, "args": ["build", "--platform", PLATFORM, "--tag", image, "."]}
+        ],
         "images": [image],
         "timeout": f"{timeout_s}s",
         "tags": ["vertex-trainer", f"ctx-{context_hash.split(':', 1)[1][:TAG_HEX_CHARS]}"],
@@ -42,14 +44,18 @@ def cloud_build_request(image: str, bucket: str, obj: str, *, context_hash: str,
 
 
 def cloudbuild_api(settings: Settings, *, log: Log | None = None) -> ApiClient:
-    return ApiClient(settings.cloudbuild_url(), retry=settings.retry,
-                     log=log,
-                     service="Cloud Build",
-                     hints=default_hint("Cloud Build", "cloudbuild.googleapis.com"))
+    return ApiClient(
+        settings.cloudbuild_url(),
+        retry=settings.retry,
+        log=log,
+        service="Cloud Build",
+        hints=default_hint("Cloud Build", "cloudbuild.googleapis.com"),
+    )
 
 
-def run_cloud_build(project: str, region: str, request: dict, *, settings: Settings, log: Log,
-                    poll_max_s: float = 5.0) -> dict:
+def run_cloud_build(
+    project: str, region: str, request: dict, *, settings: Settings, log: Log, poll_max_s: float = 5.0
+) -> dict:
     """Create the build, follow it to the end (showing progress), return the final Build."""
     api = cloudbuild_api(settings, log=log)
     parent = f"projects/{project}/locations/{region}"
@@ -75,8 +81,10 @@ def run_cloud_build(project: str, region: str, request: dict, *, settings: Setti
         if status in BUILD_TERMINAL:
             return build
         if time.monotonic() > deadline:
-            raise ServiceError(f"build {build_id} still {status} after its timeout",
-                               hint=f"see {log_url}" if log_url else None)
+            raise ServiceError(
+                f"build {build_id} still {status} after its timeout",
+                hint=f"see {log_url}" if log_url else None,
+            )
         time.sleep(delay)
         delay = min(delay * 1.6, poll_max_s)
         build = api.json(f"following build {build_id}", "GET", path)
@@ -86,17 +94,22 @@ def _create(api: ApiClient, parent: str, request: dict) -> dict:
     """One POST. Not retried blindly: a second POST would start a second build. A lost answer
     only costs a duplicate build of the same content, and the tag check skips it next time."""
     try:
-        resp = api.send("creating the build", "POST", f"v1/{parent}/builds", json=request,
-                        allow=_PERMANENT_ANSWERS)
+        resp = api.send(
+            "creating the build", "POST", f"v1/{parent}/builds", json=request, allow=_PERMANENT_ANSWERS
+        )
     except Transient as exc:
-        raise ServiceError(f"creating the build failed after 1 attempt: {exc}",
-                           hint="not retried: the build may have started anyway; run the same "
-                                "command again (an image already pushed is reused)") from None
+        raise ServiceError(
+            f"creating the build failed after 1 attempt: {exc}",
+            hint="not retried: the build may have started anyway; run the same "
+            "command again (an image already pushed is reused)",
+        ) from None
     if resp.status_code != 200:
-        raise ServiceError(f"Cloud Build refused the build (HTTP {resp.status_code}): "
-                           f"{parse_error(resp).message}",
-                           hint="enable the Cloud Build API and grant roles/cloudbuild.builds.editor"
-                           if resp.status_code in (403, 404) else None)
+        raise ServiceError(
+            f"Cloud Build refused the build (HTTP {resp.status_code}): {parse_error(resp).message}",
+            hint="enable the Cloud Build API and grant roles/cloudbuild.builds.editor"
+            if resp.status_code in (403, 404)
+            else None,
+        )
     try:
         build = (resp.json().get("metadata") or {}).get("build") or {}
     except (ValueError, AttributeError):

@@ -20,17 +20,19 @@ import os
 import re
 import stat
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO
 
 from vertex_trainer.errors import UserError
 
-FIXED_MTIME = 315532800     # 1980-01-01: a fixed, plausible timestamp for every archive entry
-_HASH_HEADER = b"vertex-trainer context v1\n"   # changing it changes every tag
+FIXED_MTIME = 315532800  # 1980-01-01: a fixed, plausible timestamp for every archive entry
+_HASH_HEADER = b"vertex-trainer context v1\n"  # changing it changes every tag
 
 
 # -- .dockerignore, with Docker's semantics ----------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Pattern:
@@ -49,7 +51,7 @@ def _pattern_regex(pattern: str) -> re.Pattern:
                 i += 1
                 if i + 1 < n and pattern[i + 1] == "/":
                     i += 1
-                    out.append("(?:.*/)?")      # "**/" also matches zero directories
+                    out.append("(?:.*/)?")  # "**/" also matches zero directories
                 else:
                     out.append(".*")
             else:
@@ -64,7 +66,7 @@ def _pattern_regex(pattern: str) -> re.Pattern:
             if j == -1:
                 out.append(re.escape(c))
             else:
-                body = pattern[i + 1:j]
+                body = pattern[i + 1 : j]
                 negate = body[:1] in ("!", "^")
                 body = body[1:] if negate else body
                 out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
@@ -102,7 +104,7 @@ class DockerIgnore:
         parents = ["/".join(parts[:i]) for i in range(1, len(parts))]
         matched = False
         for p in self.patterns:
-            if p.exclusion != matched:   # only a pattern that could flip the result is evaluated
+            if p.exclusion != matched:  # only a pattern that could flip the result is evaluated
                 continue
             if p.regex.match(path) or any(p.regex.match(d) for d in parents):
                 matched = not p.exclusion
@@ -114,13 +116,17 @@ class DockerIgnore:
             return False
         prefix = directory + "/"
         for p in self.patterns:
-            if p.exclusion and (p.static_prefix.startswith(prefix) or prefix.startswith(p.static_prefix)
-                                or p.text == directory):
+            if p.exclusion and (
+                p.static_prefix.startswith(prefix)
+                or prefix.startswith(p.static_prefix)
+                or p.text == directory
+            ):
                 return False
         return True
 
 
 # -- entries and the hash ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ContextEntry:
@@ -128,11 +134,11 @@ class ContextEntry:
 
     name: str
     size: int
-    digest: str            # sha256 hex of the content
-    mode: int              # normalized: 0o755 if executable else 0o644
-    data: bytes | None = None      # generated content, or None to read `source`
+    digest: str  # sha256 hex of the content
+    mode: int  # normalized: 0o755 if executable else 0o644
+    data: bytes | None = None  # generated content, or None to read `source`
     source: str | None = None
-    link: str | None = None        # symlink target (kept as a link, like Docker does)
+    link: str | None = None  # symlink target (kept as a link, like Docker does)
 
     def read(self) -> bytes:
         if self.data is not None:
@@ -150,13 +156,16 @@ def entry_from_bytes(name: str, data: bytes, mode: int = 0o644) -> ContextEntry:
 def entry_from_file(name: str, path: Path) -> ContextEntry:
     """A file (or symlink, kept as a link) on disk, named `name` inside the context."""
     if "\n" in name or "\r" in name or "\\" in name:
-        raise UserError(f"build context file name {name!r} contains a newline or backslash",
-                        hint="rename the file or exclude it in .dockerignore")
+        raise UserError(
+            f"build context file name {name!r} contains a newline or backslash",
+            hint="rename the file or exclude it in .dockerignore",
+        )
     st = path.lstat()
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(path)
-        return ContextEntry(name, 0, hashlib.sha256(target.encode()).hexdigest(), 0o777,
-                            source=str(path), link=target)
+        return ContextEntry(
+            name, 0, hashlib.sha256(target.encode()).hexdigest(), 0o777, source=str(path), link=target
+        )
     data = path.read_bytes()
     mode = 0o755 if st.st_mode & 0o111 else 0o644
     return ContextEntry(name, len(data), hashlib.sha256(data).hexdigest(), mode, source=str(path))
@@ -181,7 +190,7 @@ def walk_context(root: Path, ignore: DockerIgnore, *, prefix: str = "") -> list[
         keep = []
         for d in sorted(dirnames):
             full = Path(dirpath, d)
-            if full.is_symlink():   # a link to a directory is sent as a link, not walked
+            if full.is_symlink():  # a link to a directory is sent as a link, not walked
                 filenames.append(d)
             elif not ignore.may_prune(prefix + rel_dir + d):
                 keep.append(d)
@@ -195,8 +204,10 @@ def walk_context(root: Path, ignore: DockerIgnore, *, prefix: str = "") -> list[
 
 # -- the archive -------------------------------------------------------------------------------
 
-def write_archive(entries: Iterable[ContextEntry], fileobj: BinaryIO, *, root: str = "",
-                  extra: Iterable[ContextEntry] = ()) -> None:
+
+def write_archive(
+    entries: Iterable[ContextEntry], fileobj: BinaryIO, *, root: str = "", extra: Iterable[ContextEntry] = ()
+) -> None:
     """Write a reproducible tar.gz: sorted, fixed mtime/owner, normalized modes, gzip without a
     timestamp or file name. `root` prefixes every name (an sdist's top directory)."""
     all_entries = sorted([*entries, *extra], key=lambda e: e.name)
@@ -218,8 +229,9 @@ def write_archive(entries: Iterable[ContextEntry], fileobj: BinaryIO, *, root: s
                     continue
                 data = e.read()
                 if hashlib.sha256(data).hexdigest() != e.digest:
-                    raise UserError(f"{e.name} changed while the context was being packaged",
-                                    hint="run the command again")
+                    raise UserError(
+                        f"{e.name} changed while the context was being packaged", hint="run the command again"
+                    )
                 info = _tarinfo(name, tarfile.REGTYPE, e.mode)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.packaging.plan import PLATFORM, BuildFailed
@@ -24,25 +24,28 @@ def docker_commands(image: str, *, buildx: bool, platform: str = PLATFORM) -> li
     (`-`), so Docker builds exactly the hashed context. Pure: tested without a daemon."""
     validate_image_reference("image", image)
     if buildx:
-        return [["docker", "buildx", "build", "--platform", platform, "--tag", image, "--push",
-                 "-"]]
-    return [["docker", "build", "--platform", platform, "--tag", image, "-"],
-            ["docker", "push", image]]
+        return [["docker", "buildx", "build", "--platform", platform, "--tag", image, "--push", "-"]]
+    return [["docker", "build", "--platform", platform, "--tag", image, "-"], ["docker", "push", image]]
 
 
 def docker_available(run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> bool:
     """True when buildx is present, False for plain docker. Raises UserError with the fix when
     docker is unusable (no CLI, no daemon)."""
     if shutil.which("docker") is None:
-        raise UserError("the docker builder needs the docker CLI, which is not on PATH",
-                        hint="install Docker, or use --builder cloud-build")
-    probe = run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
-                text=True, timeout=30)
+        raise UserError(
+            "the docker builder needs the docker CLI, which is not on PATH",
+            hint="install Docker, or use --builder cloud-build",
+        )
+    probe = run(
+        ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=30
+    )
     if probe.returncode != 0:
         reason = (probe.stderr or probe.stdout or "").strip().splitlines()
-        raise UserError("the docker builder needs a running Docker daemon: "
-                        + (reason[-1] if reason else "docker info failed"),
-                        hint="start Docker, or use --builder cloud-build (no local Docker needed)")
+        raise UserError(
+            "the docker builder needs a running Docker daemon: "
+            + (reason[-1] if reason else "docker info failed"),
+            hint="start Docker, or use --builder cloud-build (no local Docker needed)",
+        )
     buildx = run(["docker", "buildx", "version"], capture_output=True, text=True, timeout=30)
     return buildx.returncode == 0
 

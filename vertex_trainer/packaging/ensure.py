@@ -8,9 +8,10 @@ Build REST API) and docker (local daemon). python_package uploads an sdist inste
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import SpecError
@@ -19,7 +20,13 @@ from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_b
 from vertex_trainer.packaging.context import human_size
 from vertex_trainer.packaging.docker import run_docker_build
 from vertex_trainer.packaging.plan import (
-    BuildFailed, BuildPlan, archive_bytes, artifact_of, attr, plan_build, staging_location,
+    BuildFailed,
+    BuildPlan,
+    archive_bytes,
+    artifact_of,
+    attr,
+    plan_build,
+    staging_location,
 )
 from vertex_trainer.packaging.registry import registry_tag_exists
 from vertex_trainer.settings import Settings
@@ -41,7 +48,7 @@ class PackageResult:
     builder: str | None = None
     log_url: str | None = None
     plan: BuildPlan | None = None
-    source_uri: str | None = None     # the uploaded build context, for cloud-build
+    source_uri: str | None = None  # the uploaded build context, for cloud-build
 
     @property
     def reused(self) -> bool:
@@ -49,9 +56,15 @@ class PackageResult:
 
     def to_json(self) -> dict:
         """The `package --output json` object (docs/contract.md section 2), plus a few extra keys."""
-        out = {"image": self.image, "built": self.built, "pushed": self.pushed,
-               "context_hash": self.context_hash, "action": self.action,
-               "builder": self.builder, "log_url": self.log_url}
+        out = {
+            "image": self.image,
+            "built": self.built,
+            "pushed": self.pushed,
+            "context_hash": self.context_hash,
+            "action": self.action,
+            "builder": self.builder,
+            "log_url": self.log_url,
+        }
         if self.artifact.package_uris:
             out["package_uris"] = list(self.artifact.package_uris)
         if self.action == "planned" and self.plan is not None:
@@ -62,10 +75,12 @@ class PackageResult:
 
     def summary(self) -> str:
         """One line for people: which artifact the job runs, and how it came to exist."""
-        what = {"given": "using image.uri as given",
-                "planned": "dry run: nothing built, pushed or uploaded",
-                "reused": "reused: already in the registry, nothing built or pushed",
-                "built": "built and pushed" + (f" with {self.builder}" if self.builder else "")}
+        what = {
+            "given": "using image.uri as given",
+            "planned": "dry run: nothing built, pushed or uploaded",
+            "reused": "reused: already in the registry, nothing built or pushed",
+            "built": "built and pushed" + (f" with {self.builder}" if self.builder else ""),
+        }
         if self.plan is not None and self.plan.kind == "python-package":
             what["reused"] = "reused: package already staged, nothing uploaded"
             what["built"] = "packaged and uploaded"
@@ -73,9 +88,15 @@ class PackageResult:
         return f"{self.image} ({what[self.action]})"
 
 
-def ensure_artifact(spec: Any, *, settings: Settings, builder: str | None = None,
-                    dry_run: bool = False, log: Log | None = None,
-                    trainer_dir: Path | None = None) -> PackageResult:
+def ensure_artifact(
+    spec: Any,
+    *,
+    settings: Settings,
+    builder: str | None = None,
+    dry_run: bool = False,
+    log: Log | None = None,
+    trainer_dir: Path | None = None,
+) -> PackageResult:
     """Make sure the artifact the spec asks for exists; build/upload only what is missing.
 
     With dry_run nothing is touched (no network, no subprocess): the result carries the plan.
@@ -89,8 +110,9 @@ def ensure_artifact(spec: Any, *, settings: Settings, builder: str | None = None
     return result
 
 
-def _ensure(spec: Any, settings: Settings, builder: str | None, dry_run: bool, log: Log,
-            trainer_dir: Path | None) -> PackageResult:
+def _ensure(
+    spec: Any, settings: Settings, builder: str | None, dry_run: bool, log: Log, trainer_dir: Path | None
+) -> PackageResult:
     plan = plan_build(spec, builder, trainer_dir=trainer_dir)
     artifact = artifact_of(spec, plan)
     if plan is None:
@@ -103,24 +125,38 @@ def _ensure(spec: Any, settings: Settings, builder: str | None, dry_run: bool, l
         bucket, prefix = staging_location(spec)
         project, region = attr(spec, "project"), attr(spec, "region")
         if not project or not region:
-            raise SpecError("project" if not project else "region",
-                            "is required to build with Cloud Build", value=None, has_value=False,
-                            hint="set it in the spec, or pass --project/--region")
+            raise SpecError(
+                "project" if not project else "region",
+                "is required to build with Cloud Build",
+                value=None,
+                has_value=False,
+                hint="set it in the spec, or pass --project/--region",
+            )
     if dry_run:
-        return PackageResult(artifact, "planned", plan.target, plan.context_hash,
-                             builder=plan.builder, plan=plan)
+        return PackageResult(
+            artifact, "planned", plan.target, plan.context_hash, builder=plan.builder, plan=plan
+        )
 
     if registry_tag_exists(plan.target, settings=settings, log=log):
         log(f"registry: {plan.target} exists; nothing to build")
-        return PackageResult(artifact, "reused", plan.target, plan.context_hash,
-                             builder=plan.builder, plan=plan)
+        return PackageResult(
+            artifact, "reused", plan.target, plan.context_hash, builder=plan.builder, plan=plan
+        )
 
     context = archive_bytes(plan, spec)
     if plan.builder == "docker":
         log(f"docker: building {plan.target} ({len(plan.entries)} files)")
         run_docker_build(plan.target, context, log=log)
-        return PackageResult(artifact, "built", plan.target, plan.context_hash, built=True,
-                             pushed=True, builder="docker", plan=plan)
+        return PackageResult(
+            artifact,
+            "built",
+            plan.target,
+            plan.context_hash,
+            built=True,
+            pushed=True,
+            builder="docker",
+            plan=plan,
+        )
 
     obj = "/".join(p for p in (prefix, "contexts", f"{plan.tag}.tar.gz") if p)
     source_uri = f"gs://{bucket}/{obj}"
@@ -131,25 +167,43 @@ def _ensure(spec: Any, settings: Settings, builder: str | None, dry_run: bool, l
     log_url = build.get("logUrl")
     if build.get("status") != "SUCCESS":
         detail = (build.get("failureInfo") or {}).get("detail") or build.get("statusDetail") or ""
-        raise BuildFailed(f"Cloud Build {build.get('id')} ended {build.get('status')}"
-                          + (f": {detail}" if detail else ""),
-                          hint=f"logs: {log_url}" if log_url else None)
-    return PackageResult(artifact, "built", plan.target, plan.context_hash, built=True,
-                         pushed=True, builder="cloud-build", log_url=log_url, plan=plan,
-                         source_uri=source_uri)
+        raise BuildFailed(
+            f"Cloud Build {build.get('id')} ended {build.get('status')}" + (f": {detail}" if detail else ""),
+            hint=f"logs: {log_url}" if log_url else None,
+        )
+    return PackageResult(
+        artifact,
+        "built",
+        plan.target,
+        plan.context_hash,
+        built=True,
+        pushed=True,
+        builder="cloud-build",
+        log_url=log_url,
+        plan=plan,
+        source_uri=source_uri,
+    )
 
 
-def _ensure_package(spec: Any, settings: Settings, plan: BuildPlan, artifact: Artifact,
-                    dry_run: bool, log: Log) -> PackageResult:
+def _ensure_package(
+    spec: Any, settings: Settings, plan: BuildPlan, artifact: Artifact, dry_run: bool, log: Log
+) -> PackageResult:
     """python_package: upload the sdist once per content hash."""
     if dry_run:
-        return PackageResult(artifact, "planned", plan.executor_image, plan.context_hash,
-                             plan=plan)
-    bucket, obj = plan.target[len("gs://"):].split("/", 1)
+        return PackageResult(artifact, "planned", plan.executor_image, plan.context_hash, plan=plan)
+    bucket, obj = plan.target[len("gs://") :].split("/", 1)
     log(f"package: uploading {plan.target}")
-    uploaded = storage.upload_once(settings, bucket, obj, archive_bytes(plan, spec),
-                                   project=attr(spec, "project"))
+    uploaded = storage.upload_once(
+        settings, bucket, obj, archive_bytes(plan, spec), project=attr(spec, "project")
+    )
     if not uploaded:
         log(f"package: {plan.target} already staged")
-    return PackageResult(artifact, "built" if uploaded else "reused", plan.executor_image,
-                         plan.context_hash, built=uploaded, pushed=uploaded, plan=plan)
+    return PackageResult(
+        artifact,
+        "built" if uploaded else "reused",
+        plan.executor_image,
+        plan.context_hash,
+        built=uploaded,
+        pushed=uploaded,
+        plan=plan,
+    )

@@ -17,19 +17,31 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import ServiceError, SpecError, UserError
 from vertex_trainer.packaging.context import (
-    ContextEntry, DockerIgnore, entry_from_bytes, entry_from_file, hash_entries, human_size,
-    walk_context, write_archive,
+    ContextEntry,
+    DockerIgnore,
+    entry_from_bytes,
+    entry_from_file,
+    hash_entries,
+    human_size,
+    walk_context,
+    write_archive,
 )
 from vertex_trainer.packaging.templates import (
-    VARIANTS, bundled_trainer_dir, is_framework_requirement, render_dockerfile, render_dockerignore,
-    requirement_lines, trainer_requirements,
+    VARIANTS,
+    bundled_trainer_dir,
+    is_framework_requirement,
+    render_dockerfile,
+    render_dockerignore,
+    requirement_lines,
+    trainer_requirements,
 )
 from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
 
@@ -37,7 +49,7 @@ BUILDERS = ("cloud-build", "docker")
 DEFAULT_BUILDER = "cloud-build"
 # Vertex AI runs linux/amd64 machines; pin it so a build on an arm64 laptop still runs there.
 PLATFORM = "linux/amd64"
-TAG_HEX_CHARS = 24          # 96 bits of the sha256: collisions are not a concern for one repo
+TAG_HEX_CHARS = 24  # 96 bits of the sha256: collisions are not a concern for one repo
 SPEC_ENTRY = ".vertex-trainer/spec.yaml"
 PACKAGE_DIST = "vertex-trainer-task"
 PACKAGE_VERSION = "1.0"
@@ -49,6 +61,7 @@ class BuildFailed(ServiceError):
 
 
 # -- spec accessors (the packager reads only the image block, the hardware and a few names) ----
+
 
 def attr(obj: Any, name: str, default: Any = None) -> Any:
     """obj.name, or `default` when obj is None or has no such attribute."""
@@ -82,10 +95,15 @@ def executor_image(spec: Any) -> str:
         return explicit
     variant = VARIANTS[resolve_variant(spec)]
     if not variant.executor:
-        raise SpecError("image.executor_image", f"is required for python_package on the "
-                        f"{variant.name} variant: Vertex AI has no current prebuilt TensorFlow "
-                        "training image for it", value=None, has_value=False,
-                        hint="set image.executor_image, or build an image with image.repository")
+        raise SpecError(
+            "image.executor_image",
+            f"is required for python_package on the "
+            f"{variant.name} variant: Vertex AI has no current prebuilt TensorFlow "
+            "training image for it",
+            value=None,
+            has_value=False,
+            hint="set image.executor_image, or build an image with image.repository",
+        )
     # Vertex AI only serves these images under :latest; the region mirror keeps the pull local.
     return f"{_region_mirror(attr(spec, 'region'))}-docker.pkg.dev/{variant.executor}"
 
@@ -100,9 +118,13 @@ def staging_location(spec: Any) -> tuple[str, str]:
     if output_dir.startswith("gs://"):
         bucket, prefix = parse_staging("output_dir", output_dir.rstrip("/"))
         return bucket, "/".join(p for p in (prefix, "staging") if p)
-    raise SpecError("image.staging_bucket", "is required to stage uploads when output_dir is not "
-                    "a gs:// path", value=None, has_value=False,
-                    hint="set image.staging_bucket: gs://BUCKET/PREFIX (same region as the job)")
+    raise SpecError(
+        "image.staging_bucket",
+        "is required to stage uploads when output_dir is not a gs:// path",
+        value=None,
+        has_value=False,
+        hint="set image.staging_bucket: gs://BUCKET/PREFIX (same region as the job)",
+    )
 
 
 def spec_yaml(spec: Any) -> str:
@@ -110,21 +132,29 @@ def spec_yaml(spec: Any) -> str:
     to_yaml = getattr(spec, "to_yaml", None)
     if callable(to_yaml):
         return to_yaml()
-    return json.dumps(dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else str(spec),
-                      indent=2, sort_keys=True, default=str) + "\n"
+    return (
+        json.dumps(
+            dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else str(spec),
+            indent=2,
+            sort_keys=True,
+            default=str,
+        )
+        + "\n"
+    )
 
 
 # -- the plan ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BuildPlan:
     """What would be built, and under which name. Made without any I/O beyond reading files."""
 
-    kind: str                         # "image" | "python-package"
+    kind: str  # "image" | "python-package"
     entries: tuple[ContextEntry, ...]  # hashed, in archive order
-    context_hash: str                 # "sha256:<64 hex>"
-    target: str                       # repository:tag, or gs://.../package.tar.gz
-    source: str                       # where the files came from (for display only)
+    context_hash: str  # "sha256:<64 hex>"
+    target: str  # repository:tag, or gs://.../package.tar.gz
+    source: str  # where the files came from (for display only)
     variant: str | None = None
     base_image: str | None = None
     builder: str | None = None
@@ -139,9 +169,11 @@ class BuildPlan:
         return sum(e.size for e in self.entries)
 
     def describe(self) -> list[str]:
-        lines = [f"{self.kind}: {self.target}",
-                 f"context: {self.source} ({len(self.entries)} files, {human_size(self.size)})",
-                 f"context hash: {self.context_hash}"]
+        lines = [
+            f"{self.kind}: {self.target}",
+            f"context: {self.source} ({len(self.entries)} files, {human_size(self.size)})",
+            f"context hash: {self.context_hash}",
+        ]
         if self.variant:
             lines.append(f"variant: {self.variant} (base {self.base_image})")
         if self.builder:
@@ -162,9 +194,14 @@ def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
     return buf.getvalue()
 
 
-def plan_bundled_context(*, variant: str = "gpu", base_image: str | None = None,
-                         base_image_digest: str | None = None, pip_packages: Iterable[str] = (),
-                         trainer_dir: Path | None = None) -> tuple[list[ContextEntry], str]:
+def plan_bundled_context(
+    *,
+    variant: str = "gpu",
+    base_image: str | None = None,
+    base_image_digest: str | None = None,
+    pip_packages: Iterable[str] = (),
+    trainer_dir: Path | None = None,
+) -> tuple[list[ContextEntry], str]:
     """The bundled trainer's build context, laid out like the repository root (so the root
     Dockerfile builds the very same image with `docker build .`). Returns (entries, source)."""
     trainer_dir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
@@ -172,18 +209,23 @@ def plan_bundled_context(*, variant: str = "gpu", base_image: str | None = None,
     dockerignore = render_dockerignore()
     ignore = DockerIgnore(dockerignore)
     entries = [
-        entry_from_bytes("Dockerfile", render_dockerfile(
-            variant, base_image=base_image, base_image_digest=base_image_digest,
-            pip_packages=pip_packages).encode()),
+        entry_from_bytes(
+            "Dockerfile",
+            render_dockerfile(
+                variant, base_image=base_image, base_image_digest=base_image_digest, pip_packages=pip_packages
+            ).encode(),
+        ),
         entry_from_bytes(".dockerignore", dockerignore.encode()),
         entry_from_bytes("trainer_image/requirements.txt", trainer_requirements(trainer_dir)),
     ]
     if pip_packages:
-        entries.append(entry_from_bytes("trainer_image/requirements-extra.txt",
-                                        ("\n".join(pip_packages) + "\n").encode()))
+        entries.append(
+            entry_from_bytes(
+                "trainer_image/requirements-extra.txt", ("\n".join(pip_packages) + "\n").encode()
+            )
+        )
     entries += walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
-    entries = [e for e in entries if e.name in ("Dockerfile", ".dockerignore")
-               or not ignore.excluded(e.name)]
+    entries = [e for e in entries if e.name in ("Dockerfile", ".dockerignore") or not ignore.excluded(e.name)]
     return sorted(entries, key=lambda e: e.name), str(trainer_dir)
 
 
@@ -193,9 +235,13 @@ def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
     if not root.is_dir():
         raise SpecError("image.context", "is not a directory", value=str(context))
     if not (root / "Dockerfile").is_file():
-        raise SpecError("image.context", "has no Dockerfile", value=str(context),
-                        hint="add a Dockerfile at the top of the directory, or drop image.context "
-                        "to build the bundled trainer")
+        raise SpecError(
+            "image.context",
+            "has no Dockerfile",
+            value=str(context),
+            hint="add a Dockerfile at the top of the directory, or drop image.context "
+            "to build the bundled trainer",
+        )
     ignore_file = root / ".dockerignore"
     ignore_text = ignore_file.read_text() if ignore_file.is_file() else ""
     # The saved spec rides along in the archive; it must never reach the image or the hash.
@@ -209,15 +255,19 @@ def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
     return sorted(entries, key=lambda e: e.name), str(root)
 
 
-def sdist_entries(trainer_dir: Path, pip_packages: list[str],
-                  executor_keras: str | None) -> list[ContextEntry]:
+def sdist_entries(
+    trainer_dir: Path, pip_packages: list[str], executor_keras: str | None
+) -> list[ContextEntry]:
     """The files of the trainer's sdist (pyproject.toml, PKG-INFO, trainer/**)."""
     ignore = DockerIgnore(render_dockerignore())
     code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
-    requirements = [r for r in requirement_lines(trainer_requirements(trainer_dir).decode())
-                    # The executor image brings TensorFlow itself; reinstalling it would replace
-                    # the image's accelerator build with a generic wheel.
-                    if not is_framework_requirement(r)]
+    requirements = [
+        r
+        for r in requirement_lines(trainer_requirements(trainer_dir).decode())
+        # The executor image brings TensorFlow itself; reinstalling it would replace
+        # the image's accelerator build with a generic wheel.
+        if not is_framework_requirement(r)
+    ]
     deps = ([executor_keras] if executor_keras else []) + requirements + pip_packages
     pyproject = (
         "[build-system]\n"
@@ -229,35 +279,48 @@ def sdist_entries(trainer_dir: Path, pip_packages: list[str],
         'description = "The vertex-trainer trainer, packaged for a prebuilt Vertex AI image"\n'
         f"dependencies = {json.dumps(deps)}\n\n"
         "[tool.setuptools.packages.find]\n"
-        'include = ["trainer", "trainer.*"]\n')
-    pkg_info = (f"Metadata-Version: 2.1\nName: {PACKAGE_DIST}\nVersion: {PACKAGE_VERSION}\n"
-                + "".join(f"Requires-Dist: {d}\n" for d in deps))
-    entries = [entry_from_bytes("pyproject.toml", pyproject.encode()),
-               entry_from_bytes("PKG-INFO", pkg_info.encode())]
+        'include = ["trainer", "trainer.*"]\n'
+    )
+    pkg_info = f"Metadata-Version: 2.1\nName: {PACKAGE_DIST}\nVersion: {PACKAGE_VERSION}\n" + "".join(
+        f"Requires-Dist: {d}\n" for d in deps
+    )
+    entries = [
+        entry_from_bytes("pyproject.toml", pyproject.encode()),
+        entry_from_bytes("PKG-INFO", pkg_info.encode()),
+    ]
     for e in code:
-        entries.append(dataclasses.replace(e, name=e.name[len("trainer_image/"):]))
+        entries.append(dataclasses.replace(e, name=e.name[len("trainer_image/") :]))
     return sorted(entries, key=lambda e: e.name)
 
 
-def plan_build(spec: Any, builder: str | None = None, *,
-               trainer_dir: Path | None = None) -> BuildPlan | None:
+def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | None = None) -> BuildPlan | None:
     """The BuildPlan for the spec's image block, or None when image.uri is used as is.
     `builder` overrides image.builder; `trainer_dir` replaces the bundled trainer package."""
     validate_image_values(spec)
     image = attr(spec, "image")
     if image is None:
-        raise SpecError("image", "is required: set image.uri, image.repository or "
-                        "image.python_package", value=None, has_value=False)
+        raise SpecError(
+            "image",
+            "is required: set image.uri, image.repository or image.python_package",
+            value=None,
+            has_value=False,
+        )
     if attr(image, "uri"):
         return None
-    pip_packages = [validate_requirement(f"image.pip_packages[{i}]", r)
-                    for i, r in enumerate(attr(image, "pip_packages") or ())]
+    pip_packages = [
+        validate_requirement(f"image.pip_packages[{i}]", r)
+        for i, r in enumerate(attr(image, "pip_packages") or ())
+    ]
     if attr(image, "python_package"):
         return _plan_python_package(spec, image, pip_packages, trainer_dir)
     repository = attr(image, "repository")
     if not repository:
-        raise SpecError("image", "needs one of image.uri, image.repository or "
-                        "image.python_package", value=None, has_value=False)
+        raise SpecError(
+            "image",
+            "needs one of image.uri, image.repository or image.python_package",
+            value=None,
+            has_value=False,
+        )
     builder = builder or attr(image, "builder") or DEFAULT_BUILDER
     if builder not in BUILDERS:
         raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
@@ -267,20 +330,32 @@ def plan_build(spec: Any, builder: str | None = None, *,
     else:
         variant = resolve_variant(spec)
         entries, source = plan_bundled_context(
-            variant=variant, base_image=attr(image, "base_image"),
-            base_image_digest=attr(image, "base_image_digest"), pip_packages=pip_packages,
-            trainer_dir=trainer_dir)
+            variant=variant,
+            base_image=attr(image, "base_image"),
+            base_image_digest=attr(image, "base_image_digest"),
+            pip_packages=pip_packages,
+            trainer_dir=trainer_dir,
+        )
         base = attr(image, "base_image") or VARIANTS[variant].base_image
         if attr(image, "base_image_digest"):
             base = f"{base}@{image.base_image_digest}"
     context_hash = hash_entries(entries)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
-    return BuildPlan("image", tuple(entries), context_hash, f"{repository}:{tag}", source,
-                     variant=variant, base_image=base, builder=builder)
+    return BuildPlan(
+        "image",
+        tuple(entries),
+        context_hash,
+        f"{repository}:{tag}",
+        source,
+        variant=variant,
+        base_image=base,
+        builder=builder,
+    )
 
 
-def _plan_python_package(spec: Any, image: Any, pip_packages: list[str],
-                         trainer_dir: Path | None) -> BuildPlan:
+def _plan_python_package(
+    spec: Any, image: Any, pip_packages: list[str], trainer_dir: Path | None
+) -> BuildPlan:
     tdir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
     variant = resolve_variant(spec)
     # tf-keras matched to the default executor's TensorFlow; with an image of your own,
@@ -291,8 +366,15 @@ def _plan_python_package(spec: Any, image: Any, pip_packages: list[str],
     bucket, prefix = staging_location(spec)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
     obj = "/".join(p for p in (prefix, "packages", tag, f"{SDIST_ROOT}.tar.gz") if p)
-    return BuildPlan("python-package", tuple(entries), context_hash, f"gs://{bucket}/{obj}",
-                     str(tdir), variant=variant, executor_image=executor_image(spec))
+    return BuildPlan(
+        "python-package",
+        tuple(entries),
+        context_hash,
+        f"gs://{bucket}/{obj}",
+        str(tdir),
+        variant=variant,
+        executor_image=executor_image(spec),
+    )
 
 
 def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:

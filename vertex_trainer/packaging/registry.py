@@ -11,7 +11,7 @@ challenge, the registry's token exchange with `oauth2accesstoken`. 200 -> True, 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
@@ -21,13 +21,15 @@ from vertex_trainer.spec import validate_image_reference
 
 Log = Callable[[str], None]
 
-_MANIFEST_TYPES = ", ".join([
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-])
-_ANSWERS = (401, 403, 404)   # answers, not failures: the caller decides what they mean
+_MANIFEST_TYPES = ", ".join(
+    [
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+        "application/vnd.oci.image.manifest.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    ]
+)
+_ANSWERS = (401, 403, 404)  # answers, not failures: the caller decides what they mean
 
 
 def split_image(image: str) -> tuple[str, str, str]:
@@ -49,13 +51,18 @@ def is_google_registry(host: str) -> bool:
 def registry_api(settings: Settings, host: str, *, log: Log | None = None) -> ApiClient:
     """The shared HTTP client for one registry. A plain session: the registry takes a bare
     Bearer token (or its own exchanged token), not an OAuth-authorized session."""
-    return ApiClient(settings.registry_url(host), retry=settings.retry,
-                     log=log,
-                     session=auth.plain_session(), service=f"the registry {host}")
+    return ApiClient(
+        settings.registry_url(host),
+        retry=settings.retry,
+        log=log,
+        session=auth.plain_session(),
+        service=f"the registry {host}",
+    )
 
 
-def registry_tag_exists(image: str, *, settings: Settings, token: str | None = None,
-                        log: Log | None = None) -> bool:
+def registry_tag_exists(
+    image: str, *, settings: Settings, token: str | None = None, log: Log | None = None
+) -> bool:
     """HEAD /v2/<path>/manifests/<tag>. True if the registry has the tag, False if it does not.
 
     Google registries get the caller's OAuth access token (Bearer; on a token challenge, the
@@ -82,12 +89,16 @@ def registry_tag_exists(image: str, *, settings: Settings, token: str | None = N
         return False
     if resp.status_code in (401, 403):
         if google or token:
-            raise ServiceError(f"the registry refused to show {image} (HTTP {resp.status_code})",
-                               hint="the account needs roles/artifactregistry.reader on the "
-                               "repository; check `gcloud auth application-default login`")
+            raise ServiceError(
+                f"the registry refused to show {image} (HTTP {resp.status_code})",
+                hint="the account needs roles/artifactregistry.reader on the "
+                "repository; check `gcloud auth application-default login`",
+            )
         if log:
-            log(f"registry: {host} refused an anonymous check (HTTP {resp.status_code}); "
-                "assuming the tag is absent")
+            log(
+                f"registry: {host} refused an anonymous check (HTTP {resp.status_code}); "
+                "assuming the tag is absent"
+            )
         return False
     if resp.status_code == 200:
         return True
@@ -103,9 +114,14 @@ def _registry_token(api: ApiClient, challenge: str, access_token: str, path: str
     if not realm:
         return None
     params.setdefault("scope", f"repository:{path}:pull")
-    resp = api.call("registry token exchange", "GET", realm, params=params,
-                    auth=("oauth2accesstoken", access_token),
-                    allow=[s for s in range(400, 500) if s not in TRANSIENT_STATUS])
+    resp = api.call(
+        "registry token exchange",
+        "GET",
+        realm,
+        params=params,
+        auth=("oauth2accesstoken", access_token),
+        allow=[s for s in range(400, 500) if s not in TRANSIENT_STATUS],
+    )
     if resp.status_code != 200:
         return None
     body = resp.json()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import validate_image_reference, validate_requirement
@@ -47,29 +48,46 @@ class Variant:
 VARIANTS: dict[str, Variant] = {
     # Official TF image: TF 2.21.0 (the version the trainer is tested with, docs/facts.md) with the CUDA
     # 12 / cuDNN libraries it was built against, Python 3.11.
-    "gpu": Variant("gpu", "tensorflow/tensorflow:2.21.0-gpu",
-                   executor="vertex-ai/training/tf-gpu.2-17.py310:latest",
-                   executor_keras="tf-keras==2.17.0"),
+    "gpu": Variant(
+        "gpu",
+        "tensorflow/tensorflow:2.21.0-gpu",
+        executor="vertex-ai/training/tf-gpu.2-17.py310:latest",
+        executor_keras="tf-keras==2.17.0",
+    ),
     # Same TF release without CUDA: a much smaller image for CPU machines.
-    "cpu": Variant("cpu", "tensorflow/tensorflow:2.21.0",
-                   executor="vertex-ai/training/tf-cpu.2-17.py310:latest",
-                   executor_keras="tf-keras==2.17.0"),
+    "cpu": Variant(
+        "cpu",
+        "tensorflow/tensorflow:2.21.0",
+        executor="vertex-ai/training/tf-cpu.2-17.py310:latest",
+        executor_keras="tf-keras==2.17.0",
+    ),
     # TPU VMs need the TPU build of TF and its matching libtpu, published on the libtpu-tf index;
     # tensorflow-tpu 2.20.0 is the newest on PyPI, so tf-keras follows it (2.20.1). Python 3.11
     # to match the GPU/CPU images. No executor: Vertex AI's newest prebuilt TF TPU training image
     # (tf-tpu.2-15) is past its end of availability; python_package on TPU needs
     # image.executor_image.
-    "tpu": Variant("tpu", "python:3.11.13-slim-bookworm",
-                   framework_requirements=("tensorflow-tpu==2.20.0",),
-                   find_links=("https://storage.googleapis.com/libtpu-tf-releases/index.html",),
-                   keras_requirement="tf-keras==2.20.1"),
+    "tpu": Variant(
+        "tpu",
+        "python:3.11.13-slim-bookworm",
+        framework_requirements=("tensorflow-tpu==2.20.0",),
+        find_links=("https://storage.googleapis.com/libtpu-tf-releases/index.html",),
+        keras_requirement="tf-keras==2.20.1",
+    ),
 }
 # Requirement names the framework layer owns; lines naming them in the trainer's requirements
 # are left to the image (or the executor image) so the variant's pins win.
-FRAMEWORK_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-tpu", "tf-nightly",
-                   "tf-keras", "tf_keras")
-_FRAMEWORK_RE = re.compile(r"^\s*(" + "|".join(map(re.escape, FRAMEWORK_NAMES)) + r")(?![A-Za-z0-9_.-])",
-                           re.IGNORECASE)
+FRAMEWORK_NAMES = (
+    "tensorflow",
+    "tensorflow-cpu",
+    "tensorflow-gpu",
+    "tensorflow-tpu",
+    "tf-nightly",
+    "tf-keras",
+    "tf_keras",
+)
+_FRAMEWORK_RE = re.compile(
+    r"^\s*(" + "|".join(map(re.escape, FRAMEWORK_NAMES)) + r")(?![A-Za-z0-9_.-])", re.IGNORECASE
+)
 
 
 def is_framework_requirement(line: str) -> bool:
@@ -79,6 +97,7 @@ def is_framework_requirement(line: str) -> bool:
 
 # -- rendering ---------------------------------------------------------------------------------
 
+
 def _finalize(value: Any) -> Any:
     # Defence in depth: validation runs before rendering, but no value that could start a new
     # Dockerfile instruction is ever written, whatever the caller forgot.
@@ -87,35 +106,50 @@ def _finalize(value: Any) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(name: str):
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             keep_trailing_newline=True, finalize=_finalize)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+    )
     return env.get_template(name)
 
 
-def render_dockerfile(variant: str = "gpu", *, base_image: str | None = None,
-                      base_image_digest: str | None = None,
-                      pip_packages: Iterable[str] = ()) -> str:
+def render_dockerfile(
+    variant: str = "gpu",
+    *,
+    base_image: str | None = None,
+    base_image_digest: str | None = None,
+    pip_packages: Iterable[str] = (),
+) -> str:
     """The bundled trainer's Dockerfile for a variant (validated values only)."""
     v = VARIANTS[variant]
     base = base_image or v.base_image
     validate_image_reference("image.base_image", base, require_pin=not base_image_digest)
     if base_image_digest:
         if not _DIGEST_RE.match(base_image_digest):
-            raise SpecError("image.base_image_digest", "is not sha256:<64 hex>; refused before it "
-                            "could reach a Dockerfile or a shell", value=base_image_digest,
-                            hint="sha256:<64 hex digits>")
+            raise SpecError(
+                "image.base_image_digest",
+                "is not sha256:<64 hex>; refused before it could reach a Dockerfile or a shell",
+                value=base_image_digest,
+                hint="sha256:<64 hex digits>",
+            )
         base = f"{base}@{base_image_digest}"
     reqs = [validate_requirement(f"image.pip_packages[{i}]", r) for i, r in enumerate(pip_packages)]
     return _template("Dockerfile.j2").render(
-        variant=v.name, base_image=base, framework_requirements=list(v.framework_requirements),
-        find_links=list(v.find_links), keras_requirement=v.keras_requirement,
+        variant=v.name,
+        base_image=base,
+        framework_requirements=list(v.framework_requirements),
+        find_links=list(v.find_links),
+        keras_requirement=v.keras_requirement,
         framework_names=list(FRAMEWORK_NAMES),
-        extra_requirements=bool(reqs))
+        extra_requirements=bool(reqs),
+    )
 
 
 def render_dockerignore() -> str:
@@ -131,6 +165,7 @@ def write_root_files(repo_root: Path) -> None:
 
 # -- the trainer package and its requirements --------------------------------------------------
 
+
 def bundled_trainer_dir() -> Path:
     """The `trainer` package shipped with vertex-trainer (trainer_image/trainer in the repo)."""
     spec = importlib.util.find_spec("trainer")
@@ -138,8 +173,10 @@ def bundled_trainer_dir() -> Path:
     for loc in locations:
         if Path(loc, "task.py").is_file() or Path(loc, "__init__.py").is_file():
             return Path(loc)
-    raise UserError("the bundled trainer package (`trainer`) is not installed",
-                    hint="reinstall vertex-trainer, or set image.context to a directory with a Dockerfile")
+    raise UserError(
+        "the bundled trainer package (`trainer`) is not installed",
+        hint="reinstall vertex-trainer, or set image.context to a directory with a Dockerfile",
+    )
 
 
 def trainer_requirements(trainer_dir: Path) -> bytes:
@@ -162,10 +199,14 @@ def trainer_requirements(trainer_dir: Path) -> bytes:
         if re.search(r"""extra\s*==\s*['"]trainer['"]""", marker) and not is_framework_requirement(req):
             lines.append(validate_requirement("vertex-trainer[trainer]", req))
     if not lines:
-        raise UserError(f"the trainer's requirements.txt was not found next to {trainer_dir}",
-                        hint="install vertex-trainer from a source checkout (pip install -e .)")
-    return ("# generated from the vertex-trainer[trainer] extra (no requirements.txt found)\n"
-            + "".join(f"{line}\n" for line in lines)).encode()
+        raise UserError(
+            f"the trainer's requirements.txt was not found next to {trainer_dir}",
+            hint="install vertex-trainer from a source checkout (pip install -e .)",
+        )
+    return (
+        "# generated from the vertex-trainer[trainer] extra (no requirements.txt found)\n"
+        + "".join(f"{line}\n" for line in lines)
+    ).encode()
 
 
 def requirement_lines(text: str) -> list[str]:

@@ -15,5 +15,14 @@ from vertex_trainer.pipeline.compiler import compile_ir, to_yaml
 from vertex_trainer.pipeline.job import default_root, first_deploy, pipeline_job, resolve_target
 from vertex_trainer.pipeline.steps import DeployTarget
 
-__all__ = ["pipeline_ir", "pipeline_body", "compile_ir", "to_yaml", "pipeline_job", "default_root",
-           "first_deploy", "resolve_target", "DeployTarget"]
+__all__ = [
+    "DeployTarget",
+    "compile_ir",
+    "default_root",
+    "first_deploy",
+    "pipeline_body",
+    "pipeline_ir",
+    "pipeline_job",
+    "resolve_target",
+    "to_yaml",
+]

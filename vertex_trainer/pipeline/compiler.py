@@ -25,21 +25,44 @@ from vertex_trainer.pipeline.steps import DeployTarget
 from vertex_trainer.vertex.deploy import DeployRequest
 
 TRAIN, IMPORT_MODEL, PARENT_MODEL, UPLOAD, ENDPOINT, DEPLOY = (
-    "train", "import-model", "parent-model", "upload-model", "endpoint", "deploy-model")
+    "train",
+    "import-model",
+    "parent-model",
+    "upload-model",
+    "endpoint",
+    "deploy-model",
+)
 
 
 def _kfp():
     """kfp and google-cloud-pipeline-components, imported now (lazy: one message when missing)."""
     gcpc = "google_cloud_pipeline_components"
     artifact_types = lazy.require(f"{gcpc}.types.artifact_types")
-    custom_job, endpoint, model = (lazy.require(f"{gcpc}.v1.{m}") for m in ("custom_job", "endpoint", "model"))
+    custom_job, endpoint, model = (
+        lazy.require(f"{gcpc}.v1.{m}") for m in ("custom_job", "endpoint", "model")
+    )
     compiler, dsl = lazy.require("kfp.compiler"), lazy.require("kfp.dsl")
-    return (dsl, compiler, artifact_types, custom_job.CustomTrainingJobOp, model.ModelUploadOp,
-            endpoint.EndpointCreateOp, endpoint.ModelDeployOp)
+    return (
+        dsl,
+        compiler,
+        artifact_types,
+        custom_job.CustomTrainingJobOp,
+        model.ModelUploadOp,
+        endpoint.EndpointCreateOp,
+        endpoint.ModelDeployOp,
+    )
 
 
-def compile_ir(job: dict, *, name: str, project: str, location: str, key: str | None,
-               deploy: DeployRequest | None = None, target: DeployTarget | None = None) -> dict:
+def compile_ir(
+    job: dict,
+    *,
+    name: str,
+    project: str,
+    location: str,
+    key: str | None,
+    deploy: DeployRequest | None = None,
+    target: DeployTarget | None = None,
+) -> dict:
     """The compiled pipeline (KFP IR, the PipelineJob's `pipelineSpec`) for the rendered CustomJob
     `job`, plus the upload and deploy steps when `deploy` is given."""
     dsl, compiler, types, CustomTrainingJobOp, ModelUploadOp, EndpointCreateOp, ModelDeployOp = _kfp()
@@ -51,35 +74,50 @@ def compile_ir(job: dict, *, name: str, project: str, location: str, key: str | 
         # match an earlier run's (an event-driven run must never be answered from a cache).
         return task.set_display_name(display_name).set_caching_options(False)
 
-    @dsl.pipeline(name=name, description=f"vertex-trainer: train {name}"
-                  + (", then register and deploy the model" if deploy else ""))
+    @dsl.pipeline(
+        name=name,
+        description=f"vertex-trainer: train {name}"
+        + (", then register and deploy the model" if deploy else ""),
+    )
     def pipeline():  # no annotation: kfp reads a return annotation as an output
         train = step(CustomTrainingJobOp(**train_args), TRAIN)
         if deploy is None:
             return
         source = steps.model_artifact(deploy)
-        model = step(dsl.importer(artifact_uri=source["artifact_uri"],
-                                  artifact_class=types.UnmanagedContainerModel,
-                                  metadata=source["metadata"]), IMPORT_MODEL)
+        model = step(
+            dsl.importer(
+                artifact_uri=source["artifact_uri"],
+                artifact_class=types.UnmanagedContainerModel,
+                metadata=source["metadata"],
+            ),
+            IMPORT_MODEL,
+        )
         model.after(train)  # the export exists only once training succeeded
-        upload_args: dict[str, Any] = steps.upload_inputs(deploy, key=key, project=project,
-                                                          location=location)
+        upload_args: dict[str, Any] = steps.upload_inputs(deploy, key=key, project=project, location=location)
         if target.parent_model:
-            parent = dsl.importer(artifact_uri=steps.resource_uri(location, target.parent_model),
-                                  artifact_class=types.VertexModel,
-                                  metadata={"resourceName": target.parent_model})
+            parent = dsl.importer(
+                artifact_uri=steps.resource_uri(location, target.parent_model),
+                artifact_class=types.VertexModel,
+                metadata={"resourceName": target.parent_model},
+            )
             upload_args["parent_model"] = step(parent, PARENT_MODEL).output
         upload = step(ModelUploadOp(unmanaged_container_model=model.output, **upload_args), UPLOAD)
         if target.endpoint:
-            endpoint = dsl.importer(artifact_uri=steps.resource_uri(location, target.endpoint),
-                                    artifact_class=types.VertexEndpoint,
-                                    metadata={"resourceName": target.endpoint})
+            endpoint = dsl.importer(
+                artifact_uri=steps.resource_uri(location, target.endpoint),
+                artifact_class=types.VertexEndpoint,
+                metadata={"resourceName": target.endpoint},
+            )
             endpoint_out = step(endpoint, ENDPOINT).output
         else:
             created = EndpointCreateOp(**steps.endpoint_inputs(deploy, project=project, location=location))
             endpoint_out = step(created, ENDPOINT).outputs["endpoint"]
-        step(ModelDeployOp(model=upload.outputs["model"], endpoint=endpoint_out,
-                           **steps.deploy_inputs(deploy, target)), DEPLOY)
+        step(
+            ModelDeployOp(
+                model=upload.outputs["model"], endpoint=endpoint_out, **steps.deploy_inputs(deploy, target)
+            ),
+            DEPLOY,
+        )
 
     with tempfile.TemporaryDirectory(prefix="vertex-trainer-pipeline-") as tmp:
         path = Path(tmp) / "pipeline.yaml"

@@ -26,18 +26,31 @@ def default_root(output_dir: str | None) -> str:
     """gs://<the output bucket>/pipeline-root: where Vertex AI Pipelines keeps each run's files."""
     bucket = bucket_of(output_dir) if output_dir and output_dir.startswith("gs://") else None
     if not bucket:
-        raise UserError("a pipeline needs a Cloud Storage root: set output_dir: gs://BUCKET/... in "
-                        "the spec, or pass --pipeline-root gs://BUCKET/pipeline-root")
+        raise UserError(
+            "a pipeline needs a Cloud Storage root: set output_dir: gs://BUCKET/... in "
+            "the spec, or pass --pipeline-root gs://BUCKET/pipeline-root"
+        )
     return f"gs://{bucket}/{ROOT_FOLDER}"
 
 
-def pipeline_job(*, display_name: str, ir: dict, labels: dict[str, str], root: str,
-                 service_account: str | None = None, encryption_key: str | None = None) -> dict:
+def pipeline_job(
+    *,
+    display_name: str,
+    ir: dict,
+    labels: dict[str, str],
+    root: str,
+    service_account: str | None = None,
+    encryption_key: str | None = None,
+) -> dict:
     """The PipelineJob as pipelineJobs.create receives it (the id travels as a query parameter)."""
     if not root.startswith("gs://"):
         raise UserError(f"--pipeline-root {root!r}: a pipeline root is a gs:// path")
-    body: dict = {"displayName": display_name[:128], "pipelineSpec": ir, "labels": dict(labels),
-                  "runtimeConfig": {"gcsOutputDirectory": root}}
+    body: dict = {
+        "displayName": display_name[:128],
+        "pipelineSpec": ir,
+        "labels": dict(labels),
+        "runtimeConfig": {"gcsOutputDirectory": root},
+    }
     if service_account:
         # The steps run as this account: it creates the CustomJob (running as itself), uploads
         # and deploys, so it needs roles/aiplatform.user and actAs on itself (docs/events.md).
@@ -62,6 +75,9 @@ def resolve_target(client: RegistryClient, request: DeployRequest) -> DeployTarg
     else:
         endpoint = client.find_endpoint(request.endpoint)
     current = {str(k): int(v) for k, v in ((endpoint or {}).get("trafficSplit") or {}).items()}
-    return DeployTarget(parent_model=model["name"] if model else None,
-                        endpoint=endpoint["name"] if endpoint else None,
-                        traffic_split=split_traffic(current, request.traffic), resolved=True)
+    return DeployTarget(
+        parent_model=model["name"] if model else None,
+        endpoint=endpoint["name"] if endpoint else None,
+        traffic_split=split_traffic(current, request.traffic),
+        resolved=True,
+    )

@@ -17,8 +17,14 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.vertex.deploy import DeployRequest
 
 # jobSpec / scheduling fields that have an input on CustomTrainingJobOp (GCPC 2.22).
-_JOB_SPEC_FIELDS = {"workerPoolSpecs", "scheduling", "serviceAccount", "network", "tensorboard",
-                    "baseOutputDirectory"}
+_JOB_SPEC_FIELDS = {
+    "workerPoolSpecs",
+    "scheduling",
+    "serviceAccount",
+    "network",
+    "tensorboard",
+    "baseOutputDirectory",
+}
 _SCHEDULING_FIELDS = {"strategy", "timeout", "maxWaitDuration", "restartJobOnWorkerRestart"}
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -40,16 +46,24 @@ def training_inputs(job: dict, *, project: str, location: str) -> dict:
     spec = job.get("jobSpec") or {}
     scheduling = spec.get("scheduling") or {}
     if scheduling.get("disableRetries"):
-        raise SpecError("scheduling.disable_retries", "has no equivalent in the Vertex AI Pipelines "
-                        "training step (google-cloud-pipeline-components' CustomTrainingJobOp)",
-                        has_value=False, hint="remove it for pipeline runs (`pipeline`, `trigger` with "
-                                              "deploy:), or submit the job with `vertex-trainer submit`")
-    unknown = sorted((set(spec) - _JOB_SPEC_FIELDS)
-                     | {f"scheduling.{k}" for k in set(scheduling) - _SCHEDULING_FIELDS - {"disableRetries"}})
+        raise SpecError(
+            "scheduling.disable_retries",
+            "has no equivalent in the Vertex AI Pipelines "
+            "training step (google-cloud-pipeline-components' CustomTrainingJobOp)",
+            has_value=False,
+            hint="remove it for pipeline runs (`pipeline`, `trigger` with "
+            "deploy:), or submit the job with `vertex-trainer submit`",
+        )
+    unknown = sorted(
+        (set(spec) - _JOB_SPEC_FIELDS)
+        | {f"scheduling.{k}" for k in set(scheduling) - _SCHEDULING_FIELDS - {"disableRetries"}}
+    )
     if unknown:
         raise ValueError(f"the CustomJob has fields the pipeline's training step cannot carry: {unknown}")
     out: dict[str, Any] = {
-        "project": project, "location": location, "display_name": job["displayName"],
+        "project": project,
+        "location": location,
+        "display_name": job["displayName"],
         "worker_pool_specs": snake_keys(spec["workerPoolSpecs"]),
         "strategy": scheduling.get("strategy", "STANDARD"),
         "labels": dict(job.get("labels") or {}),
@@ -80,27 +94,34 @@ class DeployTarget:
     parent_model: str | None = None
     endpoint: str | None = None
     traffic_split: dict[str, int] = field(default_factory=lambda: {"0": 100})
-    resolved: bool = False          # True when the registry was looked at (else: a first deploy)
+    resolved: bool = False  # True when the registry was looked at (else: a first deploy)
 
 
 def upload_inputs(request: DeployRequest, *, key: str | None, project: str, location: str) -> dict:
     """ModelUploadOp's arguments (the artifact comes from an importer, see `model_artifact`).
     The version carries the run's idempotency key (its training job's id is not known yet)."""
     labels = {**request.labels, **({KEY_LABEL: key} if key else {})}
-    return {"project": project, "location": location, "display_name": request.model_display_name,
-            "labels": labels}
+    return {
+        "project": project,
+        "location": location,
+        "display_name": request.model_display_name,
+        "labels": labels,
+    }
 
 
 def model_artifact(request: DeployRequest) -> dict:
     """The google.UnmanagedContainerModel to import: the export and the serving container."""
-    return {"artifact_uri": request.artifact_uri,
-            "metadata": {"containerSpec": request.container.to_api()}}
+    return {"artifact_uri": request.artifact_uri, "metadata": {"containerSpec": request.container.to_api()}}
 
 
 def endpoint_inputs(request: DeployRequest, *, project: str, location: str) -> dict:
     """EndpointCreateOp's arguments, for a pipeline that creates its endpoint."""
-    return {"project": project, "location": location, "display_name": request.endpoint,
-            "labels": dict(request.labels)}
+    return {
+        "project": project,
+        "location": location,
+        "display_name": request.endpoint,
+        "labels": dict(request.labels),
+    }
 
 
 def deploy_inputs(request: DeployRequest, target: DeployTarget) -> dict:

@@ -14,10 +14,10 @@ Pure data and rules: no I/O beyond reading the shipped file, no heavy imports.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Mapping
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.pricing.skus import family_of
@@ -70,7 +70,7 @@ class Price:
     reason: str | None = None
     upper_bound: bool = False
 
-    def times(self, n: int) -> "Price":
+    def times(self, n: int) -> Price:
         """The price of `n` such machines."""
         return Price(None if self.hourly is None else self.hourly * n, self.reason, self.upper_bound)
 
@@ -98,8 +98,15 @@ def _shipped() -> dict:
     return json.loads(resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8"))
 
 
-def machine_price(book: PriceBook, *, machine_type: str, accelerator_type: str | None,
-                  accelerator_count: int, region: str | None, strategy: str) -> Price:
+def machine_price(
+    book: PriceBook,
+    *,
+    machine_type: str,
+    accelerator_type: str | None,
+    accelerator_count: int,
+    region: str | None,
+    strategy: str,
+) -> Price:
     """The hourly list price of one machine of this shape, for `strategy` in `region`.
 
     Args:
@@ -122,26 +129,35 @@ def machine_price(book: PriceBook, *, machine_type: str, accelerator_type: str |
     if price.hourly is None and strategy == "flex-start":
         standard = _priced(book, m, accelerator_type, accelerator_count, region, "standard")
         if standard.hourly is not None:
-            return Price(standard.hourly, "Flex Start list prices for Vertex AI training are not in the "
-                         "snapshot; Flex Start is billed below on-demand, so the standard price is a "
-                         "ceiling", upper_bound=True)
+            return Price(
+                standard.hourly,
+                "Flex Start list prices for Vertex AI training are not in the "
+                "snapshot; Flex Start is billed below on-demand, so the standard price is a "
+                "ceiling",
+                upper_bound=True,
+            )
     return price
 
 
-def _priced(book: PriceBook, m, accelerator_type: str | None, count: int, region: str,
-            usage: str) -> Price:
+def _priced(book: PriceBook, m, accelerator_type: str | None, count: int, region: str, usage: str) -> Price:
     family = family_of(m.name)
     rates = book.family(family, region, usage)
     if not rates:
-        return Price(None, f"no {usage} price for {m.name} ({family} machines) in {region} in the "
-                     f"price snapshot (as of {book.as_of})")
+        return Price(
+            None,
+            f"no {usage} price for {m.name} ({family} machines) in {region} in the "
+            f"price snapshot (as of {book.as_of})",
+        )
     hourly = m.vcpus * float(rates["core"]) + m.memory_gb * float(rates["ram"])
     accelerator = hw.accelerator_of(m.name, accelerator_type)
     n = count or (m.counts[0] if m.counts else 0)
     if accelerator is not None and n:
         each = book.accelerator(accelerator.name, region, usage)
         if each is None:
-            return Price(None, f"no {usage} price for {accelerator.name} in {region} in the price "
-                         f"snapshot (as of {book.as_of})")
+            return Price(
+                None,
+                f"no {usage} price for {accelerator.name} in {region} in the price "
+                f"snapshot (as of {book.as_of})",
+            )
         hourly += n * float(each)
     return Price(hourly)

@@ -14,8 +14,8 @@ Pure: no I/O. The phrases are the Compute Engine resource names the SKU descript
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 # Longest phrase first: "Nvidia Tesla A100 80GB" before "Nvidia Tesla A100".
 ACCELERATOR_PHRASES: tuple[tuple[str, str], ...] = (
@@ -35,16 +35,29 @@ ACCELERATOR_PHRASES: tuple[tuple[str, str], ...] = (
 )
 # SKU family phrase -> the family key machine types map to (`family_of`).
 FAMILY_PHRASES: dict[str, str] = {
-    "N1 Predefined": "n1", "N2D": "n2d", "N2": "n2", "E2": "e2", "C2D": "c2d", "C2": "c2", "C3": "c3",
-    "A2": "a2", "A3 High": "a3-high", "A3 Mega": "a3-mega", "A3 Ultra": "a3-ultra", "A4": "a4",
+    "N1 Predefined": "n1",
+    "N2D": "n2d",
+    "N2": "n2",
+    "E2": "e2",
+    "C2D": "c2d",
+    "C2": "c2",
+    "C3": "c3",
+    "A2": "a2",
+    "A3 High": "a3-high",
+    "A3 Mega": "a3-mega",
+    "A3 Ultra": "a3-ultra",
+    "A4": "a4",
     "G2": "g2",
 }
-_FAMILY = re.compile(r"\b(" + "|".join(sorted(map(re.escape, FAMILY_PHRASES), key=len, reverse=True))
-                     + r") Instance (Core|Ram)\b")
+_FAMILY = re.compile(
+    r"\b("
+    + "|".join(sorted(map(re.escape, FAMILY_PHRASES), key=len, reverse=True))
+    + r") Instance (Core|Ram)\b"
+)
 _ACCEL = [(re.compile(r"\b" + re.escape(p) + r" GPU\b"), name) for p, name in ACCELERATOR_PHRASES]
 _NOT_TRAINING = re.compile(r"Prediction|Commitment|Serving|Endpoint", re.I)
 _FLEX = re.compile(r"\bDWS\b|Flex[ -]?Start|Dynamic Workload Scheduler", re.I)
-USAGE = {"OnDemand": "standard", "Preemptible": "spot"}   # the strategies' names
+USAGE = {"OnDemand": "standard", "Preemptible": "spot"}  # the strategies' names
 UNITS = {"core": "h", "ram": "GiBy.h", "accelerator": "h"}
 
 
@@ -110,7 +123,7 @@ def classify(sku: dict) -> PricedSku | None:
         kind = "accelerator" if name else None
     if kind is None:
         return None
-    expression = ((sku.get("pricingInfo") or [{}])[0].get("pricingExpression") or {})
+    expression = (sku.get("pricingInfo") or [{}])[0].get("pricingExpression") or {}
     price = unit_price(sku)
     if expression.get("usageUnit") != UNITS[kind] or price is None:
         return None
@@ -146,13 +159,21 @@ def snapshot(skus: Iterable[dict], *, as_of: str, source: str, read: int | None 
                 slot = cores.setdefault(priced.name, {}).setdefault(region, {}).setdefault(priced.usage, {})
                 slot[priced.kind] = priced.price
     families = {
-        family: {region: {usage: rates for usage, rates in sorted(usages.items()) if len(rates) == 2}
-                 for region, usages in sorted(regions.items())}
-        for family, regions in sorted(cores.items())}
+        family: {
+            region: {usage: rates for usage, rates in sorted(usages.items()) if len(rates) == 2}
+            for region, usages in sorted(regions.items())
+        }
+        for family, regions in sorted(cores.items())
+    }
     return {
-        "currency": "USD", "as_of": as_of, "source": source,
-        "skus_read": count if read is None else read, "skus_used": used,
+        "currency": "USD",
+        "as_of": as_of,
+        "source": source,
+        "skus_read": count if read is None else read,
+        "skus_used": used,
         "families": families,
-        "accelerators": {name: {region: dict(sorted(u.items())) for region, u in sorted(regions.items())}
-                         for name, regions in sorted(accelerators.items())},
+        "accelerators": {
+            name: {region: dict(sorted(u.items())) for region, u in sorted(regions.items())}
+            for name, regions in sorted(accelerators.items())
+        },
     }

@@ -17,10 +17,22 @@ clients) with `local` (the runner); nothing below imports it.
 """
 
 from vertex_trainer.sandbox.jobs import JobRunner, replica_error
-from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.sandbox.services import (
-    READY, Sandbox, env_file_lines, export_lines, serve,
+    READY,
+    Sandbox,
+    env_file_lines,
+    export_lines,
+    serve,
 )
+from vertex_trainer.sandbox.serving import ModelServers
 
-__all__ = ["READY", "JobRunner", "ModelServers", "Sandbox", "env_file_lines", "export_lines",
-           "replica_error", "serve"]
+__all__ = [
+    "READY",
+    "JobRunner",
+    "ModelServers",
+    "Sandbox",
+    "env_file_lines",
+    "export_lines",
+    "replica_error",
+    "serve",
+]

@@ -31,9 +31,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vertex_trainer.sandbox.runner import Echo
 
@@ -43,7 +44,7 @@ POLL_S = 0.5
 BACKOFF_S = 1.0
 MAX_ATTEMPTS = 5
 START_TIMEOUT_S = 120.0
-DELIVERY_TIMEOUT_S = 300.0   # a function that submits (and builds nothing) answers in seconds
+DELIVERY_TIMEOUT_S = 300.0  # a function that submits (and builds nothing) answers in seconds
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Delivery:
     name: str
     generation: str
     attempt: int
-    status: int           # the HTTP status; 0 = no answer
+    status: int  # the HTTP status; 0 = no answer
 
 
 class FunctionHost:
@@ -65,15 +66,24 @@ class FunctionHost:
     sandbox's variables); `storage`: the Cloud Storage emulator's http://host:port; `redeliver`:
     how many times each event is sent."""
 
-    def __init__(self, directory: str | Path, *, environ: Mapping[str, str], storage: str,
-                 redeliver: int = 1, echo: Echo | None = None, backoff_s: float = BACKOFF_S,
-                 max_attempts: int = MAX_ATTEMPTS):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        environ: Mapping[str, str],
+        storage: str,
+        redeliver: int = 1,
+        echo: Echo | None = None,
+        backoff_s: float = BACKOFF_S,
+        max_attempts: int = MAX_ATTEMPTS,
+    ):
         from vertex_trainer.trigger.events import TriggerConfig
 
         self.directory = Path(directory).resolve()
         if not (self.directory / "main.py").is_file():
-            raise FileNotFoundError(f"{self.directory}/main.py: not a `vertex-trainer trigger render` "
-                                    "directory")
+            raise FileNotFoundError(
+                f"{self.directory}/main.py: not a `vertex-trainer trigger render` directory"
+            )
         self.config = TriggerConfig.load(self.directory)
         self.environ = dict(environ)
         self.storage = storage.rstrip("/")
@@ -94,29 +104,50 @@ class FunctionHost:
     def bucket(self) -> str:
         return self.config.bucket
 
-    def start(self) -> "FunctionHost":
+    def start(self) -> FunctionHost:
         """Start the function (returns once it answers) and the bucket's watcher."""
         from vertex_trainer.local.cluster import free_ports
 
         self._seen = {(o["name"], str(o["generation"])) for o in self._objects()}
         port = free_ports(1)[0]
         self.url = f"http://127.0.0.1:{port}/"
-        argv = (sys.executable, "-m", "functions_framework", "--target", TARGET,
-                "--source", str(self.directory / "main.py"), "--signature-type", "cloudevent",
-                "--host", "127.0.0.1", "--port", str(port))
-        env = {**self.environ, "PORT": str(port), "K_SERVICE": self.directory.name,
-               "K_REVISION": f"{self.directory.name}-00001", "PYTHONUNBUFFERED": "1"}
+        argv = (
+            sys.executable,
+            "-m",
+            "functions_framework",
+            "--target",
+            TARGET,
+            "--source",
+            str(self.directory / "main.py"),
+            "--signature-type",
+            "cloudevent",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        )
+        env = {
+            **self.environ,
+            "PORT": str(port),
+            "K_SERVICE": self.directory.name,
+            "K_REVISION": f"{self.directory.name}-00001",
+            "PYTHONUNBUFFERED": "1",
+        }
         self._spawn(self._serve, argv, env)
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _listening(port):
             if self._supervisor is not None and self._supervisor.all_ended():
-                raise RuntimeError(f"the function in {self.directory} exited at start: "
-                                   + " | ".join(self._supervisor.processes[0].tail))
+                raise RuntimeError(
+                    f"the function in {self.directory} exited at start: "
+                    + " | ".join(self._supervisor.processes[0].tail)
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the function did not listen on {port} in {START_TIMEOUT_S:.0f} s")
             time.sleep(0.1)
-        self.echo(f"[function {self.directory.name}] serving {TARGET} on {self.url}; events of "
-                  f"gs://{self.bucket} (each delivered {self.redeliver}x)")
+        self.echo(
+            f"[function {self.directory.name}] serving {TARGET} on {self.url}; events of "
+            f"gs://{self.bucket} (each delivered {self.redeliver}x)"
+        )
         self._spawn(self._watch)
         return self
 
@@ -135,8 +166,9 @@ class FunctionHost:
     # -- the function -----------------------------------------------------------------------
     def _spawn(self, target, *args) -> None:
         started = threading.Event()
-        thread = threading.Thread(target=target, args=(*args, started), daemon=True,
-                                  name=f"function-{target.__name__.strip('_')}")
+        thread = threading.Thread(
+            target=target, args=(*args, started), daemon=True, name=f"function-{target.__name__.strip('_')}"
+        )
         self._threads.append(thread)
         thread.start()
         started.wait(30)
@@ -146,8 +178,9 @@ class FunctionHost:
         # PR_SET_PDEATHSIG follows the thread that forked it), as the model servers are.
         from vertex_trainer.local import Replica, Supervisor
 
-        self._supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=argv, env=env)],
-                                      cwd=str(self.directory))
+        self._supervisor = Supervisor(
+            [Replica(pool=0, index=0, address="", argv=argv, env=env)], cwd=str(self.directory)
+        )
         try:
             self._supervisor.start()
         finally:
@@ -178,28 +211,38 @@ class FunctionHost:
 
     def _deliver(self, event_id: str, obj: dict) -> None:
         data = storage_object_data(obj)
-        headers = {"ce-specversion": "1.0", "ce-id": event_id, "ce-type": FINALIZED,
-                   "ce-source": f"//storage.googleapis.com/projects/_/buckets/{data['bucket']}",
-                   "ce-subject": f"objects/{data['name']}", "ce-time": data.get("updated", ""),
-                   "Content-Type": "application/json; charset=utf-8"}
+        headers = {
+            "ce-specversion": "1.0",
+            "ce-id": event_id,
+            "ce-type": FINALIZED,
+            "ce-source": f"//storage.googleapis.com/projects/_/buckets/{data['bucket']}",
+            "ce-subject": f"objects/{data['name']}",
+            "ce-time": data.get("updated", ""),
+            "Content-Type": "application/json; charset=utf-8",
+        }
         body = json.dumps(data).encode()
         delay = self.backoff_s
         for attempt in range(1, self.max_attempts + 1):
             status = _post(self.url, body, headers)
             with self._delivered:
-                self.deliveries.append(Delivery(event_id, data["bucket"], data["name"],
-                                                data["generation"], attempt, status))
+                self.deliveries.append(
+                    Delivery(event_id, data["bucket"], data["name"], data["generation"], attempt, status)
+                )
                 self._delivered.notify_all()
             if 200 <= status < 300 or self._stop.is_set():
                 return
-            self.echo(f"[eventarc] gs://{data['bucket']}/{data['name']}#{data['generation']}: the "
-                      f"function answered {status or 'nothing'}; again in {delay:.0f} s "
-                      f"(attempt {attempt}/{self.max_attempts})")
+            self.echo(
+                f"[eventarc] gs://{data['bucket']}/{data['name']}#{data['generation']}: the "
+                f"function answered {status or 'nothing'}; again in {delay:.0f} s "
+                f"(attempt {attempt}/{self.max_attempts})"
+            )
             if self._stop.wait(delay):
                 return
             delay *= 2
-        self.echo(f"[eventarc] gs://{data['bucket']}/{data['name']}#{data['generation']}: gave up "
-                  f"after {self.max_attempts} attempts")
+        self.echo(
+            f"[eventarc] gs://{data['bucket']}/{data['name']}#{data['generation']}: gave up "
+            f"after {self.max_attempts} attempts"
+        )
 
     def _objects(self) -> list[dict]:
         """Every object of the bucket with its generation (the JSON API's objects.list)."""
@@ -219,18 +262,36 @@ class FunctionHost:
 def storage_object_data(obj: dict) -> dict:
     """StorageObjectData (the event's body) from a JSON API object: int64 fields as strings,
     `id` = bucket/name/generation, as Cloud Storage's events carry them."""
-    data = {k: obj[k] for k in ("bucket", "name", "contentType", "md5Hash", "crc32c", "timeCreated",
-                                "updated", "storageClass", "etag", "metadata", "timeStorageClassUpdated")
-            if obj.get(k) not in (None, "")}
+    data = {
+        k: obj[k]
+        for k in (
+            "bucket",
+            "name",
+            "contentType",
+            "md5Hash",
+            "crc32c",
+            "timeCreated",
+            "updated",
+            "storageClass",
+            "etag",
+            "metadata",
+            "timeStorageClassUpdated",
+        )
+        if obj.get(k) not in (None, "")
+    }
     for key in ("generation", "metageneration", "size"):
         data[key] = str(obj.get(key, "0" if key == "size" else "1"))
     data["id"] = f"{data['bucket']}/{data['name']}/{data['generation']}"
     data["kind"] = "storage#object"
-    data["selfLink"] = (f"https://www.googleapis.com/storage/v1/b/{data['bucket']}/o/"
-                        f"{urllib.parse.quote(data['name'], safe='')}")
-    data["mediaLink"] = (f"https://storage.googleapis.com/download/storage/v1/b/{data['bucket']}/o/"
-                         f"{urllib.parse.quote(data['name'], safe='')}?generation={data['generation']}"
-                         "&alt=media")
+    data["selfLink"] = (
+        f"https://www.googleapis.com/storage/v1/b/{data['bucket']}/o/"
+        f"{urllib.parse.quote(data['name'], safe='')}"
+    )
+    data["mediaLink"] = (
+        f"https://storage.googleapis.com/download/storage/v1/b/{data['bucket']}/o/"
+        f"{urllib.parse.quote(data['name'], safe='')}?generation={data['generation']}"
+        "&alt=media"
+    )
     return data
 
 

@@ -36,18 +36,32 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any
 
 _VERTEX_HOST = re.compile(r"^[a-z0-9-]+-aiplatform\.googleapis\.com$|^aiplatform\.googleapis\.com$")
 _JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
-_GRPC_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-               404: "NOT_FOUND", 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED",
-               501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+_GRPC_CODES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 SERVICE_ACCOUNT = "sandbox-pipelines@sandbox.iam.gserviceaccount.com"
 # What a task must not inherit: each makes google.auth.default() skip the metadata server.
-_NOT_IN_TASKS = ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "NO_GCE_CHECK",
-                 "GOOGLE_AUTH_TOKEN_FOR_TESTING", "GOOGLE_API_KEY")
+_NOT_IN_TASKS = (
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "NO_GCE_CHECK",
+    "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+    "GOOGLE_API_KEY",
+)
 
 
 class Gateway:
@@ -57,40 +71,56 @@ class Gateway:
     server answers; `upstream_proxy`: host:port of the proxy other hosts are tunnelled to;
     `environ`: the environment the gRPC face's process starts from."""
 
-    def __init__(self, vertex_url: str, *, project: str, upstream_proxy: str | None = None,
-                 host: str = "127.0.0.1", environ: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        vertex_url: str,
+        *,
+        project: str,
+        upstream_proxy: str | None = None,
+        host: str = "127.0.0.1",
+        environ: Mapping[str, str] | None = None,
+    ):
         self.vertex_url = vertex_url.rstrip("/")
-        self.environ = dict(environ or {})   # the gRPC face's process starts from it
+        self.environ = dict(environ or {})  # the gRPC face's process starts from it
         self.project, self.host = project, host
         self.upstream = _host_port(upstream_proxy) if upstream_proxy else None
         self._dir = tempfile.TemporaryDirectory(prefix="vertex-trainer-gateway-")
-        self._grpc: Any = None              # the gRPC face's local.Supervisor
+        self._grpc: Any = None  # the gRPC face's local.Supervisor
         self._grpc_stop = threading.Event()
         self._grpc_thread: threading.Thread | None = None
         self._proxy: _Proxy | None = None
         self._metadata: ThreadingHTTPServer | None = None
         self.ca_path = ""
 
-    def start(self) -> "Gateway":
+    def start(self) -> Gateway:
         from vertex_trainer.emulators.gcs import _make_ca_and_leaf
 
-        self.ca_path, leaf, key = _make_ca_and_leaf(self._dir.name, ("*.googleapis.com",
-                                                                     "aiplatform.googleapis.com"))
+        self.ca_path, leaf, key = _make_ca_and_leaf(
+            self._dir.name, ("*.googleapis.com", "aiplatform.googleapis.com")
+        )
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(leaf, key)
         tls.set_alpn_protocols(["h2", "http/1.1"])
         grpc_port = self._start_grpc()
         vertex = _host_port(self.vertex_url.split("://", 1)[1])
-        self._proxy = _Proxy((self.host, 0), tls=tls, routes={"h2": (self.host, grpc_port),
-                                                              "http/1.1": vertex},
-                             upstream=self.upstream)
-        threading.Thread(target=self._proxy.serve_forever, kwargs={"poll_interval": 0.1},
-                         daemon=True, name="gateway-proxy").start()
+        self._proxy = _Proxy(
+            (self.host, 0),
+            tls=tls,
+            routes={"h2": (self.host, grpc_port), "http/1.1": vertex},
+            upstream=self.upstream,
+        )
+        threading.Thread(
+            target=self._proxy.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="gateway-proxy"
+        ).start()
         self._metadata = ThreadingHTTPServer((self.host, 0), _Metadata)
         self._metadata.daemon_threads = True
         self._metadata.project = self.project  # type: ignore[attr-defined]
-        threading.Thread(target=self._metadata.serve_forever, kwargs={"poll_interval": 0.1},
-                         daemon=True, name="gateway-metadata").start()
+        threading.Thread(
+            target=self._metadata.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            daemon=True,
+            name="gateway-metadata",
+        ).start()
         return self
 
     def env(self) -> dict[str, str]:
@@ -98,11 +128,18 @@ class Gateway:
         proxy = f"http://{self.host}:{self._proxy.server_address[1]}"
         metadata = f"{self.host}:{self._metadata.server_address[1]}"
         no_proxy = "localhost,127.0.0.1,::1"
-        return {"https_proxy": proxy, "HTTPS_PROXY": proxy, "no_proxy": no_proxy, "NO_PROXY": no_proxy,
-                "REQUESTS_CA_BUNDLE": self.ca_path, "CURL_CA_BUNDLE": self.ca_path,
-                "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": self.ca_path,
-                "GCE_METADATA_HOST": metadata, "GCE_METADATA_IP": metadata,
-                "GOOGLE_CLOUD_PROJECT": self.project}
+        return {
+            "https_proxy": proxy,
+            "HTTPS_PROXY": proxy,
+            "no_proxy": no_proxy,
+            "NO_PROXY": no_proxy,
+            "REQUESTS_CA_BUNDLE": self.ca_path,
+            "CURL_CA_BUNDLE": self.ca_path,
+            "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": self.ca_path,
+            "GCE_METADATA_HOST": metadata,
+            "GCE_METADATA_IP": metadata,
+            "GOOGLE_CLOUD_PROJECT": self.project,
+        }
 
     def task_env(self, base: Mapping[str, str]) -> dict[str, str]:
         """A task process's environment: `base` with the gateway's variables, and without what
@@ -133,8 +170,9 @@ class Gateway:
         from vertex_trainer.local import Replica, Supervisor
 
         argv = (sys.executable, "-m", "vertex_trainer.sandbox.gateway", self.vertex_url, self.host)
-        self._grpc = Supervisor([Replica(pool=0, index=0, address="", argv=argv,
-                                         env={**self.environ, "PYTHONUNBUFFERED": "1"})])
+        self._grpc = Supervisor(
+            [Replica(pool=0, index=0, address="", argv=argv, env={**self.environ, "PYTHONUNBUFFERED": "1"})]
+        )
         started = threading.Event()
 
         def own() -> None:
@@ -161,6 +199,7 @@ class Gateway:
         self._grpc_stop.set()
         raise RuntimeError(f"the sandbox's gRPC face did not start: {tail}")
 
+
 class _RestBridge:
     """The fake Vertex AI's REST routes, called over loopback (never through a proxy)."""
 
@@ -169,9 +208,12 @@ class _RestBridge:
 
     def rest(self, method: str, path: str, body: Any, auth: str) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.vertex_url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json",
-                                                  **({"Authorization": auth} if auth else {})})
+        request = urllib.request.Request(
+            self.vertex_url + path,
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", **({"Authorization": auth} if auth else {})},
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
             with opener.open(request, timeout=60) as resp:
@@ -183,7 +225,6 @@ class _RestBridge:
                 return exc.code, {}
 
 
-
 def _host_port(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host.strip("[]"), int(port)
@@ -193,8 +234,14 @@ class _Proxy(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address, *, tls: ssl.SSLContext, routes: dict[str, tuple[str, int]],
-                 upstream: tuple[str, int] | None):
+    def __init__(
+        self,
+        address,
+        *,
+        tls: ssl.SSLContext,
+        routes: dict[str, tuple[str, int]],
+        upstream: tuple[str, int] | None,
+    ):
         self.tls, self.routes, self.upstream = tls, routes, upstream
         super().__init__(address, _Tunnel)
 
@@ -269,19 +316,22 @@ class _Metadata(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         account = "/computeMetadata/v1/instance/service-accounts/default"
         answers: dict[str, Any] = {
-            "": "", "/computeMetadata/v1": "",
+            "": "",
+            "/computeMetadata/v1": "",
             "/computeMetadata/v1/project/project-id": self.server.project,  # type: ignore[attr-defined]
             "/computeMetadata/v1/project/numeric-project-id": "123456789012",
             "/computeMetadata/v1/universe/universe-domain": "googleapis.com",
-            f"{account}/token": {"access_token": "sandbox-token", "expires_in": 3600,
-                                 "token_type": "Bearer"},
+            f"{account}/token": {"access_token": "sandbox-token", "expires_in": 3600, "token_type": "Bearer"},
             f"{account}/email": SERVICE_ACCOUNT,
-            account: {"aliases": ["default"], "email": SERVICE_ACCOUNT,
-                      "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
+            account: {
+                "aliases": ["default"],
+                "email": SERVICE_ACCOUNT,
+                "scopes": ["https://www.googleapis.com/auth/cloud-platform"],
+            },
             f"{account}/scopes": "https://www.googleapis.com/auth/cloud-platform",
         }
         if path not in answers:
@@ -322,8 +372,9 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
         status, answer = bridge.rest(method, path, body, auth)
         if status != 200:
             message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
-            context.abort(getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")),
-                          message or f"HTTP {status}")
+            context.abort(
+                getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")), message or f"HTTP {status}"
+            )
         return answer
 
     def create(request, context):
@@ -338,9 +389,17 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
         return empty_pb2.Empty().SerializeToString()
 
     def listing(request, context):
-        query = urllib.parse.urlencode({k: v for k, v in (("filter", request.filter),
-                                                          ("pageSize", request.page_size),
-                                                          ("pageToken", request.page_token)) if v})
+        query = urllib.parse.urlencode(
+            {
+                k: v
+                for k, v in (
+                    ("filter", request.filter),
+                    ("pageSize", request.page_size),
+                    ("pageToken", request.page_token),
+                )
+                if v
+            }
+        )
         answer = call(context, "GET", f"/v1/{request.parent}/customJobs" + (f"?{query}" if query else ""))
         pb = v1.ListCustomJobsResponse.pb(v1.ListCustomJobsResponse())
         json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
@@ -348,15 +407,23 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
 
     def handler(fn, request_type):
         return grpc.unary_unary_rpc_method_handler(
-            fn, request_deserializer=request_type.deserialize, response_serializer=lambda data: data)
+            fn, request_deserializer=request_type.deserialize, response_serializer=lambda data: data
+        )
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(_JOB_SERVICE, {
-        "CreateCustomJob": handler(create, v1.CreateCustomJobRequest),
-        "GetCustomJob": handler(get, v1.GetCustomJobRequest),
-        "CancelCustomJob": handler(cancel, v1.CancelCustomJobRequest),
-        "ListCustomJobs": handler(listing, v1.ListCustomJobsRequest),
-    })])
+    server.add_generic_rpc_handlers(
+        [
+            grpc.method_handlers_generic_handler(
+                _JOB_SERVICE,
+                {
+                    "CreateCustomJob": handler(create, v1.CreateCustomJobRequest),
+                    "GetCustomJob": handler(get, v1.GetCustomJobRequest),
+                    "CancelCustomJob": handler(cancel, v1.CancelCustomJobRequest),
+                    "ListCustomJobs": handler(listing, v1.ListCustomJobsRequest),
+                },
+            )
+        ]
+    )
     port = server.add_insecure_port(f"{host}:0")
     server.start()
     return server, port

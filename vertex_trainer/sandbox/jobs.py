@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
@@ -34,15 +35,15 @@ from vertex_trainer.settings import Settings
 
 RUNNING = "JOB_STATE_RUNNING"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
-SERVICE = "service"          # the task_name of the service's own log lines
-STOP_TIMEOUT_S = 30.0        # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty
-ECHO_GRACE_S = 3.0           # a client that follows the log reads it within its first poll
+SERVICE = "service"  # the task_name of the service's own log lines
+STOP_TIMEOUT_S = 30.0  # run_local's stop: SIGTERM, 5 s, SIGKILL, then every group empty
+ECHO_GRACE_S = 3.0  # a client that follows the log reads it within its first poll
 
 
 @dataclass(eq=False)
 class _Run(Run):
     started: float = field(default_factory=time.monotonic)
-    unechoed: list[str] = field(default_factory=list)   # lines held for ECHO_GRACE_S
+    unechoed: list[str] = field(default_factory=list)  # lines held for ECHO_GRACE_S
 
 
 class JobRunner(Runner[_Run]):
@@ -56,8 +57,15 @@ class JobRunner(Runner[_Run]):
     kind = "job"
     stop_timeout_s = STOP_TIMEOUT_S
 
-    def __init__(self, *, environ: Mapping[str, str], storage_emulator: str | None, logging: Any,
-                 registry: Any = None, echo: Echo | None = None):
+    def __init__(
+        self,
+        *,
+        environ: Mapping[str, str],
+        storage_emulator: str | None,
+        logging: Any,
+        registry: Any = None,
+        echo: Echo | None = None,
+    ):
         super().__init__(echo=echo)
         self.environ = dict(environ)
         self.storage_emulator = storage_emulator
@@ -77,15 +85,19 @@ class JobRunner(Runner[_Run]):
             self._service(run, "Waiting for job to be provisioned.")
             for image in _images(run.body):
                 if self.registry is not None and not self.registry.has(image):
-                    self._service(run, f"Image {image} was not pushed to the sandbox's registry; "
-                                       "running the installed code in its place.", "WARNING")
+                    self._service(
+                        run,
+                        f"Image {image} was not pushed to the sandbox's registry; "
+                        "running the installed code in its place.",
+                        "WARNING",
+                    )
             if run.cancel.is_set() or not self._report(run.name, RUNNING):
                 self._end(run, CANCELLED, None)
                 return
             self._service(run, "Job is running.")
             state, error = self._execute(run)
             self._end(run, state, error)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
+        except Exception as exc:
             self._end(run, FAILED, internal_error(exc))
 
     def _execute(self, run: _Run) -> tuple[str, str | None]:
@@ -93,12 +105,23 @@ class JobRunner(Runner[_Run]):
 
         from vertex_trainer.local import run_local
 
-        settings = Settings(project=run.project, region=run.location,
-                            storage_emulator=self.storage_emulator, environ=self.environ)
+        settings = Settings(
+            project=run.project,
+            region=run.location,
+            storage_emulator=self.storage_emulator,
+            environ=self.environ,
+        )
         try:
-            result = run_local(run.body, None, settings=settings, wait=False,
-                               console=Console(quiet=True), cancel=run.cancel,
-                               job_id=run.job_id, on_lines=lambda items: self._lines(run, items))
+            result = run_local(
+                run.body,
+                None,
+                settings=settings,
+                wait=False,
+                console=Console(quiet=True),
+                cancel=run.cancel,
+                job_id=run.job_id,
+                on_lines=lambda items: self._lines(run, items),
+            )
         except VertexTrainerError as exc:  # the job cannot start here (e.g. a module not installed)
             return FAILED, exc.message + (f" ({exc.hint})" if exc.hint else "")
         if result.state == SUCCEEDED:
@@ -130,7 +153,8 @@ class JobRunner(Runner[_Run]):
 
     def _end(self, run: _Run, state: str, error: str | None) -> None:
         text = {SUCCEEDED: "Job completed successfully.", CANCELLED: "Job was cancelled."}.get(
-            state, f"Job failed. {error or ''}".strip())
+            state, f"Job failed. {error or ''}".strip()
+        )
         self._service(run, text, "INFO" if state != FAILED else "ERROR")
         self._echo(run, None, last=True)
         self._report(run.name, state, error)
@@ -145,8 +169,10 @@ def replica_error(replica: str | None, code: int | None, tail: list[str]) -> str
         reason, code = f"Signal {_signal_name(-code)}", 128 - code
     else:
         reason = "Error"
-    text = (f"The replica {replica or 'workerpool0-0'} exited with a non-zero status of {code}. "
-            f"Termination reason: {reason}.")
+    text = (
+        f"The replica {replica or 'workerpool0-0'} exited with a non-zero status of {code}. "
+        f"Termination reason: {reason}."
+    )
     last = [line.strip() for line in tail if line.strip()]
     return text + (f" Last line: {last[-1]}" if last else "")
 

@@ -34,7 +34,7 @@ def wrap(argv: list[str], poll_s: float) -> list[str]:
         return argv
     if at + 1 >= len(argv) or not argv[at + 1].startswith(PACKAGE + "."):
         return argv
-    return [*argv[:at], "-m", __name__, "--poll-interval", repr(poll_s), *argv[at + 1:]]
+    return [*argv[:at], "-m", __name__, "--poll-interval", repr(poll_s), *argv[at + 1 :]]
 
 
 def set_poll_interval(seconds: float) -> list[str]:

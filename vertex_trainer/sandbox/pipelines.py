@@ -38,8 +38,9 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from vertex_trainer.sandbox import launcher, placeholders
 from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
@@ -48,8 +49,8 @@ from vertex_trainer.sandbox.runner import now as _now
 RUNNING, SUCCEEDED = "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED"
 FAILED, CANCELLED = "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"
 FAIL_FAST = "PIPELINE_FAILURE_POLICY_FAIL_FAST"
-PROJECT_NUMBER = "123456789012"     # the metadata server's numeric-project-id (gateway.py)
-CANCEL_GRACE_S = 30.0               # SIGTERM -> SIGKILL: GCPC's handler sends the job's cancel first
+PROJECT_NUMBER = "123456789012"  # the metadata server's numeric-project-id (gateway.py)
+CANCEL_GRACE_S = 30.0  # SIGTERM -> SIGKILL: GCPC's handler sends the job's cancel first
 _PYTHONS = ("python", "python3")
 
 
@@ -60,7 +61,7 @@ class TaskError(Exception):
 @dataclass(eq=False)
 class _Run(Run):
     details: list[dict] = field(default_factory=list)
-    outputs: dict[str, dict] = field(default_factory=dict)   # task key -> parameters, artifacts
+    outputs: dict[str, dict] = field(default_factory=dict)  # task key -> parameters, artifacts
     lock: threading.RLock = field(default_factory=threading.RLock)  # details change on task threads
 
 
@@ -74,8 +75,14 @@ class PipelineRunner(Runner[_Run]):
 
     kind = "pipeline"
 
-    def __init__(self, *, environ: Mapping[str, str], vertex_url: str, echo: Echo | None = None,
-                 launcher_poll_s: float = 1.0):
+    def __init__(
+        self,
+        *,
+        environ: Mapping[str, str],
+        vertex_url: str,
+        echo: Echo | None = None,
+        launcher_poll_s: float = 1.0,
+    ):
         super().__init__(echo=echo)
         self.launcher_poll_s = launcher_poll_s
         self.environ = dict(environ)
@@ -100,14 +107,16 @@ class PipelineRunner(Runner[_Run]):
         try:
             self._report(entry, RUNNING)
             state, error = self._execute(entry, spec)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the run RUNNING
+        except Exception as exc:
             state, error = FAILED, {"code": 13, "message": internal_error(exc)}
         with entry.lock:
             root_detail.update(state=state.replace("PIPELINE_STATE_", ""), endTime=_now())
             if error:
                 root_detail["error"] = error
-        self.echo(f"[pipeline {entry.job_id}] {state.replace('PIPELINE_STATE_', '').lower()}"
-                  + (f": {error['message']}" if error else ""))
+        self.echo(
+            f"[pipeline {entry.job_id}] {state.replace('PIPELINE_STATE_', '').lower()}"
+            + (f": {error['message']}" if error else "")
+        )
         self._report(entry, state, error)
 
     def _execute(self, entry: _Run, spec: dict) -> tuple[str, dict | None]:
@@ -120,10 +129,10 @@ class PipelineRunner(Runner[_Run]):
         upstream = {key: _upstream(task) for key, task in tasks.items()}
         waiting = _order(upstream)
         fail_fast = (entry.body.get("runtimeConfig") or {}).get("failurePolicy") == FAIL_FAST
-        ended: queue.Queue = queue.Queue()   # (key, outputs or the task's error or a bug)
-        running: dict[str, dict] = {}        # key -> its detail
+        ended: queue.Queue = queue.Queue()  # (key, outputs or the task's error or a bug)
+        running: dict[str, dict] = {}  # key -> its detail
         succeeded: set[str] = set()
-        failed: list[tuple[str, str]] = []   # (task name, error)
+        failed: list[tuple[str, str]] = []  # (task name, error)
         bug: Exception | None = None
         while True:
             if not (entry.cancel.is_set() or bug or (failed and fail_fast)):
@@ -138,36 +147,52 @@ class PipelineRunner(Runner[_Run]):
                 if entry.cancel.is_set():
                     self._update(entry, detail, state="CANCELLED", endTime=_now())
                     continue
-                self._update(entry, detail, state="FAILED", endTime=_now(),
-                             error={"code": 9, "message": str(result)})
+                self._update(
+                    entry, detail, state="FAILED", endTime=_now(), error={"code": 9, "message": str(result)}
+                )
                 failed.append((detail["taskName"], str(result)))
             elif isinstance(result, Exception):
                 bug = bug or result
-                self._update(entry, detail, state="FAILED", endTime=_now(),
-                             error={"code": 13, "message": internal_error(result)})
+                self._update(
+                    entry,
+                    detail,
+                    state="FAILED",
+                    endTime=_now(),
+                    error={"code": 13, "message": internal_error(result)},
+                )
             else:
                 entry.outputs[key] = result
                 succeeded.add(key)
-                artifacts = {k: {"artifacts": [_api_artifact(a) for a in v]}
-                             for k, v in result["artifacts"].items()}
-                self._update(entry, detail, state="SUCCEEDED", endTime=_now(),
-                             **({"outputs": artifacts} if artifacts else {}))
+                artifacts = {
+                    k: {"artifacts": [_api_artifact(a) for a in v]} for k, v in result["artifacts"].items()
+                }
+                self._update(
+                    entry,
+                    detail,
+                    state="SUCCEEDED",
+                    endTime=_now(),
+                    **({"outputs": artifacts} if artifacts else {}),
+                )
                 with entry.lock:
                     detail["execution"]["metadata"].update(
-                        {f"output:{k}": v for k, v in result["parameters"].items()})
+                        {f"output:{k}": v for k, v in result["parameters"].items()}
+                    )
             self._report(entry, RUNNING)
         if entry.cancel.is_set():
             return CANCELLED, {"code": 1, "message": "CANCELLED"}
         if bug is not None:
             return FAILED, {"code": 13, "message": internal_error(bug)}
         if failed:
-            return FAILED, {"code": 9, "message": "The DAG failed because some tasks failed. The failed "
-                                                  f"tasks are: [{', '.join(n for n, _ in failed)}].; "
-                                                  + "; ".join(e for _, e in failed)}
+            return FAILED, {
+                "code": 9,
+                "message": "The DAG failed because some tasks failed. The failed "
+                f"tasks are: [{', '.join(n for n, _ in failed)}].; " + "; ".join(e for _, e in failed),
+            }
         return SUCCEEDED, None
 
-    def _begin(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict,
-               ended: queue.Queue) -> dict:
+    def _begin(
+        self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict, ended: queue.Queue
+    ) -> dict:
         """Start task `key` on a thread of its own, which puts (key, its outputs or its error) in
         `ended` when it is over; returns the task's detail."""
         name = (task.get("taskInfo") or {}).get("name") or key
@@ -176,44 +201,52 @@ class PipelineRunner(Runner[_Run]):
         def work() -> None:
             try:
                 result: Any = self._task(entry, spec, key, task, run_inputs, detail)
-            except Exception as exc:  # noqa: BLE001 - TaskError, or a bug: the scheduler decides
+            except Exception as exc:
                 result = exc
             ended.put((key, result))
 
         threading.Thread(target=work, daemon=True, name=f"pipeline-{entry.job_id}-{key}").start()
         return detail
 
-    def _task(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict,
-              detail: dict) -> dict:
+    def _task(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict, detail: dict) -> dict:
         for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
             if task.get(unsupported):
                 raise TaskError(f"task {key}: {unsupported} is not run by the sandbox")
         component = (spec.get("components") or {}).get((task.get("componentRef") or {}).get("name", ""))
         if component is None or "dag" in component:
-            raise TaskError(f"task {key}: only container and importer components run in the sandbox "
-                            "(no sub-DAGs)")
+            raise TaskError(
+                f"task {key}: only container and importer components run in the sandbox (no sub-DAGs)"
+            )
         executor = ((spec.get("deploymentSpec") or {}).get("executors") or {}).get(
-            component.get("executorLabel", ""), {})
+            component.get("executorLabel", ""), {}
+        )
         context = self._context(entry, detail)
         params, artifacts = self._inputs(entry, task, component, run_inputs, context)
         with entry.lock:
             detail["execution"]["metadata"].update({f"input:{k}": v for k, v in params.items()})
             if artifacts:
-                detail["inputs"] = {k: {"artifacts": [_api_artifact(a) for a in v]}
-                                    for k, v in artifacts.items()}
+                detail["inputs"] = {
+                    k: {"artifacts": [_api_artifact(a) for a in v]} for k, v in artifacts.items()
+                }
             detail.update(state="RUNNING", startTime=_now())
         self._report(entry, RUNNING)
         if "importer" in executor:
-            return {"parameters": {}, "artifacts": {"artifact": [self._imported(executor["importer"],
-                                                                                params, context)]}}
+            return {
+                "parameters": {},
+                "artifacts": {"artifact": [self._imported(executor["importer"], params, context)]},
+            }
         if "container" not in executor:
-            raise TaskError(f"task {key}: executor {component.get('executorLabel')!r} is neither a "
-                            "container nor an importer")
-        return self._container(entry, key, executor["container"], component, params, artifacts,
-                               context, detail)
+            raise TaskError(
+                f"task {key}: executor {component.get('executorLabel')!r} is neither a "
+                "container nor an importer"
+            )
+        return self._container(
+            entry, key, executor["container"], component, params, artifacts, context, detail
+        )
 
-    def _inputs(self, entry: _Run, task: dict, component: dict, run_inputs: dict,
-                context: Mapping[str, str]) -> tuple[dict, dict]:
+    def _inputs(
+        self, entry: _Run, task: dict, component: dict, run_inputs: dict, context: Mapping[str, str]
+    ) -> tuple[dict, dict]:
         declared = component.get("inputDefinitions") or {}
         params = {k: _fill(v, context) for k, v in _defaults(declared).items()}
         for name, source in ((task.get("inputs") or {}).get("parameters") or {}).items():
@@ -240,54 +273,86 @@ class PipelineRunner(Runner[_Run]):
             uri = params.get(uri_spec["runtimeParameter"], "")
         else:
             uri = uri_spec.get("constant", "")
-        return {"name": f"projects/{context['pipeline_google_cloud_project_id']}/locations/"
-                        f"{context['pipeline_google_cloud_location']}/metadataStores/default/"
-                        f"artifacts/{next(self._task_ids)}",
-                "type": importer.get("typeSchema") or {}, "uri": _fill(uri, context),
-                "metadata": placeholders.whole(_fill(importer.get("metadata") or {}, context))}
+        return {
+            "name": f"projects/{context['pipeline_google_cloud_project_id']}/locations/"
+            f"{context['pipeline_google_cloud_location']}/metadataStores/default/"
+            f"artifacts/{next(self._task_ids)}",
+            "type": importer.get("typeSchema") or {},
+            "uri": _fill(uri, context),
+            "metadata": placeholders.whole(_fill(importer.get("metadata") or {}, context)),
+        }
 
     # -- a container task -------------------------------------------------------------------
-    def _container(self, entry: _Run, key: str, container: dict, component: dict, params: dict,
-                   artifacts: dict, context: Mapping[str, str], detail: dict) -> dict:
+    def _container(
+        self,
+        entry: _Run,
+        key: str,
+        container: dict,
+        component: dict,
+        params: dict,
+        artifacts: dict,
+        context: Mapping[str, str],
+        detail: dict,
+    ) -> dict:
         from vertex_trainer.local import Replica, Supervisor
 
         task_dir = tempfile.mkdtemp(prefix=f"{key}-", dir=self._dir)
         declared = component.get("outputDefinitions") or {}
-        out_root = (f"{context['pipeline_root'].rstrip('/')}/{PROJECT_NUMBER}/{entry.job_id}/"
-                    f"{key}_{detail['taskId']}")
+        out_root = (
+            f"{context['pipeline_root'].rstrip('/')}/{PROJECT_NUMBER}/{entry.job_id}/{key}_{detail['taskId']}"
+        )
         executor_input = {
-            "inputs": {"parameterValues": params,
-                       "artifacts": {k: {"artifacts": v} for k, v in artifacts.items()}},
+            "inputs": {
+                "parameterValues": params,
+                "artifacts": {k: {"artifacts": v} for k, v in artifacts.items()},
+            },
             "outputs": {
-                "parameters": {k: {"outputFile": os.path.join(task_dir, "parameters", k)}
-                               for k in declared.get("parameters") or {}},
-                "artifacts": {k: {"artifacts": [{
-                    "name": f"{out_root}/{k}", "type": v.get("artifactType") or {},
-                    "uri": f"{out_root}/{k}", "metadata": {}}]}
-                    for k, v in (declared.get("artifacts") or {}).items()},
+                "parameters": {
+                    k: {"outputFile": os.path.join(task_dir, "parameters", k)}
+                    for k in declared.get("parameters") or {}
+                },
+                "artifacts": {
+                    k: {
+                        "artifacts": [
+                            {
+                                "name": f"{out_root}/{k}",
+                                "type": v.get("artifactType") or {},
+                                "uri": f"{out_root}/{k}",
+                                "metadata": {},
+                            }
+                        ]
+                    }
+                    for k, v in (declared.get("artifacts") or {}).items()
+                },
                 "outputFile": os.path.join(task_dir, "executor_output.json"),
             },
         }
         executor_input = placeholders.whole(executor_input)
-        argv = (placeholders.resolve_args(list(container.get("command") or []), executor_input, context)
-                + placeholders.resolve_args(list(container.get("args") or []), executor_input, context))
+        argv = placeholders.resolve_args(
+            list(container.get("command") or []), executor_input, context
+        ) + placeholders.resolve_args(list(container.get("args") or []), executor_input, context)
         if not argv:
-            raise TaskError(f"task {key}: the container has no command (the image's entrypoint is "
-                            "not known here)")
+            raise TaskError(
+                f"task {key}: the container has no command (the image's entrypoint is not known here)"
+            )
         run = argv  # what runs; the log line shows the command as the spec has it
         if argv[0] in _PYTHONS:  # the image's Python: the installed one, which has GCPC
             argv[0] = sys.executable
             run = launcher.wrap(argv, self.launcher_poll_s)  # GCPC's polls at the sandbox's pace
         os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
-        env = {**self.environ, **{e["name"]: str(e.get("value", "")) for e in container.get("env") or []},
-               "PYTHONUNBUFFERED": "1"}
-        supervisor = Supervisor([Replica(pool=0, index=0, address="", argv=tuple(run), env=env)],
-                                cwd=task_dir)
+        env = {
+            **self.environ,
+            **{e["name"]: str(e.get("value", "")) for e in container.get("env") or []},
+            "PYTHONUNBUFFERED": "1",
+        }
+        supervisor = Supervisor(
+            [Replica(pool=0, index=0, address="", argv=tuple(run), env=env)], cwd=task_dir
+        )
         name = detail["taskName"]
         self.echo(f"[pipeline {entry.job_id}] {name}: {' '.join(argv[1:4])} ...")
         try:
             supervisor.start()
-        except Exception as exc:  # noqa: BLE001 - UserError: the command cannot start
+        except Exception as exc:
             raise TaskError(f"task {name}: {exc}") from None
         process = supervisor.processes[0]
         stopped = False
@@ -296,8 +361,9 @@ class PipelineRunner(Runner[_Run]):
                 self.echo(f"[pipeline {entry.job_id}] {name} | {line}")
             if entry.cancel.is_set() and not stopped:
                 stopped = True
-                threading.Thread(target=supervisor.stop, kwargs={"grace_s": CANCEL_GRACE_S},
-                                 daemon=True).start()
+                threading.Thread(
+                    target=supervisor.stop, kwargs={"grace_s": CANCEL_GRACE_S}, daemon=True
+                ).start()
         process.reader.join(timeout=5)
         for _, line in supervisor.lines(timeout=0):
             self.echo(f"[pipeline {entry.job_id}] {name} | {line}")
@@ -319,18 +385,26 @@ class PipelineRunner(Runner[_Run]):
         if resource and "/customJobs/" in resource:
             status, job = self._call("GET", f"/v1/{resource}")
             if status == 200 and isinstance(job, dict) and job.get("error", {}).get("message"):
-                return (f"Task {name}: the CustomJob {resource} ended {job.get('state')}: "
-                        f"{job['error']['message']}")
+                return (
+                    f"Task {name}: the CustomJob {resource} ended {job.get('state')}: "
+                    f"{job['error']['message']}"
+                )
         last = [line.strip() for line in process.tail if line.strip()]
-        return (f"Task {name}: the container exited with status {process.returncode}"
-                + (f". Last line: {last[-1]}" if last else "."))
+        return f"Task {name}: the container exited with status {process.returncode}" + (
+            f". Last line: {last[-1]}" if last else "."
+        )
 
     # -- helpers ----------------------------------------------------------------------------
     def _detail(self, entry: _Run, name: str, parent: str | None = None) -> dict:
         now = _now()
-        detail = {"taskId": str(next(self._task_ids)), "taskName": name, "createTime": now,
-                  "startTime": now, "state": "PENDING" if parent else "RUNNING",
-                  "execution": {"displayName": name, "metadata": {}}}
+        detail = {
+            "taskId": str(next(self._task_ids)),
+            "taskName": name,
+            "createTime": now,
+            "startTime": now,
+            "state": "PENDING" if parent else "RUNNING",
+            "execution": {"displayName": name, "metadata": {}},
+        }
         if parent:
             detail["parentTaskId"] = parent
         with entry.lock:
@@ -342,16 +416,24 @@ class PipelineRunner(Runner[_Run]):
             detail.update(changes)
 
     def _context(self, entry: _Run, detail: dict) -> dict[str, str]:
-        root = ((entry.body.get("runtimeConfig") or {}).get("gcsOutputDirectory")
-                or (entry.body.get("pipelineSpec") or {}).get("defaultPipelineRoot") or "")
-        return {"pipeline_job_name": entry.job_id, "pipeline_job_uuid": entry.job_id,
-                "pipeline_job_resource_name": entry.name,
-                "pipeline_task_name": detail["taskName"], "pipeline_task_uuid": detail["taskId"],
-                "pipeline_google_cloud_project_id": entry.project,
-                "pipeline_google_cloud_location": entry.location, "pipeline_root": root,
-                "pipeline_persistent_resource_id": "",
-                "pipeline_job_create_time_utc": entry.body.get("createTime", ""),
-                "pipeline_job_schedule_time_utc": entry.body.get("createTime", "")}
+        root = (
+            (entry.body.get("runtimeConfig") or {}).get("gcsOutputDirectory")
+            or (entry.body.get("pipelineSpec") or {}).get("defaultPipelineRoot")
+            or ""
+        )
+        return {
+            "pipeline_job_name": entry.job_id,
+            "pipeline_job_uuid": entry.job_id,
+            "pipeline_job_resource_name": entry.name,
+            "pipeline_task_name": detail["taskName"],
+            "pipeline_task_uuid": detail["taskId"],
+            "pipeline_google_cloud_project_id": entry.project,
+            "pipeline_google_cloud_location": entry.location,
+            "pipeline_root": root,
+            "pipeline_persistent_resource_id": "",
+            "pipeline_job_create_time_utc": entry.body.get("createTime", ""),
+            "pipeline_job_schedule_time_utc": entry.body.get("createTime", ""),
+        }
 
     def _report(self, entry: _Run, state: str, error: dict | None = None) -> None:
         if self.service is not None:
@@ -389,8 +471,9 @@ def _order(upstream: dict[str, set[str]]) -> list[str]:
 
 
 def _defaults(definitions: dict) -> dict:
-    return {k: v["defaultValue"] for k, v in (definitions.get("parameters") or {}).items()
-            if "defaultValue" in v}
+    return {
+        k: v["defaultValue"] for k, v in (definitions.get("parameters") or {}).items() if "defaultValue" in v
+    }
 
 
 def _fill(value: Any, context: Mapping[str, str]) -> Any:
@@ -440,7 +523,11 @@ def _gcp_resource(executor_input: dict) -> str | None:
 def _api_artifact(artifact: dict) -> dict:
     """A RuntimeArtifact as PipelineTaskDetail shows it (an aiplatform_v1 Artifact)."""
     kind = artifact.get("type") or {}
-    out = {"name": artifact.get("name", ""), "uri": artifact.get("uri", ""),
-           "metadata": artifact.get("metadata") or {},
-           "schemaTitle": kind.get("schemaTitle", ""), "schemaVersion": kind.get("schemaVersion", "")}
+    out = {
+        "name": artifact.get("name", ""),
+        "uri": artifact.get("uri", ""),
+        "metadata": artifact.get("metadata") or {},
+        "schemaTitle": kind.get("schemaTitle", ""),
+        "schemaVersion": kind.get("schemaVersion", ""),
+    }
     return {k: v for k, v in out.items() if v not in ("", None)}

@@ -22,12 +22,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 _PARAM = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
 _OUT_PARAM = re.compile(r"\{\{\$\.outputs\.parameters\['([^']+)'\]\.output_file\}\}")
-_ARTIFACT = re.compile(r"\{\{\$\.(inputs|outputs)\.artifacts\['([^']+)'\]\.(uri|path|metadata)"
-                       r"(?:\['([^']+)'\])?\}\}")
+_ARTIFACT = re.compile(
+    r"\{\{\$\.(inputs|outputs)\.artifacts\['([^']+)'\]\.(uri|path|metadata)"
+    r"(?:\['([^']+)'\])?\}\}"
+)
 _PIPELINE = re.compile(r"\{\{\$\.(pipeline_[a-z_]+)\}\}")
 
 
@@ -72,9 +75,10 @@ def resolve_args(args: list[str], executor_input: dict, context: Mapping[str, st
         parsed = _struct(arg)
         if isinstance(parsed, dict) and "IfPresent" in parsed:
             clause = parsed["IfPresent"]
-            present = (executor_input.get("inputs", {}).get("parameterValues", {}).get(clause["InputName"])
-                       is not None) or bool(executor_input.get("inputs", {}).get("artifacts", {})
-                                            .get(clause["InputName"]))
+            present = (
+                executor_input.get("inputs", {}).get("parameterValues", {}).get(clause["InputName"])
+                is not None
+            ) or bool(executor_input.get("inputs", {}).get("artifacts", {}).get(clause["InputName"]))
             chosen = clause.get("Then") if present else clause.get("Else")
             chosen = [chosen] if isinstance(chosen, str) else list(chosen or [])
             out.extend(resolve_args(chosen, executor_input, context))
@@ -90,8 +94,9 @@ def resolve(arg: str, executor_input: dict, context: Mapping[str, str]) -> str:
     inputs, outputs = executor_input.get("inputs", {}), executor_input.get("outputs", {})
     params = inputs.get("parameterValues", {})
     result = _PARAM.sub(lambda m: text(params[m[1]]) if m[1] in params else "", arg)
-    result = _OUT_PARAM.sub(lambda m: outputs.get("parameters", {}).get(m[1], {}).get("outputFile", ""),
-                            result)
+    result = _OUT_PARAM.sub(
+        lambda m: outputs.get("parameters", {}).get(m[1], {}).get("outputFile", ""), result
+    )
 
     def artifact(m: re.Match) -> str:
         side = inputs if m[1] == "inputs" else outputs
@@ -112,7 +117,7 @@ def resolve(arg: str, executor_input: dict, context: Mapping[str, str]) -> str:
 
 def local_path(uri: str) -> str:
     """Where a task reads an artifact: gs://b/x is /gcs/b/x (Cloud Storage FUSE)."""
-    return "/gcs/" + uri[len("gs://"):] if uri.startswith("gs://") else uri
+    return "/gcs/" + uri[len("gs://") :] if uri.startswith("gs://") else uri
 
 
 def _struct(arg: str) -> Any:

@@ -13,9 +13,10 @@ import json
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 Echo = Callable[[str], None]
 
@@ -79,8 +80,9 @@ class Runner(Generic[R]):
                 self._refuse(run)
                 return
             self._runs[run.name] = run
-            run.thread = threading.Thread(target=self._main, args=(run,), daemon=True,
-                                          name=f"{self.kind}-{run.job_id}")
+            run.thread = threading.Thread(
+                target=self._main, args=(run,), daemon=True, name=f"{self.kind}-{run.job_id}"
+            )
         run.thread.start()
 
     def cancel(self, name: str) -> None:
@@ -137,14 +139,16 @@ class Runner(Generic[R]):
             run.ended.set()
 
 
-def call(base_url: str, method: str, path: str, body: Any = None, *,
-         timeout: float = 60) -> tuple[int, Any]:
+def call(base_url: str, method: str, path: str, body: Any = None, *, timeout: float = 60) -> tuple[int, Any]:
     """One JSON request to a loopback fake (no proxy): `base_url` + `path`, `method`, `body`
     (None for none), `timeout` seconds. Returns (HTTP status, the JSON answer or an error's JSON
     body, else None); status 0 when the fake cannot be reached."""
-    request = urllib.request.Request(base_url + path, method=method,
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        base_url + path,
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=timeout) as r:
             return r.status, json.loads(r.read() or b"{}")

@@ -29,12 +29,19 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from vertex_trainer.sandbox.jobs import JobRunner
 from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
-    BILLING_ENV, CLOUDBUILD_ENV, ENDPOINT_ENV, LOGGING_ENV, POLL_ENV, QUOTAS_ENV, REGISTRY_ENV,
+    BILLING_ENV,
+    CLOUDBUILD_ENV,
+    ENDPOINT_ENV,
+    LOGGING_ENV,
+    POLL_ENV,
+    QUOTAS_ENV,
+    REGISTRY_ENV,
 )
 
 DEFAULT_PROJECT, DEFAULT_REGION = "sandbox", "us-central1"
@@ -57,12 +64,20 @@ class Sandbox:
     created at start. `echo` receives the jobs' and servers' lines and the service's notes.
     """
 
-    def __init__(self, environ: Mapping[str, str], *, buckets: Sequence[str] = (),
-                 project: str = DEFAULT_PROJECT, region: str = DEFAULT_REGION,
-                 host: str = "127.0.0.1", echo: Callable[[str], None] | None = None,
-                 function: str | None = None, redeliver: int = 1):
+    def __init__(
+        self,
+        environ: Mapping[str, str],
+        *,
+        buckets: Sequence[str] = (),
+        project: str = DEFAULT_PROJECT,
+        region: str = DEFAULT_REGION,
+        host: str = "127.0.0.1",
+        echo: Callable[[str], None] | None = None,
+        function: str | None = None,
+        redeliver: int = 1,
+    ):
         self.function_dir, self.redeliver = function, redeliver
-        self.function: Any = None       # sandbox.events.FunctionHost (with `function`)
+        self.function: Any = None  # sandbox.events.FunctionHost (with `function`)
         self.parent_environ = dict(environ)
         self.environ = {k: v for k, v in environ.items() if not k.startswith(_NOT_INHERITED)}
         self.buckets = tuple(buckets)
@@ -72,11 +87,11 @@ class Sandbox:
         self.billing = None
         self.jobs: JobRunner | None = None
         self.models: ModelServers | None = None
-        self.pipelines: Any = None      # sandbox.pipelines.PipelineRunner
-        self.tuning: Any = None         # sandbox.tuning.TuningRunner
-        self.gateway: Any = None        # sandbox.gateway.Gateway
+        self.pipelines: Any = None  # sandbox.pipelines.PipelineRunner
+        self.tuning: Any = None  # sandbox.tuning.TuningRunner
+        self.gateway: Any = None  # sandbox.gateway.Gateway
 
-    def start(self) -> "Sandbox":
+    def start(self) -> Sandbox:
         from vertex_trainer.emulators.billing import FakeBilling
         from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
         from vertex_trainer.emulators.gcs import GcsEmulator
@@ -90,18 +105,25 @@ class Sandbox:
             for bucket in self.buckets:
                 self.gcs.create_bucket(bucket)
             self.registry = FakeRegistry(host=self.host).start()
-            self.cloudbuild = FakeCloudBuild(host=self.host, storage_host=self.gcs.endpoint,
-                                             registry=self.registry).start()
+            self.cloudbuild = FakeCloudBuild(
+                host=self.host, storage_host=self.gcs.endpoint, registry=self.registry
+            ).start()
             self.logging = FakeLogging(host=self.host, project=self.project).start()
             self.quotas = FakeQuotas(host=self.host).start()
             self.billing = FakeBilling(host=self.host).start()
             base = {**self.environ, **self.gcs.env()}
-            self.jobs = JobRunner(environ=base, storage_emulator=self.gcs.endpoint,
-                                  logging=self.logging, registry=self.registry, echo=self.echo)
+            self.jobs = JobRunner(
+                environ=base,
+                storage_emulator=self.gcs.endpoint,
+                logging=self.logging,
+                registry=self.registry,
+                echo=self.echo,
+            )
             self.models = ModelServers(environ=base, echo=self.echo)
             # Jobs stay PENDING until the runner reports; no script advances them.
-            self.vertex = FakeVertex(self.host, 0, script=("JOB_STATE_PENDING",),
-                                     runner=self.jobs, predictor=self.models).start()
+            self.vertex = FakeVertex(
+                self.host, 0, script=("JOB_STATE_PENDING",), runner=self.jobs, predictor=self.models
+            ).start()
             self.jobs.vertex = self.vertex
             self._start_pipelines()
             if self.function_dir:
@@ -118,12 +140,18 @@ class Sandbox:
         from vertex_trainer.sandbox.pipelines import PipelineRunner
         from vertex_trainer.sandbox.tuning import TuningRunner
 
-        self.gateway = Gateway(self.vertex.url, project=self.project,
-                               upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
-                               environ=self.environ).start()
-        self.pipelines = PipelineRunner(environ=self.gateway.task_env(self.environ),
-                                        vertex_url=self.vertex.url, echo=self.echo,
-                                        launcher_poll_s=float(POLL_INTERVAL))
+        self.gateway = Gateway(
+            self.vertex.url,
+            project=self.project,
+            upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
+            environ=self.environ,
+        ).start()
+        self.pipelines = PipelineRunner(
+            environ=self.gateway.task_env(self.environ),
+            vertex_url=self.vertex.url,
+            echo=self.echo,
+            launcher_poll_s=float(POLL_INTERVAL),
+        )
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
         self.tuning = TuningRunner(vertex_url=self.vertex.url, jobs=self.jobs, echo=self.echo)
@@ -134,8 +162,13 @@ class Sandbox:
         """The rendered function under functions-framework, and its bucket's events."""
         from vertex_trainer.sandbox.events import FunctionHost
 
-        host = FunctionHost(self.function_dir, environ={**self.environ, **self.env()},
-                            storage=self.gcs.endpoint, redeliver=self.redeliver, echo=self.echo)
+        host = FunctionHost(
+            self.function_dir,
+            environ={**self.environ, **self.env()},
+            storage=self.gcs.endpoint,
+            redeliver=self.redeliver,
+            echo=self.echo,
+        )
         if host.bucket not in self.buckets:  # the bucket the function watches exists from the start
             self.gcs.create_bucket(host.bucket)
         self.function = host.start()
@@ -150,14 +183,14 @@ class Sandbox:
             QUOTAS_ENV: self.quotas.url,
             BILLING_ENV: self.billing.url,
             POLL_ENV: POLL_INTERVAL,
-            **self.gcs.env(),                       # STORAGE_EMULATOR_HOST, the TF route, project
+            **self.gcs.env(),  # STORAGE_EMULATOR_HOST, the TF route, project
             "GOOGLE_CLOUD_PROJECT": self.project,
-            "CLOUDSDK_AI_REGION": self.region,      # the default region of status/list/logs
+            "CLOUDSDK_AI_REGION": self.region,  # the default region of status/list/logs
         }
 
     def stop(self) -> None:
         """Stop the jobs (their processes gone), the model servers, then every server."""
-        if self.function is not None:   # no new events, then no new runs
+        if self.function is not None:  # no new events, then no new runs
             self.function.stop()
             self.function = None
         if self.pipelines is not None:  # their tasks still talk to Vertex AI while they stop
@@ -165,7 +198,7 @@ class Sandbox:
         if self.tuning is not None:
             self.tuning.stop()
         if self.vertex is not None:
-            self.vertex.stop()          # no new requests
+            self.vertex.stop()  # no new requests
         if self.gateway is not None:
             self.gateway.stop()
         self.pipelines = self.gateway = self.tuning = None
@@ -179,7 +212,7 @@ class Sandbox:
         self.vertex = self.cloudbuild = self.registry = self.logging = self.quotas = self.gcs = None
         self.billing = None
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -197,8 +230,14 @@ def env_file_lines(env: Mapping[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in env.items())
 
 
-def serve(sandbox: Sandbox, *, env_file: str | None = None, command: Sequence[str] = (),
-          out: Callable[[str], None] | None = None, note: Callable[[str], None] = _stderr) -> int:
+def serve(
+    sandbox: Sandbox,
+    *,
+    env_file: str | None = None,
+    command: Sequence[str] = (),
+    out: Callable[[str], None] | None = None,
+    note: Callable[[str], None] = _stderr,
+) -> int:
     """Run the sandbox in the foreground (`vertex-trainer dev sandbox`); returns the exit code.
 
     Without `command`: print the `export` lines and `# ready` (`out`, stdout), then serve until
@@ -230,8 +269,10 @@ def serve(sandbox: Sandbox, *, env_file: str | None = None, command: Sequence[st
         if not command:
             out(export_lines(env))
             out(READY)
-            note(f"# sandbox ready (Vertex AI {sandbox.vertex.url}, Cloud Storage "
-                 f"{sandbox.gcs.endpoint}); Ctrl-C stops it and everything it started")
+            note(
+                f"# sandbox ready (Vertex AI {sandbox.vertex.url}, Cloud Storage "
+                f"{sandbox.gcs.endpoint}); Ctrl-C stops it and everything it started"
+            )
             stop.wait()
             return 0
         note(f"# sandbox ready: running {shlex.join(command)}")

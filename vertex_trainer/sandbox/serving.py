@@ -21,14 +21,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from vertex_trainer.contract import SERVE_MODULE
 from vertex_trainer.sandbox.runner import Echo
 
-LOAD_TIMEOUT_S = 300.0      # TensorFlow's import and the model's load, on a busy laptop
-FORWARD_TIMEOUT_S = 300.0   # one predict request, once the model is ready
+LOAD_TIMEOUT_S = 300.0  # TensorFlow's import and the model's load, on a busy laptop
+FORWARD_TIMEOUT_S = 300.0  # one predict request, once the model is ready
 HEALTH_INTERVAL_S = 0.25
 
 
@@ -46,8 +47,9 @@ class _Server:
 class ModelServers:
     """The predictor hook of FakeVertex: one server process per deployed model."""
 
-    def __init__(self, *, environ: Mapping[str, str], echo: Echo | None = None,
-                 load_timeout: float = LOAD_TIMEOUT_S):
+    def __init__(
+        self, *, environ: Mapping[str, str], echo: Echo | None = None, load_timeout: float = LOAD_TIMEOUT_S
+    ):
         self.environ = dict(environ)
         self.echo = echo if echo is not None else (lambda text: None)
         self.load_timeout = load_timeout
@@ -60,8 +62,7 @@ class ModelServers:
         """A deployModel completed: start serving it now (returns at once; it loads meanwhile)."""
         self._ensure(endpoint, deployed_model, model)
 
-    def predict(self, endpoint: str, deployed_model: dict, model: dict,
-                body: Any) -> tuple[int, Any]:
+    def predict(self, endpoint: str, deployed_model: dict, model: dict, body: Any) -> tuple[int, Any]:
         """Forward `body` to the deployed model's server; (HTTP status, JSON answer)."""
         server = self._ensure(endpoint, deployed_model, model)
         if server is None:
@@ -70,9 +71,12 @@ class ModelServers:
             return 503, {"error": f"the model did not become ready within {self.load_timeout:.0f} s"}
         if server.error:
             return 500, {"error": server.error}
-        request = urllib.request.Request(server.url + server.predict_route,
-                                         data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            server.url + server.predict_route,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with _opener().open(request, timeout=FORWARD_TIMEOUT_S) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
@@ -115,10 +119,13 @@ class ModelServers:
             spec = model.get("containerSpec") or {}
             endpoint_id = endpoint.rsplit("/", 1)[-1]
             # Vertex AI's defaults when the Model names no routes.
-            predict_route = spec.get("predictRoute") or \
-                f"/v1/endpoints/{endpoint_id}/deployedModels/{deployed_id}:predict"
-            health_route = spec.get("healthRoute") or \
-                f"/v1/endpoints/{endpoint_id}/deployedModels/{deployed_id}"
+            predict_route = (
+                spec.get("predictRoute")
+                or f"/v1/endpoints/{endpoint_id}/deployedModels/{deployed_id}:predict"
+            )
+            health_route = (
+                spec.get("healthRoute") or f"/v1/endpoints/{endpoint_id}/deployedModels/{deployed_id}"
+            )
             port = free_ports(1)[0]
             if spec.get("command"):
                 argv = command_of({"containerSpec": spec})
@@ -126,29 +133,38 @@ class ModelServers:
                 argv = [sys.executable, "-m", SERVE_MODULE, *map(str, spec.get("args") or [])]
             if SERVE_MODULE in argv:
                 argv += ["--host", "127.0.0.1"]  # the container listens on 0.0.0.0; here loopback only
-            env = {**self.environ,
-                   **{str(e["name"]): str(e.get("value", "")) for e in spec.get("env") or []},
-                   "AIP_HTTP_PORT": str(port), "AIP_HEALTH_ROUTE": health_route,
-                   "AIP_PREDICT_ROUTE": predict_route,
-                   "AIP_STORAGE_URI": model.get("artifactUri", ""),
-                   "AIP_DEPLOYED_MODEL_ID": deployed_id, "AIP_ENDPOINT_ID": endpoint_id,
-                   "AIP_MODEL_NAME": model.get("name", "").rsplit("/", 1)[-1],
-                   "AIP_VERSION_NAME": str(model.get("versionId", "")),
-                   "AIP_MACHINE_TYPE": ((deployed_model.get("dedicatedResources") or {})
-                                        .get("machineSpec") or {}).get("machineType", ""),
-                   "AIP_FRAMEWORK": "CUSTOM_CONTAINER", "AIP_MODE": "PREDICTION",
-                   "AIP_MODE_VERSION": "1.0.0", "PYTHONUNBUFFERED": "1"}
+            env = {
+                **self.environ,
+                **{str(e["name"]): str(e.get("value", "")) for e in spec.get("env") or []},
+                "AIP_HTTP_PORT": str(port),
+                "AIP_HEALTH_ROUTE": health_route,
+                "AIP_PREDICT_ROUTE": predict_route,
+                "AIP_STORAGE_URI": model.get("artifactUri", ""),
+                "AIP_DEPLOYED_MODEL_ID": deployed_id,
+                "AIP_ENDPOINT_ID": endpoint_id,
+                "AIP_MODEL_NAME": model.get("name", "").rsplit("/", 1)[-1],
+                "AIP_VERSION_NAME": str(model.get("versionId", "")),
+                "AIP_MACHINE_TYPE": (
+                    (deployed_model.get("dedicatedResources") or {}).get("machineSpec") or {}
+                ).get("machineType", ""),
+                "AIP_FRAMEWORK": "CUSTOM_CONTAINER",
+                "AIP_MODE": "PREDICTION",
+                "AIP_MODE_VERSION": "1.0.0",
+                "PYTHONUNBUFFERED": "1",
+            }
             replica = Replica(pool=0, index=0, address=f"127.0.0.1:{port}", argv=tuple(argv), env=env)
-            server = _Server(deployed_id, f"http://127.0.0.1:{port}", health_route, predict_route,
-                             Supervisor([replica]))
+            server = _Server(
+                deployed_id, f"http://127.0.0.1:{port}", health_route, predict_route, Supervisor([replica])
+            )
             self._servers[deployed_id] = server
-        self.echo(f"[model {deployed_id}] serving {model.get('artifactUri', '')} on {server.url}: "
-                  f"{' '.join(argv[1:])}")
+        self.echo(
+            f"[model {deployed_id}] serving {model.get('artifactUri', '')} on {server.url}: "
+            f"{' '.join(argv[1:])}"
+        )
         # The process is started by the thread that watches it, for as long as it runs: a
         # child's PR_SET_PDEATHSIG fires when the *thread* that forked it ends (here that would
         # be the HTTP request's), not only when the sandbox does.
-        threading.Thread(target=self._watch, args=(server,), daemon=True,
-                         name=f"serve-{deployed_id}").start()
+        threading.Thread(target=self._watch, args=(server,), daemon=True, name=f"serve-{deployed_id}").start()
         return server
 
     def _watch(self, server: _Server) -> None:
@@ -158,7 +174,7 @@ class ModelServers:
                 if self._closed:
                     raise RuntimeError("the sandbox is shutting down")
                 server.supervisor.start()
-            except Exception as exc:  # noqa: BLE001 - UserError (no such command), OSError
+            except Exception as exc:
                 server.error = f"the serving container cannot start: {exc}"
                 server.ready.set()
                 return
@@ -170,8 +186,9 @@ class ModelServers:
             if process.ended is not None:
                 if not server.ready.is_set():
                     last = [t for t in process.tail if t.strip()]
-                    server.error = (f"the model server exited with status {process.returncode}"
-                                    + (f": {last[-1].strip()}" if last else ""))
+                    server.error = f"the model server exited with status {process.returncode}" + (
+                        f": {last[-1].strip()}" if last else ""
+                    )
                     server.ready.set()
                 for _, line in server.supervisor.lines(timeout=0):
                     self.echo(f"[model {server.deployed_id}] {line}")

@@ -75,11 +75,13 @@ class TuningRunner(Runner[_Study]):
     def _run(self, study: _Study) -> None:
         try:
             state, error = self._execute(study)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the job RUNNING
+        except Exception as exc:
             state, error = FAILED, {"code": 13, "message": internal_error(exc)}
         self._report(study, state, error)
-        self.echo(f"[tuning {study.job_id}] {state.replace('JOB_STATE_', '').lower()}"
-                  + (f": {error['message']}" if error else ""))
+        self.echo(
+            f"[tuning {study.job_id}] {state.replace('JOB_STATE_', '').lower()}"
+            + (f": {error['message']}" if error else "")
+        )
 
     def _execute(self, study: _Study) -> tuple[str, dict | None]:
         from vertex_trainer.workflows.tuning import plan_trials, trial_args
@@ -99,12 +101,18 @@ class TuningRunner(Runner[_Study]):
             for number, values in enumerate(planned, 1):
                 while len(pending) >= parallel:
                     done, pending = concurrent.futures.wait(
-                        pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                        pending, return_when=concurrent.futures.FIRST_COMPLETED
+                    )
                 if study.cancel.is_set() or (limit and self._failed(study) >= limit):
                     break
-                trial = {"id": str(number), "state": "ACTIVE", "startTime": _now(),
-                         "parameters": [{"parameterId": render.parameter_id(k), "value": v}
-                                        for k, v in values.items()]}
+                trial = {
+                    "id": str(number),
+                    "state": "ACTIVE",
+                    "startTime": _now(),
+                    "parameters": [
+                        {"parameterId": render.parameter_id(k), "value": v} for k, v in values.items()
+                    ],
+                }
                 study.trials.append(trial)
                 pending.add(pool.submit(self._trial, study, trial, trial_args(search, values), metric))
             concurrent.futures.wait(pending)
@@ -112,8 +120,10 @@ class TuningRunner(Runner[_Study]):
             return CANCELLED, {"code": 1, "message": "CANCELED"}
         failed = self._failed(study)
         if limit and failed >= limit:
-            return FAILED, {"code": 9, "message": f"{failed} trials failed, reaching "
-                                                  f"maxFailedTrialCount {limit}."}
+            return FAILED, {
+                "code": 9,
+                "message": f"{failed} trials failed, reaching maxFailedTrialCount {limit}.",
+            }
         if failed == len(study.trials):
             return FAILED, {"code": 9, "message": "All trials failed."}
         return SUCCEEDED, None
@@ -123,30 +133,37 @@ class TuningRunner(Runner[_Study]):
 
         spec = copy.deepcopy(study.body["trialJobSpec"])
         base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").rstrip("/")
-        metric_file = os.path.join(self._dir, study.job_id, trial["id"],
-                                   "hypertune", "output.metrics")
+        metric_file = os.path.join(self._dir, study.job_id, trial["id"], "hypertune", "output.metrics")
         os.makedirs(os.path.dirname(metric_file), exist_ok=True)
-        job = trial_job({"displayName": f"{study.body['displayName']}", "jobSpec": spec}, trial["id"],
-                        f"{base}/{trial['id']}", args)
+        job = trial_job(
+            {"displayName": f"{study.body['displayName']}", "jobSpec": spec},
+            trial["id"],
+            f"{base}/{trial['id']}",
+            args,
+        )
         for pool in job["jobSpec"].get("workerPoolSpecs") or []:
             container = (pool or {}).get("containerSpec")
             if container is not None:  # what Vertex AI sets in a trial's containers
-                container["env"] = [*container.get("env", []),
-                                    {"name": "CLOUD_ML_TRIAL_ID", "value": trial["id"]},
-                                    {"name": "CLOUD_ML_HP_METRIC_FILE", "value": metric_file}]
+                container["env"] = [
+                    *container.get("env", []),
+                    {"name": "CLOUD_ML_TRIAL_ID", "value": trial["id"]},
+                    {"name": "CLOUD_ML_HP_METRIC_FILE", "value": metric_file},
+                ]
         # The study's labels (its idempotency key among them) stay on the study: a trial's job
         # must not be mistaken for a run of the spec by a later submit's look-up.
-        job["labels"] = {k: v for k, v in (study.body.get("labels") or {}).items()
-                         if k != KEY_LABEL}
-        status, created = self._call("POST", f"/v1/{study.name.split('/hyperparameterTuningJobs/')[0]}"
-                                              "/customJobs", job)
+        job["labels"] = {k: v for k, v in (study.body.get("labels") or {}).items() if k != KEY_LABEL}
+        status, created = self._call(
+            "POST", f"/v1/{study.name.split('/hyperparameterTuningJobs/')[0]}/customJobs", job
+        )
         if status != 200:
             reason = ((created or {}).get("error") or {}).get("message") or f"HTTP {status}"
             return self._end(study, trial, None, f"The trial's CustomJob was refused: {reason}")
         trial["customJob"] = created["name"]
         self._report(study)
-        self.echo(f"[tuning {study.job_id}] trial {trial['id']}: {' '.join(args)} "
-                  f"-> {created['name'].rsplit('/', 1)[-1]}")
+        self.echo(
+            f"[tuning {study.job_id}] trial {trial['id']}: {' '.join(args)} "
+            f"-> {created['name'].rsplit('/', 1)[-1]}"
+        )
         self.jobs.wait(created["name"])
         _, ended = self._call("GET", f"/v1/{created['name']}")
         state = (ended or {}).get("state")
@@ -154,8 +171,11 @@ class TuningRunner(Runner[_Study]):
         if state == "JOB_STATE_SUCCEEDED" and value is None:
             reason = f"The trial reported no {metric!r} through cloudml-hypertune."
         elif state != "JOB_STATE_SUCCEEDED":
-            reason = ("CANCELED" if state == "JOB_STATE_CANCELLED" else
-                      f"The trial's CustomJob failed: {((ended or {}).get('error') or {}).get('message', state)}")
+            reason = (
+                "CANCELED"
+                if state == "JOB_STATE_CANCELLED"
+                else f"The trial's CustomJob failed: {((ended or {}).get('error') or {}).get('message', state)}"
+            )
         else:
             reason = None
         self._end(study, trial, value, reason)
@@ -164,8 +184,10 @@ class TuningRunner(Runner[_Study]):
         trial["endTime"] = _now()
         if reason is None:
             metric = study.body["studySpec"]["metrics"][0]["metricId"]
-            trial.update(state="SUCCEEDED", finalMeasurement={
-                "stepCount": "1", "metrics": [{"metricId": metric, "value": float(value)}]})
+            trial.update(
+                state="SUCCEEDED",
+                finalMeasurement={"stepCount": "1", "metrics": [{"metricId": metric, "value": float(value)}]},
+            )
         else:
             trial.update(state="INFEASIBLE", infeasibleReason=reason)
         self._report(study)
@@ -193,20 +215,27 @@ def as_tune_spec(study: dict, max_trials: int) -> Any:
         name = p["parameterId"].replace("-", "_")
         if "doubleValueSpec" in p:
             s = p["doubleValueSpec"]
-            out: dict = {"min": float(s.get("minValue", 0)), "max": float(s.get("maxValue", 0)),
-                         "type": "double"}
+            out: dict = {
+                "min": float(s.get("minValue", 0)),
+                "max": float(s.get("maxValue", 0)),
+                "type": "double",
+            }
         elif "integerValueSpec" in p:
             s = p["integerValueSpec"]
             out = {"min": int(s.get("minValue", 0)), "max": int(s.get("maxValue", 0)), "type": "integer"}
         elif "discreteValueSpec" in p:
-            out = {"values": [float(v) for v in p["discreteValueSpec"].get("values", [])],
-                   "type": "discrete"}
+            out = {"values": [float(v) for v in p["discreteValueSpec"].get("values", [])], "type": "discrete"}
         else:
             out = {"values": list(p["categoricalValueSpec"].get("values", [])), "type": "categorical"}
         if p.get("scaleType") in scales and out["type"] != "categorical":
             out["scale"] = scales[p["scaleType"]]
         parameters[name] = out
     goal = "minimize" if study["metrics"][0].get("goal") == "MINIMIZE" else "maximize"
-    tune = TuneSpec(metric=study["metrics"][0]["metricId"], goal=goal, max_trials=max_trials,
-                    algorithm=algorithms.get(study.get("algorithm", ""), "auto"), parameters=parameters)
+    tune = TuneSpec(
+        metric=study["metrics"][0]["metricId"],
+        goal=goal,
+        max_trials=max_trials,
+        algorithm=algorithms.get(study.get("algorithm", ""), "auto"),
+        parameters=parameters,
+    )
     return SimpleNamespace(tune=tune, trainer=SimpleNamespace(seed=0))

@@ -15,20 +15,46 @@ flag table (plus trainer.config inside check_trainer_flags); nothing here reads 
 
 from vertex_trainer.spec.deploy import DeploySpec
 from vertex_trainer.spec.images import (
-    parse_staging, validate_image_reference, validate_image_values, validate_requirement,
+    parse_staging,
+    validate_image_reference,
+    validate_image_values,
+    validate_requirement,
 )
 from vertex_trainer.spec.load import apply_set, build_spec, load_spec, parse_assignments, read_yaml
 from vertex_trainer.spec.model import (
-    BootDisk, HardwareSpec, ImageSpec, JobSpec, Scheduling, json_schema, spec_hash,
+    BootDisk,
+    HardwareSpec,
+    ImageSpec,
+    JobSpec,
+    Scheduling,
+    json_schema,
+    spec_hash,
 )
 from vertex_trainer.spec.rules import cloud_problems
 from vertex_trainer.spec.trainer import TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import TuneParameter, TuneSpec
 
 __all__ = [
-    "JobSpec", "DeploySpec", "HardwareSpec", "ImageSpec", "Scheduling", "BootDisk", "TrainerArgs",
-    "load_spec", "build_spec", "read_yaml", "parse_assignments", "apply_set",
-    "spec_hash", "json_schema", "cloud_problems", "check_trainer_flags",
-    "validate_image_values", "validate_image_reference", "validate_requirement", "parse_staging",
-    "TuneSpec", "TuneParameter",
+    "BootDisk",
+    "DeploySpec",
+    "HardwareSpec",
+    "ImageSpec",
+    "JobSpec",
+    "Scheduling",
+    "TrainerArgs",
+    "TuneParameter",
+    "TuneSpec",
+    "apply_set",
+    "build_spec",
+    "check_trainer_flags",
+    "cloud_problems",
+    "json_schema",
+    "load_spec",
+    "parse_assignments",
+    "parse_staging",
+    "read_yaml",
+    "spec_hash",
+    "validate_image_reference",
+    "validate_image_values",
+    "validate_requirement",
 ]

@@ -61,9 +61,15 @@ def attempts(spec: JobSpec) -> tuple[PlannedAttempt, ...]:
             rest.append(PlannedAttempt(n, spec.region, entry, spec.hardware, s.reservation))
             continue
         reservation = entry.reservation if entry.reservation is not None else s.reservation
-        rest.append(PlannedAttempt(n, entry.region or spec.region, entry.strategy or s.strategy,
-                                   entry.hardware or spec.hardware,
-                                   None if reservation == "none" else reservation))
+        rest.append(
+            PlannedAttempt(
+                n,
+                entry.region or spec.region,
+                entry.strategy or s.strategy,
+                entry.hardware or spec.hardware,
+                None if reservation == "none" else reservation,
+            )
+        )
     return (first, *rest)
 
 

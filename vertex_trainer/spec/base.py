@@ -12,8 +12,7 @@ PROBLEM = "vertex_trainer_problem"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True,
-                              allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
 
 
 def problem(message: str, *, sub: str = "", hint: str | None = None) -> PydanticCustomError:
@@ -27,9 +26,8 @@ def problem(message: str, *, sub: str = "", hint: str | None = None) -> Pydantic
 
 def as_problem(error: SpecError, field: str) -> PydanticCustomError:
     """A SpecError raised for `field` (e.g. by vertex_trainer.hardware) as a collected problem."""
-    sub = error.field[len(field):].lstrip(".") if error.field.startswith(field) else ""
+    sub = error.field[len(field) :].lstrip(".") if error.field.startswith(field) else ""
     text = error.message
     if text.startswith(f"{error.field}: "):
-        text = text[len(error.field) + 2:]
+        text = text[len(error.field) + 2 :]
     return problem(text, sub=sub, hint=error.hint)
-

@@ -21,8 +21,16 @@ from vertex_trainer.suggest import suggest
 # Machine families Vertex AI online prediction offers (docs: "Configure compute resources for
 # inference"); GPUs attach to n1, a2, a3 and g2 machines.
 SERVING_FAMILIES = ("n1", "n2", "n2d", "e2", "c2", "c2d", "c3", "a2", "a3", "g2")
-SERVING_GPUS = ("NVIDIA_TESLA_T4", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4", "NVIDIA_TESLA_P100",
-                "NVIDIA_TESLA_A100", "NVIDIA_A100_80GB", "NVIDIA_L4", "NVIDIA_H100_80GB")
+SERVING_GPUS = (
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_P100",
+    "NVIDIA_TESLA_A100",
+    "NVIDIA_A100_80GB",
+    "NVIDIA_L4",
+    "NVIDIA_H100_80GB",
+)
 _MACHINE = re.compile(r"^(?P<family>[a-z][a-z0-9]*)-[a-z0-9-]+$")
 _ENDPOINT_NAME = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/endpoints/[^/]+$")
 
@@ -30,58 +38,100 @@ _ENDPOINT_NAME = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>
 class DeploySpec(Strict):
     """Register the trained model and serve it on a Vertex AI Endpoint."""
 
-    model: str | None = Field(None, min_length=1, max_length=128,
-                              description="Model Registry display name (default: the spec's name); "
-                                          "each deploy of a new job adds a version under it")
-    endpoint: str | None = Field(None, min_length=1, max_length=128,
-                                 description="endpoint display name (created if missing) or "
-                                             "projects/P/locations/R/endpoints/ID (default: the spec's name)")
-    machine_type: str = Field("n1-standard-4", description="serving machine, e.g. n1-standard-4, g2-standard-8")
+    model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="Model Registry display name (default: the spec's name); "
+        "each deploy of a new job adds a version under it",
+    )
+    endpoint: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="endpoint display name (created if missing) or "
+        "projects/P/locations/R/endpoints/ID (default: the spec's name)",
+    )
+    machine_type: str = Field(
+        "n1-standard-4", description="serving machine, e.g. n1-standard-4, g2-standard-8"
+    )
     accelerator_type: str | None = Field(None, description="GPU for serving, e.g. NVIDIA_TESLA_T4")
     accelerator_count: int = Field(0, ge=0, le=8, description="GPUs per serving machine")
     min_replicas: int = Field(1, ge=1, le=1000, description="serving machines at least")
-    max_replicas: int | None = Field(None, ge=1, le=1000, description="serving machines at most "
-                                                                      "(default: min_replicas)")
-    traffic: int = Field(100, ge=0, le=100, description="percent of the endpoint's traffic for the new "
-                                                        "version; the versions already serving share the rest")
-    serving_image: str = Field("auto", description="auto: the job's own image running `python -m "
-                               "trainer.serve` (docs/serving.md); or a serving container URI")
-    timeout: int = Field(3600, ge=60, le=6 * 3600, description="seconds to wait for the upload and the "
-                                                               "deployment (deploys take 10-30 minutes)")
+    max_replicas: int | None = Field(
+        None, ge=1, le=1000, description="serving machines at most (default: min_replicas)"
+    )
+    traffic: int = Field(
+        100,
+        ge=0,
+        le=100,
+        description="percent of the endpoint's traffic for the new "
+        "version; the versions already serving share the rest",
+    )
+    serving_image: str = Field(
+        "auto",
+        description="auto: the job's own image running `python -m "
+        "trainer.serve` (docs/serving.md); or a serving container URI",
+    )
+    timeout: int = Field(
+        3600,
+        ge=60,
+        le=6 * 3600,
+        description="seconds to wait for the upload and the deployment (deploys take 10-30 minutes)",
+    )
 
     @model_validator(mode="after")
-    def _own_fields(self) -> "DeploySpec":
+    def _own_fields(self) -> DeploySpec:
         m = _MACHINE.match(self.machine_type)
         if not m or m["family"] not in SERVING_FAMILIES:
-            raise problem(f"{self.machine_type!r} is not a machine type Vertex AI serves on",
-                          sub="machine_type",
-                          hint="families: " + ", ".join(f"{f}-*" for f in SERVING_FAMILIES)
-                               + "; e.g. n1-standard-4")
+            raise problem(
+                f"{self.machine_type!r} is not a machine type Vertex AI serves on",
+                sub="machine_type",
+                hint="families: " + ", ".join(f"{f}-*" for f in SERVING_FAMILIES) + "; e.g. n1-standard-4",
+            )
         if self.accelerator_type and self.accelerator_type not in SERVING_GPUS:
             near = suggest(self.accelerator_type, SERVING_GPUS)
-            raise problem(f"{self.accelerator_type!r} is not a GPU Vertex AI serves with",
-                          sub="accelerator_type",
-                          hint=(f"did you mean '{near}'? " if near else "") + "allowed: " + ", ".join(SERVING_GPUS))
+            raise problem(
+                f"{self.accelerator_type!r} is not a GPU Vertex AI serves with",
+                sub="accelerator_type",
+                hint=(f"did you mean '{near}'? " if near else "") + "allowed: " + ", ".join(SERVING_GPUS),
+            )
         if self.accelerator_type and not self.accelerator_count:
-            raise problem(f"must be at least 1 when accelerator_type is {self.accelerator_type}",
-                          sub="accelerator_count", hint="e.g. accelerator_count: 1")
+            raise problem(
+                f"must be at least 1 when accelerator_type is {self.accelerator_type}",
+                sub="accelerator_count",
+                hint="e.g. accelerator_count: 1",
+            )
         if self.accelerator_count and not self.accelerator_type:
-            raise problem(f"accelerator_count is {self.accelerator_count} but no accelerator_type is set",
-                          sub="accelerator_type", hint="e.g. accelerator_type: NVIDIA_TESLA_T4")
+            raise problem(
+                f"accelerator_count is {self.accelerator_count} but no accelerator_type is set",
+                sub="accelerator_type",
+                hint="e.g. accelerator_type: NVIDIA_TESLA_T4",
+            )
         if self.accelerator_type and hw.machine(self.machine_type) is not None:
             try:  # GPU machines: the same machine <-> GPU <-> count pairings as training
-                hw.check_hardware("deploy", self.machine_type, self.accelerator_type,
-                                  self.accelerator_count, None)
+                hw.check_hardware(
+                    "deploy", self.machine_type, self.accelerator_type, self.accelerator_count, None
+                )
             except SpecError as e:
-                raise problem(e.message.split(": ", 1)[-1], sub=e.field.removeprefix("deploy.")
-                              if e.field.startswith("deploy.") else "", hint=e.hint) from None
+                raise problem(
+                    e.message.split(": ", 1)[-1],
+                    sub=e.field.removeprefix("deploy.") if e.field.startswith("deploy.") else "",
+                    hint=e.hint,
+                ) from None
         elif self.accelerator_type:
-            raise problem(f"{self.machine_type} takes no GPU", sub="machine_type",
-                          hint="GPUs attach to n1-*, a2-*, a3-* and g2-* machines, e.g. n1-standard-4 "
-                               "with NVIDIA_TESLA_T4")
+            raise problem(
+                f"{self.machine_type} takes no GPU",
+                sub="machine_type",
+                hint="GPUs attach to n1-*, a2-*, a3-* and g2-* machines, e.g. n1-standard-4 "
+                "with NVIDIA_TESLA_T4",
+            )
         if self.max_replicas is not None and self.max_replicas < self.min_replicas:
-            raise problem(f"max_replicas {self.max_replicas} is less than min_replicas {self.min_replicas}",
-                          sub="max_replicas", hint=f"use max_replicas >= {self.min_replicas}")
+            raise problem(
+                f"max_replicas {self.max_replicas} is less than min_replicas {self.min_replicas}",
+                sub="max_replicas",
+                hint=f"use max_replicas >= {self.min_replicas}",
+            )
         if self.serving_image != "auto":
             try:
                 validate_image_reference("deploy.serving_image", self.serving_image)
@@ -98,19 +148,33 @@ def deploy_rules(spec: Any) -> None:
     if d.endpoint and d.endpoint.startswith("projects/"):
         m = _ENDPOINT_NAME.match(d.endpoint)
         if not m:
-            raise SpecError("deploy.endpoint", "is not an endpoint resource name", value=d.endpoint,
-                            hint="projects/P/locations/R/endpoints/ID, or a display name")
+            raise SpecError(
+                "deploy.endpoint",
+                "is not an endpoint resource name",
+                value=d.endpoint,
+                hint="projects/P/locations/R/endpoints/ID, or a display name",
+            )
         if (spec.region and m["region"] != spec.region) or (spec.project and m["project"] != spec.project):
-            raise SpecError("deploy.endpoint", f"is in {m['project']}/{m['region']}, the job in "
-                            f"{spec.project or '(no project)'}/{spec.region}", has_value=False,
-                            hint="deploy to an endpoint in the job's project and region, or give a "
-                                 "display name to create one there")
+            raise SpecError(
+                "deploy.endpoint",
+                f"is in {m['project']}/{m['region']}, the job in "
+                f"{spec.project or '(no project)'}/{spec.region}",
+                has_value=False,
+                hint="deploy to an endpoint in the job's project and region, or give a "
+                "display name to create one there",
+            )
     if d.serving_image == "auto" and spec.image is not None and spec.image.python_package:
-        raise SpecError("deploy.serving_image", "auto serves with the job's own image, and a "
-                        "python_package job has none", has_value=False,
-                        hint="set image.repository (build the trainer image), or give a serving "
-                             "container URI")
+        raise SpecError(
+            "deploy.serving_image",
+            "auto serves with the job's own image, and a python_package job has none",
+            has_value=False,
+            hint="set image.repository (build the trainer image), or give a serving container URI",
+        )
     if d.serving_image == "auto" and spec.image is not None and spec.image.context:
-        raise SpecError("deploy.serving_image", "auto needs the bundled trainer's image (it runs "
-                        "`python -m trainer.serve`); this spec builds its own context", has_value=False,
-                        hint="give a serving container URI that serves the SavedModel")
+        raise SpecError(
+            "deploy.serving_image",
+            "auto needs the bundled trainer's image (it runs "
+            "`python -m trainer.serve`); this spec builds its own context",
+            has_value=False,
+            hint="give a serving container URI that serves the SavedModel",
+        )

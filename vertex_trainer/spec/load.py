@@ -15,8 +15,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -26,14 +27,15 @@ from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec.messages import dotted, shown, translate
 from vertex_trainer.spec.model import JobSpec
 
-MAX_FILE_BYTES = 1 << 20     # a spec is a few hundred bytes; a megabyte is certainly a mistake
-MAX_DEPTH = 32               # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
-MAX_VALUES = 20_000          # values after aliases are expanded (a YAML "billion laughs" stops here)
-MAX_TEXT = 65_536            # characters in one value
+MAX_FILE_BYTES = 1 << 20  # a spec is a few hundred bytes; a megabyte is certainly a mistake
+MAX_DEPTH = 32  # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
+MAX_VALUES = 20_000  # values after aliases are expanded (a YAML "billion laughs" stops here)
+MAX_TEXT = 65_536  # characters in one value
 _INT64 = 1 << 63
 
 
 # -- YAML -----------------------------------------------------------------------------------------
+
 
 class _SpecLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate and non-text keys (PyYAML keeps the last duplicate)."""
@@ -47,11 +49,15 @@ def _construct_mapping(loader: _SpecLoader, node, deep=False):
         key = loader.construct_object(key_node, deep=deep)
         if not isinstance(key, str):
             raise yaml.constructor.ConstructorError(
-                None, None, f"a key must be text, not {_key_kind(key)}; quote it or write it as a name",
-                key_node.start_mark)
+                None,
+                None,
+                f"a key must be text, not {_key_kind(key)}; quote it or write it as a name",
+                key_node.start_mark,
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark)
+                None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})", key_node.start_mark
+            )
         seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 
@@ -78,10 +84,12 @@ _YAML_FAILURES = (yaml.YAMLError, ValueError, TypeError, OverflowError)
 
 def _parse(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_SpecLoader)
     except RecursionError:
-        raise UserError("the YAML nests too deeply (more than a few hundred levels); a job spec nests "
-                        "3 levels", hint="check the brackets and the indentation") from None
+        raise UserError(
+            "the YAML nests too deeply (more than a few hundred levels); a job spec nests 3 levels",
+            hint="check the brackets and the indentation",
+        ) from None
 
 
 def read_yaml(path: str | os.PathLike) -> dict:
@@ -91,8 +99,10 @@ def read_yaml(path: str | os.PathLike) -> dict:
         with open(p, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise UserError(f"spec file not found: {p}",
-                        hint="give the path of a YAML job spec, e.g. job_specs/quickstart-local.yaml") from None
+        raise UserError(
+            f"spec file not found: {p}",
+            hint="give the path of a YAML job spec, e.g. job_specs/quickstart-local.yaml",
+        ) from None
     except (OSError, ValueError) as e:
         raise UserError(f"cannot read spec file {p}: {e}") from None
     if len(raw) > MAX_FILE_BYTES:
@@ -110,19 +120,23 @@ def read_yaml(path: str | os.PathLike) -> dict:
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
         raise UserError(f"{p}:{where} invalid YAML: {e.problem or e}") from None
     except ValueError as e:  # PyYAML turning a scalar into a number
-        what = "a number has more than 4300 digits" if "digits" in str(e) else f"a number cannot be read ({e})"
+        what = (
+            "a number has more than 4300 digits" if "digits" in str(e) else f"a number cannot be read ({e})"
+        )
         raise UserError(f"{p}: invalid YAML: {what}", hint="quote the value if it is text") from None
     except _YAML_FAILURES as e:
         raise UserError(f"{p}: invalid YAML: {e}") from None
     if data is None:
         raise UserError(f"{p}: the spec is empty", hint="see job_specs/ for examples")
     if not isinstance(data, dict):
-        raise UserError(f"{p}: a spec is a mapping of keys (name:, region:, hardware:, ...), "
-                        f"not a {type(data).__name__}")
+        raise UserError(
+            f"{p}: a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}"
+        )
     return data
 
 
 # -- plain data: a bounded deep copy ---------------------------------------------------------------
+
 
 def _plain(data: Any) -> Any:
     """A deep copy of spec data as dicts, lists and scalars, refusing what no spec can hold.
@@ -136,17 +150,27 @@ def _plain(data: Any) -> Any:
         count += 1
         where = dotted(path) or "the spec"
         if count > MAX_VALUES:
-            raise UserError(f"the spec holds more than {MAX_VALUES} values (YAML aliases expanding?)",
-                            hint="a job spec has a few dozen values")
+            raise UserError(
+                f"the spec holds more than {MAX_VALUES} values (YAML aliases expanding?)",
+                hint="a job spec has a few dozen values",
+            )
         if isinstance(node, (dict, list, tuple)) and depth >= MAX_DEPTH:
-            raise SpecError(dotted(path[:3]), f"nests more than {MAX_DEPTH} levels deep; a job spec nests 3",
-                            has_value=False, hint="check the brackets and the indentation")
+            raise SpecError(
+                dotted(path[:3]),
+                f"nests more than {MAX_DEPTH} levels deep; a job spec nests 3",
+                has_value=False,
+                hint="check the brackets and the indentation",
+            )
         if isinstance(node, Mapping):
             out = {}
             for key, value in node.items():
                 if not isinstance(key, str):
-                    raise SpecError(where, f"a key must be text, not {_key_kind(key)}", has_value=False,
-                                    hint="quote the key")
+                    raise SpecError(
+                        where,
+                        f"a key must be text, not {_key_kind(key)}",
+                        has_value=False,
+                        hint="quote the key",
+                    )
                 out[_text(key, path, "a key")] = walk(value, path + (key,), depth + 1)
             return out
         if isinstance(node, (list, tuple)):
@@ -163,8 +187,11 @@ def _plain(data: Any) -> Any:
             return _text(os.fspath(node), path)
         if isinstance(node, (_dt.date, _dt.time)):
             return node.isoformat()
-        raise SpecError(where, f"is a {type(node).__name__}; a spec holds text, numbers, true/false, lists "
-                        "and mappings", has_value=False)
+        raise SpecError(
+            where,
+            f"is a {type(node).__name__}; a spec holds text, numbers, true/false, lists and mappings",
+            has_value=False,
+        )
 
     return walk(data, (), 0)
 
@@ -179,12 +206,17 @@ def _text(value: str, path: tuple, what: str = "") -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise SpecError(where, f"{what}contains an invalid character (a lone UTF-16 surrogate)", has_value=False,
-                        hint="write the character itself, or its \\U escape") from None
+        raise SpecError(
+            where,
+            f"{what}contains an invalid character (a lone UTF-16 surrogate)",
+            has_value=False,
+            hint="write the character itself, or its \\U escape",
+        ) from None
     return value
 
 
 # -- --set ----------------------------------------------------------------------------------------
+
 
 def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str, str]]:
     """'a.b=c' strings -> [(key, value)]; a missing '=' is a clear error."""
@@ -192,8 +224,10 @@ def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str,
     for item in items or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UserError(f"{flag} {item!r}: expected KEY=VALUE", hint=f"e.g. {flag} trainer.batch_size=4096"
-                            if flag == "--set" else f"e.g. {flag} user=alice")
+            raise UserError(
+                f"{flag} {item!r}: expected KEY=VALUE",
+                hint=f"e.g. {flag} trainer.batch_size=4096" if flag == "--set" else f"e.g. {flag} user=alice",
+            )
         out.append((key.strip(), value))
     return out
 
@@ -201,7 +235,7 @@ def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str,
 def apply_set(data: dict, key: str, raw: str) -> None:
     """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar)."""
     try:
-        value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""  # noqa: S506 - SafeLoader
+        value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
     except (*_YAML_FAILURES, RecursionError):
         value = raw
     parts = key.split(".")
@@ -214,13 +248,16 @@ def apply_set(data: dict, key: str, raw: str) -> None:
         elif isinstance(child, str) and path == "hardware":
             child = node[part] = hw.resolve_preset(child)  # --set hardware.accelerator_count=4 on a preset
         elif not isinstance(child, dict):
-            raise UserError(f"--set {key}: {path} is {shown(child)}, not a mapping",
-                            hint=f"set {path} itself, e.g. --set {path}=...")
+            raise UserError(
+                f"--set {key}: {path} is {shown(child)}, not a mapping",
+                hint=f"set {path} itself, e.g. --set {path}=...",
+            )
         node = child
     node[parts[-1]] = value
 
 
 # -- templates ------------------------------------------------------------------------------------
+
 
 class _LazyGitSha:
     """`{{ git_sha }}`: computed only when a template uses it."""
@@ -230,11 +267,19 @@ class _LazyGitSha:
 
     def __str__(self) -> str:
         try:
-            out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=self.cwd, capture_output=True,
-                                 text=True, timeout=10, check=True)
+            out = subprocess.run(
+                ["git", "rev-parse", "--short=12", "HEAD"],
+                cwd=self.cwd,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            )
         except (OSError, subprocess.SubprocessError):
-            raise UserError("{{ git_sha }} is used but the spec is not in a git checkout with a commit",
-                            hint="commit first, or pass --var and use {{ my_var }} instead") from None
+            raise UserError(
+                "{{ git_sha }} is used but the spec is not in a git checkout with a commit",
+                hint="commit first, or pass --var and use {{ my_var }} instead",
+            ) from None
         return out.stdout.strip()
 
 
@@ -255,7 +300,9 @@ def _template_env():
     from jinja2.sandbox import SandboxedEnvironment
 
     # Sandboxed: a template can format values, not reach Python internals.
-    return SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    return SandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False
+    )
 
 
 def _names_in(env, text: str) -> set[str]:
@@ -301,19 +348,32 @@ def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset
             raise
         except jinja2.UndefinedError as e:
             names = ", ".join(sorted(k for k in context if k != "env"))
-            hint = (f"known variables: {names}, env.NAME; add --var KEY=VALUE, or give a "
-                    "default: {{ env.NAME | default('x') }}")
+            hint = (
+                f"known variables: {names}, env.NAME; add --var KEY=VALUE, or give a "
+                "default: {{ env.NAME | default('x') }}"
+            )
             if "trigger" in _names_in(env, node) and "trigger" not in context:
-                hint = ("trigger.bucket/object/generation/folder have values in the runs a storage "
-                        "event starts (vertex-trainer trigger render SPEC --bucket B); " + hint)
-            raise SpecError(where, f"template {shown(node)}: {e.message}", has_value=False,
-                            hint=hint) from None
+                hint = (
+                    "trigger.bucket/object/generation/folder have values in the runs a storage "
+                    "event starts (vertex-trainer trigger render SPEC --bucket B); " + hint
+                )
+            raise SpecError(
+                where, f"template {shown(node)}: {e.message}", has_value=False, hint=hint
+            ) from None
         except jinja2.TemplateError as e:
-            raise SpecError(where, f"template {shown(node)}: {e}", has_value=False,
-                            hint="templates look like {{ env.USER }} or {{ git_sha }}") from None
+            raise SpecError(
+                where,
+                f"template {shown(node)}: {e}",
+                has_value=False,
+                hint="templates look like {{ env.USER }} or {{ git_sha }}",
+            ) from None
         except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError, RecursionError) as e:
-            raise SpecError(where, f"template {shown(node)} failed: {type(e).__name__}: {e}", has_value=False,
-                            hint="templates look like {{ env.USER }} or {{ git_sha }}") from None
+            raise SpecError(
+                where,
+                f"template {shown(node)} failed: {type(e).__name__}: {e}",
+                has_value=False,
+                hint="templates look like {{ env.USER }} or {{ git_sha }}",
+            ) from None
 
     def walk(node: Any, where: str) -> Any:
         if isinstance(node, dict):
@@ -329,10 +389,18 @@ def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset
 
 # -- the whole load -------------------------------------------------------------------------------
 
-def load_spec(path: str | os.PathLike, sets: Iterable[str | tuple[str, str]] = (),
-              vars: Mapping[str, Any] | None = None, project: str | None = None, region: str | None = None,
-              *, environ: Mapping[str, str] | None = None, default_project: str | None = None,
-              default_region: str | None = None) -> JobSpec:
+
+def load_spec(
+    path: str | os.PathLike,
+    sets: Iterable[str | tuple[str, str]] = (),
+    vars: Mapping[str, Any] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    default_project: str | None = None,
+    default_region: str | None = None,
+) -> JobSpec:
     """Load, override, template and validate a job spec file. Raises UserError/SpecError (exit 2).
 
     `sets` are `"dotted.key=value"` strings (or (key, value) pairs); `vars` feed `{{ var }}`;
@@ -341,33 +409,69 @@ def load_spec(path: str | os.PathLike, sets: Iterable[str | tuple[str, str]] = (
     nor the flags give one (the edge reads them from $GOOGLE_CLOUD_PROJECT / gcloud's config).
     """
     data = read_yaml(path)
-    return build_spec(data, sets=sets, vars=vars, project=project, region=region, base_dir=Path(path).parent,
-                      environ=environ, default_project=default_project, default_region=default_region)
+    return build_spec(
+        data,
+        sets=sets,
+        vars=vars,
+        project=project,
+        region=region,
+        base_dir=Path(path).parent,
+        environ=environ,
+        default_project=default_project,
+        default_region=default_region,
+    )
 
 
-def build_spec(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = (),
-               vars: Mapping[str, Any] | None = None, project: str | None = None, region: str | None = None,
-               base_dir: Path | None = None, *, environ: Mapping[str, str] | None = None,
-               default_project: str | None = None, default_region: str | None = None) -> JobSpec:
+def build_spec(
+    data: Mapping[str, Any],
+    sets: Iterable[str | tuple[str, str]] = (),
+    vars: Mapping[str, Any] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    base_dir: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    default_project: str | None = None,
+    default_region: str | None = None,
+) -> JobSpec:
     """The same as load_spec, from an already-parsed mapping (never mutated)."""
-    data = resolve_data(data, sets=sets, vars=vars, project=project, region=region, base_dir=base_dir,
-                        environ=environ, default_project=default_project, default_region=default_region)
+    data = resolve_data(
+        data,
+        sets=sets,
+        vars=vars,
+        project=project,
+        region=region,
+        base_dir=base_dir,
+        environ=environ,
+        default_project=default_project,
+        default_region=default_region,
+    )
     try:
         return JobSpec.model_validate(data)
     except ValidationError as e:
         raise translate(e) from None
 
 
-def resolve_data(data: Mapping[str, Any], sets: Iterable[str | tuple[str, str]] = (),
-                 vars: Mapping[str, Any] | None = None, project: str | None = None,
-                 region: str | None = None, base_dir: Path | None = None, *,
-                 environ: Mapping[str, str] | None = None, default_project: str | None = None,
-                 default_region: str | None = None, defer: Iterable[str] = ()) -> dict:
+def resolve_data(
+    data: Mapping[str, Any],
+    sets: Iterable[str | tuple[str, str]] = (),
+    vars: Mapping[str, Any] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    base_dir: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    default_project: str | None = None,
+    default_region: str | None = None,
+    defer: Iterable[str] = (),
+) -> dict:
     """The spec data after `--set`, the flags and the templates, not yet validated (build_spec
     validates it). Templates that use a variable named in `defer` stay as they are, to be
     rendered later (`trigger render` keeps `{{ trigger.* }}` for the event that starts a run)."""
     if not isinstance(data, Mapping):
-        raise UserError(f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}")
+        raise UserError(
+            f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}"
+        )
     data = _plain(data)
     if isinstance(sets, str):
         sets = [sets]

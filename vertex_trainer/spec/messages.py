@@ -30,7 +30,7 @@ def translate(exc: ValidationError) -> SpecError:
         if err["type"] == "extra_forbidden":  # the allowed keys of one mapping, listed once
             parent = tuple(err["loc"][:-1])
             if parent in listed:
-                problem = SpecError(problem.field, problem.message[len(problem.field) + 2:], has_value=False)
+                problem = SpecError(problem.field, problem.message[len(problem.field) + 2 :], has_value=False)
             listed.add(parent)
         found.append(problem)
     return found[0] if len(found) == 1 else SpecProblems(found)
@@ -64,16 +64,21 @@ def _one(err: dict) -> SpecError:
     ctx = err.get("ctx") or {}
     if kind == PROBLEM:
         sub = ctx.get("sub")
-        return SpecError(f"{field}.{sub}" if field and sub else field or sub, ctx["message"], has_value=False,
-                         hint=ctx.get("hint"))
+        return SpecError(
+            f"{field}.{sub}" if field and sub else field or sub,
+            ctx["message"],
+            has_value=False,
+            hint=ctx.get("hint"),
+        )
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = list(model.model_fields) if model else []
         # A key one level too high names its section too (`--set epochs=5` -> trainer.epochs).
         near = suggest(str(loc[-1]), allowed + _nested_keys(loc[:-1])) if allowed else None
         message = "unknown key" + (f"; did you mean '{near}'?" if near else "")
-        return SpecError(field, message, has_value=False,
-                         hint="allowed keys: " + ", ".join(allowed) if allowed else None)
+        return SpecError(
+            field, message, has_value=False, hint="allowed keys: " + ", ".join(allowed) if allowed else None
+        )
     if kind == "missing":
         return SpecError(field, "is required", has_value=False, hint=_missing_hint(loc))
     message = err["msg"].removeprefix("Value error, ")
@@ -94,9 +99,24 @@ def _one(err: dict) -> SpecError:
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         message = f"must be a mapping of keys, not {_kind(err.get('input'))}"
         hint = _field_doc(loc)
-    elif kind in ("string_type", "int_type", "float_type", "bool_type", "tuple_type", "list_type",
-                  "greater_than_equal", "less_than_equal", "greater_than", "less_than", "int_parsing",
-                  "float_parsing", "bool_parsing", "int_from_float", "finite_number", "int_parsing_size"):
+    elif kind in (
+        "string_type",
+        "int_type",
+        "float_type",
+        "bool_type",
+        "tuple_type",
+        "list_type",
+        "greater_than_equal",
+        "less_than_equal",
+        "greater_than",
+        "less_than",
+        "int_parsing",
+        "float_parsing",
+        "bool_parsing",
+        "int_from_float",
+        "finite_number",
+        "int_parsing_size",
+    ):
         hint = _field_doc(loc)
     if "input" in err and kind not in ("model_type", "model_attributes_type", "dict_type"):
         value = shown(err["input"])
@@ -106,8 +126,14 @@ def _one(err: dict) -> SpecError:
 
 
 def _kind(value: Any) -> str:
-    return {list: "a list", str: "text", int: "a number", float: "a number", bool: "true/false",
-            type(None): "empty"}.get(type(value), type(value).__name__)
+    return {
+        list: "a list",
+        str: "text",
+        int: "a number",
+        float: "a number",
+        bool: "true/false",
+        type(None): "empty",
+    }.get(type(value), type(value).__name__)
 
 
 def _missing_hint(loc) -> str | None:
@@ -148,8 +174,11 @@ def _nested_keys(loc) -> list[str]:
     model = _model_at(loc)
     if model is None:
         return []
-    return [f"{name}.{key}" for name in model.model_fields
-            for key in ((_model_at((*loc, name)) or _NoFields).model_fields)]
+    return [
+        f"{name}.{key}"
+        for name in model.model_fields
+        for key in ((_model_at((*loc, name)) or _NoFields).model_fields)
+    ]
 
 
 class _NoFields:

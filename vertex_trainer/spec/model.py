@@ -13,7 +13,13 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BeforeValidator, Discriminator, Field, Tag, WithJsonSchema, field_validator, model_validator,
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
 )
 
 from vertex_trainer import hardware as hw
@@ -34,9 +40,15 @@ def _duration(value: Any) -> Any:
 Duration = Annotated[
     int,
     BeforeValidator(_duration),
-    WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0},
-                              {"type": "string", "pattern": r"^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$|^\d+$"}],
-                    "description": "seconds, or 90s, 30m, 4h, 2d, 1h30m"}),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "pattern": r"^(\d+d)?(\d+h)?(\d+m)?(\d+s)?$|^\d+$"},
+            ],
+            "description": "seconds, or 90s, 30m, 4h, 2d, 1h30m",
+        }
+    ),
 ]
 
 
@@ -46,11 +58,15 @@ class HardwareSpec(Strict):
     machine_type: str = Field(description="Compute Engine machine type, e.g. a3-highgpu-8g")
     accelerator_type: str | None = Field(None, description="AcceleratorType enum name, e.g. NVIDIA_H100_80GB")
     accelerator_count: int = Field(0, ge=0, description="accelerators per machine")
-    tpu_topology: str | None = Field(None, pattern=r"^\d+x\d+(x\d+)?$", description="TPU v5e topology, e.g. 2x2")
+    tpu_topology: str | None = Field(
+        None, pattern=r"^\d+x\d+(x\d+)?$", description="TPU v5e topology, e.g. 2x2"
+    )
 
     @property
     def preset(self) -> str | None:
-        return hw.preset_for(self.machine_type, self.accelerator_type, self.accelerator_count, self.tpu_topology)
+        return hw.preset_for(
+            self.machine_type, self.accelerator_type, self.accelerator_count, self.tpu_topology
+        )
 
     @property
     def accelerator(self) -> hw.Accelerator | None:
@@ -59,8 +75,9 @@ class HardwareSpec(Strict):
     @property
     def devices(self) -> int:
         """Data-parallel replicas one machine contributes (GPUs, TPU chips/cores, or 1)."""
-        return hw.devices_per_machine(self.machine_type, self.accelerator_type, self.accelerator_count,
-                                      self.tpu_topology)
+        return hw.devices_per_machine(
+            self.machine_type, self.accelerator_type, self.accelerator_count, self.tpu_topology
+        )
 
     def describe(self) -> str:
         acc = self.accelerator
@@ -82,7 +99,8 @@ def _hardware(value: Any) -> Any:
 
 class BootDisk(Strict):
     type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] | None = Field(
-        None, description="boot disk type; default pd-ssd (hyperdisk-balanced on a3-ultragpu / a4 machines)")
+        None, description="boot disk type; default pd-ssd (hyperdisk-balanced on a3-ultragpu / a4 machines)"
+    )
     size_gb: int = Field(100, ge=100, le=64000, description="boot disk size in GB")
 
 
@@ -91,32 +109,52 @@ class ImageSpec(Strict):
 
     uri: str | None = Field(None, description="use this container image as is (no build)")
     repository: str | None = Field(
-        None, description="Artifact Registry repository to build into; the tag is the build context's content hash")
-    builder: Literal[BUILDERS] = Field("cloud-build", description="how to build the image: cloud-build or docker")
-    context: str | None = Field(None, description="a directory with its own Dockerfile; default: the bundled trainer")
+        None,
+        description="Artifact Registry repository to build into; the tag is the build context's content hash",
+    )
+    builder: Literal[BUILDERS] = Field(
+        "cloud-build", description="how to build the image: cloud-build or docker"
+    )
+    context: str | None = Field(
+        None, description="a directory with its own Dockerfile; default: the bundled trainer"
+    )
     variant: Literal[("auto", *VARIANTS)] = Field(
-        "auto", description="which Dockerfile template: auto follows the hardware")
+        "auto", description="which Dockerfile template: auto follows the hardware"
+    )
     base_image: str | None = Field(None, description="override the variant's pinned base image")
-    base_image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$",
-                                          description="pin the base image by digest")
+    base_image_digest: str | None = Field(
+        None, pattern=r"^sha256:[0-9a-f]{64}$", description="pin the base image by digest"
+    )
     pip_packages: tuple[str, ...] = Field((), description="extra pip requirements baked into the image")
     python_package: bool = Field(
-        False, description="no Docker: build an sdist of the trainer and run it on a prebuilt Vertex image")
-    executor_image: str | None = Field(None, description="prebuilt Vertex AI training image for python_package")
+        False, description="no Docker: build an sdist of the trainer and run it on a prebuilt Vertex image"
+    )
+    executor_image: str | None = Field(
+        None, description="prebuilt Vertex AI training image for python_package"
+    )
     staging_bucket: str | None = Field(
-        None, pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._/-]*)?$",
-        description="gs://bucket/prefix for build contexts and packages; default: <output_dir>/staging")
+        None,
+        pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._/-]*)?$",
+        description="gs://bucket/prefix for build contexts and packages; default: <output_dir>/staging",
+    )
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ImageSpec":
-        given = [k for k in ("uri", "repository") if getattr(self, k)] + (["python_package"] if self.python_package else [])
+    def _one_source(self) -> ImageSpec:
+        given = [k for k in ("uri", "repository") if getattr(self, k)] + (
+            ["python_package"] if self.python_package else []
+        )
         if len(given) != 1:
             what = "none is set" if not given else f"{' and '.join(given)} are set"
-            raise problem(f"set exactly one of uri, repository or python_package: true ({what})",
-                          hint="uri: an existing image; repository: build the trainer; python_package: no Docker")
+            raise problem(
+                f"set exactly one of uri, repository or python_package: true ({what})",
+                hint="uri: an existing image; repository: build the trainer; python_package: no Docker",
+            )
         if self.executor_image and not self.python_package:
-            raise problem("only applies with python_package: true", sub="executor_image",
-                          hint="remove executor_image or set python_package: true")
+            raise problem(
+                "only applies with python_package: true",
+                sub="executor_image",
+                hint="remove executor_image or set python_package: true",
+            )
         return self
 
     @property
@@ -137,23 +175,32 @@ def _no_fallback(value: Any) -> Any:
 
 
 # A Compute Engine reservation: its resource name (or a block of it), zonal.
-RESERVATION = (r"^any$|^projects/[a-z0-9.:-]+/zones/[a-z]+-[a-z]+[0-9]+-[a-z]/reservations/[a-z0-9-]+"
-               r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$")
+RESERVATION = (
+    r"^any$|^projects/[a-z0-9.:-]+/zones/[a-z]+-[a-z]+[0-9]+-[a-z]/reservations/[a-z0-9-]+"
+    r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$"
+)
 
 
 class FallbackAttempt(Strict):
     """One more attempt of the capacity plan (docs/contract.md section 11): every field it leaves
     out is the spec's (its strategy, region, hardware and reservation)."""
 
-    strategy: Strategy | None = Field(None, description="standard, spot or flex-start (default: scheduling.strategy)")
-    region: str | None = Field(None, pattern=r"^[a-z]+-[a-z]+[0-9]+$",
-                               description="the region of this attempt's job (default: the spec's region)")
+    strategy: Strategy | None = Field(
+        None, description="standard, spot or flex-start (default: scheduling.strategy)"
+    )
+    region: str | None = Field(
+        None,
+        pattern=r"^[a-z]+-[a-z]+[0-9]+$",
+        description="the region of this attempt's job (default: the spec's region)",
+    )
     hardware: Annotated[HardwareSpec | None, BeforeValidator(_hardware)] = Field(
-        None, description="a preset name or {machine_type, ...} (default: the spec's hardware)")
+        None, description="a preset name or {machine_type, ...} (default: the spec's hardware)"
+    )
     reservation: str | None = Field(
-        None, pattern=RESERVATION[:-1] + "|^none$",
-        description="projects/P/zones/Z/reservations/R, any, or none (default: scheduling.reservation)")
-
+        None,
+        pattern=RESERVATION[:-1] + "|^none$",
+        description="projects/P/zones/Z/reservations/R, any, or none (default: scheduling.reservation)",
+    )
 
 
 # A fallback entry is a strategy name or a mapping; the tag picks the branch, so a bad entry
@@ -166,25 +213,39 @@ FallbackEntry = Annotated[
 
 class Scheduling(Strict):
     strategy: Strategy = Field(
-        "standard", description="standard, spot (preemptible, cheaper) or flex-start (Dynamic Workload Scheduler)")
+        "standard",
+        description="standard, spot (preemptible, cheaper) or flex-start (Dynamic Workload Scheduler)",
+    )
     fallback: Annotated[tuple[FallbackEntry, ...] | None, BeforeValidator(_no_fallback)] = Field(
-        None, description="attempts tried in order when capacity or quota refuses the one before "
+        None,
+        description="attempts tried in order when capacity or quota refuses the one before "
         "(a create refused with RESOURCE_EXHAUSTED, or a job that ends FAILED with code 8): a strategy "
         "name, or {strategy, region, hardware, reservation}, e.g. [spot, {strategy: standard, region: "
-        "europe-west4}]; each attempt is its own job under the same idempotency key")
+        "europe-west4}]; each attempt is its own job under the same idempotency key",
+    )
     reservation: str | None = Field(
-        None, pattern=RESERVATION,
+        None,
+        pattern=RESERVATION,
         description="consume a Compute Engine reservation: projects/P/zones/Z/reservations/R (its zone in "
-        "the job's region), or any; standard strategy only")
+        "the job's region), or any; standard strategy only",
+    )
     allow_remote_data: bool | None = Field(
-        None, description="let an attempt run in a region the data's bucket does not cover (default: exit 2)")
-    max_wait: Duration | None = Field(None, description="flex-start only: how long to wait for capacity (0 = forever)")
-    timeout: Duration | None = Field(None, description="maximum run time (default 7d); flex-start requires <= 7d")
+        None, description="let an attempt run in a region the data's bucket does not cover (default: exit 2)"
+    )
+    max_wait: Duration | None = Field(
+        None, description="flex-start only: how long to wait for capacity (0 = forever)"
+    )
+    timeout: Duration | None = Field(
+        None, description="maximum run time (default 7d); flex-start requires <= 7d"
+    )
     restart_on_worker_restart: bool = Field(False, description="restart the whole job when a worker restarts")
     disable_retries: bool = Field(False, description="fail instead of retrying on internal errors")
     max_cost: float | None = Field(
-        None, gt=0, description="USD: a plan whose worst case (timeout x hourly list price, every attempt) "
-        "costs more is refused before anything is sent (vertex-trainer cost SPEC shows it)")
+        None,
+        gt=0,
+        description="USD: a plan whose worst case (timeout x hourly list price, every attempt) "
+        "costs more is refused before anything is sent (vertex-trainer cost SPEC shows it)",
+    )
 
     @field_validator("timeout")
     @classmethod
@@ -211,47 +272,83 @@ class JobSpec(Strict):
 
     name: str = Field(pattern=_NAME, description="CustomJob display name: [a-z0-9-], 1..100 chars")
     project: str | None = Field(None, pattern=_PROJECT, description="Google Cloud project id")
-    region: str | None = Field(None, pattern=_REGION,
-                               description="Vertex AI region, e.g. us-central1 (a cloud job needs one; --local does not)")
+    region: str | None = Field(
+        None,
+        pattern=_REGION,
+        description="Vertex AI region, e.g. us-central1 (a cloud job needs one; --local does not)",
+    )
     hardware: Annotated[HardwareSpec, BeforeValidator(_hardware)] = Field(
         description="a preset name (vertex-trainer hardware) or {machine_type, accelerator_type, accelerator_count,"
-        " tpu_topology}")
-    replicas: int = Field(1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers")
+        " tpu_topology}"
+    )
+    replicas: int = Field(
+        1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers"
+    )
     boot_disk: BootDisk = Field(
-        BootDisk(), description="{type: pd-ssd | pd-standard | hyperdisk-balanced, size_gb: 100..64000}")
-    image: ImageSpec | None = Field(None, description="exactly one of uri (an image), repository (build the trainer) "
-                             "or python_package: true; a cloud job needs one, --local does not")
+        BootDisk(), description="{type: pd-ssd | pd-standard | hyperdisk-balanced, size_gb: 100..64000}"
+    )
+    image: ImageSpec | None = Field(
+        None,
+        description="exactly one of uri (an image), repository (build the trainer) "
+        "or python_package: true; a cloud job needs one, --local does not",
+    )
     scheduling: Scheduling = Field(
-        Scheduling(), description="{strategy: standard | spot | flex-start, fallback: [...], max_wait, "
-        "timeout, restart_on_worker_restart, disable_retries}")
+        Scheduling(),
+        description="{strategy: standard | spot | flex-start, fallback: [...], max_wait, "
+        "timeout, restart_on_worker_restart, disable_retries}",
+    )
     output_dir: str | None = Field(
-        None, description="gs://BUCKET/PATH (Vertex AI writes the model, checkpoints and logs there); "
-        "a local path only with --local")
+        None,
+        description="gs://BUCKET/PATH (Vertex AI writes the model, checkpoints and logs there); "
+        "a local path only with --local",
+    )
     service_account: str | None = Field(
-        None, pattern=r"^[a-z0-9-]+@[a-z0-9.-]+\.iam\.gserviceaccount\.com$|^[0-9]+-compute@developer\.gserviceaccount\.com$",
-        description="service account the job runs as, NAME@PROJECT.iam.gserviceaccount.com")
-    network: str | None = Field(None, pattern=r"^projects/[0-9]+/global/networks/[a-z0-9-]+$",
-                                description="VPC network: projects/PROJECT_NUMBER/global/networks/NAME")
+        None,
+        pattern=r"^[a-z0-9-]+@[a-z0-9.-]+\.iam\.gserviceaccount\.com$|^[0-9]+-compute@developer\.gserviceaccount\.com$",
+        description="service account the job runs as, NAME@PROJECT.iam.gserviceaccount.com",
+    )
+    network: str | None = Field(
+        None,
+        pattern=r"^projects/[0-9]+/global/networks/[a-z0-9-]+$",
+        description="VPC network: projects/PROJECT_NUMBER/global/networks/NAME",
+    )
     persistent_resource: str | None = Field(
-        None, pattern=r"^[a-z][a-z0-9-]{0,62}$|^projects/[^/]+/locations/[a-z0-9-]+/persistentResources/[a-z][a-z0-9-]{0,62}$",
+        None,
+        pattern=r"^[a-z][a-z0-9-]{0,62}$|^projects/[^/]+/locations/[a-z0-9-]+/persistentResources/[a-z][a-z0-9-]{0,62}$",
         description="run on this persistent resource (an id, or projects/P/locations/R/persistentResources/ID) "
-        "instead of new VMs (vertex-trainer resources create)")
+        "instead of new VMs (vertex-trainer resources create)",
+    )
     enable_web_access: bool | None = Field(
-        None, description="an interactive shell on each replica while it runs (vertex-trainer shell JOB)")
+        None, description="an interactive shell on each replica while it runs (vertex-trainer shell JOB)"
+    )
     enable_dashboard_access: bool | None = Field(
-        None, description="the training container's dashboard on the chief, at its web access URI")
-    tensorboard: str | None = Field(None, pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
-                                    description="projects/P/locations/REGION/tensorboards/ID; needs service_account")
+        None, description="the training container's dashboard on the chief, at its web access URI"
+    )
+    tensorboard: str | None = Field(
+        None,
+        pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
+        description="projects/P/locations/REGION/tensorboards/ID; needs service_account",
+    )
     encryption_key: str | None = Field(
-        None, pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[^/]+/cryptoKeys/[^/]+$",
-        description="Cloud KMS key in the job's region: projects/P/locations/R/keyRings/K/cryptoKeys/C")
+        None,
+        pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[^/]+/cryptoKeys/[^/]+$",
+        description="Cloud KMS key in the job's region: projects/P/locations/R/keyRings/K/cryptoKeys/C",
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Vertex labels (lowercase, <= 63 chars)")
     env: dict[str, str] = Field(default_factory=dict, description="environment variables for every replica")
-    trainer: TrainerArgs = Field(description="the trainer's flags (--kebab-case=value); unset = trainer default")
-    deploy: DeploySpec | None = Field(None, description="register the model and serve it on an Endpoint "
-                                      "once the job succeeded (submit --wait --deploy, deploy)")
-    tune: TuneSpec | None = Field(None, description="hyperparameter tuning: submit creates a Vertex AI "
-                                  "HyperparameterTuningJob whose trials run this job with other trainer flags")
+    trainer: TrainerArgs = Field(
+        description="the trainer's flags (--kebab-case=value); unset = trainer default"
+    )
+    deploy: DeploySpec | None = Field(
+        None,
+        description="register the model and serve it on an Endpoint "
+        "once the job succeeded (submit --wait --deploy, deploy)",
+    )
+    tune: TuneSpec | None = Field(
+        None,
+        description="hyperparameter tuning: submit creates a Vertex AI "
+        "HyperparameterTuningJob whose trials run this job with other trainer flags",
+    )
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -264,7 +361,7 @@ class JobSpec(Strict):
         return _as_text(v, lambda x: json.dumps(x) if isinstance(x, bool) else str(x))
 
     @model_validator(mode="after")
-    def _rules(self) -> "JobSpec":
+    def _rules(self) -> JobSpec:
         rules.check(self)  # the cross-field rules; raises SpecError / SpecProblems (exit 2)
         return self
 
@@ -303,14 +400,19 @@ def json_schema() -> dict:
     hw_schema = props["hardware"]
     props["hardware"] = {
         "description": hw_schema.get("description", ""),
-        "anyOf": [{"type": "string", "enum": sorted(hw.PRESETS)},
-                  {k: v for k, v in hw_schema.items() if k != "description"}],
+        "anyOf": [
+            {"type": "string", "enum": sorted(hw.PRESETS)},
+            {k: v for k, v in hw_schema.items() if k != "description"},
+        ],
     }
     return _templates_allowed(schema)
 
 
-_TEMPLATE = {"type": "string", "pattern": r"\{\{|\{%",
-             "description": "a jinja2 template, resolved when the spec is loaded"}
+_TEMPLATE = {
+    "type": "string",
+    "pattern": r"\{\{|\{%",
+    "description": "a jinja2 template, resolved when the spec is loaded",
+}
 _LEAF_TYPES = {"string", "integer", "number", "boolean"}
 
 
@@ -320,8 +422,10 @@ def _templates_allowed(node: Any) -> Any:
         return [_templates_allowed(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: (v if k in ("properties", "$defs", "definitions") else _templates_allowed(v))
-           for k, v in node.items()}
+    out = {
+        k: (v if k in ("properties", "$defs", "definitions") else _templates_allowed(v))
+        for k, v in node.items()
+    }
     for key in ("properties", "$defs", "definitions"):
         if key in node:
             out[key] = {name: _templates_allowed(sub) for name, sub in node[key].items()}

@@ -8,9 +8,11 @@ hardware run only when it is), so one validate answers with everything there is 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from vertex_trainer import hardware as hw, regions
+from vertex_trainer import hardware as hw
+from vertex_trainer import regions
 from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.deploy import deploy_rules
@@ -76,13 +78,17 @@ def warnings(spec: Spec) -> list[str]:
     if s.max_wait is not None and not any(a.strategy == "flex-start" for a in attempts(spec)):
         # A strategy switched on the command line (--set scheduling.strategy=spot) keeps the file's
         # max_wait: the job is still what the user asked, and the CustomJob has no max wait.
-        out.append(f"warning: scheduling.max_wait is ignored: it applies to flex-start, and the "
-                   f"strategy is {s.strategy!r} (remove max_wait, or list flex-start in "
-                   "scheduling.fallback)")
+        out.append(
+            f"warning: scheduling.max_wait is ignored: it applies to flex-start, and the "
+            f"strategy is {s.strategy!r} (remove max_wait, or list flex-start in "
+            "scheduling.fallback)"
+        )
     m = hw.machine(spec.hardware.machine_type)
     if m is not None and m.arch != "amd64":  # A4X: Arm CPUs (catalog/machines.csv, `arch`)
-        out.append(f"warning: hardware: {m.name} runs {m.arch} CPUs: the image must be built for "
-                   f"linux/{m.arch} (an amd64 image fails to start there)")
+        out.append(
+            f"warning: hardware: {m.name} runs {m.arch} CPUs: the image must be built for "
+            f"linux/{m.arch} (an amd64 image fails to start there)"
+        )
     return out
 
 
@@ -90,38 +96,72 @@ def cloud_problems(spec: Spec) -> None:
     """Raise SpecError for values that only work locally (checked before a cloud submit)."""
     found: list[SpecError] = []
     if not spec.project:
-        found.append(SpecError("project", "is required to submit to Vertex AI", has_value=False,
-                               hint="add `project:` to the spec, pass --project, or set GOOGLE_CLOUD_PROJECT"))
+        found.append(
+            SpecError(
+                "project",
+                "is required to submit to Vertex AI",
+                has_value=False,
+                hint="add `project:` to the spec, pass --project, or set GOOGLE_CLOUD_PROJECT",
+            )
+        )
     if not spec.region:
-        found.append(SpecError("region", "is required to submit to Vertex AI (--local needs none)",
-                               has_value=False, hint="add `region: us-central1` to the spec, or pass --region"))
+        found.append(
+            SpecError(
+                "region",
+                "is required to submit to Vertex AI (--local needs none)",
+                has_value=False,
+                hint="add `region: us-central1` to the spec, or pass --region",
+            )
+        )
     if spec.image is None:
-        found.append(SpecError("image", "is required to submit to Vertex AI (--local runs the installed "
-                               "trainer and needs none)", has_value=False,
-                               hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
-                                    "trainer; image.uri: an existing image; image.python_package: true: no Docker"))
+        found.append(
+            SpecError(
+                "image",
+                "is required to submit to Vertex AI (--local runs the installed trainer and needs none)",
+                has_value=False,
+                hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
+                "trainer; image.uri: an existing image; image.python_package: true: no Docker",
+            )
+        )
     if spec.output_dir and not spec.output_dir.startswith("gs://"):
-        found.append(SpecError("output_dir", "must be a gs:// path for a cloud job (local paths work with --local)",
-                               value=spec.output_dir, hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}"))
+        found.append(
+            SpecError(
+                "output_dir",
+                "must be a gs:// path for a cloud job (local paths work with --local)",
+                value=spec.output_dir,
+                hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}",
+            )
+        )
     for field in ("train_data", "eval_data"):
         value = getattr(spec.trainer, field)
         if value and not all(p.startswith(("gs://", "/gcs/")) for p in split_patterns(value)):
-            found.append(SpecError(f"trainer.{field}", "must be gs:// or /gcs/ for a cloud job (local paths work "
-                                   "with --local)", value=value, hint="upload the TFRecords to Cloud Storage first"))
+            found.append(
+                SpecError(
+                    f"trainer.{field}",
+                    "must be gs:// or /gcs/ for a cloud job (local paths work with --local)",
+                    value=value,
+                    hint="upload the TFRecords to Cloud Storage first",
+                )
+            )
     raise_all(found)
 
 
 # -- hardware and scheduling ----------------------------------------------------------------------
+
 
 def _hardware(spec: Spec) -> None:
     h = spec.hardware
     hw.check_hardware("hardware", h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology)
     hosts = hw.machines_per_replica(h.machine_type, h.tpu_topology)
     if hosts > 1 and spec.runs_bundled_trainer:  # a multi-host TPU slice (docs/spec-and-hardware.md)
-        raise SpecError("hardware", f"{h.machine_type} with tpu_topology {h.tpu_topology} is a {hosts}-host TPU "
-                        "slice; the bundled trainer runs on one TPU host (TPUClusterResolver(tpu='local'))",
-                        has_value=False, hint="use a one-host slice (e.g. tpu-v5e-8, tpu-v4-8), or image.uri / "
-                        "image.context with a trainer that spans the slice's hosts")
+        raise SpecError(
+            "hardware",
+            f"{h.machine_type} with tpu_topology {h.tpu_topology} is a {hosts}-host TPU "
+            "slice; the bundled trainer runs on one TPU host (TPUClusterResolver(tpu='local'))",
+            has_value=False,
+            hint="use a one-host slice (e.g. tpu-v5e-8, tpu-v4-8), or image.uri / "
+            "image.context with a trainer that spans the slice's hosts",
+        )
 
 
 def _region(spec: Spec) -> None:
@@ -129,8 +169,13 @@ def _region(spec: Spec) -> None:
     persistent resource, TensorBoard instance or KMS key, a reservation's zone) must name one
     Vertex AI training has: a typo (us-central9) is exit 2 naming the field, the value and the
     nearest regions, before anything is sent (the table: regions.py)."""
-    raise_all([p for p in (region_problem(field, value, kind=kind)
-                           for field, value, kind in _region_fields(spec)) if p])
+    raise_all(
+        [
+            p
+            for p in (region_problem(field, value, kind=kind) for field, value, kind in _region_fields(spec))
+            if p
+        ]
+    )
 
 
 def region_problem(field: str, value: str | None, *, kind: str = "region") -> SpecError | None:
@@ -155,12 +200,14 @@ def region_problem(field: str, value: str | None, *, kind: str = "region") -> Sp
     if regions.known(region):
         return None
     near = [r + suffix for r in nearest(region.lower(), regions.REGIONS, n=3)]
-    what = {"zone": f"zone {value!r} is not in a Vertex AI training region",
-            "name": f"the region in the name, {value!r}, is not a Vertex AI training region",
-            "malformed": f"{value!r} has an invalid format: not a Vertex AI training region",
-            }.get(kind, f"{value!r} is not a Vertex AI training region")
-    hint = (f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "") + \
-        "`vertex-trainer hardware --region R` lists what a region offers"
+    what = {
+        "zone": f"zone {value!r} is not in a Vertex AI training region",
+        "name": f"the region in the name, {value!r}, is not a Vertex AI training region",
+        "malformed": f"{value!r} has an invalid format: not a Vertex AI training region",
+    }.get(kind, f"{value!r} is not a Vertex AI training region")
+    hint = (
+        f"did you mean {' or '.join(repr(r) for r in near)}? " if near else ""
+    ) + "`vertex-trainer hardware --region R` lists what a region offers"
     return SpecError(field, f"{what} (the table of {regions.READ})", has_value=False, hint=hint)
 
 
@@ -170,8 +217,10 @@ def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
     from vertex_trainer.spec.attempts import reservation_zone
 
     s = spec.scheduling
-    out = [("region", spec.region, "region"),
-           ("scheduling.reservation", reservation_zone(s.reservation), "zone")]
+    out = [
+        ("region", spec.region, "region"),
+        ("scheduling.reservation", reservation_zone(s.reservation), "zone"),
+    ]
     for i, entry in enumerate(s.fallback or ()):
         if not isinstance(entry, str):
             out.append((f"scheduling.fallback[{i}].region", entry.region, "region"))
@@ -189,10 +238,18 @@ def _scheduling(spec: Spec) -> None:
     # in the plan it is ignored, with a warning (warnings(): e.g. --set scheduling.strategy=spot).
     waits = s.strategy == "flex-start" and not any(a.strategy == "flex-start" for a in _plan(spec)[1:])
     max_wait = s.max_wait if waits else None
-    hw.check_scheduling(hardware_field="hardware", machine_type=h.machine_type,
-                        accelerator_type=h.accelerator_type, strategy=s.strategy, max_wait=max_wait,
-                        timeout=s.timeout, restart=s.restart_on_worker_restart,
-                        disable_retries=s.disable_retries, replicas=spec.replicas, tpu_topology=h.tpu_topology)
+    hw.check_scheduling(
+        hardware_field="hardware",
+        machine_type=h.machine_type,
+        accelerator_type=h.accelerator_type,
+        strategy=s.strategy,
+        max_wait=max_wait,
+        timeout=s.timeout,
+        restart=s.restart_on_worker_restart,
+        disable_retries=s.disable_retries,
+        replicas=spec.replicas,
+        tpu_topology=h.tpu_topology,
+    )
 
 
 def _plan(spec: Spec):
@@ -221,45 +278,76 @@ def _fallback(spec: Spec) -> None:
         earlier = seen.get(shape(a))
         if earlier is not None:
             if named and earlier.n == 1:
-                raise SpecError(field, f"{entry!r} is already scheduling.strategy: a fallback is "
-                                "another strategy", has_value=False, hint=f"remove it; {hint}")
+                raise SpecError(
+                    field,
+                    f"{entry!r} is already scheduling.strategy: a fallback is another strategy",
+                    has_value=False,
+                    hint=f"remove it; {hint}",
+                )
             if named:
-                raise SpecError(field, f"{entry!r} is listed twice", has_value=False,
-                                hint="list each strategy once, in the order to try them")
-            raise SpecError(field, f"is the same attempt as attempt {earlier.n} ({a.strategy} in "
-                            f"{a.region or 'the spec region'} on {a.hardware_name})", has_value=False,
-                            hint="change its strategy, region, hardware or reservation, or remove it")
+                raise SpecError(
+                    field,
+                    f"{entry!r} is listed twice",
+                    has_value=False,
+                    hint="list each strategy once, in the order to try them",
+                )
+            raise SpecError(
+                field,
+                f"is the same attempt as attempt {earlier.n} ({a.strategy} in "
+                f"{a.region or 'the spec region'} on {a.hardware_name})",
+                has_value=False,
+                hint="change its strategy, region, hardware or reservation, or remove it",
+            )
         seen[shape(a)] = a
         hw_field = "hardware" if named or entry.hardware is None else f"{field}.hardware"
         if hw_field != "hardware":
             h = a.hardware
-            hw.check_hardware(hw_field, h.machine_type, h.accelerator_type, h.accelerator_count,
-                              h.tpu_topology)
+            hw.check_hardware(
+                hw_field, h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology
+            )
             if (spec.boot_disk.type or "").startswith("pd-") and hw.boots_from_hyperdisk(h.machine_type):
-                raise SpecError(hw_field, f"{h.machine_type} boots only from hyperdisk-balanced, and "
-                                f"boot_disk.type is {spec.boot_disk.type}", has_value=False,
-                                hint="remove boot_disk.type (each attempt's machine then boots from "
-                                     "its own default disk), or pick other hardware for this entry")
+                raise SpecError(
+                    hw_field,
+                    f"{h.machine_type} boots only from hyperdisk-balanced, and "
+                    f"boot_disk.type is {spec.boot_disk.type}",
+                    has_value=False,
+                    hint="remove boot_disk.type (each attempt's machine then boots from "
+                    "its own default disk), or pick other hardware for this entry",
+                )
             batch, devices = spec.trainer.batch_size, spec.replicas * h.devices
             if batch is not None and batch % devices:
-                raise SpecError(hw_field, f"{a.hardware_name} makes {devices} replicas, and the global "
-                                f"batch {batch} does not split evenly over them", has_value=False,
-                                hint=f"use a batch that is a multiple of every attempt's replicas, or "
-                                     f"hardware with the same number of devices")
+                raise SpecError(
+                    hw_field,
+                    f"{a.hardware_name} makes {devices} replicas, and the global "
+                    f"batch {batch} does not split evenly over them",
+                    has_value=False,
+                    hint="use a batch that is a multiple of every attempt's replicas, or "
+                    "hardware with the same number of devices",
+                )
         try:
-            hw.check_scheduling(hardware_field=hw_field, machine_type=a.hardware.machine_type,
-                                accelerator_type=a.hardware.accelerator_type, strategy=a.strategy,
-                                max_wait=s.max_wait if a.strategy == "flex-start" else None,
-                                timeout=s.timeout, restart=False, disable_retries=False,
-                                replicas=1 if hw_field == "hardware" else spec.replicas)
+            hw.check_scheduling(
+                hardware_field=hw_field,
+                machine_type=a.hardware.machine_type,
+                accelerator_type=a.hardware.accelerator_type,
+                strategy=a.strategy,
+                max_wait=s.max_wait if a.strategy == "flex-start" else None,
+                timeout=s.timeout,
+                restart=False,
+                disable_retries=False,
+                replicas=1 if hw_field == "hardware" else spec.replicas,
+            )
         except SpecError as e:
             message = e.message.split("\n")[0].removeprefix(f"{e.field}: ")
-            raise SpecError(field, f"the fallback {a.strategy!r}: {message}", has_value=False,
-                            hint=e.hint) from None
+            raise SpecError(
+                field, f"the fallback {a.strategy!r}: {message}", has_value=False, hint=e.hint
+            ) from None
     if spec.tune is not None:
-        raise SpecError("scheduling.fallback", "is not supported with tune: (each trial is a job "
-                        "of the tuning job, not a submit of ours)", has_value=False,
-                        hint="remove scheduling.fallback, or submit the job without tune:")
+        raise SpecError(
+            "scheduling.fallback",
+            "is not supported with tune: (each trial is a job of the tuning job, not a submit of ours)",
+            has_value=False,
+            hint="remove scheduling.fallback, or submit the job without tune:",
+        )
 
 
 def _reservations(spec: Spec) -> None:
@@ -280,27 +368,39 @@ def _reservations(spec: Spec) -> None:
             continue
         entry = spec.scheduling.fallback[a.n - 2] if a.n > 1 else None
         inherited = a.n > 1 and (isinstance(entry, str) or entry.reservation is None)
-        field = ("scheduling.reservation" if a.n == 1 else a.field if inherited
-                 else f"{a.field}.reservation")
-        drop = (f"; or give this entry reservation: none (it inherits scheduling.reservation)"
-                if inherited else "")
+        field = "scheduling.reservation" if a.n == 1 else a.field if inherited else f"{a.field}.reservation"
+        drop = (
+            "; or give this entry reservation: none (it inherits scheduling.reservation)" if inherited else ""
+        )
         if a.strategy != "standard":
-            why = ("Flex Start (Dynamic Workload Scheduler) does not consume reservations"
-                   if a.strategy == "flex-start" else "Spot VMs do not consume reservations")
-            raise SpecError(field,
-                            f"{a.describe()} uses a reservation with strategy {a.strategy}: {why}",
-                            has_value=False, hint=f"use strategy standard with a reservation{drop}")
+            why = (
+                "Flex Start (Dynamic Workload Scheduler) does not consume reservations"
+                if a.strategy == "flex-start"
+                else "Spot VMs do not consume reservations"
+            )
+            raise SpecError(
+                field,
+                f"{a.describe()} uses a reservation with strategy {a.strategy}: {why}",
+                has_value=False,
+                hint=f"use strategy standard with a reservation{drop}",
+            )
         if spec.persistent_resource:
-            raise SpecError(field, "a job on a persistent_resource cannot also consume a reservation "
-                            "(the persistent resource holds the machines)", has_value=False,
-                            hint="remove scheduling.reservation, or persistent_resource")
+            raise SpecError(
+                field,
+                "a job on a persistent_resource cannot also consume a reservation "
+                "(the persistent resource holds the machines)",
+                has_value=False,
+                hint="remove scheduling.reservation, or persistent_resource",
+            )
         zone = a.reservation.split("/")[3] if a.reservation != "any" else None
         if zone and a.region and not zone.startswith(a.region + "-"):
-            raise SpecError(field,
-                            f"{a.describe()}: the reservation is in zone {zone}, outside the attempt's "
-                            f"region {a.region}", has_value=False,
-                            hint=f"use a reservation in a zone of {a.region} ({a.region}-a, -b, ...), "
-                                 f"or run the attempt in {zone.rsplit('-', 1)[0]}{drop}")
+            raise SpecError(
+                field,
+                f"{a.describe()}: the reservation is in zone {zone}, outside the attempt's region {a.region}",
+                has_value=False,
+                hint=f"use a reservation in a zone of {a.region} ({a.region}-a, -b, ...), "
+                f"or run the attempt in {zone.rsplit('-', 1)[0]}{drop}",
+            )
 
 
 def _persistent_resource(spec: Spec) -> None:
@@ -312,28 +412,40 @@ def _persistent_resource(spec: Spec) -> None:
     if name.startswith("projects/"):
         where = name.split("/")[3]
         if spec.region and where != spec.region:
-            raise SpecError("persistent_resource", f"the persistent resource is in {where}, the job in "
-                            f"{spec.region}", has_value=False,
-                            hint="a job runs on a persistent resource of its own region: set region: "
-                                 f"{where}, or use a resource in {spec.region}")
+            raise SpecError(
+                "persistent_resource",
+                f"the persistent resource is in {where}, the job in {spec.region}",
+                has_value=False,
+                hint="a job runs on a persistent resource of its own region: set region: "
+                f"{where}, or use a resource in {spec.region}",
+            )
     for a in _plan(spec):
         if a.n > 1 and (a.region != spec.region or a.hardware != spec.hardware):
-            raise SpecError(a.field, "moves to another region or hardware, but the job runs on "
-                            "persistent_resource (its machines are in one region, one shape per pool)",
-                            has_value=False, hint="drop the entry's region and hardware, or remove "
-                            "persistent_resource")
+            raise SpecError(
+                a.field,
+                "moves to another region or hardware, but the job runs on "
+                "persistent_resource (its machines are in one region, one shape per pool)",
+                has_value=False,
+                hint="drop the entry's region and hardware, or remove persistent_resource",
+            )
         if a.strategy == "flex-start":
-            raise SpecError("scheduling.strategy" if a.n == 1 else a.field,
-                            "flex-start does not apply to a job on a persistent_resource (its machines "
-                            "already exist)", has_value=False,
-                            hint="use strategy standard on a persistent resource")
+            raise SpecError(
+                "scheduling.strategy" if a.n == 1 else a.field,
+                "flex-start does not apply to a job on a persistent_resource (its machines already exist)",
+                has_value=False,
+                hint="use strategy standard on a persistent resource",
+            )
 
 
 def _boot_disk(spec: Spec) -> None:
     machine, disk = spec.hardware.machine_type, spec.boot_disk.type
     if disk and disk.startswith("pd-") and hw.boots_from_hyperdisk(machine):
-        raise SpecError("boot_disk.type", f"{machine} boots only from hyperdisk-balanced",
-                        value=disk, hint="set boot_disk.type: hyperdisk-balanced or remove it")
+        raise SpecError(
+            "boot_disk.type",
+            f"{machine} boots only from hyperdisk-balanced",
+            value=disk,
+            hint="set boot_disk.type: hyperdisk-balanced or remove it",
+        )
 
 
 # -- labels and environment -----------------------------------------------------------------------
@@ -348,19 +460,35 @@ def _labels(spec: Spec) -> None:
     fallback = bool(spec.scheduling.fallback)  # then every job carries the attempt label too
     limit = MAX_USER_LABELS - fallback
     if len(labels) > limit:
-        raise SpecError("labels", f"{len(labels)} labels; at most {limit} (Vertex allows 64, "
-                        f"vertex-trainer adds {len(RESERVED_LABELS) + fallback})", has_value=False,
-                        hint="remove some labels")
+        raise SpecError(
+            "labels",
+            f"{len(labels)} labels; at most {limit} (Vertex allows 64, "
+            f"vertex-trainer adds {len(RESERVED_LABELS) + fallback})",
+            has_value=False,
+            hint="remove some labels",
+        )
     for key, value in labels.items():
         if key in RESERVED_LABELS or key == ATTEMPT_LABEL or key.startswith("goog"):
-            raise SpecError(f"labels.{key}", "is reserved (set by vertex-trainer or Google)", has_value=False,
-                            hint="use another key; the idempotency key comes from --idempotency-key")
+            raise SpecError(
+                f"labels.{key}",
+                "is reserved (set by vertex-trainer or Google)",
+                has_value=False,
+                hint="use another key; the idempotency key comes from --idempotency-key",
+            )
         if not _LABEL_KEY.match(key):
-            raise SpecError(f"labels.{key}", "invalid label key: 1-63 chars of a-z, 0-9, _ or -, starting with a "
-                            "lowercase letter", has_value=False, hint=f"e.g. {_label_safe(key) or 'team'}")
+            raise SpecError(
+                f"labels.{key}",
+                "invalid label key: 1-63 chars of a-z, 0-9, _ or -, starting with a lowercase letter",
+                has_value=False,
+                hint=f"e.g. {_label_safe(key) or 'team'}",
+            )
         if not _LABEL_VALUE.match(value):
-            raise SpecError(f"labels.{key}", "invalid label value: 0-63 chars of a-z, 0-9, _ or -", value=value,
-                            hint=f"e.g. {_label_safe(value)!r}")
+            raise SpecError(
+                f"labels.{key}",
+                "invalid label value: 0-63 chars of a-z, 0-9, _ or -",
+                value=value,
+                hint=f"e.g. {_label_safe(value)!r}",
+            )
 
 
 def _label_safe(text: str) -> str:
@@ -370,38 +498,63 @@ def _label_safe(text: str) -> str:
 def _env(spec: Spec) -> None:
     for key, value in spec.env.items():
         if not _ENV_NAME.match(key):
-            raise SpecError(f"env.{key}", "is not a valid environment variable name", has_value=False,
-                            hint="use letters, digits and _; not starting with a digit")
+            raise SpecError(
+                f"env.{key}",
+                "is not a valid environment variable name",
+                has_value=False,
+                hint="use letters, digits and _; not starting with a digit",
+            )
         if key in VERTEX_ENV:
-            raise SpecError(f"env.{key}", "is set by Vertex AI in every replica and cannot be overridden",
-                            has_value=False, hint="remove it; use output_dir for the AIP_* directories")
+            raise SpecError(
+                f"env.{key}",
+                "is set by Vertex AI in every replica and cannot be overridden",
+                has_value=False,
+                hint="remove it; use output_dir for the AIP_* directories",
+            )
         if "\x00" in value:
             raise SpecError(f"env.{key}", "contains a NUL byte", has_value=False, hint="remove it")
 
 
 # -- resources in the job's region ----------------------------------------------------------------
 
+
 def _tensorboard(spec: Spec) -> None:
     if not spec.tensorboard:
         return
     tb_region = spec.tensorboard.split("/")[3]
     if spec.region and tb_region != spec.region:
-        raise SpecError("tensorboard", f"the TensorBoard instance is in {tb_region}, the job in {spec.region}",
-                        has_value=False, hint="use a TensorBoard instance in the job's region")
+        raise SpecError(
+            "tensorboard",
+            f"the TensorBoard instance is in {tb_region}, the job in {spec.region}",
+            has_value=False,
+            hint="use a TensorBoard instance in the job's region",
+        )
     if not spec.service_account:
-        raise SpecError("service_account", "Vertex AI requires a service account when tensorboard is set",
-                        has_value=False, hint="set service_account: NAME@PROJECT.iam.gserviceaccount.com")
+        raise SpecError(
+            "service_account",
+            "Vertex AI requires a service account when tensorboard is set",
+            has_value=False,
+            hint="set service_account: NAME@PROJECT.iam.gserviceaccount.com",
+        )
     if not spec.output_dir:
-        raise SpecError("output_dir", "tensorboard needs output_dir (the logs are written there)",
-                        has_value=False, hint="set output_dir: gs://BUCKET/PATH")
+        raise SpecError(
+            "output_dir",
+            "tensorboard needs output_dir (the logs are written there)",
+            has_value=False,
+            hint="set output_dir: gs://BUCKET/PATH",
+        )
 
 
 def _encryption_key(spec: Spec) -> None:
     if spec.encryption_key:
         key_region = spec.encryption_key.split("/")[3]
         if spec.region and key_region != spec.region:
-            raise SpecError("encryption_key", f"the key is in {key_region}, the job in {spec.region}",
-                            has_value=False, hint="Vertex AI needs a Cloud KMS key in the job's region")
+            raise SpecError(
+                "encryption_key",
+                f"the key is in {key_region}, the job in {spec.region}",
+                has_value=False,
+                hint="Vertex AI needs a Cloud KMS key in the job's region",
+            )
 
 
 # -- paths: gs://BUCKET/PATH, /gcs/ (Cloud Storage FUSE) or local ---------------------------------
@@ -413,13 +566,18 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def gcs_problem(uri: str) -> str | None:
     """What is wrong with a gs://BUCKET[/PATH] URI (bucket naming rules), or None."""
-    bucket = uri[len("gs://"):].split("/", 1)[0]
+    bucket = uri[len("gs://") :].split("/", 1)[0]
     if not bucket:
         return "names no bucket"
-    if (not _BUCKET.match(bucket) or any(len(part) > 63 or not part for part in bucket.split("."))
-            or ("." not in bucket and len(bucket) > 63)):
-        return (f"{bucket!r} is not a valid bucket name: 3-63 characters of a-z, 0-9, -, _ and . "
-                "(up to 222 with dots), starting and ending with a letter or digit")
+    if (
+        not _BUCKET.match(bucket)
+        or any(len(part) > 63 or not part for part in bucket.split("."))
+        or ("." not in bucket and len(bucket) > 63)
+    ):
+        return (
+            f"{bucket!r} is not a valid bucket name: 3-63 characters of a-z, 0-9, -, _ and . "
+            "(up to 222 with dots), starting and ending with a letter or digit"
+        )
     if _CONTROL.search(uri):
         return "contains a control character"
     return None
@@ -434,8 +592,10 @@ def _path_problem(value: str, *, allow_fuse: bool) -> str | None:
         if m.group("scheme").lower() == "gs":
             return "is not a gs://BUCKET/PATH URI"
         return f"{m.group('scheme')}:// is not supported: " + (
-            "the trainer reads Cloud Storage (gs:// or /gcs/) or local files" if allow_fuse
-            else "Vertex AI writes the job's outputs to Cloud Storage")
+            "the trainer reads Cloud Storage (gs:// or /gcs/) or local files"
+            if allow_fuse
+            else "Vertex AI writes the job's outputs to Cloud Storage"
+        )
     return gcs_problem(value)
 
 
@@ -448,8 +608,12 @@ def _output_dir(spec: Spec) -> None:
     if spec.output_dir:
         problem = _path_problem(spec.output_dir, allow_fuse=False)
         if problem:
-            raise SpecError("output_dir", problem, value=spec.output_dir,
-                            hint="use gs://BUCKET/PATH; a local path only with --local")
+            raise SpecError(
+                "output_dir",
+                problem,
+                value=spec.output_dir,
+                hint="use gs://BUCKET/PATH; a local path only with --local",
+            )
 
 
 def _data_paths(spec: Spec) -> None:
@@ -458,11 +622,16 @@ def _data_paths(spec: Spec) -> None:
         for pattern in split_patterns(value or ""):
             problem = _path_problem(pattern, allow_fuse=True)
             if problem:
-                raise SpecError(f"trainer.{field}", problem, value=value,
-                                hint="use gs://BUCKET/PATH or /gcs/BUCKET/PATH; a local path only with --local")
+                raise SpecError(
+                    f"trainer.{field}",
+                    problem,
+                    value=value,
+                    hint="use gs://BUCKET/PATH or /gcs/BUCKET/PATH; a local path only with --local",
+                )
 
 
 # -- the trainer's values against the hardware ----------------------------------------------------
+
 
 def _trainer(spec: Spec) -> None:
     t = spec.trainer
@@ -470,18 +639,32 @@ def _trainer(spec: Spec) -> None:
     if t.batch_size is not None and t.batch_size % devices:
         fix = (t.batch_size // devices + 1) * devices
         raise SpecError(
-            "trainer.batch_size", f"the global batch {t.batch_size} does not split evenly over {devices} "
-            f"replicas ({spec.replicas} machine(s) x {spec.hardware.devices} device(s))", has_value=False,
-            hint=f"use a multiple of {devices}, e.g. {fix}")
+            "trainer.batch_size",
+            f"the global batch {t.batch_size} does not split evenly over {devices} "
+            f"replicas ({spec.replicas} machine(s) x {spec.hardware.devices} device(s))",
+            has_value=False,
+            hint=f"use a multiple of {devices}, e.g. {fix}",
+        )
     if t.steps_per_epoch and t.steps_per_execution and t.steps_per_epoch % t.steps_per_execution:
         raise SpecError(
-            "trainer.steps_per_epoch", f"{t.steps_per_epoch} is not a multiple of steps_per_execution "
-            f"{t.steps_per_execution} (Keras would run extra steps each epoch)", has_value=False,
-            hint=f"use {t.steps_per_epoch - t.steps_per_epoch % t.steps_per_execution or t.steps_per_execution}")
+            "trainer.steps_per_epoch",
+            f"{t.steps_per_epoch} is not a multiple of steps_per_execution "
+            f"{t.steps_per_execution} (Keras would run extra steps each epoch)",
+            has_value=False,
+            hint=f"use {t.steps_per_epoch - t.steps_per_epoch % t.steps_per_execution or t.steps_per_execution}",
+        )
     if t.warmup_epochs and t.epochs and t.warmup_epochs >= t.epochs:
-        raise SpecError("trainer.warmup_epochs", f"{t.warmup_epochs:g} warmup epochs leave no training in "
-                        f"{t.epochs} epochs", has_value=False, hint="use fewer warmup epochs than epochs")
+        raise SpecError(
+            "trainer.warmup_epochs",
+            f"{t.warmup_epochs:g} warmup epochs leave no training in {t.epochs} epochs",
+            has_value=False,
+            hint="use fewer warmup epochs than epochs",
+        )
     accelerator = spec.hardware.accelerator
     if t.precision == "mixed_float16" and accelerator and accelerator.kind == "tpu":
-        raise SpecError("trainer.precision", "TPUs do not run float16", value="mixed_float16",
-                        hint="use auto or mixed_bfloat16 on TPU")
+        raise SpecError(
+            "trainer.precision",
+            "TPUs do not run float16",
+            value="mixed_float16",
+            hint="use auto or mixed_bfloat16 on TPU",
+        )

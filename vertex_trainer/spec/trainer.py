@@ -14,8 +14,8 @@ import re
 from typing import Any, Literal
 
 from pydantic import Field, create_model
-from trainer.flags import FLAGS, Flag
 
+from trainer.flags import FLAGS, Flag
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict
@@ -78,8 +78,9 @@ def _field(flag: Flag) -> tuple[Any, Any]:
 def _build() -> type[_TrainerBase]:
     fields: dict[str, Any] = {flag.name: _field(flag) for flag in FLAGS if flag.spec}
     fields["extra_args"] = (tuple[str, ...], Field((), description="passed to the trainer verbatim, last"))
-    return create_model("TrainerArgs", __base__=_TrainerBase, __doc__=_TrainerBase.__doc__,
-                        __module__=__name__, **fields)
+    return create_model(
+        "TrainerArgs", __base__=_TrainerBase, __doc__=_TrainerBase.__doc__, __module__=__name__, **fields
+    )
 
 
 TrainerArgs = _build()
@@ -100,8 +101,12 @@ def check_trainer_flags(spec: Spec) -> None:
         return
     message = _refusal(tuple(spec.trainer.to_args()))
     if message is not None:
-        raise SpecError(_field_of(spec, message), f"the bundled trainer refuses it: {message}",
-                        has_value=False, hint="see `python -m trainer.task --help` for its flags and models") from None
+        raise SpecError(
+            _field_of(spec, message),
+            f"the bundled trainer refuses it: {message}",
+            has_value=False,
+            hint="see `python -m trainer.task --help` for its flags and models",
+        ) from None
 
 
 @functools.lru_cache(maxsize=32)
@@ -109,7 +114,8 @@ def _refusal(args: tuple[str, ...]) -> str | None:
     """The bundled trainer's UsageError message for `args` (None: it accepts them). Parsed once
     per args: `validate` and `submit` check the same spec twice (load_spec, then check), and
     building the trainer's argparse parser is most of the cost."""
-    from trainer.config import UsageError as TrainerUsage, parse_flags
+    from trainer.config import UsageError as TrainerUsage
+    from trainer.config import parse_flags
 
     dirs = {var: f"/{sub}/" for var, sub in AIP_DIRS.items()}
     try:

@@ -18,8 +18,8 @@ import re
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from trainer.flags import BY_NAME
 
+from trainer.flags import BY_NAME
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import Strict, problem
 from vertex_trainer.spec.trainer import SPEC_FLAGS, TrainerArgs
@@ -46,14 +46,21 @@ class TuneParameter(Strict):
     min: int | float | None = Field(None, description="lowest value of a range (inclusive)")
     max: int | float | None = Field(None, description="highest value of a range (inclusive)")
     values: tuple[Value, ...] | None = Field(
-        None, min_length=1, max_length=MAX_VALUES,
-        description="the values to try: numbers (discrete) or text/booleans (categorical)")
+        None,
+        min_length=1,
+        max_length=MAX_VALUES,
+        description="the values to try: numbers (discrete) or text/booleans (categorical)",
+    )
     scale: Literal[SCALES] | None = Field(
-        None, description="how the search spreads a numeric parameter: linear (default), log or "
-                          "reverse_log (both need values > 0)")
+        None,
+        description="how the search spreads a numeric parameter: linear (default), log or "
+        "reverse_log (both need values > 0)",
+    )
     type: Literal[KINDS] | None = Field(
-        None, description="double | integer (ranges), discrete | categorical (values); default: "
-                          "from the trainer field and the values")
+        None,
+        description="double | integer (ranges), discrete | categorical (values); default: "
+        "from the trainer field and the values",
+    )
 
     @field_validator("values", mode="before")
     @classmethod
@@ -64,46 +71,69 @@ class TuneParameter(Strict):
         return v
 
     @model_validator(mode="after")
-    def _own_fields(self) -> "TuneParameter":
+    def _own_fields(self) -> TuneParameter:
         ranged = self.min is not None or self.max is not None
         if ranged and self.values is not None:
-            raise problem("give either min and max (a range) or values (a list), not both",
-                          hint="e.g. {min: 0.01, max: 1.0, scale: log} or {values: [256, 512]}")
+            raise problem(
+                "give either min and max (a range) or values (a list), not both",
+                hint="e.g. {min: 0.01, max: 1.0, scale: log} or {values: [256, 512]}",
+            )
         if self.values is None:
             if self.min is None or self.max is None:
                 missing = "min" if self.min is None else "max"
-                raise problem(f"a range needs both min and max ({missing} is missing)", sub=missing,
-                              hint="e.g. {min: 0.01, max: 1.0}, or values: [...] for a list")
+                raise problem(
+                    f"a range needs both min and max ({missing} is missing)",
+                    sub=missing,
+                    hint="e.g. {min: 0.01, max: 1.0}, or values: [...] for a list",
+                )
             return self._range()
         return self._values()
 
-    def _range(self) -> "TuneParameter":
+    def _range(self) -> TuneParameter:
         if self.type in ("discrete", "categorical"):
-            raise problem(f"type {self.type} takes values: [...], not min/max", sub="type",
-                          hint="use type: double or integer for a range, or list the values")
+            raise problem(
+                f"type {self.type} takes values: [...], not min/max",
+                sub="type",
+                hint="use type: double or integer for a range, or list the values",
+            )
         if self.min >= self.max:
-            raise problem(f"min {self.min:g} is not less than max {self.max:g}", sub="min",
-                          hint=f"swap them (min: {self.max:g}, max: {self.min:g}), or list one value "
-                               "in trainer: instead of tuning it")
+            raise problem(
+                f"min {self.min:g} is not less than max {self.max:g}",
+                sub="min",
+                hint=f"swap them (min: {self.max:g}, max: {self.min:g}), or list one value "
+                "in trainer: instead of tuning it",
+            )
         if self.type == "integer":
             for end in ("min", "max"):
                 value = getattr(self, end)
                 if not float(value).is_integer():
-                    raise problem(f"an integer range needs whole numbers ({end} is {value:g})", sub=end,
-                                  hint=f"e.g. {end}: {math.floor(value) if end == 'min' else math.ceil(value)}")
+                    raise problem(
+                        f"an integer range needs whole numbers ({end} is {value:g})",
+                        sub=end,
+                        hint=f"e.g. {end}: {math.floor(value) if end == 'min' else math.ceil(value)}",
+                    )
         if self.scale in ("log", "reverse_log") and self.min <= 0:
-            raise problem(f"a {self.scale} scale needs min > 0 (min is {self.min:g})", sub="min",
-                          hint="raise min above 0 (e.g. 1e-4), or use scale: linear")
+            raise problem(
+                f"a {self.scale} scale needs min > 0 (min is {self.min:g})",
+                sub="min",
+                hint="raise min above 0 (e.g. 1e-4), or use scale: linear",
+            )
         return self
 
-    def _values(self) -> "TuneParameter":
+    def _values(self) -> TuneParameter:
         if self.type in ("double", "integer"):
-            raise problem(f"type {self.type} takes min and max, not values", sub="type",
-                          hint="use type: discrete (numbers) or categorical (text), or give min/max")
+            raise problem(
+                f"type {self.type} takes min and max, not values",
+                sub="type",
+                hint="use type: discrete (numbers) or categorical (text), or give min/max",
+            )
         text = [v for v in self.values if isinstance(v, (str, bool))]
         if self.type == "discrete" and text:
-            raise problem(f"discrete values must be numbers (got {text[0]!r})", sub="values",
-                          hint="use type: categorical for text values")
+            raise problem(
+                f"discrete values must be numbers (got {text[0]!r})",
+                sub="values",
+                hint="use type: categorical for text values",
+            )
         seen: list[str] = []
         for i, value in enumerate(self.values):
             key = category(value) if self.categorical else repr(float(value))
@@ -111,11 +141,15 @@ class TuneParameter(Strict):
                 raise problem(f"{value!r} is listed twice", sub=f"values[{i}]", hint="list each value once")
             seen.append(key)
         if self.categorical and self.scale:
-            raise problem("a scale applies to numbers only, not to categorical values", sub="scale",
-                          hint="remove scale")
+            raise problem(
+                "a scale applies to numbers only, not to categorical values", sub="scale", hint="remove scale"
+            )
         if self.scale in ("log", "reverse_log") and min(self.values) <= 0:
-            raise problem(f"a {self.scale} scale needs values > 0 (got {min(self.values):g})", sub="scale",
-                          hint="use scale: linear, or only positive values")
+            raise problem(
+                f"a {self.scale} scale needs values > 0 (got {min(self.values):g})",
+                sub="scale",
+                hint="use scale: linear, or only positive values",
+            )
         return self
 
     @property
@@ -123,7 +157,8 @@ class TuneParameter(Strict):
         """True for values that are text or booleans (or `type: categorical`)."""
         return self.values is not None and (
             self.type == "categorical"
-            or (self.type is None and any(isinstance(v, (str, bool)) for v in self.values)))
+            or (self.type is None and any(isinstance(v, (str, bool)) for v in self.values))
+        )
 
     def kind(self, field_type: type) -> str:
         """double | integer | discrete | categorical, given the trainer field's Python type."""
@@ -144,27 +179,39 @@ class TuneParameter(Strict):
 class TuneSpec(Strict):
     """Hyperparameter tuning: Vertex AI runs the job once per trial with different trainer flags."""
 
-    metric: str = Field(DEFAULT_METRIC, pattern=r"^\S{1,128}$",
-                        description="the metric tag the trainer reports (trainer.hypertune_metric; "
-                                    "default accuracy: the eval accuracy)")
+    metric: str = Field(
+        DEFAULT_METRIC,
+        pattern=r"^\S{1,128}$",
+        description="the metric tag the trainer reports (trainer.hypertune_metric; "
+        "default accuracy: the eval accuracy)",
+    )
     goal: Literal["maximize", "minimize"] = Field("maximize", description="maximize or minimize the metric")
     max_trials: int = Field(10, ge=1, le=10_000, description="trials in all")
     parallel_trials: int = Field(1, ge=1, description="trials running at once (<= max_trials)")
-    max_failed_trials: int = Field(0, ge=0, description="failed trials before the study fails "
-                                                        "(0: Vertex AI decides)")
+    max_failed_trials: int = Field(
+        0, ge=0, description="failed trials before the study fails (0: Vertex AI decides)"
+    )
     algorithm: Literal["auto", "grid", "random"] = Field(
-        "auto", description="auto (the service's default search), grid or random")
+        "auto", description="auto (the service's default search), grid or random"
+    )
     parameters: dict[str, TuneParameter] = Field(
-        min_length=1, description="trainer: fields to tune -> {min, max, scale, type} or {values}")
+        min_length=1, description="trainer: fields to tune -> {min, max, scale, type} or {values}"
+    )
 
     @model_validator(mode="after")
-    def _counts(self) -> "TuneSpec":
+    def _counts(self) -> TuneSpec:
         if self.parallel_trials > self.max_trials:
-            raise problem(f"{self.parallel_trials} parallel trials exceed max_trials {self.max_trials}",
-                          sub="parallel_trials", hint=f"use parallel_trials <= {self.max_trials}")
+            raise problem(
+                f"{self.parallel_trials} parallel trials exceed max_trials {self.max_trials}",
+                sub="parallel_trials",
+                hint=f"use parallel_trials <= {self.max_trials}",
+            )
         if self.max_failed_trials > self.max_trials:
-            raise problem(f"{self.max_failed_trials} exceeds max_trials {self.max_trials}",
-                          sub="max_failed_trials", hint=f"use max_failed_trials <= {self.max_trials}")
+            raise problem(
+                f"{self.max_failed_trials} exceeds max_trials {self.max_trials}",
+                sub="max_failed_trials",
+                hint=f"use max_failed_trials <= {self.max_trials}",
+            )
         return self
 
     def kind(self, name: str) -> str:
@@ -190,13 +237,23 @@ def tune_rules(spec: Spec) -> None:
     found: list[SpecError] = []
     reported = spec.trainer.hypertune_metric or DEFAULT_METRIC
     if tune.metric != reported:
-        found.append(SpecError(
-            "tune.metric", f"the trainer reports its eval accuracy as {reported!r}, not {tune.metric!r}",
-            has_value=False, hint=f"set trainer.hypertune_metric: {tune.metric}, or tune.metric: {reported}"))
+        found.append(
+            SpecError(
+                "tune.metric",
+                f"the trainer reports its eval accuracy as {reported!r}, not {tune.metric!r}",
+                has_value=False,
+                hint=f"set trainer.hypertune_metric: {tune.metric}, or tune.metric: {reported}",
+            )
+        )
     if not spec.trainer.eval_data:
-        found.append(SpecError(
-            "trainer.eval_data", "tune: needs an evaluation set: the trainer reports the metric after "
-            "evaluating", has_value=False, hint="set trainer.eval_data to the validation TFRecords"))
+        found.append(
+            SpecError(
+                "trainer.eval_data",
+                "tune: needs an evaluation set: the trainer reports the metric after evaluating",
+                has_value=False,
+                hint="set trainer.eval_data to the validation TFRecords",
+            )
+        )
     for name, param in tune.parameters.items():
         try:
             _parameter(spec, name, param)
@@ -213,22 +270,36 @@ def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
     if name not in SPEC_FLAGS or name in _NOT_TUNABLE:
         tunable = [f for f in SPEC_FLAGS if f not in _NOT_TUNABLE]
         near = suggest(name, tunable)
-        raise SpecError(field, "is not a trainer: field" + (f"; did you mean '{near}'?" if near else ""),
-                        has_value=False, hint="tune a trainer: field, e.g. learning_rate, batch_size, "
-                                              "warmup_epochs, optimizer")
+        raise SpecError(
+            field,
+            "is not a trainer: field" + (f"; did you mean '{near}'?" if near else ""),
+            has_value=False,
+            hint="tune a trainer: field, e.g. learning_rate, batch_size, warmup_epochs, optimizer",
+        )
     flag_type = BY_NAME[name].type
     kind = param.kind(flag_type)
     if kind in ("double", "integer") and flag_type not in (int, float):
         what = "true/false" if flag_type is bool else "text"
-        raise SpecError(f"{field}.min", f"trainer.{name} is {what}: a numeric range does not apply",
-                        has_value=False, hint="list the values to try: values: [...]")
+        raise SpecError(
+            f"{field}.min",
+            f"trainer.{name} is {what}: a numeric range does not apply",
+            has_value=False,
+            hint="list the values to try: values: [...]",
+        )
     if kind == "double" and flag_type is int:
-        raise SpecError(f"{field}.type", f"trainer.{name} is an integer: a double range would pass "
-                        "fractions", has_value=False, hint="use type: integer, or list the values")
+        raise SpecError(
+            f"{field}.type",
+            f"trainer.{name} is an integer: a double range would pass fractions",
+            has_value=False,
+            hint="use type: integer, or list the values",
+        )
     if kind == "double" and spec.tune.algorithm == "grid":
-        raise SpecError(field, "grid search takes integer, discrete or categorical parameters, not a "
-                        "double range", has_value=False,
-                        hint="list the values to try (values: [...]), or use algorithm: random or auto")
+        raise SpecError(
+            field,
+            "grid search takes integer, discrete or categorical parameters, not a double range",
+            has_value=False,
+            hint="list the values to try (values: [...]), or use algorithm: random or auto",
+        )
     base = spec.trainer.model_dump()
     for sub, value in param.candidates():
         if kind == "integer":
@@ -236,8 +307,12 @@ def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
         _check_value(f"{field}.{sub}", name, value, base)
         choices = BY_NAME[name].choices
         if choices and spec.runs_bundled_trainer and category(value) not in choices:
-            raise SpecError(f"{field}.{sub}", f"the bundled trainer has no {name} {value!r}", has_value=False,
-                            hint="one of: " + ", ".join(choices))
+            raise SpecError(
+                f"{field}.{sub}",
+                f"the bundled trainer has no {name} {value!r}",
+                has_value=False,
+                hint="one of: " + ", ".join(choices),
+            )
     _batch_split(spec, field, name, param, kind)
 
 
@@ -251,8 +326,9 @@ def _check_value(field: str, name: str, value: Value, base: dict) -> None:
             return
         message = errors[0]["msg"].removeprefix("Value error, ")
         doc = TrainerArgs.model_fields[name].description
-        raise SpecError(field, f"{value!r} is not a valid trainer.{name}: {message}", has_value=False,
-                        hint=doc or None) from None
+        raise SpecError(
+            field, f"{value!r} is not a valid trainer.{name}: {message}", has_value=False, hint=doc or None
+        ) from None
 
 
 def _batch_split(spec: Spec, field: str, name: str, param: TuneParameter, kind: str) -> None:
@@ -261,15 +337,22 @@ def _batch_split(spec: Spec, field: str, name: str, param: TuneParameter, kind: 
         return
     try:
         devices = spec.total_devices
-    except Exception:  # noqa: BLE001 - invalid hardware is reported by its own rule
+    except Exception:
         return
     if devices <= 1:
         return
     if kind == "integer":
-        raise SpecError(f"{field}.min", f"a batch size range draws sizes that do not split over "
-                        f"{devices} replicas", has_value=False,
-                        hint=f"list multiples of {devices}: values: [{devices * 32}, {devices * 64}]")
+        raise SpecError(
+            f"{field}.min",
+            f"a batch size range draws sizes that do not split over {devices} replicas",
+            has_value=False,
+            hint=f"list multiples of {devices}: values: [{devices * 32}, {devices * 64}]",
+        )
     for sub, value in param.candidates():
         if float(value) % devices:
-            raise SpecError(f"{field}.{sub}", f"the global batch {value:g} does not split evenly over "
-                            f"{devices} replicas", has_value=False, hint=f"use a multiple of {devices}")
+            raise SpecError(
+                f"{field}.{sub}",
+                f"the global batch {value:g} does not split evenly over {devices} replicas",
+                has_value=False,
+                hint=f"use a multiple of {devices}",
+            )

@@ -11,9 +11,27 @@ and starts the run through the same submit paths as the CLI. See docs/events.md.
 """
 
 from vertex_trainer.trigger.events import (
-    FINALIZED, BadEvent, Decision, ObjectEvent, TriggerConfig, check_trigger_args, decide, event_key,
-    sample_vars, trigger_vars,
+    FINALIZED,
+    BadEvent,
+    Decision,
+    ObjectEvent,
+    TriggerConfig,
+    check_trigger_args,
+    decide,
+    event_key,
+    sample_vars,
+    trigger_vars,
 )
 
-__all__ = ["FINALIZED", "BadEvent", "Decision", "ObjectEvent", "TriggerConfig", "check_trigger_args",
-           "decide", "event_key", "sample_vars", "trigger_vars"]
+__all__ = [
+    "FINALIZED",
+    "BadEvent",
+    "Decision",
+    "ObjectEvent",
+    "TriggerConfig",
+    "check_trigger_args",
+    "decide",
+    "event_key",
+    "sample_vars",
+    "trigger_vars",
+]

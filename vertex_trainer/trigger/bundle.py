@@ -28,7 +28,7 @@ from vertex_trainer.trigger.events import CONFIG_FILE, TriggerConfig
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 PACKAGE = Path(__file__).resolve().parent.parent
-SKIP_DIRS = {"__pycache__", "cli", "emulators"}   # the function needs neither
+SKIP_DIRS = {"__pycache__", "cli", "emulators"}  # the function needs neither
 
 # Distributions the function imports at run time (vertex_trainer's event path), pinned to the
 # versions installed here: the code was tested with them.
@@ -37,9 +37,11 @@ PIPELINE_REQUIREMENTS = ("kfp", "google-cloud-pipeline-components")  # compiled 
 
 
 def requirements(pipeline: bool) -> str:
-    lines = ["# Installed by Cloud Build when the function is deployed. vertex_trainer/ and trainer/",
-             "# are vendored beside main.py (vertex-trainer is not on a public index); these are",
-             "# their dependencies, pinned to the versions `vertex-trainer trigger render` ran with."]
+    lines = [
+        "# Installed by Cloud Build when the function is deployed. vertex_trainer/ and trainer/",
+        "# are vendored beside main.py (vertex-trainer is not on a public index); these are",
+        "# their dependencies, pinned to the versions `vertex-trainer trigger render` ran with.",
+    ]
     names = REQUIREMENTS + (PIPELINE_REQUIREMENTS if pipeline else ())
     for name in names:  # (its version is pinned in the function's requirements.txt)
         lines.append(f"{name}=={lazy.version(name)}")  # a missing extra: lazy's one message
@@ -49,18 +51,24 @@ def requirements(pipeline: bool) -> str:
 def main_py(config: TriggerConfig) -> str:
     import jinja2
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     template = env.from_string((TEMPLATES / "trigger_main.py.j2").read_text())
-    return template.render(version=config.version, bucket=config.bucket, prefix=config.prefix,
-                           marker=config.marker,
-                           what="a Vertex AI PipelineJob (train, register, deploy)" if config.pipeline
-                           else "a Vertex AI CustomJob")
+    return template.render(
+        version=config.version,
+        bucket=config.bucket,
+        prefix=config.prefix,
+        marker=config.marker,
+        what="a Vertex AI PipelineJob (train, register, deploy)"
+        if config.pipeline
+        else "a Vertex AI CustomJob",
+    )
 
 
 def spec_yaml(data: dict, *, source: str) -> str:
-    header = (f"# Resolved from {source} by `vertex-trainer trigger render`: overrides applied, the\n"
-              "# image pinned; templates that use trigger.* are rendered when an event starts a run.\n")
+    header = (
+        f"# Resolved from {source} by `vertex-trainer trigger render`: overrides applied, the\n"
+        "# image pinned; templates that use trigger.* are rendered when an event starts a run.\n"
+    )
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
 
@@ -68,8 +76,10 @@ def write(out_dir: Path, *, config: TriggerConfig, spec_text: str, deploy_script
     """Write the function directory; returns the files written (relative, sorted)."""
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / CONFIG_FILE).is_file():
-        raise UserError(f"{out_dir} is not empty and holds no rendered function ({CONFIG_FILE})",
-                        hint="give -o a new or empty directory")
+        raise UserError(
+            f"{out_dir} is not empty and holds no rendered function ({CONFIG_FILE})",
+            hint="give -o a new or empty directory",
+        )
     for vendored in ("vertex_trainer", "trainer"):  # a re-render replaces the vendored copies
         shutil.rmtree(out_dir / vendored, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +90,7 @@ def write(out_dir: Path, *, config: TriggerConfig, spec_text: str, deploy_script
         CONFIG_FILE: config.to_json(),
         "deploy.sh": deploy_script,
         ".gcloudignore": "# uploaded with the function: everything but caches and the deploy script\n"
-                         "__pycache__/\n*.pyc\ndeploy.sh\n",
+        "__pycache__/\n*.pyc\ndeploy.sh\n",
     }
     for name, text in files.items():
         (out_dir / name).write_text(text)
@@ -95,8 +105,10 @@ def _trainer_dir() -> Path:
     # Found, not imported: only the spec layer imports the trainer (docs/architecture.md).
     found = importlib.util.find_spec("trainer")
     if found is None or not found.submodule_search_locations:
-        raise UserError("the trainer package (trainer_image/trainer) is not installed here",
-                        hint="pip install -e . in the vertex-trainer checkout")
+        raise UserError(
+            "the trainer package (trainer_image/trainer) is not installed here",
+            hint="pip install -e . in the vertex-trainer checkout",
+        )
     return Path(list(found.submodule_search_locations)[0])
 
 
@@ -104,8 +116,12 @@ def _copy_tree(source: Path, target: Path, root: Path) -> set[str]:
     written = set()
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
-        if path.is_dir() or SKIP_DIRS & set(rel.parts[:-1]) or (rel.parts[0] in SKIP_DIRS) \
-                or path.suffix in (".pyc", ".pyo"):
+        if (
+            path.is_dir()
+            or SKIP_DIRS & set(rel.parts[:-1])
+            or (rel.parts[0] in SKIP_DIRS)
+            or path.suffix in (".pyc", ".pyo")
+        ):
             continue
         dest = target / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vertex_trainer.errors import UserError
 
@@ -38,9 +39,9 @@ class TriggerConfig:
     prefix: str = ""
     marker: str = "_SUCCESS"
     spec_file: str = SPEC_FILE
-    vars: dict[str, Any] = field(default_factory=dict)   # --var values and a pinned {{ git_sha }}
+    vars: dict[str, Any] = field(default_factory=dict)  # --var values and a pinned {{ git_sha }}
     image: str = ""
-    pipeline: bool = False                               # the spec has deploy: -> a PipelineJob
+    pipeline: bool = False  # the spec has deploy: -> a PipelineJob
     version: str = ""
 
     def __post_init__(self) -> None:
@@ -50,7 +51,7 @@ class TriggerConfig:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def load(cls, directory: str | Path) -> "TriggerConfig":
+    def load(cls, directory: str | Path) -> TriggerConfig:
         data = json.loads((Path(directory) / CONFIG_FILE).read_text())
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
@@ -58,14 +59,19 @@ class TriggerConfig:
 def check_trigger_args(bucket: str, prefix: str, marker: str) -> None:
     """--bucket, --prefix and --marker as Cloud Storage names (exit 2)."""
     if bucket.startswith("gs://"):
-        raise UserError(f"--bucket {bucket!r}: give the bucket's name, without gs://",
-                        hint=f"--bucket {bucket[5:].split('/', 1)[0]}")
+        raise UserError(
+            f"--bucket {bucket!r}: give the bucket's name, without gs://",
+            hint=f"--bucket {bucket[5:].split('/', 1)[0]}",
+        )
     if not _BUCKET.match(bucket or ""):
-        raise UserError(f"--bucket {bucket!r} is not a bucket name (3-222 characters of a-z, 0-9, "
-                        "'-', '_' and '.')")
+        raise UserError(
+            f"--bucket {bucket!r} is not a bucket name (3-222 characters of a-z, 0-9, '-', '_' and '.')"
+        )
     if prefix.startswith("/") or "//" in prefix:
-        raise UserError(f"--prefix {prefix!r}: an object name prefix has no leading or double '/'",
-                        hint="e.g. --prefix datasets/")
+        raise UserError(
+            f"--prefix {prefix!r}: an object name prefix has no leading or double '/'",
+            hint="e.g. --prefix datasets/",
+        )
     if not marker or "/" in marker or marker in (".", ".."):
         raise UserError(f"--marker {marker!r}: the marker is an object's last name part, e.g. _SUCCESS")
 
@@ -81,7 +87,7 @@ class ObjectEvent:
     generation: str
 
     @classmethod
-    def from_cloud_event(cls, event: Any) -> "ObjectEvent":
+    def from_cloud_event(cls, event: Any) -> ObjectEvent:
         """From a cloudevents CloudEvent (what functions-framework passes) or a dict with
         `attributes` and `data`. `data` is the StorageObjectData JSON."""
         if isinstance(event, Mapping):
@@ -100,10 +106,13 @@ class ObjectEvent:
         bucket = str(data.get("bucket") or attributes.get("bucket") or "")
         generation = str(data.get("generation") or "")
         if not name or not bucket or not generation.isdigit():
-            raise BadEvent(f"the event lacks the object's bucket, name or generation "
-                           f"(bucket={bucket!r}, name={name!r}, generation={generation!r})")
-        return cls(str(attributes.get("id") or ""), str(attributes.get("type") or ""), bucket, name,
-                   generation)
+            raise BadEvent(
+                f"the event lacks the object's bucket, name or generation "
+                f"(bucket={bucket!r}, name={name!r}, generation={generation!r})"
+            )
+        return cls(
+            str(attributes.get("id") or ""), str(attributes.get("type") or ""), bucket, name, generation
+        )
 
 
 @dataclass(frozen=True)
@@ -126,8 +135,9 @@ class Decision:
 
     def template_vars(self) -> dict[str, str]:
         """`{{ trigger.* }}` for the spec (docs/contract.md section 6)."""
-        return trigger_vars(self.event.bucket, self.event.name, self.event.generation, self.prefix,
-                            self.folder or "")
+        return trigger_vars(
+            self.event.bucket, self.event.name, self.event.generation, self.prefix, self.folder or ""
+        )
 
     def to_log(self) -> dict:
         e = self.event
@@ -147,7 +157,7 @@ def decide(config: TriggerConfig, event: ObjectEvent) -> Decision:
         return Decision(event, reason=f"bucket {event.bucket}, not {config.bucket}")
     if not event.name.startswith(config.prefix):
         return Decision(event, reason=f"outside the prefix {config.prefix!r}")
-    rest = event.name[len(config.prefix):]
+    rest = event.name[len(config.prefix) :]
     folder, sep, last = rest.rpartition("/")
     if last != config.marker:
         return Decision(event, reason=f"not a {config.marker} marker")
@@ -163,8 +173,13 @@ def event_key(bucket: str, name: str, generation: str) -> str:
 
 
 def trigger_vars(bucket: str, name: str, generation: str, prefix: str, folder: str) -> dict[str, str]:
-    return {"bucket": bucket, "object": name, "generation": str(generation),
-            "folder": f"gs://{bucket}/{prefix}{folder}", "folder_name": folder}
+    return {
+        "bucket": bucket,
+        "object": name,
+        "generation": str(generation),
+        "folder": f"gs://{bucket}/{prefix}{folder}",
+        "folder_name": folder,
+    }
 
 
 def sample_vars(bucket: str, prefix: str, marker: str) -> dict[str, str]:

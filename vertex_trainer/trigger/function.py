@@ -9,29 +9,51 @@ holds.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vertex_trainer import packaging
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.pipeline import default_root, pipeline_ir
-from vertex_trainer.workflows.preflight import buckets_of
 from vertex_trainer.settings import Settings
 from vertex_trainer.trigger import bundle, gcloud
 from vertex_trainer.trigger.prepare import Prepared, prepare
+from vertex_trainer.workflows.preflight import buckets_of
 
 Log = Callable[[str], None]
 
 
-def plan(spec_path: str | Path, *, bucket: str, source: str, settings: Settings, prefix: str = "",
-         marker: str = "_SUCCESS", sets: Iterable[str] = (), vars: Mapping[str, Any] | None = None,
-         project: str | None = None, region: str | None = None, trigger_location: str | None = None,
-         function: str | None = None, runtime_service_account: str | None = None,
-         trigger_service_account: str | None = None) -> tuple[Prepared, gcloud.Deployment]:
+def plan(
+    spec_path: str | Path,
+    *,
+    bucket: str,
+    source: str,
+    settings: Settings,
+    prefix: str = "",
+    marker: str = "_SUCCESS",
+    sets: Iterable[str] = (),
+    vars: Mapping[str, Any] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    trigger_location: str | None = None,
+    function: str | None = None,
+    runtime_service_account: str | None = None,
+    trigger_service_account: str | None = None,
+) -> tuple[Prepared, gcloud.Deployment]:
     """The prepared spec and the deployment it needs (no connection)."""
-    prepared = prepare(spec_path, bucket=bucket, prefix=prefix, marker=marker, sets=sets, vars=vars,
-                       project=project, region=region, settings=settings)
+    prepared = prepare(
+        spec_path,
+        bucket=bucket,
+        prefix=prefix,
+        marker=marker,
+        sets=sets,
+        vars=vars,
+        project=project,
+        region=region,
+        settings=settings,
+    )
     spec = prepared.pinned
     root = None
     if spec.deploy is not None:  # compile once now: a spec the function cannot compile fails here
@@ -43,57 +65,87 @@ def plan(spec_path: str | Path, *, bucket: str, source: str, settings: Settings,
     base = raw_name if isinstance(raw_name, str) and "{" not in raw_name else Path(spec_path).stem
     name = function or gcloud.function_name(base)
     deployment = gcloud.Deployment(
-        function=name, project=spec.project or "", region=spec.region,
-        trigger_location=trigger_location or spec.region, bucket=bucket, source=source,
+        function=name,
+        project=spec.project or "",
+        region=spec.region,
+        trigger_location=trigger_location or spec.region,
+        bucket=bucket,
+        source=source,
         runtime_sa=runtime_service_account or gcloud.service_account(spec.project or "", "run", base),
         trigger_sa=trigger_service_account or gcloud.service_account(spec.project or "", "evt", base),
-        job_sa=spec.service_account, read_buckets=tuple(sorted(buckets_of(spec))),
+        job_sa=spec.service_account,
+        read_buckets=tuple(sorted(buckets_of(spec))),
         pipeline=spec.deploy is not None,
-        pipeline_root_bucket=storage.bucket_of(root) if root else None)
+        pipeline_root_bucket=storage.bucket_of(root) if root else None,
+    )
     return prepared, deployment
 
 
-def render(spec_path: str | Path, out_dir: str | Path, *, bucket: str, settings: Settings,
-           log: Log, **options: Any) -> dict:
+def render(
+    spec_path: str | Path, out_dir: str | Path, *, bucket: str, settings: Settings, log: Log, **options: Any
+) -> dict:
     """Write the function directory (see bundle.py); returns what was written."""
-    prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings,
-                                **options)
+    prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings, **options)
     return _write(prepared, deployment, Path(out_dir), spec_path, log)
 
 
-def _write(prepared: Prepared, deployment: gcloud.Deployment, out_dir: Path, spec_path: str | Path,
-           log: Log) -> dict:
+def _write(
+    prepared: Prepared, deployment: gcloud.Deployment, out_dir: Path, spec_path: str | Path, log: Log
+) -> dict:
     for warning in prepared.warnings:
         log(f"warning: {warning}")
     if prepared.spec.image.builds:
-        log(f"note: the function runs {prepared.artifact.image_uri}; build it once with "
-            f"`vertex-trainer package {spec_path}` (`trigger deploy` does)")
-    files = bundle.write(out_dir, config=prepared.config,
-                         spec_text=bundle.spec_yaml(prepared.data, source=str(spec_path)),
-                         deploy_script=gcloud.script(deployment, gcloud.plan(deployment)))
-    return {"directory": str(out_dir), "function": deployment.function,
-            "image": prepared.artifact.image_uri, "pipeline": prepared.config.pipeline,
-            "bucket": deployment.bucket, "prefix": prepared.config.prefix,
-            "marker": prepared.config.marker, "trigger_location": deployment.trigger_location,
-            "files": files, "warnings": list(prepared.warnings)}
+        log(
+            f"note: the function runs {prepared.artifact.image_uri}; build it once with "
+            f"`vertex-trainer package {spec_path}` (`trigger deploy` does)"
+        )
+    files = bundle.write(
+        out_dir,
+        config=prepared.config,
+        spec_text=bundle.spec_yaml(prepared.data, source=str(spec_path)),
+        deploy_script=gcloud.script(deployment, gcloud.plan(deployment)),
+    )
+    return {
+        "directory": str(out_dir),
+        "function": deployment.function,
+        "image": prepared.artifact.image_uri,
+        "pipeline": prepared.config.pipeline,
+        "bucket": deployment.bucket,
+        "prefix": prepared.config.prefix,
+        "marker": prepared.config.marker,
+        "trigger_location": deployment.trigger_location,
+        "files": files,
+        "warnings": list(prepared.warnings),
+    }
 
 
-def deploy(spec_path: str | Path, *, bucket: str, settings: Settings, log: Log,
-           out_dir: str | Path | None = None, dry_run: bool = False, **options: Any) -> dict:
+def deploy(
+    spec_path: str | Path,
+    *,
+    bucket: str,
+    settings: Settings,
+    log: Log,
+    out_dir: str | Path | None = None,
+    dry_run: bool = False,
+    **options: Any,
+) -> dict:
     """Deploy the function (or, with `dry_run`, return the script and touch nothing)."""
     if dry_run:
-        _, deployment = plan(spec_path, bucket=bucket, source=str(out_dir or "FUNCTION_DIR"),
-                             settings=settings, **options)
-        return {"dry_run": True, "function": deployment.function,
-                "script": gcloud.script(deployment, gcloud.plan(deployment))}
+        _, deployment = plan(
+            spec_path, bucket=bucket, source=str(out_dir or "FUNCTION_DIR"), settings=settings, **options
+        )
+        return {
+            "dry_run": True,
+            "function": deployment.function,
+            "script": gcloud.script(deployment, gcloud.plan(deployment)),
+        }
     if not options.get("trigger_location"):  # Eventarc's trigger must be in the bucket's location
         meta = storage.bucket_metadata(storage.storage_api(settings, log=log), bucket)
         if meta is None:
             raise UserError(f"--bucket {bucket}: gs://{bucket} does not exist; nothing was deployed")
         options["trigger_location"] = str(meta.get("location") or "").lower()
     out_dir = Path(out_dir or tempfile.mkdtemp(prefix="vertex-trainer-function-"))
-    prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings,
-                                **options)
+    prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings, **options)
     rendered = _write(prepared, deployment, out_dir, spec_path, log)
     if prepared.spec.image.builds:  # the function runs the pinned tag: make sure it exists
         packaging.ensure_artifact(prepared.spec, settings=settings, log=log)

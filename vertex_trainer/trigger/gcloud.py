@@ -22,15 +22,22 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.trigger.events import FINALIZED
 
-APIS = ("cloudfunctions.googleapis.com", "run.googleapis.com", "eventarc.googleapis.com",
-        "cloudbuild.googleapis.com", "artifactregistry.googleapis.com", "pubsub.googleapis.com",
-        "aiplatform.googleapis.com", "storage.googleapis.com")
+APIS = (
+    "cloudfunctions.googleapis.com",
+    "run.googleapis.com",
+    "eventarc.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "pubsub.googleapis.com",
+    "aiplatform.googleapis.com",
+    "storage.googleapis.com",
+)
 GCS_AGENT, PROJECT_NUMBER = "${GCS_AGENT}", "${PROJECT_NUMBER}"
 RUNTIME = "python312"
 
@@ -60,13 +67,13 @@ class Deployment:
 
     function: str
     project: str
-    region: str                  # where the function runs (the spec's region)
-    trigger_location: str        # the bucket's location: Eventarc requires it
+    region: str  # where the function runs (the spec's region)
+    trigger_location: str  # the bucket's location: Eventarc requires it
     bucket: str
-    source: str                  # the rendered function directory
+    source: str  # the rendered function directory
     runtime_sa: str
     trigger_sa: str
-    job_sa: str | None           # the spec's service_account
+    job_sa: str | None  # the spec's service_account
     read_buckets: tuple[str, ...]
     pipeline: bool
     pipeline_root_bucket: str | None = None
@@ -92,106 +99,229 @@ def plan(d: Deployment) -> list[Step]:
     p = f"--project={d.project}"
     steps = [
         Step("enable the APIs the flow uses", ("gcloud", "services", "enable", *APIS, p)),
-        Step("the Cloud Storage service agent, which publishes the bucket's events",
-             ("gcloud", "storage", "service-agent", p), capture="GCS_AGENT"),
-        Step("... may publish to Pub/Sub (Eventarc's transport)",
-             _project_binding(d.project, f"serviceAccount:{GCS_AGENT}", "roles/pubsub.publisher")),
+        Step(
+            "the Cloud Storage service agent, which publishes the bucket's events",
+            ("gcloud", "storage", "service-agent", p),
+            capture="GCS_AGENT",
+        ),
+        Step(
+            "... may publish to Pub/Sub (Eventarc's transport)",
+            _project_binding(d.project, f"serviceAccount:{GCS_AGENT}", "roles/pubsub.publisher"),
+        ),
     ]
-    for sa, what in ((d.runtime_sa, "the function's runtime identity: starts runs"),
-                     (d.trigger_sa, "the trigger's identity: receives events, calls the function")):
-        steps.append(Step(f"service account: {what}",
-                          ("gcloud", "iam", "service-accounts", "create", sa.split("@")[0], p,
-                           f"--display-name=vertex-trainer {d.function}"),
-                          unless=("gcloud", "iam", "service-accounts", "describe", sa, p)))
+    for sa, what in (
+        (d.runtime_sa, "the function's runtime identity: starts runs"),
+        (d.trigger_sa, "the trigger's identity: receives events, calls the function"),
+    ):
+        steps.append(
+            Step(
+                f"service account: {what}",
+                (
+                    "gcloud",
+                    "iam",
+                    "service-accounts",
+                    "create",
+                    sa.split("@")[0],
+                    p,
+                    f"--display-name=vertex-trainer {d.function}",
+                ),
+                unless=("gcloud", "iam", "service-accounts", "describe", sa, p),
+            )
+        )
     steps += [
-        Step("the trigger's account receives events",
-             _project_binding(d.project, f"serviceAccount:{d.trigger_sa}", "roles/eventarc.eventReceiver")),
-        Step("the runtime account creates Vertex AI jobs and pipelines",
-             _project_binding(d.project, f"serviceAccount:{d.runtime_sa}", "roles/aiplatform.user")),
+        Step(
+            "the trigger's account receives events",
+            _project_binding(d.project, f"serviceAccount:{d.trigger_sa}", "roles/eventarc.eventReceiver"),
+        ),
+        Step(
+            "the runtime account creates Vertex AI jobs and pipelines",
+            _project_binding(d.project, f"serviceAccount:{d.runtime_sa}", "roles/aiplatform.user"),
+        ),
     ]
     for bucket in d.read_buckets:
-        steps.append(Step(f"the runtime account reads gs://{bucket}'s metadata (pre-flight check)",
-                          ("gcloud", "storage", "buckets", "add-iam-policy-binding", f"gs://{bucket}",
-                           f"--member=serviceAccount:{d.runtime_sa}",
-                           "--role=roles/storage.legacyBucketReader", p, "--condition=None")))
+        steps.append(
+            Step(
+                f"the runtime account reads gs://{bucket}'s metadata (pre-flight check)",
+                (
+                    "gcloud",
+                    "storage",
+                    "buckets",
+                    "add-iam-policy-binding",
+                    f"gs://{bucket}",
+                    f"--member=serviceAccount:{d.runtime_sa}",
+                    "--role=roles/storage.legacyBucketReader",
+                    p,
+                    "--condition=None",
+                ),
+            )
+        )
     # A CustomJob without service_account runs as Vertex AI's own agent (no actAs needed); a
     # PipelineJob without one runs as the default compute account, which the caller must actAs.
     run_as = d.job_sa or (f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com" if d.pipeline else None)
     if run_as and not d.job_sa:
-        steps.append(Step("the project number (the default compute account runs the pipeline: the "
-                          "spec has no service_account)",
-                          ("gcloud", "projects", "describe", d.project, "--format=value(projectNumber)"),
-                          capture="PROJECT_NUMBER"))
+        steps.append(
+            Step(
+                "the project number (the default compute account runs the pipeline: the "
+                "spec has no service_account)",
+                ("gcloud", "projects", "describe", d.project, "--format=value(projectNumber)"),
+                capture="PROJECT_NUMBER",
+            )
+        )
     if run_as:
-        steps.append(Step(f"the runtime account may start runs as {run_as}",
-                          ("gcloud", "iam", "service-accounts", "add-iam-policy-binding", run_as,
-                           f"--member=serviceAccount:{d.runtime_sa}", "--role=roles/iam.serviceAccountUser", p)))
+        steps.append(
+            Step(
+                f"the runtime account may start runs as {run_as}",
+                (
+                    "gcloud",
+                    "iam",
+                    "service-accounts",
+                    "add-iam-policy-binding",
+                    run_as,
+                    f"--member=serviceAccount:{d.runtime_sa}",
+                    "--role=roles/iam.serviceAccountUser",
+                    p,
+                ),
+            )
+        )
     if d.pipeline and run_as:
         steps += [
-            Step("the pipeline's steps (running as the job's account) create, upload and deploy",
-                 _project_binding(d.project, f"serviceAccount:{run_as}", "roles/aiplatform.user")),
-            Step("... and start the training job as that same account",
-                 ("gcloud", "iam", "service-accounts", "add-iam-policy-binding", run_as,
-                  f"--member=serviceAccount:{run_as}", "--role=roles/iam.serviceAccountUser", p)),
+            Step(
+                "the pipeline's steps (running as the job's account) create, upload and deploy",
+                _project_binding(d.project, f"serviceAccount:{run_as}", "roles/aiplatform.user"),
+            ),
+            Step(
+                "... and start the training job as that same account",
+                (
+                    "gcloud",
+                    "iam",
+                    "service-accounts",
+                    "add-iam-policy-binding",
+                    run_as,
+                    f"--member=serviceAccount:{run_as}",
+                    "--role=roles/iam.serviceAccountUser",
+                    p,
+                ),
+            ),
         ]
         if d.pipeline_root_bucket:
-            steps.append(Step("... and write the pipeline root",
-                              ("gcloud", "storage", "buckets", "add-iam-policy-binding",
-                               f"gs://{d.pipeline_root_bucket}", f"--member=serviceAccount:{run_as}",
-                               "--role=roles/storage.objectUser", p, "--condition=None")))
+            steps.append(
+                Step(
+                    "... and write the pipeline root",
+                    (
+                        "gcloud",
+                        "storage",
+                        "buckets",
+                        "add-iam-policy-binding",
+                        f"gs://{d.pipeline_root_bucket}",
+                        f"--member=serviceAccount:{run_as}",
+                        "--role=roles/storage.objectUser",
+                        p,
+                        "--condition=None",
+                    ),
+                )
+            )
     steps += [
-        Step("deploy the function with its Eventarc trigger (retries on: a failed call is redelivered)",
-             ("gcloud", "functions", "deploy", d.function, "--gen2", p, f"--region={d.region}",
-              f"--runtime={RUNTIME}", f"--source={d.source}", "--entry-point=on_object_finalized",
-              f"--trigger-event-filters=type={FINALIZED}", f"--trigger-event-filters=bucket={d.bucket}",
-              f"--trigger-location={d.trigger_location}", f"--trigger-service-account={d.trigger_sa}",
-              f"--service-account={d.runtime_sa}", "--retry", "--no-allow-unauthenticated",
-              "--ingress-settings=internal-only", "--memory=1Gi" if d.pipeline else "--memory=512Mi",
-              "--timeout=300s", "--max-instances=10")),
-        Step("only the trigger's account may call the function",
-             ("gcloud", "functions", "add-invoker-policy-binding", d.function, f"--region={d.region}",
-              f"--member=serviceAccount:{d.trigger_sa}", p)),
+        Step(
+            "deploy the function with its Eventarc trigger (retries on: a failed call is redelivered)",
+            (
+                "gcloud",
+                "functions",
+                "deploy",
+                d.function,
+                "--gen2",
+                p,
+                f"--region={d.region}",
+                f"--runtime={RUNTIME}",
+                f"--source={d.source}",
+                "--entry-point=on_object_finalized",
+                f"--trigger-event-filters=type={FINALIZED}",
+                f"--trigger-event-filters=bucket={d.bucket}",
+                f"--trigger-location={d.trigger_location}",
+                f"--trigger-service-account={d.trigger_sa}",
+                f"--service-account={d.runtime_sa}",
+                "--retry",
+                "--no-allow-unauthenticated",
+                "--ingress-settings=internal-only",
+                "--memory=1Gi" if d.pipeline else "--memory=512Mi",
+                "--timeout=300s",
+                "--max-instances=10",
+            ),
+        ),
+        Step(
+            "only the trigger's account may call the function",
+            (
+                "gcloud",
+                "functions",
+                "add-invoker-policy-binding",
+                d.function,
+                f"--region={d.region}",
+                f"--member=serviceAccount:{d.trigger_sa}",
+                p,
+            ),
+        ),
     ]
     return steps
 
 
 def _project_binding(project: str, member: str, role: str) -> tuple[str, ...]:
-    return ("gcloud", "projects", "add-iam-policy-binding", project, f"--member={member}",
-            f"--role={role}", "--condition=None", "--quiet")
+    return (
+        "gcloud",
+        "projects",
+        "add-iam-policy-binding",
+        project,
+        f"--member={member}",
+        f"--role={role}",
+        "--condition=None",
+        "--quiet",
+    )
 
 
 def script(d: Deployment, steps: Sequence[Step]) -> str:
     """The plan as a bash script (deploy.sh, and `trigger deploy --dry-run`)."""
-    lines = ["#!/usr/bin/env bash",
-             f"# Deploys {d.function}: a Cloud Run function (gen2) on {FINALIZED}",
-             f"# in gs://{d.bucket}, its Eventarc trigger and the IAM they need. Written by",
-             "# `vertex-trainer trigger render` / `trigger deploy --dry-run`; see docs/events.md.",
-             "set -euo pipefail", ""]
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Deploys {d.function}: a Cloud Run function (gen2) on {FINALIZED}",
+        f"# in gs://{d.bucket}, its Eventarc trigger and the IAM they need. Written by",
+        "# `vertex-trainer trigger render` / `trigger deploy --dry-run`; see docs/events.md.",
+        "set -euo pipefail",
+        "",
+    ]
     for step in steps:
         lines += [f"# {step.why}", step.shell(), ""]
     return "\n".join(lines)
 
 
-def run(steps: Sequence[Step], *, log: Callable[[str], None],
-        runner: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> dict[str, str]:
+def run(
+    steps: Sequence[Step],
+    *,
+    log: Callable[[str], None],
+    runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> dict[str, str]:
     """Run the steps in order; returns the captured variables. ServiceError on a failure."""
     if runner is subprocess.run and shutil.which("gcloud") is None:
-        raise UserError("trigger deploy runs the Google Cloud CLI, and gcloud is not on PATH",
-                        hint="install it (cloud.google.com/sdk), or print the commands with --dry-run")
+        raise UserError(
+            "trigger deploy runs the Google Cloud CLI, and gcloud is not on PATH",
+            hint="install it (cloud.google.com/sdk), or print the commands with --dry-run",
+        )
     captured: dict[str, str] = {}
     for step in steps:
         argv = [_expand(a, captured) for a in step.argv]
-        if step.unless and runner([_expand(a, captured) for a in step.unless], capture_output=True,
-                                  text=True).returncode == 0:
+        if (
+            step.unless
+            and runner([_expand(a, captured) for a in step.unless], capture_output=True, text=True).returncode
+            == 0
+        ):
             log(f"ok (exists): {step.why}")
             continue
         log(f"$ {_quote(argv)}")
         done = runner(argv, capture_output=True, text=True)
         if done.returncode != 0:
-            raise ServiceError(f"{step.why}: `{_quote(argv)}` exited {done.returncode}: "
-                               f"{(done.stderr or '').strip()[-800:]}",
-                               hint="fix the cause and run `vertex-trainer trigger deploy` again: "
-                                    "every step is safe to repeat")
+            raise ServiceError(
+                f"{step.why}: `{_quote(argv)}` exited {done.returncode}: "
+                f"{(done.stderr or '').strip()[-800:]}",
+                hint="fix the cause and run `vertex-trainer trigger deploy` again: "
+                "every step is safe to repeat",
+            )
         if step.capture:
             captured[step.capture] = (done.stdout or "").strip()
     return captured

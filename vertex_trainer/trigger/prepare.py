@@ -11,9 +11,10 @@ packager builds (the function never builds), so what runs is what was rendered.
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vertex_trainer import packaging
 from vertex_trainer.contract import Artifact
@@ -28,36 +29,55 @@ from vertex_trainer.trigger.events import TriggerConfig, check_trigger_args, sam
 class Prepared:
     """The resolved spec data (trigger templates kept, image pinned) and what it means."""
 
-    data: dict                  # what spec.yaml holds
-    spec: JobSpec               # the spec as given (image.repository, if it builds), sample trigger
-    pinned: JobSpec             # the spec the function will load, with the sample trigger values
+    data: dict  # what spec.yaml holds
+    spec: JobSpec  # the spec as given (image.repository, if it builds), sample trigger
+    pinned: JobSpec  # the spec the function will load, with the sample trigger values
     artifact: Artifact
     config: TriggerConfig
     source: str
     warnings: tuple[str, ...] = field(default=())
 
 
-def prepare(spec_path: str | Path, *, bucket: str, prefix: str = "", marker: str = "_SUCCESS",
-            sets: Iterable[str] = (), vars: Mapping[str, Any] | None = None, project: str | None = None,
-            region: str | None = None, settings: Settings) -> Prepared:
+def prepare(
+    spec_path: str | Path,
+    *,
+    bucket: str,
+    prefix: str = "",
+    marker: str = "_SUCCESS",
+    sets: Iterable[str] = (),
+    vars: Mapping[str, Any] | None = None,
+    project: str | None = None,
+    region: str | None = None,
+    settings: Settings,
+) -> Prepared:
     check_trigger_args(bucket, prefix, marker)
     base = Path(spec_path).parent
     given = dict(vars or {})
     if "trigger" in given:
         raise UserError("--var trigger=...: `trigger` is the storage event's variable; pick another name")
-    data = resolve_data(read_yaml(spec_path), sets=tuple(sets), vars=given, project=project,
-                        region=region, base_dir=base, environ=settings.environ,
-                        default_project=settings.project, default_region=settings.region,
-                        defer=("trigger",))
+    data = resolve_data(
+        read_yaml(spec_path),
+        sets=tuple(sets),
+        vars=given,
+        project=project,
+        region=region,
+        base_dir=base,
+        environ=settings.environ,
+        default_project=settings.project,
+        default_region=settings.region,
+        defer=("trigger",),
+    )
     sample = {**given, "trigger": sample_vars(bucket, prefix, marker)}
     spec = build_spec(data, vars=sample, base_dir=base, environ=settings.environ)
     cloud_problems(spec)  # a project, gs:// paths: the function submits to Vertex AI
     if spec.runs_bundled_trainer:
         check_trainer_flags(spec)
     if spec.image.python_package:
-        raise UserError("image.python_package: a triggered run needs a container image (the function "
-                        "never builds or uploads code)",
-                        hint="use image.repository (built once, tag = content hash) or image.uri")
+        raise UserError(
+            "image.python_package: a triggered run needs a container image (the function "
+            "never builds or uploads code)",
+            hint="use image.repository (built once, tag = content hash) or image.uri",
+        )
     artifact = Artifact(spec.image.uri) if not spec.image.builds else packaging.plan_artifact(spec)
     data = {**data, "image": {"uri": artifact.image_uri}}
     pinned = build_spec(data, vars=sample, base_dir=base, environ=settings.environ)
@@ -68,15 +88,25 @@ def prepare(spec_path: str | Path, *, bucket: str, prefix: str = "", marker: str
         stored["git_sha"] = resolve_data({"v": "{{ git_sha }}"}, base_dir=base)["v"]
     warnings = []
     if not _uses_trigger(data.get("output_dir")):
-        warnings.append("output_dir does not use {{ trigger.* }}: every run writes to the same "
-                        f"directory ({spec.output_dir}); e.g. output_dir: gs://BUCKET/runs/"
-                        "{{ trigger.folder_name }}-{{ trigger.generation }}")
+        warnings.append(
+            "output_dir does not use {{ trigger.* }}: every run writes to the same "
+            f"directory ({spec.output_dir}); e.g. output_dir: gs://BUCKET/runs/"
+            "{{ trigger.folder_name }}-{{ trigger.generation }}"
+        )
     if not any(_uses_trigger(v) for v in (data.get("trainer") or {}).values()):
-        warnings.append("no trainer: value uses {{ trigger.folder }}: every run reads the same data; "
-                        "e.g. train_data: \"{{ trigger.folder }}/train-*\"")
-    config = TriggerConfig(bucket=bucket, prefix=prefix, marker=marker, vars=stored,
-                           image=artifact.image_uri, pipeline=pinned.deploy is not None,
-                           version=_version())
+        warnings.append(
+            "no trainer: value uses {{ trigger.folder }}: every run reads the same data; "
+            "e.g. train_data: \"{{ trigger.folder }}/train-*\""
+        )
+    config = TriggerConfig(
+        bucket=bucket,
+        prefix=prefix,
+        marker=marker,
+        vars=stored,
+        image=artifact.image_uri,
+        pipeline=pinned.deploy is not None,
+        version=_version(),
+    )
     return Prepared(data, spec, pinned, artifact, config, str(spec_path), tuple(warnings))
 
 

@@ -5,8 +5,9 @@ of one event creating two CustomJobs at the same instant."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.contract import ATTEMPT_LABEL
 from vertex_trainer.trigger.events import BadEvent, Decision, ObjectEvent, TriggerConfig, decide
@@ -40,14 +41,21 @@ class EventLog:
         return self._say("ERROR", "refused", f"no run for {record['folder']}: {error}", **record)
 
     def retry(self, decision: Decision, error: Exception) -> dict:
-        return self._say("ERROR", "retry", f"failed; Eventarc delivers the event again: {error}",
-                         **decision.to_log())
+        return self._say(
+            "ERROR", "retry", f"failed; Eventarc delivers the event again: {error}", **decision.to_log()
+        )
 
     def started(self, decision: Decision, run: Any) -> dict:
         record = decision.to_log()
         verb = "adopted" if run.adopted else "started"
-        return self._say("NOTICE", verb, f"{verb} {run.name} for {record['folder']}", run=run.name,
-                         state=run.state, **record)
+        return self._say(
+            "NOTICE",
+            verb,
+            f"{verb} {run.name} for {record['folder']}",
+            run=run.name,
+            state=run.state,
+            **record,
+        )
 
 
 def triage(event: Any, function_dir: str | Path, log: EventLog) -> tuple[TriggerConfig, Decision | None]:
@@ -80,8 +88,10 @@ def keep_oldest(run: Any) -> Any:
     # With scheduling.fallback the key's attempts are different jobs: compare this attempt's only.
     attempt = run.labels.get(ATTEMPT_LABEL)
     also = {ATTEMPT_LABEL: attempt} if attempt else None
-    found = sorted(run.client.list(run.client.key_filter(run.idempotency_key, also)),
-                   key=lambda j: (j.get("createTime", ""), j.get("name", "")))
+    found = sorted(
+        run.client.list(run.client.key_filter(run.idempotency_key, also)),
+        key=lambda j: (j.get("createTime", ""), j.get("name", "")),
+    )
     if len(found) < 2 or found[0].get("name") == run.name:
         return run
     run.cancel()

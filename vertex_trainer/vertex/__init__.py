@@ -6,9 +6,25 @@ deploy, logs, quotas and billing beside them (docs/architecture.md).
 """
 
 from vertex_trainer.vertex.jobs import (
-    Job, JobsClient, check_key, console_url, create_idempotent, job_name, new_key, parse_label,
+    Job,
+    JobsClient,
+    check_key,
+    console_url,
+    create_idempotent,
+    job_name,
+    new_key,
+    parse_label,
     split_name,
 )
 
-__all__ = ["Job", "JobsClient", "check_key", "console_url", "create_idempotent", "job_name",
-           "new_key", "parse_label", "split_name"]
+__all__ = [
+    "Job",
+    "JobsClient",
+    "check_key",
+    "console_url",
+    "create_idempotent",
+    "job_name",
+    "new_key",
+    "parse_label",
+    "split_name",
+]

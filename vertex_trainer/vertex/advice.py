@@ -9,16 +9,25 @@ last lines speak for themselves. Pure: no network.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-RESOURCE_EXHAUSTED, PERMISSION_DENIED = 8, 7     # google.rpc.Code
-_IMAGE = re.compile(r"pull access denied|unable to pull|failed to pull|error pulling|errimagepull|"
-                    r"imagepullbackoff|manifest unknown|manifest for .* not found|"
-                    r"image .* (?:not found|does not exist)", re.I)
-_CAPACITY = re.compile(r"resource_exhausted|resources are insufficient|quota|stockout|"
-                       r"zone_resource_pool_exhausted|not enough capacity|no capacity", re.I)
-_PERMISSION = re.compile(r"permission_denied|permission .*denied|does not have .*(?:permission|access)|"
-                         r"access denied|403 forbidden|iam\.serviceaccounts\.actas", re.I)
+RESOURCE_EXHAUSTED, PERMISSION_DENIED = 8, 7  # google.rpc.Code
+_IMAGE = re.compile(
+    r"pull access denied|unable to pull|failed to pull|error pulling|errimagepull|"
+    r"imagepullbackoff|manifest unknown|manifest for .* not found|"
+    r"image .* (?:not found|does not exist)",
+    re.I,
+)
+_CAPACITY = re.compile(
+    r"resource_exhausted|resources are insufficient|quota|stockout|"
+    r"zone_resource_pool_exhausted|not enough capacity|no capacity",
+    re.I,
+)
+_PERMISSION = re.compile(
+    r"permission_denied|permission .*denied|does not have .*(?:permission|access)|"
+    r"access denied|403 forbidden|iam\.serviceaccounts\.actas",
+    re.I,
+)
 _REGISTRY = re.compile(r"^(?P<region>[a-z0-9-]+)-docker\.pkg\.dev/|^(?:(?P<gcr>us|eu|asia)\.)?gcr\.io/")
 
 
@@ -44,33 +53,44 @@ def _capacity(spec: dict, region: str | None) -> str:
     where = f" in {region}" if region else ""
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "")
     if strategy in ("FLEX_START", "6"):
-        return (f"no capacity or quota for this machine{where} within max_wait: add "
-                "scheduling.fallback: [spot, standard] to try the next strategy, raise max_wait, "
-                "or try another region")
-    return (f"no capacity or quota for this machine{where}: scheduling.strategy: flex-start (with "
-            "max_wait) queues until capacity is free, and scheduling.fallback: [spot, standard] "
-            "tries the next strategy; or ask for more quota (console: IAM & Admin > Quotas)")
+        return (
+            f"no capacity or quota for this machine{where} within max_wait: add "
+            "scheduling.fallback: [spot, standard] to try the next strategy, raise max_wait, "
+            "or try another region"
+        )
+    return (
+        f"no capacity or quota for this machine{where}: scheduling.strategy: flex-start (with "
+        "max_wait) queues until capacity is free, and scheduling.fallback: [spot, standard] "
+        "tries the next strategy; or ask for more quota (console: IAM & Admin > Quotas)"
+    )
 
 
 def _permission(spec: dict) -> str:
     account = spec.get("serviceAccount") or (
         "the Vertex AI Custom Code Service Agent "
-        "(service-PROJECT_NUMBER@gcp-sa-aiplatform-cc.iam.gserviceaccount.com)")
-    return (f"the job runs as {account}: grant it the role the failing call needs (e.g. "
-            "roles/storage.objectAdmin on the output bucket, roles/artifactregistry.reader on the "
-            "image's repository), or set service_account: in the spec")
+        "(service-PROJECT_NUMBER@gcp-sa-aiplatform-cc.iam.gserviceaccount.com)"
+    )
+    return (
+        f"the job runs as {account}: grant it the role the failing call needs (e.g. "
+        "roles/storage.objectAdmin on the output bucket, roles/artifactregistry.reader on the "
+        "image's repository), or set service_account: in the spec"
+    )
 
 
 def _image(spec: dict, region: str | None) -> str:
-    images = [(p.get("containerSpec") or {}).get("imageUri")
-              or (p.get("pythonPackageSpec") or {}).get("executorImageUri")
-              for p in spec.get("workerPoolSpecs") or ()]
+    images = [
+        (p.get("containerSpec") or {}).get("imageUri")
+        or (p.get("pythonPackageSpec") or {}).get("executorImageUri")
+        for p in spec.get("workerPoolSpecs") or ()
+    ]
     image = next((i for i in images if i), None)
     if not image:
         return "the replicas' image could not be pulled: check the image URI and who may read it"
-    text = (f"check that {image} exists (gcloud artifacts docker images list "
-            f"{image.rsplit(':', 1)[0].rsplit('@', 1)[0]}) and that the job's service account may "
-            "read it (roles/artifactregistry.reader)")
+    text = (
+        f"check that {image} exists (gcloud artifacts docker images list "
+        f"{image.rsplit(':', 1)[0].rsplit('@', 1)[0]}) and that the job's service account may "
+        "read it (roles/artifactregistry.reader)"
+    )
     home = registry_region(image)
     if home and region and not (region == home or region.startswith(home + "-")):
         text += f"; the registry is in {home}, the job in {region}: push the image to {region}"

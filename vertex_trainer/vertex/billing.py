@@ -23,22 +23,33 @@ from vertex_trainer.pricing import skus as sku_rules
 from vertex_trainer.settings import RetryPolicy, Settings
 
 SERVICE_NAME = "Vertex AI"
-SKU_PAGE_SIZE = 5000     # the API's maximum: Vertex AI has a few thousand SKUs
+SKU_PAGE_SIZE = 5000  # the API's maximum: Vertex AI has a few thousand SKUs
 MAX_PAGES = 100
 
 
 class BillingClient:
     """The Catalog API at the settings' endpoint (read-only)."""
 
-    def __init__(self, *, settings: Settings, retry: RetryPolicy | None = None, log: Log | None = None,
-                 session: Any = None):
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        retry: RetryPolicy | None = None,
+        log: Log | None = None,
+        session: Any = None,
+    ):
         self.settings = settings
         self.key = settings.billing_api_key
         if session is None and self.key:
-            session = auth.plain_session()   # an API key needs no credentials
-        self.api = ApiClient(settings.billing_url(), retry=retry or settings.retry, log=log,
-                             session=session, service="Cloud Billing Catalog",
-                             hints=default_hint("Cloud Billing", "cloudbilling.googleapis.com"))
+            session = auth.plain_session()  # an API key needs no credentials
+        self.api = ApiClient(
+            settings.billing_url(),
+            retry=retry or settings.retry,
+            log=log,
+            session=session,
+            service="Cloud Billing Catalog",
+            hints=default_hint("Cloud Billing", "cloudbilling.googleapis.com"),
+        )
 
     def _params(self, **extra: Any) -> dict:
         return {**({"key": self.key} if self.key else {}), **extra}
@@ -50,19 +61,33 @@ class BillingClient:
             display_name: the service's displayName.
         Returns:
             Its serviceId; ServiceError (exit 3) when no service has that name."""
-        for page in self.api.pages("list services", "GET", "v1/services", items="services",
-                                   params=self._params(), page_size=5000, max_pages=MAX_PAGES):
+        for page in self.api.pages(
+            "list services",
+            "GET",
+            "v1/services",
+            items="services",
+            params=self._params(),
+            page_size=5000,
+            max_pages=MAX_PAGES,
+        ):
             for service in page:
                 if service.get("displayName") == display_name:
                     return str(service.get("serviceId") or str(service.get("name", "")).split("/")[-1])
-        raise ServiceError(f"the Cloud Billing catalog lists no service named {display_name!r}",
-                           hint="the catalog's service names changed: report it")
+        raise ServiceError(
+            f"the Cloud Billing catalog lists no service named {display_name!r}",
+            hint="the catalog's service names changed: report it",
+        )
 
     def skus(self, service_id: str, currency: str = "USD") -> list[dict]:
         """Every SKU of the service (all pages), priced in `currency`."""
-        return self.api.list("list skus", f"v1/services/{service_id}/skus", items="skus",
-                             params=self._params(currencyCode=currency), page_size=SKU_PAGE_SIZE,
-                             max_pages=MAX_PAGES)
+        return self.api.list(
+            "list skus",
+            f"v1/services/{service_id}/skus",
+            items="skus",
+            params=self._params(currencyCode=currency),
+            page_size=SKU_PAGE_SIZE,
+            max_pages=MAX_PAGES,
+        )
 
     def price_book(self, *, today: _dt.date | None = None) -> PriceBook:
         """Vertex AI's training prices read now, as a PriceBook (source "billing-api").
@@ -75,10 +100,14 @@ class BillingClient:
         found = self.skus(service)
         day = (today or _dt.datetime.now(_dt.timezone.utc).date()).isoformat()
         data = sku_rules.snapshot(
-            found, as_of=day,
-            source=f"Cloud Billing Catalog API, services/{service}/skus ({SERVICE_NAME}), list prices")
+            found,
+            as_of=day,
+            source=f"Cloud Billing Catalog API, services/{service}/skus ({SERVICE_NAME}), list prices",
+        )
         if not data["skus_used"]:
-            raise ServiceError(f"none of the {len(found)} SKUs of services/{service} is a custom-training "
-                               "price this tool recognizes; the snapshot was not changed",
-                               hint="the SKU descriptions changed: report it (vertex_trainer/pricing/skus.py)")
+            raise ServiceError(
+                f"none of the {len(found)} SKUs of services/{service} is a custom-training "
+                "price this tool recognizes; the snapshot was not changed",
+                hint="the SKU descriptions changed: report it (vertex_trainer/pricing/skus.py)",
+            )
         return PriceBook(data, source="billing-api")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
 from vertex_trainer.errors import ServiceError
@@ -51,8 +52,11 @@ class ServingContainer:
             out["args"] = list(self.args)
         if self.env:
             out["env"] = [{"name": k, "value": v} for k, v in self.env]
-        out.update(ports=[{"containerPort": self.port}], predictRoute=self.predict_route,
-                   healthRoute=self.health_route)
+        out.update(
+            ports=[{"containerPort": self.port}],
+            predictRoute=self.predict_route,
+            healthRoute=self.health_route,
+        )
         return out
 
 
@@ -63,8 +67,8 @@ class DeployRequest:
     model_display_name: str
     artifact_uri: str
     container: ServingContainer
-    job_id: str                      # label value naming the training job
-    endpoint: str                    # display name or projects/P/locations/R/endpoints/ID
+    job_id: str  # label value naming the training job
+    endpoint: str  # display name or projects/P/locations/R/endpoints/ID
     machine_type: str
     accelerator_type: str | None = None
     accelerator_count: int = 0
@@ -75,10 +79,12 @@ class DeployRequest:
     service_account: str | None = None
 
     def model_body(self) -> dict:
-        body: dict[str, Any] = {"displayName": self.model_display_name,
-                                "artifactUri": self.artifact_uri,
-                                "containerSpec": self.container.to_api(),
-                                "labels": {**self.labels, JOB_LABEL: self.job_id}}
+        body: dict[str, Any] = {
+            "displayName": self.model_display_name,
+            "artifactUri": self.artifact_uri,
+            "containerSpec": self.container.to_api(),
+            "labels": {**self.labels, JOB_LABEL: self.job_id},
+        }
         return body
 
     def deployed_model(self, model: str, version: str) -> dict:
@@ -88,8 +94,11 @@ class DeployRequest:
         out: dict[str, Any] = {
             "model": f"{model}@{version}",
             "displayName": f"{self.model_display_name}-v{version}"[:128],
-            "dedicatedResources": {"machineSpec": machine, "minReplicaCount": self.min_replicas,
-                                   "maxReplicaCount": self.max_replicas},
+            "dedicatedResources": {
+                "machineSpec": machine,
+                "minReplicaCount": self.min_replicas,
+                "maxReplicaCount": self.max_replicas,
+            },
         }
         if self.service_account:
             out["serviceAccount"] = self.service_account
@@ -109,9 +118,14 @@ class Deployment:
     client: RegistryClient | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "model_version": self.model_version, "endpoint": self.endpoint,
-                "deployed_model_id": self.deployed_model_id, "traffic_split": self.traffic_split,
-                "adopted": self.adopted}
+        return {
+            "model": self.model,
+            "model_version": self.model_version,
+            "endpoint": self.endpoint,
+            "deployed_model_id": self.deployed_model_id,
+            "traffic_split": self.traffic_split,
+            "adopted": self.adopted,
+        }
 
     def to_sdk(self) -> Any:
         """The google-cloud-aiplatform SDK's `aiplatform.Endpoint` for the same endpoint (the SDK
@@ -119,7 +133,9 @@ class Deployment:
 
         Returns: the aiplatform.Endpoint."""
         if self.client is None:
-            raise ValueError("this Deployment has no client (project, region, settings) to reach the SDK with")
+            raise ValueError(
+                "this Deployment has no client (project, region, settings) to reach the SDK with"
+            )
         c = self.client
         sdk, credentials = aiplatform_sdk(c.project, c.region, c.settings)
         return sdk.Endpoint(self.endpoint, project=c.project, location=c.region, credentials=credentials)
@@ -142,8 +158,10 @@ def describe_split(split: dict[str, int], new: str = "0", label: str = "the new 
         label: what to call it.
     Returns:
         The sentence; "no traffic" for an empty split."""
-    parts = [f"{share}% to " + (label if key == new else f"deployed model {key}")
-             for key, share in sorted(split.items(), key=lambda kv: (kv[0] != new, -kv[1], kv[0]))]
+    parts = [
+        f"{share}% to " + (label if key == new else f"deployed model {key}")
+        for key, share in sorted(split.items(), key=lambda kv: (kv[0] != new, -kv[1], kv[0]))
+    ]
     return ", ".join(parts) or "no traffic"
 
 
@@ -158,28 +176,46 @@ def split_traffic(current: dict[str, int], share: int) -> dict[str, int]:
     exact = {k: rest * v / total for k, v in serving.items()}
     out = {k: int(x) for k, x in exact.items()}
     # Largest remainders get the percents that rounding down left over.
-    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[:rest - sum(out.values())]:
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: rest - sum(out.values())]:
         out[k] += 1
     split = {"0": share, **{k: v for k, v in out.items() if v}}
     return split if share else {k: v for k, v in split.items() if k != "0"}
 
 
-def deploy(client: RegistryClient, request: DeployRequest, *, poll: PollPolicy,
-           timeout: float | None = 3600.0, log: Log = silent,
-           sleep: Callable[[float], None] = time.sleep) -> Deployment:
+def deploy(
+    client: RegistryClient,
+    request: DeployRequest,
+    *,
+    poll: PollPolicy,
+    timeout: float | None = 3600.0,
+    log: Log = silent,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Deployment:
     """Upload (once), find or create the endpoint, deploy (once). See the module docstring."""
-    model, version, uploaded = _ensure_version(client, request, poll=poll, timeout=timeout,
-                                               log=log, sleep=sleep)
+    model, version, uploaded = _ensure_version(
+        client, request, poll=poll, timeout=timeout, log=log, sleep=sleep
+    )
     endpoint = _ensure_endpoint(client, request, poll=poll, timeout=timeout, log=log, sleep=sleep)
     existing = _deployed(endpoint, model, version)
     if existing is not None:
-        log(f"deploy: {model}@{version} already serves on {endpoint['name']} "
-            f"(deployed model {existing['id']}): nothing to do")
-        return Deployment(model, version, endpoint["name"], existing["id"],
-                          _ints(endpoint.get("trafficSplit")), adopted=not uploaded, client=client)
+        log(
+            f"deploy: {model}@{version} already serves on {endpoint['name']} "
+            f"(deployed model {existing['id']}): nothing to do"
+        )
+        return Deployment(
+            model,
+            version,
+            endpoint["name"],
+            existing["id"],
+            _ints(endpoint.get("trafficSplit")),
+            adopted=not uploaded,
+            client=client,
+        )
     split = split_traffic(_ints(endpoint.get("trafficSplit")), request.traffic)
-    log(f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
-        f"(traffic: {describe_split(split)})")
+    log(
+        f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
+        f"(traffic: {describe_split(split)})"
+    )
     body = request.deployed_model(model, version)
     budget = client.api.budget()
     while True:
@@ -193,8 +229,15 @@ def deploy(client: RegistryClient, request: DeployRequest, *, poll: PollPolicy,
             for pending in client.operations(endpoint["name"]):
                 if not pending.get("done"):
                     try:
-                        _wait(client, pending, "an earlier deploy", poll=poll, timeout=timeout,
-                              log=log, sleep=sleep)
+                        _wait(
+                            client,
+                            pending,
+                            "an earlier deploy",
+                            poll=poll,
+                            timeout=timeout,
+                            log=log,
+                            sleep=sleep,
+                        )
                     except ServiceError as failed:
                         log(f"deploy: an earlier operation failed ({failed.message})")
             found = _deployed(client.get_endpoint(endpoint["name"]), model, version)
@@ -207,10 +250,19 @@ def deploy(client: RegistryClient, request: DeployRequest, *, poll: PollPolicy,
     endpoint = client.get_endpoint(endpoint["name"])
     found = _deployed(endpoint, model, version)
     if found is None:
-        raise ServiceError(f"deploy of {model}@{version} finished but {endpoint['name']} does not "
-                           "list it", hint="see the endpoint in the Google Cloud console")
-    return Deployment(model, version, endpoint["name"], found["id"],
-                      _ints(endpoint.get("trafficSplit")), adopted=False, client=client)
+        raise ServiceError(
+            f"deploy of {model}@{version} finished but {endpoint['name']} does not list it",
+            hint="see the endpoint in the Google Cloud console",
+        )
+    return Deployment(
+        model,
+        version,
+        endpoint["name"],
+        found["id"],
+        _ints(endpoint.get("trafficSplit")),
+        adopted=False,
+        client=client,
+    )
 
 
 def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any) -> tuple[str, str, bool]:
@@ -231,8 +283,7 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
 
     parent, version = existing()
     if version is not None:
-        log(f"register: {parent}@{version['versionId']} already holds job {request.job_id}: "
-            "no upload")
+        log(f"register: {parent}@{version['versionId']} already holds job {request.job_id}: no upload")
         return parent, str(version["versionId"]), False
     what = f"version of {parent}" if parent else f"model {request.model_display_name!r}"
     log(f"register: uploading {request.artifact_uri} as a new {what}")
@@ -265,8 +316,9 @@ def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any
         return found
     endpoint_id = request.endpoint if _ENDPOINT_ID.match(request.endpoint) else None
     log(f"endpoint: creating {request.endpoint!r}")
-    operation = client.create_endpoint({"displayName": request.endpoint, "labels": dict(request.labels)},
-                                       endpoint_id)
+    operation = client.create_endpoint(
+        {"displayName": request.endpoint, "labels": dict(request.labels)}, endpoint_id
+    )
     if operation is None:  # created by an earlier attempt whose answer was lost
         return client.get_endpoint(f"{client.parent}/endpoints/{endpoint_id}")
     created = _wait(client, operation, "creating the endpoint", **wait)
@@ -284,16 +336,25 @@ def _deployed(endpoint: dict, model: str, version: str) -> dict | None:
     return None
 
 
-def _wait(client: RegistryClient, operation: dict, what: str, *, poll: PollPolicy,
-          timeout: float | None, log: Log, sleep: Callable[[float], None]) -> dict:
+def _wait(
+    client: RegistryClient,
+    operation: dict,
+    what: str,
+    *,
+    poll: PollPolicy,
+    timeout: float | None,
+    log: Log,
+    sleep: Callable[[float], None],
+) -> dict:
     started = time.monotonic()
 
     def progress(op: dict) -> None:
         if not op.get("done"):
             log(f"{what}: still running ({time.monotonic() - started:.0f}s)")
 
-    return wait_operation(client.api, operation, poll=poll, what=what, timeout=timeout,
-                          on_poll=progress, sleep=sleep)
+    return wait_operation(
+        client.api, operation, poll=poll, what=what, timeout=timeout, on_poll=progress, sleep=sleep
+    )
 
 
 def _ints(split: dict | None) -> dict[str, int]:

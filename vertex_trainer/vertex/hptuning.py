@@ -10,21 +10,35 @@ parse with `aiplatform_v1.HyperparameterTuningJob`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
 from vertex_trainer.vertex.names import job_name
 
-__all__ = ["TuningClient", "TuningJob", "Trial", "best_trial", "create_idempotent", "parse_trial",
-           "tuning_job_name"]
+__all__ = [
+    "Trial",
+    "TuningClient",
+    "TuningJob",
+    "best_trial",
+    "create_idempotent",
+    "parse_trial",
+    "tuning_job_name",
+]
 
 COLLECTION = "hyperparameterTuningJobs"
 # aiplatform_v1.Trial.State (the REST transport may answer with numbers).
-_TRIAL_STATES = {0: "STATE_UNSPECIFIED", 1: "REQUESTED", 2: "ACTIVE", 3: "STOPPING", 4: "SUCCEEDED",
-                 5: "INFEASIBLE"}
+_TRIAL_STATES = {
+    0: "STATE_UNSPECIFIED",
+    1: "REQUESTED",
+    2: "ACTIVE",
+    3: "STOPPING",
+    4: "SUCCEEDED",
+    5: "INFEASIBLE",
+}
 SUCCEEDED, INFEASIBLE = "SUCCEEDED", "INFEASIBLE"
 TRIAL_ENDED = frozenset({SUCCEEDED, INFEASIBLE})
 
@@ -36,8 +50,10 @@ class TuningClient(JobsClient):
 
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 404 and op in ("get", "cancel"):
-            return (f"no such hyperparameter tuning job in project {self.project}, region "
-                    f"{self.region}: check the job name and --project/--region")
+            return (
+                f"no such hyperparameter tuning job in project {self.project}, region "
+                f"{self.region}: check the job name and --project/--region"
+            )
         return super()._hint(op, err)
 
 
@@ -47,6 +63,7 @@ def tuning_job_name(job: str, project: str | None = None, region: str | None = N
 
 
 # -- trials ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Trial:
@@ -68,8 +85,12 @@ class Trial:
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 10 trial object (plus where it ran, and its error, when known)."""
-        out: dict = {"id": self.id, "state": self.state, "parameters": dict(self.parameters),
-                     "metric": self.metric}
+        out: dict = {
+            "id": self.id,
+            "state": self.state,
+            "parameters": dict(self.parameters),
+            "metric": self.metric,
+        }
         for key in ("custom_job", "output_dir", "error"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
@@ -106,8 +127,14 @@ def parse_trial(data: dict, metric_id: str, integral: set[str] = frozenset()) ->
     for m in (data.get("finalMeasurement") or {}).get("metrics") or []:
         if m.get("metricId") == metric_id and m.get("value") is not None:
             metric = float(m["value"])
-    return Trial(id=str(data.get("id", "")), state=state, parameters=parameters, metric=metric,
-                 custom_job=data.get("customJob") or None, error=data.get("infeasibleReason") or None)
+    return Trial(
+        id=str(data.get("id", "")),
+        state=state,
+        parameters=parameters,
+        metric=metric,
+        custom_job=data.get("customJob") or None,
+        error=data.get("infeasibleReason") or None,
+    )
 
 
 def best_trial(trials: list[Trial], goal: str) -> Trial | None:
@@ -126,11 +153,12 @@ def _order(trial_id: str) -> tuple[int, str]:
 
 # -- the job --------------------------------------------------------------------------------------
 
+
 class TuningJob(Job):
     """A Vertex AI HyperparameterTuningJob: a `Job` (state, refresh, wait, cancel) with
     `trials()` and `best_trial()`. `TuningJob.get(name)` attaches to any tuning job."""
 
-    client_class = TuningClient   # Job.get reads the collection and the client from here
+    client_class = TuningClient  # Job.get reads the collection and the client from here
     kind = "hyperparameter tuning job"
     console_page = "training/{id}"
     sdk_class = "HyperparameterTuningJob"
@@ -167,9 +195,15 @@ class TuningJob(Job):
     def _refreshed(self) -> None:
         self._report_ended()
 
-    def wait(self, timeout: float | None = None, *, on_state: Callable[["Job"], None] | None = None,
-             poll: PollPolicy | None = None, check: bool = True,
-             on_trial: Callable[[Trial], None] | None = None) -> "TuningJob":
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        on_state: Callable[[Job], None] | None = None,
+        poll: PollPolicy | None = None,
+        check: bool = True,
+        on_trial: Callable[[Trial], None] | None = None,
+    ) -> TuningJob:
         """`Job.wait`, and `on_trial(trial)` once for every trial as it ends (SUCCEEDED or
         INFEASIBLE), including those that had ended before the wait began."""
         self._on_trial = on_trial
@@ -192,18 +226,27 @@ class TuningJob(Job):
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object plus "trials" and "best_trial" (section 10)."""
         best = self.best_trial()
-        return {**super().to_dict(), "trials": [t.to_dict() for t in self.trials()],
-                "best_trial": best.to_dict() if best else None}
+        return {
+            **super().to_dict(),
+            "trials": [t.to_dict() for t in self.trials()],
+            "best_trial": best.to_dict() if best else None,
+        }
 
     def describe(self) -> dict:
         """The status object, the study's metric and trial counts, the trials and the best."""
         best = self.best_trial()
-        return {**super().describe(), "metric": self.metric_id, "goal": self.goal,
-                "max_trials": self.data.get("maxTrialCount"),
-                "parallel_trials": self.data.get("parallelTrialCount"),
-                "trials": [t.to_dict() for t in self.trials()],
-                "best_trial": best.to_dict() if best else None}
+        return {
+            **super().describe(),
+            "metric": self.metric_id,
+            "goal": self.goal,
+            "max_trials": self.data.get("maxTrialCount"),
+            "parallel_trials": self.data.get("parallelTrialCount"),
+            "trials": [t.to_dict() for t in self.trials()],
+            "best_trial": best.to_dict() if best else None,
+        }
 
     def __repr__(self) -> str:
-        return (f"TuningJob(display_name={self.display_name!r}, id={self.id!r}, state={self.state}, "
-                f"trials={len(self.data.get('trials') or [])})")
+        return (
+            f"TuningJob(display_name={self.display_name!r}, id={self.id!r}, state={self.state}, "
+            f"trials={len(self.data.get('trials') or [])})"
+        )

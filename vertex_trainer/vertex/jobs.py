@@ -19,23 +19,44 @@ table the pre-flight reads may be out of date; the fallback moves on to the next
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
 from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, look_after_lost, quota_metrics
 from vertex_trainer.vertex.names import (
-    check_key, console_url, job_name, new_key, parse_label, split_name,
+    check_key,
+    console_url,
+    job_name,
+    new_key,
+    parse_label,
+    split_name,
 )
 from vertex_trainer.vertex.service import CollectionClient
 from vertex_trainer.vertex.stateful import StatefulResource
 
-__all__ = ["JobsClient", "Job", "create_idempotent", "check_key", "console_url", "job_name",
-           "new_key", "parse_label", "split_name"]
+__all__ = [
+    "Job",
+    "JobsClient",
+    "check_key",
+    "console_url",
+    "create_idempotent",
+    "job_name",
+    "new_key",
+    "parse_label",
+    "split_name",
+]
 
-_PERMISSIONS = {"create": "aiplatform.customJobs.create", "get": "aiplatform.customJobs.get",
-                "list": "aiplatform.customJobs.list", "cancel": "aiplatform.customJobs.cancel"}
-_RETRY_HINT = ("the Vertex AI API is unreachable or overloaded; run the same command again later "
-               "(with the same --idempotency-key, no second job is created)")
+_PERMISSIONS = {
+    "create": "aiplatform.customJobs.create",
+    "get": "aiplatform.customJobs.get",
+    "list": "aiplatform.customJobs.list",
+    "cancel": "aiplatform.customJobs.cancel",
+}
+_RETRY_HINT = (
+    "the Vertex AI API is unreachable or overloaded; run the same command again later "
+    "(with the same --idempotency-key, no second job is created)"
+)
 
 
 class JobsClient(CollectionClient):
@@ -54,8 +75,9 @@ class JobsClient(CollectionClient):
         terms = {KEY_LABEL: key, **(also or {})}
         return " AND ".join(f'labels.{k}="{v}"' for k, v in terms.items())
 
-    def find_by_key(self, key: str, budget: Budget | None = None,
-                    also: dict[str, str] | None = None) -> dict | None:
+    def find_by_key(
+        self, key: str, budget: Budget | None = None, also: dict[str, str] | None = None
+    ) -> dict | None:
         """The job created with this idempotency key (and the labels `also`), the oldest should
         there be several."""
         found = self.list(self.key_filter(key, also), budget=budget)
@@ -65,13 +87,18 @@ class JobsClient(CollectionClient):
 
     def requests_for(self, job: dict, key: str) -> list[dict]:
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
-        return [{"method": "GET", "url": self.url(f"{self.parent}/{self.collection}"),
-                 "params": {"filter": self.key_filter(key)}},
-                {"method": "POST", "url": self.url(f"{self.parent}/{self.collection}"), "body": job}]
+        return [
+            {
+                "method": "GET",
+                "url": self.url(f"{self.parent}/{self.collection}"),
+                "params": {"filter": self.key_filter(key)},
+            },
+            {"method": "POST", "url": self.url(f"{self.parent}/{self.collection}"), "body": job},
+        ]
 
     # -- errors --------------------------------------------------------------------------------
     def _user_error(self, op: str, err: ApiError) -> bool:
-        return err.code == 404 and op in ("get", "cancel")     # the caller's job name: exit 2
+        return err.code == 404 and op in ("get", "cancel")  # the caller's job name: exit 2
 
     def _final(self, op: str, err: ApiError) -> bool:
         # a quota, not a rate limit; or a region that does not offer the machine
@@ -80,29 +107,39 @@ class JobsClient(CollectionClient):
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 403:
             permission = f"aiplatform.{self.collection}.{op if op in _PERMISSIONS else '*'}"
-            return (f"the caller needs {permission} on project "
-                    f"{self.project} (role roles/aiplatform.user); check the account with "
-                    "`gcloud auth list`, and that the Vertex AI API is enabled "
-                    "(gcloud services enable aiplatform.googleapis.com)")
+            return (
+                f"the caller needs {permission} on project "
+                f"{self.project} (role roles/aiplatform.user); check the account with "
+                "`gcloud auth list`, and that the Vertex AI API is enabled "
+                "(gcloud services enable aiplatform.googleapis.com)"
+            )
         if err.code == 404:
             if op in ("get", "cancel"):
-                return (f"no such job in project {self.project}, region {self.region}: check the "
-                        "job name (`vertex-trainer list`) and --project/--region")
-            return (f"project {self.project!r} or region {self.region!r} was not found: check "
-                    "the spec's project/region (Vertex AI regions look like us-central1)")
+                return (
+                    f"no such job in project {self.project}, region {self.region}: check the "
+                    "job name (`vertex-trainer list`) and --project/--region"
+                )
+            return (
+                f"project {self.project!r} or region {self.region!r} was not found: check "
+                "the spec's project/region (Vertex AI regions look like us-central1)"
+            )
         if op == "create" and not_offered(err):
-            return (f"Vertex AI does not offer this machine in {self.region} now (the region table "
-                    "vertex-trainer reads may be out of date): use another region (`vertex-trainer "
-                    "hardware --region R`), or add an attempt in another region to scheduling.fallback")
+            return (
+                f"Vertex AI does not offer this machine in {self.region} now (the region table "
+                "vertex-trainer reads may be out of date): use another region (`vertex-trainer "
+                "hardware --region R`), or add an attempt in another region to scheduling.fallback"
+            )
         if err.code == 400:
             return "the service rejected the request; `vertex-trainer render SPEC` shows the body sent"
         metric = capacity_quota(err)
         if metric:
             from vertex_trainer.vertex.quotas import console_url as quota_url
 
-            return (f"the project's quota {metric.split('/')[-1]} in {self.region} is too small for "
-                    f"this job: ask for more at {quota_url(self.project, metric)}, try another "
-                    "region, or let scheduling.fallback try the next strategy")
+            return (
+                f"the project's quota {metric.split('/')[-1]} in {self.region} is too small for "
+                f"this job: ask for more at {quota_url(self.project, metric)}, try another "
+                "region, or let scheduling.fallback try the next strategy"
+            )
         return None
 
 
@@ -117,8 +154,11 @@ def capacity_quota(err: ApiError) -> str | None:
 # "... is not supported in region R", "... not available in this location", "... not supported in
 # locations: [zone]": a refusal of the place. "Accelerator X is not supported for machine type Y"
 # names no place (no region serves that pair): it stays an error.
-_NOT_HERE = re.compile(r"\b(not supported|not available|unavailable|not offered)\b[^.;]*"
-                       r"(\b(region|location|zone)s?\b|\bin [a-z]+-[a-z]+[0-9]+)", re.IGNORECASE)
+_NOT_HERE = re.compile(
+    r"\b(not supported|not available|unavailable|not offered)\b[^.;]*"
+    r"(\b(region|location|zone)s?\b|\bin [a-z]+-[a-z]+[0-9]+)",
+    re.IGNORECASE,
+)
 _MACHINE = re.compile(r"\b(machine|accelerator|gpu|tpu)", re.IGNORECASE)
 
 
@@ -131,8 +171,9 @@ def not_offered(err: ApiError) -> bool:
     return bool(_MACHINE.search(err.message) and _NOT_HERE.search(err.message))
 
 
-def create_idempotent(client: JobsClient, job: dict, key: str, *,
-                      match: tuple[str, ...] = ()) -> tuple[dict, bool]:
+def create_idempotent(
+    client: JobsClient, job: dict, key: str, *, match: tuple[str, ...] = ()
+) -> tuple[dict, bool]:
     """Create `job` (which carries the key label) at most once. Returns (job, adopted).
 
     `match`: more of the body's label keys a job must share to count as this one (the attempt
@@ -153,8 +194,9 @@ def create_idempotent(client: JobsClient, job: dict, key: str, *,
         except Transient as exc:
             # The service may have committed the job before the answer was lost: look first.
             client.log(f"create: {exc}; checking whether the job was created")
-            existing = look_after_lost(lambda: client.find_by_key(key, budget, also), exc,
-                                       window=client.api.retry.read_timeout)
+            existing = look_after_lost(
+                lambda: client.find_by_key(key, budget, also), exc, window=client.api.retry.read_timeout
+            )
             if existing is not None:
                 return existing, True
             budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
@@ -164,9 +206,11 @@ def _warn_if_other_spec(client: JobsClient, existing: dict, job: dict) -> None:
     theirs = (existing.get("labels") or {}).get(SPEC_LABEL)
     ours = (job.get("labels") or {}).get(SPEC_LABEL)
     if theirs and ours and theirs != ours:
-        client.log(f"warning: adopting {existing.get('name')}, created with the same idempotency "
-                   f"key from a different spec ({SPEC_LABEL} {theirs} != {ours}); use a new "
-                   "--idempotency-key to submit the changed spec")
+        client.log(
+            f"warning: adopting {existing.get('name')}, created with the same idempotency "
+            f"key from a different spec ({SPEC_LABEL} {theirs} != {ours}); use a new "
+            "--idempotency-key to submit the changed spec"
+        )
 
 
 class Job(StatefulResource):
@@ -175,15 +219,23 @@ class Job(StatefulResource):
 
     Returned by `vertex_trainer.submit`; `Job.get(name)` attaches to any job."""
 
-    client_class: type[JobsClient] = JobsClient   # a subclass names its collection's client
-    kind = "job"                                   # what messages call it
+    client_class: type[JobsClient] = JobsClient  # a subclass names its collection's client
+    kind = "job"  # what messages call it
     console_page = "training/{id}/cpu"
     output_fields = ("name", "state", "console_url", "image", "idempotency_key", "adopted")
     sdk_class = "CustomJob"
 
-    def __init__(self, data: dict, client: JobsClient, *, image: str | None = None,
-                 idempotency_key: str | None = None, adopted: bool = False,
-                 attempts: Sequence[Any] | None = None, spec: Any = None):
+    def __init__(
+        self,
+        data: dict,
+        client: JobsClient,
+        *,
+        image: str | None = None,
+        idempotency_key: str | None = None,
+        adopted: bool = False,
+        attempts: Sequence[Any] | None = None,
+        spec: Any = None,
+    ):
         """Args: data, client, idempotency_key, adopted: as for StatefulResource; image: the
         image the job runs; attempts: with scheduling.fallback, what each attempt of the submit
         met, in order (workflows.fallback.AttemptRecord: `attempt_records`, and their JSON form
@@ -191,8 +243,9 @@ class Job(StatefulResource):
         super().__init__(data, client, idempotency_key=idempotency_key, adopted=adopted)
         self.image = image
         self.attempt_records: tuple = tuple(attempts or ())
-        self.attempts: list[dict] | None = (None if attempts is None
-                                            else [a.to_dict() for a in self.attempt_records])
+        self.attempts: list[dict] | None = (
+            None if attempts is None else [a.to_dict() for a in self.attempt_records]
+        )
         self.spec = spec
 
     @property

@@ -23,29 +23,41 @@ import calendar
 import re
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Union
 from urllib.parse import unquote
 
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
+from vertex_trainer.durations import fmt_duration, parse_duration
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
-from vertex_trainer.durations import fmt_duration, parse_duration
 from vertex_trainer.settings import Settings, is_emulator
 from vertex_trainer.vertex.advice import advice
 from vertex_trainer.vertex.jobs import Job
 from vertex_trainer.vertex.names import job_name, split_name
 from vertex_trainer.vertex.waiting import bounded
 
-__all__ = ["LogsClient", "FollowPolicy", "LogEntry", "JobEvent", "Failure", "parse_entry",
-           "parse_since", "queue_note", "job_of", "to_ns", "rfc3339"]
+__all__ = [
+    "Failure",
+    "FollowPolicy",
+    "JobEvent",
+    "LogEntry",
+    "LogsClient",
+    "job_of",
+    "parse_entry",
+    "parse_since",
+    "queue_note",
+    "rfc3339",
+    "to_ns",
+]
 
 Item = Union[LogEntry, JobEvent, Failure]
-PAGE_SIZE = 1000            # the most entries:list returns in one page
-TAIL_LINES = 20             # the failing replica's last lines shown under the error
-SERVICE = "service"         # the replica name of the service's own messages
-_READ_FAILURES = 3          # while following: after this many failed reads, stop reading logs
+PAGE_SIZE = 1000  # the most entries:list returns in one page
+TAIL_LINES = 20  # the failing replica's last lines shown under the error
+SERVICE = "service"  # the replica name of the service's own messages
+_READ_FAILURES = 3  # while following: after this many failed reads, stop reading logs
 _NS = 10**9
 
 
@@ -54,14 +66,14 @@ class FollowPolicy:
     """The clock of following. Against the real service: a 5 s lag window (gcloud's) and reads at
     least 1 s apart (the ~60 reads/min quota)."""
 
-    lag: float = 5.0             # read only entries older than now - lag
-    read_interval: float = 1.0   # the least time between two reads (each page is a read)
-    max_interval: float = 15.0   # the longest pause between two looks while nothing happens
+    lag: float = 5.0  # read only entries older than now - lag
+    read_interval: float = 1.0  # the least time between two reads (each page is a read)
+    max_interval: float = 15.0  # the longest pause between two looks while nothing happens
     page_size: int = PAGE_SIZE
     tail: int = TAIL_LINES
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> "FollowPolicy":
+    def for_settings(cls, settings: Settings) -> FollowPolicy:
         """The real service's policy; against a Logging emulator (which has neither a quota nor
         an ingestion delay) every time shrinks with the poll interval, so tests run fast."""
         if not is_emulator(settings.logging_endpoint):
@@ -72,8 +84,10 @@ class FollowPolicy:
 
 # -- entries and times ----------------------------------------------------------------------------
 
-_TS = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9})\d*)?"
-                 r"(Z|z|[+-]\d{2}:\d{2})?$")
+_TS = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9})\d*)?"
+    r"(Z|z|[+-]\d{2}:\d{2})?$"
+)
 
 
 def to_ns(text: str) -> int:
@@ -109,17 +123,19 @@ def parse_entry(raw: dict) -> LogEntry:
         message = json.dumps(payload, sort_keys=True)
     else:
         message = ""
-    return LogEntry(timestamp=str(raw.get("timestamp") or raw.get("receiveTimestamp") or ""),
-                    replica=_replica(raw), message=message.rstrip("\n"),
-                    severity=str(raw.get("severity") or "DEFAULT"),
-                    insert_id=str(raw.get("insertId") or ""))
+    return LogEntry(
+        timestamp=str(raw.get("timestamp") or raw.get("receiveTimestamp") or ""),
+        replica=_replica(raw),
+        message=message.rstrip("\n"),
+        severity=str(raw.get("severity") or "DEFAULT"),
+        insert_id=str(raw.get("insertId") or ""),
+    )
 
 
 def _replica(raw: dict) -> str:
     labels = (raw.get("resource") or {}).get("labels") or {}
     extra = raw.get("labels") or {}
-    name = (labels.get("task_name") or extra.get("ml.googleapis.com/task_name")
-            or extra.get("task_name"))
+    name = labels.get("task_name") or extra.get("ml.googleapis.com/task_name") or extra.get("task_name")
     if name:
         return str(name)
     log = unquote(str(raw.get("logName") or "")).rsplit("/logs/", 1)[-1]
@@ -138,8 +154,10 @@ def parse_since(text: str | None, now: float | None = None) -> int | None:
     try:
         seconds = parse_duration(text)
     except ValueError:
-        raise UserError(f"--since {text!r}: use a duration back from now (90s, 30m, 4h, 2d, 1h30m) "
-                        "or a time like 2026-11-29T18:00:00Z") from None
+        raise UserError(
+            f"--since {text!r}: use a duration back from now (90s, 30m, 4h, 2d, 1h30m) "
+            "or a time like 2026-11-29T18:00:00Z"
+        ) from None
     return int(((time.time() if now is None else now) - seconds) * _NS)
 
 
@@ -177,14 +195,16 @@ def job_of(job: str, project: str | None = None) -> tuple[str, str]:
     job = job.strip()
     if re.fullmatch(r"[0-9]+", job):
         if not project:
-            raise UserError(f"job id {job} needs --project (or pass the full name "
-                            "projects/P/locations/R/customJobs/ID)")
+            raise UserError(
+                f"job id {job} needs --project (or pass the full name projects/P/locations/R/customJobs/ID)"
+            )
         return project, job
     p, _, job_id = split_name(job_name(job))
     return p, job_id
 
 
 # -- the client -----------------------------------------------------------------------------------
+
 
 class _Cursor:
     """Where the next read starts, and the entries at exactly that time already shown."""
@@ -212,18 +232,30 @@ class _Cursor:
 class LogsClient:
     """Cloud Logging `entries:list` for the CustomJobs of one project."""
 
-    def __init__(self, project: str, *, settings: Settings | None = None, log: Log | None = None,
-                 session: Any = None, policy: FollowPolicy | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        project: str,
+        *,
+        settings: Settings | None = None,
+        log: Log | None = None,
+        session: Any = None,
+        policy: FollowPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.project = project
         self.settings = settings or Settings()
         self.policy = policy or FollowPolicy.for_settings(self.settings)
         shared = default_hint("Cloud Logging", "logging.googleapis.com", project)
-        self.api = ApiClient(self.settings.logging_url(), retry=self.settings.retry, log=log,
-                             session=session, service="Cloud Logging",
-                             hints=lambda op, err: shared(op, err) or self._hint(err),
-                             retry_hint="Cloud Logging is unreachable or over its read quota "
-                                        "(about 60 reads a minute per project); try again later")
+        self.api = ApiClient(
+            self.settings.logging_url(),
+            retry=self.settings.retry,
+            log=log,
+            session=session,
+            service="Cloud Logging",
+            hints=lambda op, err: shared(op, err) or self._hint(err),
+            retry_hint="Cloud Logging is unreachable or over its read quota "
+            "(about 60 reads a minute per project); try again later",
+        )
         self._sleep = sleep
         self._last_read: float | None = None
         self.reads = 0
@@ -239,15 +271,18 @@ class LogsClient:
 
     def _hint(self, err: ApiError) -> str | None:
         if err.code == 403:
-            return (f"reading logs needs logging.logEntries.list on project {self.project} (role "
-                    "roles/logging.viewer); check the account with `gcloud auth list`")
+            return (
+                f"reading logs needs logging.logEntries.list on project {self.project} (role "
+                "roles/logging.viewer); check the account with `gcloud auth list`"
+            )
         if err.code == 400:
             return "Cloud Logging refused the query (filter or page token)"
         return None
 
     # -- reading ---------------------------------------------------------------------------------
-    def filter(self, job_id: str, *, replica: str | None = None, since: int | None = None,
-               until: int | None = None) -> str:
+    def filter(
+        self, job_id: str, *, replica: str | None = None, since: int | None = None, until: int | None = None
+    ) -> str:
         """The Logging filter for a job's entries, [since, until) in nanoseconds."""
         terms = ['resource.type="ml_job"', f'resource.labels.job_id="{job_id}"']
         if replica:
@@ -266,14 +301,28 @@ class LogsClient:
             if wait > 0:
                 self._sleep(wait)
 
-    def pages(self, filter: str, *, order: str = "timestamp asc",
-              page_size: int | None = None, limit: int | None = None) -> Iterator[list[dict]]:
+    def pages(
+        self,
+        filter: str,
+        *,
+        order: str = "timestamp asc",
+        page_size: int | None = None,
+        limit: int | None = None,
+    ) -> Iterator[list[dict]]:
         """The raw entries matching `filter`, a page (one paced read) at a time, through the one
         pager (`ApiClient.pages`; a job's log may run to any number of pages)."""
         body = {"resourceNames": [f"projects/{self.project}"], "filter": filter, "orderBy": order}
-        return self.api.pages("Cloud Logging", "POST", "v2/entries:list", items="entries", body=body,
-                              page_size=page_size or self.policy.page_size, max_pages=None,
-                              limit=limit, read=self._read)
+        return self.api.pages(
+            "Cloud Logging",
+            "POST",
+            "v2/entries:list",
+            items="entries",
+            body=body,
+            page_size=page_size or self.policy.page_size,
+            max_pages=None,
+            limit=limit,
+            read=self._read,
+        )
 
     def _read(self, fetch: Callable[[], dict]) -> dict:
         """One read, paced; counted in `reads` when it succeeds."""
@@ -285,14 +334,17 @@ class LogsClient:
         self.reads += 1
         return page
 
-    def entries(self, job_id: str, *, replica: str | None = None,
-                since: int | str | None = None) -> Iterator[LogEntry]:
+    def entries(
+        self, job_id: str, *, replica: str | None = None, since: int | str | None = None
+    ) -> Iterator[LogEntry]:
         """Every entry of the job so far, in time order, each once (`logs JOB`)."""
         if self.offline:
-            raise UserError("Vertex AI is an emulator here but Cloud Logging is not: the job's "
-                            "logs are not in Google's Cloud Logging",
-                            hint="run `vertex-trainer dev fake-logging` and set "
-                                 "VERTEX_TRAINER_LOGGING_ENDPOINT to its URL")
+            raise UserError(
+                "Vertex AI is an emulator here but Cloud Logging is not: the job's "
+                "logs are not in Google's Cloud Logging",
+                hint="run `vertex-trainer dev fake-logging` and set "
+                "VERTEX_TRAINER_LOGGING_ENDPOINT to its URL",
+            )
         start = parse_since(since) if isinstance(since, str) else since
         cursor = _Cursor(start)
         for page in self.pages(self.filter(job_id, replica=replica, since=start)):
@@ -304,14 +356,22 @@ class LogsClient:
     def tail(self, job_id: str, *, replica: str | None = None, n: int = TAIL_LINES) -> list[LogEntry]:
         """The job's last `n` entries (of one replica), oldest first: one read."""
         found: list[LogEntry] = []
-        for page in self.pages(self.filter(job_id, replica=replica), order="timestamp desc",
-                               page_size=n, limit=n):
+        for page in self.pages(
+            self.filter(job_id, replica=replica), order="timestamp desc", page_size=n, limit=n
+        ):
             found.extend(parse_entry(raw) for raw in page)
         return list(reversed(found[:n]))
 
     # -- following -------------------------------------------------------------------------------
-    def follow(self, job: Job, *, lines: bool = True, replica: str | None = None,
-               since: int | str | None = None, timeout: float | None = None) -> Iterator[Item]:
+    def follow(
+        self,
+        job: Job,
+        *,
+        lines: bool = True,
+        replica: str | None = None,
+        since: int | str | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Item]:
         """Follow `job` to its end: a `JobEvent` per look at its state (the first without a new
         GET: the job given is fresh), its new `LogEntry`s in time order (unless `lines=False`),
         and, when it ended other than SUCCEEDED, a `Failure` last. Raises TimeoutError after
@@ -369,8 +429,7 @@ def _end_time(job: Job) -> float | None:
 class _Follow:
     """The reading side of one follow: cursor, the replicas' last lines, failures."""
 
-    def __init__(self, client: LogsClient, job_id: str, replica: str | None, cursor: _Cursor,
-                 reading: bool):
+    def __init__(self, client: LogsClient, job_id: str, replica: str | None, cursor: _Cursor, reading: bool):
         self.client, self.job_id, self.replica, self.cursor = client, job_id, replica, cursor
         self.reading = reading
         self.tails: dict[str, deque[LogEntry]] = {}
@@ -379,8 +438,7 @@ class _Follow:
     def read(self, until: int | None) -> Iterator[LogEntry]:
         if not self.reading:
             return
-        query = self.client.filter(self.job_id, replica=self.replica, since=self.cursor.ns,
-                                   until=until)
+        query = self.client.filter(self.job_id, replica=self.replica, since=self.cursor.ns, until=until)
         try:
             for page in self.client.pages(query):
                 for raw in page:
@@ -391,8 +449,10 @@ class _Follow:
         except (ServiceError, UserError) as exc:
             self.failures += 1
             stop = isinstance(exc, UserError) or self.failures >= _READ_FAILURES
-            self.client.log(f"warning: could not read the job's logs: {exc}"
-                            + ("; following the job's state only" if stop else "; retrying later"))
+            self.client.log(
+                f"warning: could not read the job's logs: {exc}"
+                + ("; following the job's state only" if stop else "; retrying later")
+            )
             if stop:
                 self.reading = False
 
@@ -409,8 +469,9 @@ class _Follow:
                 pick = errors or workers
                 replica = pick[-1].replica if pick else None
             lines = [e.message for e in entries if replica is None or e.replica == replica]
-        return Failure(message=message, replica=replica, lines=tuple(lines[-TAIL_LINES:]),
-                       advice=advice(job.data, lines))
+        return Failure(
+            message=message, replica=replica, lines=tuple(lines[-TAIL_LINES:]), advice=advice(job.data, lines)
+        )
 
     def _last_entries(self, replica: str | None) -> list[LogEntry]:
         if self.tails and (replica is None or replica in self.tails):

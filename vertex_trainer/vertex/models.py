@@ -22,8 +22,15 @@ def _quote(text: str) -> str:
 class RegistryClient:
     """Models and endpoints of one project and region."""
 
-    def __init__(self, project: str, region: str, *, settings: Settings | None = None,
-                 log: Log | None = None, session: Any = None):
+    def __init__(
+        self,
+        project: str,
+        region: str,
+        *,
+        settings: Settings | None = None,
+        log: Log | None = None,
+        session: Any = None,
+    ):
         self.project, self.region = project, region
         self.settings = settings or Settings()
         self.api = vertex_api(project, region, self.settings, log=log, session=session)
@@ -38,8 +45,9 @@ class RegistryClient:
     # -- models --------------------------------------------------------------------------------
     def find_model(self, display_name: str) -> dict | None:
         """The model (its default version) with this display name; the oldest if several."""
-        found = self._list("list models", f"{self.parent}/models", "models",
-                           f'display_name="{_quote(display_name)}"')
+        found = self._list(
+            "list models", f"{self.parent}/models", "models", f'display_name="{_quote(display_name)}"'
+        )
         return min(found, key=lambda m: m.get("createTime", "")) if found else None
 
     def model_versions(self, model: str, filter: str | None = None) -> list[dict]:
@@ -48,8 +56,9 @@ class RegistryClient:
     def get_model(self, ref: str) -> dict:
         return self.api.json("get model", "GET", f"v1/{ref}")
 
-    def upload_once(self, model: dict, *, parent_model: str | None = None,
-                    model_id: str | None = None) -> dict:
+    def upload_once(
+        self, model: dict, *, parent_model: str | None = None, model_id: str | None = None
+    ) -> dict:
         """models:upload, one attempt (the caller checks for a committed upload before retrying).
         Returns the Operation."""
         body: dict[str, Any] = {"model": model}
@@ -61,8 +70,12 @@ class RegistryClient:
 
     # -- endpoints -----------------------------------------------------------------------------
     def find_endpoint(self, display_name: str) -> dict | None:
-        found = self._list("list endpoints", f"{self.parent}/endpoints", "endpoints",
-                           f'display_name="{_quote(display_name)}"')
+        found = self._list(
+            "list endpoints",
+            f"{self.parent}/endpoints",
+            "endpoints",
+            f'display_name="{_quote(display_name)}"',
+        )
         return min(found, key=lambda e: e.get("createTime", "")) if found else None
 
     def get_endpoint(self, name: str) -> dict:
@@ -72,8 +85,14 @@ class RegistryClient:
         """endpoints.create. With a client-chosen id a repeated create answers ALREADY_EXISTS, so
         it is retried safely; returns the Operation, or None when the id already exists."""
         params = {"endpointId": endpoint_id} if endpoint_id else None
-        response = self.api.call("create endpoint", "POST", f"v1/{self.parent}/endpoints",
-                                 params=params, json=endpoint, allow=(409,) if endpoint_id else ())
+        response = self.api.call(
+            "create endpoint",
+            "POST",
+            f"v1/{self.parent}/endpoints",
+            params=params,
+            json=endpoint,
+            allow=(409,) if endpoint_id else (),
+        )
         return None if response.status_code == 409 else decode(response)
 
     def deploy_once(self, endpoint: str, deployed_model: dict, traffic_split: dict[str, int]) -> dict:

@@ -27,14 +27,17 @@ def check_key(key: str) -> str:
             f"--idempotency-key {key!r} is not a valid label value: use 1-63 characters from "
             "lowercase letters, digits, '_' and '-'"
             + (" (it looks like a variable the shell or CI did not expand)" if unexpanded else ""),
-            hint=f"for example --idempotency-key {safe or 'ci-run-1'}")
+            hint=f"for example --idempotency-key {safe or 'ci-run-1'}",
+        )
     if key.endswith(("-", "_")):
         # `cb-${COMMIT_SHA}` in a build without a commit: every such run would share one key and
         # adopt the first job instead of training.
-        raise UserError(f"--idempotency-key {key!r} ends in {key[-1]!r}: it looks like a prefix whose "
-                        "variable was empty, and every run with it would adopt the first job",
-                        hint="make sure the variable is set, or fall back to another id, e.g. "
-                             "cb-${COMMIT_SHA} -> cb-build-${BUILD_ID}")
+        raise UserError(
+            f"--idempotency-key {key!r} ends in {key[-1]!r}: it looks like a prefix whose "
+            "variable was empty, and every run with it would adopt the first job",
+            hint="make sure the variable is set, or fall back to another id, e.g. "
+            "cb-${COMMIT_SHA} -> cb-build-${BUILD_ID}",
+        )
     return key
 
 
@@ -42,13 +45,22 @@ def parse_label(text: str) -> tuple[str, str]:
     """Parse a K=V label selector (list --label)."""
     key, sep, value = text.partition("=")
     if not sep or not _LABEL_KEY_RE.fullmatch(key) or not _LABEL_VALUE_RE.fullmatch(value):
-        raise UserError(f"--label {text!r}: expected KEY=VALUE with lowercase letters, digits, "
-                        "'_' or '-' (keys start with a letter)")
+        raise UserError(
+            f"--label {text!r}: expected KEY=VALUE with lowercase letters, digits, "
+            "'_' or '-' (keys start with a letter)"
+        )
     return key, value
 
 
-def job_name(job: str, project: str | None = None, region: str | None = None, *,
-             collection: str = "customJobs", what: str = "job", id_pattern: str = r"[0-9]+") -> str:
+def job_name(
+    job: str,
+    project: str | None = None,
+    region: str | None = None,
+    *,
+    collection: str = "customJobs",
+    what: str = "job",
+    id_pattern: str = r"[0-9]+",
+) -> str:
     """A full resource name from a resource name, or an id plus project and region.
 
     Args: job: the name or id; project, region: where an id is; collection: customJobs,
@@ -65,8 +77,7 @@ def job_name(job: str, project: str | None = None, region: str | None = None, *,
             missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
             raise UserError(f"{what} id {job} needs {missing} (or pass the full name {full})")
         return f"projects/{project}/locations/{region}/{collection}/{job}"
-    raise UserError(f"{job!r} is not a {what}: pass {full}, or {an_id} with --project "
-                    "and --region")
+    raise UserError(f"{job!r} is not a {what}: pass {full}, or {an_id} with --project and --region")
 
 
 def split_name(name: str, collection: str = "customJobs") -> tuple[str, str, str]:
@@ -79,5 +90,7 @@ def split_name(name: str, collection: str = "customJobs") -> tuple[str, str, str
 
 def console_url(name: str) -> str:
     project, region, job_id = split_name(name)
-    return (f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/"
-            f"{job_id}/cpu?project={project}")
+    return (
+        f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/"
+        f"{job_id}/cpu?project={project}"
+    )

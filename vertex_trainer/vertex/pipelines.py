@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES
 from vertex_trainer.errors import UserError
@@ -21,8 +21,10 @@ from vertex_trainer.vertex.service import CollectionClient
 from vertex_trainer.vertex.stateful import StatefulResource
 
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,126}[a-z0-9]$")
-_RETRY_HINT = ("the Vertex AI API is unreachable or overloaded; run the same command again later "
-               "(with the same --idempotency-key, no second pipeline is started)")
+_RETRY_HINT = (
+    "the Vertex AI API is unreachable or overloaded; run the same command again later "
+    "(with the same --idempotency-key, no second pipeline is started)"
+)
 
 
 def pipeline_job_id(key: str) -> str:
@@ -41,20 +43,31 @@ class PipelinesClient(CollectionClient):
     `CollectionClient`)."""
 
     collection = "pipelineJobs"
-    ops = {"get": "get pipeline", "cancel": "cancel pipeline", "list": "list pipelines",
-           "create": "create pipeline"}
+    ops = {
+        "get": "get pipeline",
+        "cancel": "cancel pipeline",
+        "list": "list pipelines",
+        "create": "create pipeline",
+    }
     retry_hint = _RETRY_HINT
 
     def create_once(self, body: dict, job_id: str) -> dict | None:
         """POST one PipelineJob with its id; None when the id exists already. Raises Transient
         when the outcome is unknown (sending it again is safe: the id makes it atomic)."""
-        response = self.api.send("create pipeline", "POST", f"v1/{self.parent}/pipelineJobs",
-                                 params={"pipelineJobId": job_id}, json=body, allow=(409,))
+        response = self.api.send(
+            "create pipeline",
+            "POST",
+            f"v1/{self.parent}/pipelineJobs",
+            params={"pipelineJobId": job_id},
+            json=body,
+            allow=(409,),
+        )
         return None if response.status_code == 409 else decode(response)
 
     def find(self, job_id: str, budget: Budget | None = None) -> dict | None:
-        response = self.api.call("get pipeline", "GET", f"v1/{self.name_of(job_id)}", allow=(404,),
-                                 budget=budget)
+        response = self.api.call(
+            "get pipeline", "GET", f"v1/{self.name_of(job_id)}", allow=(404,), budget=budget
+        )
         return None if response.status_code == 404 else decode(response)
 
     def list(self, filter: str | None = None, *, limit: int | None = None, **kwargs) -> list[dict]:
@@ -64,12 +77,15 @@ class PipelinesClient(CollectionClient):
     def requests_for(self, body: dict, job_id: str) -> list[dict]:
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
         base = self.api.url(f"v1/{self.parent}/pipelineJobs")
-        return [{"method": "GET", "url": f"{base}/{job_id}"},
-                {"method": "POST", "url": base, "params": {"pipelineJobId": job_id}, "body": body}]
+        return [
+            {"method": "GET", "url": f"{base}/{job_id}"},
+            {"method": "POST", "url": base, "params": {"pipelineJobId": job_id}, "body": body},
+        ]
 
 
-def create_idempotent(client: PipelinesClient, body: "dict | Callable[[], dict]", job_id: str,
-                      key: str) -> tuple[dict, bool]:
+def create_idempotent(
+    client: PipelinesClient, body: dict | Callable[[], dict], job_id: str, key: str
+) -> tuple[dict, bool]:
     """Create the PipelineJob `job_id` at most once. Returns (pipeline job, adopted).
 
     `body` may be a function: it is called only when no run has the id yet (an adopted run
@@ -90,8 +106,10 @@ def create_idempotent(client: PipelinesClient, body: "dict | Callable[[], dict]"
             break
     theirs = (existing.get("labels") or {}).get(KEY_LABEL)
     if theirs != key:
-        raise UserError(f"pipeline run {existing.get('name')} exists and was not started with "
-                        f"idempotency key {key!r}", hint="use another --idempotency-key")
+        raise UserError(
+            f"pipeline run {existing.get('name')} exists and was not started with idempotency key {key!r}",
+            hint="use another --idempotency-key",
+        )
     return existing, True
 
 

@@ -26,15 +26,17 @@ from vertex_trainer.gcp.http import ApiClient, Budget, Log, default_hint
 from vertex_trainer.settings import RetryPolicy, Settings
 
 SERVICE = "aiplatform.googleapis.com"
-MAX_PAGES = 20   # aiplatform has a few hundred quotas; never page forever
+MAX_PAGES = 20  # aiplatform has a few hundred quotas; never page forever
 INCREASE_DOC = "https://cloud.google.com/docs/quotas/help/request_increase"
 
 
 def console_url(project: str, metric: str) -> str:
     """The console page where the project asks for more of `metric`."""
     short = metric.split("/", 1)[-1]
-    return (f"https://console.cloud.google.com/iam-admin/quotas?project={quote(project)}"
-            f"&service={SERVICE}&metric={quote(short)}")
+    return (
+        f"https://console.cloud.google.com/iam-admin/quotas?project={quote(project)}"
+        f"&service={SERVICE}&metric={quote(short)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -43,20 +45,32 @@ class Quota:
 
     metric: str
     region: str
-    limit: int | None            # None: no limit (unlimited)
-    request_url: str             # where to ask for more
+    limit: int | None  # None: no limit (unlimited)
+    request_url: str  # where to ask for more
 
 
 class QuotasClient:
     """The Cloud Quotas API for one project (read-only)."""
 
-    def __init__(self, project: str, *, settings: Settings, retry: RetryPolicy | None = None,
-                 log: Log | None = None, session: Any = None):
+    def __init__(
+        self,
+        project: str,
+        *,
+        settings: Settings,
+        retry: RetryPolicy | None = None,
+        log: Log | None = None,
+        session: Any = None,
+    ):
         self.project = project
         shared = default_hint("Cloud Quotas", "cloudquotas.googleapis.com", project)
-        self.api = ApiClient(settings.quotas_url(), retry=retry or settings.retry, log=log,
-                             session=session, service="Cloud Quotas",
-                             hints=lambda op, err: shared(op, err) or _hint(err))
+        self.api = ApiClient(
+            settings.quotas_url(),
+            retry=retry or settings.retry,
+            log=log,
+            session=session,
+            service="Cloud Quotas",
+            hints=lambda op, err: shared(op, err) or _hint(err),
+        )
         self._infos: list[dict] | None = None
 
     @property
@@ -66,8 +80,14 @@ class QuotasClient:
     def infos(self, budget: Budget | None = None) -> list[dict]:
         """Every QuotaInfo of Vertex AI for the project (read once, then kept)."""
         if self._infos is None:
-            self._infos = self.api.list("list", f"v1/{self.parent}/quotaInfos", items="quotaInfos",
-                                        page_size=500, max_pages=MAX_PAGES, budget=budget)
+            self._infos = self.api.list(
+                "list",
+                f"v1/{self.parent}/quotaInfos",
+                items="quotaInfos",
+                page_size=500,
+                max_pages=MAX_PAGES,
+                budget=budget,
+            )
         return self._infos
 
     def limit(self, metric: str, region: str, budget: Budget | None = None) -> Quota | None:
@@ -87,8 +107,7 @@ _MISSING = object()
 
 def _hint(err) -> str | None:
     if err.code == 403:
-        return ("reading quotas needs cloudquotas.quotas.get on the project (role "
-                "roles/cloudquotas.viewer)")
+        return "reading quotas needs cloudquotas.quotas.get on the project (role roles/cloudquotas.viewer)"
     return None
 
 
@@ -106,7 +125,7 @@ def _value_for(dimension_infos, region: str):
 
 
 def _int(value) -> int | None:
-    """"8" -> 8 (proto3 JSON leaves a 0 out, hence the default 0); "-1" -> None (unlimited)."""
+    """ "8" -> 8 (proto3 JSON leaves a 0 out, hence the default 0); "-1" -> None (unlimited)."""
     try:
         number = int(value)
     except (TypeError, ValueError):

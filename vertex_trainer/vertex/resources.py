@@ -28,10 +28,17 @@ class ResourcesClient(CollectionClient):
     """The persistentResources collection of one project and region."""
 
     collection = "persistentResources"
-    ops = {"get": "get persistent resource", "cancel": "cancel", "list": "list persistent resources",
-           "create": "create persistent resource", "delete": "delete persistent resource"}
-    retry_hint = ("the Vertex AI API is unreachable or overloaded; run the same command again "
-                  "later (a create with the same --id adopts the resource, never makes two)")
+    ops = {
+        "get": "get persistent resource",
+        "cancel": "cancel",
+        "list": "list persistent resources",
+        "create": "create persistent resource",
+        "delete": "delete persistent resource",
+    }
+    retry_hint = (
+        "the Vertex AI API is unreachable or overloaded; run the same command again "
+        "later (a create with the same --id adopts the resource, never makes two)"
+    )
 
     def name_of(self, ref: str) -> str:
         """The resource name of an id, or a full name as given."""
@@ -56,8 +63,14 @@ class ResourcesClient(CollectionClient):
         budget = self.api.budget()
         while True:
             try:
-                response = self.api.send(self.ops["create"], "POST", path, allow=(409,),
-                                         params={"persistentResourceId": resource_id}, json=body)
+                response = self.api.send(
+                    self.ops["create"],
+                    "POST",
+                    path,
+                    allow=(409,),
+                    params={"persistentResourceId": resource_id},
+                    json=body,
+                )
                 break
             except Transient as exc:  # committed or not: look before sending again
                 existing = self.find(resource_id)
@@ -66,8 +79,9 @@ class ResourcesClient(CollectionClient):
                 budget.backoff(self.ops["create"], str(exc), retry_hint=self.retry_hint)
         if response.status_code == 409:
             return self.get(self.name_of(resource_id)), True
-        wait_operation(self.api, response.json(), poll=self.settings.poll, what=self.ops["create"],
-                       timeout=timeout)
+        wait_operation(
+            self.api, response.json(), poll=self.settings.poll, what=self.ops["create"], timeout=timeout
+        )
         return self.get(self.name_of(resource_id)), False
 
     def delete(self, ref: str, *, timeout: float | None = None) -> bool:
@@ -75,8 +89,9 @@ class ResourcesClient(CollectionClient):
         response = self.api.call(self.ops["delete"], "DELETE", f"v1/{self.name_of(ref)}", allow=(404,))
         if response.status_code == 404:
             return False
-        wait_operation(self.api, response.json(), poll=self.settings.poll, what=self.ops["delete"],
-                       timeout=timeout)
+        wait_operation(
+            self.api, response.json(), poll=self.settings.poll, what=self.ops["delete"], timeout=timeout
+        )
         return True
 
     def _user_error(self, op: str, err: ApiError) -> bool:
@@ -84,16 +99,20 @@ class ResourcesClient(CollectionClient):
 
     def _hint(self, op: str, err: ApiError) -> str | None:
         if err.code == 404:
-            return (f"no such persistent resource in project {self.project}, region {self.region}: "
-                    "vertex-trainer resources list; create one with vertex-trainer resources create SPEC")
+            return (
+                f"no such persistent resource in project {self.project}, region {self.region}: "
+                "vertex-trainer resources list; create one with vertex-trainer resources create SPEC"
+            )
         return None
 
 
 def check_id(resource_id: str) -> str:
     """A persistent resource id: 1-63 lowercase letters, digits and '-', starting with a letter."""
     if not ID.match(resource_id or ""):
-        raise UserError(f"--id {resource_id!r} is not a persistent resource id",
-                        hint="1-63 lowercase letters, digits and '-', starting with a letter, e.g. team-h100")
+        raise UserError(
+            f"--id {resource_id!r} is not a persistent resource id",
+            hint="1-63 lowercase letters, digits and '-', starting with a letter, e.g. team-h100",
+        )
     return resource_id
 
 
@@ -110,8 +129,12 @@ def resource_body(spec: Any, pools: list[dict]) -> dict:
             shapes[key]["replicaCount"] = str(int(shapes[key]["replicaCount"]) + int(pool["replicaCount"]))
         else:
             machine = {k: v for k, v in pool["machineSpec"].items() if k != "reservationAffinity"}
-            shapes[key] = {"id": f"pool-{len(shapes)}", "machineSpec": machine,
-                           "diskSpec": dict(pool["diskSpec"]), "replicaCount": str(pool["replicaCount"])}
+            shapes[key] = {
+                "id": f"pool-{len(shapes)}",
+                "machineSpec": machine,
+                "diskSpec": dict(pool["diskSpec"]),
+                "replicaCount": str(pool["replicaCount"]),
+            }
     body: dict = {"displayName": spec.name, "resourcePools": list(shapes.values())}
     if spec.labels:
         body["labels"] = dict(spec.labels)
@@ -138,12 +161,16 @@ def fit_problems(resource: dict, pools: list[dict]) -> str | None:
         match = [p for p in available if _shape_key(p) == key]
         if not match:
             have = "; ".join(f"{p.get('id', '?')}: {describe_pool(p)}" for p in available) or "none"
-            return (f"has no pool of {_describe_key(key)} (the job's machine and boot disk must match "
-                    f"a pool exactly); its pools: {have}")
+            return (
+                f"has no pool of {_describe_key(key)} (the job's machine and boot disk must match "
+                f"a pool exactly); its pools: {have}"
+            )
         capacity = max(_replicas(p) for p in match)
         if capacity < count:
-            return (f"pool {match[0].get('id', '?')} ({_describe_key(key)}) holds {capacity} "
-                    f"replica{'s' * (capacity != 1)}, the job needs {count}")
+            return (
+                f"pool {match[0].get('id', '?')} ({_describe_key(key)}) holds {capacity} "
+                f"replica{'s' * (capacity != 1)}, the job needs {count}"
+            )
     return None
 
 
@@ -161,8 +188,9 @@ def _replicas(pool: dict) -> int:
 def _shape_key(pool: dict) -> tuple:
     machine = pool.get("machineSpec") or {}
     disk = pool.get("diskSpec") or {}
-    shape = tuple(str(machine.get(k) or "") if k != "acceleratorCount" else int(machine.get(k) or 0)
-                  for k in _SHAPE)
+    shape = tuple(
+        str(machine.get(k) or "") if k != "acceleratorCount" else int(machine.get(k) or 0) for k in _SHAPE
+    )
     return shape + (str(disk.get("bootDiskType") or "pd-ssd"), int(disk.get("bootDiskSizeGb") or 100))
 
 

@@ -10,21 +10,34 @@ subclasses add create, each with the collection's own idempotency.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Hints, Log, default_hint
 from vertex_trainer.settings import Settings
 
-_PERMISSIONS = {"upload": "aiplatform.models.upload", "deploy": "aiplatform.endpoints.deploy",
-                "create endpoint": "aiplatform.endpoints.create", "predict": "aiplatform.endpoints.predict"}
+_PERMISSIONS = {
+    "upload": "aiplatform.models.upload",
+    "deploy": "aiplatform.endpoints.deploy",
+    "create endpoint": "aiplatform.endpoints.create",
+    "predict": "aiplatform.endpoints.predict",
+}
 
 
-def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None = None,
-               session: Any = None, hints: Hints | None = None, retry_hint: str | None = None,
-               user_error: Callable[[str, ApiError], bool] | None = None,
-               final: Callable[[str, ApiError], bool] | None = None) -> ApiClient:
+def vertex_api(
+    project: str,
+    region: str,
+    settings: Settings,
+    *,
+    log: Log | None = None,
+    session: Any = None,
+    hints: Hints | None = None,
+    retry_hint: str | None = None,
+    user_error: Callable[[str, ApiError], bool] | None = None,
+    final: Callable[[str, ApiError], bool] | None = None,
+) -> ApiClient:
     """The Vertex AI REST API of one region, with the hints every Vertex call shares.
 
     Args:
@@ -43,15 +56,25 @@ def vertex_api(project: str, region: str, settings: Settings, *, log: Log | None
         if found:
             return found
         if err.code == 403:
-            return (f"the caller needs {_PERMISSIONS.get(op, 'aiplatform.*')} on project {project} "
-                    "(role roles/aiplatform.user)")
+            return (
+                f"the caller needs {_PERMISSIONS.get(op, 'aiplatform.*')} on project {project} "
+                "(role roles/aiplatform.user)"
+            )
         if err.code == 404:
             return f"not found in project {project}, region {region}: check the name and --region"
         return None
 
-    return ApiClient(settings.vertex_url(region), retry=settings.retry, log=log, session=session,
-                     service="Vertex AI", hints=hint, retry_hint=retry_hint,
-                     user_error=user_error, final=final)
+    return ApiClient(
+        settings.vertex_url(region),
+        retry=settings.retry,
+        log=log,
+        session=session,
+        service="Vertex AI",
+        hints=hint,
+        retry_hint=retry_hint,
+        user_error=user_error,
+        final=final,
+    )
 
 
 def aiplatform_sdk(project: str, region: str, settings: Settings) -> tuple[Any, Any]:
@@ -67,8 +90,13 @@ def aiplatform_sdk(project: str, region: str, settings: Settings) -> tuple[Any, 
     from google.auth.credentials import AnonymousCredentials
 
     credentials = AnonymousCredentials()
-    aiplatform.init(project=project, location=region, api_endpoint=settings.vertex_url(region),
-                    api_transport="rest", credentials=credentials)
+    aiplatform.init(
+        project=project,
+        location=region,
+        api_endpoint=settings.vertex_url(region),
+        api_transport="rest",
+        credentials=credentials,
+    )
     return aiplatform, credentials
 
 
@@ -83,21 +111,38 @@ class CollectionClient:
     ops: ClassVar[dict[str, str]] = {"get": "get", "cancel": "cancel", "list": "list", "create": "create"}
     retry_hint: ClassVar[str | None] = None
 
-    def __init__(self, project: str | None, region: str | None, *, settings: Settings | None = None,
-                 session: Any = None, log: Log | None = None):
+    def __init__(
+        self,
+        project: str | None,
+        region: str | None,
+        *,
+        settings: Settings | None = None,
+        session: Any = None,
+        log: Log | None = None,
+    ):
         """Args: project, region: where the collection is (UserError when either is missing);
         settings: endpoint, retry and poll policies (defaults: the real service); session: an
         authorized requests session; log: where retries and warnings go."""
         if not project:
-            raise UserError("no Google Cloud project: set `project:` in the spec, pass --project, "
-                            "or set $GOOGLE_CLOUD_PROJECT")
+            raise UserError(
+                "no Google Cloud project: set `project:` in the spec, pass --project, "
+                "or set $GOOGLE_CLOUD_PROJECT"
+            )
         if not region:
             raise UserError("no region: set `region:` in the spec or pass --region")
         self.project, self.region = project, region
         self.settings = settings or Settings()
-        self.api = vertex_api(project, region, self.settings, log=log, session=session,
-                              hints=self._hint, retry_hint=self.retry_hint,
-                              user_error=self._user_error, final=self._final)
+        self.api = vertex_api(
+            project,
+            region,
+            self.settings,
+            log=log,
+            session=session,
+            hints=self._hint,
+            retry_hint=self.retry_hint,
+            user_error=self._user_error,
+            final=self._final,
+        )
 
     @property
     def log(self) -> Log:
@@ -132,18 +177,31 @@ class CollectionClient:
         """Ask the service to cancel `name` (it ends later, through a CANCELLING state)."""
         self.api.json(self.ops["cancel"], "POST", f"v1/{name}:cancel", json={})
 
-    def list(self, filter: str | None = None, *, limit: int | None = None,
-             budget: Budget | None = None, page_size: int = 100,
-             order_by: str | None = None) -> list[dict]:
+    def list(
+        self,
+        filter: str | None = None,
+        *,
+        limit: int | None = None,
+        budget: Budget | None = None,
+        page_size: int = 100,
+        order_by: str | None = None,
+    ) -> list[dict]:
         """The collection's resources matching `filter` (Vertex filter syntax), newest first.
 
         Args: filter; limit: at most this many; budget: one retry budget for every page;
         page_size; order_by: the service's order (the result is sorted newest first anyway).
         Returns: the resources (REST JSON)."""
         params = {k: v for k, v in (("filter", filter), ("orderBy", order_by)) if v}
-        pages = self.api.pages(self.ops["list"], "GET", f"v1/{self.parent}/{self.collection}",
-                               items=self.collection, params=params, page_size=page_size,
-                               limit=limit or None, budget=budget)
+        pages = self.api.pages(
+            self.ops["list"],
+            "GET",
+            f"v1/{self.parent}/{self.collection}",
+            items=self.collection,
+            params=params,
+            page_size=page_size,
+            limit=limit or None,
+            budget=budget,
+        )
         found = [resource for page in pages for resource in page]
         found.sort(key=lambda r: r.get("createTime", ""), reverse=True)
         return found[:limit] if limit else found

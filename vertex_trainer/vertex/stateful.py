@@ -7,7 +7,8 @@ class attributes; the fields, refresh, wait, cancel, describe and to_dict are wr
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, ClassVar, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from vertex_trainer.contract import JOB_STATES, KEY_LABEL, JobState, States
 from vertex_trainer.errors import JobFailed
@@ -35,12 +36,17 @@ class StatefulResource(JobState):
     kind: ClassVar[str] = "resource"
     id_pattern: ClassVar[str] = r"[0-9]+"
     console_page: ClassVar[str] = "training/{id}"
-    output_fields: ClassVar[tuple[str, ...]] = ("name", "state", "console_url", "idempotency_key",
-                                                "adopted")
+    output_fields: ClassVar[tuple[str, ...]] = ("name", "state", "console_url", "idempotency_key", "adopted")
     sdk_class: ClassVar[str] = ""
 
-    def __init__(self, data: dict, client: CollectionClient, *, idempotency_key: str | None = None,
-                 adopted: bool = False):
+    def __init__(
+        self,
+        data: dict,
+        client: CollectionClient,
+        *,
+        idempotency_key: str | None = None,
+        adopted: bool = False,
+    ):
         """Args: data: the resource's REST JSON (as get or create answered); client: its
         collection's client; idempotency_key: the key it was created with (default: its key
         label); adopted: True when a create found it instead of creating it."""
@@ -50,8 +56,15 @@ class StatefulResource(JobState):
         self.adopted = adopted
 
     @classmethod
-    def get(cls: type[R], ref: Any, *, project: str | None = None, region: str | None = None,
-            settings: Settings | None = None, client: CollectionClient | None = None) -> R:
+    def get(
+        cls: type[R],
+        ref: Any,
+        *,
+        project: str | None = None,
+        region: str | None = None,
+        settings: Settings | None = None,
+        client: CollectionClient | None = None,
+    ) -> R:
         """Fetch one resource.
 
         Args:
@@ -63,8 +76,9 @@ class StatefulResource(JobState):
         Returns: the resource, fresh."""
         ref = getattr(ref, "resource_name", ref)
         collection = cls.client_class.collection
-        name = job_name(str(ref), project, region, collection=collection, what=cls.kind,
-                        id_pattern=cls.id_pattern)
+        name = job_name(
+            str(ref), project, region, collection=collection, what=cls.kind, id_pattern=cls.id_pattern
+        )
         if client is None:
             p, r, _ = split_name(name, collection)
             client = cls.client_class(p, r, settings=settings)
@@ -103,8 +117,7 @@ class StatefulResource(JobState):
             project, region, resource_id = split_name(self.name, self.client_class.collection)
         except ValueError:
             return ""
-        return CONSOLE.format(region=region, project=project,
-                              page=self.console_page.format(id=resource_id))
+        return CONSOLE.format(region=region, project=project, page=self.console_page.format(id=resource_id))
 
     # -- actions -------------------------------------------------------------------------------
     def refresh(self: R) -> R:
@@ -123,9 +136,15 @@ class StatefulResource(JobState):
             self.client.cancel(self.name)
         return self.refresh()
 
-    def wait(self: R, timeout: float | None = None, *, on_state: Callable[[Any], None] | None = None,
-             poll: PollPolicy | None = None, check: bool = True,
-             sleep: Callable[[float], None] = time.sleep) -> R:
+    def wait(
+        self: R,
+        timeout: float | None = None,
+        *,
+        on_state: Callable[[Any], None] | None = None,
+        poll: PollPolicy | None = None,
+        check: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> R:
         """Poll until it ends.
 
         Args:
@@ -136,8 +155,9 @@ class StatefulResource(JobState):
             sleep: how to wait between looks.
 
         Returns: self, ended."""
-        wait_until_done(self, poll=poll or self.client.settings.poll, timeout=timeout,
-                        on_state=on_state, sleep=sleep)
+        wait_until_done(
+            self, poll=poll or self.client.settings.poll, timeout=timeout, on_state=on_state, sleep=sleep
+        )
         if check and not self.succeeded:
             raise JobFailed(self.failure_message())
         return self
@@ -156,8 +176,9 @@ class StatefulResource(JobState):
         Returns: the SDK object."""
         project, region, _ = split_name(self.name, self.client_class.collection)
         sdk, credentials = aiplatform_sdk(project, region, self.client.settings)
-        return getattr(sdk, self.sdk_class).get(self.name, project=project, location=region,
-                                                credentials=credentials)
+        return getattr(sdk, self.sdk_class).get(
+            self.name, project=project, location=region, credentials=credentials
+        )
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -167,23 +188,37 @@ class StatefulResource(JobState):
     def describe(self) -> dict:
         """The status object: identity, state, times, error and labels."""
         d = self.data
-        return {"name": self.name, "display_name": self.display_name, "state": self.state,
-                "console_url": self.console_url, "create_time": d.get("createTime"),
-                "start_time": d.get("startTime"), "end_time": d.get("endTime"),
-                "error": self.error, "labels": self.labels}
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "state": self.state,
+            "console_url": self.console_url,
+            "create_time": d.get("createTime"),
+            "start_time": d.get("startTime"),
+            "end_time": d.get("endTime"),
+            "error": self.error,
+            "labels": self.labels,
+        }
 
     def __repr__(self) -> str:
         # The same state vocabulary as `.state` and the JSON output (JOB_STATE_*).
-        return (f"{type(self).__name__}(display_name={self.display_name!r}, id={self.id!r}, "
-                f"state={self.state!r}, console_url={self.console_url!r})")
+        return (
+            f"{type(self).__name__}(display_name={self.display_name!r}, id={self.id!r}, "
+            f"state={self.state!r}, console_url={self.console_url!r})"
+        )
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        rows = [("name", escape(self.name)), ("display name", escape(self.display_name)),
-                ("state", f"<b>{escape(self.states.short(self.state))}</b>"),
-                ("console", f'<a href="{escape(self.console_url)}" target="_blank">open in the '
-                            "Google Cloud console</a>")]
+        rows = [
+            ("name", escape(self.name)),
+            ("display name", escape(self.display_name)),
+            ("state", f"<b>{escape(self.states.short(self.state))}</b>"),
+            (
+                "console",
+                f'<a href="{escape(self.console_url)}" target="_blank">open in the Google Cloud console</a>',
+            ),
+        ]
         if self.error:
             rows.append(("error", escape(self.error)))
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from vertex_trainer.settings import PollPolicy
 
 
-def wait_until_done(resource: Any, *, poll: PollPolicy, timeout: float | None = None,
-                    on_state: Callable[[Any], None] | None = None,
-                    sleep: Callable[[float], None] = time.sleep) -> None:
+def wait_until_done(
+    resource: Any,
+    *,
+    poll: PollPolicy,
+    timeout: float | None = None,
+    on_state: Callable[[Any], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """Refresh `resource` (it has `.refresh()`, `.done`, `.state`, `.name`) until it is done.
 
     Polls adaptively (start fast, slow down while nothing changes, look again soon after a

@@ -17,15 +17,17 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, build_spec
 
 DEFAULT_STEPS = 400
-MIN_EXECUTIONS = 4          # the first (tracing, compilation) is not measured: 3 are
+MIN_EXECUTIONS = 4  # the first (tracing, compilation) is not measured: 3 are
 BENCH_TIMEOUT_S = 2 * 3600  # a brief job: a cloud bench never runs longer than this
-INPUT_BOUND = 0.10          # the trainer's threshold (trainer/throughput.py), for old metrics files
+INPUT_BOUND = 0.10  # the trainer's threshold (trainer/throughput.py), for old metrics files
 KINDS = ("synthetic", "real")
 _SHORT = {"synthetic": "syn", "real": "real"}  # in job names and idempotency keys
 
-_DLE = ("NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance, "
-        "1 GPU, batch 256/GPU (FP32: 128), averaged over an epoch: https://github.com/NVIDIA/"
-        "DeepLearningExamples/tree/master/TensorFlow/Classification/ConvNets/resnet50v1.5")
+_DLE = (
+    "NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance, "
+    "1 GPU, batch 256/GPU (FP32: 128), averaged over an epoch: https://github.com/NVIDIA/"
+    "DeepLearningExamples/tree/master/TensorFlow/Classification/ConvNets/resnet50v1.5"
+)
 _MLPERF = "MLPerf Training v4.0, ResNet-50, NVIDIA H200 with DALI data loading (approximate, per GPU)"
 
 
@@ -34,8 +36,8 @@ class Reference:
     """A published training throughput of one accelerator (ResNet-50, 224 px)."""
 
     accelerators: tuple[str, ...]
-    mixed: bool                 # mixed precision (AMP) vs float32/TF32
-    examples_per_sec: float     # per accelerator
+    mixed: bool  # mixed precision (AMP) vs float32/TF32
+    examples_per_sec: float  # per accelerator
     setup: str
     source: str
 
@@ -44,11 +46,17 @@ class Reference:
 REFERENCES = (
     Reference(("NVIDIA_TESLA_V100",), True, 1270, "mixed precision (AMP) + XLA, TF 1.15", _DLE),
     Reference(("NVIDIA_TESLA_V100",), False, 412, "FP32 + XLA, TF 1.15", _DLE),
-    Reference(("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB"), True, 2375,
-              "mixed precision (AMP) + XLA, TF 1.15, A100 40GB", _DLE),
+    Reference(
+        ("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB"),
+        True,
+        2375,
+        "mixed precision (AMP) + XLA, TF 1.15, A100 40GB",
+        _DLE,
+    ),
     Reference(("NVIDIA_TESLA_A100", "NVIDIA_A100_80GB"), False, 909, "TF32 + XLA, TF 1.15, A100 40GB", _DLE),
-    Reference(("NVIDIA_H200_141GB",), True, 7950, "mixed precision, DALI (not TensorFlow's tf.data)",
-              _MLPERF),
+    Reference(
+        ("NVIDIA_H200_141GB",), True, 7950, "mixed precision, DALI (not TensorFlow's tf.data)", _MLPERF
+    ),
 )
 
 
@@ -67,7 +75,7 @@ def reference_for(spec: JobSpec) -> Reference | None:
 class Run:
     """One of the two bench jobs, to be run."""
 
-    kind: str                   # synthetic | real
+    kind: str  # synthetic | real
     spec: JobSpec
 
 
@@ -76,7 +84,7 @@ class Plan:
     runs: tuple[Run, Run]
     steps: int
     steps_per_execution: int
-    local: bool = False         # both run on this machine, not on the spec's hardware
+    local: bool = False  # both run on this machine, not on the spec's hardware
     notes: tuple[str, ...] = ()
 
 
@@ -86,31 +94,39 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
     `trainer.synthetic_data: true`, then on the spec's data. Each writes to its own output
     directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
     if steps < MIN_EXECUTIONS:
-        raise UserError(f"--steps {steps} is too few: the bench needs at least {MIN_EXECUTIONS} steps",
-                        hint=f"the default is {DEFAULT_STEPS}")
+        raise UserError(
+            f"--steps {steps} is too few: the bench needs at least {MIN_EXECUTIONS} steps",
+            hint=f"the default is {DEFAULT_STEPS}",
+        )
     notes = []
     requested = spec.trainer.steps_per_execution or 0
     spe = requested
     if not requested or requested * MIN_EXECUTIONS > steps:
         spe = max(1, steps // MIN_EXECUTIONS)
         if requested:
-            notes.append(f"steps_per_execution {requested} -> {spe} for both runs, so that "
-                         f"{MIN_EXECUTIONS - 1} executions after the first are measured "
-                         f"(or pass --steps {requested * MIN_EXECUTIONS})")
+            notes.append(
+                f"steps_per_execution {requested} -> {spe} for both runs, so that "
+                f"{MIN_EXECUTIONS - 1} executions after the first are measured "
+                f"(or pass --steps {requested * MIN_EXECUTIONS})"
+            )
     steps = steps // spe * spe
     data = spec.to_dict()
     timeout = min(spec.scheduling.timeout or BENCH_TIMEOUT_S, BENCH_TIMEOUT_S)
     runs = []
     for kind in KINDS:
-        sets = [("name", f"{spec.name[:88]}-bench-{_SHORT[kind]}"),
-                ("trainer.epochs", "1"), ("trainer.steps_per_epoch", str(steps)),
-                # warmup shapes the learning rate, not the cost of a step: the spec's warmup epochs
-                # would outlast the bench's one epoch (the rule "warmup < epochs"), so none here
-                ("trainer.warmup_epochs", "0"),
-                ("trainer.steps_per_execution", str(spe)),
-                ("trainer.synthetic_data", "true" if kind == "synthetic" else "false"),
-                ("trainer.eval_data", "null"), ("labels.vertex-trainer-bench", kind),
-                ("scheduling.timeout", str(timeout))]
+        sets = [
+            ("name", f"{spec.name[:88]}-bench-{_SHORT[kind]}"),
+            ("trainer.epochs", "1"),
+            ("trainer.steps_per_epoch", str(steps)),
+            # warmup shapes the learning rate, not the cost of a step: the spec's warmup epochs
+            # would outlast the bench's one epoch (the rule "warmup < epochs"), so none here
+            ("trainer.warmup_epochs", "0"),
+            ("trainer.steps_per_execution", str(spe)),
+            ("trainer.synthetic_data", "true" if kind == "synthetic" else "false"),
+            ("trainer.eval_data", "null"),
+            ("labels.vertex-trainer-bench", kind),
+            ("scheduling.timeout", str(timeout)),
+        ]
         if spec.output_dir:
             sets.append(("output_dir", f"{spec.output_dir.rstrip('/')}/bench/{kind}"))
         for optional in ("deploy", "tune"):  # a bench registers, deploys and tunes nothing
@@ -118,13 +134,18 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
                 sets.append((optional, "null"))
         runs.append(Run(kind, build_spec(data, sets=sets)))
     if not local and not spec.runs_bundled_trainer:
-        notes.append("the job runs image.uri / image.context: that trainer must take "
-                     "--synthetic-data and write input_wait_fraction (the bundled trainer does)")
+        notes.append(
+            "the job runs image.uri / image.context: that trainer must take "
+            "--synthetic-data and write input_wait_fraction (the bundled trainer does)"
+        )
     if local and spec.hardware.accelerator is not None:
-        notes.append(f"run here, not on {spec.hardware.describe()}: the figures are this "
-                     "machine's; run without --local to measure the spec's hardware")
-    return Plan(runs=(runs[0], runs[1]), steps=steps, steps_per_execution=spe, local=local,
-                notes=tuple(notes))
+        notes.append(
+            f"run here, not on {spec.hardware.describe()}: the figures are this "
+            "machine's; run without --local to measure the spec's hardware"
+        )
+    return Plan(
+        runs=(runs[0], runs[1]), steps=steps, steps_per_execution=spe, local=local, notes=tuple(notes)
+    )
 
 
 def run_key(key: str, kind: str) -> str:
@@ -164,8 +185,10 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
     missing = [k for k in KINDS if not (results.get(k) and results[k].metrics)]
     if missing:
         where = ", ".join(f"{results[k].output_dir}/metrics.json" for k in missing if k in results)
-        raise UserError(f"the {' and '.join(missing)} bench run left no metrics.json ({where or 'no output'})",
-                        hint="the job succeeded but wrote no metrics: check its log")
+        raise UserError(
+            f"the {' and '.join(missing)} bench run left no metrics.json ({where or 'no output'})",
+            hint="the job succeeded but wrote no metrics: check its log",
+        )
     syn, real = results["synthetic"].metrics, results["real"].metrics
     syn_rate, real_rate = _rate(syn), _rate(real)
     wait = real.get("input_wait_fraction")
@@ -190,29 +213,36 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
         "bound": bound,
         "per_device_examples_per_sec": {
             "synthetic": round(syn_rate / devices, 1) if syn_rate else None,
-            "real": round(real_rate / devices, 1) if real_rate else None},
+            "real": round(real_rate / devices, 1) if real_rate else None,
+        },
         "reference": _reference(spec, real, syn_rate, real_rate, devices, local=bench.local),
-        "runs": {k: {"name": r.name, "state": r.state, "output_dir": r.output_dir} for k, r in results.items()},
+        "runs": {
+            k: {"name": r.name, "state": r.state, "output_dir": r.output_dir} for k, r in results.items()
+        },
         "notes": list(bench.notes),
     }
     return out
 
 
-def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *,
-               local: bool) -> dict | None:
+def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, local: bool) -> dict | None:
     ref = reference_for(spec)
     if ref is None:
         return None
     on_hardware = not local and real.get("device") in ("gpu", "tpu")  # else shown, not compared
-    ratio = (lambda rate: round(rate / devices / ref.examples_per_sec, 3)
-             if on_hardware and rate else None)
-    return {"accelerator": spec.hardware.accelerator.name,
-            "examples_per_sec_per_device": ref.examples_per_sec, "setup": ref.setup, "source": ref.source,
-            "synthetic_vs_reference": ratio(syn_rate), "real_vs_reference": ratio(real_rate)}
+    ratio = lambda rate: round(rate / devices / ref.examples_per_sec, 3) if on_hardware and rate else None
+    return {
+        "accelerator": spec.hardware.accelerator.name,
+        "examples_per_sec_per_device": ref.examples_per_sec,
+        "setup": ref.setup,
+        "source": ref.source,
+        "synthetic_vs_reference": ratio(syn_rate),
+        "real_vs_reference": ratio(real_rate),
+    }
 
 
 def text(result: dict) -> str:
     """The report for people (the CLI's text output)."""
+
     def rate(value):
         return f"{value:,.0f} examples/s" if value else "-"
 
@@ -230,27 +260,37 @@ def text(result: dict) -> str:
         lines.append(f"input wait {100 * wait:.0f}% of the real run's step time: {result['bound']}-bound")
     ref = result["reference"]
     if ref:
-        line = (f"reference  {ref['examples_per_sec_per_device']:,.0f} examples/s per "
-                f"{ref['accelerator']} ({ref['setup']})")
+        line = (
+            f"reference  {ref['examples_per_sec_per_device']:,.0f} examples/s per "
+            f"{ref['accelerator']} ({ref['setup']})"
+        )
         if ref["real_vs_reference"] is not None:
-            line += (f": synthetic {100 * ref['synthetic_vs_reference']:.0f}%, "
-                     f"real {100 * ref['real_vs_reference']:.0f}% of it")
+            line += (
+                f": synthetic {100 * ref['synthetic_vs_reference']:.0f}%, "
+                f"real {100 * ref['real_vs_reference']:.0f}% of it"
+            )
         lines += [line, f"           source: {ref['source']}"]
-    per_epoch = result.get("cost_per_epoch")   # docs/contract.md section 12
+    per_epoch = result.get("cost_per_epoch")  # docs/contract.md section 12
     if per_epoch and per_epoch.get("usd") is not None:
         le = "at most " if per_epoch.get("upper_bound") else ""
-        lines.append(f"cost       {le}{per_epoch['usd']:,.2f} USD per epoch ({per_epoch['examples']:,} examples: "
-                     f"{per_epoch['hours']:,.2f} h x {per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in "
-                     f"{per_epoch['region']}, list prices as of {per_epoch['prices_as_of']})"
-                     + (f"; {per_epoch['note']}" if per_epoch.get("note") else ""))
+        lines.append(
+            f"cost       {le}{per_epoch['usd']:,.2f} USD per epoch ({per_epoch['examples']:,} examples: "
+            f"{per_epoch['hours']:,.2f} h x {per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in "
+            f"{per_epoch['region']}, list prices as of {per_epoch['prices_as_of']})"
+            + (f"; {per_epoch['note']}" if per_epoch.get("note") else "")
+        )
     elif per_epoch and per_epoch.get("usd_per_million_examples") is not None:
-        lines.append(f"cost       {per_epoch['usd_per_million_examples']:,.2f} USD per million examples "
-                     f"({per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in {per_epoch['region']}); "
-                     f"per epoch unknown: {per_epoch.get('reason')}")
+        lines.append(
+            f"cost       {per_epoch['usd_per_million_examples']:,.2f} USD per million examples "
+            f"({per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in {per_epoch['region']}); "
+            f"per epoch unknown: {per_epoch.get('reason')}"
+        )
     elif per_epoch:
         lines.append(f"cost       per epoch unknown ({per_epoch.get('reason')})")
     lines += [f"note       {n}" for n in result["notes"]]
     if result.get("idempotency_key"):
-        lines.append(f"key        {result['idempotency_key']} (bench again with --idempotency-key "
-                     f"{result['idempotency_key']} to adopt these jobs, not create new ones)")
+        lines.append(
+            f"key        {result['idempotency_key']} (bench again with --idempotency-key "
+            f"{result['idempotency_key']} to adopt these jobs, not create new ones)"
+        )
     return "\n".join(lines)

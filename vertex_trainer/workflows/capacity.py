@@ -25,8 +25,8 @@ fallback.py handles what this cannot know.)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from vertex_trainer import regions
 from vertex_trainer.errors import UserError, VertexTrainerError
@@ -42,16 +42,16 @@ class QuotaCheck:
     """The quota of some attempts (those counting against one metric in one region) against what
     the job needs."""
 
-    strategy: str                     # the strategies that count against `metric` ("flex-start, spot")
+    strategy: str  # the strategies that count against `metric` ("flex-start, spot")
     metric: str
     region: str
     needed: int
-    limit: int | None = None          # None: unlimited (when `known`)
-    known: bool = True                # False: the quota could not be read (`why`)
+    limit: int | None = None  # None: unlimited (when `known`)
+    known: bool = True  # False: the quota could not be read (`why`)
     why: str | None = None
     request_url: str | None = None
     attempts: tuple[int, ...] = (1,)  # the attempts of the plan this check covers
-    accelerator: str | None = None    # theirs (a fallback entry may name other hardware)
+    accelerator: str | None = None  # theirs (a fallback entry may name other hardware)
 
     @property
     def short(self) -> bool:
@@ -68,9 +68,18 @@ class QuotaCheck:
         return text + (f"; ask for more: {self.request_url}" if self.short else "")
 
     def to_dict(self) -> dict:
-        return {"strategy": self.strategy, "metric": self.metric, "region": self.region,
-                "needed": self.needed, "limit": self.limit, "known": self.known, "why": self.why,
-                "request_url": self.request_url, "short": self.short, "attempts": list(self.attempts)}
+        return {
+            "strategy": self.strategy,
+            "metric": self.metric,
+            "region": self.region,
+            "needed": self.needed,
+            "limit": self.limit,
+            "known": self.known,
+            "why": self.why,
+            "request_url": self.request_url,
+            "short": self.short,
+            "attempts": list(self.attempts),
+        }
 
 
 def plan(spec) -> tuple[str, ...]:
@@ -95,11 +104,14 @@ def region_warning(spec) -> str | None:
         if acc is None or not a.region or (a.region, a.hardware) == (plan[0].region, plan[0].hardware):
             continue
         if acc.name in regions.UNCERTAIN and regions.offers(a.region, acc.name) is False:
-            then = ("the plan moves on to the next attempt" if a.n < len(plan)
-                    else "the plan ends there (exit 3)")
-            lines.append(f"warning: {a.field}: {a.describe()}: {a.region} may not offer {acc.name} for "
-                         f"Vertex AI training (regions known to: {', '.join(regions.regions_for(acc.name))}); "
-                         f"if the service refuses it there, {then}")
+            then = (
+                "the plan moves on to the next attempt" if a.n < len(plan) else "the plan ends there (exit 3)"
+            )
+            lines.append(
+                f"warning: {a.field}: {a.describe()}: {a.region} may not offer {acc.name} for "
+                f"Vertex AI training (regions known to: {', '.join(regions.regions_for(acc.name))}); "
+                f"if the service refuses it there, {then}"
+            )
     found = [line for line in dict.fromkeys(lines) if line]
     return "\n".join(found) or None
 
@@ -115,11 +127,13 @@ def check_regions(spec) -> None:
         if a.region and regions.offers(a.region, acc.name) is False and acc.name not in regions.UNCERTAIN:
             offered = regions.regions_for(acc.name)
             near = (nearest(a.region, offered, n=1) or [*offered, "R"])[0]  # us-west2 -> us-west1
-            raise UserError(f"{a.field}: {a.describe()}: {a.region} does not offer {acc.name} for "
-                            f"Vertex AI training; regions that do: {', '.join(offered)}; nothing was created",
-                            hint=f"give the entry a region that does (region: {near}), "
-                                 f"or other hardware (vertex-trainer hardware --region {a.region}); "
-                                 f"source: {regions.LOCATIONS_URL} (read {regions.READ})")
+            raise UserError(
+                f"{a.field}: {a.describe()}: {a.region} does not offer {acc.name} for "
+                f"Vertex AI training; regions that do: {', '.join(offered)}; nothing was created",
+                hint=f"give the entry a region that does (region: {near}), "
+                f"or other hardware (vertex-trainer hardware --region {a.region}); "
+                f"source: {regions.LOCATIONS_URL} (read {regions.READ})",
+            )
 
 
 def offline(settings: Settings) -> bool:
@@ -146,17 +160,26 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
     from vertex_trainer.vertex.quotas import QuotasClient
 
     # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
-    retry = dataclasses.replace(settings.retry, attempts=min(settings.retry.attempts, 3),
-                                deadline=min(settings.retry.deadline, 15.0),
-                                read_timeout=min(settings.retry.read_timeout, 10.0))
-    client = QuotasClient(spec.project, settings=settings, retry=retry, log=log or (lambda _: None),
-                          session=session)
+    retry = dataclasses.replace(
+        settings.retry,
+        attempts=min(settings.retry.attempts, 3),
+        deadline=min(settings.retry.deadline, 15.0),
+        read_timeout=min(settings.retry.read_timeout, 10.0),
+    )
+    client = QuotasClient(
+        spec.project, settings=settings, retry=retry, log=log or (lambda _: None), session=session
+    )
 
     def base(metric: str, region: str, group: list) -> QuotaCheck:
         names = ", ".join(dict.fromkeys(a.strategy for a in group))
-        return QuotaCheck(names, metric, region, spec.replicas * group[0].hardware.devices,
-                          attempts=tuple(a.n for a in group),
-                          accelerator=group[0].hardware.accelerator.name)
+        return QuotaCheck(
+            names,
+            metric,
+            region,
+            spec.replicas * group[0].hardware.devices,
+            attempts=tuple(a.n for a in group),
+            accelerator=group[0].hardware.accelerator.name,
+        )
 
     try:
         client.infos()
@@ -187,13 +210,18 @@ def check_quota(spec, *, settings: Settings, log: Log, session=None) -> list[Quo
 
         lines = [c.describe(acc) for c in checks]
         first = checks[0]
-        what = (f"needs {first.needed} {acc}, quota {first.limit} in {first.region} "
-                f"({first.metric.split('/')[-1]})" if len(checks) == 1
-                else "every strategy of the plan is short of quota:\n  " + "\n  ".join(lines))
-        raise UserError(f"quota: {what}; nothing was created",
-                        hint=f"ask for more at {first.request_url} ({INCREASE_DOC}), use a region "
-                             "with quota (vertex-trainer hardware --region R), or skip this check "
-                             "with --no-quota-check")
+        what = (
+            f"needs {first.needed} {acc}, quota {first.limit} in {first.region} "
+            f"({first.metric.split('/')[-1]})"
+            if len(checks) == 1
+            else "every strategy of the plan is short of quota:\n  " + "\n  ".join(lines)
+        )
+        raise UserError(
+            f"quota: {what}; nothing was created",
+            hint=f"ask for more at {first.request_url} ({INCREASE_DOC}), use a region "
+            "with quota (vertex-trainer hardware --region R), or skip this check "
+            "with --no-quota-check",
+        )
     for check in checks:
         if check.short or not check.known:
             log(f"warning: quota: {check.describe(acc)}")
@@ -206,8 +234,10 @@ def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
     for check in checks:
         if check.short:
             for n in check.attempts:
-                out[n] = (f"quota {check.metric.split('/')[-1]} in {check.region} is {check.limit}, "
-                          f"the job needs {check.needed}")
+                out[n] = (
+                    f"quota {check.metric.split('/')[-1]} in {check.region} is {check.limit}, "
+                    f"the job needs {check.needed}"
+                )
     return out
 
 
@@ -226,15 +256,18 @@ def check_persistent_resource(spec, *, settings: Settings, log: Log, session=Non
     pools = render.worker_pools(spec, Artifact("(the machines only)"))
     problem = fit_problems(resource, pools)
     if problem:
-        raise UserError(f"persistent_resource: {resource.get('name')} {problem}; nothing was created",
-                        hint="create one that fits: vertex-trainer resources create SPEC --id ID, or "
-                             "change the spec's hardware / boot_disk / replicas to match a pool "
-                             "(vertex-trainer resources list)")
+        raise UserError(
+            f"persistent_resource: {resource.get('name')} {problem}; nothing was created",
+            hint="create one that fits: vertex-trainer resources create SPEC --id ID, or "
+            "change the spec's hardware / boot_disk / replicas to match a pool "
+            "(vertex-trainer resources list)",
+        )
     return resource
 
 
-def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True,
-                  remote: bool = True) -> dict[int, str]:
+def before_submit(
+    spec, *, settings: Settings, log: Log, quota: bool = True, remote: bool = True
+) -> dict[int, str]:
     """What a cloud submit knows before it builds or sends: the region checks, then (unless
     `quota=False`) the quota pre-flight, then (`remote`: not a dry run) the persistent resource.
 

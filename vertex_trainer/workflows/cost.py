@@ -18,19 +18,24 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from vertex_trainer import pricing
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 
-DEFAULT_TIMEOUT_S = 7 * 24 * 3600      # Vertex AI's default (and Flex Start's) maximum run time
-MULTI_DAY_H = 24.0                    # a run this long is "multi-day"
+DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # Vertex AI's default (and Flex Start's) maximum run time
+MULTI_DAY_H = 24.0  # a run this long is "multi-day"
 FLEX_START_MAX_H = 7 * 24.0
-_STRATEGY = {"STANDARD": "standard", "SPOT": "spot", "FLEX_START": "flex-start",
-             "ON_DEMAND": "standard", "STRATEGY_UNSPECIFIED": "standard"}
+_STRATEGY = {
+    "STANDARD": "standard",
+    "SPOT": "spot",
+    "FLEX_START": "flex-start",
+    "ON_DEMAND": "standard",
+    "STRATEGY_UNSPECIFIED": "standard",
+}
 
 
 @dataclass(frozen=True)
@@ -38,9 +43,9 @@ class Throughput:
     """Examples per second of the whole job, and where the figure comes from."""
 
     examples_per_sec: float
-    source: str                       # "--throughput", "bench FILE", "published reference (...)"
-    published: bool = False           # a published reference, not a measurement of this job
-    hardware: str | None = None       # the hardware it was measured on (None: the spec's)
+    source: str  # "--throughput", "bench FILE", "published reference (...)"
+    published: bool = False  # a published reference, not a measurement of this job
+    hardware: str | None = None  # the hardware it was measured on (None: the spec's)
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,20 @@ class AttemptCost:
     expected_hours: float | None
     expected_cost: float | None
     upper_bound: bool = False
-    reason: str | None = None         # why a figure is missing or a ceiling
+    reason: str | None = None  # why a figure is missing or a ceiling
 
     def to_json(self) -> dict:
-        return {"attempt": self.attempt, "region": self.region, "strategy": self.strategy,
-                "hardware": self.hardware, "hourly": _rate(self.hourly), "max_hours": round(self.max_hours, 3),
-                "max_cost": _money(self.max_cost), "expected_hours": _hours(self.expected_hours),
-                "expected_cost": _money(self.expected_cost)}
+        return {
+            "attempt": self.attempt,
+            "region": self.region,
+            "strategy": self.strategy,
+            "hardware": self.hardware,
+            "hourly": _rate(self.hourly),
+            "max_hours": round(self.max_hours, 3),
+            "max_cost": _money(self.max_cost),
+            "expected_hours": _hours(self.expected_hours),
+            "expected_cost": _money(self.expected_cost),
+        }
 
 
 @dataclass(frozen=True)
@@ -91,9 +103,15 @@ class Estimate:
 
     def to_json(self) -> dict:
         """The `cost --output json` object (docs/contract.md section 12), plus "notes"."""
-        return {"currency": self.currency, "prices_as_of": self.prices_as_of, "source": self.source,
-                "attempts": [a.to_json() for a in self.attempts], "max_cost": _money(self.max_cost),
-                "expected_cost": _money(self.expected_cost), "notes": list(self.notes)}
+        return {
+            "currency": self.currency,
+            "prices_as_of": self.prices_as_of,
+            "source": self.source,
+            "attempts": [a.to_json() for a in self.attempts],
+            "max_cost": _money(self.max_cost),
+            "expected_cost": _money(self.expected_cost),
+            "notes": list(self.notes),
+        }
 
 
 def _money(value: float | None) -> float | None:
@@ -110,8 +128,10 @@ def _hours(value: float | None) -> float | None:
 
 
 # -- what the job needs: examples per epoch, throughput -------------------------------------------
-def examples_per_epoch(spec: JobSpec, read_json: Callable[[str], dict | None] | None = None,
-                       ) -> tuple[int | None, str]:
+def examples_per_epoch(
+    spec: JobSpec,
+    read_json: Callable[[str], dict | None] | None = None,
+) -> tuple[int | None, str]:
     """How many examples one epoch trains on, and where that figure comes from.
 
     Args:
@@ -133,17 +153,22 @@ def examples_per_epoch(spec: JobSpec, read_json: Callable[[str], dict | None] | 
         return None, "no steps_per_epoch, no train_examples and no manifest.json read"
     try:
         data = read_json(manifest)
-    except (OSError, ValueError, VertexTrainerError) as exc:   # no credentials, no bucket: no figure
+    except (OSError, ValueError, VertexTrainerError) as exc:  # no credentials, no bucket: no figure
         return None, f"{manifest} could not be read ({getattr(exc, 'message', exc)})"
     train = ((data or {}).get("splits") or {}).get("train") or {}
     if not train.get("examples"):
         return None, f"no {manifest} (written by `vertex-trainer data convert`) with train examples"
-    whole = int(train["examples"]) // batch * batch   # the trainer drops the last partial batch
+    whole = int(train["examples"]) // batch * batch  # the trainer drops the last partial batch
     return whole, f"{manifest}: {train['examples']} train examples"
 
 
-def throughput_of(spec: JobSpec, *, examples_per_sec: float | None = None,
-                  bench: dict | None = None, bench_name: str = "the bench result") -> Throughput | None:
+def throughput_of(
+    spec: JobSpec,
+    *,
+    examples_per_sec: float | None = None,
+    bench: dict | None = None,
+    bench_name: str = "the bench result",
+) -> Throughput | None:
     """The job's throughput: `--throughput`, a `bench --output json` result, or the published
     reference for its model and accelerator (marked as such), else None.
 
@@ -163,24 +188,35 @@ def throughput_of(spec: JobSpec, *, examples_per_sec: float | None = None,
     if bench is not None:
         rate = bench.get("real_examples_per_sec") or bench.get("synthetic_examples_per_sec")
         if not rate:
-            raise UserError(f"{bench_name} has no real_examples_per_sec or synthetic_examples_per_sec",
-                            hint="give the JSON that `vertex-trainer bench SPEC --output json` printed")
+            raise UserError(
+                f"{bench_name} has no real_examples_per_sec or synthetic_examples_per_sec",
+                hint="give the JSON that `vertex-trainer bench SPEC --output json` printed",
+            )
         which = "real data" if bench.get("real_examples_per_sec") else "synthetic data"
-        return Throughput(float(rate), f"{bench_name} ({which}, on {bench.get('hardware', 'its hardware')})",
-                          hardware=bench.get("hardware"))
+        return Throughput(
+            float(rate),
+            f"{bench_name} ({which}, on {bench.get('hardware', 'its hardware')})",
+            hardware=bench.get("hardware"),
+        )
     ref = reference_for(spec)
     if ref is None:
         return None
     total = ref.examples_per_sec * spec.total_devices
-    return Throughput(total, f"published reference: {ref.examples_per_sec:,.0f} examples/s per "
-                      f"{spec.hardware.accelerator.name} x {spec.total_devices} ({ref.setup}; {ref.source})",
-                      published=True)
+    return Throughput(
+        total,
+        f"published reference: {ref.examples_per_sec:,.0f} examples/s per "
+        f"{spec.hardware.accelerator.name} x {spec.total_devices} ({ref.setup}; {ref.source})",
+        published=True,
+    )
 
 
 # -- the estimate -------------------------------------------------------------------------------
 def _hardware_args(h) -> dict:
-    return {"machine_type": h.machine_type, "accelerator_type": h.accelerator_type,
-            "accelerator_count": h.accelerator_count}
+    return {
+        "machine_type": h.machine_type,
+        "accelerator_type": h.accelerator_type,
+        "accelerator_count": h.accelerator_count,
+    }
 
 
 def attempt_price(book: pricing.PriceBook, spec: JobSpec, a: PlannedAttempt) -> pricing.Price:
@@ -189,8 +225,13 @@ def attempt_price(book: pricing.PriceBook, spec: JobSpec, a: PlannedAttempt) -> 
     return one.times(spec.replicas)
 
 
-def estimate(spec: JobSpec, book: pricing.PriceBook, *, throughput: Throughput | None = None,
-             read_json: Callable[[str], dict | None] | None = None) -> Estimate:
+def estimate(
+    spec: JobSpec,
+    book: pricing.PriceBook,
+    *,
+    throughput: Throughput | None = None,
+    read_json: Callable[[str], dict | None] | None = None,
+) -> Estimate:
     """The prices of the spec's plan (docs/contract.md section 12).
 
     Args:
@@ -202,48 +243,74 @@ def estimate(spec: JobSpec, book: pricing.PriceBook, *, throughput: Throughput |
         An Estimate: per attempt hourly, max_hours, max_cost, expected_hours, expected_cost."""
     max_hours = (spec.scheduling.timeout or DEFAULT_TIMEOUT_S) / 3600
     epochs = spec.trainer.epochs or 1
-    per_epoch, per_epoch_source = (examples_per_epoch(spec, read_json) if throughput else (None, ""))
+    per_epoch, per_epoch_source = examples_per_epoch(spec, read_json) if throughput else (None, "")
     notes: list[str] = []
     if not spec.scheduling.timeout:
         notes.append("no scheduling.timeout: the worst case uses Vertex AI's 7-day maximum")
     if spec.tune is not None:
-        notes.append(f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
-                     f"trials, {spec.tune.parallel_trials} at a time")
+        notes.append(
+            f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
+            f"trials, {spec.tune.parallel_trials} at a time"
+        )
     if getattr(spec, "persistent_resource", None):
-        notes.append(f"runs on the persistent resource {spec.persistent_resource}: its machines are billed "
-                     "while the resource exists, not per job")
+        notes.append(
+            f"runs on the persistent resource {spec.persistent_resource}: its machines are billed "
+            "while the resource exists, not per job"
+        )
     if getattr(spec.scheduling, "reservation", None):
-        notes.append("consumes a reservation: its machines are billed as the reservation (list price "
-                     "shown), whether or not a job runs")
+        notes.append(
+            "consumes a reservation: its machines are billed as the reservation (list price "
+            "shown), whether or not a job runs"
+        )
     if throughput is None:
         notes.append("expected hours: no throughput (give --throughput EX_PER_S or --bench FILE)")
     elif per_epoch is None:
-        notes.append(f"expected hours: examples per epoch unknown ({per_epoch_source}); set "
-                     "trainer.steps_per_epoch or trainer.train_examples")
+        notes.append(
+            f"expected hours: examples per epoch unknown ({per_epoch_source}); set "
+            "trainer.steps_per_epoch or trainer.train_examples"
+        )
     else:
-        notes.append(f"expected hours: {epochs} epochs x {per_epoch:,} examples ({per_epoch_source}) / "
-                     f"{throughput.examples_per_sec:,.1f} examples/s ({throughput.source})")
+        notes.append(
+            f"expected hours: {epochs} epochs x {per_epoch:,} examples ({per_epoch_source}) / "
+            f"{throughput.examples_per_sec:,.1f} examples/s ({throughput.source})"
+        )
     rows = []
     for a in attempts(spec):
         price = attempt_price(book, spec, a)
         # The throughput was measured (or published) for the spec's hardware: another attempt's
         # hardware has no expected hours.
-        hours = (epochs * per_epoch / throughput.examples_per_sec / 3600
-                 if throughput and per_epoch and a.hardware == spec.hardware else None)
+        hours = (
+            epochs * per_epoch / throughput.examples_per_sec / 3600
+            if throughput and per_epoch and a.hardware == spec.hardware
+            else None
+        )
         if hours is not None:
-            hours = min(hours, max_hours)   # the job stops at its timeout
+            hours = min(hours, max_hours)  # the job stops at its timeout
         hourly = price.hourly
-        rows.append(AttemptCost(
-            a.n, a.region, a.strategy, a.hardware_name, hourly, max_hours,
-            None if hourly is None else hourly * max_hours,
-            hours, None if hourly is None or hours is None else hourly * hours,
-            upper_bound=price.upper_bound, reason=price.reason))
+        rows.append(
+            AttemptCost(
+                a.n,
+                a.region,
+                a.strategy,
+                a.hardware_name,
+                hourly,
+                max_hours,
+                None if hourly is None else hourly * max_hours,
+                hours,
+                None if hourly is None or hours is None else hourly * hours,
+                upper_bound=price.upper_bound,
+                reason=price.reason,
+            )
+        )
         if price.reason and price.reason not in notes:
             notes.append(("attempt %d: " % a.n) + price.reason)
         if throughput and per_epoch and a.hardware != spec.hardware:
-            notes.append(f"attempt {a.n}: no expected hours (the throughput is for {spec.hardware.preset or spec.hardware.describe()})")
-    return Estimate(book.currency, book.as_of, book.source, tuple(rows), throughput, per_epoch, epochs,
-                    tuple(notes))
+            notes.append(
+                f"attempt {a.n}: no expected hours (the throughput is for {spec.hardware.preset or spec.hardware.describe()})"
+            )
+    return Estimate(
+        book.currency, book.as_of, book.source, tuple(rows), throughput, per_epoch, epochs, tuple(notes)
+    )
 
 
 def check_budget(est: Estimate, budget: float, field: str) -> None:
@@ -257,10 +324,12 @@ def check_budget(est: Estimate, budget: float, field: str) -> None:
         UserError naming the attempt, its hourly price, its timeout and both figures."""
     for a in est.attempts:
         if a.max_cost is None:
-            raise UserError(f"{field}: {budget:,.2f} USD cannot be checked: attempt {a.attempt} "
-                            f"({a.strategy}, {a.region}, {a.hardware}) has no price: {a.reason}",
-                            hint=f"remove {field}, or pick hardware and a region the price snapshot "
-                                 "covers (vertex-trainer cost SPEC shows them)")
+            raise UserError(
+                f"{field}: {budget:,.2f} USD cannot be checked: attempt {a.attempt} "
+                f"({a.strategy}, {a.region}, {a.hardware}) has no price: {a.reason}",
+                hint=f"remove {field}, or pick hardware and a region the price snapshot "
+                "covers (vertex-trainer cost SPEC shows them)",
+            )
         if a.max_cost > budget + 1e-9:
             bound = " at most" if a.upper_bound else ""
             raise UserError(
@@ -268,7 +337,8 @@ def check_budget(est: Estimate, budget: float, field: str) -> None:
                 f"{a.max_cost:,.2f} USD ({a.hourly:,.2f} USD/h{bound} x {a.max_hours:g} h timeout), over the "
                 f"budget of {budget:,.2f} USD; nothing was sent",
                 hint=f"shorten scheduling.timeout to at most {budget / a.hourly:,.1f} h, raise {field}, or "
-                     "choose cheaper hardware or strategy (vertex-trainer cost SPEC --compare)")
+                "choose cheaper hardware or strategy (vertex-trainer cost SPEC --compare)",
+            )
 
 
 def price_line(est: Estimate) -> str:
@@ -279,8 +349,10 @@ def price_line(est: Estimate) -> str:
             parts.append(f"attempt {a.attempt} {a.strategy}: no price ({a.reason})")
             continue
         le = "<= " if a.upper_bound else ""
-        parts.append(f"attempt {a.attempt} {a.strategy} {a.region}: {le}{a.hourly:,.2f} USD/h, worst case "
-                     f"{le}{a.max_cost:,.2f} USD ({a.max_hours:g} h)")
+        parts.append(
+            f"attempt {a.attempt} {a.strategy} {a.region}: {le}{a.hourly:,.2f} USD/h, worst case "
+            f"{le}{a.max_cost:,.2f} USD ({a.max_hours:g} h)"
+        )
     return f"price: {'; '.join(parts)} (list prices as of {est.prices_as_of}, `vertex-trainer cost` for more)"
 
 
@@ -291,10 +363,13 @@ def text(est: Estimate) -> str:
         le = "<=" if a.upper_bound else ""
         hourly = "-" if a.hourly is None else f"{le}{a.hourly:,.2f}/h"
         worst = "-" if a.max_cost is None else f"{le}{a.max_cost:,.2f}"
-        expected = ("-" if a.expected_cost is None
-                    else f"{le}{a.expected_cost:,.2f} ({a.expected_hours:,.1f} h)")
-        lines.append(f"attempt {a.attempt}  {a.strategy:<10} {a.region or '-':<16} {a.hardware:<12} "
-                     f"hourly {hourly:<12} worst case {worst} ({a.max_hours:g} h)  expected {expected}")
+        expected = (
+            "-" if a.expected_cost is None else f"{le}{a.expected_cost:,.2f} ({a.expected_hours:,.1f} h)"
+        )
+        lines.append(
+            f"attempt {a.attempt}  {a.strategy:<10} {a.region or '-':<16} {a.hardware:<12} "
+            f"hourly {hourly:<12} worst case {worst} ({a.max_hours:g} h)  expected {expected}"
+        )
     le = "at most " if any(a.upper_bound for a in est.attempts) else ""
     worst = "-" if est.max_cost is None else f"{le}{est.max_cost:,.2f} {est.currency}"
     expected = "-" if est.expected_cost is None else f"{le}{est.expected_cost:,.2f} {est.currency}"
@@ -335,22 +410,33 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
             continue
         acc = m.get("acceleratorType")
         price = pricing.machine_price(
-            book, machine_type=m.get("machineType", ""),
+            book,
+            machine_type=m.get("machineType", ""),
             accelerator_type=None if acc in (None, "ACCELERATOR_TYPE_UNSPECIFIED") else acc,
-            accelerator_count=int(m.get("acceleratorCount") or 0), region=region, strategy=strategy)
+            accelerator_count=int(m.get("acceleratorCount") or 0),
+            region=region,
+            strategy=strategy,
+        )
         if price.hourly is None:
             hourly, reason = None, price.reason
             break
         hourly += price.hourly * int(pool.get("replicaCount") or 1)
         bound = bound or price.upper_bound
         reason = reason or price.reason
-    return {"estimate": True, "usd": _money(None if hourly is None else hourly * hours),
-            "hours": round(hours, 3), "hourly": _rate(hourly), "strategy": strategy,
-            "upper_bound": bound, "prices_as_of": book.as_of, "reason": reason}
+    return {
+        "estimate": True,
+        "usd": _money(None if hourly is None else hourly * hours),
+        "hours": round(hours, 3),
+        "hourly": _rate(hourly),
+        "strategy": strategy,
+        "upper_bound": bound,
+        "prices_as_of": book.as_of,
+        "reason": reason,
+    }
 
 
 def job_cost_line(cost: dict | None) -> str | None:
-    """"cost     ~123.45 USD (estimate: 2.50 h x 49.38 USD/h spot list price, as of ...)"."""
+    """ "cost     ~123.45 USD (estimate: 2.50 h x 49.38 USD/h spot list price, as of ...)"."""
     if not cost:
         return None
     if cost["usd"] is None:
@@ -358,12 +444,18 @@ def job_cost_line(cost: dict | None) -> str | None:
     le = "at most " if cost.get("upper_bound") else "~"
     hours = cost["hours"]
     ran = f"{hours * 60:,.1f} min" if hours < 0.1 else f"{hours:,.2f} h"
-    return (f"cost     {le}{cost['usd']:,.2f} USD (estimate: {ran} x {cost['hourly']:,.2f} "
-            f"USD/h {cost['strategy']} list price, as of {cost['prices_as_of']}; not the bill)")
+    return (
+        f"cost     {le}{cost['usd']:,.2f} USD (estimate: {ran} x {cost['hourly']:,.2f} "
+        f"USD/h {cost['strategy']} list price, as of {cost['prices_as_of']}; not the bill)"
+    )
 
 
-def cost_per_epoch(spec: JobSpec, book: pricing.PriceBook, examples_per_sec: float | None,
-                   read_json: Callable[[str], dict | None] | None = None) -> dict | None:
+def cost_per_epoch(
+    spec: JobSpec,
+    book: pricing.PriceBook,
+    examples_per_sec: float | None,
+    read_json: Callable[[str], dict | None] | None = None,
+) -> dict | None:
     """What one epoch costs at a measured throughput, on the spec's hardware, strategy and region
     (`bench` adds it): {"usd", "hours", "examples", "usd_per_million_examples", "hourly", "strategy",
     "region", "prices_as_of"}; "usd" None with "reason" when the epoch's size is unknown."""
@@ -376,9 +468,15 @@ def cost_per_epoch(spec: JobSpec, book: pricing.PriceBook, examples_per_sec: flo
         return {"usd": None, "reason": price.reason, "prices_as_of": book.as_of}
     # Per million examples compares hardware in dollars even when the epoch's size is unknown.
     per_million = price.hourly * 1e6 / examples_per_sec / 3600
-    out = {"usd": None, "usd_per_million_examples": round(per_million, 4), "hourly": _rate(price.hourly),
-           "strategy": first.strategy, "region": first.region, "upper_bound": price.upper_bound,
-           "prices_as_of": book.as_of}
+    out = {
+        "usd": None,
+        "usd_per_million_examples": round(per_million, 4),
+        "hourly": _rate(price.hourly),
+        "strategy": first.strategy,
+        "region": first.region,
+        "upper_bound": price.upper_bound,
+        "prices_as_of": book.as_of,
+    }
     if examples is None:
         return {**out, "reason": source}
     hours = examples / examples_per_sec / 3600
@@ -393,15 +491,17 @@ def load_bench(path: str) -> dict:
     except OSError as exc:
         raise UserError(f"--bench {path}: {exc.strerror or exc}") from None
     except ValueError:
-        raise UserError(f"--bench {path}: not JSON", hint="give what `vertex-trainer bench SPEC --output json` "
-                        "printed") from None
+        raise UserError(
+            f"--bench {path}: not JSON", hint="give what `vertex-trainer bench SPEC --output json` printed"
+        ) from None
     if not isinstance(data, dict):
         raise UserError(f"--bench {path}: not a bench result object")
     return data
 
 
-def enforce_budget(spec: JobSpec, book: pricing.PriceBook | None = None, *,
-                   max_cost: float | None = None) -> None:
+def enforce_budget(
+    spec: JobSpec, book: pricing.PriceBook | None = None, *, max_cost: float | None = None
+) -> None:
     """Refuse (exit 2, before anything is built or sent) a plan whose worst case exceeds the
     budget: `max_cost` (submit --max-cost) or else the spec's scheduling.max_cost.
 
@@ -414,5 +514,8 @@ def enforce_budget(spec: JobSpec, book: pricing.PriceBook | None = None, *,
     budget = max_cost if max_cost is not None else getattr(spec.scheduling, "max_cost", None)
     if budget is None:
         return
-    check_budget(estimate(spec, book or pricing.load_snapshot()), float(budget),
-                 "--max-cost" if max_cost is not None else "scheduling.max_cost")
+    check_budget(
+        estimate(spec, book or pricing.load_snapshot()),
+        float(budget),
+        "--max-cost" if max_cost is not None else "scheduling.max_cost",
+    )

@@ -7,15 +7,22 @@ run that cannot survive preemption and can wait -> flex-start; a checkpointed jo
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from vertex_trainer import hardware as hw
 from vertex_trainer import pricing, regions
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import attempts
 from vertex_trainer.workflows.cost import (
-    FLEX_START_MAX_H, MULTI_DAY_H, Estimate, _hardware_args, _hours, _money, _rate, attempt_price,
+    FLEX_START_MAX_H,
+    MULTI_DAY_H,
+    Estimate,
+    _hardware_args,
+    _hours,
+    _money,
+    _rate,
+    attempt_price,
 )
 
 _GENERATION = re.compile(r"(A100|H100|H200|B200|GB200|L4|T4|V100|P100|P4)")
@@ -39,28 +46,36 @@ class Alternative:
     max_cost: float | None
     upper_bound: bool = False
     reason: str | None = None
-    quota: int | None = None          # the region's quota for the strategy's metric, when read
-    current: bool = False             # the spec's own choice
+    quota: int | None = None  # the region's quota for the strategy's metric, when read
+    current: bool = False  # the spec's own choice
 
     def to_json(self) -> dict:
-        return {"hardware": self.hardware, "strategy": self.strategy, "region": self.region,
-                "hourly": _rate(self.hourly), "expected_hours": _hours(self.expected_hours),
-                "expected_cost": _money(self.expected_cost), "max_cost": _money(self.max_cost),
-                "upper_bound": self.upper_bound, "quota": self.quota, "current": self.current,
-                "reason": self.reason}
+        return {
+            "hardware": self.hardware,
+            "strategy": self.strategy,
+            "region": self.region,
+            "hourly": _rate(self.hourly),
+            "expected_hours": _hours(self.expected_hours),
+            "expected_cost": _money(self.expected_cost),
+            "max_cost": _money(self.max_cost),
+            "upper_bound": self.upper_bound,
+            "quota": self.quota,
+            "current": self.current,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the recommendation rests on (the job's own facts)."""
 
-    hours: float                      # expected run time, else the timeout
-    hours_known: bool                 # from a throughput (True) or the timeout (False)
-    checkpoints: bool                 # the trainer resumes from checkpoints (BackupAndRestore)
+    hours: float  # expected run time, else the timeout
+    hours_known: bool  # from a throughput (True) or the timeout (False)
+    checkpoints: bool  # the trainer resumes from checkpoints (BackupAndRestore)
     survives_preemption: bool
-    can_wait: bool                    # the start may wait for capacity
+    can_wait: bool  # the start may wait for capacity
     reservation: str | None
-    flex_start_ok: bool               # the hardware is served by Flex Start and the run fits 7 days
+    flex_start_ok: bool  # the hardware is served by Flex Start and the run fits 7 days
     why_not_survive: str = ""
 
 
@@ -81,17 +96,33 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
     ckpt = spec.runs_bundled_trainer if checkpoints is None else checkpoints
     multi_machine = spec.replicas > 1 and not spec.scheduling.restart_on_worker_restart
     survives = ckpt and not multi_machine
-    why = ("the trainer does not checkpoint" if not ckpt else
-           f"a preempted machine stops all {spec.replicas} machines and restart_on_worker_restart is off"
-           if multi_machine else "")
+    why = (
+        "the trainer does not checkpoint"
+        if not ckpt
+        else f"a preempted machine stops all {spec.replicas} machines and restart_on_worker_restart is off"
+        if multi_machine
+        else ""
+    )
     acc = spec.hardware.accelerator
     reservation = getattr(spec.scheduling, "reservation", None)
-    return Facts(hours, hours_known, ckpt, survives, can_wait, reservation,
-                 bool(acc and acc.flex_start) and hours <= FLEX_START_MAX_H, why)
+    return Facts(
+        hours,
+        hours_known,
+        ckpt,
+        survives,
+        can_wait,
+        reservation,
+        bool(acc and acc.flex_start) and hours <= FLEX_START_MAX_H,
+        why,
+    )
 
 
-def alternatives(spec: JobSpec, book: pricing.PriceBook, est: Estimate,
-                 quota: Callable[[str, str, str], int | None] | None = None) -> list[Alternative]:
+def alternatives(
+    spec: JobSpec,
+    book: pricing.PriceBook,
+    est: Estimate,
+    quota: Callable[[str, str, str], int | None] | None = None,
+) -> list[Alternative]:
     """The rows of `cost --compare`: hardware of the same accelerator generation and size (other
     presets), each strategy, the regions that offer it (and the spec's), cheapest expected first.
 
@@ -106,38 +137,67 @@ def alternatives(spec: JobSpec, book: pricing.PriceBook, est: Estimate,
     shapes = [spec.hardware]
     if gen:
         for row in hw.catalog_rows():
-            if (_generation(row["accelerator_type"]) == gen and row["accelerator_count"] == per_machine
-                    and row["preset"] != spec.hardware.preset and row["tpu_topology"] is None):
-                shapes.append(type(spec.hardware)(machine_type=row["machine_type"],
-                                                  accelerator_type=row["accelerator_type"],
-                                                  accelerator_count=row["accelerator_count"]))
+            if (
+                _generation(row["accelerator_type"]) == gen
+                and row["accelerator_count"] == per_machine
+                and row["preset"] != spec.hardware.preset
+                and row["tpu_topology"] is None
+            ):
+                shapes.append(
+                    type(spec.hardware)(
+                        machine_type=row["machine_type"],
+                        accelerator_type=row["accelerator_type"],
+                        accelerator_count=row["accelerator_count"],
+                    )
+                )
     hours = est.attempts[0].expected_hours
     first = est.attempts[0]
     rows = []
     for shape in shapes:
         name = shape.preset or shape.describe()
         shape_acc = shape.accelerator
-        offered = [r for r in regions.regions_for(shape_acc.name)
-                   if pricing.machine_price(book, region=r, strategy="standard",
-                                            **_hardware_args(shape)).hourly is not None]
+        offered = [
+            r
+            for r in regions.regions_for(shape_acc.name)
+            if pricing.machine_price(book, region=r, strategy="standard", **_hardware_args(shape)).hourly
+            is not None
+        ]
         where = list(dict.fromkeys(([spec.region] if spec.region else []) + offered))
         for region in where:
             for strategy in pricing.STRATEGIES:
                 if strategy == "flex-start" and not shape_acc.flex_start:
                     continue
-                price = pricing.machine_price(book, region=region, strategy=strategy,
-                                              **_hardware_args(shape)).times(spec.replicas)
+                price = pricing.machine_price(
+                    book, region=region, strategy=strategy, **_hardware_args(shape)
+                ).times(spec.replicas)
                 h = hours if shape == spec.hardware else None
-                rows.append(Alternative(
-                    name, strategy, region, price.hourly, h,
-                    None if price.hourly is None or h is None else price.hourly * h,
-                    None if price.hourly is None else price.hourly * first.max_hours,
-                    price.upper_bound, price.reason,
-                    quota(shape_acc.name, strategy, region) if quota else None,
-                    current=(shape == spec.hardware and region == spec.region
-                             and strategy == spec.scheduling.strategy)))
-    return sorted(rows, key=lambda r: (r.hourly is None, r.expected_cost if r.expected_cost is not None
-                                       else float("inf"), r.hourly or 0.0))
+                rows.append(
+                    Alternative(
+                        name,
+                        strategy,
+                        region,
+                        price.hourly,
+                        h,
+                        None if price.hourly is None or h is None else price.hourly * h,
+                        None if price.hourly is None else price.hourly * first.max_hours,
+                        price.upper_bound,
+                        price.reason,
+                        quota(shape_acc.name, strategy, region) if quota else None,
+                        current=(
+                            shape == spec.hardware
+                            and region == spec.region
+                            and strategy == spec.scheduling.strategy
+                        ),
+                    )
+                )
+    return sorted(
+        rows,
+        key=lambda r: (
+            r.hourly is None,
+            r.expected_cost if r.expected_cost is not None else float("inf"),
+            r.hourly or 0.0,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -147,13 +207,19 @@ class Recommendation:
     region: str | None
     hardware: str
     hourly: float | None = None
-    cost: float | None = None          # expected (or worst case when the hours are the timeout)
+    cost: float | None = None  # expected (or worst case when the hours are the timeout)
     upper_bound: bool = False
 
     def to_json(self) -> dict:
-        return {"strategy": self.strategy, "region": self.region, "hardware": self.hardware,
-                "hourly": _rate(self.hourly), "cost": _money(self.cost), "upper_bound": self.upper_bound,
-                "reason": self.reason}
+        return {
+            "strategy": self.strategy,
+            "region": self.region,
+            "hardware": self.hardware,
+            "hourly": _rate(self.hourly),
+            "cost": _money(self.cost),
+            "upper_bound": self.upper_bound,
+            "reason": self.reason,
+        }
 
 
 def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendation:
@@ -185,31 +251,64 @@ def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendatio
     figures = "; ".join(fig(s) for s in pricing.STRATEGIES)
     if not f.can_wait:
         if f.reservation:
-            choice, why = "reservation", (f"the start cannot wait: the reservation {f.reservation} has the "
-                                          "capacity now (billed as the reservation, not per job)")
+            choice, why = (
+                "reservation",
+                (
+                    f"the start cannot wait: the reservation {f.reservation} has the "
+                    "capacity now (billed as the reservation, not per job)"
+                ),
+            )
         else:
-            choice, why = "standard", ("the start cannot wait: standard (on-demand) starts as soon as "
-                                       "capacity is there, Flex Start queues and Spot can be preempted; "
-                                       "a Compute Engine reservation (scheduling.reservation) guarantees it")
+            choice, why = (
+                "standard",
+                (
+                    "the start cannot wait: standard (on-demand) starts as soon as "
+                    "capacity is there, Flex Start queues and Spot can be preempted; "
+                    "a Compute Engine reservation (scheduling.reservation) guarantees it"
+                ),
+            )
     elif f.hours >= MULTI_DAY_H and not f.survives_preemption and f.flex_start_ok:
-        choice, why = "flex-start", (f"a multi-day run ({span}) that cannot survive preemption "
-                                     f"({f.why_not_survive}) and whose start may wait: Flex Start runs "
-                                     "it uninterrupted for up to 7 days, below the on-demand price")
+        choice, why = (
+            "flex-start",
+            (
+                f"a multi-day run ({span}) that cannot survive preemption "
+                f"({f.why_not_survive}) and whose start may wait: Flex Start runs "
+                "it uninterrupted for up to 7 days, below the on-demand price"
+            ),
+        )
     elif f.survives_preemption and prices["spot"].hourly is not None:
-        choice, why = "spot", ("the trainer checkpoints (BackupAndRestore) and survives preemption: Spot "
-                               "is the cheapest; a preempted run resumes from its last epoch")
+        choice, why = (
+            "spot",
+            (
+                "the trainer checkpoints (BackupAndRestore) and survives preemption: Spot "
+                "is the cheapest; a preempted run resumes from its last epoch"
+            ),
+        )
     elif f.flex_start_ok:
-        choice, why = "flex-start", (f"the start may wait and the run ({span}) fits Flex Start's 7 days; it "
-                                     f"cannot survive preemption ({f.why_not_survive or 'not checkpointed'})")
+        choice, why = (
+            "flex-start",
+            (
+                f"the start may wait and the run ({span}) fits Flex Start's 7 days; it "
+                f"cannot survive preemption ({f.why_not_survive or 'not checkpointed'})"
+            ),
+        )
     else:
-        reason = ("runs longer than Flex Start's 7 days" if f.hours > FLEX_START_MAX_H
-                  else "the hardware is not served by Flex Start")
+        reason = (
+            "runs longer than Flex Start's 7 days"
+            if f.hours > FLEX_START_MAX_H
+            else "the hardware is not served by Flex Start"
+        )
         choice, why = "standard", f"the run {reason} and cannot survive preemption"
     chosen = prices.get(choice) if choice in prices else None
-    return Recommendation(choice, f"{why}. {figures}", base.region, base.hardware_name,
-                          chosen.hourly if chosen else None,
-                          None if chosen is None or chosen.hourly is None else chosen.hourly * f.hours,
-                          bool(chosen and chosen.upper_bound))
+    return Recommendation(
+        choice,
+        f"{why}. {figures}",
+        base.region,
+        base.hardware_name,
+        chosen.hourly if chosen else None,
+        None if chosen is None or chosen.hourly is None else chosen.hourly * f.hours,
+        bool(chosen and chosen.upper_bound),
+    )
 
 
 @dataclass(frozen=True)
@@ -221,13 +320,22 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict:
-        return {**self.estimate.to_json(), "alternatives": [r.to_json() for r in self.rows],
-                "recommendation": self.recommendation.to_json()}
+        return {
+            **self.estimate.to_json(),
+            "alternatives": [r.to_json() for r in self.rows],
+            "recommendation": self.recommendation.to_json(),
+        }
 
 
-def compare(spec: JobSpec, book: pricing.PriceBook, est: Estimate, *, can_wait: bool = True,
-            checkpoints: bool | None = None,
-            quota: Callable[[str, str, str], int | None] | None = None) -> Comparison:
+def compare(
+    spec: JobSpec,
+    book: pricing.PriceBook,
+    est: Estimate,
+    *,
+    can_wait: bool = True,
+    checkpoints: bool | None = None,
+    quota: Callable[[str, str, str], int | None] | None = None,
+) -> Comparison:
     """`cost --compare`: the alternatives and one recommendation (see `alternatives`, `recommend`)."""
     f = facts(spec, est, can_wait=can_wait, checkpoints=checkpoints)
     return Comparison(est, alternatives(spec, book, est, quota), f, recommend(spec, book, f))
@@ -235,20 +343,24 @@ def compare(spec: JobSpec, book: pricing.PriceBook, est: Estimate, *, can_wait: 
 
 def compare_text(c: Comparison, limit: int = 40) -> str:
     """`cost --compare` for people: the table, then the recommendation."""
-    lines = [f"alternatives (list prices as of {c.estimate.prices_as_of}; expected from "
-             f"{'the throughput' if c.facts.hours_known else 'no throughput: worst case only'}):",
-             f"  {'hardware':<13}{'strategy':<11}{'region':<17}{'hourly USD':>12}{'exp. hours':>11}"
-             f"{'exp. cost':>11}{'worst case':>12}  quota"]
+    lines = [
+        f"alternatives (list prices as of {c.estimate.prices_as_of}; expected from "
+        f"{'the throughput' if c.facts.hours_known else 'no throughput: worst case only'}):",
+        f"  {'hardware':<13}{'strategy':<11}{'region':<17}{'hourly USD':>12}{'exp. hours':>11}"
+        f"{'exp. cost':>11}{'worst case':>12}  quota",
+    ]
     for r in c.rows[:limit]:
         le = "<=" if r.upper_bound else ""
 
         def cell(v, fmt: str, bound: str = "") -> str:
             return "-" if v is None else bound + fmt.format(v)
 
-        lines.append(f"{'*' if r.current else ' '} {r.hardware:<13}{r.strategy:<11}{r.region:<17}"
-                     f"{cell(r.hourly, '{:,.2f}', le):>12}{cell(r.expected_hours, '{:,.1f}'):>11}"
-                     f"{cell(r.expected_cost, '{:,.0f}', le):>11}{cell(r.max_cost, '{:,.0f}', le):>12}"
-                     f"  {cell(r.quota, '{}')}")
+        lines.append(
+            f"{'*' if r.current else ' '} {r.hardware:<13}{r.strategy:<11}{r.region:<17}"
+            f"{cell(r.hourly, '{:,.2f}', le):>12}{cell(r.expected_hours, '{:,.1f}'):>11}"
+            f"{cell(r.expected_cost, '{:,.0f}', le):>11}{cell(r.max_cost, '{:,.0f}', le):>12}"
+            f"  {cell(r.quota, '{}')}"
+        )
     if len(c.rows) > limit:
         lines.append(f"  ... {len(c.rows) - limit} more (--output json lists them all)")
     rec = c.recommendation

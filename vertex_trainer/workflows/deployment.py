@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from vertex_trainer.contract import SERVE_MODULE, SUCCEEDED, short_state
 from vertex_trainer.errors import ServiceError, UserError
@@ -29,12 +30,16 @@ def from_job(spec: JobSpec, job: dict) -> tuple[str, str, str]:
     name = job.get("name", "")
     state = job.get("state", "")
     if state != SUCCEEDED:
-        raise UserError(f"job {name} is {short_state(str(state))}: only a job that SUCCEEDED can "
-                        "be deployed", hint=f"follow it: vertex-trainer status {name} --wait")
+        raise UserError(
+            f"job {name} is {short_state(str(state))}: only a job that SUCCEEDED can be deployed",
+            hint=f"follow it: vertex-trainer status {name} --wait",
+        )
     base = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
     if not base:
-        raise UserError(f"job {name} has no output directory, so it exported no model",
-                        hint="set output_dir in the spec, or pass --model-dir")
+        raise UserError(
+            f"job {name} has no output directory, so it exported no model",
+            hint="set output_dir in the spec, or pass --model-dir",
+        )
     pool = ((job.get("jobSpec") or {}).get("workerPoolSpecs") or [{}])[0]
     image = (pool.get("containerSpec") or {}).get("imageUri") or ""
     return f"{base.rstrip('/')}/model", name.rsplit("/", 1)[-1], image
@@ -43,9 +48,11 @@ def from_job(spec: JobSpec, job: dict) -> tuple[str, str, str]:
 def from_model_dir(model_dir: str, planned_image: str | None) -> tuple[str, str, str]:
     """(artifact_uri, label, image) for a model directory given directly."""
     if not model_dir.startswith("gs://"):
-        raise UserError(f"--model-dir {model_dir!r}: Vertex AI registers models from Cloud Storage",
-                        hint="copy it to gs://BUCKET/PATH first, or serve it here with "
-                             f"`vertex-trainer serve {model_dir}`")
+        raise UserError(
+            f"--model-dir {model_dir!r}: Vertex AI registers models from Cloud Storage",
+            hint="copy it to gs://BUCKET/PATH first, or serve it here with "
+            f"`vertex-trainer serve {model_dir}`",
+        )
     bad = gcs_problem(model_dir)
     if bad:
         raise UserError(f"--model-dir {model_dir!r}: {bad}")
@@ -58,18 +65,28 @@ def request(spec: JobSpec, artifact_uri: str, job_label: str, image: str) -> Dep
     d = deploy_block(spec)
     if d.serving_image == "auto":
         if not image:
-            raise UserError("deploy.serving_image: auto serves with the training image, and none is "
-                            "known for this model", hint="set deploy.serving_image to a serving "
-                            "container URI, or deploy with --job")
+            raise UserError(
+                "deploy.serving_image: auto serves with the training image, and none is known for this model",
+                hint="set deploy.serving_image to a serving container URI, or deploy with --job",
+            )
         container = ServingContainer(image, command=("python", "-m", SERVE_MODULE))
     else:
         container = ServingContainer(d.serving_image)
     return DeployRequest(
-        model_display_name=d.model or spec.name, artifact_uri=artifact_uri, container=container,
-        job_id=_label_value(job_label), endpoint=d.endpoint or spec.name, machine_type=d.machine_type,
-        accelerator_type=d.accelerator_type, accelerator_count=d.accelerator_count,
-        min_replicas=d.min_replicas, max_replicas=d.max_replicas or d.min_replicas, traffic=d.traffic,
-        labels=dict(spec.labels), service_account=spec.service_account)
+        model_display_name=d.model or spec.name,
+        artifact_uri=artifact_uri,
+        container=container,
+        job_id=_label_value(job_label),
+        endpoint=d.endpoint or spec.name,
+        machine_type=d.machine_type,
+        accelerator_type=d.accelerator_type,
+        accelerator_count=d.accelerator_count,
+        min_replicas=d.min_replicas,
+        max_replicas=d.max_replicas or d.min_replicas,
+        traffic=d.traffic,
+        labels=dict(spec.labels),
+        service_account=spec.service_account,
+    )
 
 
 def check_model_dir(settings: Settings, artifact_uri: str, *, log: Log) -> None:
@@ -81,28 +98,45 @@ def check_model_dir(settings: Settings, artifact_uri: str, *, log: Log) -> None:
         found = storage.read_bytes(settings, f"{artifact_uri.rstrip('/')}/saved_model.pb")
     except UserError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a storage transport problem is only a warning here
+    except Exception as exc:
         log(f"warning: could not check {artifact_uri} ({type(exc).__name__}); deploying anyway")
         return
     if found is None:
-        raise UserError(f"no SavedModel at {artifact_uri} (saved_model.pb is missing); nothing was sent",
-                        hint="deploy a job that SUCCEEDED and exported its model (output_dir/model)")
+        raise UserError(
+            f"no SavedModel at {artifact_uri} (saved_model.pb is missing); nothing was sent",
+            hint="deploy a job that SUCCEEDED and exported its model (output_dir/model)",
+        )
 
 
 def dry_run(client: Any, req: DeployRequest) -> dict:
     """What a deploy would send, in order, with no connection opened."""
     base = client.api.url(f"v1/{client.parent}")
-    return {"dry_run": True, "model": req.model_display_name, "endpoint": req.endpoint,
-            "requests": [
-                {"method": "GET", "url": f"{base}/models",
-                 "params": {"filter": f'display_name="{req.model_display_name}"'}},
-                {"method": "POST", "url": f"{base}/models:upload", "body": {"model": req.model_body()}},
-                {"method": "GET", "url": f"{base}/endpoints",
-                 "params": {"filter": f'display_name="{req.endpoint}"'}},
-                {"method": "POST", "url": f"{base}/endpoints/ENDPOINT_ID:deployModel",
-                 "body": {"deployedModel": req.deployed_model("MODEL", "VERSION"),
-                          "trafficSplit": {"0": req.traffic, "...": "the serving versions share the rest"}}},
-            ]}
+    return {
+        "dry_run": True,
+        "model": req.model_display_name,
+        "endpoint": req.endpoint,
+        "requests": [
+            {
+                "method": "GET",
+                "url": f"{base}/models",
+                "params": {"filter": f'display_name="{req.model_display_name}"'},
+            },
+            {"method": "POST", "url": f"{base}/models:upload", "body": {"model": req.model_body()}},
+            {
+                "method": "GET",
+                "url": f"{base}/endpoints",
+                "params": {"filter": f'display_name="{req.endpoint}"'},
+            },
+            {
+                "method": "POST",
+                "url": f"{base}/endpoints/ENDPOINT_ID:deployModel",
+                "body": {
+                    "deployedModel": req.deployed_model("MODEL", "VERSION"),
+                    "trafficSplit": {"0": req.traffic, "...": "the serving versions share the rest"},
+                },
+            },
+        ],
+    }
 
 
 def _label_value(text: str) -> str:

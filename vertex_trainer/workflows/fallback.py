@@ -28,14 +28,16 @@ What each attempt met is a typed `AttemptRecord` (SkyPilot's failover history): 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from vertex_trainer import render
 from vertex_trainer.contract import ATTEMPT_LABEL, Artifact, state_name
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.gcp.http import Refused
-from vertex_trainer.spec.attempts import PlannedAttempt, attempts as plan_of
+from vertex_trainer.spec.attempts import PlannedAttempt
+from vertex_trainer.spec.attempts import attempts as plan_of
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent, not_offered
 from vertex_trainer.vertex.names import split_name
 
@@ -86,17 +88,31 @@ class AttemptRecord:
 
     def to_dict(self) -> dict:
         """The JSON record (docs/contract.md section 11)."""
-        return {"attempt": self.n, "region": self.region, "strategy": self.strategy,
-                "hardware": self.hardware, "name": self.name, "state": self.state,
-                "reason": self.reason, "message": self.message}
+        return {
+            "attempt": self.n,
+            "region": self.region,
+            "strategy": self.strategy,
+            "hardware": self.hardware,
+            "name": self.name,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "AttemptRecord":
+    def from_dict(cls, data: Mapping) -> AttemptRecord:
         """The record of a JSON attempt (`to_dict`'s form)."""
         reason = data.get("reason")
-        return cls(int(data["attempt"]), data.get("region"), str(data.get("strategy") or "?"),
-                   str(data.get("hardware") or "?"), data.get("name"), data.get("state"),
-                   reason if reason in REASONS else None, data.get("message"))
+        return cls(
+            int(data["attempt"]),
+            data.get("region"),
+            str(data.get("strategy") or "?"),
+            str(data.get("hardware") or "?"),
+            data.get("name"),
+            data.get("state"),
+            reason if reason in REASONS else None,
+            data.get("message"),
+        )
 
 
 def summary(records) -> str:
@@ -142,20 +158,36 @@ def record_of(data: dict, planned: PlannedAttempt | None, n: int) -> AttemptReco
     region = _region_of(data) or (planned.region if planned else None)
     strategy = planned.strategy if planned else _strategy_of(data)
     hardware = planned.hardware_name if planned else _machine_of(data)
-    return AttemptRecord(n, region, strategy, hardware, data.get("name"), state_name(data.get("state")),
-                         "no-capacity" if why else None, why or _error(data))
+    return AttemptRecord(
+        n,
+        region,
+        strategy,
+        hardware,
+        data.get("name"),
+        state_name(data.get("state")),
+        "no-capacity" if why else None,
+        why or _error(data),
+    )
 
 
-EARLIER_RUN = ("no job in any region of the plan: an earlier run's create was refused (quota, or "
-               "not offered there) or the attempt was skipped; the service's words are not stored")
+EARLIER_RUN = (
+    "no job in any region of the plan: an earlier run's create was refused (quota, or "
+    "not offered there) or the attempt was skipped; the service's words are not stored"
+)
 
 
 def passed_over(planned: PlannedAttempt, skipped: str | None = None) -> AttemptRecord:
     """The record, on a re-run, of an attempt the plan went past without a job (an earlier run's
     create was refused): `skipped-quota` when today's pre-flight skips it too (`skipped`: why),
     else without a reason (not stored anywhere the re-run can read) and EARLIER_RUN as message."""
-    return AttemptRecord(planned.n, planned.region, planned.strategy, planned.hardware_name,
-                         reason="skipped-quota" if skipped else None, message=skipped or EARLIER_RUN)
+    return AttemptRecord(
+        planned.n,
+        planned.region,
+        planned.strategy,
+        planned.hardware_name,
+        reason="skipped-quota" if skipped else None,
+        message=skipped or EARLIER_RUN,
+    )
 
 
 def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, dict]:
@@ -170,11 +202,22 @@ def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[i
     return found
 
 
-def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, *, image: str | None,
-           job_type: type[Job] = Job, wait: bool = False, timeout: float | None = None,
-           follow: Follow | None = None, on_state: Callable[[Job], None] | None = None,
-           log: Log = lambda _: None, check: bool = True,
-           skipped: Mapping[int, str] | None = None) -> Job:
+def submit(
+    clients: Clients | JobsClient,
+    spec,
+    artifact: Artifact,
+    key: str,
+    *,
+    image: str | None,
+    job_type: type[Job] = Job,
+    wait: bool = False,
+    timeout: float | None = None,
+    follow: Follow | None = None,
+    on_state: Callable[[Job], None] | None = None,
+    log: Log = lambda _: None,
+    check: bool = True,
+    skipped: Mapping[int, str] | None = None,
+) -> Job:
     """Run the plan of `spec` under `key` (see the module doc) and return the last attempt's job.
 
     Args:
@@ -213,8 +256,16 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
         planned = plan[n - 1] if n <= len(plan) else None
         data, adopted = earlier.get(n), True
         if data is None and n in skipped:
-            records.append(AttemptRecord(n, planned.region, planned.strategy, planned.hardware_name,
-                                         reason="skipped-quota", message=skipped[n]))
+            records.append(
+                AttemptRecord(
+                    n,
+                    planned.region,
+                    planned.strategy,
+                    planned.hardware_name,
+                    reason="skipped-quota",
+                    message=skipped[n],
+                )
+            )
             log(f"attempt {n} ({planned.strategy} in {planned.region}) skipped: {skipped[n]}")
             if n < len(plan):
                 n += 1
@@ -230,15 +281,28 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
                 reason = "skipped-not-offered" if not_offered(err) else "quota"
                 what = "not offered there" if reason == "skipped-not-offered" else "quota refused"
                 message = f"{what} ({err.code} {err.status}): {err.message}"
-                records.append(AttemptRecord(n, planned.region, planned.strategy, planned.hardware_name,
-                                             reason=reason, message=message))
+                records.append(
+                    AttemptRecord(
+                        n,
+                        planned.region,
+                        planned.strategy,
+                        planned.hardware_name,
+                        reason=reason,
+                        message=message,
+                    )
+                )
                 if n < len(plan):
-                    log(f"attempt {n} ({_where(planned, plan)}) refused: {message}; next: "
-                        f"{_where(plan[n], plan)}")
+                    log(
+                        f"attempt {n} ({_where(planned, plan)}) refused: {message}; next: "
+                        f"{_where(plan[n], plan)}"
+                    )
                     n += 1
                     continue
-                raise Refused(f"every attempt of the plan was refused: {summary(records)}; "
-                              f"last: {exc.message}", error=err, hint=exc.hint) from None
+                raise Refused(
+                    f"every attempt of the plan was refused: {summary(records)}; last: {exc.message}",
+                    error=err,
+                    hint=exc.hint,
+                ) from None
         else:
             client = clients(_region_of(data) or planned.region)
         job = job_type(data, client, image=image, idempotency_key=key, adopted=adopted)
@@ -247,25 +311,38 @@ def submit(clients: "Clients | JobsClient", spec, artifact: Artifact, key: str, 
         record = record_of(job.data, planned, n)
         records.append(record)
         if record.refused and n < len(plan):
-            log(f"attempt {n} ({_where(planned, plan)}) refused: {record.message}; next: "
-                f"{_where(plan[n], plan)}")
+            log(
+                f"attempt {n} ({_where(planned, plan)}) refused: {record.message}; next: "
+                f"{_where(plan[n], plan)}"
+            )
             n += 1
             continue
         break
     if job is None:  # every attempt left was skipped, and none made a job
         from vertex_trainer.errors import UserError
 
-        raise UserError(f"no attempt of the plan could be made: {summary(records)}; nothing was created",
-                        hint="ask for more quota, or add an attempt in a region with quota")
+        raise UserError(
+            f"no attempt of the plan could be made: {summary(records)}; nothing was created",
+            hint="ask for more quota, or add an attempt in a region with quota",
+        )
     # The job returned is built complete: its attempts and spec are constructor arguments.
-    job = job_type(job.data, job.client, image=image, idempotency_key=key, adopted=job.adopted,
-                   attempts=records, spec=spec)
+    job = job_type(
+        job.data,
+        job.client,
+        image=image,
+        idempotency_key=key,
+        adopted=job.adopted,
+        attempts=records,
+        spec=spec,
+    )
     if wait and check and not job.succeeded:
         raise JobFailed(job.failure_message() + f" (attempts: {summary(records)})")
     if not wait and not job.done and n < len(plan):
-        log(f"scheduling.fallback: a capacity refusal of this job (code 8) is seen only by "
+        log(
+            f"scheduling.fallback: a capacity refusal of this job (code 8) is seen only by "
             f"following it: use --wait, or run the same submit with --idempotency-key {key} "
-            "--wait later to go on with the next attempt")
+            "--wait later to go on with the next attempt"
+        )
     return job
 
 
@@ -278,9 +355,16 @@ def plan_requests(clients: Clients, spec, artifact: Artifact, key: str) -> list[
     out = []
     for a in plan_of(spec):
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
-        out.append({"attempt": a.n, "region": a.region, "strategy": a.strategy,
-                    "hardware": a.hardware_name, "reservation": a.reservation,
-                    "requests": clients(a.region).requests_for(body, key)})
+        out.append(
+            {
+                "attempt": a.n,
+                "region": a.region,
+                "strategy": a.strategy,
+                "hardware": a.hardware_name,
+                "reservation": a.reservation,
+                "requests": clients(a.region).requests_for(body, key),
+            }
+        )
     return out
 
 
@@ -300,8 +384,10 @@ def region_clients(client: JobsClient) -> Clients:
 def _single(client: JobsClient) -> Clients:
     def one(region: str) -> JobsClient:
         if region != client.region:
-            raise ValueError(f"this JobsClient serves {client.region}, the plan needs {region}: "
-                             "pass a client factory (region -> JobsClient)")
+            raise ValueError(
+                f"this JobsClient serves {client.region}, the plan needs {region}: "
+                "pass a client factory (region -> JobsClient)"
+            )
         return client
 
     return one

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import storage
@@ -27,8 +27,12 @@ _MULTI = {"US": ("us-", "northamerica-"), "EU": ("europe-",), "ASIA": ("asia-", 
 
 def buckets_of(spec) -> dict[str, str]:
     """bucket -> the first spec field that names it (gs:// or /gcs/ paths)."""
-    fields = {"output_dir": spec.output_dir, "trainer.train_data": spec.trainer.train_data,
-              "trainer.eval_data": spec.trainer.eval_data, "image.staging_bucket": spec.image.staging_bucket if spec.image else None}
+    fields = {
+        "output_dir": spec.output_dir,
+        "trainer.train_data": spec.trainer.train_data,
+        "trainer.eval_data": spec.trainer.eval_data,
+        "image.staging_bucket": spec.image.staging_bucket if spec.image else None,
+    }
     found: dict[str, str] = {}
     for field, value in fields.items():
         bucket = storage.bucket_of(value)
@@ -62,25 +66,34 @@ def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> No
     if not buckets:
         return
     # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
-    short = dataclasses.replace(settings.retry, attempts=min(settings.retry.attempts, 3),
-                                deadline=min(settings.retry.deadline, 15.0),
-                                read_timeout=min(settings.retry.read_timeout, 10.0))
+    short = dataclasses.replace(
+        settings.retry,
+        attempts=min(settings.retry.attempts, 3),
+        deadline=min(settings.retry.deadline, 15.0),
+        read_timeout=min(settings.retry.read_timeout, 10.0),
+    )
     api = storage.storage_api(settings, log=lambda _: None, retry=short)
     for bucket, field in buckets.items():
         try:
             meta = storage.bucket_metadata(api, bucket)
         except ServiceError as exc:
-            log(f"warning: {field}: could not read the metadata of gs://{bucket} ({exc.message}); "
-                "the job's service account may still have access")
+            log(
+                f"warning: {field}: could not read the metadata of gs://{bucket} ({exc.message}); "
+                "the job's service account may still have access"
+            )
             continue
         if meta is None:
-            raise UserError(f"{field}: bucket gs://{bucket} does not exist; nothing was created",
-                            hint=f"create it near the job: gcloud storage buckets create gs://{bucket} "
-                                 f"--location={spec.region}")
+            raise UserError(
+                f"{field}: bucket gs://{bucket} does not exist; nothing was created",
+                hint=f"create it near the job: gcloud storage buckets create gs://{bucket} "
+                f"--location={spec.region}",
+            )
         far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
         if far:
-            log(f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "
-                "charges); a bucket in the job's region is faster and cheaper")
+            log(
+                f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "
+                "charges); a bucket in the job's region is faster and cheaper"
+            )
         _check_attempt_regions(spec, bucket, field, meta)
 
 
@@ -102,8 +115,9 @@ def _check_attempt_regions(spec, bucket: str, field: str, meta: dict) -> None:
                 f"{a.field}: {a.describe()}: {field} gs://{bucket} {far.replace('the job runs', 'the attempt runs')}; "
                 "nothing was created",
                 hint="keep the attempt where the data is, use a multi-region bucket that covers every "
-                     "region of the plan (e.g. --location=US), or set scheduling.allow_remote_data: "
-                     "true to read across regions")
+                "region of the plan (e.g. --location=US), or set scheduling.allow_remote_data: "
+                "true to read across regions",
+            )
 
 
 _REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev/")
@@ -131,23 +145,27 @@ def registry_far(spec) -> str | None:
         return None
     where = ", ".join(dict.fromkeys(f"{a.region} (attempt {a.n})" for a in away))
     multi = {"us": "us", "northamerica": "us", "europe": "europe"}.get(away[0].region.split("-")[0], "asia")
-    return (f"warning: {field} is in {location}, and the plan also runs in {where}: those replicas "
-            f"pull the image from another continent; a multi-region repository serves each "
-            f"continent near ({multi}-docker.pkg.dev/PROJECT/REPO, or one per continent)")
+    return (
+        f"warning: {field} is in {location}, and the plan also runs in {where}: those replicas "
+        f"pull the image from another continent; a multi-region repository serves each "
+        f"continent near ({multi}-docker.pkg.dev/PROJECT/REPO, or one per continent)"
+    )
 
 
 def _registry_far_from(spec, location: str) -> str | None:
     image = spec.image
     if "-" in location:  # a region, e.g. us-central1-docker.pkg.dev
         near = location == spec.region
-    else:                # a multi-region: us, europe, asia
+    else:  # a multi-region: us, europe, asia
         near = spec.region.startswith(_MULTI.get(location.upper(), (location + "-",)))
     if near:
         return None
     field = "image.repository" if image.repository else "image.uri"
-    return (f"warning: {field} is in {location}, the job runs in {spec.region}: every replica pulls "
-            f"the image across regions (slower start, egress charges); use a repository in "
-            f"the job's region ({spec.region})")
+    return (
+        f"warning: {field} is in {location}, the job runs in {spec.region}: every replica pulls "
+        f"the image across regions (slower start, egress charges); use a repository in "
+        f"the job's region ({spec.region})"
+    )
 
 
 def check_stand_ins(spec, settings: Settings, *, builder: str | None = None) -> None:
@@ -158,22 +176,28 @@ def check_stand_ins(spec, settings: Settings, *, builder: str | None = None) -> 
     missing: list[str] = []
     if spec.image.python_package:
         if not settings.storage_emulator:
-            missing.append("Cloud Storage, to stage the package (STORAGE_EMULATOR_HOST: "
-                           "`vertex-trainer dev gcs-emulator`)")
+            missing.append(
+                "Cloud Storage, to stage the package (STORAGE_EMULATOR_HOST: "
+                "`vertex-trainer dev gcs-emulator`)"
+            )
     else:
         if not settings.registry_endpoint:
-            missing.append("the image registry, for the content-hash tag check "
-                           "(VERTEX_TRAINER_REGISTRY_ENDPOINT)")
+            missing.append(
+                "the image registry, for the content-hash tag check (VERTEX_TRAINER_REGISTRY_ENDPOINT)"
+            )
         if (builder or spec.image.builder) == "cloud-build":
             if not settings.cloudbuild_endpoint:
                 missing.append("Cloud Build (VERTEX_TRAINER_CLOUDBUILD_ENDPOINT)")
             if not settings.storage_emulator:
-                missing.append("Cloud Storage, to stage the build context (STORAGE_EMULATOR_HOST: "
-                               "`vertex-trainer dev gcs-emulator`)")
+                missing.append(
+                    "Cloud Storage, to stage the build context (STORAGE_EMULATOR_HOST: "
+                    "`vertex-trainer dev gcs-emulator`)"
+                )
     if missing:
         raise UserError(
             f"Vertex AI is a local stand-in ({settings.vertex_endpoint}) but this spec builds its "
             "image, and these are not: " + "; ".join(missing) + ". Nothing was sent",
             hint="point those variables at stand-ins too, or skip the build with an existing image "
-                 "(--set image.repository=null --set image.uri=REGISTRY/PATH:TAG), or run it here "
-                 "with --local")
+            "(--set image.repository=null --set image.uri=REGISTRY/PATH:TAG), or run it here "
+            "with --local",
+        )

@@ -23,27 +23,41 @@ import random
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vertex_trainer import lazy, render
 from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, JobState
-from vertex_trainer.errors import SpecError, UserError
+from vertex_trainer.errors import SpecError
 from vertex_trainer.local import run_local
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import category
-from vertex_trainer.vertex.hptuning import INFEASIBLE
+from vertex_trainer.vertex.hptuning import (
+    INFEASIBLE,
+    Trial,
+    TuningClient,
+    TuningJob,
+    best_trial,
+    create_idempotent,
+)
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
-from vertex_trainer.vertex.hptuning import Trial, TuningClient, TuningJob, best_trial, create_idempotent
 
-__all__ = ["submit", "plan_trials", "trial_args", "run_trials", "LocalTuning", "TuningDryRun",
-           "read_reported"]
+__all__ = [
+    "LocalTuning",
+    "TuningDryRun",
+    "plan_trials",
+    "read_reported",
+    "run_trials",
+    "submit",
+    "trial_args",
+]
 
 Log = Callable[[str], None]
-METRIC_FILE = "hypertune/output.metrics"   # cloudml-hypertune's own layout, under each trial's output
+METRIC_FILE = "hypertune/output.metrics"  # cloudml-hypertune's own layout, under each trial's output
 
 
 @dataclass
@@ -56,20 +70,41 @@ class TuningDryRun:
     idempotency_key: str
     local: bool = False
     package: dict | None = None
-    trials: list[dict] | None = None       # a local dry run: the trials it would run
+    trials: list[dict] | None = None  # a local dry run: the trials it would run
 
     def to_dict(self) -> dict:
-        return {"name": None, "state": None, "console_url": None, "image": self.image,
-                "idempotency_key": self.idempotency_key, "adopted": False, "dry_run": True,
-                "local": self.local, "package": self.package, "requests": self.requests,
-                **({"trials": self.trials} if self.trials is not None else {})}
+        return {
+            "name": None,
+            "state": None,
+            "console_url": None,
+            "image": self.image,
+            "idempotency_key": self.idempotency_key,
+            "adopted": False,
+            "dry_run": True,
+            "local": self.local,
+            "package": self.package,
+            "requests": self.requests,
+            **({"trials": self.trials} if self.trials is not None else {}),
+        }
 
 
-def submit(spec: JobSpec, job: dict, *, key: str, image: str | None, package: dict | None = None,
-           wait: bool = False, local: bool = False, dry_run: bool = False,
-           timeout: float | None = None, on_state: Callable | None = None, log: Log,
-           console: Any = None, settings: Settings,
-           client: TuningClient | None = None) -> "TuningJob | LocalTuning | TuningDryRun":
+def submit(
+    spec: JobSpec,
+    job: dict,
+    *,
+    key: str,
+    image: str | None,
+    package: dict | None = None,
+    wait: bool = False,
+    local: bool = False,
+    dry_run: bool = False,
+    timeout: float | None = None,
+    on_state: Callable | None = None,
+    log: Log,
+    console: Any = None,
+    settings: Settings,
+    client: TuningClient | None = None,
+) -> TuningJob | LocalTuning | TuningDryRun:
     """Create the tuning job for `spec` at most once per `key` (or run its trials here, or
     describe the requests). `job` is the rendered CustomJob each trial runs."""
     body = render.tuning_job(spec, job)
@@ -77,12 +112,22 @@ def submit(spec: JobSpec, job: dict, *, key: str, image: str | None, package: di
         planned = plan_trials(spec)
         check_trials(spec, planned)
         if dry_run:
-            trials = [{"id": str(i), "parameters": values, "args": trial_args(spec, values)}
-                      for i, values in enumerate(planned, 1)]
-            return TuningDryRun(body, [{"local": True, "body": body}], image, key, local=True,
-                                trials=trials)
-        return run_trials(spec, job, key=key, image=image, settings=settings, console=console,
-                          wait=wait, log=log, planned=planned)
+            trials = [
+                {"id": str(i), "parameters": values, "args": trial_args(spec, values)}
+                for i, values in enumerate(planned, 1)
+            ]
+            return TuningDryRun(body, [{"local": True, "body": body}], image, key, local=True, trials=trials)
+        return run_trials(
+            spec,
+            job,
+            key=key,
+            image=image,
+            settings=settings,
+            console=console,
+            wait=wait,
+            log=log,
+            planned=planned,
+        )
     client = client or TuningClient(spec.project, spec.region, settings=settings, log=log)
     if dry_run:
         return TuningDryRun(body, client.requests_for(body, key), image, key, package=package)
@@ -94,6 +139,7 @@ def submit(spec: JobSpec, job: dict, *, key: str, image: str | None, package: di
 
 
 # -- the search, as the service would run it ------------------------------------------------------
+
 
 def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
     """The parameters of each local trial, by trainer field, in order.
@@ -178,14 +224,20 @@ def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
             trainer = TrainerArgs.model_validate({**base, **values})
             check_trainer_flags(spec.model_copy(update={"trainer": trainer}))
         except SpecError as e:
-            raise SpecError("tune.parameters", f"trial {i} ({' '.join(trial_args(spec, values))}): "
-                            f"{e.message}", has_value=False, hint=e.hint) from None
-        except Exception as e:  # noqa: BLE001 - pydantic's ValidationError, with its own text
-            raise SpecError("tune.parameters", f"trial {i} ({' '.join(trial_args(spec, values))}): "
-                            f"{e}", has_value=False) from None
+            raise SpecError(
+                "tune.parameters",
+                f"trial {i} ({' '.join(trial_args(spec, values))}): {e.message}",
+                has_value=False,
+                hint=e.hint,
+            ) from None
+        except Exception as e:
+            raise SpecError(
+                "tune.parameters", f"trial {i} ({' '.join(trial_args(spec, values))}): {e}", has_value=False
+            ) from None
 
 
 # -- local trials ----------------------------------------------------------------------------------
+
 
 @dataclass
 class LocalTuning(JobState):
@@ -228,16 +280,32 @@ class LocalTuning(JobState):
     def to_dict(self) -> dict:
         best = self.best_trial()
         result = self.results.get(best.id) if best else None
-        return {"name": self.name, "state": self.state, "console_url": None, "image": self.image,
-                "idempotency_key": self.idempotency_key, "adopted": False,
-                "output_dir": self.output_dir, "metrics": result.metrics if result else None,
-                "trials": [t.to_dict() for t in self.found],
-                "best_trial": best.to_dict() if best else None}
+        return {
+            "name": self.name,
+            "state": self.state,
+            "console_url": None,
+            "image": self.image,
+            "idempotency_key": self.idempotency_key,
+            "adopted": False,
+            "output_dir": self.output_dir,
+            "metrics": result.metrics if result else None,
+            "trials": [t.to_dict() for t in self.found],
+            "best_trial": best.to_dict() if best else None,
+        }
 
 
-def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, settings: Settings,
-               console: Any = None, wait: bool = True, log: Log | None = None,
-               planned: list[dict[str, Any]] | None = None) -> LocalTuning:
+def run_trials(
+    spec: JobSpec,
+    job: dict,
+    *,
+    key: str,
+    image: str | None,
+    settings: Settings,
+    console: Any = None,
+    wait: bool = True,
+    log: Log | None = None,
+    planned: list[dict[str, Any]] | None = None,
+) -> LocalTuning:
     """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
     (or the failures reached max_failed_trials, or the user interrupted)."""
     if not lazy.available("hypertune"):  # each trial's metric is read from its report, as Vertex AI does
@@ -248,10 +316,19 @@ def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, setting
     base = resolve_output(job, name)
     _save_record(base, render.tuning_job(spec, job), spec)
     out = _Output(console)
-    out.note(f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
-             f"{tune.goal} {tune.metric}; output {base}")
-    study = LocalTuning(name=name, state=SUCCEEDED, output_dir=base, goal=tune.goal,
-                        metric_id=tune.metric, image=image, idempotency_key=key)
+    out.note(
+        f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
+        f"{tune.goal} {tune.metric}; output {base}"
+    )
+    study = LocalTuning(
+        name=name,
+        state=SUCCEEDED,
+        output_dir=base,
+        goal=tune.goal,
+        metric_id=tune.metric,
+        image=image,
+        idempotency_key=key,
+    )
     cancel = threading.Event()
     started = time.monotonic()
     pending = list(enumerate(planned, 1))
@@ -259,23 +336,36 @@ def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, setting
     failures = 0
     # The trials run off the main thread, where no signal reaches them: Ctrl-C, SIGTERM and SIGHUP
     # raise here and stop them through `cancel` (each trial then ends CANCELLED, cleaned up).
-    with concurrent.futures.ThreadPoolExecutor(tune.parallel_trials, thread_name_prefix="trial") as pool, \
-            InterruptGuard() as guard:
+    with (
+        concurrent.futures.ThreadPoolExecutor(tune.parallel_trials, thread_name_prefix="trial") as pool,
+        InterruptGuard() as guard,
+    ):
         try:
             while pending or running:
                 limit_hit = tune.max_failed_trials and failures >= tune.max_failed_trials
-                while pending and len(running) < tune.parallel_trials and not limit_hit and not cancel.is_set():
+                while (
+                    pending and len(running) < tune.parallel_trials and not limit_hit and not cancel.is_set()
+                ):
                     number, values = pending.pop(0)
                     trial_id = str(number)
                     out.note(f"trial {trial_id} started: {' '.join(trial_args(spec, values))}")
-                    future = pool.submit(_run_trial, spec, job, base, trial_id, values,
-                                         settings=settings, console=out.for_trial(trial_id),
-                                         cancel=cancel)
+                    future = pool.submit(
+                        _run_trial,
+                        spec,
+                        job,
+                        base,
+                        trial_id,
+                        values,
+                        settings=settings,
+                        console=out.for_trial(trial_id),
+                        cancel=cancel,
+                    )
                     running[future] = trial_id
                 if not running:
                     break
-                done, _ = concurrent.futures.wait(running, timeout=0.5,
-                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                done, _ = concurrent.futures.wait(
+                    running, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED
+                )
                 for future in done:
                     running.pop(future)
                     trial, result = future.result()
@@ -306,8 +396,17 @@ def run_trials(spec: JobSpec, job: dict, *, key: str, image: str | None, setting
     return study
 
 
-def _run_trial(spec: JobSpec, job: dict, base: str, trial_id: str, values: dict[str, Any], *,
-               settings: Settings, console: Any, cancel: threading.Event) -> tuple[Trial, LocalResult]:
+def _run_trial(
+    spec: JobSpec,
+    job: dict,
+    base: str,
+    trial_id: str,
+    values: dict[str, Any],
+    *,
+    settings: Settings,
+    console: Any,
+    cancel: threading.Event,
+) -> tuple[Trial, LocalResult]:
     """One trial: the CustomJob with the trial's flags appended and its own output directory,
     run by run_local; its metric read from its own cloudml-hypertune file."""
     trial_base = f"{base}/{trial_id}"
@@ -317,14 +416,22 @@ def _run_trial(spec: JobSpec, job: dict, base: str, trial_id: str, values: dict[
         metric_file = os.path.join(trial_base, METRIC_FILE)
     environ = {**settings.environ, "CLOUD_ML_HP_METRIC_FILE": metric_file, "CLOUD_ML_TRIAL_ID": trial_id}
     body = trial_job(job, trial_id, trial_base, trial_args(spec, values))
-    result = run_local(body, spec, settings=dataclasses.replace(settings, environ=environ),
-                       wait=False, console=console, cancel=cancel)
+    result = run_local(
+        body,
+        spec,
+        settings=dataclasses.replace(settings, environ=environ),
+        wait=False,
+        console=console,
+        cancel=cancel,
+    )
     metric = read_reported(metric_file, spec.tune.metric) if result.state == SUCCEEDED else None
     if result.state == SUCCEEDED and metric is not None:
         return Trial(trial_id, TRIAL_SUCCEEDED, values, metric, output_dir=trial_base), result
     if result.state == SUCCEEDED:
-        error = (f"the trial reported no {spec.tune.metric!r} (no eval_data, or cloudml-hypertune "
-                 "missing in the trainer's environment?)")
+        error = (
+            f"the trial reported no {spec.tune.metric!r} (no eval_data, or cloudml-hypertune "
+            "missing in the trainer's environment?)"
+        )
     elif result.state == CANCELLED:
         error = "cancelled"
     else:
@@ -402,22 +509,30 @@ class _Output:
     def for_trial(self, trial_id: str) -> Any:
         from rich.console import Console
 
-        return Console(file=_Prefixed(self.console.file, f"trial {trial_id} | ", self.lock),
-                       highlight=False, no_color=True, width=max(self.console.width, 120))
+        return Console(
+            file=_Prefixed(self.console.file, f"trial {trial_id} | ", self.lock),
+            highlight=False,
+            no_color=True,
+            width=max(self.console.width, 120),
+        )
 
     def trial_ended(self, trial: Trial, metric: str, result: LocalResult) -> None:
         shown = f"{metric}={trial.metric:.4f}" if trial.metric is not None else f"no {metric}"
         params = " ".join(f"{k}={v}" for k, v in trial.parameters.items())
         style = "bold green" if trial.state == TRIAL_SUCCEEDED else "bold red"
         extra = f" ({trial.error})" if trial.error else ""
-        self.note(f"trial {trial.id} {trial.state} in {result.elapsed_s:.1f}s: {shown}  {params}{extra}",
-                  style=style)
+        self.note(
+            f"trial {trial.id} {trial.state} in {result.elapsed_s:.1f}s: {shown}  {params}{extra}",
+            style=style,
+        )
 
     def summary(self, study: LocalTuning) -> None:
         best = study.best_trial()
-        self.note(f"{study.state} in {study.elapsed_s:.1f}s: {len(study.found)} trial(s)"
-                  + (f", best trial {best.id} ({study.metric_id}={best.metric:.4f})" if best else ""),
-                  style="bold green" if study.state == SUCCEEDED else "bold red")
+        self.note(
+            f"{study.state} in {study.elapsed_s:.1f}s: {len(study.found)} trial(s)"
+            + (f", best trial {best.id} ({study.metric_id}={best.metric:.4f})" if best else ""),
+            style="bold green" if study.state == SUCCEEDED else "bold red",
+        )
 
 
 class _Prefixed(io.TextIOBase):
