@@ -10,7 +10,8 @@ The ratio is taken per pair; the table shows the medians. The real/synthetic row
 trainer with itself (`--synthetic-data`). /proc/loadavg is recorded around every run.
 
     .venv/bin/python benchmarks/ab_compare.py --repeats 3 --out benchmarks/RESULTS-ab.md
-    .venv/bin/python benchmarks/ab_compare.py --jobs tiny-spe32 --trainer-path /tmp/old  # another trainer copy
+    # against another copy of the trainer:
+    .venv/bin/python benchmarks/ab_compare.py --jobs tiny-spe32 --trainer-path /tmp/old
 """
 
 from __future__ import annotations
@@ -175,11 +176,12 @@ def run_plain(job: Job, data: Path, out: Path, env: dict) -> dict:
 def measure(job: Job, data: Path, work: Path, repeats: int, env: dict) -> dict:
     pairs = []
     for i in range(repeats):
-
-        def a():
+        # i bound as a default: the closures are run within this iteration, but bound, they cannot
+        # pick up a later one's index
+        def a(i: int = i):
             return run_trainer(job, data, work / f"{job.name}-a{i}", env)
 
-        def b():
+        def b(i: int = i):
             if job.b == "synthetic":
                 return run_trainer(job, data, work / f"{job.name}-b{i}", env, extra=("--synthetic-data",))
             if job.b == "trainer":

@@ -94,9 +94,7 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float
     """(wall seconds, CPU seconds: user + system) of one fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run(
-        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120
-    )
+    result = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
@@ -309,7 +307,8 @@ def main() -> None:
         "",
         "Command: `.venv/bin/python benchmarks/cli_latency.py --runs " + str(args.runs) + "`",
         "",
-        "| command | vertex-trainer (s) | CPU (s) | gcloud equivalent | gcloud (s) | CPU (s) | ratio | CPU ratio |",
+        "| command | vertex-trainer (s) | CPU (s) | gcloud equivalent | gcloud (s) | CPU (s) "
+        "| ratio | CPU ratio |",
         "|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     for label, ours, cpu, theirs, their_cpu, what in results:

@@ -101,8 +101,8 @@ def main() -> int:
     lines = [
         "# Where the training time goes (CPU): synthetic data vs TFRecords, measured input wait",
         "",
-        f"Machine: {machine()}. Load average (1 min) before/after: {load_before:.1f}/{os.getloadavg()[0]:.1f} "
-        "(other jobs shared the 2 cores).",
+        f"Machine: {machine()}. Load average (1 min) before/after: "
+        f"{load_before:.1f}/{os.getloadavg()[0]:.1f} (other jobs shared the 2 cores).",
         f"Command: `.venv/bin/python benchmarks/input_wait.py --repeats {args.repeats}"
         f"{' --out ' + args.out if args.out else ''}`",
         "",

@@ -1,8 +1,8 @@
 """How long `vertex-trainer package SPEC --dry-run` takes on an unchanged context.
 
 Two figures:
-  * in process: packaging.ensure_artifact(spec, settings=..., dry_run=True) -- assemble the context, render the
-    Dockerfile, hash every file, name the tag (what render and submit --dry-run pay);
+  * in process: packaging.ensure_artifact(spec, settings=..., dry_run=True) -- assemble the context,
+    render the Dockerfile, hash every file, name the tag (what render and submit --dry-run pay);
   * command line: the whole `vertex-trainer package SPEC --dry-run --output json` process,
     Python start-up and imports included.
 

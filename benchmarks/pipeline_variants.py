@@ -48,7 +48,7 @@ def variants(files, image_size: int, batch: int) -> dict:
         if cache_decoded:  # decode whole once, keep uint8 pixels, crop + resize per epoch
 
             def decode(record):
-                encoded, label, ok = data.check_record(record, cfg_)
+                encoded, label, _ok = data.check_record(record, cfg_)
                 return tf.io.decode_jpeg(encoded, channels=3), label
 
             ds = tf.data.TFRecordDataset(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
