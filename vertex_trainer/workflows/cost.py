@@ -341,6 +341,37 @@ def check_budget(est: Estimate, budget: float, field: str) -> None:
             )
 
 
+def check_search_budget(est: Estimate, budget: float, field: str, trials: int) -> None:
+    """Refuse (exit 2, nothing sent) a tuning job whose whole search may cost more than `budget`
+    USD: up to `trials` trials run, each of which may run to its timeout, so the search's worst
+    case is `trials` x one trial's (the dearest attempt's).
+
+    Args:
+        est: one trial's estimate (estimate() of the tuning spec).
+        budget: the most the search may cost, USD.
+        field: where the budget was given ("scheduling.max_cost", "--max-cost").
+        trials: tune.max_trials.
+    Raises:
+        UserError naming the search's worst case, the trials, one trial's figures and the budget."""
+    for a in est.attempts:
+        if a.max_cost is None or a.hourly is None:
+            check_budget(est, budget, field)  # the same "cannot be checked" refusal
+            continue
+        total = a.max_cost * trials
+        if total > budget + 1e-9:
+            bound = " at most" if a.upper_bound else ""
+            fewer = int(budget // a.max_cost) if a.max_cost else 0
+            raise UserError(
+                f"{field}: the worst case of the whole search is {total:,.2f} USD ({trials} trials x "
+                f"{a.max_cost:,.2f} USD, one trial's worst case: attempt {a.attempt} ({a.strategy}, "
+                f"{a.region}, {a.hardware}) {a.hourly:,.2f} USD/h{bound} x {a.max_hours:g} h timeout), "
+                f"over the budget of {budget:,.2f} USD; nothing was sent",
+                hint=(f"lower tune.max_trials to at most {fewer}, " if fewer else "")
+                + f"shorten scheduling.timeout to at most {budget / trials / a.hourly:,.2f} h, raise "
+                f"{field}, or choose cheaper hardware or strategy (vertex-trainer cost SPEC --compare)",
+            )
+
+
 def price_line(est: Estimate) -> str:
     """The one line `validate` and `submit --dry-run` print: hourly and worst case per attempt."""
     parts = []
@@ -514,8 +545,9 @@ def enforce_budget(
     budget = max_cost if max_cost is not None else getattr(spec.scheduling, "max_cost", None)
     if budget is None:
         return
-    check_budget(
-        estimate(spec, book or pricing.load_snapshot()),
-        float(budget),
-        "--max-cost" if max_cost is not None else "scheduling.max_cost",
-    )
+    est = estimate(spec, book or pricing.load_snapshot())
+    field = "--max-cost" if max_cost is not None else "scheduling.max_cost"
+    if spec.tune is not None:  # up to max_trials trials, each to its timeout
+        check_search_budget(est, float(budget), field, spec.tune.max_trials)
+    else:
+        check_budget(est, float(budget), field)
