@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -43,7 +44,7 @@ def test_tensorflow_reads_and_writes_gs_through_the_proxy(gcs_emulator, gcs_buck
         [sys.executable, "-c", TF_SCRIPT, gcs_bucket], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-3000:] + f"\n{gcs_emulator.requests[-40:]}"
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
     out = json.loads(line[len("RESULT ") :])
     names = gcs_emulator.list_objects(gcs_bucket)
     context = f"{out}\n{names}\n{gcs_emulator.requests[-40:]}"
@@ -101,7 +102,7 @@ def test_proxy_dechunks_uploads_and_rewrites_resumable_location(gcs_emulator, gc
         f"Content-Length: 0\r\nConnection: close\r\n\r\n"
     ).encode()
     resp = _proxy_request(gcs_emulator, req)
-    location = [l for l in resp.split(b"\r\n") if l.lower().startswith(b"location:")]
+    location = [h for h in resp.split(b"\r\n") if h.lower().startswith(b"location:")]
     assert location and location[0].split(b":", 1)[1].strip().startswith(
         b"https://www.googleapis.com/upload/storage/v1/b/"
     ), resp[:500]
@@ -216,7 +217,7 @@ def test_check_gcs_route_finds_gclouds_credentials_from_the_given_environment(tm
     )
     assert check_gcs_route({"CLOUDSDK_CONFIG": str(config)}) == "credentials"
     (config / "application_default_credentials.json").write_text("not json")
-    with pytest.raises(UserError, match="application_default_credentials.json"):
+    with pytest.raises(UserError, match=re.escape("application_default_credentials.json")):
         check_gcs_route({"CLOUDSDK_CONFIG": str(config)})
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -327,7 +328,7 @@ def test_gs_paths_without_emulator_or_credentials_are_refused(tmp_path):
     assert "dev gcs-emulator" in str(e.value)
     # A credentials file that is not there is refused too (no fall-through to other sources).
     settings = settings_without_gcs(tmp_path, GOOGLE_APPLICATION_CREDENTIALS=str(tmp_path / "none.json"))
-    with pytest.raises(UserError, match="none.json"):
+    with pytest.raises(UserError, match=re.escape("none.json")):
         run_local(job, None, settings=settings, console=_quiet_console()[0])
     # An emulator host alone is not enough: TF's gs:// needs the proxy route too.
     settings = settings_without_gcs(tmp_path, STORAGE_EMULATOR_HOST="http://127.0.0.1:1")
