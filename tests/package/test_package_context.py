@@ -289,6 +289,6 @@ def test_without_requirements_txt_the_trainer_extra_is_used(make_spec, trainer_d
     entries = {e.name: e for e in plan(make_spec(), trainer_dir).entries}
     text = entries["trainer_image/requirements.txt"].read().decode()
     assert text.startswith("# generated from the vertex-trainer[trainer] extra")
-    lines = [l for l in text.splitlines() if not l.startswith("#")]
-    assert any(l.startswith("tensorboard") for l in lines) and any(l.startswith("Pillow") for l in lines)
-    assert not any(l.startswith(("tensorflow", "tf-keras")) for l in lines)
+    pins = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert any(ln.startswith("tensorboard") for ln in pins) and any(ln.startswith("Pillow") for ln in pins)
+    assert not any(ln.startswith(("tensorflow", "tf-keras")) for ln in pins)

@@ -64,12 +64,12 @@ def test_hadolint_is_really_checking(pk, tmp_path):
 @pytest.mark.parametrize("variant", sorted(p.VARIANTS))
 def test_layer_order_user_and_entrypoint(variant):
     lines = [
-        l
-        for l in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
-        if l and not l.startswith("#")
+        ln
+        for ln in p.render_dockerfile(variant, pip_packages=["pandas==2.2.3"]).splitlines()
+        if ln and not ln.startswith("#")
     ]
-    index = {l: i for i, l in enumerate(lines)}
-    framework = next(i for i, l in enumerate(lines) if "--no-deps tf-keras" in l)
+    index = {ln: i for i, ln in enumerate(lines)}
+    framework = next(i for i, ln in enumerate(lines) if "--no-deps tf-keras" in ln)
     deps = index["COPY trainer_image/requirements.txt ./requirements.txt"]
     assert framework < deps
     extra = index["COPY trainer_image/requirements-extra.txt ./requirements-extra.txt"]
@@ -120,7 +120,7 @@ def test_rendering_is_pure():
 @pytest.mark.parametrize("variant", sorted(p.VARIANTS))
 def test_requirements_layer_leaves_the_framework_pins_to_the_framework_layer(tmp_path, variant):
     """The RUN line that filters requirements.txt, executed by a POSIX shell as in the image."""
-    run = next(l for l in p.render_dockerfile(variant).splitlines() if l.startswith("RUN { grep"))
+    run = next(ln for ln in p.render_dockerfile(variant).splitlines() if ln.startswith("RUN { grep"))
     filter_cmd = run[len("RUN ") :].rstrip(" \\")
     (tmp_path / "requirements.txt").write_text(
         "# comment\ntf-keras==2.21.0   # Keras 2\ntensorboard>=2.20\nTensorFlow-CPU==2.21.0\n"
