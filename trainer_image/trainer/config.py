@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from trainer.executions import choose_steps_per_execution
 from trainer.flags import FLAGS, OPTIMIZERS, Flag
 
 __all__ = ["OPTIMIZERS", "TrainConfig", "UsageError", "choose_steps_per_execution", "parse_flags"]
@@ -191,21 +192,3 @@ def _validate(cfg: TrainConfig) -> None:
                 raise UsageError(problem)
     if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
         raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")
-
-
-def choose_steps_per_execution(steps_per_epoch: int, requested: int, *, cap: int = 100) -> tuple[int, int]:
-    """(steps_per_execution, steps_per_epoch) with steps_per_epoch a multiple of the first.
-
-    Requested (> 0): clipped to the epoch, and the epoch rounded down to a multiple of it.
-    Automatic (0): the epoch is split into ceil(steps/cap) equal executions; the epoch is
-    rounded to the nearest multiple (a few steps at most), so callbacks still run a few
-    times an epoch while the host rarely waits on the accelerator.
-    """
-    if steps_per_epoch < 1:
-        raise UsageError("steps per epoch must be >= 1 (too few examples for the batch size?)")
-    if requested > 0:
-        spe = min(requested, steps_per_epoch)
-        return spe, (steps_per_epoch // spe) * spe
-    executions = -(-steps_per_epoch // cap)
-    spe = max(1, round(steps_per_epoch / executions))
-    return spe, max(spe, round(steps_per_epoch / spe) * spe)

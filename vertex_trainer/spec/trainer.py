@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from pydantic import Field, create_model
 
+# workflows/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
+# the trainer (docs/architecture.md), so the bench takes it from here
+from trainer.executions import choose_steps_per_execution as choose_steps_per_execution
 from trainer.flags import FLAGS, Flag
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import SpecError

@@ -15,6 +15,7 @@ from typing import Any
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, build_spec
+from vertex_trainer.spec.trainer import choose_steps_per_execution
 
 DEFAULT_STEPS = 400
 MIN_EXECUTIONS = 4  # the first (tracing, compilation) is not measured: 3 are
@@ -100,16 +101,14 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
         )
     notes = []
     requested = spec.trainer.steps_per_execution or 0
-    spe = requested
-    if not requested or requested * MIN_EXECUTIONS > steps:
-        spe = max(1, steps // MIN_EXECUTIONS)
-        if requested:
-            notes.append(
-                f"steps_per_execution {requested} -> {spe} for both runs, so that "
-                f"{MIN_EXECUTIONS - 1} executions after the first are measured "
-                f"(or pass --steps {requested * MIN_EXECUTIONS})"
-            )
-    steps = steps // spe * spe
+    # The trainer's own choice (trainer/executions.py), so the bench measures what the job would run.
+    spe, steps = choose_steps_per_execution(steps, requested, min_executions=MIN_EXECUTIONS)
+    if requested and spe != requested:
+        notes.append(
+            f"steps_per_execution {requested} -> {spe} for both runs, so that "
+            f"{MIN_EXECUTIONS - 1} executions after the first are measured "
+            f"(or pass --steps {requested * MIN_EXECUTIONS})"
+        )
     data = spec.to_dict()
     timeout = min(spec.scheduling.timeout or BENCH_TIMEOUT_S, BENCH_TIMEOUT_S)
     runs = []
