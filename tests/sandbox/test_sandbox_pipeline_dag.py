@@ -66,7 +66,7 @@ def _compile(pipeline, tmp_path: Path) -> dict:
 
     path = tmp_path / "pipeline.yaml"
     compiler.Compiler().compile(pipeline_func=pipeline, package_path=str(path))
-    return [d for d in yaml.safe_load_all(path.read_text()) if d][0]  # the pipeline spec
+    return next(d for d in yaml.safe_load_all(path.read_text()) if d)  # the pipeline spec
 
 
 def _submit(settings, ir: dict, policy: str | None = None) -> dict:

@@ -6,6 +6,7 @@ cancel stops the task and its CustomJob. And the placeholder rules the backend f
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 
@@ -61,7 +62,7 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     assert any(LAUNCHER in line for line in echoed), [x for x in echoed if "pipeline" in x]
     # GCPC's launcher polls at the sandbox's pace (sandbox/launcher.py), not its own 20 s.
     looks = [r.at for r in sandbox.vertex.calls("get") if r.path.endswith(jobs[0]["name"])]
-    assert len(looks) >= 2 and max(b - a for a, b in zip(looks, looks[1:])) < 10, looks
+    assert len(looks) >= 2 and max(b - a for a, b in itertools.pairwise(looks)) < 10, looks
 
     tasks = run["jobDetail"]["taskDetails"]
     root, train = tasks[0], tasks[1]
@@ -152,7 +153,8 @@ def test_placeholders_are_filled_as_the_backend_fills_them():
         '"pools": {{$.inputs.parameters[\'pools\']}}, "split": {{$.inputs.parameters[\'split\']}}, '
         '"f": {{$.inputs.parameters[\'flag\']}}}',
         "{{$.outputs.parameters['gcp_resources'].output_file}}",
-        '{"Concat": ["jobs/", "{{$.pipeline_job_uuid}}", "/", "{{$.inputs.artifacts[\'endpoint\'].metadata[\'resourceName\']}}"]}',
+        '{"Concat": ["jobs/", "{{$.pipeline_job_uuid}}", "/", '
+        '"{{$.inputs.artifacts[\'endpoint\'].metadata[\'resourceName\']}}"]}',
         '{"IfPresent": {"InputName": "parent_model", "Then": ["--parent_model_name", "x"]}}',
         '{"IfPresent": {"InputName": "name", "Then": ["--name", "{{$.inputs.parameters[\'name\']}}"]}}',
         "{{$}}",
