@@ -6,11 +6,13 @@
     trainer.py   TrainerArgs, generated from the bundled trainer's flag table; check_trainer_flags
     load.py      YAML, `--set`, templates, override order -> JobSpec
     rules.py     the cross-field rules (run by JobSpec's validator) and cloud_problems
+    plan_rules.py  the capacity plan's rules (fallback entries, reservations, persistent resource)
     images.py    the checks of values that reach a Dockerfile or a shell
     messages.py  pydantic errors -> SpecError / SpecProblems (dotted paths, did-you-mean)
 
 Layering: this package imports only vertex_trainer.errors, .contract, .hardware and the trainer's
-flag table (plus trainer.config inside check_trainer_flags); nothing here reads os.environ.
+flag table and steps_per_execution choice (plus trainer.config inside check_trainer_flags);
+nothing here reads os.environ.
 """
 
 from vertex_trainer.spec.deploy import DeploySpec

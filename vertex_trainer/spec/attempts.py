@@ -79,6 +79,14 @@ def regions(spec: JobSpec) -> tuple[str, ...]:
 
 
 def reservation_zone(reservation: str | None) -> str | None:
-    """The zone of a reservation name (projects/P/zones/Z/reservations/R), else None."""
+    """The zone of a reservation name (projects/P/zones/Z/reservations/R), else None ("any").
+
+    The one parser of a reservation name: the region rules (spec/rules.py) and the plan's
+    reservation rules (spec/plan_rules.py) read the zone here, and its region with `zone_region`."""
     parts = (reservation or "").split("/")
     return parts[3] if len(parts) > 3 and parts[2] == "zones" else None
+
+
+def zone_region(zone: str) -> str:
+    """The region of a zone: what precedes its last "-" (us-central1-a -> us-central1)."""
+    return zone.rsplit("-", 1)[0]

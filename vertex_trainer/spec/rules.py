@@ -15,8 +15,10 @@ from vertex_trainer import hardware as hw
 from vertex_trainer import regions
 from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
 from vertex_trainer.spec.deploy import deploy_rules
 from vertex_trainer.spec.images import validate_image_values
+from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_resource, check_reservations
 from vertex_trainer.spec.tune import tune_rules
 from vertex_trainer.suggest import nearest
 
@@ -56,7 +58,7 @@ def problems(spec: Spec) -> list[SpecError]:
     typos, region_count = {p.field for p in found}, len(found)
     hardware_ok = run(_hardware)
     if hardware_ok:
-        run(_scheduling, _fallback, _reservations, _persistent_resource)
+        run(_scheduling, check_fallback, check_reservations, check_persistent_resource)
     run(_labels, _env)
     if hardware_ok:
         run(_boot_disk)
@@ -71,8 +73,6 @@ def problems(spec: Spec) -> list[SpecError]:
 def warnings(spec: Spec) -> list[str]:
     """What a spec asks that is valid but has no effect (validate and a cloud submit print each
     line on stderr; nothing stops)."""
-    from vertex_trainer.spec.attempts import attempts  # the plan: spec/attempts.py
-
     s = spec.scheduling
     out = []
     if s.max_wait is not None and not any(a.strategy == "flex-start" for a in attempts(spec)):
@@ -132,7 +132,7 @@ def cloud_problems(spec: Spec) -> None:
                 hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}",
             )
         )
-    for field in ("train_data", "eval_data"):
+    for field in ("train_data", "eval_data") if spec.trainer else ():  # script jobs (issue 32)
         value = getattr(spec.trainer, field)
         if value and not all(p.startswith(("gs://", "/gcs/")) for p in split_patterns(value)):
             found.append(
@@ -193,10 +193,8 @@ def region_problem(field: str, value: str | None, *, kind: str = "region") -> Sp
         The SpecError to raise, or None."""
     if not value:
         return None
-    region, suffix = value, ""
-    if kind == "zone" and "-" in value:
-        region, letter = value.rsplit("-", 1)
-        suffix = "-" + letter
+    region = zone_region(value) if kind == "zone" else value
+    suffix = value[len(region) :]  # a zone's "-a": the suggestions keep it
     if regions.known(region):
         return None
     near = [r + suffix for r in nearest(region.lower(), regions.REGIONS, n=3)]
@@ -214,8 +212,6 @@ def region_problem(field: str, value: str | None, *, kind: str = "region") -> Sp
 def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
     """(field, value, kind) of every region the spec names, in the spec's order (kind: see
     region_problem)."""
-    from vertex_trainer.spec.attempts import reservation_zone
-
     s = spec.scheduling
     out = [
         ("region", spec.region, "region"),
@@ -236,7 +232,7 @@ def _scheduling(spec: Spec) -> None:
     h, s = spec.hardware, spec.scheduling
     # max_wait belongs to a flex-start fallback too: _fallback checks it there. With no flex-start
     # in the plan it is ignored, with a warning (warnings(): e.g. --set scheduling.strategy=spot).
-    waits = s.strategy == "flex-start" and not any(a.strategy == "flex-start" for a in _plan(spec)[1:])
+    waits = s.strategy == "flex-start" and not any(a.strategy == "flex-start" for a in attempts(spec)[1:])
     max_wait = s.max_wait if waits else None
     hw.check_scheduling(
         hardware_field="hardware",
@@ -250,191 +246,6 @@ def _scheduling(spec: Spec) -> None:
         replicas=spec.replicas,
         tpu_topology=h.tpu_topology,
     )
-
-
-def _plan(spec: Spec):
-    from vertex_trainer.spec.attempts import attempts  # the plan: spec/attempts.py
-
-    return attempts(spec)
-
-
-def _fallback(spec: Spec) -> None:
-    """scheduling.fallback (docs/contract.md sections 8 and 11): each entry another attempt than
-    the ones before it (strategy, region, hardware or reservation differ), each one its hardware
-    takes (flex-start: a GPU DWS serves, timeout <= 7d)."""
-    s = spec.scheduling
-    if not s.fallback:
-        return
-    hint = "e.g. scheduling: {strategy: flex-start, max_wait: 4h, fallback: [spot, standard]}"
-    plan = _plan(spec)
-
-    def shape(a) -> tuple:
-        return (a.region, a.strategy, a.hardware, a.reservation)
-
-    seen = {shape(plan[0]): plan[0]}
-    for a, entry in zip(plan[1:], s.fallback):
-        field = a.field
-        named = isinstance(entry, str)
-        earlier = seen.get(shape(a))
-        if earlier is not None:
-            if named and earlier.n == 1:
-                raise SpecError(
-                    field,
-                    f"{entry!r} is already scheduling.strategy: a fallback is another strategy",
-                    has_value=False,
-                    hint=f"remove it; {hint}",
-                )
-            if named:
-                raise SpecError(
-                    field,
-                    f"{entry!r} is listed twice",
-                    has_value=False,
-                    hint="list each strategy once, in the order to try them",
-                )
-            raise SpecError(
-                field,
-                f"is the same attempt as attempt {earlier.n} ({a.strategy} in "
-                f"{a.region or 'the spec region'} on {a.hardware_name})",
-                has_value=False,
-                hint="change its strategy, region, hardware or reservation, or remove it",
-            )
-        seen[shape(a)] = a
-        hw_field = "hardware" if named or entry.hardware is None else f"{field}.hardware"
-        if hw_field != "hardware":
-            h = a.hardware
-            hw.check_hardware(
-                hw_field, h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology
-            )
-            if (spec.boot_disk.type or "").startswith("pd-") and hw.boots_from_hyperdisk(h.machine_type):
-                raise SpecError(
-                    hw_field,
-                    f"{h.machine_type} boots only from hyperdisk-balanced, and "
-                    f"boot_disk.type is {spec.boot_disk.type}",
-                    has_value=False,
-                    hint="remove boot_disk.type (each attempt's machine then boots from "
-                    "its own default disk), or pick other hardware for this entry",
-                )
-            batch, devices = spec.trainer.batch_size, spec.replicas * h.devices
-            if batch is not None and batch % devices:
-                raise SpecError(
-                    hw_field,
-                    f"{a.hardware_name} makes {devices} replicas, and the global "
-                    f"batch {batch} does not split evenly over them",
-                    has_value=False,
-                    hint="use a batch that is a multiple of every attempt's replicas, or "
-                    "hardware with the same number of devices",
-                )
-        try:
-            hw.check_scheduling(
-                hardware_field=hw_field,
-                machine_type=a.hardware.machine_type,
-                accelerator_type=a.hardware.accelerator_type,
-                strategy=a.strategy,
-                max_wait=s.max_wait if a.strategy == "flex-start" else None,
-                timeout=s.timeout,
-                restart=False,
-                disable_retries=False,
-                replicas=1 if hw_field == "hardware" else spec.replicas,
-            )
-        except SpecError as e:
-            message = e.message.split("\n")[0].removeprefix(f"{e.field}: ")
-            raise SpecError(
-                field, f"the fallback {a.strategy!r}: {message}", has_value=False, hint=e.hint
-            ) from None
-    if spec.tune is not None:
-        raise SpecError(
-            "scheduling.fallback",
-            "is not supported with tune: (each trial is a job of the tuning job, not a submit of ours)",
-            has_value=False,
-            hint="remove scheduling.fallback, or submit the job without tune:",
-        )
-
-
-def _reservations(spec: Spec) -> None:
-    """scheduling.reservation (and a fallback entry's own, docs/contract.md section 11).
-
-    What Vertex AI training accepts with a reservation (read 2026-12-01):
-    - Flex Start (Dynamic Workload Scheduler) and persistent resources are not supported with
-      Compute Engine reservations ("Use reservations with training", limitations:
-      https://cloud.google.com/vertex-ai/docs/training/use-reservations).
-    - Spot VMs do not consume reservations: a reservation holds standard capacity (Compute
-      Engine reservations serve on-demand VMs; SkyPilot skips reservations for Spot for the same
-      reason, skypilot-org/skypilot#2393).
-    - The reservation is zonal and must lie in the job's region; its VM shape must match the
-      job's exactly (machine type, accelerators), which only the service can check.
-    So a reservation goes with strategy standard only, and never with persistent_resource."""
-    for a in _plan(spec):
-        if a.reservation is None:
-            continue
-        entry = spec.scheduling.fallback[a.n - 2] if a.n > 1 else None
-        inherited = a.n > 1 and (isinstance(entry, str) or entry.reservation is None)
-        field = "scheduling.reservation" if a.n == 1 else a.field if inherited else f"{a.field}.reservation"
-        drop = (
-            "; or give this entry reservation: none (it inherits scheduling.reservation)" if inherited else ""
-        )
-        if a.strategy != "standard":
-            why = (
-                "Flex Start (Dynamic Workload Scheduler) does not consume reservations"
-                if a.strategy == "flex-start"
-                else "Spot VMs do not consume reservations"
-            )
-            raise SpecError(
-                field,
-                f"{a.describe()} uses a reservation with strategy {a.strategy}: {why}",
-                has_value=False,
-                hint=f"use strategy standard with a reservation{drop}",
-            )
-        if spec.persistent_resource:
-            raise SpecError(
-                field,
-                "a job on a persistent_resource cannot also consume a reservation "
-                "(the persistent resource holds the machines)",
-                has_value=False,
-                hint="remove scheduling.reservation, or persistent_resource",
-            )
-        zone = a.reservation.split("/")[3] if a.reservation != "any" else None
-        if zone and a.region and not zone.startswith(a.region + "-"):
-            raise SpecError(
-                field,
-                f"{a.describe()}: the reservation is in zone {zone}, outside the attempt's region {a.region}",
-                has_value=False,
-                hint=f"use a reservation in a zone of {a.region} ({a.region}-a, -b, ...), "
-                f"or run the attempt in {zone.rsplit('-', 1)[0]}{drop}",
-            )
-
-
-def _persistent_resource(spec: Spec) -> None:
-    """persistent_resource: in the job's region, one region and one machine shape for every
-    attempt (the resource's pools are fixed), no Flex Start (docs/contract.md section 11)."""
-    name = spec.persistent_resource
-    if not name:
-        return
-    if name.startswith("projects/"):
-        where = name.split("/")[3]
-        if spec.region and where != spec.region:
-            raise SpecError(
-                "persistent_resource",
-                f"the persistent resource is in {where}, the job in {spec.region}",
-                has_value=False,
-                hint="a job runs on a persistent resource of its own region: set region: "
-                f"{where}, or use a resource in {spec.region}",
-            )
-    for a in _plan(spec):
-        if a.n > 1 and (a.region != spec.region or a.hardware != spec.hardware):
-            raise SpecError(
-                a.field,
-                "moves to another region or hardware, but the job runs on "
-                "persistent_resource (its machines are in one region, one shape per pool)",
-                has_value=False,
-                hint="drop the entry's region and hardware, or remove persistent_resource",
-            )
-        if a.strategy == "flex-start":
-            raise SpecError(
-                "scheduling.strategy" if a.n == 1 else a.field,
-                "flex-start does not apply to a job on a persistent_resource (its machines already exist)",
-                has_value=False,
-                hint="use strategy standard on a persistent resource",
-            )
 
 
 def _boot_disk(spec: Spec) -> None:
@@ -617,7 +428,7 @@ def _output_dir(spec: Spec) -> None:
 
 
 def _data_paths(spec: Spec) -> None:
-    for field in ("train_data", "eval_data"):
+    for field in ("train_data", "eval_data") if spec.trainer else ():  # script jobs (issue 32)
         value = getattr(spec.trainer, field)
         for pattern in split_patterns(value or ""):
             problem = _path_problem(pattern, allow_fuse=True)
@@ -635,6 +446,8 @@ def _data_paths(spec: Spec) -> None:
 
 def _trainer(spec: Spec) -> None:
     t = spec.trainer
+    if t is None:  # script jobs (issue 32): your own code, no trainer: block
+        return
     devices = spec.total_devices
     if t.batch_size is not None and t.batch_size % devices:
         fix = (t.batch_size // devices + 1) * devices
@@ -646,12 +459,13 @@ def _trainer(spec: Spec) -> None:
             hint=f"use a multiple of {devices}, e.g. {fix}",
         )
     if t.steps_per_epoch and t.steps_per_execution and t.steps_per_epoch % t.steps_per_execution:
+        multiple = t.steps_per_epoch - t.steps_per_epoch % t.steps_per_execution or t.steps_per_execution
         raise SpecError(
             "trainer.steps_per_epoch",
             f"{t.steps_per_epoch} is not a multiple of steps_per_execution "
             f"{t.steps_per_execution} (Keras would run extra steps each epoch)",
             has_value=False,
-            hint=f"use {t.steps_per_epoch - t.steps_per_epoch % t.steps_per_execution or t.steps_per_execution}",
+            hint=f"use {multiple}",
         )
     if t.warmup_epochs and t.epochs and t.warmup_epochs >= t.epochs:
         raise SpecError(
