@@ -183,7 +183,7 @@ def test_text_output_names_the_snapshot_date(run_cli, spec_file):
 
 
 def test_bench_adds_the_cost_per_epoch_of_the_measured_throughput():
-    from vertex_trainer.workflows import benchmark
+    from vertex_trainer.present.bench import bench_text
 
     spec = build_spec(spec_data())
     book = pricing.load_snapshot()
@@ -212,7 +212,7 @@ def test_bench_adds_the_cost_per_epoch_of_the_measured_throughput():
         "notes": [],
         "cost_per_epoch": per_epoch,
     }
-    assert f"{per_epoch['usd']:,.2f} USD per epoch" in benchmark.text(result)
+    assert f"{per_epoch['usd']:,.2f} USD per epoch" in bench_text(result)
 
 
 def test_bench_result_carries_the_cost_per_epoch_or_per_million_examples(tmp_path):

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from vertex_trainer.workflows import benchmark
+from vertex_trainer.present.bench import bench_text
 
 pytestmark = [pytest.mark.trainer, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def test_bench_prints_both_throughputs_and_the_input_wait(bench_run):
     assert r["steps"] == 64 and r["steps_per_execution"] == 16 and r["device"] == "cpu"
     assert r["reference"] is None  # tiny-cnn on a CPU: no published figure
     assert [run["state"] for run in r["runs"].values()] == ["JOB_STATE_SUCCEEDED"] * 2
-    text = benchmark.text(r)
+    text = bench_text(r)
     assert "synthetic" in text and "real data" in text and "input-bound" in text
 
 

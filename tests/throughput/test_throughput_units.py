@@ -10,6 +10,7 @@ from trainer.config import parse_flags
 from vertex_trainer import render
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
+from vertex_trainer.present.bench import bench_text
 from vertex_trainer.spec import build_spec, check_trainer_flags, load_spec
 from vertex_trainer.vertex.names import check_key
 from vertex_trainer.workflows import benchmark
@@ -129,7 +130,7 @@ def test_report_compares_with_the_published_reference():
     ref = out["reference"]
     assert ref["examples_per_sec_per_device"] == 2375 and "DeepLearningExamples" in ref["source"]
     assert ref["synthetic_vs_reference"] == round(2125 / 2375, 3) and ref["real_vs_reference"] == 0.5
-    text = benchmark.text(out)
+    text = bench_text(out)
     assert "2,375 examples/s per NVIDIA_TESLA_A100" in text and "input-bound" in text
 
 
@@ -147,7 +148,7 @@ def test_a_local_run_of_a_gpu_spec_is_not_compared_with_the_gpu_reference():
 def test_a_run_without_metrics_is_a_clear_error():
     spec = a100_spec()
     results = _results(_metrics("gpu", 1, 0), None)
-    with pytest.raises(UserError, match="real bench run left no metrics.json"):
+    with pytest.raises(UserError, match=r"real bench run left no metrics\.json"):
         benchmark.report(spec, benchmark.plan(spec), results)
 
 

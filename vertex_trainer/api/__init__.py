@@ -17,6 +17,8 @@ environment is read here once (`Settings.from_environ`) and passed down as `sett
     bench.py    bench: the job on synthetic, then real data
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
+    data.py     data convert: images -> TFRecords (Beam here or on Dataflow)
+    inputs.py   what a person types, checked: KEY=VALUE lists, idempotency keys, label selectors
 """
 
 from vertex_trainer.api.bench import bench
@@ -41,15 +43,18 @@ from vertex_trainer.api.core import (
     submit,
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
+from vertex_trainer.api.data import convert_data
 from vertex_trainer.api.events import (
     compile_pipeline,
     on_object_finalized,
     pipeline_status,
     pipeline_submit,
+    pipeline_yaml,
     trigger_deploy,
     trigger_render,
 )
-from vertex_trainer.api.jobs import cancel, list_jobs, logs, status, tuning_job
+from vertex_trainer.api.inputs import check_key, parse_assignments, parse_label
+from vertex_trainer.api.jobs import cancel, find_local_run, list_jobs, logs, status, tuning_job
 from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
@@ -60,11 +65,14 @@ __all__ = [
     "bench",
     "cancel",
     "check",
+    "check_key",
     "compile_pipeline",
+    "convert_data",
     "cost",
     "create_resource",
     "delete_resource",
     "deploy",
+    "find_local_run",
     "job_cost",
     "list_jobs",
     "list_resources",
@@ -72,8 +80,11 @@ __all__ = [
     "logs",
     "on_object_finalized",
     "package",
+    "parse_assignments",
+    "parse_label",
     "pipeline_status",
     "pipeline_submit",
+    "pipeline_yaml",
     "plan",
     "plan_artifact",
     "prices",

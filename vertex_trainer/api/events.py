@@ -29,6 +29,7 @@ __all__ = [
     "on_object_finalized",
     "pipeline_status",
     "pipeline_submit",
+    "pipeline_yaml",
     "trigger_deploy",
     "trigger_render",
 ]
@@ -65,6 +66,20 @@ def compile_pipeline(
     return pipeline_ir(
         spec, plan_artifact(spec), key, registry=_registry(spec, settings, log) if resolve else None
     )
+
+
+def pipeline_yaml(ir: dict) -> str:
+    """The compiled pipeline as the file the Vertex AI console and `kfp` load.
+
+    Args:
+        ir: the PipelineSpec that `compile_pipeline` returned.
+
+    Returns:
+        its YAML text (keys sorted, so the same spec gives the same bytes).
+    """
+    from vertex_trainer.pipeline import to_yaml
+
+    return to_yaml(ir)
 
 
 def _registry(spec: JobSpec, settings: Settings | None, log: Log | None):

@@ -14,7 +14,7 @@ from vertex_trainer.vertex.jobs import JobsClient
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.hptuning import TuningJob
 
-__all__ = ["cancel", "list_jobs", "logs", "status", "tuning_job"]
+__all__ = ["cancel", "find_local_run", "list_jobs", "logs", "status", "tuning_job"]
 
 
 def status(
@@ -120,6 +120,22 @@ def list_jobs(
     client = client or JobsClient(project, region, settings=settings or settings_from_env())
     found = client.list(" AND ".join(terms) or None, limit=limit)
     return [Job(data, client) for data in found]
+
+
+def find_local_run(reference: str) -> str | None:
+    """The record of a local run (``submit --local``), which ``logs`` reads instead of Cloud Logging.
+
+    Args:
+        reference: the run's output directory (or its vertex-trainer/ or logs/ directory), or
+            the name of a run whose output went to the default place (the newest such run).
+
+    Returns:
+        the run's record directory (<output>/vertex-trainer), or None when no local run wrote
+        there (the reference may still name a Vertex AI job).
+    """
+    from vertex_trainer.local import runlog
+
+    return runlog.find_run(reference)
 
 
 def logs(

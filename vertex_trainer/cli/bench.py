@@ -1,4 +1,5 @@
-"""bench: the spec's job briefly on synthetic then on real data; where the time goes (docs/contract.md section 9)."""
+"""bench: the spec's job briefly on synthetic then on real data; where the time goes
+(docs/contract.md section 9)."""
 
 from __future__ import annotations
 
@@ -50,11 +51,10 @@ def bench(
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
     input wait, input- or compute-bound, and the published reference for known hardware."""
     from vertex_trainer import api
-    from vertex_trainer.vertex.names import check_key
-    from vertex_trainer.workflows import benchmark
+    from vertex_trainer.present.bench import bench_text, dry_run_text
 
     if idempotency_key is not None:
-        check_key(idempotency_key)
+        api.check_key(idempotency_key)
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
     result = api.bench(
@@ -70,35 +70,9 @@ def bench(
     if output is OutputFormat.json:
         emit_json(result)
     elif dry_run:
-        print(_dry_run_text(result))
+        print(dry_run_text(result))
     else:
-        print(benchmark.text(result))
-
-
-def _dry_run_text(result: dict) -> str:
-    """bench --dry-run for people: each of the two jobs as submit --dry-run describes it."""
-    import json
-
-    where = "this machine (submit --local)" if result["local"] else "Vertex AI"
-    lines = [
-        f"# dry run: nothing was sent, built or run. bench would run two jobs of "
-        f"{result['steps']} steps ({result['steps_per_execution']} per execution) on {where}:"
-    ]
-    lines += [f"# note: {n}" for n in result["notes"]]
-    for kind, run in result["runs"].items():
-        lines.append(f"# {kind} data:" + (f" image {run['image']}" if run.get("image") else ""))
-        if run["package"]:
-            lines.append(f"#   package first: {run['package']['target']} (if it does not exist yet)")
-        for request in run["requests"]:
-            if request.get("method") == "POST":  # the create; the lookup before it is a GET
-                lines.append(f"{request['method']} {request['url']}")
-                lines.append(json.dumps(request["body"], indent=2))
-    if result["idempotency_key"]:
-        lines.append(
-            f"# key {result['idempotency_key']} (the jobs' keys: "
-            f"{result['idempotency_key']}-bench-syn, -bench-real)"
-        )
-    return "\n".join(lines)
+        print(bench_text(result))
 
 
 def register(app: typer.Typer) -> None:

@@ -76,11 +76,10 @@ def load(
     cfg: Settings,
 ):
     """Load the spec the way every command does (file < --set < --project/--region)."""
-    from vertex_trainer.api.core import load_spec
-    from vertex_trainer.spec import parse_assignments
+    from vertex_trainer import api
 
-    variables = dict(parse_assignments(var, "--var"))
-    return load_spec(spec, set=set_ or (), vars=variables, project=project, region=region, settings=cfg)
+    variables = dict(api.parse_assignments(var, "--var"))
+    return api.load_spec(spec, set=set_ or (), vars=variables, project=project, region=region, settings=cfg)
 
 
 NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"

@@ -94,15 +94,13 @@ def cost(
     if output is OutputFormat.json:
         emit_json(result.to_json())
         return
-    from vertex_trainer.workflows import cost as costs
+    from vertex_trainer.present.cost import compare_text, estimate_text
 
     if compare:
-        from vertex_trainer.workflows import cost_compare
-
-        print(costs.text(result.estimate))
-        print(cost_compare.compare_text(result))
+        print(estimate_text(result.estimate))
+        print(compare_text(result))
     else:
-        print(costs.text(result))
+        print(estimate_text(result))
 
 
 def register(app: typer.Typer) -> None:

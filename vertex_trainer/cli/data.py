@@ -207,10 +207,12 @@ def data_convert(
     Label = index of the class folder among the sorted names (labels.txt). Bad files are listed
     in rejected.txt, never fatal. The end writes manifest.json and, last, the marker.
     """
-    from vertex_trainer import dataprep
+    from vertex_trainer import api
+    from vertex_trainer.api.data import Conversion, Runner
+    from vertex_trainer.present.data import dry_run_text, summary_text
 
     cfg = settings()
-    conv = dataprep.Conversion(
+    conv = Conversion(
         image_dir=image_dir,
         out_dir=out_dir,
         shards=shards,
@@ -223,7 +225,7 @@ def data_convert(
         marker=marker,
         overwrite=overwrite,
     )
-    run_on = dataprep.Runner(
+    run_on = Runner(
         name=runner.value,
         project=project or cfg.project,
         region=region or cfg.region,
@@ -236,9 +238,9 @@ def data_convert(
         options=tuple(beam_option or ()),
     )
     if dry_run:
-        print(dataprep.dry_run_text(conv, run_on))
+        print(dry_run_text(conv, run_on))
         return
-    result = dataprep.convert(conv, run_on, settings=cfg, log=stderr_line)
+    result = api.convert_data(conv, run_on, settings=cfg, log=stderr_line)
     if output == OutputFormat.json:
         emit_json(
             {
@@ -257,4 +259,4 @@ def data_convert(
         if not result.manifest:
             print(f"{out_dir.rstrip('/')}/{marker} appears when the dataset is complete")
     if result.manifest:
-        print(dataprep.summary_text(result.manifest, result.seconds))
+        print(summary_text(result.manifest, result.seconds))

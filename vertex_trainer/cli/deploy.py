@@ -69,27 +69,12 @@ def deploy(
 
 
 def show_deployment(result, output: OutputFormat) -> None:
-    if isinstance(result, dict):  # a dry run
-        if output is OutputFormat.json:
-            return emit_json(result)
-        import json
-
-        print("# dry run: nothing was sent. deploy would look for the model and endpoint, then:")
-        for r in result["requests"]:
-            print(f"{r['method']} {r['url']}")
-            if "body" in r:
-                print(json.dumps(r["body"], indent=2))
-        return
+    """A deployment (or a dry run's requests, a dict) as --output asks."""
     if output is OutputFormat.json:
-        return emit_json(result.to_dict())
-    from vertex_trainer.vertex.deploy import describe_split
+        return emit_json(result if isinstance(result, dict) else result.to_dict())
+    from vertex_trainer.present.deploy import deployment_text, dry_run_text
 
-    verb = "already deployed" if result.adopted else "deployed"
-    split = describe_split(result.traffic_split, new=result.deployed_model_id, label="this version")
-    print(
-        f"{verb:9} {result.model}@{result.model_version}\nendpoint  {result.endpoint}\n"
-        f"model id  {result.deployed_model_id}\ntraffic   {split}"
-    )
+    print(dry_run_text(result) if isinstance(result, dict) else deployment_text(result))
 
 
 def serve(

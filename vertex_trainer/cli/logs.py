@@ -1,12 +1,11 @@
-"""logs: a job's log lines (docs/contract.md section 7); and `FollowView`, what `submit/status --wait`
-show on stderr while they follow a job (state changes, replica-prefixed lines, the failure)."""
+"""logs: a job's log lines (docs/contract.md section 7). What `submit/status --wait` show while they
+follow a job is vertex_trainer.present.logs.FollowView (re-exported here for cli/jobs)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-import time
 from typing import Annotated
 
 import typer
@@ -20,9 +19,10 @@ from vertex_trainer.cli.common import (
     stderr_line,
     where,
 )
-from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
+from vertex_trainer.contract import Failure, JobEvent, LogEntry
 from vertex_trainer.errors import JobFailed
-from vertex_trainer.local.display import StatusLine, is_banner
+from vertex_trainer.present.logs import FollowView as FollowView  # cli/jobs imports it from here
+from vertex_trainer.present.logs import entry_lines, event_line
 
 LogJobArg = Annotated[
     str,
@@ -36,8 +36,6 @@ LogsOpt = Annotated[
     bool,
     typer.Option("--logs/--no-logs", help="with --wait, text output: show the job's log lines as they come"),
 ]
-_COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
-_NOTE_EVERY_S = 600.0  # without a terminal: how often a long Flex Start wait is reported
 
 
 def logs(
@@ -91,15 +89,12 @@ def logs(
             elif isinstance(item, JobEvent):
                 last = item.job
                 if item.changed:
-                    stderr_line(
-                        f"{time.strftime('%H:%M:%S')}  {short_state(item.state)}"
-                        + (f"  ({item.note})" if item.note else "")
-                    )
+                    stderr_line(event_line(item))
             elif isinstance(item, Failure):
                 failure = item
     except BrokenPipeError:  # `logs JOB | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(0)
+        raise typer.Exit(0) from None
     if follow and last is not None and not last.succeeded:
         raise JobFailed(
             failure.message if failure else last.failure_message(), hint=failure.advice if failure else None
@@ -111,11 +106,12 @@ def _check_reference(job: str) -> None:
     output directory or its name): the one message says both readings."""
     import re
 
+    from vertex_trainer import api
     from vertex_trainer.errors import UserError
-    from vertex_trainer.local import runlog
 
     text = job.strip()
-    if re.fullmatch(r"[0-9]+|projects/[^/]+/locations/[^/]+/[A-Za-z]+/[^/]+", text) or runlog.find_run(text):
+    job_name = re.fullmatch(r"[0-9]+|projects/[^/]+/locations/[^/]+/[A-Za-z]+/[^/]+", text)
+    if job_name or api.find_local_run(text):
         return
     if os.path.isdir(text):
         what = f"{job!r} is a directory, but no local run wrote to it (no vertex-trainer/logs/ inside)"
@@ -135,75 +131,8 @@ def _write(entry: LogEntry, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(entry.to_dict()) + "\n")
     else:
-        for line in entry.message.split("\n") or [""]:
-            if is_banner(line):  # TensorFlow's start-up banner: the record keeps it, the screen not
-                continue
-            sys.stdout.write(f"[{entry.replica}] {line}\n")
+        sys.stdout.writelines(f"{line}\n" for line in entry_lines(entry))
     sys.stdout.flush()
-
-
-class FollowView(StatusLine):
-    """What `--wait` shows on stderr: a line per state change, the job's log lines prefixed by
-    replica (as local runs show them), and at the end the failing replica's last lines. On a
-    terminal, a spinner says what the job is doing (for Flex Start: how long it has queued)."""
-
-    def __init__(self, console, job):
-        from rich.text import Text
-
-        self._Text = Text
-        self.console, self.job_id = console, job.id
-        self.colors: dict[str, str] = {}
-        self.width = len("workerpool0-0")
-        self._status = None
-        self._noted = 0.0
-
-    def _opening_status(self) -> str | None:
-        return f"waiting for {self.job_id} (Ctrl-C stops waiting)" if self.console.is_terminal else None
-
-    def show(self, item) -> None:
-        if isinstance(item, LogEntry):
-            self.entry(item)
-        elif isinstance(item, JobEvent):
-            self.event(item)
-
-    def event(self, event: JobEvent) -> None:
-        state = short_state(event.state)
-        now = time.monotonic()
-        if event.changed or (event.note and self._status is None and now - self._noted >= _NOTE_EVERY_S):
-            self._noted = now
-            self.note(f"{time.strftime('%H:%M:%S')}  {state}" + (f"  ({event.note})" if event.note else ""))
-        if self._status is not None:
-            extra = (
-                f": {event.note}"
-                if event.note
-                else ": reading its last lines"
-                if event.job.done
-                else " (Ctrl-C stops waiting)"
-            )
-            self._status.update(f"{self.job_id} {state}{extra}")
-
-    def entry(self, entry: LogEntry) -> None:
-        name = entry.replica
-        if name not in self.colors:
-            self.colors[name] = _COLORS[len(self.colors) % len(_COLORS)]
-            self.width = max(self.width, len(name))
-        for line in entry.message.split("\n"):
-            text = self._Text()
-            text.append(f"{name:<{self.width}} | ", style=self.colors[name])
-            text.append(line)
-            self.console.print(text, soft_wrap=True, highlight=False, markup=False)
-
-    def note(self, message: str) -> None:
-        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
-
-    def failure(self, failure: Failure | None) -> None:
-        """The failing replica's last lines (the error and advice follow as the exit message)."""
-        if failure is None or not failure.lines:
-            return
-        who = failure.replica or "the job"
-        self.console.print(self._Text(f"{who}: its last lines:", style="red"), soft_wrap=True)
-        for line in failure.lines:
-            self.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

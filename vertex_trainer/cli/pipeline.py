@@ -1,4 +1,5 @@
-"""pipeline compile | submit | status | cancel: the job as a Vertex AI Pipelines run (docs/contract.md section 6)."""
+"""pipeline compile | submit | status | cancel: the job as a Vertex AI Pipelines run
+(docs/contract.md section 6)."""
 
 from __future__ import annotations
 
@@ -63,11 +64,10 @@ def compile_(
 ) -> None:
     """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
     from vertex_trainer import api
-    from vertex_trainer.pipeline import to_yaml
 
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
-    text = to_yaml(
+    text = api.pipeline_yaml(
         api.compile_pipeline(
             job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=stderr_line
         )
@@ -113,10 +113,9 @@ def submit(
 ) -> None:
     """Start the spec as a Vertex AI PipelineJob (at most once per --idempotency-key)."""
     from vertex_trainer import api
-    from vertex_trainer.vertex.names import check_key
 
     if idempotency_key is not None:
-        check_key(idempotency_key)
+        api.check_key(idempotency_key)
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
     result = api.pipeline_submit(
@@ -183,7 +182,7 @@ def _show(run, output: OutputFormat, wait: bool) -> None:
                 f"stopped waiting; the run goes on. follow it: vertex-trainer pipeline status "
                 f"{run.name} --wait"
             )
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
     if output is OutputFormat.json:
         emit_json(run.to_dict())
     elif wait:

@@ -72,19 +72,14 @@ def list_(
 ) -> None:
     """List the persistent resources of a project and region."""
     from vertex_trainer import api
-    from vertex_trainer.vertex.resources import describe_pool
+    from vertex_trainer.present.resources import resources_text
 
     cfg = settings()
     place = where(cfg, project, region, need=True)
     found = api.list_resources(place["project"], place["region"], settings=cfg)
     if output is OutputFormat.json:
         return emit_json({"resources": found})
-    if not found:
-        print(f"no persistent resources in {place['project']} / {place['region']}")
-    for r in found:
-        print(f"{r.get('name', '').rsplit('/', 1)[-1]}  {r.get('state')}")
-        for pool in r.get("resourcePools") or []:
-            print(f"  {pool.get('id', '?')}: {describe_pool(pool)}")
+    print(resources_text(found, place["project"], place["region"]))
 
 
 @app.command("delete")

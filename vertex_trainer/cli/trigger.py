@@ -68,11 +68,11 @@ TriggerSaOpt = Annotated[
 
 
 def _options(set_, var, project, region, prefix, marker, location, function, runtime_sa, trigger_sa) -> dict:
-    from vertex_trainer.spec import parse_assignments
+    from vertex_trainer import api
 
     return {
         "sets": tuple(set_ or ()),
-        "vars": dict(parse_assignments(var, "--var")),
+        "vars": dict(api.parse_assignments(var, "--var")),
         "project": project,
         "region": region,
         "prefix": prefix,

@@ -228,7 +228,10 @@ def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, 
     if ref is None:
         return None
     on_hardware = not local and real.get("device") in ("gpu", "tpu")  # else shown, not compared
-    ratio = lambda rate: round(rate / devices / ref.examples_per_sec, 3) if on_hardware and rate else None
+
+    def ratio(rate: float | None) -> float | None:
+        return round(rate / devices / ref.examples_per_sec, 3) if on_hardware and rate else None
+
     return {
         "accelerator": spec.hardware.accelerator.name,
         "examples_per_sec_per_device": ref.examples_per_sec,
@@ -237,59 +240,3 @@ def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, 
         "synthetic_vs_reference": ratio(syn_rate),
         "real_vs_reference": ratio(real_rate),
     }
-
-
-def text(result: dict) -> str:
-    """The report for people (the CLI's text output)."""
-
-    def rate(value):
-        return f"{value:,.0f} examples/s" if value else "-"
-
-    per = result["per_device_examples_per_sec"]
-    lines = [
-        f"bench      {result['spec']} on {result['hardware']}: {result['model']} "
-        f"{result['image_size']} px, batch {result['global_batch_size']}, {result['precision']}, "
-        f"{result['steps']} steps ({result['steps_per_execution']} per execution)",
-        f"synthetic  {rate(result['synthetic_examples_per_sec'])}  ({per['synthetic'] or '-'} per device)",
-        f"real data  {rate(result['real_examples_per_sec'])}  ({per['real'] or '-'} per device)"
-        + (f", {100 * result['real_vs_synthetic']:.0f}% of synthetic" if result["real_vs_synthetic"] else ""),
-    ]
-    wait = result["input_wait_fraction"]
-    if wait is not None:
-        lines.append(f"input wait {100 * wait:.0f}% of the real run's step time: {result['bound']}-bound")
-    ref = result["reference"]
-    if ref:
-        line = (
-            f"reference  {ref['examples_per_sec_per_device']:,.0f} examples/s per "
-            f"{ref['accelerator']} ({ref['setup']})"
-        )
-        if ref["real_vs_reference"] is not None:
-            line += (
-                f": synthetic {100 * ref['synthetic_vs_reference']:.0f}%, "
-                f"real {100 * ref['real_vs_reference']:.0f}% of it"
-            )
-        lines += [line, f"           source: {ref['source']}"]
-    per_epoch = result.get("cost_per_epoch")  # docs/contract.md section 12
-    if per_epoch and per_epoch.get("usd") is not None:
-        le = "at most " if per_epoch.get("upper_bound") else ""
-        lines.append(
-            f"cost       {le}{per_epoch['usd']:,.2f} USD per epoch ({per_epoch['examples']:,} examples: "
-            f"{per_epoch['hours']:,.2f} h x {per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in "
-            f"{per_epoch['region']}, list prices as of {per_epoch['prices_as_of']})"
-            + (f"; {per_epoch['note']}" if per_epoch.get("note") else "")
-        )
-    elif per_epoch and per_epoch.get("usd_per_million_examples") is not None:
-        lines.append(
-            f"cost       {per_epoch['usd_per_million_examples']:,.2f} USD per million examples "
-            f"({per_epoch['hourly']:,.2f} USD/h {per_epoch['strategy']} in {per_epoch['region']}); "
-            f"per epoch unknown: {per_epoch.get('reason')}"
-        )
-    elif per_epoch:
-        lines.append(f"cost       per epoch unknown ({per_epoch.get('reason')})")
-    lines += [f"note       {n}" for n in result["notes"]]
-    if result.get("idempotency_key"):
-        lines.append(
-            f"key        {result['idempotency_key']} (bench again with --idempotency-key "
-            f"{result['idempotency_key']} to adopt these jobs, not create new ones)"
-        )
-    return "\n".join(lines)

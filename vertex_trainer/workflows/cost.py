@@ -142,11 +142,13 @@ def examples_per_epoch(
         trainer.train_examples, else the `manifest.json` that `data convert` wrote beside the
         training shards."""
     t = spec.trainer
+    if t is None:  # script jobs (issue 32): the epoch is the script's own
+        return None, "your own code's epoch size is not known (no trainer: block)"
     batch = t.batch_size or 256
     if t.steps_per_epoch:
         return t.steps_per_epoch * batch, f"steps_per_epoch {t.steps_per_epoch} x batch_size {batch}"
-    if getattr(t, "train_examples", None):
-        return int(t.train_examples), f"trainer.train_examples {t.train_examples}"
+    if t.train_examples:
+        return t.train_examples, f"trainer.train_examples {t.train_examples}"
     pattern = t.train_data or ""
     manifest = posixpath.join(posixpath.dirname(pattern), "manifest.json") if pattern else ""
     if not manifest or read_json is None:
@@ -242,7 +244,7 @@ def estimate(
     Returns:
         An Estimate: per attempt hourly, max_hours, max_cost, expected_hours, expected_cost."""
     max_hours = (spec.scheduling.timeout or DEFAULT_TIMEOUT_S) / 3600
-    epochs = spec.trainer.epochs or 1
+    epochs = (spec.trainer.epochs if spec.trainer else None) or 1  # script jobs (issue 32)
     per_epoch, per_epoch_source = examples_per_epoch(spec, read_json) if throughput else (None, "")
     notes: list[str] = []
     if not spec.scheduling.timeout:
@@ -252,12 +254,13 @@ def estimate(
             f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
             f"trials, {spec.tune.parallel_trials} at a time"
         )
-    if getattr(spec, "persistent_resource", None):
+    plan = attempts(spec)
+    if spec.persistent_resource:
         notes.append(
             f"runs on the persistent resource {spec.persistent_resource}: its machines are billed "
             "while the resource exists, not per job"
         )
-    if getattr(spec.scheduling, "reservation", None):
+    if plan[0].reservation:
         notes.append(
             "consumes a reservation: its machines are billed as the reservation (list price "
             "shown), whether or not a job runs"
@@ -275,7 +278,7 @@ def estimate(
             f"{throughput.examples_per_sec:,.1f} examples/s ({throughput.source})"
         )
     rows = []
-    for a in attempts(spec):
+    for a in plan:
         price = attempt_price(book, spec, a)
         # The throughput was measured (or published) for the spec's hardware: another attempt's
         # hardware has no expected hours.
@@ -303,10 +306,11 @@ def estimate(
             )
         )
         if price.reason and price.reason not in notes:
-            notes.append(("attempt %d: " % a.n) + price.reason)
+            notes.append(f"attempt {a.n}: {price.reason}")
         if throughput and per_epoch and a.hardware != spec.hardware:
             notes.append(
-                f"attempt {a.n}: no expected hours (the throughput is for {spec.hardware.preset or spec.hardware.describe()})"
+                f"attempt {a.n}: no expected hours (the throughput is for "
+                f"{spec.hardware.preset or spec.hardware.describe()})"
             )
     return Estimate(
         book.currency, book.as_of, book.source, tuple(rows), throughput, per_epoch, epochs, tuple(notes)
@@ -385,28 +389,6 @@ def price_line(est: Estimate) -> str:
             f"{le}{a.max_cost:,.2f} USD ({a.max_hours:g} h)"
         )
     return f"price: {'; '.join(parts)} (list prices as of {est.prices_as_of}, `vertex-trainer cost` for more)"
-
-
-def text(est: Estimate) -> str:
-    """`vertex-trainer cost` for people."""
-    lines = [f"prices   {est.currency}, list prices as of {est.prices_as_of} ({est.source})"]
-    for a in est.attempts:
-        le = "<=" if a.upper_bound else ""
-        hourly = "-" if a.hourly is None else f"{le}{a.hourly:,.2f}/h"
-        worst = "-" if a.max_cost is None else f"{le}{a.max_cost:,.2f}"
-        expected = (
-            "-" if a.expected_cost is None else f"{le}{a.expected_cost:,.2f} ({a.expected_hours:,.1f} h)"
-        )
-        lines.append(
-            f"attempt {a.attempt}  {a.strategy:<10} {a.region or '-':<16} {a.hardware:<12} "
-            f"hourly {hourly:<12} worst case {worst} ({a.max_hours:g} h)  expected {expected}"
-        )
-    le = "at most " if any(a.upper_bound for a in est.attempts) else ""
-    worst = "-" if est.max_cost is None else f"{le}{est.max_cost:,.2f} {est.currency}"
-    expected = "-" if est.expected_cost is None else f"{le}{est.expected_cost:,.2f} {est.currency}"
-    lines.append(f"plan     worst case {worst}; expected {expected}")
-    lines += [f"note     {n}" for n in est.notes]
-    return "\n".join(lines)
 
 
 # -- what an ended job cost -----------------------------------------------------------------------
@@ -542,7 +524,7 @@ def enforce_budget(
         max_cost: a budget given on the command line (wins over the spec's).
     Raises:
         UserError naming both figures; nothing when no budget is set."""
-    budget = max_cost if max_cost is not None else getattr(spec.scheduling, "max_cost", None)
+    budget = max_cost if max_cost is not None else spec.scheduling.max_cost
     if budget is None:
         return
     est = estimate(spec, book or pricing.load_snapshot())

@@ -104,7 +104,7 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
         else ""
     )
     acc = spec.hardware.accelerator
-    reservation = getattr(spec.scheduling, "reservation", None)
+    reservation = attempts(spec)[0].reservation  # what a start that cannot wait would run on
     return Facts(
         hours,
         hours_known,
@@ -339,30 +339,3 @@ def compare(
     """`cost --compare`: the alternatives and one recommendation (see `alternatives`, `recommend`)."""
     f = facts(spec, est, can_wait=can_wait, checkpoints=checkpoints)
     return Comparison(est, alternatives(spec, book, est, quota), f, recommend(spec, book, f))
-
-
-def compare_text(c: Comparison, limit: int = 40) -> str:
-    """`cost --compare` for people: the table, then the recommendation."""
-    lines = [
-        f"alternatives (list prices as of {c.estimate.prices_as_of}; expected from "
-        f"{'the throughput' if c.facts.hours_known else 'no throughput: worst case only'}):",
-        f"  {'hardware':<13}{'strategy':<11}{'region':<17}{'hourly USD':>12}{'exp. hours':>11}"
-        f"{'exp. cost':>11}{'worst case':>12}  quota",
-    ]
-    for r in c.rows[:limit]:
-        le = "<=" if r.upper_bound else ""
-
-        def cell(v, fmt: str, bound: str = "") -> str:
-            return "-" if v is None else bound + fmt.format(v)
-
-        lines.append(
-            f"{'*' if r.current else ' '} {r.hardware:<13}{r.strategy:<11}{r.region:<17}"
-            f"{cell(r.hourly, '{:,.2f}', le):>12}{cell(r.expected_hours, '{:,.1f}'):>11}"
-            f"{cell(r.expected_cost, '{:,.0f}', le):>11}{cell(r.max_cost, '{:,.0f}', le):>12}"
-            f"  {cell(r.quota, '{}')}"
-        )
-    if len(c.rows) > limit:
-        lines.append(f"  ... {len(c.rows) - limit} more (--output json lists them all)")
-    rec = c.recommendation
-    lines.append(f"recommendation: {rec.strategy} ({rec.hardware}, {rec.region}): {rec.reason}")
-    return "\n".join(lines)

@@ -1,0 +1,26 @@
+"""`data convert` for people (docs/data.md): what a Dataflow submit would send, and the summary of
+a finished conversion from its manifest. The words are dataprep's own (its launcher prints the
+same); the CLI reaches them here, not below the API."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.dataprep import Conversion, Runner
+
+__all__ = ["dry_run_text", "summary_text"]
+
+
+def dry_run_text(conversion: Conversion, runner: Runner) -> str:
+    """`data convert --dry-run`: the pipeline options, nothing listed, written or sent."""
+    from vertex_trainer.dataprep import dry_run_text as text
+
+    return text(conversion, runner)
+
+
+def summary_text(manifest: dict, seconds: float | None = None) -> str:
+    """A finished conversion: splits, classes, shards and sizes from its manifest.json."""
+    from vertex_trainer.dataprep import summary_text as text
+
+    return text(manifest, seconds)
