@@ -43,7 +43,7 @@ def job_function(tmp_path_factory, fake):
         "labels: {team: vision}", 'labels: {team: vision, dataset: "{{ trigger.folder_name }}"}'
     )
     out = _render(root, spec)
-    with served(out, function_env(fake.url, root)) as (url, lines, errors):
+    with served(out, function_env(fake.url, root)) as (url, lines, _errors):
         yield url, lines, out
 
 
@@ -51,7 +51,7 @@ def job_function(tmp_path_factory, fake):
 def pipeline_function(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("pipeline-fn")
     out = _render(root, SPEC + DEPLOY)
-    with served(out, function_env(fake.url, root)) as (url, lines, errors):
+    with served(out, function_env(fake.url, root)) as (url, lines, _errors):
         yield url, lines, out
 
 
@@ -138,7 +138,7 @@ def test_a_permanent_failure_is_logged_and_acknowledged(fake, job_function):
 
 
 def test_events_that_are_not_object_finalizations_are_acknowledged(fake, job_function):
-    url, lines, _ = job_function
+    url, _, _ = job_function
     before = len(fake.jobs)
     deleted = send_event(
         url, "datasets/kmnist/_SUCCESS", 3, event_type="google.cloud.storage.object.v1.deleted"

@@ -94,7 +94,7 @@ def test_render_writes_a_deployable_function_with_the_image_pinned(tmp_path):
 
 
 def test_a_spec_without_deploy_needs_no_pipeline_packages(tmp_path):
-    out, result, logged = render(tmp_path, SPEC)
+    out, result, _logged = render(tmp_path, SPEC)
     assert result["pipeline"] is False
     assert "kfp" not in (out / "requirements.txt").read_text()
 
@@ -103,13 +103,13 @@ def test_a_spec_that_ignores_the_event_is_rendered_with_warnings(tmp_path):
     fixed = SPEC.replace('"{{ trigger.folder }}/train-*"', "gs://data-bucket/fixed/train-*").replace(
         '"gs://out-bucket/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"', "gs://out-bucket/runs/x"
     )
-    _, result, logged = render(tmp_path, fixed)
+    _, result, _logged = render(tmp_path, fixed)
     assert any("output_dir does not use" in w for w in result["warnings"])
     assert any("every run reads the same data" in w for w in result["warnings"])
 
 
 def test_a_spec_a_marker_would_make_invalid_fails_at_render(tmp_path):
-    with pytest.raises(SpecError, match="^name"):
+    with pytest.raises(SpecError, match=r"^name"):
         render(tmp_path, SPEC.replace("name: digits", 'name: "{{ trigger.folder }}"'))
 
 
