@@ -94,13 +94,9 @@ def cost(
     if output is OutputFormat.json:
         emit_json(result.to_json())
         return
-    from vertex_trainer.present.cost import compare_text, estimate_text
+    from vertex_trainer.present.cost import cost_text
 
-    if compare:
-        print(estimate_text(result.estimate))
-        print(compare_text(result))
-    else:
-        print(estimate_text(result))
+    print(cost_text(result))
 
 
 def register(app: typer.Typer) -> None:

@@ -5,13 +5,14 @@ from the service's messages."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from vertex_trainer.workflows.fallback import AttemptRecord
 
 __all__ = ["attempts_line", "summary"]
 
 
-def summary(records: Iterable[AttemptRecord | Mapping]) -> str:
+def summary(records: Iterable[AttemptRecord | Mapping[str, Any]]) -> str:
     """'flex-start FAILED (no capacity) -> spot refused (quota) -> standard SUCCEEDED'; each
     attempt's region (and hardware) is named when the plan has more than one."""
     typed = [r if isinstance(r, AttemptRecord) else AttemptRecord.from_dict(r) for r in records]
@@ -24,6 +25,6 @@ def summary(records: Iterable[AttemptRecord | Mapping]) -> str:
     return " -> ".join(parts)
 
 
-def attempts_line(records: Iterable[AttemptRecord | Mapping]) -> str:
+def attempts_line(records: Iterable[AttemptRecord | Mapping[str, Any]]) -> str:
     """The `attempts ...` line `submit --wait` and `status` print after a fallback plan ran."""
     return f"attempts {summary(records)}"

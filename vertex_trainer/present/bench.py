@@ -4,6 +4,7 @@ figures are workflows.benchmark's report; only the words are here."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 __all__ = ["bench_text", "dry_run_text"]
 
@@ -12,7 +13,7 @@ def _rate(value: float | None) -> str:
     return f"{value:,.0f} examples/s" if value else "-"
 
 
-def _cost_line(per_epoch: dict | None) -> str | None:
+def _cost_line(per_epoch: dict[str, Any] | None) -> str | None:
     """What one epoch costs (the report's "cost_per_epoch", docs/contract.md section 12)."""
     if not per_epoch:
         return None
@@ -33,7 +34,7 @@ def _cost_line(per_epoch: dict | None) -> str | None:
     return f"cost       per epoch unknown ({per_epoch.get('reason')})"
 
 
-def bench_text(result: dict) -> str:
+def bench_text(result: dict[str, Any]) -> str:
     """The bench report for people: both throughputs, the input wait and what bounds the job,
     the published reference, the cost per epoch, the notes and the key to adopt the jobs."""
     per = result["per_device_examples_per_sec"]
@@ -72,7 +73,7 @@ def bench_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def dry_run_text(result: dict) -> str:
+def dry_run_text(result: dict[str, Any]) -> str:
     """`bench --dry-run` for people: each of the two jobs as `submit --dry-run` describes it (its
     image or package, its create request), then the key the jobs would carry."""
     where = "this machine (submit --local)" if result["local"] else "Vertex AI"

@@ -4,13 +4,13 @@ table. The figures are workflows.cost's and workflows.cost_compare's; only the w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.workflows.cost import Estimate
     from vertex_trainer.workflows.cost_compare import Comparison
 
-__all__ = ["compare_text", "estimate_text", "job_cost_line", "price_line"]
+__all__ = ["compare_text", "cost_text", "estimate_text", "job_cost_line", "price_line"]
 
 
 def price_line(est: Estimate) -> str:
@@ -54,7 +54,7 @@ def estimate_text(est: Estimate) -> str:
     return "\n".join(lines)
 
 
-def job_cost_line(cost: dict | None) -> str | None:
+def job_cost_line(cost: dict[str, Any] | None) -> str | None:
     """The `status` line of what an ended job cost (api.job_cost's object), e.g. "cost     ~123.45
     USD (estimate: 2.50 h x 49.38 USD/h spot list price, as of ...; not the bill)"; None when the
     job has not run."""
@@ -69,6 +69,16 @@ def job_cost_line(cost: dict | None) -> str | None:
         f"cost     {le}{cost['usd']:,.2f} USD (estimate: {ran} x {cost['hourly']:,.2f} "
         f"USD/h {cost['strategy']} list price, as of {cost['prices_as_of']}; not the bill)"
     )
+
+
+def cost_text(result: Estimate | Comparison) -> str:
+    """What `vertex-trainer cost` prints for api.cost's answer: the estimate, and with --compare
+    the alternatives and the recommendation below it."""
+    from vertex_trainer.workflows.cost_compare import Comparison
+
+    if isinstance(result, Comparison):
+        return f"{estimate_text(result.estimate)}\n{compare_text(result)}"
+    return estimate_text(result)
 
 
 def _cell(value: float | int | None, fmt: str, bound: str = "") -> str:

@@ -4,7 +4,7 @@ same); the CLI reaches them here, not below the API."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.dataprep import Conversion, Runner
@@ -19,7 +19,7 @@ def dry_run_text(conversion: Conversion, runner: Runner) -> str:
     return text(conversion, runner)
 
 
-def summary_text(manifest: dict, seconds: float | None = None) -> str:
+def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     """A finished conversion: splits, classes, shards and sizes from its manifest.json."""
     from vertex_trainer.dataprep import summary_text as text
 

@@ -4,7 +4,7 @@ deployment that serves (model, endpoint, traffic split)."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.vertex.deploy import describe_split
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["deployment_text", "dry_run_text"]
 
 
-def dry_run_text(plan: dict) -> str:
+def dry_run_text(plan: dict[str, Any]) -> str:
     """`deploy --dry-run`: the requests after the look-ups, each with its JSON body."""
     lines = ["# dry run: nothing was sent. deploy would look for the model and endpoint, then:"]
     for r in plan["requests"]:

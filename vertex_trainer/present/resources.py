@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from vertex_trainer.vertex.resources import describe_pool
 
 __all__ = ["resources_text"]
 
 
-def resources_text(found: Iterable[dict], project: str, region: str) -> str:
+def resources_text(found: Iterable[dict[str, Any]], project: str, region: str) -> str:
     """`resources list`: each resource's id and state, then one line per pool ("a3-highgpu-8g
     (8 x NVIDIA_H100_80GB), pd-ssd 100 GB, 2 replicas"); a sentence when there are none."""
     lines = []
