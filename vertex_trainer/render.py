@@ -66,8 +66,14 @@ def disk_spec(spec: JobSpec, hardware=None) -> dict:
     return {"bootDiskType": disk_type, "bootDiskSizeGb": spec.boot_disk.size_gb}
 
 
+def job_args(spec: JobSpec) -> list[str]:
+    """The arguments every replica gets: the bundled trainer's flags (trainer:), or the job's own
+    `args:` (a script job, or an image of your own)."""
+    return spec.trainer.to_args() if spec.trainer is not None else list(spec.args)
+
+
 def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
-    args = spec.trainer.to_args()
+    args = job_args(spec)
     env = [{"name": k, "value": v} for k, v in spec.env.items()]
     if artifact.package_uris:
         body = {
@@ -78,7 +84,10 @@ def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
         }
         key = "pythonPackageSpec"
     else:
-        body = {"imageUri": artifact.image_uri, "args": args}
+        body = {"imageUri": artifact.image_uri}
+        if spec.command:  # replaces the image's ENTRYPOINT, as on Vertex AI
+            body["command"] = list(spec.command)
+        body["args"] = args
         key = "containerSpec"
     if env:
         body["env"] = env

@@ -8,14 +8,21 @@ too (vertex_trainer.packaging imports them from here), so both sides agree on wh
 from __future__ import annotations
 
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, get_args
 
 from vertex_trainer.errors import SpecError
 
-BUILDERS = ("cloud-build", "docker")
-VARIANTS = ("gpu", "cpu", "tpu")  # the Dockerfile templates (image.variant, besides auto)
+Builder = Literal["cloud-build", "docker"]
+VariantName = Literal["gpu", "cpu", "tpu"]  # the Dockerfile templates (image.variant, besides auto)
+BUILDERS: tuple[str, ...] = get_args(Builder)
+VARIANTS: tuple[str, ...] = get_args(VariantName)
+AUTO = "auto"  # image.base_image: the prebuilt Vertex AI training image of the variant (script jobs)
 
-_DOMAIN = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?"
+_DOMAIN = (
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?"
+)
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _DIGEST = r"sha256:[a-f0-9]{64}"
@@ -155,7 +162,7 @@ def validate_image_values(spec: Any) -> None:
         validate_image_reference("image.uri", image.uri)
     if _get(image, "repository"):
         validate_image_reference("image.repository", image.repository, allow_tag=False)
-    if _get(image, "base_image"):
+    if _get(image, "base_image") and image.base_image != AUTO:
         validate_image_reference(
             "image.base_image", image.base_image, require_pin=not _get(image, "base_image_digest")
         )
@@ -179,6 +186,7 @@ def validate_image_values(spec: Any) -> None:
             )
     for i, req in enumerate(_get(image, "pip_packages") or ()):
         validate_requirement(f"image.pip_packages[{i}]", req)
+    validate_code_values(image)
     if _get(image, "executor_image"):
         validate_image_reference("image.executor_image", image.executor_image)
     if _get(image, "staging_bucket"):
@@ -208,3 +216,157 @@ def validate_image_values(spec: Any) -> None:
                 value=context,
                 hint=f"remove {names}, or drop image.context",
             )
+
+
+# A script job's entry point reaches the generated Dockerfile's ENTRYPOINT (and the sdist's
+# wrapper): a relative path of plain name components ending in .py, or a dotted module name.
+_SCRIPT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\.py$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def validate_script(field: str, value: str) -> str:
+    """Check image.script: a relative .py path inside image.code (no '..', no shell characters)."""
+    bad = _danger(value)
+    if bad or not _SCRIPT_RE.match(value) or ".." in value.split("/"):
+        raise _refuse(
+            field,
+            value,
+            f"contains {bad}" if bad else "is not a relative path to a .py file inside image.code",
+            "a path like task.py or trainer/task.py (letters, digits, . _ - and /), relative to image.code",
+        )
+    return value
+
+
+def validate_module(field: str, value: str) -> str:
+    """Check image.module: a dotted Python module name (trainer.task)."""
+    if not _MODULE_RE.match(value or "") or len(value) > 200:
+        bad = _danger(value or "")
+        raise _refuse(
+            field,
+            value,
+            f"contains {bad}" if bad else "is not a dotted Python module name",
+            "e.g. trainer.task (run as `python -m trainer.task` from image.code)",
+        )
+    return value
+
+
+def validate_code_values(image: Any) -> None:
+    """The values of a script job's image block (image.code, script, module, requirements)."""
+    code = _get(image, "code")
+    if code is not None and any(ord(c) < 32 or ord(c) == 127 for c in str(code)):
+        raise _refuse("image.code", code, "contains a control character", "a directory path")
+    if _get(image, "script"):
+        validate_script("image.script", image.script)
+    if _get(image, "module"):
+        validate_module("image.module", image.module)
+    for i, req in enumerate(_get(image, "requirements") or ()):
+        validate_requirement(f"image.requirements[{i}]", req)
+
+
+# -- a script job's directory: what packaging and a local run both check first --------------------
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The requirements of a requirements.txt, without comments and blank lines."""
+    lines = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def script_image(spec: Any) -> Any:
+    """The image block of a script job (ValueError for any other spec)."""
+    image = getattr(spec, "image", None)
+    if image is None or not getattr(image, "code", None):
+        raise ValueError("not a script job: the spec has no image.code")
+    return image
+
+
+def code_root(spec: Any) -> Path:
+    """image.code as an absolute directory (relative paths are from the current directory).
+
+    Args:
+        spec: a script job's JobSpec.
+    Returns:
+        The resolved directory.
+    Raises:
+        SpecError: it does not exist or is not a directory (exit 2).
+    """
+    image = script_image(spec)
+    root = Path(image.code).expanduser().resolve()
+    if not root.is_dir():
+        raise SpecError(
+            "image.code",
+            "is not a directory" + ("" if root.exists() else " (nothing is there)"),
+            value=image.code,
+            hint="the directory of your training code; relative paths are from the current "
+            f"directory ({Path.cwd()})",
+        )
+    return root
+
+
+def entry_argv(spec: Any) -> list[str]:
+    """What runs after `python`: [SCRIPT] or ["-m", MODULE]."""
+    image = script_image(spec)
+    return [image.script] if image.script else ["-m", image.module]
+
+
+def check_entry(spec: Any, root: Path | None = None) -> None:
+    """The script (or module) must be inside image.code.
+
+    Args:
+        spec: a script job's JobSpec.
+        root: image.code, resolved (default: code_root(spec)).
+    Raises:
+        SpecError: image.script / image.module names nothing there (exit 2).
+    """
+    image = script_image(spec)
+    root = root or code_root(spec)
+    if image.script:
+        if not (root / image.script).is_file():
+            raise SpecError(
+                "image.script",
+                f"is not a file in image.code ({root})",
+                value=image.script,
+                hint="give the script's path relative to image.code, e.g. task.py",
+            )
+        return
+    parts = image.module.split(".")
+    base = root.joinpath(*parts)
+    found = (
+        base.with_suffix(".py").is_file()
+        or (base / "__init__.py").is_file()
+        or (base / "__main__.py").is_file()
+    )
+    if not found:
+        raise SpecError(
+            "image.module",
+            f"is not a module in image.code ({root}): neither {'/'.join(parts)}.py nor "
+            f"{'/'.join(parts)}/__init__.py is there",
+            value=image.module,
+            hint="the dotted path of a .py file under image.code, e.g. trainer.task for trainer/task.py",
+        )
+
+
+def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
+    """image.requirements, then the lines of image.code/requirements.txt, each a plain pip
+    requirement (checked as every value that reaches a Dockerfile or a shell).
+
+    Args:
+        spec: a script job's JobSpec.
+        root: image.code, resolved (default: code_root(spec)).
+    Returns:
+        The requirement strings, in that order, without duplicates.
+    Raises:
+        SpecError: a requirement is not a plain NAME[EXTRAS]SPECIFIERS (exit 2).
+    """
+    image = script_image(spec)
+    root = root or code_root(spec)
+    out = [validate_requirement(f"image.requirements[{i}]", r) for i, r in enumerate(image.requirements)]
+    path = root / "requirements.txt"
+    if path.is_file():
+        for n, line in enumerate(requirement_lines(path.read_text(encoding="utf-8")), 1):
+            out.append(validate_requirement(f"image.code: requirements.txt line {n}", line))
+    return list(dict.fromkeys(out))

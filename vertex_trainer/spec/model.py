@@ -28,7 +28,7 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
 from vertex_trainer.spec.base import Strict, as_problem, problem
 from vertex_trainer.spec.deploy import DeploySpec
-from vertex_trainer.spec.images import BUILDERS, VARIANTS
+from vertex_trainer.spec.images import Builder, VariantName
 from vertex_trainer.spec.trainer import TrainerArgs
 from vertex_trainer.spec.tune import TuneSpec
 
@@ -112,16 +112,18 @@ class ImageSpec(Strict):
         None,
         description="Artifact Registry repository to build into; the tag is the build context's content hash",
     )
-    builder: Literal[BUILDERS] = Field(
-        "cloud-build", description="how to build the image: cloud-build or docker"
-    )
+    builder: Builder = Field("cloud-build", description="how to build the image: cloud-build or docker")
     context: str | None = Field(
         None, description="a directory with its own Dockerfile; default: the bundled trainer"
     )
-    variant: Literal[("auto", *VARIANTS)] = Field(
+    variant: Literal["auto", VariantName] = Field(
         "auto", description="which Dockerfile template: auto follows the hardware"
     )
-    base_image: str | None = Field(None, description="override the variant's pinned base image")
+    base_image: str | None = Field(
+        None,
+        description="override the variant's pinned base image; with image.code, auto (the default) is "
+        "the prebuilt Vertex AI TensorFlow training image of the variant",
+    )
     base_image_digest: str | None = Field(
         None, pattern=r"^sha256:[0-9a-f]{64}$", description="pin the base image by digest"
     )
@@ -136,6 +138,22 @@ class ImageSpec(Strict):
         None,
         pattern=r"^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[A-Za-z0-9._/-]*)?$",
         description="gs://bucket/prefix for build contexts and packages; default: <output_dir>/staging",
+    )
+    code: str | None = Field(
+        None,
+        description="your own training code: a local directory (relative to the current directory) "
+        "run with image.script or image.module instead of the bundled trainer",
+    )
+    script: str | None = Field(
+        None, description="with image.code: run `python SCRIPT ARGS` (a .py path inside image.code)"
+    )
+    module: str | None = Field(
+        None, description="with image.code: run `python -m MODULE ARGS` (a dotted module inside image.code)"
+    )
+    requirements: tuple[str, ...] = Field(
+        (),
+        description="with image.code: pip requirements of your code (plus image.code/requirements.txt "
+        "when present)",
     )
 
     @model_validator(mode="after")
@@ -155,7 +173,44 @@ class ImageSpec(Strict):
                 sub="executor_image",
                 hint="remove executor_image or set python_package: true",
             )
+        self._code_fields()
         return self
+
+    def _code_fields(self) -> None:
+        """image.code and its companions (script, module, requirements) go together."""
+        if not self.code:
+            for name in ("script", "module", "requirements"):
+                if getattr(self, name):
+                    raise problem(
+                        "only applies with image.code (your own code's directory)",
+                        sub=name,
+                        hint=f"add image.code: DIR, or remove image.{name}",
+                    )
+            return
+        if bool(self.script) == bool(self.module):
+            what = "both are set" if self.script else "neither is set"
+            raise problem(
+                f"needs exactly one of image.script or image.module ({what})",
+                sub="code",
+                hint="image.script: task.py runs `python task.py`; image.module: trainer.task "
+                "runs `python -m trainer.task`",
+            )
+        for name, why in (
+            ("uri", "an existing image already holds its code"),
+            ("context", "a directory with its own Dockerfile decides what runs"),
+            ("pip_packages", "they belong to the bundled trainer's image; use image.requirements"),
+        ):
+            if getattr(self, name):
+                raise problem(
+                    f"does not go with image.code: {why}",
+                    sub=name,
+                    hint=f"remove image.{name}, or drop image.code",
+                )
+
+    @property
+    def runs_code(self) -> bool:
+        """True for a script job: image.code run with image.script or image.module."""
+        return bool(self.code and (self.script or self.module))
 
     @property
     def builds(self) -> bool:
@@ -278,8 +333,8 @@ class JobSpec(Strict):
         description="Vertex AI region, e.g. us-central1 (a cloud job needs one; --local does not)",
     )
     hardware: Annotated[HardwareSpec, BeforeValidator(_hardware)] = Field(
-        description="a preset name (vertex-trainer hardware) or {machine_type, accelerator_type, accelerator_count,"
-        " tpu_topology}"
+        description="a preset name (vertex-trainer hardware) or {machine_type, accelerator_type, "
+        "accelerator_count, tpu_topology}"
     )
     replicas: int = Field(
         1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers"
@@ -315,8 +370,8 @@ class JobSpec(Strict):
     persistent_resource: str | None = Field(
         None,
         pattern=r"^[a-z][a-z0-9-]{0,62}$|^projects/[^/]+/locations/[a-z0-9-]+/persistentResources/[a-z][a-z0-9-]{0,62}$",
-        description="run on this persistent resource (an id, or projects/P/locations/R/persistentResources/ID) "
-        "instead of new VMs (vertex-trainer resources create)",
+        description="run on this persistent resource (an id, or "
+        "projects/P/locations/R/persistentResources/ID) instead of new VMs (vertex-trainer resources create)",
     )
     enable_web_access: bool | None = Field(
         None, description="an interactive shell on each replica while it runs (vertex-trainer shell JOB)"
@@ -336,8 +391,19 @@ class JobSpec(Strict):
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Vertex labels (lowercase, <= 63 chars)")
     env: dict[str, str] = Field(default_factory=dict, description="environment variables for every replica")
-    trainer: TrainerArgs = Field(
-        description="the trainer's flags (--kebab-case=value); unset = trainer default"
+    trainer: TrainerArgs | None = Field(
+        None,
+        description="the bundled trainer's flags (--kebab-case=value; unset = trainer default); "
+        "required unless the job runs your own code (image.code) or image (image.uri, image.context)",
+    )
+    args: tuple[str, ...] = Field(
+        (),
+        description="the arguments of your own code (image.code) or image (image.uri, image.context): "
+        "containerSpec.args / pythonPackageSpec.args",
+    )
+    command: tuple[str, ...] = Field(
+        (),
+        description="image.uri / image.context only: replaces the image's ENTRYPOINT (containerSpec.command)",
     )
     deploy: DeploySpec | None = Field(
         None,
@@ -362,15 +428,25 @@ class JobSpec(Strict):
 
     @model_validator(mode="after")
     def _rules(self) -> JobSpec:
+        # First what the job runs (the rules below read trainer: when the job has one).
+        _what_runs(self)
         rules.check(self)  # the cross-field rules; raises SpecError / SpecProblems (exit 2)
         return self
 
     @property
     def runs_bundled_trainer(self) -> bool:
-        """True when the cloud job runs the trainer shipped with vertex-trainer (not image.uri/context)."""
+        """True when the cloud job runs the trainer shipped with vertex-trainer (not image.uri/
+        context, not your own code from image.code)."""
         if self.image is None:  # a local-only spec: the installed trainer runs
             return True
+        if self.image.runs_code:
+            return False
         return self.image.python_package or bool(self.image.repository and not self.image.context)
+
+    @property
+    def is_script_job(self) -> bool:
+        """True when the job runs your own code (image.code with image.script or image.module)."""
+        return self.image is not None and self.image.runs_code
 
     @property
     def total_devices(self) -> int:
@@ -378,10 +454,89 @@ class JobSpec(Strict):
 
     def to_dict(self) -> dict:
         """Plain data (durations in seconds), the canonical form hashed and saved beside artifacts."""
-        return self.model_dump(mode="json", exclude_none=True)
+        data = self.model_dump(mode="json", exclude_none=True)
+        # Fields added for script jobs (issue 32) are left out while empty, so a spec that does
+        # not use them keeps the hash (and the vertex-trainer-spec label) it had before.
+        for key in ("args", "command"):
+            if not data.get(key):
+                data.pop(key, None)
+        if "image" in data and not data["image"].get("requirements"):
+            data["image"].pop("requirements", None)
+        return data
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
+
+
+def _what_runs(spec: JobSpec) -> None:
+    """trainer:, args: and command: against what the job runs (docs/contract.md section 14).
+
+    Raises:
+        SpecError: the one field that does not fit, its value and the fix (exit 2).
+    """
+    if spec.is_script_job:
+        if spec.trainer is not None:
+            raise SpecError(
+                "trainer",
+                "is not used by a script job: image.code runs your own code "
+                f"({_entry(spec)}), not the bundled trainer",
+                value=spec.trainer.model_dump(exclude_none=True, exclude_defaults=True) or None,
+                hint="remove trainer: and pass your code's arguments in args: [...]",
+            )
+        if spec.command:
+            raise SpecError(
+                "command",
+                f"does not apply to a script job: it runs {_entry(spec)}",
+                value=list(spec.command),
+                hint="remove command:, or change image.script / image.module",
+            )
+        if spec.tune is not None:
+            raise SpecError(
+                "tune",
+                "is not supported for a script job yet (it tunes the bundled trainer's fields)",
+                has_value=False,
+                hint="remove tune:, or tune the bundled trainer",
+            )
+        return
+    if spec.runs_bundled_trainer:
+        if spec.trainer is None:
+            raise SpecError(
+                "trainer",
+                "is required: the job runs the bundled trainer",
+                has_value=False,
+                hint="add trainer: {train_data: ..., num_classes: ...}; or run your own code "
+                "with image.code and image.script (or image.module)",
+            )
+        for name in ("args", "command"):
+            if getattr(spec, name):
+                raise SpecError(
+                    name,
+                    "only applies to your own code (image.code) or image (image.uri, image.context)",
+                    value=list(getattr(spec, name)),
+                    hint="the bundled trainer takes trainer: fields (trainer.extra_args for any other flag)",
+                )
+        return
+    # image.uri / image.context: the image's own code, given trainer: flags or args:.
+    if spec.trainer is not None and spec.args:
+        raise SpecError(
+            "args",
+            "and trainer: are both set; an image takes one argument list",
+            value=list(spec.args),
+            hint="keep trainer: (the bundled trainer's flags) or args: (the image's own arguments)",
+        )
+    if spec.tune is not None and spec.trainer is None:
+        raise SpecError(
+            "tune",
+            "needs trainer: (it tunes the bundled trainer's fields)",
+            has_value=False,
+            hint="add trainer:, or remove tune:",
+        )
+
+
+def _entry(spec: JobSpec) -> str:
+    image = spec.image
+    assert image is not None
+    return f"python {image.script}" if image.script else f"python -m {image.module}"
 
 
 def spec_hash(spec: JobSpec) -> str:

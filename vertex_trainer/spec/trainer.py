@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, create_model
 
@@ -43,6 +43,9 @@ _BOUNDS = ("ge", "gt", "le", "lt")
 
 class _TrainerBase(Strict):
     """The trainer's flags (docs/contract.md section 4). Unset fields fall back to the trainer's defaults."""
+
+    if TYPE_CHECKING:  # a field of every TrainerArgs, added by _build
+        extra_args: tuple[str, ...]
 
     def to_args(self) -> list[str]:
         """The container args: `--kebab-case=value`, in field order, then extra_args."""
@@ -86,7 +89,15 @@ def _build() -> type[_TrainerBase]:
     )
 
 
-TrainerArgs = _build()
+if TYPE_CHECKING:
+
+    class TrainerArgs(_TrainerBase):
+        """What the type checker sees: the fields come from the flag table at run time."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    TrainerArgs = _build()
 SPEC_FLAGS = tuple(name for name in TrainerArgs.model_fields if name != "extra_args")
 
 
@@ -98,6 +109,8 @@ def check_trainer_flags(spec: Spec) -> None:
     trainer (`spec.runs_bundled_trainer`) and for local runs. Skipped when the trainer package is
     not installed beside the client.
     """
+    if spec.trainer is None:  # script jobs (issue 32): your own code has no trainer flags to check
+        return
     try:
         import trainer.config  # noqa: F401  (argparse and the trainer's parser: only when checked)
     except ImportError:

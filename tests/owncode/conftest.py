@@ -1,0 +1,48 @@
+"""Fixtures of the script-job tests (issue 32): a code directory of your own and its spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vertex_trainer.spec import JobSpec, build_spec
+
+REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/own"
+
+
+def script_data(code: Path | str, **changes: Any) -> dict:
+    """The raw data of a one-replica CPU script job running task.py from `code`."""
+    data: dict[str, Any] = {
+        "name": "own",
+        "project": "my-project-1",
+        "region": "us-central1",
+        "hardware": "cpu",
+        "image": {"code": str(code), "script": "task.py", "repository": REPOSITORY},
+        "output_dir": "gs://my-bucket/runs/own",
+        "args": ["--epochs=2"],
+    }
+    for key, value in changes.items():
+        if key == "image":
+            data["image"] = {**data["image"], **value}
+        else:
+            data[key] = value
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def script_spec(code: Path | str, **changes: Any) -> JobSpec:
+    return build_spec(script_data(code, **changes))
+
+
+@pytest.fixture
+def code_dir(tmp_path: Path) -> Path:
+    """A code directory: task.py importing a sibling module, a package, requirements.txt."""
+    code = tmp_path / "code"
+    (code / "trainer").mkdir(parents=True)
+    (code / "helper.py").write_text("GREETING = 'hello from helper'\n")
+    (code / "task.py").write_text("import sys\nimport helper\nprint(helper.GREETING, sys.argv[1:])\n")
+    (code / "trainer" / "__init__.py").write_text("")
+    (code / "trainer" / "task.py").write_text("import sys\nprint('module', sys.argv[1:])\n")
+    (code / "requirements.txt").write_text("# the code's own\nPyYAML>=6\n")
+    return code
