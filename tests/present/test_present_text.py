@@ -95,6 +95,11 @@ def test_compare_text_stars_the_spec_s_own_row_caps_the_table_and_ends_with_the_
     assert lines[3].startswith("* h100x8") and lines[3].split()[-1] == "-"
     assert lines[4] == "  ... 1 more (--output json lists them all)"
     assert lines[5] == "recommendation: spot (h100x8, us-central1): it checkpoints"
+    # `cost --compare` prints the estimate, then the comparison; `cost` the estimate alone
+    both = cost.cost_text(Comparison(est, rows, facts, rec)).split("\n")
+    assert both[0].startswith("prices   USD") and both[3].startswith("plan     worst case")
+    assert both[5].startswith("alternatives (") and both[-1].startswith("recommendation: spot")
+    assert cost.cost_text(est) == cost.estimate_text(est)
 
 
 # -- bench ---------------------------------------------------------------------------------------

@@ -376,21 +376,6 @@ def check_search_budget(est: Estimate, budget: float, field: str, trials: int) -
             )
 
 
-def price_line(est: Estimate) -> str:
-    """The one line `validate` and `submit --dry-run` print: hourly and worst case per attempt."""
-    parts = []
-    for a in est.attempts:
-        if a.hourly is None:
-            parts.append(f"attempt {a.attempt} {a.strategy}: no price ({a.reason})")
-            continue
-        le = "<= " if a.upper_bound else ""
-        parts.append(
-            f"attempt {a.attempt} {a.strategy} {a.region}: {le}{a.hourly:,.2f} USD/h, worst case "
-            f"{le}{a.max_cost:,.2f} USD ({a.max_hours:g} h)"
-        )
-    return f"price: {'; '.join(parts)} (list prices as of {est.prices_as_of}, `vertex-trainer cost` for more)"
-
-
 # -- what an ended job cost -----------------------------------------------------------------------
 def _seconds(stamp: str) -> float:
     import datetime as dt
@@ -446,21 +431,6 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
         "prices_as_of": book.as_of,
         "reason": reason,
     }
-
-
-def job_cost_line(cost: dict | None) -> str | None:
-    """ "cost     ~123.45 USD (estimate: 2.50 h x 49.38 USD/h spot list price, as of ...)"."""
-    if not cost:
-        return None
-    if cost["usd"] is None:
-        return f"cost     unknown ({cost['reason']})"
-    le = "at most " if cost.get("upper_bound") else "~"
-    hours = cost["hours"]
-    ran = f"{hours * 60:,.1f} min" if hours < 0.1 else f"{hours:,.2f} h"
-    return (
-        f"cost     {le}{cost['usd']:,.2f} USD (estimate: {ran} x {cost['hourly']:,.2f} "
-        f"USD/h {cost['strategy']} list price, as of {cost['prices_as_of']}; not the bill)"
-    )
 
 
 def cost_per_epoch(
