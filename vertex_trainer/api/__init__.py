@@ -5,20 +5,24 @@
     job = vt.submit(spec)                # -> Job (name, state, console_url, refresh/wait/cancel)
     job.wait()
 
-`submit()` is the one path: pre-submit checks -> artifact (plan, or build when needed) -> render
--> create (idempotent) | run locally | describe the requests (dry run). Everything it sends or
-runs is made from the same rendered CustomJob dict. This package and the CLI are the edge: the
-environment is read here once (`Settings.from_environ`) and passed down as `settings`.
+`submit()` is the one path: `plan_submit` makes the plan (every check, the budget, the artifact
+planned, each attempt's CustomJob rendered once: a frozen `SubmitPlan`), then the executor of
+its kind runs it: create (idempotent) | run locally | the tuning job | the fallback's attempts;
+a dry run returns the plan. Everything it sends or runs is the plan's. This package and the CLI
+are the edge: the environment is read here once (`Settings.from_environ`) and passed down as
+`settings`.
 
-    core.py     load, check, plan, render, package, submit (SubmitOptions), deploy; the API's Job
-    results.py  what submit returns otherwise: DryRun, LocalJob
+    core.py     settings, load, check, plan the artifact, render (no network)
+    plan.py     the submit plan: SubmitOptions, SubmitPlan, plan_submit; the quota look of validate
+    execute.py  submit: the plan, then its executor (custom, fallback, tuning, local, local tuning)
+    handles.py  the API's Job; results.py the DryRun and the LocalJob
+    package.py  package: the image built once per content hash (or the Python package staged)
+    deploy.py   deploy: a finished job's model registered and served
     jobs.py     jobs by name: status, tuning_job, cancel, list_jobs, logs
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
-    data.py     data convert: images -> TFRecords (Beam here or on Dataflow)
-    inputs.py   what a person types, checked: KEY=VALUE lists, idempotency keys, label selectors
 """
 
 from vertex_trainer.api.bench import bench
@@ -31,19 +35,16 @@ from vertex_trainer.api.capacity import (
     web_access,
 )
 from vertex_trainer.api.core import (
-    Job,
-    SubmitOptions,
     check,
-    deploy,
     load_spec,
-    package,
     plan_artifact,
     render_job,
+    render_text,
     settings_from_env,
-    submit,
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
 from vertex_trainer.api.data import convert_data
+from vertex_trainer.api.deploy import deploy
 from vertex_trainer.api.events import (
     compile_pipeline,
     on_object_finalized,
@@ -53,15 +54,32 @@ from vertex_trainer.api.events import (
     trigger_deploy,
     trigger_render,
 )
+from vertex_trainer.api.execute import Handle, submit
+from vertex_trainer.api.handles import Job
 from vertex_trainer.api.inputs import check_key, parse_assignments, parse_label
 from vertex_trainer.api.jobs import cancel, find_local_run, list_jobs, logs, status, tuning_job
+from vertex_trainer.api.package import package
+from vertex_trainer.api.plan import (
+    AttemptPlan,
+    QuotaLook,
+    SubmitOptions,
+    SubmitPlan,
+    TrialPlan,
+    look_at_quota,
+    plan_submit,
+)
 from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
+    "AttemptPlan",
     "DryRun",
+    "Handle",
     "Job",
     "LocalJob",
+    "QuotaLook",
     "SubmitOptions",
+    "SubmitPlan",
+    "TrialPlan",
     "bench",
     "cancel",
     "check",
@@ -78,6 +96,7 @@ __all__ = [
     "list_resources",
     "load_spec",
     "logs",
+    "look_at_quota",
     "on_object_finalized",
     "package",
     "parse_assignments",
@@ -87,9 +106,11 @@ __all__ = [
     "pipeline_yaml",
     "plan",
     "plan_artifact",
+    "plan_submit",
     "prices",
     "refresh_prices",
     "render_job",
+    "render_text",
     "resource_request",
     "settings_from_env",
     "status",

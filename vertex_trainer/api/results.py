@@ -1,9 +1,10 @@
-"""What `submit` returns besides a Vertex AI Job: the DryRun of `dry_run=True` and the LocalJob of
-`local=True` (vertex_trainer.api re-exports both)."""
+"""What `submit` returns besides a Vertex AI Job: the DryRun of `dry_run=True` (made from the
+submit plan, which it carries) and the LocalJob of `local=True` (vertex_trainer.api re-exports
+both)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_trainer.contract import JobState, short_state
@@ -13,7 +14,9 @@ __all__ = ["DryRun", "LocalJob"]
 
 @dataclass
 class DryRun:
-    """What submit would do, without doing it: the exact requests, and the CustomJob body."""
+    """What submit would do, without doing it: the exact requests, and the body it creates first
+    (the CustomJob, or a tuning spec's HyperparameterTuningJob). `plan` is the SubmitPlan it
+    was made from (api/plan.py)."""
 
     job: dict
     requests: list[dict]
@@ -22,9 +25,9 @@ class DryRun:
     local: bool = False
     package: dict | None = None  # the build or upload submit would do first (when the spec builds)
     deploy: dict | None = None  # submit(deploy=True): the requests the deploy would send after
-    attempts: list[dict] | None = (
-        None  # scheduling.fallback: each attempt's requests (fallback.plan_requests)
-    )
+    attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests
+    trials: list[dict] | None = None  # a local tuning study: the trials it would run
+    plan: Any = field(default=None, repr=False, compare=False)  # the SubmitPlan
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
@@ -44,6 +47,8 @@ class DryRun:
             out["deploy"] = self.deploy
         if self.attempts is not None:
             out["attempts"] = self.attempts
+        if self.trials is not None:
+            out["trials"] = self.trials
         return out
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook

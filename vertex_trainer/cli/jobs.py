@@ -1,9 +1,10 @@
-"""submit, status, cancel, list: creating and following jobs (docs/contract.md sections 2-3)."""
+"""submit, status, cancel, list: creating and following jobs (docs/contract.md sections 2-3).
+
+`submit` is one `api.submit` call, whatever the spec (its plan decides the kind); the text of a
+dry run is present.plan's, read from the plan the API returns."""
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated
 
 import typer
@@ -89,7 +90,8 @@ def submit(
             metavar="USD",
             min=0.01,
             help="refuse (exit 2, nothing sent) a plan whose worst "
-            "case (timeout x hourly list price) costs more; wins over scheduling.max_cost",
+            "case (timeout x hourly list price; a tuning job: x max_trials) costs more; "
+            "wins over scheduling.max_cost",
         ),
     ] = None,
 ) -> None:
@@ -111,6 +113,8 @@ def submit(
             idempotency_key=idempotency_key,
             cancel_on_interrupt=cancel_on_interrupt,
             deploy=deploy_after,
+            quota_check=quota_check,
+            max_cost=max_cost,
         )
     watched: dict = {}
 
@@ -119,6 +123,13 @@ def submit(
         watched[job.name] = _watch(job, output, cancel_on_interrupt, show_logs=show_logs)
 
     text = output is OutputFormat.text
+    options = api.SubmitOptions(
+        quota_check=quota_check,
+        follow=follow,
+        max_cost=max_cost,
+        console=err_console() if text else None,
+        summary=not text,
+    )
     result = api.submit(
         job_spec,
         wait=wait,
@@ -126,19 +137,12 @@ def submit(
         local=local,
         dry_run=dry_run,
         deploy=deploy_after,
+        options=options,
         settings=cfg,
         log=stderr_line,
-        quota_check=quota_check,
-        follow=follow,
-        max_cost=max_cost,
-        console=err_console() if text else None,
-        summary=not text,
     )
-    if dry_run:
-        _show_dry_run(result, output)
-        if text and not local:  # hourly and worst case per attempt (docs/contract.md section 12)
-            print(f"# {_price_line(job_spec)}")
-        return
+    if isinstance(result, api.DryRun):
+        return show_dry_run(result, output)
     if local:
         return _show_local(result, output)
     if result.name not in watched:  # not followed: --no-wait, or adopted after it ended
@@ -149,7 +153,7 @@ def submit(
         emit_json(result.to_dict())
     elif result.attempts:
         _show_attempts(result)
-    if result.deployment is not None and text:
+    if getattr(result, "deployment", None) is not None and text:
         from vertex_trainer.cli.deploy import show_deployment
 
         show_deployment(result.deployment, output)
@@ -225,9 +229,8 @@ def list_jobs(
 ) -> None:
     """List jobs, newest first (by default those created by vertex-trainer)."""
     from vertex_trainer import api
-    from vertex_trainer.vertex.names import parse_label
 
-    labels = dict(parse_label(item) for item in label or ())
+    labels = dict(api.parse_label(item) for item in label or ())
     cfg = settings()
     place = where(cfg, project, region, need=True)
     jobs = api.list_jobs(
@@ -254,7 +257,7 @@ def list_jobs(
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
 
 
 # -- showing jobs --------------------------------------------------------------------------------
@@ -272,16 +275,9 @@ def _show_created(job, output: OutputFormat) -> None:
 
 
 def _show_attempts(job) -> None:
-    from vertex_trainer.workflows.fallback import summary
+    from vertex_trainer.present.attempts import attempts_line
 
-    print(f"attempts {summary(job.attempts)}")
-
-
-def _price_line(job_spec) -> str:
-    from vertex_trainer import pricing
-    from vertex_trainer.workflows import cost
-
-    return cost.price_line(cost.estimate(job_spec, pricing.load_snapshot()))
+    print(attempts_line(job.attempts))
 
 
 def _cost(job) -> dict | None:
@@ -297,7 +293,7 @@ def _with_cost(obj: dict, job) -> dict:
 
 
 def _cost_line(job) -> None:
-    from vertex_trainer.workflows.cost import job_cost_line
+    from vertex_trainer.present.cost import job_cost_line
 
     line = job_cost_line(_cost(job))
     if line:
@@ -379,46 +375,13 @@ def _end(job, output: OutputFormat, view, failure, describe: bool = False) -> No
         raise JobFailed(job.failure_message(), hint=failure.advice if failure else None)
 
 
-def _show_dry_run(plan, output: OutputFormat) -> None:
+def show_dry_run(dry, output: OutputFormat) -> None:
+    """submit --dry-run (any kind): the JSON object, or the plan's text (present.plan)."""
     if output is OutputFormat.json:
-        return emit_json(plan.to_dict())
-    if plan.local:
-        print("# dry run: nothing runs. submit --local would run this CustomJob on this machine:")
-        sys.stdout.write(json.dumps(plan.job, indent=2) + "\n")
-        return
-    lookup, create = plan.requests
-    from urllib.parse import urlencode
+        return emit_json(dry.to_dict())
+    from vertex_trainer.present.plan import dry_run_text
 
-    print("# dry run: nothing was sent, built or run. submit would:")
-    steps = iter(range(1, 4))
-    pkg = plan.package
-    if pkg:
-        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
-        print(f"# {next(steps)}. package: if {pkg['target']} does not exist yet, {how}")
-        print(f"#    (context: {pkg['files']} files, {pkg['bytes']:,} bytes, {pkg['context_hash']})")
-    print(f"# {next(steps)}. look for a job already created with idempotency key {plan.idempotency_key}")
-    print(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
-    print(f"# {next(steps)}. if there is none, create it")
-    if plan.image:
-        print(f"#    image: {plan.image}")
-    print(f"{create['method']} {create['url']}")
-    sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
-    if (plan.attempts or [])[1:]:  # scheduling.fallback (docs/contract.md section 11)
-        print(
-            "# then each attempt below, only if the one before it is refused: its create for quota "
-            "or as not offered there, or its job for capacity (code 8: seen with --wait)"
-        )
-    for attempt in (plan.attempts or [])[1:]:
-        post = attempt["requests"][-1]
-        print(
-            f"# attempt {attempt['attempt']} ({attempt['strategy']} in {attempt['region']} on "
-            f"{attempt['hardware']}), its own job"
-        )
-        print(f"{post['method']} {post['url']}")
-    if plan.deploy is not None:  # --deploy: what the deploy after the job would send
-        from vertex_trainer.cli.deploy import show_deployment
-
-        show_deployment(plan.deploy, output)
+    print(dry_run_text(dry.plan))
 
 
 def _show_local(result, output: OutputFormat) -> None:
@@ -427,31 +390,11 @@ def _show_local(result, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         emit_json(result.to_dict())
     else:
+        from vertex_trainer.present.runs import local_summary
+
         print(local_summary(result))
     if result.done and not result.succeeded:
         raise JobFailed(result.failure_message())
-
-
-def local_summary(result) -> str:
-    """local/state/model/output/metrics lines of a LocalJob (the metrics the run display names)."""
-    from vertex_trainer.local.display import SUMMARY_METRICS
-
-    r = result.result
-    rows = [
-        ("local", result.name),
-        ("state", f"{short_state(result.state)} in {r.elapsed_s:.1f}s"),
-        ("output", result.output_dir),
-    ]
-    if result.succeeded:
-        rows.insert(2, ("model", _str(r.model_dir)))
-        metrics = result.metrics or {}
-        shown = {k: metrics[k] for k in SUMMARY_METRICS if k in metrics}
-        rows.append(("metrics", json.dumps(shown) if shown else "none (no metrics.json in the output)"))
-    return "\n".join(f"{k:8} {v}" for k, v in rows if v)
-
-
-def _str(value) -> str | None:
-    return None if value is None else str(value)
 
 
 def register(app: typer.Typer) -> None:

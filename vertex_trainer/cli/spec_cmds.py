@@ -30,15 +30,6 @@ class RenderFormat(str, Enum):
     spec = "spec"
 
 
-def _price(job) -> str:
-    from vertex_trainer import pricing
-    from vertex_trainer.workflows import cost
-
-    book = pricing.load_snapshot()
-    cost.enforce_budget(job, book)
-    return cost.price_line(cost.estimate(job, book)).removeprefix("price: ")
-
-
 def validate(
     spec: SpecPath,
     set_: SetOpt = None,
@@ -64,90 +55,18 @@ def validate(
 ) -> None:
     """Check a job spec (fields, hardware, scheduling) for a cloud submit, or with --local for a
     run here, without sending anything (--check-quota: one read-only look at the project's quota).
-    It answers what `submit --dry-run` (or `submit --local`) would: the same problems, the same
-    warnings."""
+    It answers from the plan `submit --dry-run` (or `submit --local`) makes: the same problems, the
+    same warnings, the same budget."""
     from vertex_trainer import api
-    from vertex_trainer.durations import fmt_duration
-    from vertex_trainer.spec.rules import warnings
-    from vertex_trainer.workflows import capacity, preflight
+    from vertex_trainer.present.plan import quota_lines, validate_text
 
     cfg = settings()
     job = load(spec, set_, var, project, region, cfg)
-    api.check(job, local=local)  # submit's own checks (exit 2): cloud paths and project, or local data
-    if not local:  # the warnings a cloud submit prints before it sends (nothing stops)
-        for warning in (*warnings(job), preflight.registry_far(job), capacity.region_warning(job)):
-            if warning:
-                stderr_line(warning)
-        capacity.check_regions(job)  # a fallback attempt where its accelerator is not offered: exit 2
-    quota = _quota_lines(job, cfg) if check_quota else []  # exit 2 here when clearly short
-    s = job.scheduling
-    wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
-    if wait and any("max_wait is ignored" in w for w in warnings(job)):
-        wait += " (ignored: no flex-start in the plan)"
-    preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
-    image = (
-        "(none: --local only)"
-        if job.image is None
-        else job.image.uri or job.image.repository or "python package"
-    )
-    lines = [
-        f"OK  {spec}: {job.name}" + (" (for --local)" if local else ""),
-        f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
-        f"  hardware  {preset}{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)",
-        f"  schedule  {s.strategy}{wait}"
-        + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
-        + (f"; then {', then '.join(_fallback_words(job))} if refused" if s.fallback else ""),
-        f"  image     {image}",
-        f"  trainer   {job.trainer.model} on {job.trainer.train_data}",
-    ]
-    if (
-        not local
-    ):  # hourly and worst case per attempt; over scheduling.max_cost: exit 2 (docs/contract.md section 12)
-        lines.append(f"  price     {_price(job)}")
-    if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
-        t = job.tune
-        lines.append(
-            f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
-            f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
-        )
-    print("\n".join(lines + quota))
-
-
-def _fallback_words(job) -> list[str]:
-    """'spot', or 'spot in us-east5 on a100x8' for an attempt that moves (spec/attempts.py)."""
-    from vertex_trainer.spec.attempts import attempts
-
-    plan = attempts(job)
-    return [
-        a.strategy
-        + (f" in {a.region}" if a.region != plan[0].region else "")
-        + (f" on {a.hardware_name}" if a.hardware != plan[0].hardware else "")
-        + (
-            f" (reservation {a.reservation})"
-            if a.reservation and a.reservation != plan[0].reservation
-            else ""
-        )
-        for a in plan[1:]
-    ]
-
-
-def _quota_lines(job, cfg) -> list[str]:
-    """validate --check-quota: a line per strategy of the plan (warnings go to stderr)."""
-    from vertex_trainer.workflows import capacity
-
-    if capacity.offline(cfg):
-        return [
-            "  quota     not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set"
-        ]
-    if not capacity.accelerator(job):
-        return ["  quota     no accelerator: nothing to check"]
-    if not job.project or not job.region:
-        return ["  quota     not checked: the spec has no project or region yet"]
-    checks = capacity.check_quota(job, settings=cfg, log=lambda _: None)  # each shown below
-    acc = capacity.accelerator(job)
-    return [f"  quota     {c.describe(acc)}" for c in checks] or [
-        f"  quota     not checked: no quota metric is known for {acc}"
-    ]
+    plan = api.plan_submit(job, local=local, settings=cfg)  # submit's own checks and budget (exit 2)
+    for warning in plan.warnings:  # the warnings a cloud submit prints before it sends (nothing stops)
+        stderr_line(warning)
+    quota = quota_lines(api.look_at_quota(job, settings=cfg)) if check_quota else []  # exit 2 when short
+    print(validate_text(plan, spec, quota))
 
 
 def render(
@@ -172,21 +91,12 @@ def render(
 ) -> None:
     """Print the CustomJob (with tune:, the HyperparameterTuningJob) that submit would send."""
     from vertex_trainer import api
-    from vertex_trainer import render as r
 
     job_spec = load(spec, set_, var, project, region, settings())
     if format is RenderFormat.spec:
         sys.stdout.write(job_spec.to_yaml())
         return
-    job = api.render_job(job_spec, idempotency_key=idempotency_key)
-    if job_spec.tune is not None:
-        job = r.tuning_job(job_spec, job)  # submit creates this; each trial runs the CustomJob
-    if format is RenderFormat.json:
-        sys.stdout.write(r.to_json(job))
-    elif format is RenderFormat.yaml:
-        sys.stdout.write(r.to_yaml(job))
-    else:
-        sys.stdout.write(r.to_gcloud_config(job_spec, job))
+    sys.stdout.write(api.render_text(job_spec, format.value, idempotency_key=idempotency_key))
 
 
 def hardware(
@@ -240,7 +150,7 @@ def hardware(
     if not console.is_terminal:  # piped: full values in aligned columns, never cut to a width
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         for line in lines:
-            print("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip())
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
         print("\n".join(_provenance(rows)))
         return
     from rich.table import Table

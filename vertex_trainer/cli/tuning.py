@@ -7,8 +7,6 @@ stderr; `--output json` prints exactly one JSON object.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -68,9 +66,12 @@ def submit(
     idempotency_key: str | None,
     cancel_on_interrupt: bool,
     deploy: bool = False,
+    quota_check: bool = True,
+    max_cost: float | None = None,
 ) -> None:
-    """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit,
-    then the trials as they end (--wait) and the table of trials."""
+    """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit
+    (the same plan, checks and budget as any submit), then the trials as they end (--wait) and
+    the table of trials."""
     from vertex_trainer import api
 
     # A cloud tuning job is followed here (each trial as it ends), not by api.submit's wait.
@@ -83,10 +84,19 @@ def submit(
         deploy=deploy,
         log=stderr_line,
         settings=cfg,
-        console=None if output is OutputFormat.json else err_console(),
+        options=api.SubmitOptions(
+            console=None if output is OutputFormat.json else err_console(),
+            quota_check=quota_check,
+            max_cost=max_cost,
+        ),
     )
-    if dry_run:
-        return _show_dry_run(job, output)
+    if isinstance(job, api.DryRun):  # (cli/jobs.py shows a custom job's the same way)
+        if output is OutputFormat.json:
+            return emit_json(job.to_dict())
+        from vertex_trainer.present.plan import dry_run_text
+
+        print(dry_run_text(job.plan))
+        return None
     if local:
         _show(job, output)
         if not job.succeeded:
@@ -181,7 +191,7 @@ def trials_table(found: list, metric: str, best: dict | None) -> str:
             ]
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if best:
         lines.append(
             f"best     trial {best['id']}: {metric}={best['metric']:.4f}  " + _params(best["parameters"])
@@ -197,35 +207,6 @@ def _value(value: Any) -> str:
 
 def _params(parameters: dict) -> str:
     return " ".join(f"{k}={_value(v)}" for k, v in parameters.items())
-
-
-def _show_dry_run(plan, output: OutputFormat) -> None:
-    if output is OutputFormat.json:
-        return emit_json(plan.to_dict())
-    if plan.local:
-        print(
-            "# dry run: nothing runs. submit --local would run these trials on this machine, each "
-            "the CustomJob of the tuning job's trialJobSpec with its flags appended:"
-        )
-        for t in plan.trials or []:
-            print(f"#   trial {t['id']}: {' '.join(t['args'])}")
-        sys.stdout.write(json.dumps(plan.job, indent=2) + "\n")
-        return
-    from urllib.parse import urlencode
-
-    lookup, create = plan.requests
-    print("# dry run: nothing was sent, built or run. submit would:")
-    step = 1
-    pkg = plan.package
-    if pkg:
-        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
-        print(f"# {step}. package: if {pkg['target']} does not exist yet, {how}")
-        step += 1
-    print(f"# {step}. look for a tuning job already created with idempotency key {plan.idempotency_key}")
-    print(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
-    print(f"# {step + 1}. if there is none, create it")
-    print(f"{create['method']} {create['url']}")
-    sys.stdout.write(json.dumps(create["body"], indent=2) + "\n")
 
 
 def register(app: typer.Typer) -> None:

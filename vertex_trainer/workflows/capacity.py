@@ -19,7 +19,8 @@ fallback.py handles what this cannot know.)
   (Vertex AI is an emulator and no quota endpoint is set) it is skipped, like the bucket check.
 - `check_persistent_resource(spec, ...)`: persistent_resource must be RUNNING with a pool that
   fits each worker pool (vertex/resources.py), else exit 2 naming the mismatch.
-- `before_submit(...)`: all of them, as a cloud submit runs them; returns the attempts to skip.
+- `warnings(spec)`: the pure warnings of a cloud submit (the submit plan holds them);
+  `before_submit(...)`: the reads a cloud submit makes before it sends; returns the attempts to skip.
 """
 
 from __future__ import annotations
@@ -265,22 +266,27 @@ def check_persistent_resource(spec, *, settings: Settings, log: Log, session=Non
     return resource
 
 
-def before_submit(
-    spec, *, settings: Settings, log: Log, quota: bool = True, remote: bool = True
-) -> dict[int, str]:
-    """What a cloud submit knows before it builds or sends: the region checks, then (unless
-    `quota=False`) the quota pre-flight, then (`remote`: not a dry run) the persistent resource.
+def warnings(spec) -> list[str]:
+    """The warnings a cloud submit shows before it sends (valid, nothing stops): the spec's
+    settings without effect, an image registry far from the region, a region the table says does
+    not offer the accelerator. Pure: the submit plan holds them, validate and submit print them."""
+    from vertex_trainer.spec.rules import warnings as spec_warnings
+    from vertex_trainer.workflows.preflight import registry_far
+
+    found = [*spec_warnings(spec), registry_far(spec), region_warning(spec)]
+    return [w for w in found if w]
+
+
+def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True) -> dict[int, str]:
+    """What a cloud submit reads before it builds or sends (the plan made the pure checks:
+    `warnings`, `check_regions`): the quota pre-flight (unless `quota=False`), then the
+    persistent resource.
 
     Args:
         spec: the JobSpec; settings: the endpoints and policies; log: warnings and notes.
-        quota: read the quotas (False: --no-quota-check); remote: read the persistent resource.
+        quota: read the quotas (False: --no-quota-check).
     Returns:
         attempt n -> why it is skipped (its quota is clearly too small)."""
-    warning = region_warning(spec)
-    if warning:
-        log(warning)
-    check_regions(spec)
     skipped = skipped_attempts(check_quota(spec, settings=settings, log=log)) if quota else {}
-    if remote:
-        check_persistent_resource(spec, settings=settings, log=log)
+    check_persistent_resource(spec, settings=settings, log=log)
     return skipped

@@ -21,19 +21,21 @@ seen only by following the job, so it needs `wait`; a re-run with the same key l
 region of the plan, adopts the latest attempt (and, when that attempt was refused and the plan
 has more, goes on with the next one, as the first run would have).
 
-What each attempt met is a typed `AttemptRecord` (SkyPilot's failover history): the JSON
-`attempts` and the text summary print from the records, never from parsed messages.
+Each attempt's CustomJob is rendered once, in the submit plan (api/plan.py): `submit` sends the
+plan's bodies and renders nothing. What the service answers about a job is parsed once into a
+`JobAnswer` (its region, attempt, state, strategy, machine, error); what each attempt met is a
+typed `AttemptRecord` (SkyPilot's failover history): the JSON `attempts` and the text summary
+print from the records, never from parsed messages.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vertex_trainer import render
-from vertex_trainer.contract import ATTEMPT_LABEL, Artifact, state_name
+from vertex_trainer.contract import ATTEMPT_LABEL, state_name
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.gcp.http import Refused
 from vertex_trainer.spec.attempts import PlannedAttempt
@@ -47,6 +49,76 @@ Follow = Callable[[Job, "float | None"], Any]
 Clients = Callable[[str], JobsClient]
 Reason = Literal["no-capacity", "quota", "skipped-quota", "skipped-not-offered"]
 REASONS: tuple[str, ...] = ("no-capacity", "quota", "skipped-quota", "skipped-not-offered")
+
+
+@dataclass(frozen=True)
+class JobAnswer:
+    """A CustomJob as the service answered it, parsed once: what the fallback reads of it (where
+    it runs, which attempt of the plan it is, its state, strategy and machine, its error). `data`
+    is the answer itself, for the Job handle."""
+
+    data: dict
+    name: str | None
+    region: str | None  # from the name (None: not a custom job's name; the plan says)
+    attempt: int  # the vertex-trainer-attempt label (a job without it: the first)
+    state: str | None
+    strategy: str  # its scheduling strategy, as the spec spells it ("flex-start")
+    machine: str
+    error_code: int | None
+    error_message: str | None
+    create_time: str
+
+    @classmethod
+    def of(cls, data: Mapping) -> JobAnswer:
+        """The answer `data` (a CustomJob's REST JSON), parsed."""
+        data = dict(data or {})
+        name = data.get("name") or None
+        try:
+            region: str | None = split_name(name or "", "customJobs")[1]
+        except ValueError:
+            region = None
+        try:
+            attempt = max(1, int((data.get("labels") or {}).get(ATTEMPT_LABEL, 1)))
+        except ValueError:
+            attempt = 1
+        job_spec = data.get("jobSpec") or {}
+        strategy = str((job_spec.get("scheduling") or {}).get("strategy", "?")).lower().replace("_", "-")
+        pools = job_spec.get("workerPoolSpecs") or [{}]
+        machine = str(((pools[0] or {}).get("machineSpec") or {}).get("machineType", "?"))
+        error = data.get("error") or {}
+        try:
+            code: int | None = int(error.get("code"))
+        except (TypeError, ValueError):
+            code = None
+        return cls(
+            data,
+            name,
+            region,
+            attempt,
+            state_name(data.get("state")),
+            strategy,
+            machine,
+            code,
+            error.get("message"),
+            str(data.get("createTime") or ""),
+        )
+
+    @property
+    def refusal(self) -> str | None:
+        """Why a job that ended was refused for capacity (the service's words), or None."""
+        if (
+            self.state not in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED")
+            or self.error_code != RESOURCE_EXHAUSTED
+        ):
+            return None
+        return f"no capacity (code 8 RESOURCE_EXHAUSTED): {self.error_message or 'no message'}"
+
+    @property
+    def error(self) -> str | None:
+        """The error of a job that ended other than SUCCEEDED (why it is final), else None."""
+        if self.state in ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"):
+            return self.error_message or "ended without a message"
+        return None
 
 
 @dataclass(frozen=True)
@@ -129,44 +201,30 @@ def summary(records) -> str:
     return " -> ".join(parts)
 
 
-def refusal(data: dict) -> str | None:
+def refusal(data: Mapping) -> str | None:
     """Why a job that ended was refused for capacity (the service's words), or None (it
     succeeded, runs, was cancelled or failed for another reason)."""
-    error = data.get("error") or {}
-    if state_name(data.get("state")) not in ("JOB_STATE_FAILED", "JOB_STATE_EXPIRED"):
-        return None
-    try:
-        code = int(error.get("code"))
-    except (TypeError, ValueError):
-        return None
-    if code != RESOURCE_EXHAUSTED:
-        return None
-    return f"no capacity (code 8 RESOURCE_EXHAUSTED): {error.get('message') or 'no message'}"
+    return JobAnswer.of(data).refusal
 
 
-def attempt_of(data: dict) -> int:
+def attempt_of(data: Mapping) -> int:
     """The attempt a job of the key is (a job without the label: the first)."""
-    try:
-        return max(1, int((data.get("labels") or {}).get(ATTEMPT_LABEL, 1)))
-    except ValueError:
-        return 1
+    return JobAnswer.of(data).attempt
 
 
-def record_of(data: dict, planned: PlannedAttempt | None, n: int) -> AttemptRecord:
-    """The record of an attempt's job (`data`), planned as `planned` (None: beyond today's plan)."""
-    why = refusal(data)
-    region = _region_of(data) or (planned.region if planned else None)
-    strategy = planned.strategy if planned else _strategy_of(data)
-    hardware = planned.hardware_name if planned else _machine_of(data)
+def record_of(answer: JobAnswer | Mapping, planned: PlannedAttempt | None, n: int) -> AttemptRecord:
+    """The record of an attempt's job (its answer), planned as `planned` (None: beyond today's plan)."""
+    job = answer if isinstance(answer, JobAnswer) else JobAnswer.of(answer)
+    why = job.refusal
     return AttemptRecord(
         n,
-        region,
-        strategy,
-        hardware,
-        data.get("name"),
-        state_name(data.get("state")),
+        job.region or (planned.region if planned else None),
+        planned.strategy if planned else job.strategy,
+        planned.hardware_name if planned else job.machine,
+        job.name,
+        job.state,
         "no-capacity" if why else None,
-        why or _error(data),
+        why or job.error,
     )
 
 
@@ -190,22 +248,22 @@ def passed_over(planned: PlannedAttempt, skipped: str | None = None) -> AttemptR
     )
 
 
-def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, dict]:
+def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[int, JobAnswer]:
     """attempt n -> its job, from every region of the plan (the oldest of a number wins)."""
-    found: dict[int, dict] = {}
+    found: dict[int, JobAnswer] = {}
     for region in regions:
         client = clients(region)
         for data in client.list(client.key_filter(key)):  # newest first
-            n = attempt_of(data)
-            if n not in found or data.get("createTime", "") < found[n].get("createTime", ""):
-                found[n] = data
+            job = JobAnswer.of(data)
+            if job.attempt not in found or job.create_time < found[job.attempt].create_time:
+                found[job.attempt] = job
     return found
 
 
 def submit(
     clients: Clients | JobsClient,
     spec,
-    artifact: Artifact,
+    bodies: Sequence[dict],
     key: str,
     *,
     image: str | None,
@@ -223,7 +281,8 @@ def submit(
     Args:
         clients: region -> the JobsClient of that region (a single JobsClient serves its own
             region only, for plans that stay there).
-        spec: the JobSpec; artifact: what its jobs run; key: the idempotency key.
+        spec: the JobSpec; bodies: the CustomJob of each attempt of its plan, in order (the
+            submit plan's, rendered once); key: the idempotency key.
         image: the image named in the job's output; job_type: the Job class to return.
         wait: follow each attempt to its end (a capacity refusal after the create needs it).
         timeout: seconds for the whole plan; follow: `follow(job, seconds_left)` waits for one
@@ -239,6 +298,8 @@ def submit(
     if isinstance(clients, JobsClient):
         clients = _single(clients)
     plan = plan_of(spec)
+    if len(bodies) != len(plan):
+        raise ValueError(f"{len(bodies)} bodies for a plan of {len(plan)} attempts")
     skipped = dict(skipped or {})
     deadline = None if timeout is None else time.monotonic() + timeout
     follow = follow or (lambda job, left: job.wait(left, on_state=on_state, check=False))
@@ -254,8 +315,8 @@ def submit(
     job: Job | None = None
     while True:
         planned = plan[n - 1] if n <= len(plan) else None
-        data, adopted = earlier.get(n), True
-        if data is None and n in skipped:
+        found, adopted = earlier.get(n), True
+        if found is None and n in skipped:
             records.append(
                 AttemptRecord(
                     n,
@@ -271,11 +332,10 @@ def submit(
                 n += 1
                 continue
             break
-        if data is None:
+        if found is None:
             client = clients(planned.region)
-            body = render.custom_job(spec, artifact, idempotency_key=key, attempt=n)
             try:
-                data, adopted = create_idempotent(client, body, key, match=(ATTEMPT_LABEL,))
+                data, adopted = create_idempotent(client, bodies[n - 1], key, match=(ATTEMPT_LABEL,))
             except Refused as exc:
                 err = exc.error
                 reason = "skipped-not-offered" if not_offered(err) else "quota"
@@ -304,11 +364,12 @@ def submit(
                     hint=exc.hint,
                 ) from None
         else:
-            client = clients(_region_of(data) or planned.region)
+            data = found.data
+            client = clients(found.region or planned.region)
         job = job_type(data, client, image=image, idempotency_key=key, adopted=adopted)
         if wait and not job.done:
             follow(job, None if deadline is None else max(0.0, deadline - time.monotonic()))
-        record = record_of(job.data, planned, n)
+        record = record_of(JobAnswer.of(job.data), planned, n)
         records.append(record)
         if record.refused and n < len(plan):
             log(
@@ -346,28 +407,6 @@ def submit(
     return job
 
 
-def plan_requests(clients: Clients, spec, artifact: Artifact, key: str) -> list[dict]:
-    """What the plan's submit would send, attempt by attempt (for --dry-run); opens no connection.
-
-    Args: clients: region -> JobsClient; spec, artifact, key: as for `submit`.
-    Returns: one {"attempt", "region", "strategy", "hardware", "reservation", "requests"} per
-    attempt, its lookup and create going to its own region's endpoint."""
-    out = []
-    for a in plan_of(spec):
-        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
-        out.append(
-            {
-                "attempt": a.n,
-                "region": a.region,
-                "strategy": a.strategy,
-                "hardware": a.hardware_name,
-                "reservation": a.reservation,
-                "requests": clients(a.region).requests_for(body, key),
-            }
-        )
-    return out
-
-
 def region_clients(client: JobsClient) -> Clients:
     """region -> a JobsClient of `client`'s project there (its own endpoint, same settings and
     log); `client` itself serves its region."""
@@ -401,28 +440,3 @@ def _where(a: PlannedAttempt, plan) -> str:
     if len({p.hardware for p in plan}) > 1:
         text += f" on {a.hardware_name}"
     return text
-
-
-def _region_of(data: dict) -> str | None:
-    try:
-        return split_name(data.get("name", ""), "customJobs")[1]
-    except ValueError:  # a name that is not a custom job's: the plan says
-        return None
-
-
-def _strategy_of(data: dict) -> str:
-    # An attempt beyond today's plan (the spec's fallback list was shortened): its own strategy.
-    strategy = str(((data or {}).get("jobSpec") or {}).get("scheduling", {}).get("strategy", "?"))
-    return strategy.lower().replace("_", "-")
-
-
-def _machine_of(data: dict) -> str:
-    pools = ((data or {}).get("jobSpec") or {}).get("workerPoolSpecs") or [{}]
-    return str((pools[0].get("machineSpec") or {}).get("machineType", "?"))
-
-
-def _error(data: dict) -> str | None:
-    """The error of a job that ended other than SUCCEEDED (why it is final), else None."""
-    if state_name(data.get("state")) in ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"):
-        return (data.get("error") or {}).get("message") or "ended without a message"
-    return None

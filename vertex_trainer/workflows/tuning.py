@@ -1,8 +1,9 @@
 """Hyperparameter tuning (docs/contract.md section 10): a spec with `tune:` becomes a Vertex AI
 HyperparameterTuningJob whose trials each run the rendered CustomJob, or the same trials here.
 
-Called by `api.submit` with the CustomJob it rendered (one render: the tuning job's trial job
-spec is that CustomJob's jobSpec, and each local trial runs that very body). On Vertex AI the
+The submit plan (api/plan.py) renders the CustomJob once: the tuning job's trial job spec is
+that CustomJob's jobSpec (render.tuning_job), and each local trial (`plan_trials`, checked by
+`check_trials` when the plan is made) runs that very body through `run_trials`. On Vertex AI the
 service picks the parameters and appends `--<parameter id>=<value>` to the container's args; a
 local search does the same with the algorithm's grid or seeded random draws, `parallel_trials`
 at a time, each trial a `run_local` run with its own output directory (`<output_dir>/<trial>`, as
@@ -36,106 +37,20 @@ from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import category
-from vertex_trainer.vertex.hptuning import (
-    INFEASIBLE,
-    Trial,
-    TuningClient,
-    TuningJob,
-    best_trial,
-    create_idempotent,
-)
+from vertex_trainer.vertex.hptuning import INFEASIBLE, Trial, best_trial
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
 
 __all__ = [
     "LocalTuning",
-    "TuningDryRun",
+    "check_trials",
     "plan_trials",
     "read_reported",
     "run_trials",
-    "submit",
     "trial_args",
 ]
 
 Log = Callable[[str], None]
 METRIC_FILE = "hypertune/output.metrics"  # cloudml-hypertune's own layout, under each trial's output
-
-
-@dataclass
-class TuningDryRun:
-    """What submit would do for a tuning spec: the exact requests and the tuning job body."""
-
-    job: dict
-    requests: list[dict]
-    image: str | None
-    idempotency_key: str
-    local: bool = False
-    package: dict | None = None
-    trials: list[dict] | None = None  # a local dry run: the trials it would run
-
-    def to_dict(self) -> dict:
-        return {
-            "name": None,
-            "state": None,
-            "console_url": None,
-            "image": self.image,
-            "idempotency_key": self.idempotency_key,
-            "adopted": False,
-            "dry_run": True,
-            "local": self.local,
-            "package": self.package,
-            "requests": self.requests,
-            **({"trials": self.trials} if self.trials is not None else {}),
-        }
-
-
-def submit(
-    spec: JobSpec,
-    job: dict,
-    *,
-    key: str,
-    image: str | None,
-    package: dict | None = None,
-    wait: bool = False,
-    local: bool = False,
-    dry_run: bool = False,
-    timeout: float | None = None,
-    on_state: Callable | None = None,
-    log: Log,
-    console: Any = None,
-    settings: Settings,
-    client: TuningClient | None = None,
-) -> TuningJob | LocalTuning | TuningDryRun:
-    """Create the tuning job for `spec` at most once per `key` (or run its trials here, or
-    describe the requests). `job` is the rendered CustomJob each trial runs."""
-    body = render.tuning_job(spec, job)
-    if local:
-        planned = plan_trials(spec)
-        check_trials(spec, planned)
-        if dry_run:
-            trials = [
-                {"id": str(i), "parameters": values, "args": trial_args(spec, values)}
-                for i, values in enumerate(planned, 1)
-            ]
-            return TuningDryRun(body, [{"local": True, "body": body}], image, key, local=True, trials=trials)
-        return run_trials(
-            spec,
-            job,
-            key=key,
-            image=image,
-            settings=settings,
-            console=console,
-            wait=wait,
-            log=log,
-            planned=planned,
-        )
-    client = client or TuningClient(spec.project, spec.region, settings=settings, log=log)
-    if dry_run:
-        return TuningDryRun(body, client.requests_for(body, key), image, key, package=package)
-    data, adopted = create_idempotent(client, body, key)
-    tuning = TuningJob(data, client, image=image, idempotency_key=key, adopted=adopted)
-    if wait:
-        tuning.wait(timeout=timeout, on_state=on_state)
-    return tuning
 
 
 # -- the search, as the service would run it ------------------------------------------------------
@@ -152,7 +67,7 @@ def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
     if tune.algorithm == "grid":
         options = [_options(spec, name) for name in names]
         combos = itertools.islice(itertools.product(*options), tune.max_trials)
-        return [dict(zip(names, combo)) for combo in combos]
+        return [dict(zip(names, combo, strict=True)) for combo in combos]
     rng = random.Random(spec.trainer.seed or 0)
     planned: list[dict[str, Any]] = []
     seen: set[str] = set()

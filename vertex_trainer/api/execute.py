@@ -1,0 +1,286 @@
+"""`submit`: the plan (plan.py), then its executor. One entry, one plan, one small executor per
+kind, each returning its own handle:
+
+    custom        -> Job         the CustomJob, created once per key (deploy after, if asked)
+    fallback      -> Job         each attempt of scheduling.fallback in turn (workflows/fallback.py)
+    tuning        -> TuningJob   the HyperparameterTuningJob (vertex/hptuning.py)
+    local         -> LocalJob    the CustomJob run here (local/)
+    local-tuning  -> LocalTuning the study's trials run here (workflows/tuning.py)
+
+A cloud executor first makes the reads that belong before any create (the buckets, the quota
+pre-flight, the persistent resource) and the build, then sends the plan's bodies: nothing is
+rendered or checked twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Union, overload
+
+from vertex_trainer.api.core import Log, _stderr
+from vertex_trainer.api.handles import Job
+from vertex_trainer.api.package import package
+from vertex_trainer.api.plan import SubmitOptions, SubmitPlan, plan_submit
+from vertex_trainer.api.results import DryRun, LocalJob
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import JobsClient, create_idempotent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.vertex.hptuning import TuningJob
+    from vertex_trainer.workflows.tuning import LocalTuning
+
+__all__ = ["Handle", "run", "submit"]
+
+Handle = Union[Job, "TuningJob", LocalJob, "LocalTuning"]
+
+
+@overload
+def submit(
+    spec: JobSpec,
+    wait: bool = ...,
+    idempotency_key: str | None = ...,
+    *,
+    local: bool = ...,
+    dry_run: Literal[True],
+    deploy: bool = ...,
+    options: SubmitOptions | None = ...,
+    settings: Settings | None = ...,
+    log: Log | None = ...,
+    timeout: float | None = ...,
+    max_cost: float | None = ...,
+    client: JobsClient | None = ...,
+) -> DryRun: ...
+
+
+@overload
+def submit(
+    spec: JobSpec,
+    wait: bool = ...,
+    idempotency_key: str | None = ...,
+    *,
+    local: bool = ...,
+    dry_run: Literal[False] = ...,
+    deploy: bool = ...,
+    options: SubmitOptions | None = ...,
+    settings: Settings | None = ...,
+    log: Log | None = ...,
+    timeout: float | None = ...,
+    max_cost: float | None = ...,
+    client: JobsClient | None = ...,
+) -> Handle: ...
+
+
+def submit(
+    spec: JobSpec,
+    wait: bool = False,
+    idempotency_key: str | None = None,
+    *,
+    local: bool = False,
+    dry_run: bool = False,
+    deploy: bool = False,
+    options: SubmitOptions | None = None,
+    settings: Settings | None = None,
+    log: Log | None = None,
+    timeout: float | None = None,
+    max_cost: float | None = None,
+    client: JobsClient | None = None,
+) -> Handle | DryRun:
+    """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
+
+    The one path (docs/contract.md section 2): the plan (:func:`plan_submit`: every check, the
+    budget, the artifact planned, each attempt rendered) -> its executor (the pre-send reads,
+    the build when the spec builds, then create (idempotent) | run here). A spec with ``tune:``
+    becomes a HyperparameterTuningJob (section 10); one with ``scheduling.fallback`` tries its
+    strategies in turn (section 8). The plan's warnings go to ``log`` first.
+
+    Args:
+        spec: the job spec, from :func:`load_spec`.
+        wait: follow the job to its end; raises JobFailed unless it SUCCEEDED (see
+            ``SubmitOptions.follow``).
+        idempotency_key: reuse it when retrying (CI: the run id) and no second job is created;
+            None picks a random key.
+        local: run the same rendered job on this machine instead (vertex_trainer.local).
+        dry_run: return the plan as a :class:`DryRun` (``.plan``); nothing is sent, built or run.
+        deploy: when the job SUCCEEDED, register its model and deploy it (the spec's ``deploy:``
+            block, section 5); implies ``wait``. The Deployment is ``job.deployment`` (a dry run:
+            ``DryRun.deploy``, the requests it would send).
+        options: the less common knobs (:class:`SubmitOptions`).
+        settings: the process settings (default: read from the environment).
+        log: where progress lines and the plan's warnings go (default: stderr).
+        timeout: shorthand for ``SubmitOptions.timeout`` (wins over ``options``).
+        max_cost: shorthand for ``SubmitOptions.max_cost`` (wins over ``options``).
+        client: shorthand for ``SubmitOptions.client`` (wins over ``options``).
+
+    Returns:
+        the handle of the plan's kind: a :class:`Job` (a custom job or a fallback plan), a
+        ``TuningJob`` (a ``tune:`` spec), a :class:`LocalJob` with ``local=True`` (a
+        ``LocalTuning`` for a ``tune:`` spec), or a :class:`DryRun` with ``dry_run=True``.
+
+    Raises:
+        UserError, SpecError: bad input (exit 2), before anything is built, sent or run.
+        JobFailed: ``wait`` and the job did not succeed (unless ``options.follow`` is given).
+    """
+    import dataclasses
+
+    opts = options or SubmitOptions()
+    opts = dataclasses.replace(
+        opts,
+        timeout=opts.timeout if timeout is None else timeout,
+        max_cost=opts.max_cost if max_cost is None else max_cost,
+        client=opts.client if client is None else client,
+    )
+    settings = settings or _settings(opts)
+    log = log or _stderr
+    plan = plan_submit(
+        spec,
+        opts,
+        idempotency_key=idempotency_key,
+        local=local,
+        deploy=deploy,
+        wait=wait,
+        settings=settings,
+        log=log,
+    )
+    for warning in plan.warnings:  # valid but worth a look (e.g. max_wait with spot)
+        log(warning)
+    if dry_run:
+        return plan.dry_run()
+    return run(plan, settings=settings, log=log)
+
+
+def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:
+    """Run a plan with the executor of its kind.
+
+    Args:
+        plan: from :func:`plan_submit`.
+        settings: the process settings.
+        log: where progress lines go.
+
+    Returns:
+        the handle of the plan's kind (see :func:`submit`).
+    """
+    if plan.kind == "local":
+        return _run_here(plan, settings)
+    if plan.kind == "local-tuning":
+        return _run_local_tuning(plan, settings, log)
+    skipped = _before_sending(plan, settings, log)
+    if plan.kind == "tuning":
+        return _run_tuning(plan, settings, log)
+    if plan.kind == "fallback":
+        job = _run_fallback(plan, settings, log, skipped)
+    else:
+        job = _run_custom(plan, settings, log)
+    if plan.deploy_after and job.succeeded:
+        from vertex_trainer.api.deploy import deploy
+
+        deployed = deploy(plan.spec, job=job.name, log=log, settings=settings)
+        job.deployment = deployed if not isinstance(deployed, dict) else None
+    return job
+
+
+def _settings(opts: SubmitOptions) -> Settings:
+    from vertex_trainer.api.core import settings_from_env
+
+    return opts.client.settings if opts.client else settings_from_env()
+
+
+def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
+    """A cloud plan's reads before any create: the buckets (missing: exit 2), the quota
+    pre-flight and the persistent resource (docs/contract.md sections 8 and 11), then the build
+    (when the spec builds); returns the attempts to skip (attempt n -> why)."""
+    from vertex_trainer.workflows import capacity, preflight
+
+    spec = plan.spec
+    preflight.check_buckets(spec, settings=settings, log=log)
+    skipped = capacity.before_submit(spec, settings=settings, log=log, quota=plan.options.quota_check)
+    if plan.package is not None:
+        built = package(spec, builder=plan.options.builder, log=log, settings=settings)
+        if built.artifact != plan.artifact:  # the content hash moved between plan and build
+            raise RuntimeError(f"the build made {built.artifact}, the plan rendered {plan.artifact}")
+    return skipped
+
+
+def _client(plan: SubmitPlan, settings: Settings, log: Log) -> JobsClient:
+    spec = plan.spec
+    return plan.options.client or JobsClient(spec.project, spec.region, settings=settings, log=log)
+
+
+def _run_custom(plan: SubmitPlan, settings: Settings, log: Log) -> Job:
+    """custom: create the job once per key; with `wait`, follow it (`options.follow` when given:
+    the caller judges the end; else Job.wait)."""
+    opts = plan.options
+    client = _client(plan, settings, log)
+    data, adopted = create_idempotent(client, plan.body, plan.key)
+    job = Job(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted, spec=plan.spec)
+    if plan.wait and opts.follow is not None:
+        opts.follow(job, opts.timeout)  # (a job adopted after it ended: its log and how it ended)
+    elif plan.wait:
+        job.wait(timeout=opts.timeout, on_state=opts.on_state)
+    return job
+
+
+def _run_fallback(plan: SubmitPlan, settings: Settings, log: Log, skipped: dict[int, str]) -> Job:
+    """fallback: each attempt in its own region, the plan's bodies in turn (docs/contract.md
+    sections 8 and 11)."""
+    from vertex_trainer.workflows import fallback
+
+    opts = plan.options
+    job = fallback.submit(
+        fallback.region_clients(_client(plan, settings, log)),
+        plan.spec,
+        [a.body for a in plan.attempts],
+        plan.key,
+        image=plan.image,
+        job_type=Job,
+        wait=plan.wait,
+        timeout=opts.timeout,
+        follow=opts.follow,
+        on_state=opts.on_state,
+        log=log,
+        check=opts.follow is None,
+        skipped=skipped,
+    )
+    assert isinstance(job, Job)
+    return job
+
+
+def _run_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> TuningJob:
+    """tuning: the HyperparameterTuningJob, created once per key; with `wait`, followed."""
+    from vertex_trainer.vertex import hptuning
+
+    spec, opts = plan.spec, plan.options
+    client = hptuning.TuningClient(spec.project, spec.region, settings=settings, log=log)
+    assert plan.tuning is not None
+    data, adopted = hptuning.create_idempotent(client, plan.tuning, plan.key)
+    tuning = hptuning.TuningJob(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted)
+    if plan.wait:
+        tuning.wait(timeout=opts.timeout, on_state=opts.on_state)
+    return tuning
+
+
+def _run_here(plan: SubmitPlan, settings: Settings) -> LocalJob:
+    """local: the rendered job run on this machine."""
+    from vertex_trainer.local import run_local
+
+    opts = plan.options
+    result = run_local(
+        plan.body, plan.spec, settings=settings, wait=plan.wait, console=opts.console, summary=opts.summary
+    )
+    return LocalJob(result, plan.body, plan.image, plan.key)
+
+
+def _run_local_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> LocalTuning:
+    """local-tuning: the plan's trials run here, `parallel_trials` at a time."""
+    from vertex_trainer.workflows import tuning
+
+    return tuning.run_trials(
+        plan.spec,
+        plan.body,
+        key=plan.key,
+        image=plan.image,
+        settings=settings,
+        console=plan.options.console,
+        wait=plan.wait,
+        log=log,
+        planned=[dict(t.parameters) for t in plan.trials],
+    )

@@ -1,0 +1,84 @@
+"""Packaging (docs/contract.md section 4): the image built and pushed once per content hash, or the
+Python package staged; planned without any network call, built only when a plan runs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vertex_trainer.api.core import Log, plan_artifact, settings_from_env
+from vertex_trainer.contract import Artifact
+from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.packaging import PackageResult
+    from vertex_trainer.spec import JobSpec
+
+__all__ = ["artifact_for", "package", "package_step"]
+
+
+def package(
+    spec: JobSpec,
+    *,
+    builder: str | None = None,
+    dry_run: bool = False,
+    log: Log | None = None,
+    settings: Settings | None = None,
+) -> PackageResult:
+    """Build and push the image once per content hash, or stage the Python package
+    (docs/contract.md section 4).
+
+    Args:
+        spec: a job spec with ``image:`` (``repository`` to build, or ``python_package``).
+        builder: ``docker`` or ``cloud-build`` (default: the packager's choice).
+        dry_run: plan only: the hash, tag and builder; nothing is touched.
+        log: where progress lines go (default: stderr).
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a PackageResult: the artifact, the image, whether it was built, and the plan.
+    """
+    from vertex_trainer import packaging
+    from vertex_trainer.workflows.preflight import check_stand_ins
+
+    if spec.image is None:
+        from vertex_trainer.errors import SpecError
+
+        raise SpecError(
+            "image",
+            "is required to package: the spec names no image",
+            has_value=False,
+            hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the bundled trainer",
+        )
+    settings = settings or settings_from_env()
+    if not dry_run:
+        check_stand_ins(spec, settings, builder=builder)
+    return packaging.ensure_artifact(spec, settings=settings, builder=builder, dry_run=dry_run, log=log)
+
+
+def artifact_for(
+    spec: JobSpec, *, dry_run: bool, local: bool, builder: str | None, log: Log, settings: Settings
+) -> tuple[Artifact, str, Any]:
+    """(artifact, image, build plan or None) for the spec.
+
+    A plain image uri needs no packaging; a local run only needs the tag (the installed trainer
+    runs); a cloud submit ensures the image exists (`dry_run`: plans that once, as a real submit
+    would, so a missing staging location shows)."""
+    if local or spec.image is None or not spec.image.builds:
+        artifact = plan_artifact(spec)
+        return artifact, artifact.image_uri, None
+    result = package(spec, builder=builder, dry_run=dry_run, log=log, settings=settings)
+    return result.artifact, result.image, result.plan
+
+
+def package_step(plan: Any) -> dict | None:
+    """What packaging a dry run skipped: the build (or upload) submit does first, if needed."""
+    if plan is None:
+        return None
+    return {
+        "kind": plan.kind,
+        "target": plan.target,
+        "builder": plan.builder,
+        "context_hash": plan.context_hash,
+        "files": len(plan.entries),
+        "bytes": plan.size,
+    }

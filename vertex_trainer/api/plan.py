@@ -1,0 +1,408 @@
+"""The submit plan (docs/contract.md sections 2, 8, 10 and 12): everything `submit` will do, as
+one frozen value made before anything is built, sent or run.
+
+`plan_submit(spec, options, ...)` makes every check once, for every kind of job (a custom job, a
+fallback plan, a tuning job, a run here, a local tuning study): the spec's checks (`check`), the
+deploy flag, the budget over the whole plan (a tuning job's worst case is its trials'), the
+warnings, the region table, a local study's trials. It plans the artifact (no build: the build
+is an execution step), renders each attempt's CustomJob once (and the tuning job around it), and
+holds the requests each would send and the deploy requests. `submit --dry-run` prints the plan,
+`validate` shows it, and the executors (execute.py) run it: nothing downstream renders again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from vertex_trainer.api.core import Log, check, settings_from_env
+from vertex_trainer.api.package import artifact_for, package_step
+from vertex_trainer.api.results import DryRun
+from vertex_trainer.contract import Artifact
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.handles import Job
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.spec.attempts import PlannedAttempt
+    from vertex_trainer.workflows.capacity import QuotaCheck
+    from vertex_trainer.workflows.cost import Estimate
+
+__all__ = [
+    "AttemptPlan",
+    "Kind",
+    "QuotaLook",
+    "SubmitOptions",
+    "SubmitPlan",
+    "TrialPlan",
+    "look_at_quota",
+    "plan_submit",
+]
+
+Kind = Literal["custom", "fallback", "tuning", "local", "local-tuning"]
+KINDS: tuple[Kind, ...] = ("custom", "fallback", "tuning", "local", "local-tuning")
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """The less common knobs of :func:`submit`, in one object so its signature stays small.
+
+    ``timeout``, ``max_cost`` and ``client`` can also be given to ``submit`` as keywords:
+    ``submit(spec, timeout=600)`` is ``submit(spec, options=SubmitOptions(timeout=600))``.
+
+    Attributes:
+        timeout: with ``wait``, seconds to follow the job before giving up (None: until it ends).
+        quota_check: read the project's quota for the accelerator before creating
+            (vertex_trainer.workflows.capacity); a dry run never reads it.
+        builder: ``docker`` or ``cloud-build`` when the spec builds its image (default: the
+            packager's choice).
+        on_state: called with the job at each state change while waiting.
+        follow: ``follow(job, timeout)`` follows each job created (each attempt of a
+            ``scheduling.fallback`` plan) instead of ``Job.wait``; the caller then judges the
+            last job: submit raises no JobFailed.
+        console: a rich Console for a local run's progress (default: stderr).
+        summary: False leaves a local run's end-of-run summary (model, output, metrics) to the
+            caller, who prints it from the returned LocalJob (the CLI: on stdout).
+        client: the JobsClient to create with (default: one for the spec's project and region).
+        max_cost: a budget in USD (``submit --max-cost``; wins over ``scheduling.max_cost``): a
+            plan whose worst case (timeout x hourly list price; a tuning job's: x max_trials)
+            exceeds it is refused (exit 2) before anything is built or sent (docs/contract.md
+            section 12).
+    """
+
+    timeout: float | None = None
+    quota_check: bool = True
+    builder: str | None = None
+    on_state: Callable[[Job], None] | None = None
+    follow: Callable[[Job, Any], Any] | None = None
+    console: Any = None
+    summary: bool = True
+    client: JobsClient | None = None
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class AttemptPlan:
+    """One attempt of the plan: where and how it runs (`planned`, spec/attempts.py), the
+    CustomJob it creates (rendered once) and the requests it sends (a cloud job: the key's
+    lookup and the create, to its region's endpoint; a run here: none)."""
+
+    planned: PlannedAttempt
+    body: dict
+    requests: tuple[dict, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return self.planned.n
+
+    def to_dict(self) -> dict:
+        """The dry run's JSON `attempts[]` entry (docs/contract.md section 11)."""
+        a = self.planned
+        return {
+            "attempt": a.n,
+            "region": a.region,
+            "strategy": a.strategy,
+            "hardware": a.hardware_name,
+            "reservation": a.reservation,
+            "requests": list(self.requests),
+        }
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """One trial of a local tuning study: its parameters and the flags they add."""
+
+    id: str
+    parameters: dict[str, Any]
+    args: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "parameters": self.parameters, "args": list(self.args)}
+
+
+@dataclass(frozen=True)
+class SubmitPlan:
+    """What `submit` will do for one spec, decided once (see the module doc).
+
+    Attributes:
+        kind: custom | fallback | tuning | local | local-tuning (the executor that runs it).
+        spec: the job spec; key: the idempotency key.
+        artifact: what the jobs run; image: the image named in the output.
+        package: the build or upload a cloud submit makes first (None: nothing to build).
+        attempts: each attempt of the spec's plan with its CustomJob (attempt 1 first).
+        tuning: the HyperparameterTuningJob (tuning kinds), whose trials run attempt 1's job.
+        requests: what submit sends first: the lookup and the create of the job (or of the
+            tuning job); a run here: ``{"local": True, "body": ...}``.
+        trials: a local study's trials.
+        deploy: with ``deploy=True``, the requests the deploy after the job would send.
+        warnings: valid but worth a look (printed before anything is sent).
+        estimate: the prices of the plan (cloud kinds; a tuning job: one trial's figures).
+        worst_case: the whole plan's worst case in USD (a tuning job: max_trials x one
+            trial's), None when a price is missing or the job runs here.
+        budget, budget_field: the budget the plan passed, and where it was given.
+        wait: follow the job to its end (``deploy`` implies it); deploy_after: deploy then.
+        options: the SubmitOptions the executors use (follow, client, timeout ...).
+    """
+
+    kind: Kind
+    spec: JobSpec
+    key: str
+    artifact: Artifact
+    image: str
+    package: dict | None
+    attempts: tuple[AttemptPlan, ...]
+    requests: tuple[dict, ...]
+    tuning: dict | None = None
+    trials: tuple[TrialPlan, ...] = ()
+    deploy: dict | None = None
+    warnings: tuple[str, ...] = ()
+    estimate: Estimate | None = None
+    worst_case: float | None = None
+    budget: float | None = None
+    budget_field: str | None = None
+    wait: bool = False
+    deploy_after: bool = False
+    options: SubmitOptions = field(default_factory=SubmitOptions)
+
+    @property
+    def local(self) -> bool:
+        """True when the job runs on this machine."""
+        return self.kind in ("local", "local-tuning")
+
+    @property
+    def body(self) -> dict:
+        """The CustomJob (attempt 1's; each trial of a tuning job runs it)."""
+        return self.attempts[0].body
+
+    @property
+    def job(self) -> dict:
+        """The body submit creates first: the tuning job, or the CustomJob."""
+        return self.tuning if self.tuning is not None else self.body
+
+    def to_dict(self) -> dict:
+        """The docs/contract.md section 2 submit object of a dry run."""
+        return self.dry_run().to_dict()
+
+    def dry_run(self) -> DryRun:
+        """The DryRun of this plan.
+
+        Returns:
+            what ``submit(dry_run=True)`` returns: the requests, the body, the package step, the
+            deploy requests, the fallback's attempts or a local study's trials, and this plan.
+        """
+        return DryRun(
+            self.job,
+            list(self.requests),
+            self.image,
+            self.key,
+            local=self.local,
+            package=self.package,
+            deploy=self.deploy,
+            attempts=[a.to_dict() for a in self.attempts] if self.kind == "fallback" else None,
+            trials=[t.to_dict() for t in self.trials] if self.kind == "local-tuning" else None,
+            plan=self,
+        )
+
+
+def plan_submit(
+    spec: JobSpec,
+    options: SubmitOptions | None = None,
+    *,
+    idempotency_key: str | None = None,
+    local: bool = False,
+    deploy: bool = False,
+    wait: bool = False,
+    settings: Settings | None = None,
+    log: Log | None = None,
+) -> SubmitPlan:
+    """The plan of ``submit(spec, ...)``: every check made, nothing built, sent or run.
+
+    Args:
+        spec: the job spec, from :func:`load_spec`.
+        options: the less common knobs (:class:`SubmitOptions`): the budget, the builder ...
+        idempotency_key: the key the jobs carry (None: a random one).
+        local: plan a run on this machine instead of a Vertex AI submit.
+        deploy: plan the deploy after the job (a cloud custom job only; implies ``wait``).
+        wait: the job is to be followed to its end.
+        settings: the process settings (default: read from the environment).
+        log: where the packager's planning notes go (default: nowhere).
+
+    Returns:
+        the frozen SubmitPlan.
+
+    Raises:
+        UserError, SpecError: bad input, the budget exceeded (exit 2; nothing was sent).
+    """
+    from vertex_trainer import render
+    from vertex_trainer.spec.attempts import attempts as plan_of
+
+    opts = options or SubmitOptions()
+    settings = settings or (opts.client.settings if opts.client else settings_from_env())
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    tuned = spec.tune is not None
+    kind: Kind = (
+        ("local-tuning" if tuned else "local")
+        if local
+        else "tuning"
+        if tuned
+        else "fallback"
+        if spec.scheduling.fallback
+        else "custom"
+    )
+    _check_deploy(spec, deploy=deploy, local=local)
+    check(spec, local=local)  # exit 2 before anything is built, sent or run
+    warnings: tuple[str, ...] = ()
+    estimate = worst = budget = field_ = None
+    if not local:
+        from vertex_trainer.workflows import capacity
+
+        warnings = tuple(capacity.warnings(spec))
+        capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
+        estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
+    artifact, image, build = artifact_for(
+        spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
+    )
+    clients = None if local else _clients(opts.client, spec, settings)
+    rendered = []
+    for a in plan_of(spec) if kind in ("custom", "fallback") else plan_of(spec)[:1]:
+        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
+        sent = tuple(clients(a.region).requests_for(body, key)) if clients and not tuned else ()
+        rendered.append(AttemptPlan(a, body, sent))
+    tuning = render.tuning_job(spec, rendered[0].body) if tuned else None
+    trials: tuple[TrialPlan, ...] = ()
+    if kind == "local-tuning":
+        trials = _trials(spec)
+    if local:
+        requests: tuple[dict, ...] = ({"local": True, "body": tuning or rendered[0].body},)
+    elif tuned:
+        from vertex_trainer.vertex.hptuning import TuningClient
+
+        tuner = TuningClient(spec.project, spec.region, settings=settings)
+        requests = tuple(tuner.requests_for(tuning, key))
+    else:
+        requests = rendered[0].requests
+    deploying = None
+    if deploy:
+        from vertex_trainer.api.deploy import deploy as plan_deploy
+
+        deploying = plan_deploy(spec, job="JOB", dry_run=True, settings=settings)
+    return SubmitPlan(
+        kind=kind,
+        spec=spec,
+        key=key,
+        artifact=artifact,
+        image=image,
+        package=package_step(build),
+        attempts=tuple(rendered),
+        requests=requests,
+        tuning=tuning,
+        trials=trials,
+        deploy=deploying if isinstance(deploying, dict) else None,
+        warnings=warnings,
+        estimate=estimate,
+        worst_case=worst,
+        budget=budget,
+        budget_field=field_,
+        wait=wait or deploy,
+        deploy_after=deploy,
+        options=opts,
+    )
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+def _clients(client: JobsClient | None, spec: JobSpec, settings: Settings) -> Callable[[str], JobsClient]:
+    from vertex_trainer.workflows import fallback
+
+    return fallback.region_clients(client or JobsClient(spec.project, spec.region, settings=settings))
+
+
+def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
+    """`deploy=True` needs a CustomJob on Vertex AI (exit 2 otherwise, nothing sent)."""
+    if not deploy:
+        return
+    from vertex_trainer.errors import UserError
+
+    if local:
+        raise UserError(
+            "--deploy needs a Vertex AI job; a local run's model is served here",
+            hint="vertex-trainer serve <output_dir>/model, after submit --local",
+        )
+    if spec.tune is not None:
+        raise UserError(
+            "--deploy serves one job's model; a tuning job has a model per trial",
+            hint="deploy the best trial's: vertex-trainer deploy SPEC --model-dir "
+            "<the best trial's output_dir>/model (vertex-trainer trials JOB)",
+        )
+
+
+def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | None, float | None, str | None]:
+    """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
+    budget it passed (over it: exit 2 naming both figures, nothing sent)."""
+    from vertex_trainer import pricing
+    from vertex_trainer.workflows import cost
+
+    est = cost.estimate(spec, pricing.load_snapshot())
+    trials = spec.tune.max_trials if spec.tune is not None else 1
+    worst = None if est.max_cost is None else est.max_cost * trials
+    budget = max_cost if max_cost is not None else spec.scheduling.max_cost
+    if budget is None:
+        return est, worst, None, None
+    field_ = "--max-cost" if max_cost is not None else "scheduling.max_cost"
+    if spec.tune is not None:
+        cost.check_search_budget(est, float(budget), field_, trials)
+    else:
+        cost.check_budget(est, float(budget), field_)
+    return est, worst, float(budget), field_
+
+
+def _trials(spec: JobSpec) -> tuple[TrialPlan, ...]:
+    """A local study's trials, each checked by the trainer's parser (exit 2 before any runs)."""
+    from vertex_trainer.workflows import tuning
+
+    planned = tuning.plan_trials(spec)
+    tuning.check_trials(spec, planned)
+    return tuple(
+        TrialPlan(str(i), values, tuple(tuning.trial_args(spec, values)))
+        for i, values in enumerate(planned, 1)
+    )
+
+
+@dataclass(frozen=True)
+class QuotaLook:
+    """`validate --check-quota`: the project's quota for the plan's accelerator, or why it was not
+    read (`skipped`: "offline", "no-accelerator", "no-place", "no-metric")."""
+
+    accelerator: str | None
+    checks: tuple[QuotaCheck, ...] = ()
+    skipped: str | None = None
+
+
+def look_at_quota(spec: JobSpec, *, settings: Settings | None = None) -> QuotaLook:
+    """Read the project's training quota for each attempt's accelerator (Cloud Quotas API, one
+    read-only look); clearly too small for every attempt is exit 2, as on submit.
+
+    Args:
+        spec: the job spec.
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a QuotaLook: the checks, or why none was made (an emulator without a quota endpoint, no
+        accelerator, no project or region yet, no known metric).
+    """
+    from vertex_trainer.workflows import capacity
+
+    settings = settings or settings_from_env()
+    acc = capacity.accelerator(spec)
+    if capacity.offline(settings):
+        return QuotaLook(acc, skipped="offline")
+    if not acc:
+        return QuotaLook(None, skipped="no-accelerator")
+    if not spec.project or not spec.region:
+        return QuotaLook(acc, skipped="no-place")
+    checks = tuple(capacity.check_quota(spec, settings=settings, log=_quiet))
+    return QuotaLook(acc, checks, None if checks else "no-metric")

@@ -1,0 +1,188 @@
+"""The submit plan for people (docs/contract.md sections 2, 8, 10 and 12): what `submit --dry-run`
+prints and what `validate` shows, both read from the one typed plan (api.SubmitPlan), and the
+quota lines of `validate --check-quota`. Only words here: the plan made every decision."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+from vertex_trainer.durations import fmt_duration
+from vertex_trainer.present.cost import price_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.plan import QuotaLook, SubmitPlan
+
+__all__ = ["dry_run_text", "quota_lines", "search_line", "validate_text"]
+
+
+def dry_run_text(plan: SubmitPlan) -> str:
+    """`submit --dry-run`: the steps submit would take, the exact requests with the body, each
+    fallback attempt, the deploy's requests and the prices (a cloud job)."""
+    if plan.kind in ("tuning", "local-tuning"):
+        lines = _tuning_dry_run(plan)
+    elif plan.local:
+        lines = [
+            "# dry run: nothing runs. submit --local would run this CustomJob on this machine:",
+            json.dumps(plan.body, indent=2),
+        ]
+    else:
+        lines = _custom_dry_run(plan)
+    if plan.deploy is not None:  # --deploy: what the deploy after the job would send
+        from vertex_trainer.present.deploy import dry_run_text as deploy_text
+
+        lines.append(deploy_text(plan.deploy))
+    if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
+        lines.append(f"# {price_line(plan.estimate)}")
+        search = search_line(plan)
+        if search:
+            lines.append(f"# {search}")
+    return "\n".join(lines)
+
+
+def _custom_dry_run(plan: SubmitPlan) -> list[str]:
+    lookup, create = plan.requests
+    lines = ["# dry run: nothing was sent, built or run. submit would:"]
+    steps = iter(range(1, 4))
+    pkg = plan.package
+    if pkg:
+        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
+        lines.append(f"# {next(steps)}. package: if {pkg['target']} does not exist yet, {how}")
+        lines.append(f"#    (context: {pkg['files']} files, {pkg['bytes']:,} bytes, {pkg['context_hash']})")
+    lines.append(f"# {next(steps)}. look for a job already created with idempotency key {plan.key}")
+    lines.append(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
+    lines.append(f"# {next(steps)}. if there is none, create it")
+    if plan.image:
+        lines.append(f"#    image: {plan.image}")
+    lines.append(f"{create['method']} {create['url']}")
+    lines.append(json.dumps(create["body"], indent=2))
+    later = plan.attempts[1:] if plan.kind == "fallback" else ()
+    if later:  # scheduling.fallback (docs/contract.md section 11)
+        lines.append(
+            "# then each attempt below, only if the one before it is refused: its create for quota "
+            "or as not offered there, or its job for capacity (code 8: seen with --wait)"
+        )
+    for attempt in later:
+        a, post = attempt.planned, attempt.requests[-1]
+        lines.append(f"# attempt {a.n} ({a.strategy} in {a.region} on {a.hardware_name}), its own job")
+        lines.append(f"{post['method']} {post['url']}")
+    return lines
+
+
+def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
+    if plan.local:
+        lines = [
+            "# dry run: nothing runs. submit --local would run these trials on this machine, each "
+            "the CustomJob of the tuning job's trialJobSpec with its flags appended:"
+        ]
+        lines += [f"#   trial {t.id}: {' '.join(t.args)}" for t in plan.trials]
+        lines.append(json.dumps(plan.job, indent=2))
+        return lines
+    lookup, create = plan.requests
+    lines = ["# dry run: nothing was sent, built or run. submit would:"]
+    step = 1
+    pkg = plan.package
+    if pkg:
+        how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
+        lines.append(f"# {step}. package: if {pkg['target']} does not exist yet, {how}")
+        step += 1
+    lines.append(f"# {step}. look for a tuning job already created with idempotency key {plan.key}")
+    lines.append(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
+    lines.append(f"# {step + 1}. if there is none, create it")
+    lines.append(f"{create['method']} {create['url']}")
+    lines.append(json.dumps(create["body"], indent=2))
+    return lines
+
+
+def search_line(plan: SubmitPlan) -> str | None:
+    """A tuning job's whole worst case: 'search: up to 8 trials, worst case 12.34 USD (8 x one
+    trial's)'; None for other kinds."""
+    tune = plan.spec.tune
+    if tune is None or plan.local:
+        return None
+    if plan.worst_case is None:
+        return f"search: up to {tune.max_trials} trials, worst case unknown (a price is missing)"
+    le = "at most " if plan.estimate and any(a.upper_bound for a in plan.estimate.attempts) else ""
+    return (
+        f"search: up to {tune.max_trials} trials, worst case {le}{plan.worst_case:,.2f} USD "
+        f"({tune.max_trials} x one trial's)"
+    )
+
+
+def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None) -> str:
+    """`validate`: OK and what the plan runs: where, hardware, schedule (and the fallback's
+    attempts), image, trainer, the price (a cloud job; a tuning job's whole search too) and the
+    tuning study."""
+    job = plan.spec
+    s = job.scheduling
+    wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
+    if wait and any("max_wait is ignored" in w for w in plan.warnings):
+        wait += " (ignored: no flex-start in the plan)"
+    preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
+    image = (
+        "(none: --local only)"
+        if job.image is None
+        else job.image.uri or job.image.repository or "python package"
+    )
+    machines = f"{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)"
+    lines = [
+        f"OK  {path}: {job.name}" + (" (for --local)" if plan.local else ""),
+        f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
+        f"  hardware  {preset}{machines}",
+        f"  schedule  {s.strategy}{wait}"
+        + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
+        + (f"; then {', then '.join(_fallback_words(plan))} if refused" if s.fallback else ""),
+        f"  image     {image}",
+        f"  trainer   {job.trainer.model} on {job.trainer.train_data}"
+        if job.trainer  # script jobs (issue 32): your own code and its args
+        else f"  code      {_code(job)} {' '.join(job.args)}".rstrip(),
+    ]
+    if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
+        lines.append(f"  price     {price_line(plan.estimate).removeprefix('price: ')}")
+        search = search_line(plan)
+        if search:
+            lines.append(f"  {search.replace('search: ', 'search    ', 1)}")
+    if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
+        t = job.tune
+        lines.append(
+            f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
+            f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
+        )
+    return "\n".join(lines + list(quota or []))
+
+
+def _code(job: object) -> str:
+    """A script job's code (issue 32): image.code, else the image it runs."""
+    image = getattr(job, "image", None)
+    if image is None:
+        return ""
+    return image.code or image.uri or ""
+
+
+def _fallback_words(plan: SubmitPlan) -> list[str]:
+    """'spot', or 'spot in us-east5 on a100x8' for an attempt that moves (spec/attempts.py)."""
+    from vertex_trainer.spec.attempts import attempts
+
+    route = attempts(plan.spec)
+    first = route[0]
+    return [
+        a.strategy
+        + (f" in {a.region}" if a.region != first.region else "")
+        + (f" on {a.hardware_name}" if a.hardware != first.hardware else "")
+        + (f" (reservation {a.reservation})" if a.reservation and a.reservation != first.reservation else "")
+        for a in route[1:]
+    ]
+
+
+def quota_lines(look: QuotaLook) -> list[str]:
+    """`validate --check-quota`: a line per strategy of the plan, or why nothing was read."""
+    why = {
+        "offline": "not checked: Vertex AI is an emulator and VERTEX_TRAINER_QUOTAS_ENDPOINT is not set",
+        "no-accelerator": "no accelerator: nothing to check",
+        "no-place": "not checked: the spec has no project or region yet",
+        "no-metric": f"not checked: no quota metric is known for {look.accelerator}",
+    }
+    if look.skipped:
+        return [f"  quota     {why[look.skipped]}"]
+    return [f"  quota     {c.describe(look.accelerator)}" for c in look.checks]
