@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vertex_trainer.errors import ServiceError
+from vertex_trainer.gcp.http import ApiClient
 from vertex_trainer.sandbox.runner import Echo
+from vertex_trainer.settings import RetryPolicy
 
 FINALIZED = "google.cloud.storage.object.v1.finalized"
 TARGET = "on_object_finalized"
@@ -45,6 +48,8 @@ BACKOFF_S = 1.0
 MAX_ATTEMPTS = 5
 START_TIMEOUT_S = 120.0
 DELIVERY_TIMEOUT_S = 300.0  # a function that submits (and builds nothing) answers in seconds
+_ONE_TRY = RetryPolicy(attempts=1, read_timeout=30.0)
+_LIST = {"maxResults": 1000}  # the JSON API's page size (pageSize is the pager's, for other APIs)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class FunctionHost:
         self.config = TriggerConfig.load(self.directory)
         self.environ = dict(environ)
         self.storage = storage.rstrip("/")
+        # One attempt per listing: a failed poll is repeated by the next one, POLL_S later.
+        self._api = ApiClient(self.storage, retry=_ONE_TRY, service="the Cloud Storage emulator")
         self.redeliver = max(1, int(redeliver))
         self.echo = echo if echo is not None else (lambda text: None)
         self.backoff_s, self.max_attempts = backoff_s, max_attempts
@@ -198,7 +205,7 @@ class FunctionHost:
         while not self._stop.wait(POLL_S):
             try:
                 found = self._objects()
-            except OSError:
+            except (OSError, ServiceError):  # the emulator busy or restarting: the next poll sees it
                 continue
             for obj in sorted(found, key=lambda o: (o.get("updated", ""), o["name"])):
                 key = (obj["name"], str(obj["generation"]))
@@ -245,18 +252,10 @@ class FunctionHost:
         )
 
     def _objects(self) -> list[dict]:
-        """Every object of the bucket with its generation (the JSON API's objects.list)."""
-        items: list[dict] = []
-        token = ""
-        while True:
-            query = urllib.parse.urlencode({"maxResults": 1000, **({"pageToken": token} if token else {})})
-            url = f"{self.storage}/storage/v1/b/{urllib.parse.quote(self.bucket)}/o?{query}"
-            with _opener().open(url, timeout=30) as resp:
-                page = json.loads(resp.read() or b"{}")
-            items += page.get("items") or []
-            token = page.get("nextPageToken") or ""
-            if not token:
-                return items
+        """Every object of the bucket with its generation (the JSON API's objects.list), through
+        the one pager (docs/architecture.md, "One HTTP layer")."""
+        path = f"storage/v1/b/{urllib.parse.quote(self.bucket, safe='')}/o"
+        return self._api.list("list the watched bucket", path, items="items", params=_LIST, max_pages=None)
 
 
 def storage_object_data(obj: dict) -> dict:
