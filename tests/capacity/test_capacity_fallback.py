@@ -152,7 +152,9 @@ def test_api_follow_hook_sees_each_attempt_and_wait_returns_the_last(fake, setti
         idempotency_key="hook",
         settings=settings,
         log=lambda _: None,
-        follow=lambda j, timeout: (followed.append(j.labels[ATTEMPT_LABEL]), j.wait(timeout, check=False)),
+        options=api.SubmitOptions(
+            follow=lambda j, timeout: (followed.append(j.labels[ATTEMPT_LABEL]), j.wait(timeout, check=False))
+        ),
     )
     assert followed == ["1", "2"]
     assert isinstance(job, api.Job) and job.spec is spec and job.succeeded

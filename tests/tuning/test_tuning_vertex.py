@@ -209,7 +209,7 @@ def test_submit_text_and_dry_run(fake, run_cli, spec_file):
     dry = run_cli("submit", spec_file, "--dry-run", "--idempotency-key", "dry-1")
     assert dry.returncode == 0, dry.stderr
     assert "hyperparameterTuningJobs?filter=labels.vertex-trainer-key" in dry.stdout
-    body = json.loads(dry.stdout[dry.stdout.index("{") :])
+    body, _ = json.JSONDecoder().raw_decode(dry.stdout[dry.stdout.index("{") :])  # (the prices follow)
     assert body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"].endswith("trainer:v1")
     assert len(fake.tuning.jobs) == 1  # the dry run sent nothing
 
