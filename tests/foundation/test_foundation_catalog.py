@@ -50,6 +50,7 @@ def test_every_row_cites_a_known_dated_source():
         "presets",
         "regions",
         "training_regions",
+        "training_images",
     )
     for name in tables:
         rows = catalog.table(name)

@@ -159,6 +159,8 @@ class BuildPlan:
     base_image: str | None = None
     builder: str | None = None
     executor_image: str | None = None
+    python_module: str | None = None  # a python package's module (default: the bundled trainer's)
+    archive_root: str | None = None  # the sdist's top directory (default: SDIST_ROOT)
 
     @property
     def tag(self) -> str:
@@ -189,7 +191,7 @@ def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
     resolved spec rides along under .vertex-trainer/ (outside the hash)."""
     buf = io.BytesIO()
     extra = [entry_from_bytes(SPEC_ENTRY, spec_yaml(spec).encode())] if spec is not None else []
-    root = SDIST_ROOT if plan.kind == "python-package" else ""
+    root = (plan.archive_root or SDIST_ROOT) if plan.kind == "python-package" else ""
     write_archive(plan.entries, buf, root=root, extra=extra)
     return buf.getvalue()
 
@@ -307,6 +309,8 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         )
     if attr(image, "uri"):
         return None
+    if attr(image, "code"):  # your own code (issue 32): packaging/owncode.py
+        return _plan_code(spec, image, builder)
     pip_packages = [
         validate_requirement(f"image.pip_packages[{i}]", r)
         for i, r in enumerate(attr(image, "pip_packages") or ())
@@ -331,12 +335,12 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         variant = resolve_variant(spec)
         entries, source = plan_bundled_context(
             variant=variant,
-            base_image=attr(image, "base_image"),
+            base_image=_given_base(image),
             base_image_digest=attr(image, "base_image_digest"),
             pip_packages=pip_packages,
             trainer_dir=trainer_dir,
         )
-        base = attr(image, "base_image") or VARIANTS[variant].base_image
+        base = _given_base(image) or VARIANTS[variant].base_image
         if attr(image, "base_image_digest"):
             base = f"{base}@{image.base_image_digest}"
     context_hash = hash_entries(entries)
@@ -377,11 +381,64 @@ def _plan_python_package(
     )
 
 
+def _given_base(image: Any) -> str | None:
+    """image.base_image, with auto (the variant's own) as None."""
+    base = attr(image, "base_image")
+    return None if base == "auto" else base
+
+
+def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
+    """A script job (image.code): its image, or its sdist on the prebuilt executor image."""
+    from vertex_trainer.packaging import owncode
+
+    variant = resolve_variant(spec)
+    if attr(image, "python_package"):
+        entries, source, module = owncode.package_entries(spec)
+        context_hash = hash_entries(entries)
+        bucket, prefix = staging_location(spec)
+        tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+        obj = "/".join(p for p in (prefix, "packages", tag, f"{owncode.SDIST_ROOT}.tar.gz") if p)
+        executor = attr(image, "executor_image") or owncode.prebuilt_image(
+            variant, attr(spec, "region"), field="image.executor_image"
+        )
+        return BuildPlan(
+            "python-package",
+            tuple(entries),
+            context_hash,
+            f"gs://{bucket}/{obj}",
+            source,
+            variant=variant,
+            executor_image=executor,
+            python_module=module,
+            archive_root=owncode.SDIST_ROOT,
+        )
+    builder = builder or attr(image, "builder") or DEFAULT_BUILDER
+    if builder not in BUILDERS:
+        raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
+    entries, source, base = owncode.image_context(spec, variant)
+    context_hash = hash_entries(entries)
+    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+    return BuildPlan(
+        "image",
+        tuple(entries),
+        context_hash,
+        f"{image.repository}:{tag}",
+        source,
+        variant=variant,
+        base_image=base,
+        builder=builder,
+    )
+
+
 def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:
     """The Artifact a job runs for this plan (None: image.uri as given)."""
     if plan is None:
         return Artifact(image_uri=spec.image.uri)
     if plan.kind == "python-package":
+        if plan.python_module:
+            return Artifact(
+                image_uri=plan.executor_image, package_uris=(plan.target,), python_module=plan.python_module
+            )
         return Artifact(image_uri=plan.executor_image, package_uris=(plan.target,))
     return Artifact(image_uri=plan.target)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import validate_image_reference, validate_requirement
+from vertex_trainer.spec.images import requirement_lines  # noqa: F401  (re-exported: plan.py)
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
@@ -207,13 +208,3 @@ def trainer_requirements(trainer_dir: Path) -> bytes:
         "# generated from the vertex-trainer[trainer] extra (no requirements.txt found)\n"
         + "".join(f"{line}\n" for line in lines)
     ).encode()
-
-
-def requirement_lines(text: str) -> list[str]:
-    """The requirements of a requirements.txt, without comments and blank lines."""
-    lines = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if line:
-            lines.append(line)
-    return lines

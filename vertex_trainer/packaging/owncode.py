@@ -1,0 +1,263 @@
+"""A script job's artifact: your own code (image.code) as an image or as a Python package.
+
+The two ways gcloud and the SDK package a local script (docs/own-code.md):
+
+- image (`image.repository`): a generated Dockerfile (templates/Dockerfile.code.j2) FROM the
+  base image (`base_image: auto` = the prebuilt Vertex AI TensorFlow training image of the
+  hardware variant, catalog/training_images.csv), the requirements, the code, and
+  `ENTRYPOINT ["python", SCRIPT]` or `["python", "-m", MODULE]`; the tag is the context's content
+  hash, so unchanged code is never rebuilt (what `gcloud ai custom-jobs create
+  --local-package-path --script` builds, without its timestamped tag).
+- python_package (`image.python_package: true`): an sdist of the code directory run by
+  `pythonPackageSpec` on the prebuilt image. A module runs as itself; a script is wrapped in a
+  generated module, `vertex_trainer_script.task`, which runs it as `python SCRIPT` would (its
+  directory first on sys.path, `__main__`): the SDK's `CustomJob.from_local_script` wraps a
+  script the same way (google/cloud/aiplatform/utils/source_utils.py, _TrainingScriptPythonPackager:
+  the script copied into package `aiplatform_custom_trainer_script` as module `task`).
+
+Pure, as plan.py: reads and hashes files, nothing else. The checks every later step relies on
+(the directory, the entry point, the requirements) are `code_root`, `check_entry` and
+`code_requirements`; `submit --local` runs them too (vertex_trainer.local.owncode).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from vertex_trainer import catalog
+from vertex_trainer.errors import SpecError
+from vertex_trainer.packaging.context import (
+    ContextEntry,
+    DockerIgnore,
+    entry_from_bytes,
+    walk_context,
+)
+from vertex_trainer.packaging.templates import _template
+from vertex_trainer.spec import validate_image_reference
+from vertex_trainer.spec.images import (
+    AUTO,
+    check_entry,
+    code_requirements,
+    code_root,
+    entry_argv,
+    script_image,
+)
+
+# What never belongs to a build or a package: caches a local run leaves beside the code (they
+# would change the content hash, and so the tag, of code that did not change), VCS metadata, and
+# the saved spec that rides in every archive.
+ALWAYS_IGNORED = (
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.ipynb_checkpoints",
+    ".git",
+    ".vertex-trainer",
+)
+# Vertex AI's prebuilt training images, as gcloud recognises them (googlecloudsdk/command_lib/ai/
+# docker/build.py, _IsVertexTrainingPrebuiltImage).
+PREBUILT_RE = re.compile(
+    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(tf|scikit-learn|pytorch|xgboost)-.+$"
+)
+CODE_DIR = "code/"  # the code inside the image's build context
+REQUIREMENTS_ENTRY = "vertex-trainer/requirements.txt"
+PACKAGE_DIST = "vertex-trainer-code"
+PACKAGE_VERSION = "1.0"
+SDIST_ROOT = f"{PACKAGE_DIST.replace('-', '_')}-{PACKAGE_VERSION}"
+SCRIPT_PACKAGE = "vertex_trainer_script"  # the generated wrapper of a script (python_package)
+SCRIPT_MODULE = f"{SCRIPT_PACKAGE}.task"
+
+
+def _ignore(root: Path) -> DockerIgnore:
+    own = root / ".dockerignore"
+    text = own.read_text(encoding="utf-8") if own.is_file() else ""
+    return DockerIgnore(text + "\n" + "\n".join(ALWAYS_IGNORED) + "\n")
+
+
+def code_entries(spec: Any, root: Path | None = None, *, prefix: str = "") -> list[ContextEntry]:
+    """The files of image.code that are built or packaged: its own .dockerignore honoured,
+    caches and VCS metadata left out."""
+    root = root or code_root(spec)
+    # The code's own .dockerignore speaks of paths inside image.code: match before the prefix.
+    return [dataclasses.replace(e, name=prefix + e.name) for e in walk_context(root, _ignore(root))]
+
+
+# -- the base image --------------------------------------------------------------------------
+
+
+def _mirror(region: str | None) -> str:
+    region = (region or "").lower()
+    if region.startswith("europe"):
+        return "europe"
+    if region.startswith(("asia", "australia")):
+        return "asia"
+    return "us"
+
+
+def prebuilt_image(variant: str, region: str | None, *, field: str) -> str:
+    """The prebuilt Vertex AI TensorFlow training image for a hardware variant, on the region's
+    mirror (catalog/training_images.csv).
+
+    Args:
+        variant: gpu, cpu or tpu (packaging.plan.resolve_variant).
+        region: the job's region (picks us-, europe- or asia-docker.pkg.dev).
+        field: the spec field to name when there is none (image.base_image or image.executor_image).
+    Returns:
+        The image reference.
+    Raises:
+        SpecError: no prebuilt image for the variant (TPU), exit 2.
+    """
+    rows = {r["variant"]: r for r in catalog.table("training_images")}
+    row = rows.get(variant)
+    if row is None:
+        raise SpecError(
+            field,
+            f"has no prebuilt Vertex AI TensorFlow training image for {variant} machines "
+            f"(catalog/training_images.csv lists {', '.join(sorted(rows))})",
+            has_value=False,
+            hint=f"set {field} to an image with TensorFlow for {variant}, e.g. a TPU build of your own",
+        )
+    return f"{_mirror(region)}-docker.pkg.dev/{row['image']}"
+
+
+def base_image(spec: Any, variant: str) -> str:
+    """The FROM of a script job's image: image.base_image (with its digest), or for auto (the
+    default) the prebuilt training image of the variant."""
+    image = script_image(spec)
+    given = image.base_image
+    if not given or given == AUTO:
+        base = prebuilt_image(variant, getattr(spec, "region", None), field="image.base_image")
+    else:
+        base = given
+        validate_image_reference("image.base_image", base, require_pin=not image.base_image_digest)
+    if image.base_image_digest:
+        base = f"{base.split('@', 1)[0]}@{image.base_image_digest}"
+    return base
+
+
+def render_code_dockerfile(spec: Any, *, base: str, requirements: bool) -> str:
+    """The generated Dockerfile of a script job (validated values only)."""
+    validate_image_reference("image.base_image", base)
+    text: str = _template("Dockerfile.code.j2").render(
+        base_image=base,
+        prebuilt=bool(PREBUILT_RE.fullmatch(base.split("@", 1)[0])),
+        unpinned=base.endswith(":latest"),
+        requirements=requirements,
+        argv=["python3", *entry_argv(spec)],
+    )
+    return text
+
+
+def image_context(spec: Any, variant: str) -> tuple[list[ContextEntry], str, str]:
+    """The build context of a script job's image: Dockerfile, requirements, code/**.
+
+    Returns:
+        (entries sorted by name, the code directory, the base image).
+    """
+    root = code_root(spec)
+    check_entry(spec, root)
+    reqs = code_requirements(spec, root)
+    base = base_image(spec, variant)
+    entries = [
+        entry_from_bytes(
+            "Dockerfile", render_code_dockerfile(spec, base=base, requirements=bool(reqs)).encode()
+        )
+    ]
+    if reqs:
+        entries.append(entry_from_bytes(REQUIREMENTS_ENTRY, ("\n".join(reqs) + "\n").encode()))
+    entries += code_entries(spec, root, prefix=CODE_DIR)
+    return sorted(entries, key=lambda e: e.name), str(root), base
+
+
+# -- the Python package ------------------------------------------------------------------------
+
+_WRAPPER = '''"""Runs {script} as `python {script}` would (generated by vertex-trainer: python_package)."""
+
+import os
+import runpy
+import sys
+
+_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "code", {script!r})
+
+
+def main() -> None:
+    sys.path.insert(0, os.path.dirname(_SCRIPT))
+    sys.argv[0] = _SCRIPT
+    runpy.run_path(_SCRIPT, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def package_entries(spec: Any) -> tuple[list[ContextEntry], str, str]:
+    """The files of a script job's sdist (pyproject.toml, PKG-INFO, the code).
+
+    A module job's code sits at the sdist's top, so `python -m MODULE` finds it once installed;
+    a script job's code goes under vertex_trainer_script/code/ beside the generated wrapper.
+
+    Returns:
+        (entries sorted by name, the code directory, the pythonModule to run).
+    """
+    image = script_image(spec)
+    root = code_root(spec)
+    check_entry(spec, root)
+    reqs = code_requirements(spec, root)
+    if image.script:
+        code = code_entries(spec, root, prefix=f"{SCRIPT_PACKAGE}/code/")
+        generated = [
+            entry_from_bytes(f"{SCRIPT_PACKAGE}/__init__.py", b""),
+            entry_from_bytes(f"{SCRIPT_PACKAGE}/task.py", _WRAPPER.format(script=image.script).encode()),
+        ]
+        find = (
+            f'packages = ["{SCRIPT_PACKAGE}"]\n\n'
+            f'[tool.setuptools.package-data]\n{SCRIPT_PACKAGE} = ["code/**/*"]\n'
+        )
+        module = SCRIPT_MODULE
+    else:
+        code = code_entries(spec, root)
+        generated = []
+        modules = sorted(
+            e.name[:-3] for e in code if "/" not in e.name and e.name.endswith(".py") and e.name != "setup.py"
+        )
+        find = (
+            f"py-modules = {json.dumps(modules)}\ninclude-package-data = true\n\n"
+            '[tool.setuptools.packages.find]\nwhere = ["."]\n\n'
+            '[tool.setuptools.package-data]\n"*" = ["*"]\n'
+        )
+        module = image.module
+    pyproject = (
+        "[build-system]\n"
+        'requires = ["setuptools>=64"]\n'
+        'build-backend = "setuptools.build_meta"\n\n'
+        "[project]\n"
+        f'name = "{PACKAGE_DIST}"\n'
+        f'version = "{PACKAGE_VERSION}"\n'
+        'description = "Your training code (image.code), packaged by vertex-trainer"\n'
+        f"dependencies = {json.dumps(reqs)}\n\n"
+        "[tool.setuptools]\n" + find
+    )
+    pkg_info = f"Metadata-Version: 2.1\nName: {PACKAGE_DIST}\nVersion: {PACKAGE_VERSION}\n" + "".join(
+        f"Requires-Dist: {d}\n" for d in reqs
+    )
+    names = {e.name for e in code}
+    for clash in ("pyproject.toml", "PKG-INFO", "setup.py", "setup.cfg"):
+        if clash in names:
+            raise SpecError(
+                "image.code",
+                f"holds its own {clash}: python_package builds the package from the directory itself",
+                value=image.code,
+                hint=f"drop image.python_package to build an image instead, or exclude {clash} in "
+                "image.code/.dockerignore",
+            )
+    entries = [
+        entry_from_bytes("pyproject.toml", pyproject.encode()),
+        entry_from_bytes("PKG-INFO", pkg_info.encode()),
+        *generated,
+        *code,
+    ]
+    return sorted(entries, key=lambda e: e.name), str(root), module
