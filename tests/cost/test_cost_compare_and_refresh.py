@@ -61,6 +61,19 @@ def test_a_start_that_cannot_wait_is_recommended_standard_or_the_reservation():
     assert rec.strategy == "reservation" and "h100" in rec.reason
 
 
+def test_a_cpu_machine_is_compared_in_the_spec_s_region_without_flex_start(run_cli, spec_file):
+    # The region table lists accelerators; a CPU-only machine has none (this was a traceback).
+    cpu = spec_file(hardware="cpu", replicas=1, image={"uri": "us-docker.pkg.dev/p/r/mine:v1"})
+    result = run_cli("cost", cpu, "--compare", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert {r["region"] for r in out["alternatives"]} == {"us-central1"}
+    assert "flex-start" not in {r["strategy"] for r in out["alternatives"]}
+    assert {r["quota"] for r in out["alternatives"]} == {None}
+    rec = out["recommendation"]
+    assert rec["strategy"] == "standard" and "on hardware Flex Start does not serve" in rec["reason"]
+
+
 def test_a_custom_image_is_not_assumed_to_checkpoint():
     rec = recommend(replicas=1, image={"uri": "us-docker.pkg.dev/p/r/mine:v1"}, scheduling={"timeout": "10h"})
     assert rec.strategy == "flex-start" and "the trainer does not checkpoint" in rec.reason

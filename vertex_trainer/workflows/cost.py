@@ -94,8 +94,8 @@ class Estimate:
 
     @property
     def max_cost(self) -> float | None:
-        costs = [a.max_cost for a in self.attempts]
-        return None if not costs or None in costs else max(costs)
+        costs = [a.max_cost for a in self.attempts if a.max_cost is not None]
+        return max(costs) if costs and len(costs) == len(self.attempts) else None
 
     @property
     def expected_cost(self) -> float | None:
@@ -201,13 +201,14 @@ def throughput_of(
             hardware=bench.get("hardware"),
         )
     ref = reference_for(spec)
-    if ref is None:
+    accelerator = spec.hardware.accelerator
+    if ref is None or accelerator is None:  # a reference is per accelerator: none without one
         return None
     total = ref.examples_per_sec * spec.total_devices
     return Throughput(
         total,
         f"published reference: {ref.examples_per_sec:,.0f} examples/s per "
-        f"{spec.hardware.accelerator.name} x {spec.total_devices} ({ref.setup}; {ref.source})",
+        f"{accelerator.name} x {spec.total_devices} ({ref.setup}; {ref.source})",
         published=True,
     )
 
@@ -334,7 +335,7 @@ def check_budget(est: Estimate, budget: float, field: str) -> None:
                 hint=f"remove {field}, or pick hardware and a region the price snapshot "
                 "covers (vertex-trainer cost SPEC shows them)",
             )
-        if a.max_cost > budget + 1e-9:
+        if a.max_cost > budget + 1e-9 and a.hourly is not None:  # max_cost is hourly x timeout
             bound = " at most" if a.upper_bound else ""
             raise UserError(
                 f"{field}: the worst case of attempt {a.attempt} ({a.strategy}, {a.region}, {a.hardware}) is "
@@ -401,7 +402,9 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
     job_spec = data.get("jobSpec") or {}
     strategy = _STRATEGY.get(((job_spec.get("scheduling") or {}).get("strategy") or "STANDARD"), "standard")
     region = (re.search(r"/locations/([^/]+)/", data.get("name", "") + "/") or [None, None])[1]
-    hourly, reason, bound = 0.0, None, False
+    hourly: float | None = 0.0
+    reason: str | None = None
+    bound = False
     for pool in job_spec.get("workerPoolSpecs") or ():
         m = (pool or {}).get("machineSpec") or {}
         if not m:
@@ -418,7 +421,7 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
         if price.hourly is None:
             hourly, reason = None, price.reason
             break
-        hourly += price.hourly * int(pool.get("replicaCount") or 1)
+        hourly = (hourly or 0.0) + price.hourly * int(pool.get("replicaCount") or 1)
         bound = bound or price.upper_bound
         reason = reason or price.reason
     return {

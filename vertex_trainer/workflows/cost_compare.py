@@ -92,7 +92,7 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
         Facts."""
     first = est.attempts[0]
     hours_known = first.expected_hours is not None
-    hours = first.expected_hours if hours_known else first.max_hours
+    hours = first.max_hours if first.expected_hours is None else first.expected_hours
     ckpt = spec.runs_bundled_trainer if checkpoints is None else checkpoints
     multi_machine = spec.replicas > 1 and not spec.scheduling.restart_on_worker_restart
     survives = ckpt and not multi_machine
@@ -156,16 +156,17 @@ def alternatives(
     for shape in shapes:
         name = shape.preset or shape.describe()
         shape_acc = shape.accelerator
+        # The region table lists accelerators: a CPU-only machine is compared in the spec's region.
         offered = [
             r
-            for r in regions.regions_for(shape_acc.name)
+            for r in (regions.regions_for(shape_acc.name) if shape_acc else ())
             if pricing.machine_price(book, region=r, strategy="standard", **_hardware_args(shape)).hourly
             is not None
         ]
         where = list(dict.fromkeys(([spec.region] if spec.region else []) + offered))
         for region in where:
             for strategy in pricing.STRATEGIES:
-                if strategy == "flex-start" and not shape_acc.flex_start:
+                if strategy == "flex-start" and not (shape_acc and shape_acc.flex_start):
                     continue
                 price = pricing.machine_price(
                     book, region=region, strategy=strategy, **_hardware_args(shape)
@@ -182,7 +183,7 @@ def alternatives(
                         None if price.hourly is None else price.hourly * first.max_hours,
                         price.upper_bound,
                         price.reason,
-                        quota(shape_acc.name, strategy, region) if quota else None,
+                        quota(shape_acc.name, strategy, region) if quota and shape_acc else None,
                         current=(
                             shape == spec.hardware
                             and region == spec.region
@@ -296,7 +297,7 @@ def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendatio
         reason = (
             "runs longer than Flex Start's 7 days"
             if f.hours > FLEX_START_MAX_H
-            else "the hardware is not served by Flex Start"
+            else "is on hardware Flex Start does not serve"
         )
         choice, why = "standard", f"the run {reason} and cannot survive preemption"
     chosen = prices.get(choice) if choice in prices else None
