@@ -188,7 +188,8 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
             f"the {' and '.join(missing)} bench run left no metrics.json ({where or 'no output'})",
             hint="the job succeeded but wrote no metrics: check its log",
         )
-    syn, real = results["synthetic"].metrics, results["real"].metrics
+    # the check above: both runs left their metrics
+    syn, real = results["synthetic"].metrics or {}, results["real"].metrics or {}
     syn_rate, real_rate = _rate(syn), _rate(real)
     wait = real.get("input_wait_fraction")
     bound = real.get("bound") or (None if wait is None else "input" if wait >= INPUT_BOUND else "compute")
@@ -225,7 +226,8 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
 
 def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, local: bool) -> dict | None:
     ref = reference_for(spec)
-    if ref is None:
+    accelerator = spec.hardware.accelerator
+    if ref is None or accelerator is None:  # a reference is per accelerator
         return None
     on_hardware = not local and real.get("device") in ("gpu", "tpu")  # else shown, not compared
 
@@ -233,7 +235,7 @@ def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, 
         return round(rate / devices / ref.examples_per_sec, 3) if on_hardware and rate else None
 
     return {
-        "accelerator": spec.hardware.accelerator.name,
+        "accelerator": accelerator.name,
         "examples_per_sec_per_device": ref.examples_per_sec,
         "setup": ref.setup,
         "source": ref.source,
