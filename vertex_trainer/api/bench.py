@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import Log, _stderr, settings_from_env, submit
+from vertex_trainer.api.core import Log, _stderr, settings_from_env
+from vertex_trainer.api.execute import submit
+from vertex_trainer.api.plan import SubmitOptions
 from vertex_trainer.contract import short_state
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
@@ -84,7 +86,14 @@ def bench(
     for run in plan.runs:
         log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
         if local:
-            job = submit(run.spec, local=True, wait=True, console=console, log=log, settings=settings)
+            job = submit(
+                run.spec,
+                local=True,
+                wait=True,
+                options=SubmitOptions(console=console),
+                log=log,
+                settings=settings,
+            )
             if not job.succeeded:
                 raise JobFailed(job.failure_message())
             results[run.kind] = benchmark.Result(
@@ -96,9 +105,10 @@ def bench(
                 wait=True,
                 idempotency_key=benchmark.run_key(key, run.kind),
                 log=log,
-                client=client,
                 settings=settings,
-                on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}"),
+                options=SubmitOptions(
+                    client=client, on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}")
+                ),
             )
             results[run.kind] = benchmark.Result(
                 run.kind,

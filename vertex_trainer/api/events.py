@@ -5,18 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import (
-    DryRun,
-    Log,
-    _artifact,
-    _package_step,
-    _stderr,
-    check,
-    load_spec,
-    plan_artifact,
-    settings_from_env,
-    submit,
-)
+from vertex_trainer.api.core import Log, _stderr, check, load_spec, plan_artifact, settings_from_env
+from vertex_trainer.api.execute import submit
+from vertex_trainer.api.package import artifact_for as _artifact
+from vertex_trainer.api.package import package_step as _package_step
+from vertex_trainer.api.results import DryRun
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import check_key, new_key
 
