@@ -14,11 +14,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
-from vertex_trainer.local import cluster
+from vertex_trainer.local import cluster, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
@@ -43,7 +43,7 @@ class LocalResult(JobState):
     state: str
     output_dir: str
     model_dir: str
-    metrics: dict | None
+    metrics: dict[str, Any] | None
     exit_code: int
     failed_replica: str | None = None
     log_tail: list[str] = field(default_factory=list)
@@ -52,12 +52,12 @@ class LocalResult(JobState):
     elapsed_s: float = 0.0
     failed_exit_code: int | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def run_local(
-    job: dict,
+    job: dict[str, Any],
     spec: Any = None,
     *,
     settings: Settings,
@@ -94,6 +94,8 @@ def run_local(
     environ = dict(settings.environ)
 
     cluster.pools_of(job)  # the job's shape, before touching the file system
+    # Your own code (image.code): its directory, entry point and requirements, before anything starts.
+    code_dir = str(owncode.preflight(spec)) if getattr(spec, "is_script_job", False) else None
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     base = resolve_output(job, name)
@@ -102,9 +104,12 @@ def run_local(
     replicas = cluster.build_replicas(
         job, base, job_id=job_id, base_env=environ, project=project, region=region
     )
-    cluster.check_importable(replicas)
+    if code_dir is not None:
+        replicas = owncode.script_replicas(spec, replicas)
+    else:
+        cluster.check_importable(replicas)
 
-    supervisor = Supervisor(replicas)
+    supervisor = Supervisor(replicas, cwd=code_dir)
     display = Display(console, [r.name for r in replicas], live=wait)
     runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
     shown = runlog.tee(display, on_lines)
@@ -161,7 +166,15 @@ def run_local(
     return result
 
 
-def _supervise(supervisor: Supervisor, display: Display, cancel: Any = None) -> Process | None:
+class _Shows(Protocol):
+    """Where the replicas' lines go: the Display, or RunLog.tee's copy to the record too."""
+
+    def lines(self, items: list[tuple[str, str]]) -> None: ...
+
+    def tick(self) -> None: ...
+
+
+def _supervise(supervisor: Supervisor, display: _Shows, cancel: Any = None) -> Process | None:
     """Show lines until every replica has ended (None) or one has failed (that one)."""
     while True:
         if cancel is not None and cancel.is_set():
@@ -180,7 +193,7 @@ def _supervise(supervisor: Supervisor, display: Display, cancel: Any = None) -> 
         display.tick()
 
 
-def resolve_output(job: dict, name: str) -> str:
+def resolve_output(job: dict[str, Any], name: str) -> str:
     """The run's base output directory: gs:// as is; a local path made absolute and created;
     none given: a fresh directory under the temp dir. /gcs/ (Cloud Storage FUSE) is refused."""
     spec = cluster.job_spec_of(job)
@@ -204,7 +217,7 @@ RECORD_FILES = ("custom_job.json", "spec.yaml")
 LATEST_SUCCESS = "latest-success"
 
 
-def save_run_record(base: str, job: dict, spec: Any, run_id: str) -> None:
+def save_run_record(base: str, job: dict[str, Any], spec: Any, run_id: str) -> None:
     """Keep what ran: <base>/vertex-trainer/runs/<run_id>/{custom_job.json,spec.yaml}.
 
     Every run gets its own record; the record beside the outputs (<base>/vertex-trainer/
@@ -245,7 +258,7 @@ def promote_run_record(base: str, run_id: str) -> None:
         f.write(run_id + "\n")
 
 
-def read_metrics(base_output: str, settings: Settings) -> dict | None:
+def read_metrics(base_output: str, settings: Settings) -> dict[str, Any] | None:
     """metrics.json from the base output directory (local path or gs://); None when it is
     absent or unreadable (a finished run must not turn into a crash over its metrics)."""
     path = f"{base_output.rstrip('/')}/{METRICS_FILE}"

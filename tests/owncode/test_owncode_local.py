@@ -1,0 +1,132 @@
+"""`submit --local` of a script job (issue 32): your code runs from image.code with the environment
+Vertex AI sets (AIP_* directories, CLUSTER_SPEC / TF_CONFIG, two processes for replicas: 2), the
+spec's env and its args; a missing directory, script or requirement is exit 2 before anything
+starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cli_support import edge_env
+from tests.owncode.conftest import script_data
+from tests.shared import ROOT, cli_runner
+
+# Writes what the replica was given, one file per task, where Vertex AI says the model goes.
+ENV_DUMP = """
+import json, os, sys
+import helper
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+out = os.environ["AIP_MODEL_DIR"]
+os.makedirs(out, exist_ok=True)
+keys = ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR", "TF_CONFIG", "CLUSTER_SPEC",
+        "CLOUD_ML_JOB_ID", "MODE")
+record = {"env": {k: os.environ.get(k) for k in keys}, "argv": sys.argv, "cwd": os.getcwd(),
+          "helper": helper.GREETING}
+with open(os.path.join(out, f"{task['type']}-{task['index']}.json"), "w") as f:
+    json.dump(record, f)
+"""
+
+
+def _local(tmp_path: Path, data: dict, *extra: str):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
+    return run("submit", path, "--local", *extra)
+
+
+def test_replicas_get_vertex_ais_environment_the_env_and_the_args(tmp_path, code_dir):
+    (code_dir / "task.py").write_text(ENV_DUMP)
+    out = tmp_path / "out"
+    data = script_data(
+        code_dir, replicas=2, output_dir=str(out), env={"MODE": "own"}, args=["--lr={{ 1 / 4 }}"]
+    )
+    result = _local(tmp_path, data)
+    assert result.returncode == 0, result.stderr
+    chief = json.loads((out / "model" / "chief-0.json").read_text())
+    worker = json.loads((out / "model" / "worker-0.json").read_text())
+    for record in (chief, worker):
+        assert record["argv"][1:] == ["--lr=0.25"]
+        assert record["cwd"] == str(code_dir.resolve())  # as /opt/code in the image
+        assert record["helper"] == "hello from helper"  # the script's siblings import
+        env = record["env"]
+        assert env["MODE"] == "own"
+        assert env["AIP_MODEL_DIR"] == f"{out}/model/"
+        assert env["AIP_CHECKPOINT_DIR"] == f"{out}/checkpoints/"
+        assert env["AIP_TENSORBOARD_LOG_DIR"] == f"{out}/logs/"
+    tf_config = json.loads(worker["env"]["TF_CONFIG"])
+    assert set(tf_config["cluster"]) == {"chief", "worker"} and tf_config["task"] == {
+        "type": "worker",
+        "index": 0,
+        "trial": "",
+    }
+    cluster_spec = json.loads(chief["env"]["CLUSTER_SPEC"])
+    assert set(cluster_spec["cluster"]) == {"workerpool0", "workerpool1"}
+    assert cluster_spec["task"]["type"] == "workerpool0"
+    assert chief["env"]["CLOUD_ML_JOB_ID"] == worker["env"]["CLOUD_ML_JOB_ID"]
+
+
+def test_a_module_runs_with_dash_m_from_the_code(tmp_path, code_dir):
+    (code_dir / "trainer" / "task.py").write_text(ENV_DUMP)
+    out = tmp_path / "out"
+    data = script_data(code_dir, image={"script": None, "module": "trainer.task"}, output_dir=str(out))
+    result = _local(tmp_path, data)
+    assert result.returncode == 0, result.stderr
+    record = json.loads((out / "model" / "chief-0.json").read_text())
+    assert record["argv"][1:] == ["--epochs=2"] and record["cwd"] == str(code_dir.resolve())
+
+
+def test_a_missing_requirement_is_exit_2_naming_it_and_pip(tmp_path, code_dir):
+    out = tmp_path / "out"
+    data = script_data(
+        code_dir, output_dir=str(out), image={"requirements": ["no-such-dist-vt32==1.0", "PyYAML>=1"]}
+    )
+    result = _local(tmp_path, data)
+    assert result.returncode == 2, result.stderr
+    assert "no-such-dist-vt32==1.0 (not installed)" in result.stderr
+    assert "-m pip install no-such-dist-vt32==1.0" in result.stderr
+    assert "PyYAML" not in result.stderr.split("hint")[0]  # installed: not named
+    assert "Traceback" not in result.stderr and not out.exists()  # nothing started
+
+
+def test_a_requirement_at_the_wrong_version_is_named(tmp_path, code_dir):
+    (code_dir / "requirements.txt").write_text("PyYAML<1\n")
+    result = _local(tmp_path, script_data(code_dir, output_dir=str(tmp_path / "out")))
+    assert result.returncode == 2 and "PyYAML<1 (" in result.stderr and "installed)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("image", "field"),
+    [({"script": "train.py"}, "image.script"), ({"code": "no/such/dir"}, "image.code")],
+)
+def test_a_missing_script_or_directory_is_exit_2(tmp_path, code_dir, image, field):
+    out = tmp_path / "out"
+    result = _local(tmp_path, script_data(code_dir, image=image, output_dir=str(out)))
+    assert result.returncode == 2, result.stderr
+    assert f"{field}:" in result.stderr and not out.exists()
+
+
+def test_validate_local_checks_the_requirements(tmp_path, code_dir):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(script_data(code_dir, image={"requirements": ["no-such-dist-vt32"]})))
+    result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("validate", path, "--local")
+    assert result.returncode == 2 and "no-such-dist-vt32 (not installed)" in result.stderr
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+def test_the_example_trains_with_two_replicas(tmp_path):
+    """examples/own-code: a Keras script written to Vertex AI's code requirements (TF_CONFIG,
+    AIP_MODEL_DIR, BackupAndRestore, model.save) trains here with replicas: 2, unchanged."""
+    out = tmp_path / "run"
+    run = cli_runner(edge_env(tmp_path), cwd=ROOT)
+    result = run("submit", "examples/own-code/own-code.yaml", "--local", "--set", f"output_dir={out}")
+    assert result.returncode == 0, result.stderr
+    assert (out / "model" / "model.keras").is_file()  # the chief's
+    assert (out / "checkpoints" / "worker-0-model" / "model.keras").is_file()  # the worker's scratch save
+    logs = out / "vertex-trainer" / "logs"
+    assert "Epoch 2/2" in (logs / "workerpool0-0.log").read_text()
+    assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
