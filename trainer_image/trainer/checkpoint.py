@@ -134,8 +134,8 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         self._last_save = time.monotonic()
         if reason != "epoch":  # an epoch's progress line already says it is done (and saved)
             print(
-                f"trainer: checkpoint ({reason}) at epoch {epoch + 1} step {batch + 1}/{self.steps_per_epoch} "
-                f"in {save.seconds:.2f} s",
+                f"trainer: checkpoint ({reason}) at epoch {epoch + 1} "
+                f"step {batch + 1}/{self.steps_per_epoch} in {save.seconds:.2f} s",
                 flush=True,
             )
 

@@ -131,7 +131,7 @@ class Model:
                 # One undecodable image fails the whole batch: find it, to name it.
                 self._name_undecodable(chunk, start)
                 raise
-            for cls, probs in zip(classes.tolist(), probabilities.tolist()):
+            for cls, probs in zip(classes.tolist(), probabilities.tolist(), strict=True):
                 prediction = {"class": int(cls), "probabilities": probs}
                 if self.labels and 0 <= cls < len(self.labels):
                     prediction["label"] = self.labels[cls]

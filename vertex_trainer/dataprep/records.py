@@ -23,11 +23,11 @@ from __future__ import annotations
 import posixpath
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 import google_crc32c
 
-FeatureValue = Union[bytes, str, int, Sequence[bytes], Sequence[int]]
+FeatureValue = bytes | str | int | Sequence[bytes] | Sequence[int]
 
 _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF

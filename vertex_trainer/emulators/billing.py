@@ -62,7 +62,7 @@ class FakeBilling(LoopbackServer):
                 if sku["description"] == description:
                     units = int(usd)
                     sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"].update(
-                        units=str(units), nanos=int(round((usd - units) * 1e9))
+                        units=str(units), nanos=round((usd - units) * 1e9)
                     )
                     return
         raise KeyError(description)

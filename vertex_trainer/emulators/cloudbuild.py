@@ -38,6 +38,7 @@ from typing import Any
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer
 
 _PARENT = r"/v1/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
+_OPERATION_METADATA = "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata"
 
 
 def _now() -> str:
@@ -208,7 +209,7 @@ class FakeCloudBuild(LoopbackServer):
                         {
                             "name": op,
                             "metadata": {
-                                "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
+                                "@type": _OPERATION_METADATA,
                                 "build": build,
                             },
                         },
@@ -237,7 +238,7 @@ class FakeCloudBuild(LoopbackServer):
                         "name": path[4:],
                         "done": done,
                         "metadata": {
-                            "@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
+                            "@type": _OPERATION_METADATA,
                             "build": build,
                         },
                     }

@@ -208,7 +208,7 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             first = _read_headers(self.rfile)
             if first is None:
                 return
-            request_line, headers = first
+            request_line, _headers = first
             method, target, _ = (request_line.split(" ", 2) + ["", ""])[:3]
             if method.upper() == "CONNECT":
                 host = target.rsplit(":", 1)[0].lower()

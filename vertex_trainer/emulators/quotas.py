@@ -83,7 +83,8 @@ class FakeQuotas(LoopbackServer):
                     dims.append(info)
                 out.append(
                     {
-                        "name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
+                        "name": f"projects/{project}/locations/global/services/{service}"
+                        f"/quotaInfos/{quota_id}",
                         "quotaId": quota_id,
                         "metric": metric,
                         "service": service,

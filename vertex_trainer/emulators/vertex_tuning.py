@@ -330,7 +330,7 @@ def _check(data: dict) -> None:
                 raise bad("study_spec.parameters", f"Parameter {pid!r}: a log scale needs values > 0.")
         elif kinds[0] == "discreteValueSpec":
             values = [float(v) for v in spec.get("values") or []]
-            if not values or any(b <= a for a, b in zip(values, values[1:])):
+            if not values or any(b <= a for a, b in itertools.pairwise(values)):
                 raise bad("study_spec.parameters", f"Parameter {pid!r}: discrete values must be increasing.")
         elif p.get("scaleType"):
             raise bad(
@@ -362,7 +362,9 @@ def _options(p: dict) -> list:
 
 def _grid(parameters: list[dict]) -> list[dict]:
     ids = [p["parameterId"] for p in parameters]
-    return [dict(zip(ids, combo)) for combo in itertools.product(*(_options(p) for p in parameters))]
+    return [
+        dict(zip(ids, combo, strict=True)) for combo in itertools.product(*(_options(p) for p in parameters))
+    ]
 
 
 def _choose(p: dict, number: int) -> Any:
