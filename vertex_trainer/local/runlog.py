@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, Failure, JobEvent, JobState, LogEntry
 
@@ -30,7 +30,7 @@ RESULT_FILE = "result.json"
 RUNNER_FILE = "runner.json"
 RUNNING, FAILED = "JOB_STATE_RUNNING", "JOB_STATE_FAILED"
 
-Item = Union[LogEntry, JobEvent, Failure]
+Item = LogEntry | JobEvent | Failure
 
 
 def _stamp(ns: int) -> str:

@@ -1,4 +1,5 @@
-"""The Vertex AI Pipelines (KFP v2) form of a job: train, then register and deploy (docs/contract.md section 6).
+"""The Vertex AI Pipelines (KFP v2) form of a job: train, then register and deploy
+(docs/contract.md section 6).
 
     steps.py     pure: each GCPC step's inputs from the rendered CustomJob and the DeployRequest
     compiler.py  the kfp pipeline (kfp and GCPC imported inside `compile_ir` only)

@@ -8,7 +8,7 @@ several are one SpecProblems whose message lists each on its own line.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -182,7 +182,7 @@ def _nested_keys(loc) -> list[str]:
 
 
 class _NoFields:
-    model_fields: dict = {}
+    model_fields: ClassVar[dict[str, Any]] = {}
 
 
 def _field_doc(loc) -> str | None:

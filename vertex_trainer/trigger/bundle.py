@@ -109,7 +109,7 @@ def _trainer_dir() -> Path:
             "the trainer package (trainer_image/trainer) is not installed here",
             hint="pip install -e . in the vertex-trainer checkout",
         )
-    return Path(list(found.submodule_search_locations)[0])
+    return Path(next(iter(found.submodule_search_locations)))
 
 
 def _copy_tree(source: Path, target: Path, root: Path) -> set[str]:

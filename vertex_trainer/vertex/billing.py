@@ -1,7 +1,9 @@
 """The Cloud Billing Catalog API (cloudbilling.googleapis.com/v1): Vertex AI's public SKUs.
 
-    GET /v1/services                         -> {"services": [{"name", "serviceId", "displayName"}], "nextPageToken"}
-    GET /v1/services/{id}/skus?currencyCode=USD -> {"skus": [Sku...], "nextPageToken"}
+    GET /v1/services
+        -> {"services": [{"name", "serviceId", "displayName"}], "nextPageToken"}
+    GET /v1/services/{id}/skus?currencyCode=USD
+        -> {"skus": [Sku...], "nextPageToken"}
 
 The Vertex AI service is found by its displayName ("Vertex AI"; its id, C7E2-9256-1C43, is
 reported in public code, not relied on). Every page of both lists is read through the one pager

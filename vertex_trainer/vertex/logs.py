@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Union
+from typing import Any
 from urllib.parse import unquote
 
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
@@ -53,7 +53,7 @@ __all__ = [
     "to_ns",
 ]
 
-Item = Union[LogEntry, JobEvent, Failure]
+Item = LogEntry | JobEvent | Failure
 PAGE_SIZE = 1000  # the most entries:list returns in one page
 TAIL_LINES = 20  # the failing replica's last lines shown under the error
 SERVICE = "service"  # the replica name of the service's own messages

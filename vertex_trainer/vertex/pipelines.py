@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from typing import ClassVar
 
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES
 from vertex_trainer.errors import UserError
@@ -43,7 +44,7 @@ class PipelinesClient(CollectionClient):
     `CollectionClient`)."""
 
     collection = "pipelineJobs"
-    ops = {
+    ops: ClassVar[dict[str, str]] = {
         "get": "get pipeline",
         "cancel": "cancel pipeline",
         "list": "list pipelines",

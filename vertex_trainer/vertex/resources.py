@@ -13,7 +13,7 @@ replica count covers every replica of the job on that shape.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.http import ApiError, Transient
@@ -28,7 +28,7 @@ class ResourcesClient(CollectionClient):
     """The persistentResources collection of one project and region."""
 
     collection = "persistentResources"
-    ops = {
+    ops: ClassVar[dict[str, str]] = {
         "get": "get persistent resource",
         "cancel": "cancel",
         "list": "list persistent resources",
