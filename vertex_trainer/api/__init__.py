@@ -22,6 +22,7 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
+    catalog.py  the hardware catalog (presets, regions, sources) and the spec's JSON Schema
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
 """
 
@@ -34,6 +35,7 @@ from vertex_trainer.api.capacity import (
     resource_request,
     web_access,
 )
+from vertex_trainer.api.catalog import AcceleratorSource, HardwareCatalog, hardware_catalog, spec_schema
 from vertex_trainer.api.core import (
     check,
     load_spec,
@@ -71,9 +73,11 @@ from vertex_trainer.api.plan import (
 from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
+    "AcceleratorSource",
     "AttemptPlan",
     "DryRun",
     "Handle",
+    "HardwareCatalog",
     "Job",
     "LocalJob",
     "QuotaLook",
@@ -91,6 +95,7 @@ __all__ = [
     "delete_resource",
     "deploy",
     "find_local_run",
+    "hardware_catalog",
     "job_cost",
     "list_jobs",
     "list_resources",
@@ -113,6 +118,7 @@ __all__ = [
     "render_text",
     "resource_request",
     "settings_from_env",
+    "spec_schema",
     "status",
     "submit",
     "trigger_deploy",

@@ -113,107 +113,41 @@ def hardware(
 ) -> None:
     """List the hardware presets (machine, accelerators, memory, Flex Start, default precision),
     the regions that offer each accelerator for training, and where each row was read."""
-    from vertex_trainer import regions
-    from vertex_trainer.hardware import catalog_rows
+    from vertex_trainer import api
+    from vertex_trainer.present.hardware import HEADER, provenance_lines, region_lines, table_rows
 
-    rows = catalog_rows()
-    if region is not None:
-        rows = _in_region(rows, region, output)
-    for row in rows:  # the regions table (regions.py), dated and cited like the rest
-        row["regions"] = regions.provenance(row["accelerator_type"]) if row["accelerator_type"] else None
+    cat = api.hardware_catalog(region)
     if output is OutputFormat.json:
-        emit_json(rows)
+        emit_json(cat.rows)
         return
-    header = ("preset", "machine type", "accelerators", "acc. memory", "vCPUs", "flex-start", "precision")
-    lines = [header]
-    for row in rows:
-        acc = f"{row['accelerator_count']} x {row['accelerator_type']}" if row["accelerator_type"] else "-"
-        if row["tpu_topology"]:
-            acc += f" ({row['tpu_topology']})"
-        flex = "yes" if row["flex_start"] else "no"
-        if row["spot_or_flex_only"]:
-            flex += " (spot/flex only)"
-        lines.append(
-            (
-                row["preset"],
-                row["machine_type"],
-                acc,
-                f"{row['accelerator_memory_gb']} GB" if row["accelerator_memory_gb"] else "-",
-                str(row["vcpus"] or "-"),
-                flex,
-                row["default_precision"],
-            )
-        )
+    for line in region_lines(cat):
+        print(line)
+    lines = [HEADER, *table_rows(cat)]
     from rich.console import Console
 
     console = Console(highlight=False)
     if not console.is_terminal:  # piped: full values in aligned columns, never cut to a width
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
         for line in lines:
             print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
-        print("\n".join(_provenance(rows)))
+        print("\n".join(provenance_lines(cat)))
         return
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
-    for col in header:
+    for col in HEADER:
         table.add_column(col)
     for line in lines[1:]:
         table.add_row(*line)
     console.print(table)
-    print("\n".join(_provenance(rows)))
-
-
-def _provenance(rows: list[dict]) -> list[str]:
-    """Footer lines: each accelerator's training regions and sources, then the sources' URLs."""
-    from vertex_trainer import catalog, hardware
-
-    lines, used = ["", "# accelerator, the regions that offer it for training, and where it was read:"], {}
-    for name in dict.fromkeys(r["accelerator_type"] for r in rows if r["accelerator_type"]):
-        acc = hardware.accelerator(name)
-        where = next(r["regions"] for r in rows if r["accelerator_type"] == name)
-        ids, region_ids = acc.source.split(), where["source_ids"] if where else []
-        used.update(dict.fromkeys(ids + region_ids))
-        place = " ".join(where["regions"]) if where and where["regions"] else "no training region known"
-        if where and where["confidence"] != "high":
-            place += f" (lower confidence: {where['note']})" if where["note"] else " (lower confidence)"
-        unconfirmed = "; not yet on a Vertex AI training page" if acc.training == "unconfirmed" else ""
-        lines.append(
-            f"#   {name}: {place}{unconfirmed}; sources: {' '.join(ids)}; regions: {' '.join(region_ids)}"
-        )
-    known = catalog.sources()
-    lines += ["# sources:"] + [f"#   {i}  {known[i].url} (read {known[i].read})" for i in used]
-    return lines
-
-
-def _in_region(rows: list[dict], region: str, output: OutputFormat) -> list[dict]:
-    """The presets whose accelerator Vertex AI training offers in `region` (CPU ones always)."""
-    from vertex_trainer import regions
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.suggest import nearest
-
-    if not regions.known(region):
-        near = nearest(region, regions.REGIONS)
-        raise UserError(
-            f"--region: {region!r} is not a Vertex AI training region in the table (read {regions.READ})",
-            hint=(f"did you mean '{near[0]}'? " if near else "") + "known: " + ", ".join(regions.REGIONS),
-        )
-    offered = regions.offered_in(region)
-    if output is OutputFormat.text:
-        uncertain = [a for a in offered if a in regions.UNCERTAIN]
-        print(
-            f"# {region}: Vertex AI training offers {', '.join(offered) or 'no accelerators (CPU only)'}"
-            + (f" ({', '.join(uncertain)}: likely, not in the training table)" if uncertain else "")
-        )
-        print(f"# source: {regions.SOURCE}, read {regions.READ}")
-    return [r for r in rows if not r["accelerator_type"] or r["accelerator_type"] in offered]
+    print("\n".join(provenance_lines(cat)))
 
 
 def schema() -> None:
     """Print the JSON Schema of the job spec (for editor completion)."""
-    from vertex_trainer.spec import json_schema
+    from vertex_trainer import api
 
-    emit_json(json_schema())
+    emit_json(api.spec_schema())
 
 
 def register(app: typer.Typer) -> None:
