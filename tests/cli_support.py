@@ -19,8 +19,9 @@ def cli_command() -> list[str]:
 
 
 def edge_env(tmp_path: Path, **settings: str) -> dict[str, str]:
-    """os.environ without VERTEX_TRAINER_*/GOOGLE_*/CLOUDSDK_*/CLOUD_ML_*/STORAGE_EMULATOR*, plus fast retries and
-    polls, a private empty gcloud config, and `settings` (e.g. VERTEX_TRAINER_API_ENDPOINT=...)."""
+    """os.environ without VERTEX_TRAINER_*/GOOGLE_*/CLOUDSDK_*/CLOUD_ML_*/STORAGE_EMULATOR*, plus fast
+    retries and polls, a private empty gcloud config, and `settings` (e.g.
+    VERTEX_TRAINER_API_ENDPOINT=...)."""
     env = {
         k: v
         for k, v in os.environ.items()

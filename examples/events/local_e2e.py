@@ -88,7 +88,7 @@ def main() -> int:
         for job in vertex.jobs.values():
             args_ = job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
             print(
-                f"  CustomJob {job['name']}\n    {[a for a in args_ if a.startswith('--train-data')][0]}"
+                f"  CustomJob {job['name']}\n    {next(a for a in args_ if a.startswith('--train-data'))}"
                 f"\n    labels {job['labels']}"
             )
         for name, run in vertex.pipelines.runs.items():

@@ -87,11 +87,11 @@ def predict(spec_path: str, job_name: str, count: int) -> None:
     job = api.Job.get(job_name)
     deployment = job.deploy(spec)
     images, labels = digits()
-    held_out = list(zip(images[TRAIN:], labels[TRAIN:]))[:count]
+    held_out = list(zip(images[TRAIN:], labels[TRAIN:], strict=True))[:count]
     instances = [{"b64": base64.b64encode(image).decode()} for image, _ in held_out]
     predictions = deployment.predict(instances)
-    right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out))
-    for p, (_, label) in list(zip(predictions, held_out))[:5]:
+    right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out, strict=True))
+    for p, (_, label) in list(zip(predictions, held_out, strict=True))[:5]:
         print(f"digit {label}: predicted {p['class']} (p={max(p['probabilities']):.2f})")
     print(
         f"endpoint {deployment.endpoint}: {right}/{len(held_out)} held-out digits right "
@@ -146,10 +146,10 @@ def ask_endpoint(display_name: str, count: int) -> None:
     if endpoint is None:
         sys.exit(f"no endpoint named {display_name!r}")
     images, labels = digits()
-    held_out = list(zip(images[TRAIN:], labels[TRAIN:]))[:count]
+    held_out = list(zip(images[TRAIN:], labels[TRAIN:], strict=True))[:count]
     instances = [{"b64": base64.b64encode(image).decode()} for image, _ in held_out]
     predictions = client.predict(endpoint["name"], instances)["predictions"]
-    right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out))
+    right = sum(p["class"] == label for p, (_, label) in zip(predictions, held_out, strict=True))
     print(
         f"endpoint {endpoint['name']}: {right}/{len(held_out)} held-out digits right "
         f"({right / len(held_out):.3f})"

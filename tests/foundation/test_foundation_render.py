@@ -63,7 +63,7 @@ def test_cli_render_matches_python_render(name, cli):
         ROOT / "job_specs" / name,
         "--set",
         f"name={stem}",
-        *sum((["--set", s] for s in FIXED), []),
+        *(arg for s in FIXED for arg in ("--set", s)),
         "--idempotency-key",
         "golden-key",
     )

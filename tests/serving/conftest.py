@@ -78,7 +78,7 @@ def write_records(path: Path, images: list[bytes], labels: list[int], image_form
     from trainer import datagen
 
     with tf.io.TFRecordWriter(str(path)) as w:
-        for data, label in zip(images, labels):
+        for data, label in zip(images, labels, strict=True):
             w.write(datagen.encode_example(data, label, height=0, width=0, image_format=image_format))
 
 

@@ -42,7 +42,7 @@ def test_one_batch_equals_single_requests_in_either_form(digits_run, digits_serv
     images = digits_run.images[:100]  # more than one model batch (64)
     status, batch = predict(digits_server, [b64(image) for image in images])
     assert status == 200, batch
-    for image, together in zip(images, batch["predictions"]):
+    for image, together in zip(images, batch["predictions"], strict=True):
         status, alone = predict(digits_server, [{"image_bytes": b64(image)}])
         assert status == 200, alone
         alone = alone["predictions"][0]

@@ -218,7 +218,7 @@ def test_cached_decoded_pixels_give_the_same_batches_as_decoding(synth_data):
     again = [(x.numpy(), y.numpy()) for x, y in ds]  # the second pass reads the cache
     decoded = [(x.numpy(), y.numpy()) for x, y in data.build_dataset(files, plain, 16)]
     assert len(first) == len(decoded) == 8
-    for (xa, ya), (xb, yb), (xc, yc) in zip(first, again, decoded):
+    for (xa, ya), (xb, yb), (xc, yc) in zip(first, again, decoded, strict=True):
         assert xa.dtype == np.uint8 and xa.shape == (16, 20, 20, 3)
         assert (ya == yb).all() and (ya == yc).all()
         assert np.array_equal(xa, xb) and np.abs(xa.astype(int) - xc.astype(int)).max() <= 1

@@ -20,8 +20,8 @@ from .conftest import dirs, kill_all, read_metrics, run_trainer, start_trainer
 pytestmark = [pytest.mark.trainer, pytest.mark.slow, pytest.mark.timeout(600)]
 
 STEPS = 400
-SAVED = re.compile(r"^trainer: checkpoint \((time|sigterm)\) at epoch 1 step (\d+)/%d " % STEPS)
-RESUMED = re.compile(r"resumed from backup in .*: continuing at epoch 1/1 step (\d+)/%d" % STEPS)
+SAVED = re.compile(rf"^trainer: checkpoint \((time|sigterm)\) at epoch 1 step (\d+)/{STEPS} ")
+RESUMED = re.compile(rf"resumed from backup in .*: continuing at epoch 1/1 step (\d+)/{STEPS}")
 
 
 def preemptible_args(data, base) -> list[str]:
