@@ -1,16 +1,26 @@
 """Every stand-in in one process, wired together: `Sandbox`, and `serve` for `dev sandbox`.
 
-| stand-in | what it is | variable |
-|---|---|---|
-| Vertex AI | emulators.vertex.FakeVertex (jobs, models, endpoints, pipelines, tuning) with this package's runner (jobs really run) and model servers (endpoints answer) | VERTEX_TRAINER_API_ENDPOINT |
-| Cloud Storage | gcp-storage-emulator + the TLS proxy for TensorFlow (emulators.gcs) | STORAGE_EMULATOR_HOST, https_proxy, CURL_CA_BUNDLE, ... |
-| Cloud Build | emulators.cloudbuild.FakeCloudBuild: fetches the staged context from the emulated bucket, "pushes" to the registry | VERTEX_TRAINER_CLOUDBUILD_ENDPOINT |
-| Artifact Registry | emulators.registry.FakeRegistry (the content-hash tag check) | VERTEX_TRAINER_REGISTRY_ENDPOINT |
-| Cloud Logging | emulators.logging.FakeLogging: every job's lines | VERTEX_TRAINER_LOGGING_ENDPOINT |
-| Cloud Quotas | emulators.quotas.FakeQuotas: the quota pre-flight's answers (`sandbox.quotas.set(...)`) | VERTEX_TRAINER_QUOTAS_ENDPOINT |
-| Vertex AI Pipelines, tuning | the fake's pipelineJobs and tuning jobs with this package's runners (pipelines.py, tuning.py); pipeline tasks reach Vertex AI through gateway.py | (the tasks' own proxy, CA and metadata server) |
-| Eventarc, Cloud Run functions | events.FunctionHost: a rendered function under functions-framework, a CloudEvent per finalized object (`function=DIR`) | (the function gets the variables) |
-| Cloud Billing Catalog | emulators.billing.FakeBilling: Vertex AI's SKUs in pages (`cost --live-prices`, `dev refresh-prices`) | VERTEX_TRAINER_BILLING_ENDPOINT |
+Each stand-in, with the variables that point the clients at it, and what it is:
+
+  Vertex AI (VERTEX_TRAINER_API_ENDPOINT): emulators.vertex.FakeVertex (jobs, models, endpoints,
+      pipelines, tuning) with this package's runner (jobs really run) and model servers (endpoints
+      answer)
+  Cloud Storage (STORAGE_EMULATOR_HOST, https_proxy, CURL_CA_BUNDLE, ...): gcp-storage-emulator +
+      the TLS proxy for TensorFlow (emulators.gcs)
+  Cloud Build (VERTEX_TRAINER_CLOUDBUILD_ENDPOINT): emulators.cloudbuild.FakeCloudBuild: fetches
+      the staged context from the emulated bucket, "pushes" to the registry
+  Artifact Registry (VERTEX_TRAINER_REGISTRY_ENDPOINT): emulators.registry.FakeRegistry (the
+      content-hash tag check)
+  Cloud Logging (VERTEX_TRAINER_LOGGING_ENDPOINT): emulators.logging.FakeLogging: every job's lines
+  Cloud Quotas (VERTEX_TRAINER_QUOTAS_ENDPOINT): emulators.quotas.FakeQuotas: the quota
+      pre-flight's answers (`sandbox.quotas.set(...)`)
+  Vertex AI Pipelines, tuning (the tasks' own proxy, CA and metadata server): the fake's
+      pipelineJobs and tuning jobs with this package's runners (pipelines.py, tuning.py); pipeline
+      tasks reach Vertex AI through gateway.py
+  Eventarc, Cloud Run functions (the function gets the variables): events.FunctionHost: a rendered
+      function under functions-framework, a CloudEvent per finalized object (`function=DIR`)
+  Cloud Billing Catalog (VERTEX_TRAINER_BILLING_ENDPOINT): emulators.billing.FakeBilling: Vertex
+      AI's SKUs in pages (`cost --live-prices`, `dev refresh-prices`)
 
 Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capacity("FLEX_START")`,
 `no_quota("SPOT")`): a job whose strategy is scripted so plays its script instead of running.

@@ -100,7 +100,7 @@ class TuningRunner(Runner[_Study]):
             pending = set()
             for number, values in enumerate(planned, 1):
                 while len(pending) >= parallel:
-                    done, pending = concurrent.futures.wait(
+                    _done, pending = concurrent.futures.wait(
                         pending, return_when=concurrent.futures.FIRST_COMPLETED
                     )
                 if study.cancel.is_set() or (limit and self._failed(study) >= limit):
@@ -170,12 +170,11 @@ class TuningRunner(Runner[_Study]):
         value = read_reported(metric_file, metric) if state == "JOB_STATE_SUCCEEDED" else None
         if state == "JOB_STATE_SUCCEEDED" and value is None:
             reason = f"The trial reported no {metric!r} through cloudml-hypertune."
+        elif state == "JOB_STATE_CANCELLED":
+            reason = "CANCELED"
         elif state != "JOB_STATE_SUCCEEDED":
-            reason = (
-                "CANCELED"
-                if state == "JOB_STATE_CANCELLED"
-                else f"The trial's CustomJob failed: {((ended or {}).get('error') or {}).get('message', state)}"
-            )
+            error = ((ended or {}).get("error") or {}).get("message", state)
+            reason = f"The trial's CustomJob failed: {error}"
         else:
             reason = None
         self._end(study, trial, value, reason)
