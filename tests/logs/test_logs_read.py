@@ -129,8 +129,8 @@ def test_a_flex_start_job_says_how_long_it_has_queued_out_of_max_wait():
         (
             {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."},
             [
-                "google.api_core.exceptions.Forbidden: 403 POST ...: caller does not have storage.objects.create "
-                "access"
+                "google.api_core.exceptions.Forbidden: 403 POST ...: caller does not have "
+                "storage.objects.create access"
             ],
             "grant it the role",
         ),

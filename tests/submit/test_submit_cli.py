@@ -286,7 +286,7 @@ def test_ctrl_c_while_waiting(fake, cli_env, spec_file, cancel_on_interrupt, cli
     while not fake.calls("get") and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
+    _stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     (name,) = fake.jobs
     if cancel_on_interrupt:

@@ -44,7 +44,7 @@ def test_create_committed_but_answered_503_is_adopted(fake, client, job_body):
 
 def test_create_committed_then_connection_dropped_is_adopted(fake, client, job_body):
     fake.fail("create", 0, commit=True)
-    data, adopted = create_idempotent(client, job_body("k3"), "k3")
+    _data, adopted = create_idempotent(client, job_body("k3"), "k3")
     assert adopted and len(fake.jobs) == 1 and len(fake.calls("create")) == 1
 
 
@@ -57,7 +57,7 @@ def test_create_timeout_after_commit_is_adopted(fake, job_body):
         ),
     )
     fake.fail("create", 503, commit=True, delay=1.0)  # the answer comes after the client gave up
-    data, adopted = create_idempotent(slow, job_body("k4"), "k4")
+    _data, adopted = create_idempotent(slow, job_body("k4"), "k4")
     assert adopted and len(fake.jobs) == 1
 
 
@@ -73,7 +73,7 @@ def test_create_still_committing_after_the_timeout_is_adopted_not_sent_again(fak
         ),
     )
     fake.fail("create", 503, commit=True, late=True, delay=0.8)
-    data, adopted = create_idempotent(slow, job_body("k4b"), "k4b")
+    _data, adopted = create_idempotent(slow, job_body("k4b"), "k4b")
     assert adopted and len(fake.jobs) == 1 and len(fake.calls("create")) == 1
     assert len(fake.calls("list")) >= 2  # looked again while the create was still in flight
 
@@ -82,7 +82,7 @@ def test_503_before_commit_is_retried(fake, client, job_body):
     fake.fail("create", 503, times=2)
     messages = []
     client.log = messages.append
-    data, adopted = create_idempotent(client, job_body("k5"), "k5")
+    _data, adopted = create_idempotent(client, job_body("k5"), "k5")
     assert not adopted and len(fake.jobs) == 1
     assert len(fake.calls("create")) == 3
     assert any("retrying" in m for m in messages)
@@ -107,7 +107,7 @@ def test_persistent_503_gives_up_bounded(fake, client, job_body):
 
 def test_list_failure_is_retried_too(fake, client, job_body):
     fake.fail("list", 503)
-    data, adopted = create_idempotent(client, job_body("k8"), "k8")
+    _data, adopted = create_idempotent(client, job_body("k8"), "k8")
     assert not adopted and len(fake.jobs) == 1
 
 

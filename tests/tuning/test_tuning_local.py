@@ -68,7 +68,7 @@ def test_a_local_search_of_three_digits_trials_prints_each_metric_and_picks_the_
     table = result.stdout.splitlines()
     header = next(i for i, line in enumerate(table) if line.startswith("TRIAL"))
     assert table[header].split() == ["TRIAL", "STATE", "ACCURACY", "LEARNING_RATE"]
-    for trial, line in zip(trials, table[header + 1 : header + 4]):
+    for trial, line in zip(trials, table[header + 1 : header + 4], strict=True):
         # Each trial ran in its own output directory, reported its accuracy to its own
         # cloudml-hypertune file (as on Vertex AI), and that is the metric shown.
         base = runs / trial["id"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -231,7 +232,7 @@ def test_the_trainer_reads_a_discrete_integer_passed_as_a_double():
     dirs = ["--model-dir=/m", "--checkpoint-dir=/c", "--tensorboard-dir=/t"]
     base = ["--train-data=/d/train-*", "--num-classes=10", "--batch-size=64", *dirs]
     assert parse_flags(base + ["--batch-size=512.0"]).batch_size == 512
-    with pytest.raises(UsageError, match="invalid int value: '512.5'"):
+    with pytest.raises(UsageError, match=re.escape("invalid int value: '512.5'")):
         parse_flags(base + ["--batch-size=512.5"])
 
 
@@ -239,7 +240,9 @@ def test_trial_job_appends_the_flags_and_gives_the_trial_its_own_output():
     spec = _spec(lambda d: d.update(replicas=2))
     job = render.custom_job(spec)
     trial = tuning.trial_job(job, "3", "/runs/tune/3", ["--learning-rate=0.1"])
-    for before, after in zip(job["jobSpec"]["workerPoolSpecs"], trial["jobSpec"]["workerPoolSpecs"]):
+    for before, after in zip(
+        job["jobSpec"]["workerPoolSpecs"], trial["jobSpec"]["workerPoolSpecs"], strict=True
+    ):
         assert after["containerSpec"]["args"] == before["containerSpec"]["args"] + ["--learning-rate=0.1"]
     assert trial["jobSpec"]["baseOutputDirectory"] == {"outputUriPrefix": "/runs/tune/3"}
     assert job["jobSpec"]["baseOutputDirectory"] == {"outputUriPrefix": "gs://test-bucket/runs/tune"}
