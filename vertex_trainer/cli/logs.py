@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -81,7 +81,8 @@ def logs(
         log=stderr_line,
         **where(cfg, project, region),
     )
-    last, failure = None, None
+    last: Any = None  # the followed Job: its failure_message (JobEvent needs only a JobState)
+    failure: Failure | None = None
     try:
         for item in items:
             if isinstance(item, LogEntry):
