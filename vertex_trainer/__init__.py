@@ -56,16 +56,15 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    # bench and deploy from their modules: api.bench and api.deploy are modules and functions both.
     from vertex_trainer.api import (
         Job,
         SubmitOptions,
         SubmitPlan,
-        bench,
         cancel,
         compile_pipeline,
         create_resource,
         delete_resource,
-        deploy,
         list_jobs,
         list_resources,
         load_spec,
@@ -77,6 +76,8 @@ if TYPE_CHECKING:  # pragma: no cover
         tuning_job,
         web_access,
     )
+    from vertex_trainer.api.bench import bench
+    from vertex_trainer.api.deploy import deploy
 
 
 def __getattr__(name: str) -> Any:

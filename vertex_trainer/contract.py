@@ -7,7 +7,7 @@ and the `Artifact` a job runs. Anything typed in two places belongs here instead
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 # -- labels every job carries (docs/contract.md section 3) ------------------------------------------------
 KEY_LABEL = "vertex-trainer-key"  # the idempotency key
@@ -103,8 +103,12 @@ class JobState:
     """`done` and `succeeded`, for anything with a Vertex `state` (a cloud Job, a pipeline run, a
     local run): `states` names the family (JobState unless a subclass says otherwise)."""
 
-    state: str
-    states: States = JOB_STATES
+    states: ClassVar[States] = JOB_STATES
+
+    if TYPE_CHECKING:  # a field of some subclasses, a property of others
+
+        @property
+        def state(self) -> str: ...
 
     @property
     def done(self) -> bool:
@@ -136,7 +140,7 @@ class LogEntry:
     severity: str = "DEFAULT"
     insert_id: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The `logs --output json` object."""
         return {
             "timestamp": self.timestamp,
@@ -151,7 +155,7 @@ class JobEvent:
     """One fresh look at a followed job: `changed` when its state differs from the last look.
     `note` says more about the wait (a Flex Start job's time queued out of max_wait)."""
 
-    job: Any  # a JobState: .state, .done, .succeeded
+    job: JobState  # .state, .done, .succeeded
     changed: bool
     note: str | None = None
 

@@ -7,11 +7,12 @@ all parse and print durations the same way.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
-def parse_duration(value) -> int:
+def parse_duration(value: Any) -> int:
     """A duration in seconds.
 
     Args:

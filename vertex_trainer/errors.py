@@ -6,6 +6,8 @@ prints the message (no traceback unless --debug) and exits with `exit_code`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class VertexTrainerError(Exception):
     """Base class: a message for the user and an exit code."""
@@ -59,7 +61,7 @@ class SpecProblems(SpecError):
     reads well after the CLI's `error: ` (the hints are inside it, so `hint` is None).
     """
 
-    def __init__(self, problems):
+    def __init__(self, problems: Iterable[SpecError]) -> None:
         self._problems = tuple(problems)
         lines = [f"{len(self._problems)} problems in the spec:"]
         for p in self._problems:

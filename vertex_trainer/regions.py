@@ -1,6 +1,6 @@
 """Where Vertex AI training offers each accelerator, and the quota metric each one counts against.
 
-The rules (the hardware layer, beside hardware.py) over two tables of the catalog:
+The rules (the hardware layer, beside hardware/) over two tables of the catalog:
 vertex_trainer/catalog/regions.csv (accelerator -> training regions, with a confidence, its
 sources and a note) and training_regions.csv (every training region); the quota metric names are
 a column of accelerators.csv. Sources and dates: catalog/sources.csv, mainly
@@ -18,6 +18,8 @@ No I/O beyond reading the package's own tables, no project imports but the catal
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from vertex_trainer import catalog
 
@@ -63,7 +65,7 @@ def offered_in(region: str) -> list[str]:
     return [name for name, regions in TRAINING.items() if region in regions]
 
 
-def provenance(accelerator: str) -> dict | None:
+def provenance(accelerator: str) -> dict[str, Any] | None:
     """Where the region row of `accelerator` comes from, for `vertex-trainer hardware`.
 
     Args:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+from typing import Any
 
 import yaml
 
@@ -18,6 +19,7 @@ from vertex_trainer import hardware as hardware_catalog
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
 from vertex_trainer.spec import JobSpec, spec_hash
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
+from vertex_trainer.spec.model import HardwareSpec
 from vertex_trainer.spec.tune import category
 
 
@@ -35,12 +37,12 @@ def default_artifact(spec: JobSpec) -> Artifact:
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
-def machine_spec(spec: JobSpec, attempt: PlannedAttempt | None = None) -> dict:
+def machine_spec(spec: JobSpec, attempt: PlannedAttempt | None = None) -> dict[str, Any]:
     """The MachineSpec of `attempt` (default: the spec's own, attempt 1): its hardware and, with a
     reservation, its reservationAffinity (docs/contract.md section 11)."""
     attempt = attempt or attempts(spec)[0]
     h = attempt.hardware
-    out: dict = {"machineType": h.machine_type}
+    out: dict[str, Any] = {"machineType": h.machine_type}
     if h.accelerator_type:
         out["acceleratorType"] = h.accelerator_type
         out["acceleratorCount"] = h.accelerator_count
@@ -57,7 +59,7 @@ def machine_spec(spec: JobSpec, attempt: PlannedAttempt | None = None) -> dict:
     return out
 
 
-def disk_spec(spec: JobSpec, hardware=None) -> dict:
+def disk_spec(spec: JobSpec, hardware: HardwareSpec | None = None) -> dict[str, Any]:
     """The DiskSpec of every pool: boot_disk, its type defaulting to what the machine boots from."""
     machine_type = (hardware or spec.hardware).machine_type
     disk_type = spec.boot_disk.type or (
@@ -72,9 +74,10 @@ def job_args(spec: JobSpec) -> list[str]:
     return spec.trainer.to_args() if spec.trainer is not None else list(spec.args)
 
 
-def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
+def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict[str, Any]]:
     args = job_args(spec)
     env = [{"name": k, "value": v} for k, v in spec.env.items()]
+    body: dict[str, Any]
     if artifact.package_uris:
         body = {
             "executorImageUri": artifact.image_uri,
@@ -94,13 +97,15 @@ def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict]:
     return key, body
 
 
-def worker_pools(spec: JobSpec, artifact: Artifact, attempt: PlannedAttempt | None = None) -> list[dict]:
+def worker_pools(
+    spec: JobSpec, artifact: Artifact, attempt: PlannedAttempt | None = None
+) -> list[dict[str, Any]]:
     """replicas 1 -> [chief]; N -> [chief x1, workers x(N-1)], all on the same machine (the
     attempt's, default attempt 1) and code."""
     code_key, code = _code(spec, artifact)
     attempt = attempt or attempts(spec)[0]
 
-    def pool(count: int) -> dict:
+    def pool(count: int) -> dict[str, Any]:
         # Each pool owns its objects: a caller editing one pool must never change the other.
         return {
             "machineSpec": machine_spec(spec, attempt),
@@ -120,12 +125,12 @@ def strategies(spec: JobSpec) -> tuple[str, ...]:
     return tuple(a.strategy for a in attempts(spec))
 
 
-def scheduling(spec: JobSpec, strategy: str | None = None) -> dict:
+def scheduling(spec: JobSpec, strategy: str | None = None) -> dict[str, Any]:
     """The Scheduling of the job, with `strategy` (default scheduling.strategy); max_wait only
     with FLEX_START."""
     s = spec.scheduling
     strategy = strategy or s.strategy
-    out: dict = {"strategy": STRATEGIES[strategy]}
+    out: dict[str, Any] = {"strategy": STRATEGIES[strategy]}
     if s.timeout is not None:
         out["timeout"] = f"{s.timeout}s"
     if s.max_wait is not None and strategy == "flex-start":
@@ -152,7 +157,7 @@ def custom_job(
     artifact: Artifact | None = None,
     idempotency_key: str | None = None,
     attempt: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
     scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th attempt (its
     strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n."""
@@ -161,7 +166,7 @@ def custom_job(
     n = attempt or 1
     if not 1 <= n <= len(plan):
         raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} attempt{'s' * (len(plan) > 1)}")
-    job_spec: dict = {
+    job_spec: dict[str, Any] = {
         "workerPoolSpecs": worker_pools(spec, artifact, plan[n - 1]),
         "scheduling": scheduling(spec, plan[n - 1].strategy),
     }
@@ -179,7 +184,11 @@ def custom_job(
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.output_dir}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
-    job: dict = {"displayName": spec.name, "labels": labels(spec, idempotency_key, n), "jobSpec": job_spec}
+    job: dict[str, Any] = {
+        "displayName": spec.name,
+        "labels": labels(spec, idempotency_key, n),
+        "jobSpec": job_spec,
+    }
     if spec.encryption_key:
         job["encryptionSpec"] = {"kmsKeyName": spec.encryption_key}
     return job
@@ -198,21 +207,23 @@ def parameter_id(field: str) -> str:
     return field.replace("_", "-")
 
 
-def study_spec(spec: JobSpec) -> dict:
+def study_spec(spec: JobSpec) -> dict[str, Any]:
     """The StudySpec of the spec's `tune:` block (metric, parameters, algorithm)."""
     tune = spec.tune
+    if tune is None:
+        raise ValueError("the spec has no tune: block")
     parameters = []
     for name, p in tune.parameters.items():
         kind = tune.kind(name)
-        out: dict = {"parameterId": parameter_id(name)}
+        out: dict[str, Any] = {"parameterId": parameter_id(name)}
         if kind == "double":
-            out["doubleValueSpec"] = {"minValue": float(p.min), "maxValue": float(p.max)}
+            out["doubleValueSpec"] = {"minValue": float(p.bounds[0]), "maxValue": float(p.bounds[1])}
         elif kind == "integer":  # int64: a string on the wire
-            out["integerValueSpec"] = {"minValue": str(int(p.min)), "maxValue": str(int(p.max))}
+            out["integerValueSpec"] = {"minValue": str(int(p.bounds[0])), "maxValue": str(int(p.bounds[1]))}
         elif kind == "discrete":  # the service wants them increasing
-            out["discreteValueSpec"] = {"values": sorted(float(v) for v in p.values)}
+            out["discreteValueSpec"] = {"values": sorted(float(v) for v in p.listed)}
         else:
-            out["categoricalValueSpec"] = {"values": [category(v) for v in p.values]}
+            out["categoricalValueSpec"] = {"values": [category(v) for v in p.listed]}
         if kind != "categorical":
             out["scaleType"] = SCALES[p.scale or "linear"]
         parameters.append(out)
@@ -223,13 +234,13 @@ def study_spec(spec: JobSpec) -> dict:
     }
 
 
-def tuning_job(spec: JobSpec, job: dict) -> dict:
+def tuning_job(spec: JobSpec, job: dict[str, Any]) -> dict[str, Any]:
     """The HyperparameterTuningJob REST body for `spec`: every trial runs `job` (the rendered
     CustomJob, `custom_job(...)`) with the trial's flags appended; its name, labels and key too."""
     if spec.tune is None:
         raise ValueError("the spec has no tune: block")
     tune = spec.tune
-    body: dict = {
+    body: dict[str, Any] = {
         "displayName": job["displayName"],
         "studySpec": study_spec(spec),
         "maxTrialCount": tune.max_trials,
@@ -243,15 +254,15 @@ def tuning_job(spec: JobSpec, job: dict) -> dict:
     return body
 
 
-def to_json(job: dict) -> str:
+def to_json(job: dict[str, Any]) -> str:
     return json.dumps(job, indent=2) + "\n"
 
 
-def to_yaml(job: dict) -> str:
+def to_yaml(job: dict[str, Any]) -> str:
     return yaml.safe_dump(job, sort_keys=False, default_flow_style=False)
 
 
-def _ints_for_gcloud(node):
+def _ints_for_gcloud(node: Any) -> Any:
     # gcloud reads the file into apitools messages, which want int64 fields as YAML integers.
     if isinstance(node, dict):
         return {k: (int(v) if k == "replicaCount" else _ints_for_gcloud(v)) for k, v in node.items()}
@@ -260,7 +271,7 @@ def _ints_for_gcloud(node):
     return node
 
 
-def _gcloud_create(group: str, spec: JobSpec, body: dict, region: str, *flags: str) -> list[str]:
+def _gcloud_create(group: str, spec: JobSpec, body: dict[str, Any], region: str, *flags: str) -> list[str]:
     """`gcloud ai GROUP create` for `body` (a CustomJob or HyperparameterTuningJob): the project,
     `region`, display name and `flags`, then the labels and the KMS key the body carries."""
     cmd = [
@@ -281,7 +292,7 @@ def _gcloud_create(group: str, spec: JobSpec, body: dict, region: str, *flags: s
     return cmd
 
 
-def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> list[str]:
+def gcloud_command(spec: JobSpec, job: dict[str, Any], config_path: str = "job.yaml") -> list[str]:
     """The gcloud command line that creates the same CustomJob from the `--format gcloud` file.
 
     `spec` gives the project and region, `job` is the rendered CustomJob, `config_path` the file
@@ -289,7 +300,7 @@ def gcloud_command(spec: JobSpec, job: dict, config_path: str = "job.yaml") -> l
     return _gcloud_create("custom-jobs", spec, job, spec.region or "REGION", f"--config={config_path}")
 
 
-def to_gcloud_config(spec: JobSpec, job: dict) -> str:
+def to_gcloud_config(spec: JobSpec, job: dict[str, Any]) -> str:
     """A CustomJobSpec YAML for `gcloud ai custom-jobs create --config`, headed by the command to run.
 
     The display name, labels and key live outside CustomJobSpec, so they travel as flags.
@@ -306,14 +317,14 @@ def to_gcloud_config(spec: JobSpec, job: dict) -> str:
     )
 
 
-def to_gcloud_tuning_config(spec: JobSpec, body: dict) -> str:
+def to_gcloud_tuning_config(spec: JobSpec, body: dict[str, Any]) -> str:
     """A HyperparameterTuningSpec YAML for `gcloud ai hp-tuning-jobs create --config`, headed by
     the command to run (display name, labels, key and the trial counts travel as flags)."""
     cmd = _gcloud_create(
         "hp-tuning-jobs",
         spec,
         body,
-        spec.region,
+        spec.region or "REGION",
         "--config=tuning.yaml",
         f"--max-trial-count={body['maxTrialCount']}",
         f"--parallel-trial-count={body['parallelTrialCount']}",

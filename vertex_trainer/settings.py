@@ -107,7 +107,7 @@ class PollPolicy:
 
 def is_emulator(endpoint: str | None) -> bool:
     """An http:// endpoint is an emulator: anonymous credentials, plain HTTP."""
-    return bool(endpoint) and endpoint.startswith("http://")
+    return endpoint is not None and endpoint.startswith("http://")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 _SEPARATORS = re.compile(r"[_\-.]+")
 _DIGITS = re.compile(r"[0-9]+")
@@ -48,7 +49,7 @@ def _number(text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def nearest(value: str, choices: Iterable, n: int = 3) -> list[str]:
+def nearest(value: str, choices: Iterable[Any], n: int = 3) -> list[str]:
     """The choices a user who wrote `value` most likely meant, best first.
 
     Args:
@@ -132,7 +133,7 @@ def _one_letter_off(a: str, b: str) -> bool:
     return longer[i].isalpha() and longer[i + 1 :] == shorter[i:]
 
 
-def suggest(value: str, choices: Iterable) -> str | None:
+def suggest(value: str, choices: Iterable[Any]) -> str | None:
     """The one choice to offer in a "did you mean" hint.
 
     Args:

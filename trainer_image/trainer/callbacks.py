@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from typing import Any
 
 from trainer._keras import keras
 
@@ -133,7 +134,7 @@ class Progress(keras.callbacks.Callback):
             )
         )
 
-    def _wait(self) -> dict:
+    def _wait(self) -> dict[str, Any]:
         fraction = self.meter.epoch_fraction() if self.meter is not None else None
         return {} if fraction is None else {"input_wait_fraction": f"{fraction:.3f}"}
 
@@ -150,7 +151,7 @@ class Progress(keras.callbacks.Callback):
 def report_hypertune(metric: str, value: float, step: int) -> bool:
     """Report to Vertex AI hyperparameter tuning when cloudml-hypertune is installed."""
     try:
-        import hypertune  # type: ignore[import-not-found]
+        import hypertune
     except ImportError:
         return False
     hypertune.HyperTune().report_hyperparameter_tuning_metric(

@@ -22,6 +22,9 @@ from __future__ import annotations
 import dataclasses
 import signal
 import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 from trainer._keras import keras
 
@@ -71,7 +74,7 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         self.resumed: tuple[int, int] | None = None  # (epoch, step) a rerun continues at
         self.terminated = False
         self._last_save = 0.0
-        self._previous_handler = None
+        self._previous_handler: Callable[[int, FrameType | None], Any] | int | None = None
 
     # -- SIGTERM -----------------------------------------------------------------------------------
 
@@ -145,7 +148,7 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         """Seconds spent saving in [start, end] (time.perf_counter values)."""
         return sum(s.seconds for s in self.saves if start <= s.started < end)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The metrics.json fields: checkpoint_seconds, checkpoints, checkpoint_interval_secs."""
         return {
             "checkpoint_seconds": round(sum(s.seconds for s in self.saves), 4),

@@ -17,6 +17,7 @@ import math
 import os
 import posixpath
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 
 def shard_name(out_dir: str, prefix: str, index: int, shards: int) -> str:
@@ -58,7 +59,7 @@ def encode_example(
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def _write_split(items: Sequence, paths: Sequence[str], encode) -> list[str]:
+def _write_split(items: Sequence[Any], paths: Sequence[str], encode) -> list[str]:
     # Contiguous near-equal runs: shard i holds items [i*n/S, (i+1)*n/S).
     import tensorflow as tf
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import posixpath
+from typing import Any
 
 SERVING_CONFIG = "serving_config.json"
 INPUT_NAME = "image_bytes"
@@ -47,7 +48,7 @@ class ServingConfig:
             model=cfg.model,
         )
 
-    def to_json(self, tensorflow_version: str) -> dict:
+    def to_json(self, tensorflow_version: str) -> dict[str, Any]:
         return {
             "format_version": FORMAT_VERSION,
             "model": self.model,
@@ -78,7 +79,7 @@ def save(model, target: str, serving: ServingConfig) -> None:
         f.write(json.dumps(serving.to_json(tf.__version__), indent=2) + "\n")
 
 
-def signatures(model, serving: ServingConfig) -> dict:
+def signatures(model, serving: ServingConfig) -> dict[str, Any]:
     """The functions to export: {signature name: tf.function with an input_signature}."""
     import tensorflow as tf
 
@@ -126,7 +127,7 @@ def signatures(model, serving: ServingConfig) -> dict:
     return {BYTES_SIGNATURE: serve_bytes, IMAGES_SIGNATURE: serve_images, PREPROCESS_SIGNATURE: preprocess}
 
 
-def read_serving_config(model_dir: str) -> dict | None:
+def read_serving_config(model_dir: str) -> dict[str, Any] | None:
     """serving_config.json of an export (local or gs://), or None if it has none."""
     import tensorflow as tf
 

@@ -120,9 +120,9 @@ class Model:
             f"eval_crop_fraction {config.get('eval_crop_fraction', '?')}"
         )
 
-    def predict(self, images: Sequence[bytes]) -> list[dict]:
+    def predict(self, images: Sequence[bytes]) -> list[dict[str, Any]]:
         """One prediction dict per image, in order; BadRequest naming an image that fails to decode."""
-        predictions: list[dict] = []
+        predictions: list[dict[str, Any]] = []
         for start in range(0, len(images), self.batch_size):
             chunk = list(images[start : start + self.batch_size])
             try:
@@ -275,7 +275,7 @@ class PredictionServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         """Where a client on this machine reaches the server, e.g. http://127.0.0.1:8080."""
-        host = self.server_address[0]
+        host = self.socket.getsockname()[0]  # server_address, as a str
         host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         return f"http://{host}:{self.port}"
 
@@ -309,6 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _predict(self) -> None:
         started = time.perf_counter()
         model, limits, count = self.server.model, self.server.limits, 0
+        answer: dict[str, Any]
         try:
             body = self._read_body(limits.max_body_bytes)
             if model is None:  # held until the model is loaded: the first request gets an answer
@@ -355,7 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(size)
 
     def _read_chunked(self, limit: int) -> bytes:
-        parts, total = [], 0
+        parts: list[bytes] = []
+        total = 0
         while True:
             line = self.rfile.readline(1024)
             try:
@@ -383,7 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
 
-    def _reply(self, status: int, answer: dict, **headers: str) -> None:
+    def _reply(self, status: int, answer: dict[str, Any], **headers: str) -> None:
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -471,7 +473,7 @@ def serve(
 # The container's entrypoint
 
 
-def settings_from_env(environ: Mapping[str, str]) -> dict:
+def settings_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The Vertex AI serving variables (defaults for a local run): serve()'s keyword arguments."""
     port_text = environ.get("AIP_HTTP_PORT") or str(DEFAULT_PORT)
     try:

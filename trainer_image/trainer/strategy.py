@@ -123,7 +123,9 @@ class StrategyInfo:
     device: str  # tpu | gpu | cpu
 
 
-def create(requested: str = "auto", *, cpu_replicas: int = 1, environ: Mapping[str, str] | None = None):
+def create(
+    requested: str = "auto", *, cpu_replicas: int = 1, environ: Mapping[str, str] | None = None
+) -> tuple[Any, StrategyInfo]:
     """(strategy, StrategyInfo). Call before any other TensorFlow work."""
     import tensorflow as tf
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from typing import Any
 
 import tensorflow as tf
 
@@ -93,7 +94,7 @@ class InputWaitMeter(keras.callbacks.Callback):
 
     def timed(self, get_next):
         """`get_next()` between two host timestamps; the difference goes to the wait counter."""
-        deps = []
+        deps: list[Any] = []
         if self._device_variable is not None:
             piece = tf.reshape(tf.convert_to_tensor(self._device_variable), [-1])[:1]
             with tf.device(self._host):
@@ -156,7 +157,7 @@ class InputWaitMeter(keras.callbacks.Callback):
         """The same over the current epoch so far (what the progress lines show)."""
         return self.fraction(self._epoch_first)
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The metrics.json fields: input_wait_fraction and what it was measured over."""
         chosen = self._measured()
         seconds = sum(e.seconds for e in chosen)
@@ -176,7 +177,7 @@ class InputWaitMeter(keras.callbacks.Callback):
 
 def rates(
     executions: list[Execution], global_batch: int, fit_seconds: float, checkpoint_seconds_between=None
-) -> dict:
+) -> dict[str, Any]:
     """The throughput fields of metrics.json from the timed executions of one fit().
 
     Args:
@@ -193,7 +194,7 @@ def rates(
     with one execution) and `steady_step_time_ms`.
     """
     steps = sum(e.steps for e in executions)
-    out = {
+    out: dict[str, float | None] = {
         "steady_examples_per_sec": None,
         "wall_examples_per_sec": None,
         "compile_seconds": None,
@@ -282,7 +283,7 @@ def bound(fraction: float | None) -> str | None:
 
 
 def verdict(
-    summary: dict,
+    summary: dict[str, Any],
     *,
     synthetic: bool,
     devices: int,

@@ -16,10 +16,13 @@ import importlib
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 import typer.core
+
+if TYPE_CHECKING:
+    from typer._click import Command
 
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.settings import DEBUG_ENV
@@ -72,9 +75,10 @@ def _infos(module: str) -> dict[str, Any]:
     holder = command_module(module)
     found: dict[str, Any] = {}
     for info in holder.registered_commands:
-        found[info.name or typer.main.get_command_name(info.callback.__name__)] = info
-    for info in holder.registered_groups:
-        found[info.name] = info
+        callback = info.callback
+        found[info.name or typer.main.get_command_name(callback.__name__ if callback else "")] = info
+    for group in holder.registered_groups:
+        found[group.name or ""] = group
     return found
 
 
@@ -97,6 +101,7 @@ class LazyGroup(typer.core.TyperGroup):
             atexit.unregister(gc.freeze)
             atexit.register(gc.freeze)
         info = _infos(module)[cmd_name]
+        command: Command
         if isinstance(info, typer.models.TyperInfo):
             command = typer.main.get_group_from_info(
                 info, pretty_exceptions_short=True, suggest_commands=True, rich_markup_mode=None
@@ -125,9 +130,11 @@ class LazyGroup(typer.core.TyperGroup):
         """As click's, with typer's "did you mean" over every command (not only those loaded)."""
         from difflib import get_close_matches
 
+        from typer._click.exceptions import UsageError
+
         try:
             return self._click_resolve_command(ctx, args)
-        except typer.core._click.exceptions.UsageError as e:
+        except UsageError as e:
             matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
             if matches:
                 e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
@@ -138,6 +145,7 @@ def _short_help(name: str, info: Any, limit: int) -> str:
     """The one-line help click would show for the command or group `info`."""
     import inspect
 
+    text: str | None
     if isinstance(info, typer.models.TyperInfo):
         text = typer.main.solve_typer_info_help(info)
         short = None

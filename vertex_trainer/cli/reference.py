@@ -58,8 +58,7 @@ def _section(path: list[str], command: Any, ctx: Any) -> str:
     lines = [f"{level} `{' '.join(path[1:])}`", "", "```text", f"{' '.join(path)} {usage}", "```", ""]
     if command.help:
         lines += [_plain(command.help), ""]
-    rows = [_row(param, ctx) for param in command.get_params(ctx)]
-    rows = [r for r in rows if r is not None]
+    rows = [r for r in (_row(param, ctx) for param in command.get_params(ctx)) if r is not None]
     if rows:
         lines += ["| argument / option | meaning |", "|---|---|"]
         lines += [f"| {_cell(name)} | {_cell(meaning)} |" for name, meaning in rows]

@@ -19,6 +19,10 @@ from __future__ import annotations
 import io
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 FORMATS = ("JPEG", "PNG")
 
@@ -51,7 +55,9 @@ def check_image(data: bytes, *, max_side: int | None = None, quality: int = 90) 
 
     if not data:
         return Rejection("empty", "empty file")
-    fmt = "JPEG" if data.startswith(b"\xff\xd8\xff") else "PNG" if data.startswith(b"\x89PNG") else "image"
+    fmt: str | None = (
+        "JPEG" if data.startswith(b"\xff\xd8\xff") else "PNG" if data.startswith(b"\x89PNG") else "image"
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -79,7 +85,7 @@ def check_image(data: bytes, *, max_side: int | None = None, quality: int = 90) 
         return Rejection("corrupt", f"corrupt or truncated {fmt}: {_first_line(e)}")
 
 
-def _jpeg(im, quality: int, *, resized: bool) -> Checked:
+def _jpeg(im: Image.Image, quality: int, *, resized: bool) -> Checked:
     if im.mode not in ("RGB", "L"):
         im = im.convert("RGB")  # drops alpha, as the trainer's decode_png(channels=3) does
     buf = io.BytesIO()

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -157,7 +157,7 @@ def shard_count(total: tuple[str, tuple[int, int]], plan: Plan) -> tuple[str, in
     return split, max(1, min(want, files))
 
 
-def assign(src: Source, counts: dict) -> tuple[tuple[str, int, int], Source]:
+def assign(src: Source, counts: dict[str, Any]) -> tuple[tuple[str, int, int], Source]:
     of = counts[src.split]
     return (src.split, (src.key * of) >> 64, of), src
 
@@ -169,9 +169,9 @@ def slots(count: tuple[str, int]):
         yield (split, i, of), None
 
 
-def _ordered(pool: ThreadPoolExecutor, fn, items: list, window: int):
+def _ordered(pool: ThreadPoolExecutor, fn, items: list[Any], window: int):
     """fn(item) for each item, `window` at a time in the pool, yielded in order."""
-    pending: collections.deque = collections.deque()
+    pending: collections.deque[Any] = collections.deque()
     for item in items:
         pending.append((item, pool.submit(fn, item)))
         if len(pending) >= window:
@@ -188,11 +188,11 @@ class WriteShard(beam.DoFn):
     def __init__(self, plan: Plan):
         self.plan = plan
 
-    def setup(self):
+    def setup(self) -> None:
         self._pool = ThreadPoolExecutor(max(1, self.plan.read_threads))
         self._local = threading.local()
 
-    def teardown(self):
+    def teardown(self) -> None:
         self._pool.shutdown(wait=False)
 
     def _read(self, path: str) -> bytes:
@@ -229,7 +229,7 @@ class WriteShard(beam.DoFn):
         sources = sorted((s for s in entries if s is not None), key=lambda s: (s.key, s.rel))
         name = records.shard_name(split, index, of)
         handle = open_for_write(records.join(self.plan.out_dir, name))
-        per_class: collections.Counter = collections.Counter()
+        per_class: collections.Counter[Any] = collections.Counter()
         examples = size = resized = reencoded = 0
         for src, (nbytes, result) in _ordered(
             self._pool, self._load, sources, 2 * max(1, self.plan.read_threads)
@@ -308,12 +308,14 @@ def _write_text(path: str, text: str) -> None:
     handle.close()
 
 
-def make_manifest(plan: Plan, shards: list[dict], rejected: list[tuple], totals: list) -> dict:
+def make_manifest(
+    plan: Plan, shards: list[dict[str, Any]], rejected: list[tuple[Any, ...]], totals: list[Any]
+) -> dict[str, Any]:
     """What was converted: counts per split and class, shards, labels, source, rejections."""
     splits = {}
     for split in plan.splits():
         mine = sorted((s for s in shards if s["split"] == split), key=lambda s: s["index"])
-        per_class = collections.Counter()
+        per_class: collections.Counter[int] = collections.Counter()
         for s in mine:
             per_class.update({int(k): v for k, v in s["per_class"].items()})
         splits[split] = {

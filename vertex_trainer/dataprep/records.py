@@ -23,7 +23,7 @@ from __future__ import annotations
 import posixpath
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import google_crc32c
 
@@ -51,14 +51,14 @@ def _field(number: int, payload: bytes) -> bytes:
 
 
 def _feature(value: FeatureValue) -> bytes:
-    if isinstance(value, (bytes, str, int)):
-        value = [value]
-    values = list(value)
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return _field(3, _field(1, b"".join(_varint(v) for v in values)))  # Int64List, packed
-    if all(isinstance(v, (bytes, str)) for v in values):
-        return _field(1, b"".join(_field(1, v.encode() if isinstance(v, str) else v) for v in values))
-    raise TypeError(f"a feature is bytes/str or int values, got {value!r}")
+    values: list[bytes | str | int] = [value] if isinstance(value, (bytes, str, int)) else list(value)
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if values and len(ints) == len(values):
+        return _field(3, _field(1, b"".join(_varint(v) for v in ints)))  # Int64List, packed
+    texts = [v.encode() if isinstance(v, str) else v for v in values if isinstance(v, (bytes, str))]
+    if len(texts) == len(values):
+        return _field(1, b"".join(_field(1, t) for t in texts))
+    raise TypeError(f"a feature is bytes/str or int values, got {values!r}")
 
 
 def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
@@ -123,19 +123,26 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, bytes | int]]:
             raise ValueError(f"unexpected wire type {wire} in an Example")
 
 
-def decode_example(data: bytes) -> dict[str, list]:
+def _nested(value: bytes | int) -> bytes:
+    """A message field's payload: length-delimited, never a varint."""
+    if isinstance(value, int):
+        raise ValueError(f"unexpected varint {value} where an Example has a message")
+    return value
+
+
+def decode_example(data: bytes) -> dict[str, list[Any]]:
     """The features of a serialized Example: {key: [bytes...] or [int...]} (for tools and tests)."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Any]] = {}
     for _, _, features in _fields(data):
-        for _, _, entry in _fields(features):
-            parts = {number: value for number, _, value in _fields(entry)}
+        for _, _, entry in _fields(_nested(features)):
+            parts = {number: _nested(value) for number, _, value in _fields(_nested(entry))}
             key = parts.get(1, b"").decode()
-            values: list = []
+            values: list[Any] = []
             for kind, _, body in _fields(parts.get(2, b"")):
-                for _, wire, value in _fields(body):
+                for _, _, value in _fields(_nested(body)):
                     if kind == 1:
                         values.append(value)
-                    elif wire == 0:  # an unpacked int64
+                    elif isinstance(value, int):  # an unpacked int64 (wire type 0)
                         values.append(_signed(value))
                     else:
                         pos = 0
@@ -152,7 +159,7 @@ def _signed(value: int) -> int:
 
 # -- TFRecord framing -------------------------------------------------------------------------
 def masked_crc(data: bytes) -> int:
-    crc = google_crc32c.value(data)
+    crc: int = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 # HTTP status -> the google.rpc code name the error envelope carries.
@@ -29,7 +29,7 @@ STATUS_NAMES = {
 }
 
 
-def envelope(code: int, message: str) -> dict:
+def envelope(code: int, message: str) -> dict[str, Any]:
     """Google's error body for HTTP status `code` with `message`: {"error": {code, message, status}}."""
     return {"error": {"code": code, "message": message, "status": STATUS_NAMES.get(code, "UNKNOWN")}}
 
@@ -62,14 +62,14 @@ class JsonHandler(BaseHTTPRequestHandler):
 
 
 def offset_page(
-    items: list,
+    items: list[Any],
     query: dict[str, str],
     key: str,
     *,
     size: int,
     cap: int | None = None,
     omit_empty: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """One page of a list answer, the page token being the offset of its first item.
 
     `items` is the whole listing, `query` the request's parameters (pageToken, pageSize), `key`
@@ -122,7 +122,7 @@ def route(
     method: str,
     path: str,
     handler_of: Callable[[str], str] = lambda op: "_" + op.split("-", 1)[1],
-) -> tuple[str, Callable[[dict, Any], Any]] | None:
+) -> tuple[str, Callable[[dict[str, Any], Any], Any]] | None:
     """The first of `routes` that `method` and `path` match, as (op, call).
 
     `service` owns the handlers, `handler_of(op)` names its method ("resource-get" -> "_get" by
@@ -136,6 +136,9 @@ def route(
     return None
 
 
+_Fake = TypeVar("_Fake", bound="LoopbackServer")
+
+
 class LoopbackServer:
     """Mixin: `_serve(Handler)` starts the server; `url`, `stop()` and `with` come for free.
 
@@ -147,7 +150,11 @@ class LoopbackServer:
     port: int
     _server: ThreadingHTTPServer | None
     faults: list[tuple[str | None, int]]  # (method or None, status) answered instead, in order
-    _lock: threading.Lock
+    _lock: threading.Lock | threading.Condition
+
+    if TYPE_CHECKING:  # each fake's own: serves its handler, returns the fake
+
+        def start(self) -> Any: ...
 
     def inject(self, status: int, *, times: int = 1, method: str | None = None) -> None:
         """Answer the next `times` requests (of `method`, or any) with `status` instead."""
@@ -162,7 +169,7 @@ class LoopbackServer:
                     return status
         return None
 
-    def _serve(self, handler: type[BaseHTTPRequestHandler]):
+    def _serve(self: _Fake, handler: type[BaseHTTPRequestHandler]) -> _Fake:
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
         threading.Thread(
@@ -181,10 +188,10 @@ class LoopbackServer:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

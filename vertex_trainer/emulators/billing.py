@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, offset_page, query_of
@@ -35,10 +36,11 @@ CATALOG = Path(__file__).with_name("billing_catalog.json")
 _SKUS = re.compile(r"^/v1/services/(?P<service>[^/]+)/skus$")
 
 
-def load_catalog(path: Path = CATALOG) -> dict:
+def load_catalog(path: Path = CATALOG) -> dict[str, Any]:
     """{"services": [...], "skus": [...]} from a catalog file (the shipped one by default)."""
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        catalog: dict[str, Any] = json.load(f)
+        return catalog
 
 
 @dataclass
@@ -47,11 +49,11 @@ class FakeBilling(LoopbackServer):
     port: int = 0
     page_size: int = 25  # at most this many SKUs a page: several pages
     services_page_size: int = 2  # and services: the client must page those too
-    catalog: dict = field(default_factory=load_catalog)
+    catalog: dict[str, Any] = field(default_factory=load_catalog)
     requests: list[str] = field(default_factory=list)
-    faults: list = field(default_factory=list)
+    faults: list[Any] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
 
@@ -71,7 +73,7 @@ class FakeBilling(LoopbackServer):
         fake = self
 
         class Handler(JsonHandler):
-            def do_GET(self):
+            def do_GET(self) -> None:
                 fake.requests.append(self.path)
                 status = fake._take_fault("GET")
                 if status:

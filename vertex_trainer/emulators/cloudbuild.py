@@ -63,10 +63,10 @@ class FakeCloudBuild(LoopbackServer):
     polls_per_state: int = 1  # GETs a build spends in QUEUED and in WORKING
     fail_with: str | None = None  # force every build to fail with this detail
     requests: list[RecordedRequest] = field(default_factory=list)
-    builds: dict[str, dict] = field(default_factory=dict)
+    builds: dict[str, dict[str, Any]] = field(default_factory=dict)
     faults: list[tuple[str | None, int]] = field(default_factory=list)  # (method or None, status)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._polls: dict[str, int] = {}
@@ -77,7 +77,7 @@ class FakeCloudBuild(LoopbackServer):
         return [r for r in self.requests if r.method == "POST" and r.path.endswith("/builds")]
 
     # -- the simulated build -----------------------------------------------------------------
-    def _create(self, project: str, location: str, body: dict) -> dict:
+    def _create(self, project: str, location: str, body: dict[str, Any]) -> dict[str, Any]:
         build_id = str(uuid.uuid4())
         build = json.loads(json.dumps(body))
         build.update(
@@ -101,7 +101,7 @@ class FakeCloudBuild(LoopbackServer):
             self._polls[build_id] = 0
         return build
 
-    def _advance(self, build_id: str) -> dict:
+    def _advance(self, build_id: str) -> dict[str, Any]:
         with self._lock:
             build = self.builds[build_id]
             if build["status"] in ("SUCCESS", "FAILURE", "CANCELLED", "TIMEOUT", "INTERNAL_ERROR"):
@@ -138,7 +138,7 @@ class FakeCloudBuild(LoopbackServer):
                 build["results"] = {"images": digests}
             return build
 
-    def _check_source(self, build_id: str, build: dict) -> str | None:
+    def _check_source(self, build_id: str, build: dict[str, Any]) -> str | None:
         source = (build.get("source") or {}).get("storageSource")
         if not source:
             return "no source.storageSource in the build"

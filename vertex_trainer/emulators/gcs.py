@@ -45,6 +45,7 @@ import urllib.parse
 import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 # The hosts TensorFlow (and the JSON API in general) uses for Cloud Storage.
 INTERCEPTED_HOSTS = ("storage.googleapis.com", "www.googleapis.com")
@@ -337,7 +338,7 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         # upload from timing out other connections' forwards in the emulator's accept queue.
         self._upstream_lock = threading.Lock()
         # (method, path, status, seconds) of recent forwards: for tests and debugging.
-        self.history: deque = deque(maxlen=2000)
+        self.history: deque[Any] = deque(maxlen=2000)
         super().__init__(address, _ProxyHandler)
 
     def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, *, scheme: str):
@@ -379,7 +380,7 @@ class GcsEmulator:
     port: int = 0
     proxy_port: int = 0
     project: str = "local-emulator"
-    _server: object = field(default=None, init=False, repr=False)
+    _server: Any = field(default=None, init=False, repr=False)  # gcp_storage_emulator's (untyped)
     _proxy: _ProxyServer | None = field(default=None, init=False, repr=False)
     _proxy_thread: threading.Thread | None = field(default=None, init=False, repr=False)
     _tmp: str | None = field(default=None, init=False, repr=False)

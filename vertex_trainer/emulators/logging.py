@@ -92,7 +92,7 @@ def _stamp(ns: int) -> str:
 
 @dataclass
 class _Stored:
-    entry: dict
+    entry: dict[str, Any]
     ns: int
     visible_at: float
     project: str
@@ -117,12 +117,12 @@ class FakeLogging(LoopbackServer):
     port: int = 0
     project: str = "test-project"
     min_read_interval: float = 0.0  # reads closer together than this are answered 429
-    requests: list[dict] = field(default_factory=list)  # every entries:list body, in order
+    requests: list[dict[str, Any]] = field(default_factory=list)  # every entries:list body, in order
     answers: list[int] = field(default_factory=list)  # the status of each entries:list
 
     def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
-        self._lock = threading.Condition()
+        self._lock: threading.Condition = threading.Condition()
         self._entries: list[_Stored] = []
         self._faults: list[Fault] = []
         self._ids = itertools.count(1)
@@ -151,7 +151,7 @@ class FakeLogging(LoopbackServer):
         late: float = 0.0,
         project: str | None = None,
         insert_id: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Store one entry of CustomJob `job_id`'s log. `at`: its timestamp (epoch seconds or
         RFC 3339; default now); `late`: seconds from now before it is visible; `text`: a
         textPayload instead of jsonPayload.message; replica "service": the service's own log."""
@@ -182,7 +182,7 @@ class FakeLogging(LoopbackServer):
         start: float | None = None,
         step: float = 0.001,
         **kwargs: Any,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """Many entries, `step` seconds apart from `start` (default: so that the last is now)."""
         start = time.time() - step * len(messages) if start is None else start
         return [self.add(job_id, m, at=start + i * step, **kwargs) for i, m in enumerate(messages)]
@@ -212,19 +212,19 @@ class FakeLogging(LoopbackServer):
         return sum(1 for s in self.answers if s == 200)
 
     @property
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[dict[str, Any]]:
         with self._lock:
             return [s.entry for s in sorted(self._entries, key=lambda s: s.key)]
 
     # -- the service ------------------------------------------------------------------------
-    def _store(self, entry: dict, ns: int, visible_at: float, project: str) -> dict:
+    def _store(self, entry: dict[str, Any], ns: int, visible_at: float, project: str) -> dict[str, Any]:
         entry.setdefault("receiveTimestamp", _stamp(max(ns, int(visible_at * 10**9))))
         with self._lock:
             self._entries.append(_Stored(entry, ns, visible_at, project))
             self._lock.notify_all()
         return entry
 
-    def list_entries(self, body: Any) -> dict:
+    def list_entries(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise _Refused(400, "Invalid JSON payload received. Expected an object.")
         unknown = sorted(set(body) - _LIST_FIELDS)
@@ -275,7 +275,7 @@ class FakeLogging(LoopbackServer):
             ).decode()
         return answer
 
-    def write_entries(self, body: Any) -> dict:
+    def write_entries(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("entries"), list):
             raise _Refused(400, "entries: at least one entry is required")
         unknown = sorted(set(body) - _WRITE_FIELDS)
@@ -384,7 +384,8 @@ def _term(name: str, op: str, value: str) -> Callable[[_Stored], bool]:
 
 
 def _compare(a: Any, op: str, b: Any) -> bool:
-    return {"=": a == b, "!=": a != b, ">=": a >= b, ">": a > b, "<=": a <= b, "<": a < b}[op]
+    result: bool = {"=": a == b, "!=": a != b, ">=": a >= b, ">": a > b, "<=": a <= b, "<": a < b}[op]
+    return result
 
 
 class _Handler(JsonHandler):
@@ -405,7 +406,7 @@ class _Handler(JsonHandler):
     do_GET = do_POST = do_DELETE = do_PATCH = _serve
 
 
-def serve(host: str = "127.0.0.1", port: int = 8766, *, echo=None) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8766, *, echo: Callable[[str], None] | None = None) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-logging`)."""
     fake = FakeLogging(host, port).start()
     serve_until_interrupted(

@@ -21,6 +21,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, offset_page, query_of
@@ -43,9 +44,9 @@ class FakeQuotas(LoopbackServer):
     # metric -> {region or None (the default for other regions): value}
     limits: dict[str, dict[str | None, int]] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
-    faults: list[tuple[int, str | None]] = field(default_factory=list)
+    failures: list[tuple[int, str | None]] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         for metric in (
@@ -62,9 +63,9 @@ class FakeQuotas(LoopbackServer):
     def fail(self, status: int, *, times: int = 1, message: str | None = None) -> None:
         """Answer the next `times` requests with `status`."""
         with self._lock:
-            self.faults.extend([(status, message)] * times)
+            self.failures.extend([(status, message)] * times)
 
-    def infos(self, project: str, service: str) -> list[dict]:
+    def infos(self, project: str, service: str) -> list[dict[str, Any]]:
         out = []
         with self._lock:
             for metric, values in self.limits.items():
@@ -73,7 +74,7 @@ class FakeQuotas(LoopbackServer):
                 quota_id = _quota_id(metric)
                 dims = []
                 for region, value in values.items():
-                    info: dict = {"details": {"value": str(value)} if value else {}}
+                    info: dict[str, Any] = {"details": {"value": str(value)} if value else {}}
                     if region is None:
                         info["dimensions"] = {}
                         info["applicableLocations"] = ["global"]
@@ -103,10 +104,10 @@ class FakeQuotas(LoopbackServer):
         fake = self
 
         class Handler(JsonHandler):
-            def do_GET(self):
+            def do_GET(self) -> None:
                 fake.requests.append(self.path)
                 with fake._lock:
-                    fault = fake.faults.pop(0) if fake.faults else None
+                    fault = fake.failures.pop(0) if fake.failures else None
                 if fault:
                     status, message = fault
                     return self.send_envelope(

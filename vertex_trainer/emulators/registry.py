@@ -20,6 +20,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from vertex_trainer.emulators._http import LoopbackServer
 
@@ -41,7 +42,7 @@ class FakeRegistry(LoopbackServer):
     requests: list[RegistryRequest] = field(default_factory=list)
     faults: list[tuple[str | None, int]] = field(default_factory=list)  # (method or None, status)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
 
@@ -64,10 +65,12 @@ class FakeRegistry(LoopbackServer):
             def log_message(self, *args):  # keep test output quiet
                 pass
 
-            def _record(self):
+            def _record(self) -> None:
                 registry.requests.append(RegistryRequest(self.command, self.path, dict(self.headers)))
 
-            def _send(self, code: int, body: dict | None = None, headers: dict | None = None):
+            def _send(
+                self, code: int, body: dict[str, Any] | None = None, headers: dict[str, Any] | None = None
+            ):
                 data = json.dumps(body).encode() if body is not None else b""
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -109,7 +112,7 @@ class FakeRegistry(LoopbackServer):
                     return self._send(200, {"token": registry.token})
                 self._manifest()
 
-            def do_HEAD(self):
+            def do_HEAD(self) -> None:
                 self._record()
                 if not self._fault():
                     self._manifest()

@@ -112,7 +112,7 @@ class Recorded:
 
 @dataclass
 class _Job:
-    data: dict  # CustomJob as proto JSON with enum names
+    data: dict[str, Any]  # CustomJob as proto JSON with enum names
     script: list[str]
     error: str
     pos: int = 0
@@ -153,7 +153,7 @@ class FakeVertex(CapacityScripts):
         self.error_message = error_message
         self.validate = validate
         self.default_page_size = page_size
-        self.jobs: dict[str, dict] = {}
+        self.jobs: dict[str, dict[str, Any]] = {}
         self.requests: list[Recorded] = []
         self.connections = 0
         self._jobs: dict[str, _Job] = {}
@@ -178,7 +178,7 @@ class FakeVertex(CapacityScripts):
     # -- lifecycle -------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> FakeVertex:
@@ -252,12 +252,12 @@ class FakeVertex(CapacityScripts):
 
     def add_job(
         self,
-        job: dict,
+        job: dict[str, Any],
         *,
         project: str = "test-project",
         location: str = "us-central1",
         state: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Store a job directly (as if created earlier, e.g. by a previous CI attempt)."""
         with self._lock:
             stored = self._create(f"projects/{project}/locations/{location}", job)
@@ -278,7 +278,7 @@ class FakeVertex(CapacityScripts):
                     return fault
         return None
 
-    def _parse(self, body: Any) -> dict:
+    def _parse(self, body: Any) -> dict[str, Any]:
         """Validate a CustomJob body like the service does and return it as proto JSON (names)."""
         if not isinstance(body, dict):
             raise _HttpError(400, "Invalid JSON payload received. Expected an object.")
@@ -317,7 +317,7 @@ class FakeVertex(CapacityScripts):
                 )
         return parsed
 
-    def _create(self, parent: str, body: Any) -> dict:
+    def _create(self, parent: str, body: Any) -> dict[str, Any]:
         data = self._parse(body)
         for output_only in ("name", "state", "createTime", "startTime", "endTime", "updateTime", "error"):
             data.pop(output_only, None)
@@ -325,7 +325,7 @@ class FakeVertex(CapacityScripts):
             self.resources.check_job(parent, data)  # on a persistent resource: it must fit
             outcome = self.outcome_of(data, parent.rsplit("/", 1)[-1])  # on_strategy() (vertex_capacity.py)
             if outcome.refuse:
-                raise _HttpError(outcome.refuse, outcome.message)
+                raise _HttpError(outcome.refuse, outcome.message or "")  # outcome_of fills it in
             name = f"{parent}/customJobs/{next(self._ids)}"
             now = _now()
             data.update(name=name, createTime=now, updateTime=now)
@@ -363,7 +363,7 @@ class FakeVertex(CapacityScripts):
                 data["error"] = {"code": 4, "message": "The job did not start within max_wait_duration."}
         self.jobs[data["name"]] = data
 
-    def _get(self, name: str, advance: bool = True) -> dict:
+    def _get(self, name: str, advance: bool = True) -> dict[str, Any]:
         with self._lock:
             job = self._jobs.get(name)
             if job is None:
@@ -373,7 +373,7 @@ class FakeVertex(CapacityScripts):
                 self._apply_state(job)
             return dict(job.data)
 
-    def _cancel(self, name: str) -> dict:
+    def _cancel(self, name: str) -> dict[str, Any]:
         with self._lock:
             job = self._jobs.get(name)
             if job is None:
@@ -392,7 +392,7 @@ class FakeVertex(CapacityScripts):
             self.runner.cancel(name)
         return {}
 
-    def _list(self, parent: str, query: dict[str, str]) -> dict:
+    def _list(self, parent: str, query: dict[str, str]) -> dict[str, Any]:
         keep = labels_filter(query.get("filter", ""))
         with self._lock:
             found = [
@@ -457,14 +457,14 @@ class FakeVertex(CapacityScripts):
             result = self._ints(result)
         return 200, result, op, False
 
-    def _ints(self, result: dict) -> dict:
+    def _ints(self, result: dict[str, Any]) -> dict[str, Any]:
         """Re-encode enums as numbers, as the service does for `enum-encoding=int`."""
         if not self.validate:
             return result
         from google.cloud.aiplatform_v1 import CustomJob
         from google.protobuf import json_format
 
-        def one(job: dict) -> dict:
+        def one(job: dict[str, Any]) -> dict[str, Any]:
             message = json_format.ParseDict(job, CustomJob.pb(CustomJob()))
             return json_format.MessageToDict(message, use_integers_for_enums=True)
 
@@ -473,7 +473,7 @@ class FakeVertex(CapacityScripts):
         return one(result) if result else result
 
 
-def web_access_uris(job: dict) -> dict[str, str]:
+def web_access_uris(job: dict[str, Any]) -> dict[str, str]:
     """workerpoolI-J -> the replica's shell URI, in the service's form
     (https://<hash>-dot-<region>.aiplatform-training.googleusercontent.com)."""
     import hashlib

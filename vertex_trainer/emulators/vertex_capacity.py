@@ -120,7 +120,7 @@ class CapacityScripts:
         when a region table read from the docs is out of date. Nothing is stored."""
         return self.on_strategy(strategy, region=region, refuse=400, message=message or NOT_OFFERED_ERROR)
 
-    def outcome_of(self, data: dict, region: str | None = None) -> Outcome:
+    def outcome_of(self, data: dict[str, Any], region: str | None = None) -> Outcome:
         """The outcome of a create (its parsed CustomJob, in `region`, default: the region of its
         name); a refusal comes with its message."""
         spec = data.get("jobSpec") or {}

@@ -33,7 +33,7 @@ from typing import Any
 from vertex_trainer.emulators._http import offset_page, route
 
 _PARENT = r"projects/[^/]+/locations/[^/]+"
-_ROUTES: list[tuple[str, re.Pattern, str]] = [
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("POST", re.compile(rf"^/v1/({_PARENT})/models:upload$"), "upload"),
     ("GET", re.compile(rf"^/v1/({_PARENT})/models$"), "model-list"),
     ("GET", re.compile(rf"^/v1/({_PARENT}/models/[^/:@]+):listVersions$"), "model-versions"),
@@ -67,7 +67,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _parse(type_name: str, body: Any) -> dict:
+def _parse(type_name: str, body: Any) -> dict[str, Any]:
     """Parse `body` strictly as aiplatform_v1.<type_name> and return it as proto JSON."""
     if not isinstance(body, dict):
         raise ServiceError(400, "Invalid JSON payload received. Expected an object.")
@@ -80,10 +80,11 @@ def _parse(type_name: str, body: Any) -> dict:
         json_format.ParseDict(body, message)
     except json_format.ParseError as exc:
         raise ServiceError(400, f"Invalid JSON payload received. {exc}") from None
-    return json_format.MessageToDict(message)
+    out: dict[str, Any] = json_format.MessageToDict(message)
+    return out
 
 
-def _filter(text: str) -> Callable[[dict], bool]:
+def _filter(text: str) -> Callable[[dict[str, Any]], bool]:
     """display_name="X" / labels.k="v" terms joined by AND."""
     terms = []
     for part in filter(None, re.split(r"\s+AND\s+", text.strip())):
@@ -92,7 +93,7 @@ def _filter(text: str) -> Callable[[dict], bool]:
             raise ServiceError(400, f"Unsupported filter: {text!r}.")
         terms.append(m)
 
-    def keep(resource: dict) -> bool:
+    def keep(resource: dict[str, Any]) -> bool:
         for m in terms:
             if m["field"] and resource.get("displayName") != m["name"]:
                 return False
@@ -103,7 +104,7 @@ def _filter(text: str) -> Callable[[dict], bool]:
     return keep
 
 
-def list_page(items: list, query: dict, key: str, size: int) -> dict:
+def list_page(items: list[Any], query: dict[str, Any], key: str, size: int) -> dict[str, Any]:
     """One page of a Vertex AI list answer: `offset_page` of `items` under `key` (left out when
     the page is empty), `size` a page when `query` names none. Returns the answer; raises
     ServiceError(400) on a page token or size that is no number."""
@@ -113,7 +114,7 @@ def list_page(items: list, query: dict, key: str, size: int) -> dict:
         raise ServiceError(400, str(exc)) from None
 
 
-def labels_filter(text: str) -> Callable[[dict], bool]:
+def labels_filter(text: str) -> Callable[[dict[str, Any]], bool]:
     """The filter a jobs list takes: `labels.k="v"` and `labels.k:*` (has the label) terms
     joined by AND. `text` is the request's filter ("" keeps all). Returns keep(resource) -> bool;
     raises ServiceError(400) on any other term."""
@@ -125,7 +126,7 @@ def labels_filter(text: str) -> Callable[[dict], bool]:
             raise ServiceError(400, f"Unsupported filter: {text!r}.")
         terms.append((m["key"], None if m["op"] == ":" else value))
 
-    def keep(resource: dict) -> bool:
+    def keep(resource: dict[str, Any]) -> bool:
         labels = resource.get("labels") or {}
         return all((k in labels) if v is None else labels.get(k) == v for k, v in terms)
 
@@ -135,14 +136,14 @@ def labels_filter(text: str) -> Callable[[dict], bool]:
 @dataclass
 class _Operation:
     name: str
-    response: dict
-    error: dict | None = None
+    response: dict[str, Any]
+    error: dict[str, Any] | None = None
     polls_left: int = 1
     metadata_type: str = ""
     on_done: Callable[[], None] | None = None  # applied when the operation completes
 
-    def view(self) -> dict:
-        out: dict = {"name": self.name}
+    def view(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
         if self.metadata_type:
             out["metadata"] = {"@type": self.metadata_type, "genericMetadata": {}}
         if self.polls_left <= 0:
@@ -158,10 +159,10 @@ class _Operation:
 class ModelState:
     """Models (each a list of versions), endpoints and operations of the fake."""
 
-    models: dict[str, list[dict]] = field(default_factory=dict)  # model name -> versions
-    endpoints: dict[str, dict] = field(default_factory=dict)  # endpoint name -> Endpoint
+    models: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # model name -> versions
+    endpoints: dict[str, dict[str, Any]] = field(default_factory=dict)  # endpoint name -> Endpoint
     operations: dict[str, _Operation] = field(default_factory=dict)
-    operation_errors: dict[str, dict] = field(default_factory=dict)  # op kind -> error to end with
+    operation_errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # op kind -> error to end with
 
 
 class ModelService:
@@ -179,7 +180,9 @@ class ModelService:
         self.predictor: Any = None
 
     # -- routing -------------------------------------------------------------------------------
-    def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
+    def route(
+        self, method: str, path: str
+    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
         """(op, call(query, body)) for a request to one of the routes above, else None."""
         return route(self, _ROUTES, method, path, handler_of=lambda op: "_" + op.replace("-", "_"))
 
@@ -189,7 +192,7 @@ class ModelService:
         with self._lock:
             self.state.operation_errors[kind] = {"code": code, "message": message}
 
-    def versions(self, model: str) -> list[dict]:
+    def versions(self, model: str) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(v) for v in self.state.models.get(model, [])]
 
@@ -198,10 +201,10 @@ class ModelService:
         self,
         kind: str,
         resource: str,
-        response: dict,
+        response: dict[str, Any],
         metadata_type: str,
         on_done: Callable[[], None] | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         name = f"{resource}/operations/{next(self._op_ids)}"
         error = self.state.operation_errors.pop(kind, None)
         op = _Operation(
@@ -210,7 +213,7 @@ class ModelService:
         self.state.operations[name] = op
         return op.view()
 
-    def _operation(self, name: str, query: dict, body: Any) -> dict:
+    def _operation(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             op = self.state.operations.get(name)
             if op is None:
@@ -221,7 +224,7 @@ class ModelService:
                     op.on_done()
             return op.view()
 
-    def _operation_list(self, resource: str, query: dict, body: Any) -> dict:
+    def _operation_list(self, resource: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             found = [
                 op.view()
@@ -231,7 +234,7 @@ class ModelService:
         return {"operations": found} if found else {}
 
     # -- models --------------------------------------------------------------------------------
-    def _upload(self, parent: str, query: dict, body: Any) -> dict:
+    def _upload(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         request = _parse(
             "UploadModelRequest", {**(body or {}), "parent": parent} if isinstance(body, dict) else body
         )
@@ -284,7 +287,7 @@ class ModelService:
                 "type.googleapis.com/google.cloud.aiplatform.v1.UploadModelOperationMetadata",
             )
 
-    def _model_list(self, parent: str, query: dict, body: Any) -> dict:
+    def _model_list(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         keep = _filter(query.get("filter", ""))
         with self._lock:
             found = [
@@ -295,7 +298,7 @@ class ModelService:
         found = [m for m in found if keep(m)]
         return {"models": found} if found else {}
 
-    def _model_versions(self, name: str, query: dict, body: Any) -> dict:
+    def _model_versions(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         keep = _filter(query.get("filter", ""))
         with self._lock:
             if name not in self.state.models:
@@ -303,7 +306,7 @@ class ModelService:
             found = [dict(v) for v in self.state.models[name] if keep(v)]
         return {"models": found} if found else {}
 
-    def _model_get(self, ref: str, query: dict, body: Any) -> dict:
+    def _model_get(self, ref: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         name, _, version = ref.partition("@")
         with self._lock:
             versions = self.state.models.get(name)
@@ -317,11 +320,11 @@ class ModelService:
         raise ServiceError(404, f'The Model "{ref}" does not exist.')
 
     @staticmethod
-    def _default(versions: list[dict]) -> dict:
+    def _default(versions: list[dict[str, Any]]) -> dict[str, Any]:
         return dict(next((v for v in versions if "default" in v.get("versionAliases", [])), versions[0]))
 
     # -- endpoints -----------------------------------------------------------------------------
-    def _endpoint_create(self, parent: str, query: dict, body: Any) -> dict:
+    def _endpoint_create(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         endpoint = _parse("Endpoint", body)
         if not endpoint.get("displayName"):
             raise ServiceError(
@@ -349,7 +352,7 @@ class ModelService:
                 "type.googleapis.com/google.cloud.aiplatform.v1.CreateEndpointOperationMetadata",
             )
 
-    def _endpoint_list(self, parent: str, query: dict, body: Any) -> dict:
+    def _endpoint_list(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         keep = _filter(query.get("filter", ""))
         with self._lock:
             found = [
@@ -357,14 +360,14 @@ class ModelService:
             ]
         return {"endpoints": found} if found else {}
 
-    def _endpoint_get(self, name: str, query: dict, body: Any) -> dict:
+    def _endpoint_get(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             endpoint = self.state.endpoints.get(name)
             if endpoint is None:
                 raise ServiceError(404, f'The Endpoint "{name}" does not exist.')
             return dict(endpoint)
 
-    def _deploy(self, name: str, query: dict, body: Any) -> dict:
+    def _deploy(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         request = _parse(
             "DeployModelRequest", {**(body or {}), "endpoint": name} if isinstance(body, dict) else body
         )
@@ -435,7 +438,7 @@ class ModelService:
             )
 
     # -- predictions -----------------------------------------------------------------------------
-    def _predict(self, name: str, query: dict, body: Any) -> dict:
+    def _predict(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("instances"), list):
             raise ServiceError(400, 'Invalid JSON payload received: "instances" must be a list.')
         with self._lock:

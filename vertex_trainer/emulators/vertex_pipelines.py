@@ -62,13 +62,15 @@ class PipelineService:
         self._lock = lock
         self.script = list(script)
         self.error_message = error_message
-        self.runs: dict[str, dict] = {}
+        self.runs: dict[str, dict[str, Any]] = {}
         self._pos: dict[str, tuple[list[str], int]] = {}
         self._ids = itertools.count(1)
         self.runner: Any = None  # the sandbox's hook (see the module docstring)
         self._run_by_runner: set[str] = set()
 
-    def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
+    def route(
+        self, method: str, path: str
+    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
         """(op, call(query, body)) for a request to one of the routes above, else None."""
         return route(self, _ROUTES, method, path)
 
@@ -79,7 +81,7 @@ class PipelineService:
             self.script = list(states)
 
     # -- the service ---------------------------------------------------------------------------
-    def _create(self, parent: str, query: dict, body: Any) -> dict:
+    def _create(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         run = _parse("PipelineJob", body)
         for field in _OUTPUT_ONLY:
             run.pop(field, None)
@@ -124,7 +126,12 @@ class PipelineService:
         return answer
 
     def report(
-        self, name: str, state: str, *, error: dict | None = None, job_detail: dict | None = None
+        self,
+        name: str,
+        state: str,
+        *,
+        error: dict[str, Any] | None = None,
+        job_detail: dict[str, Any] | None = None,
     ) -> bool:
         """For a runner: run `name` is now in `state` (with `error` and `jobDetail`). An ended run
         stays as it is; a cancelling one only moves on to an end. False when ignored."""
@@ -159,7 +166,7 @@ class PipelineService:
         elif state == "PIPELINE_STATE_CANCELLED":
             run["error"] = {"code": 1, "message": "CANCELLED"}
 
-    def _get(self, name: str, query: dict, body: Any) -> dict:
+    def _get(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             if name not in self.runs:
                 raise ServiceError(404, f'The PipelineJob "{name}" does not exist.')
@@ -169,14 +176,14 @@ class PipelineService:
                 self._apply(name)
             return dict(self.runs[name])
 
-    def _list(self, parent: str, query: dict, body: Any) -> dict:
+    def _list(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         keep = _filter(query.get("filter", ""))
         with self._lock:
             found = [dict(r) for n, r in self.runs.items() if n.startswith(parent + "/") and keep(r)]
         found.sort(key=lambda r: r["createTime"], reverse=True)
         return {"pipelineJobs": found} if found else {}
 
-    def _cancel(self, name: str, query: dict, body: Any) -> dict:
+    def _cancel(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             run = self.runs.get(name)
             if run is None:

@@ -37,15 +37,19 @@ class ResourceService:
     def __init__(self, lock: Any, operations: Any):
         self._lock = lock
         self._operations = operations
-        self.resources: dict[str, dict] = {}  # name -> PersistentResource (REST JSON)
+        self.resources: dict[str, dict[str, Any]] = {}  # name -> PersistentResource (REST JSON)
         self.page_size = 50
 
-    def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
+    def route(
+        self, method: str, path: str
+    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
         """(op, call(query, body)) for a request to one of the routes above, else None."""
         return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
-    def add(self, parent: str, resource_id: str, body: dict, *, state: str = "RUNNING") -> dict:
+    def add(
+        self, parent: str, resource_id: str, body: dict[str, Any], *, state: str = "RUNNING"
+    ) -> dict[str, Any]:
         """Store a resource directly (as if made earlier), in `state`."""
         with self._lock:
             data = self._store(parent, resource_id, body)
@@ -58,7 +62,7 @@ class ResourceService:
             self.resources[name]["updateTime"] = _now()
 
     # -- jobs on resources (FakeVertex's create asks) ------------------------------------------
-    def check_job(self, parent: str, job: dict) -> None:
+    def check_job(self, parent: str, job: dict[str, Any]) -> None:
         """Refuse (400) a CustomJob whose persistentResourceId does not name a RUNNING resource
         of its region with a pool of each of its machine types."""
         spec = job.get("jobSpec") or {}
@@ -85,7 +89,7 @@ class ResourceService:
                 )
 
     # -- the service ---------------------------------------------------------------------------
-    def _store(self, parent: str, resource_id: str, body: Any) -> dict:
+    def _store(self, parent: str, resource_id: str, body: Any) -> dict[str, Any]:
         data = _parse("PersistentResource", body)
         for field in _OUTPUT_ONLY:
             data.pop(field, None)
@@ -104,7 +108,7 @@ class ResourceService:
         self.resources[name] = data
         return data
 
-    def _create(self, parent: str, query: dict, body: Any) -> dict:
+    def _create(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         resource_id = query.get("persistentResourceId", "")
         if not _ID.match(resource_id):
             raise ServiceError(
@@ -119,23 +123,24 @@ class ResourceService:
             def running() -> None:
                 data.update(state="RUNNING", startTime=_now(), updateTime=_now())
 
-            return self._operations._start(
+            created: dict[str, Any] = self._operations._start(
                 "resource-create", name, dict(data), _METADATA.format("Create"), on_done=running
             )
+            return created
 
-    def _get(self, name: str, query: dict, body: Any) -> dict:
+    def _get(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             data = self.resources.get(name)
             if data is None:
                 raise ServiceError(404, f'The PersistentResource "{name}" does not exist.')
             return dict(data)
 
-    def _list(self, parent: str, query: dict, body: Any) -> dict:
+    def _list(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             found = [dict(r) for n, r in self.resources.items() if n.startswith(parent + "/")]
         return list_page(found, query, "persistentResources", size=self.page_size)
 
-    def _delete(self, name: str, query: dict, body: Any) -> dict:
+    def _delete(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             data = self.resources.get(name)
             if data is None:
@@ -145,6 +150,7 @@ class ResourceService:
             def gone() -> None:
                 self.resources.pop(name, None)
 
-            return self._operations._start(
+            deleted: dict[str, Any] = self._operations._start(
                 "resource-delete", name, {}, _METADATA.format("Delete"), on_done=gone
             )
+            return deleted

@@ -42,23 +42,23 @@ TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANC
 START_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
 TRIAL_ERROR = "The trial's CustomJob failed: the replica workerpool0-0 exited with a non-zero status of 1."
 
-Metric = Callable[[str, dict], "float | None"]
+Metric = Callable[[str, dict[str, Any]], "float | None"]
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def default_metric(trial_id: str, parameters: dict) -> float:
+def default_metric(trial_id: str, parameters: dict[str, Any]) -> float:
     """A deterministic, non-monotonic value per trial: 0.50, 0.78, 0.56, 0.84, ..."""
     return round(0.5 + 0.04 * ((int(trial_id) * 7) % 10), 4)
 
 
 @dataclass
 class _Tuning:
-    data: dict
+    data: dict[str, Any]
     pos: int = 0  # in START_SCRIPT, then the trials drive it
-    grid: list[dict] = field(default_factory=list)  # GRID_SEARCH: every combination, in order
+    grid: list[dict[str, Any]] = field(default_factory=list)  # GRID_SEARCH: every combination, in order
 
 
 class TuningService:
@@ -75,7 +75,9 @@ class TuningService:
         self._run_by_runner: set[str] = set()
 
     # -- routing -------------------------------------------------------------------------------
-    def route(self, method: str, path: str) -> tuple[str, Callable[[dict, Any], dict]] | None:
+    def route(
+        self, method: str, path: str
+    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
         """(op, call(query, body)) for a request to one of the routes above, else None."""
         return route(self, _ROUTES, method, path)
 
@@ -89,18 +91,18 @@ class TuningService:
             else:
                 self._metric, self._values = default_metric, list(values)
 
-    def job(self, name: str) -> dict:
+    def job(self, name: str) -> dict[str, Any]:
         """The stored job (a copy), as GET answers it without advancing it."""
         with self._lock:
             return dict(self.jobs[name].data)
 
     def add_job(
         self,
-        body: dict,
+        body: dict[str, Any],
         *,
         parent: str = "projects/test-project/locations/us-central1",
         state: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Store a job directly (as if created earlier)."""
         with self._lock:
             stored = self._create(parent, {}, body)
@@ -110,7 +112,7 @@ class TuningService:
             return dict(self.jobs[stored["name"]].data)
 
     # -- handlers ------------------------------------------------------------------------------
-    def _create(self, parent: str, query: dict, body: Any) -> dict:
+    def _create(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         data = _parse("HyperparameterTuningJob", body)
         _check(data)
         for output_only in (
@@ -145,8 +147,8 @@ class TuningService:
         name: str,
         *,
         state: str | None = None,
-        trials: list[dict] | None = None,
-        error: dict | None = None,
+        trials: list[dict[str, Any]] | None = None,
+        error: dict[str, Any] | None = None,
     ) -> bool:
         """For a runner: job `name`'s trials (all of them, as the service lists them) and state.
         An ended job stays as it is; a cancelling one only moves on to an end. False when ignored."""
@@ -163,7 +165,7 @@ class TuningService:
                 self._set_state(job, state, error)
             return True
 
-    def _list(self, parent: str, query: dict, body: Any) -> dict:
+    def _list(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         keep = labels_filter(query.get("filter") or "")
         with self._lock:
             found = [
@@ -171,7 +173,7 @@ class TuningService:
             ]
         return list_page(found, query, "hyperparameterTuningJobs", size=50)
 
-    def _get(self, name: str, query: dict, body: Any) -> dict:
+    def _get(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             job = self.jobs.get(name)
             if job is None:
@@ -179,7 +181,7 @@ class TuningService:
             self._advance(job)
             return dict(job.data)
 
-    def _cancel(self, name: str, query: dict, body: Any) -> dict:
+    def _cancel(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
             job = self.jobs.get(name)
             if job is None:
@@ -241,7 +243,7 @@ class TuningService:
         else:
             data["updateTime"] = _now()
 
-    def _start_trial(self, job: _Tuning, number: int) -> dict:
+    def _start_trial(self, job: _Tuning, number: int) -> dict[str, Any]:
         trial_id = str(number)
         if job.grid:
             values = job.grid[number - 1]
@@ -256,7 +258,7 @@ class TuningService:
             "customJob": f"{parent}/customJobs/{next(self._job_ids)}",
         }
 
-    def _end_trial(self, trial: dict, data: dict) -> None:
+    def _end_trial(self, trial: dict[str, Any], data: dict[str, Any]) -> None:
         params = {p["parameterId"]: p["value"] for p in trial["parameters"]}
         index = int(trial["id"]) - 1
         if self._values is not None and index < len(self._values):
@@ -276,7 +278,7 @@ class TuningService:
             },
         )
 
-    def _set_state(self, job: _Tuning, state: str, error: dict | None = None) -> None:
+    def _set_state(self, job: _Tuning, state: str, error: dict[str, Any] | None = None) -> None:
         data = job.data
         now = _now()
         data.update(state=state, updateTime=now)
@@ -288,7 +290,7 @@ class TuningService:
             data["error"] = error
 
 
-def _check(data: dict) -> None:
+def _check(data: dict[str, Any]) -> None:
     """What the service refuses in a HyperparameterTuningJob (beyond the proto's own types)."""
 
     def bad(path: str, message: str = "Required field is not set.") -> ServiceError:
@@ -350,7 +352,7 @@ def _check(data: dict) -> None:
             )
 
 
-def _options(p: dict) -> list:
+def _options(p: dict[str, Any]) -> list[Any]:
     """Every value of a gridable parameter, in order."""
     if "integerValueSpec" in p:
         s = p["integerValueSpec"]
@@ -360,14 +362,14 @@ def _options(p: dict) -> list:
     return list(p["categoricalValueSpec"].get("values", []))
 
 
-def _grid(parameters: list[dict]) -> list[dict]:
+def _grid(parameters: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ids = [p["parameterId"] for p in parameters]
     return [
         dict(zip(ids, combo, strict=True)) for combo in itertools.product(*(_options(p) for p in parameters))
     ]
 
 
-def _choose(p: dict, number: int) -> Any:
+def _choose(p: dict[str, Any], number: int) -> Any:
     """A deterministic value for trial `number` (a low-discrepancy walk through the space)."""
     frac = (number * 0.6180339887498949) % 1.0
     if "doubleValueSpec" in p:

@@ -8,8 +8,14 @@ to log in (nothing is sent). google-auth and requests are imported only when a s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.settings import is_emulator
+
+if TYPE_CHECKING:
+    import requests
+    from google.auth.credentials import Credentials
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 USER_AGENT = "vertex-trainer"
@@ -17,7 +23,7 @@ USER_AGENT = "vertex-trainer"
 __all__ = ["SCOPES", "access_token", "credentials", "is_emulator", "plain_session", "session"]
 
 
-def credentials():
+def credentials() -> Credentials:
     """Application Default Credentials, or UserError (exit 2) telling the user how to log in."""
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
@@ -34,7 +40,7 @@ def credentials():
     return creds
 
 
-def plain_session():
+def plain_session() -> requests.Session:
     """A requests session with our User-Agent and no credentials."""
     import requests
 
@@ -43,7 +49,7 @@ def plain_session():
     return s
 
 
-def session(endpoint: str):
+def session(endpoint: str) -> requests.Session:
     """A requests session for `endpoint`: anonymous for emulators, Google-authorized otherwise."""
     if is_emulator(endpoint):
         return plain_session()
@@ -65,7 +71,13 @@ def access_token() -> str:
         raise ServiceError(
             f"could not get an access token: {exc}", hint="run `gcloud auth application-default login`"
         ) from None
-    return creds.token
+    token = creds.token
+    if not token:
+        raise ServiceError(
+            "could not get an access token: the credentials gave none",
+            hint="run `gcloud auth application-default login`",
+        )
+    return str(token)
 
 
 def _version() -> str:

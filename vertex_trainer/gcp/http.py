@@ -21,11 +21,16 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
 from vertex_trainer.settings import RetryPolicy
+
+if TYPE_CHECKING:
+    import requests
+
+T = TypeVar("T")
 
 Log = Callable[[str], None]
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -83,13 +88,13 @@ class ApiError:
     code: int
     status: str
     message: str
-    details: tuple = ()
+    details: tuple[Any, ...] = ()
 
     def __str__(self) -> str:
         return f"HTTP {self.code} {self.status}: {self.message}".rstrip(": ")
 
 
-def parse_error(response) -> ApiError:
+def parse_error(response: requests.Response) -> ApiError:
     """The error of a non-2xx response, from any Google API's JSON error shape or plain text."""
     try:
         body = response.json()
@@ -228,7 +233,7 @@ class ApiClient:
         return auth.is_emulator(self.endpoint)
 
     @property
-    def session(self):
+    def session(self) -> Any:  # a requests.Session, or what the caller passed in
         if self._session is None:
             self._session = auth.session(self.endpoint)
         return self._session
@@ -243,14 +248,16 @@ class ApiClient:
         return Budget(self.retry, self.log, service=self.service)
 
     # -- one exchange -------------------------------------------------------------------------
-    def send(self, op: str, method: str, path: str, *, allow: Iterable[int] = (), **kwargs: Any):
+    def send(
+        self, op: str, method: str, path: str, *, allow: Iterable[int] = (), **kwargs: Any
+    ) -> requests.Response:
         """One attempt. Returns the response (2xx, or a status in `allow`); raises Transient, or
         ServiceError/UserError for a permanent failure."""
         import requests
 
         kwargs.setdefault("timeout", (self.retry.connect_timeout, self.retry.read_timeout))
         try:
-            response = self.session.request(method, self.url(path), **kwargs)
+            response: requests.Response = self.session.request(method, self.url(path), **kwargs)
         except requests.Timeout as exc:  # a read timeout: sent, unanswered, maybe still running
             raise Transient(
                 f"timed out ({type(exc).__name__})", in_flight=isinstance(exc, requests.ReadTimeout)
@@ -280,11 +287,15 @@ class ApiClient:
         return kind(f"{op} {resource}: {err}", hint=hint)
 
     # -- with retries -------------------------------------------------------------------------
-    def call(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any):
+    def call(
+        self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any
+    ) -> requests.Response:
         """`send` with retries of transient failures; returns the response."""
         return self._retried(op, budget, lambda: self.send(op, method, path, **kwargs))
 
-    def json(self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any) -> dict:
+    def json(
+        self, op: str, method: str, path: str, *, budget: Budget | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         """`call` and decode the JSON answer (a 2xx that is not JSON counts as transient)."""
         return self._retried(op, budget, lambda: decode(self.send(op, method, path, **kwargs)))
 
@@ -296,14 +307,14 @@ class ApiClient:
         path: str,
         *,
         items: str,
-        params: dict | None = None,
-        body: dict | None = None,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
         page_size: int = 100,
         max_pages: int | None = MAX_PAGES,
         limit: int | None = None,
         budget: Budget | None = None,
-        read: Callable[[Callable[[], dict]], dict] | None = None,
-    ) -> Iterator[list[dict]]:
+        read: Callable[[Callable[[], dict[str, Any]]], dict[str, Any]] | None = None,
+    ) -> Iterator[list[dict[str, Any]]]:
         """The one pager of every Google list call (AIP-158: pageSize, pageToken, nextPageToken).
 
         Args:
@@ -328,7 +339,7 @@ class ApiClient:
                 else {"params": {**(params or {}), **paging}}
             )
 
-            def fetch(kwargs: dict = kwargs) -> dict:
+            def fetch(kwargs: dict[str, Any] = kwargs) -> dict[str, Any]:
                 return self.json(op, method, path, budget=budget, **kwargs)
 
             page = read(fetch) if read else fetch()
@@ -341,7 +352,9 @@ class ApiClient:
                 return
         self.log(f"{op}: stopped after {max_pages} pages; the list goes on (narrow the filter)")
 
-    def list(self, op: str, path: str, *, items: str, limit: int | None = None, **kwargs: Any) -> list[dict]:
+    def list(
+        self, op: str, path: str, *, items: str, limit: int | None = None, **kwargs: Any
+    ) -> list[dict[str, Any]]:
         """Every item of a GET list call, through `pages` (same arguments), at most `limit`.
 
         Returns: the items in the service's order."""
@@ -350,7 +363,7 @@ class ApiClient:
         ]
         return found[:limit] if limit is not None else found
 
-    def _retried(self, op: str, budget: Budget | None, attempt: Callable[[], Any]) -> Any:
+    def _retried(self, op: str, budget: Budget | None, attempt: Callable[[], T]) -> T:
         budget = budget or self.budget()
         while True:
             try:
@@ -359,7 +372,7 @@ class ApiClient:
                 budget.backoff(op, str(exc), retry_hint=self.retry_hint)
 
 
-def decode(response) -> dict:
+def decode(response: requests.Response) -> dict[str, Any]:
     """The JSON body of a 2xx response ({} when empty); Transient when it is not JSON."""
     if not response.content:
         return {}

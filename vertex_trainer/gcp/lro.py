@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import ApiClient, ApiError
@@ -17,15 +18,15 @@ from vertex_trainer.settings import PollPolicy
 
 def wait_operation(
     api: ApiClient,
-    operation: dict,
+    operation: dict[str, Any],
     *,
     poll: PollPolicy,
     what: str,
     version: str = "v1",
     timeout: float | None = None,
-    on_poll: Callable[[dict], None] | None = None,
+    on_poll: Callable[[dict[str, Any]], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict:
+) -> dict[str, Any]:
     """Poll `operation` (the create's answer) until done; return its `response` (may be {}).
 
     `on_poll` sees the operation after every read (for progress from its metadata)."""

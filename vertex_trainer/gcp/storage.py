@@ -8,10 +8,11 @@ Credentials. google-cloud-storage (0.25 s to import) is imported only by the fun
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import auth
-from vertex_trainer.gcp.http import ApiClient, default_hint
+from vertex_trainer.gcp.http import ApiClient, Log, default_hint
 from vertex_trainer.settings import RetryPolicy, Settings
 
 
@@ -33,9 +34,9 @@ def bucket_of(path: str | None) -> str | None:
     return None
 
 
-def client(settings: Settings, project: str | None = None):
+def client(settings: Settings, project: str | None = None) -> Any:  # google.cloud.storage.Client (untyped)
     """A google.cloud.storage.Client for the emulator or the real service."""
-    from google.cloud import storage
+    import google.cloud.storage as storage
 
     if settings.storage_emulator:
         from google.auth.credentials import AnonymousCredentials
@@ -88,12 +89,13 @@ def read_bytes(settings: Settings, uri: str) -> bytes | None:
 
     bucket, name = split_uri(uri)
     try:
-        return client(settings).bucket(bucket).blob(name).download_as_bytes()
+        data: bytes = client(settings).bucket(bucket).blob(name).download_as_bytes()
+        return data
     except gexc.NotFound:
         return None
 
 
-def read_json(settings: Settings, uri: str) -> dict | None:
+def read_json(settings: Settings, uri: str) -> dict[str, Any] | None:
     """A JSON object stored at `uri`, or None when it is absent or not JSON."""
     data = read_bytes(settings, uri)
     if data is None:
@@ -105,7 +107,7 @@ def read_json(settings: Settings, uri: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def storage_api(settings: Settings, *, log=None, retry: RetryPolicy | None = None) -> ApiClient:
+def storage_api(settings: Settings, *, log: Log | None = None, retry: RetryPolicy | None = None) -> ApiClient:
     """The Cloud Storage JSON API through the shared ApiClient (for metadata reads)."""
     return ApiClient(
         settings.storage_url(),
@@ -116,7 +118,7 @@ def storage_api(settings: Settings, *, log=None, retry: RetryPolicy | None = Non
     )
 
 
-def bucket_metadata(api: ApiClient, bucket: str) -> dict | None:
+def bucket_metadata(api: ApiClient, bucket: str) -> dict[str, Any] | None:
     """{"location", "locationType"} of a bucket; None when it does not exist.
 
     Raises ServiceError when it cannot be read (403, persistent network errors)."""
@@ -129,4 +131,5 @@ def bucket_metadata(api: ApiClient, bucket: str) -> dict | None:
     )
     if response.status_code == 404:
         return None
-    return response.json()
+    meta: dict[str, Any] = response.json()
+    return meta

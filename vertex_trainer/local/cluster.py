@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from vertex_trainer import lazy
 from vertex_trainer.contract import AIP_DIRS, TRAINER_MODULE
@@ -55,7 +57,7 @@ class Replica:
         return f"workerpool{self.pool}-{self.index}"
 
 
-def job_spec_of(job: dict) -> dict:
+def job_spec_of(job: dict[str, Any]) -> dict[str, Any]:
     """The CustomJobSpec of a rendered CustomJob; UserError when it has no worker pools."""
     spec = job.get("jobSpec") or job.get("job_spec")
     if not isinstance(spec, dict) or not spec.get("workerPoolSpecs"):
@@ -63,7 +65,7 @@ def job_spec_of(job: dict) -> dict:
     return spec
 
 
-def pools_of(job: dict) -> list[tuple[int, dict, int]]:
+def pools_of(job: dict[str, Any]) -> list[tuple[int, dict[str, Any], int]]:
     """(pool index, WorkerPoolSpec, replica count) for every non-empty pool."""
     out = []
     for i, pool in enumerate(job_spec_of(job)["workerPoolSpecs"]):
@@ -82,7 +84,7 @@ def pools_of(job: dict) -> list[tuple[int, dict, int]]:
     return out
 
 
-def command_of(pool: dict, python: str = sys.executable) -> list[str]:
+def command_of(pool: dict[str, Any], python: str = sys.executable) -> list[str]:
     """The argv a pool's replicas run locally.
 
     containerSpec: the image's entrypoint is `python -m trainer.task` (trainer_image/Dockerfile);
@@ -108,11 +110,11 @@ def command_of(pool: dict, python: str = sys.executable) -> list[str]:
     return command + [str(a) for a in args]
 
 
-def _task_of(pool: dict) -> dict:
+def _task_of(pool: dict[str, Any]) -> dict[str, Any]:
     return (pool or {}).get("containerSpec") or (pool or {}).get("pythonPackageSpec") or {}
 
 
-def pool_env(pool: dict) -> dict[str, str]:
+def pool_env(pool: dict[str, Any]) -> dict[str, str]:
     """The pool's env list (containerSpec.env / pythonPackageSpec.env) as a mapping."""
     return {str(e["name"]): str(e.get("value", "")) for e in _task_of(pool).get("env") or []}
 
@@ -138,7 +140,7 @@ def output_dirs(base: str) -> dict[str, str]:
 
 
 def build_replicas(
-    job: dict,
+    job: dict[str, Any],
     base_output: str,
     *,
     job_id: str,
@@ -161,7 +163,7 @@ def build_replicas(
     cluster_spec_cluster = {f"workerpool{i}": addrs for i, addrs in addresses.items()}
     # Evaluators run beside the cluster, not in it (TF_CONFIG docs; TF rejects them otherwise).
     tf_cluster = {TF_TYPES[i]: addrs for i, addrs in addresses.items() if i in (0, 1, 2)}
-    compact = {"separators": (",", ":")}
+    compact: dict[str, Any] = {"separators": (",", ":")}
 
     replicas = []
     for i, pool, count in pools:
@@ -239,7 +241,7 @@ def check_importable(replicas: list[Replica], python: str = sys.executable) -> N
 # ---------------------------------------------------------------------------------------------
 
 
-def references_gcs(job: dict) -> bool:
+def references_gcs(job: dict[str, Any]) -> bool:
     """Does what the replicas get (output directory, args, command, env) name gs:// paths?
 
     pythonPackageSpec.packageUris do not count: locally the package is the installed one.
@@ -278,6 +280,64 @@ def check_gcs_route(env: Mapping[str, str]) -> str:
         hint="for a run with no cloud account: `vertex-trainer dev gcs-emulator` and export "
         "what it prints; or use local paths (output_dir, trainer.train_data); or "
         "`gcloud auth application-default login`",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cloud Storage FUSE: /gcs/BUCKET/... exists on Vertex AI, not here
+# ---------------------------------------------------------------------------------------------
+
+FUSE_ROOT = "/gcs/"
+
+
+def _bucket_dir(path: str) -> str:
+    bucket = path[len(FUSE_ROOT) :].split("/", 1)[0]
+    return FUSE_ROOT + bucket
+
+
+def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:
+    """(spec field, value) of every /gcs/BUCKET/... path the replicas are given (args, env)
+    whose bucket is not mounted here (a gcsfuse mount at /gcs/BUCKET counts as mounted).
+
+    Vertex AI mounts every bucket at /gcs/ (Cloud Storage FUSE); a local run has no such mount,
+    and a replica writing there would fill an unrelated local directory (or fail on a
+    read-only root). The fields are named as the spec names them: `args[i]` or `trainer.NAME`
+    (the flag's field, else trainer.extra_args) and `env.NAME`.
+    """
+    found: list[tuple[str, str]] = []
+    trainer = getattr(spec, "trainer", None)
+    pool = job_spec_of(job)["workerPoolSpecs"][0]
+    task = _task_of(pool)
+    for i, arg in enumerate(str(a) for a in task.get("args") or []):
+        m = re.search(r"/gcs/[^,\s]*", arg)
+        if not m or os.path.isdir(_bucket_dir(m.group(0))):
+            continue
+        field = f"args[{i}]"
+        if trainer is not None:
+            flag = arg.split("=", 1)[0].lstrip("-").replace("-", "_")
+            field = f"trainer.{flag}" if flag in type(trainer).model_fields else "trainer.extra_args"
+        found.append((field, arg))
+    for name, value in pool_env(pool).items():
+        m = re.search(r"/gcs/[^,\s]*", value)
+        if m and not os.path.isdir(_bucket_dir(m.group(0))):
+            found.append((f"env.{name}", value))
+    return found
+
+
+def check_fuse(job: dict[str, Any], spec: Any = None) -> None:
+    """UserError (exit 2), before anything starts, when the replicas would use /gcs/ paths that
+    this machine does not mount (fuse_paths)."""
+    found = fuse_paths(job, spec)
+    if not found:
+        return
+    where = "; ".join(f"{field} {value!r}" for field, value in found)
+    raise UserError(
+        f"{where}: /gcs/BUCKET/ is Cloud Storage FUSE, which Vertex AI mounts on its machines; "
+        "this machine has no such mount, so a local run would read or write an unrelated local "
+        "directory",
+        hint="locally, use gs://BUCKET/... (the Cloud Storage emulator of `vertex-trainer dev "
+        "gcs-emulator`, or your credentials) or a local path; or mount the bucket at /gcs/BUCKET "
+        "with gcsfuse",
     )
 
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.contract import SUCCEEDED
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # `progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42` (the trainer's contract).
 _PROGRESS = re.compile(r"^progress\s+(?P<kv>(?:\S+=\S+\s*)+)$")
@@ -38,7 +41,7 @@ def parse_progress(line: str) -> dict[str, str] | None:
     return dict(kv.split("=", 1) for kv in m.group("kv").split())
 
 
-def default_console():
+def default_console() -> Console:
     """A rich console on stderr (replica logs, progress and the summary are diagnostics)."""
     from rich.console import Console
 
@@ -71,14 +74,14 @@ class StatusLine:
     def _opening_status(self) -> str | None:
         raise NotImplementedError
 
-    def __enter__(self):
+    def __enter__(self) -> StatusLine:
         text = self._opening_status()
         if text is not None:
             self._status = self.console.status(text, spinner="dots")
             self._status.__enter__()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._status is not None:
             self._status.__exit__(*exc)
             self._status = None
@@ -87,7 +90,7 @@ class StatusLine:
 class Display(StatusLine):
     """Prefixed log lines; a live progress line on a terminal, plain lines elsewhere."""
 
-    def __init__(self, console, names: list[str], live: bool):
+    def __init__(self, console: Console, names: list[str], live: bool) -> None:
         from rich.text import Text
 
         self._Text = Text

@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
@@ -29,6 +29,9 @@ from vertex_trainer.local.supervisor import (
     Supervisor,
 )
 from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
 SETTLE_S = 1.0  # after a replica fails, how long the others get to fail too (see _supervise)
@@ -62,7 +65,7 @@ def run_local(
     *,
     settings: Settings,
     wait: bool = True,
-    console=None,
+    console: Console | None = None,
     cancel: Any = None,
     job_id: str | None = None,
     on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
@@ -94,6 +97,7 @@ def run_local(
     environ = dict(settings.environ)
 
     cluster.pools_of(job)  # the job's shape, before touching the file system
+    cluster.check_fuse(job, spec)  # /gcs/ paths: Vertex AI's mount, not this machine's
     # Your own code (image.code): its directory, entry point and requirements, before anything starts.
     code_dir = str(owncode.preflight(spec)) if getattr(spec, "is_script_job", False) else None
     if cluster.references_gcs(job):

@@ -137,7 +137,9 @@ def find_run(ref: str, *, tmp: str | None = None) -> str | None:
 class LocalRun(JobState):
     """A local run as `logs --follow` sees it: its state, and how it ended."""
 
-    def __init__(self, record: str, result: dict | None = None, state: str = RUNNING):
+    state: str
+
+    def __init__(self, record: str, result: dict[str, Any] | None = None, state: str = RUNNING):
         self.record, self.result = record, result or {}
         self.state = self.result.get("state") or state
         self.name = self.result.get("name") or os.path.basename(os.path.dirname(record))
@@ -211,7 +213,7 @@ def entries(
         )
 
 
-def _result(record: str) -> dict | None:
+def _result(record: str) -> dict[str, Any] | None:
     try:
         with open(os.path.join(record, RESULT_FILE), encoding="utf-8") as f:
             value = json.load(f)

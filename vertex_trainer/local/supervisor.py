@@ -22,7 +22,10 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.cluster import Replica
@@ -38,8 +41,8 @@ class Process:
     """A started replica: its process, its last lines, and when it ended."""
 
     replica: Replica
-    proc: subprocess.Popen
-    tail: deque = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
+    proc: subprocess.Popen[Any]
+    tail: deque[Any] = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
     reader: threading.Thread | None = None
     ended: float | None = None  # time.monotonic() at exit, set by the waiter thread
 
@@ -91,13 +94,15 @@ class Supervisor:
                 hint="containerSpec.command runs from the local environment",
             ) from None
         p = Process(rep, proc)
+        stdout = proc.stdout
+        assert stdout is not None  # stdout=PIPE
 
         def pump() -> None:
-            for raw in iter(proc.stdout.readline, b""):
+            for raw in iter(stdout.readline, b""):
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 p.tail.append(line)
                 self._events.put((p.name, line))
-            proc.stdout.close()
+            stdout.close()
             self._events.put((p.name, None))
 
         def wait() -> None:
@@ -113,19 +118,20 @@ class Supervisor:
     # -- watching ---------------------------------------------------------------------------
     def lines(self, timeout: float) -> list[tuple[str, str]]:
         """Every queued (replica name, line); waits up to `timeout` for the first event."""
-        out = []
+        out: list[tuple[str, str]] = []
         try:
             item = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
             while True:
-                if item[1] is not None:
-                    out.append(item)
+                name, line = item
+                if line is not None:
+                    out.append((name, line))
                 item = self._events.get_nowait()
         except queue.Empty:
             return out
 
     def failures(self) -> list[Process]:
         """The replicas that have exited non-zero, first to end first."""
-        return sorted((p for p in self.processes if p.failed), key=lambda p: p.ended)
+        return sorted((p for p in self.processes if p.failed), key=lambda p: p.ended or 0.0)  # failed: ended
 
     def all_ended(self) -> bool:
         return all(p.ended is not None for p in self.processes)
@@ -143,7 +149,7 @@ class Supervisor:
                 p.reader.join(timeout=5)
 
 
-def stop_all(procs: list[subprocess.Popen], grace_s: float = STOP_GRACE_S) -> None:
+def stop_all(procs: list[subprocess.Popen[Any]], grace_s: float = STOP_GRACE_S) -> None:
     """SIGTERM each process's group, SIGKILL what is left after `grace_s`, reap all."""
     for proc in procs:
         if proc.poll() is None:
@@ -175,14 +181,14 @@ def _group_alive(pgid: int) -> bool:
         return True
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+def _signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)  # start_new_session: pgid == pid
     except ProcessLookupError:
         pass
 
 
-def _die_with_parent(parent_pid: int):
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
     """preexec_fn: die with the parent, even if it is SIGKILLed (Linux prctl)."""
     libc = None
     if sys.platform.startswith("linux"):
@@ -214,9 +220,9 @@ class InterruptGuard:
 
     def __init__(self) -> None:
         self._fired = False
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
 
-    def _handler(self, signum, frame) -> None:
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
         if not self._fired:
             self._fired = True
             raise Interrupted(signal.Signals(signum).name)
@@ -233,7 +239,7 @@ class InterruptGuard:
     def disarm(self) -> None:
         self._fired = True
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             try:
                 signal.signal(sig, handler)

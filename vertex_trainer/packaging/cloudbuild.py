@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import TRANSIENT_STATUS, ApiClient, Transient, default_hint, parse_error
@@ -29,7 +30,7 @@ _PERMANENT_ANSWERS = [s for s in range(400, 600) if s not in TRANSIENT_STATUS]
 
 def cloud_build_request(
     image: str, bucket: str, obj: str, *, context_hash: str, timeout_s: int = CLOUD_BUILD_TIMEOUT_S
-) -> dict:
+) -> dict[str, Any]:
     """The Build resource sent to projects.locations.builds.create (REST JSON, camelCase)."""
     validate_image_reference("image", image)
     return {
@@ -54,8 +55,14 @@ def cloudbuild_api(settings: Settings, *, log: Log | None = None) -> ApiClient:
 
 
 def run_cloud_build(
-    project: str, region: str, request: dict, *, settings: Settings, log: Log, poll_max_s: float = 5.0
-) -> dict:
+    project: str,
+    region: str,
+    request: dict[str, Any],
+    *,
+    settings: Settings,
+    log: Log,
+    poll_max_s: float = 5.0,
+) -> dict[str, Any]:
     """Create the build, follow it to the end (showing progress), return the final Build."""
     api = cloudbuild_api(settings, log=log)
     parent = f"projects/{project}/locations/{region}"
@@ -90,7 +97,7 @@ def run_cloud_build(
         build = api.json(f"following build {build_id}", "GET", path)
 
 
-def _create(api: ApiClient, parent: str, request: dict) -> dict:
+def _create(api: ApiClient, parent: str, request: dict[str, Any]) -> dict[str, Any]:
     """One POST. Not retried blindly: a second POST would start a second build. A lost answer
     only costs a duplicate build of the same content, and the tag check skips it next time."""
     try:

@@ -37,12 +37,12 @@ _HASH_HEADER = b"vertex-trainer context v1\n"  # changing it changes every tag
 @dataclass(frozen=True)
 class _Pattern:
     text: str
-    regex: re.Pattern
+    regex: re.Pattern[str]
     exclusion: bool  # True for "!pattern" (re-include)
     static_prefix: str
 
 
-def _pattern_regex(pattern: str) -> re.Pattern:
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
     out, i, n = ["^"], 0, len(pattern)
     while i < n:
         c = pattern[i]

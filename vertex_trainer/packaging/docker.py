@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.packaging.plan import PLATFORM, BuildFailed
@@ -28,7 +29,7 @@ def docker_commands(image: str, *, buildx: bool, platform: str = PLATFORM) -> li
     return [["docker", "build", "--platform", platform, "--tag", image, "-"], ["docker", "push", image]]
 
 
-def docker_available(run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> bool:
+def docker_available(run: Callable[..., subprocess.CompletedProcess[Any]] = subprocess.run) -> bool:
     """True when buildx is present, False for plain docker. Raises UserError with the fix when
     docker is unusable (no CLI, no daemon)."""
     if shutil.which("docker") is None:

@@ -54,7 +54,7 @@ class PackageResult:
     def reused(self) -> bool:
         return self.action == "reused"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The `package --output json` object (docs/contract.md section 2), plus a few extra keys."""
         out = {
             "image": self.image,
@@ -190,7 +190,9 @@ def _ensure_package(
 ) -> PackageResult:
     """python_package: upload the sdist once per content hash."""
     if dry_run:
-        return PackageResult(artifact, "planned", plan.executor_image, plan.context_hash, plan=plan)
+        return PackageResult(
+            artifact, "planned", plan.executor_image or artifact.image_uri, plan.context_hash, plan=plan
+        )
     bucket, obj = plan.target[len("gs://") :].split("/", 1)
     log(f"package: uploading {plan.target}")
     uploaded = storage.upload_once(
@@ -201,7 +203,7 @@ def _ensure_package(
     return PackageResult(
         artifact,
         "built" if uploaded else "reused",
-        plan.executor_image,
+        plan.executor_image or artifact.image_uri,
         plan.context_hash,
         built=uploaded,
         pushed=uploaded,

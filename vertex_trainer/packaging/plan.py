@@ -92,7 +92,7 @@ def executor_image(spec: Any) -> str:
     """The prebuilt Vertex AI training image that runs a python_package job."""
     explicit = attr(attr(spec, "image"), "executor_image")
     if explicit:
-        return explicit
+        return str(explicit)
     variant = VARIANTS[resolve_variant(spec)]
     if not variant.executor:
         raise SpecError(
@@ -131,10 +131,12 @@ def spec_yaml(spec: Any) -> str:
     """The resolved spec as saved in the archive (`.vertex-trainer/spec.yaml`)."""
     to_yaml = getattr(spec, "to_yaml", None)
     if callable(to_yaml):
-        return to_yaml()
+        return str(to_yaml())
     return (
         json.dumps(
-            dataclasses.asdict(spec) if dataclasses.is_dataclass(spec) else str(spec),
+            dataclasses.asdict(spec)
+            if dataclasses.is_dataclass(spec) and not isinstance(spec, type)
+            else str(spec),
             indent=2,
             sort_keys=True,
             default=str,
@@ -435,6 +437,7 @@ def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:
     if plan is None:
         return Artifact(image_uri=spec.image.uri)
     if plan.kind == "python-package":
+        assert plan.executor_image is not None  # every python-package plan names its executor image
         if plan.python_module:
             return Artifact(
                 image_uri=plan.executor_image, package_uris=(plan.target,), python_module=plan.python_module

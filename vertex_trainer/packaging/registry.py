@@ -125,4 +125,5 @@ def _registry_token(api: ApiClient, challenge: str, access_token: str, path: str
     if resp.status_code != 200:
         return None
     body = resp.json()
-    return body.get("token") or body.get("access_token")
+    token: str | None = body.get("token") or body.get("access_token")
+    return token

@@ -17,11 +17,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import validate_image_reference, validate_requirement
-from vertex_trainer.spec.images import requirement_lines  # noqa: F401  (re-exported: plan.py)
+from vertex_trainer.spec.images import requirement_lines as requirement_lines  # re-exported: plan.py
+
+if TYPE_CHECKING:
+    import jinja2
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
@@ -108,7 +111,7 @@ def _finalize(value: Any) -> Any:
 
 
 @functools.cache
-def _template(name: str):
+def _template(name: str) -> jinja2.Template:
     import jinja2
 
     env = jinja2.Environment(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from vertex_trainer import render
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
@@ -15,7 +17,7 @@ from vertex_trainer.workflows import deployment
 
 def pipeline_ir(
     spec: JobSpec, artifact: Artifact, key: str | None, *, registry: RegistryClient | None = None
-) -> dict:
+) -> dict[str, Any]:
     """The compiled pipeline of `spec` run with `artifact`. With a `registry` client the model
     and endpoint are looked up (read-only); without, the deploy steps are those of a first deploy."""
     if getattr(spec, "tune", None) is not None:
@@ -36,14 +38,14 @@ def pipeline_ir(
         job,
         name=spec.name,
         project=spec.project or "",
-        location=spec.region,
+        location=spec.region or "",
         key=key,
         deploy=request,
         target=target,
     )
 
 
-def pipeline_body(spec: JobSpec, ir: dict, key: str, root: str) -> dict:
+def pipeline_body(spec: JobSpec, ir: dict[str, Any], key: str, root: str) -> dict[str, Any]:
     """The PipelineJob REST body: the spec's name, labels (key and spec hash, like its jobs),
     service account and KMS key."""
     return pipeline_job(

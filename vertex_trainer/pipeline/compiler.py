@@ -34,7 +34,7 @@ TRAIN, IMPORT_MODEL, PARENT_MODEL, UPLOAD, ENDPOINT, DEPLOY = (
 )
 
 
-def _kfp():
+def _kfp() -> tuple[Any, ...]:
     """kfp and google-cloud-pipeline-components, imported now (lazy: one message when missing)."""
     gcpc = "google_cloud_pipeline_components"
     artifact_types = lazy.require(f"{gcpc}.types.artifact_types")
@@ -54,7 +54,7 @@ def _kfp():
 
 
 def compile_ir(
-    job: dict,
+    job: dict[str, Any],
     *,
     name: str,
     project: str,
@@ -62,14 +62,14 @@ def compile_ir(
     key: str | None,
     deploy: DeployRequest | None = None,
     target: DeployTarget | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The compiled pipeline (KFP IR, the PipelineJob's `pipelineSpec`) for the rendered CustomJob
     `job`, plus the upload and deploy steps when `deploy` is given."""
     dsl, compiler, types, CustomTrainingJobOp, ModelUploadOp, EndpointCreateOp, ModelDeployOp = _kfp()
     train_args = steps.training_inputs(job, project=project, location=location)
     target = target or DeployTarget()
 
-    def step(task, display_name: str):
+    def step(task: Any, display_name: str) -> Any:
         # Every run acts: a cached step would skip training, an upload or a deploy whose inputs
         # match an earlier run's (an event-driven run must never be answered from a cache).
         return task.set_display_name(display_name).set_caching_options(False)
@@ -79,7 +79,7 @@ def compile_ir(
         description=f"vertex-trainer: train {name}"
         + (", then register and deploy the model" if deploy else ""),
     )
-    def pipeline():  # no annotation: kfp reads a return annotation as an output
+    def pipeline():  # type: ignore[no-untyped-def]  # no annotation: kfp reads a return annotation as an output
         train = step(CustomTrainingJobOp(**train_args), TRAIN)
         if deploy is None:
             return
@@ -123,9 +123,10 @@ def compile_ir(
         path = Path(tmp) / "pipeline.yaml"
         compiler.Compiler().compile(pipeline_func=pipeline, package_path=str(path))
         documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    return documents[0]  # the pipeline spec; a second document would be a platform spec (none here)
+    ir: dict[str, Any] = documents[0]  # the pipeline spec; a second document would be a platform spec
+    return ir
 
 
-def to_yaml(ir: dict) -> str:
+def to_yaml(ir: dict[str, Any]) -> str:
     """The compiled pipeline as a file `kfp` and the Vertex AI console load."""
     return yaml.safe_dump(ir, sort_keys=True, default_flow_style=False)

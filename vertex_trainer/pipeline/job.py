@@ -11,6 +11,7 @@ Flex Start run may deploy days later, so a version undeployed in between fails t
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.storage import bucket_of
@@ -36,16 +37,16 @@ def default_root(output_dir: str | None) -> str:
 def pipeline_job(
     *,
     display_name: str,
-    ir: dict,
+    ir: dict[str, Any],
     labels: dict[str, str],
     root: str,
     service_account: str | None = None,
     encryption_key: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The PipelineJob as pipelineJobs.create receives it (the id travels as a query parameter)."""
     if not root.startswith("gs://"):
         raise UserError(f"--pipeline-root {root!r}: a pipeline root is a gs:// path")
-    body: dict = {
+    body: dict[str, Any] = {
         "displayName": display_name[:128],
         "pipelineSpec": ir,
         "labels": dict(labels),
@@ -71,7 +72,7 @@ def resolve_target(client: RegistryClient, request: DeployRequest) -> DeployTarg
     """Look up the parent model and the endpoint (read-only) and compute the traffic split."""
     model = client.find_model(request.model_display_name)
     if _ENDPOINT_NAME.match(request.endpoint):
-        endpoint: dict | None = client.get_endpoint(request.endpoint)
+        endpoint: dict[str, Any] | None = client.get_endpoint(request.endpoint)
     else:
         endpoint = client.find_endpoint(request.endpoint)
     current = {str(k): int(v) for k, v in ((endpoint or {}).get("trafficSplit") or {}).items()}

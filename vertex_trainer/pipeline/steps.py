@@ -41,7 +41,7 @@ def snake_keys(node: Any) -> Any:
     return node
 
 
-def training_inputs(job: dict, *, project: str, location: str) -> dict:
+def training_inputs(job: dict[str, Any], *, project: str, location: str) -> dict[str, Any]:
     """CustomTrainingJobOp's arguments for the rendered CustomJob `job`."""
     spec = job.get("jobSpec") or {}
     scheduling = spec.get("scheduling") or {}
@@ -97,7 +97,7 @@ class DeployTarget:
     resolved: bool = False  # True when the registry was looked at (else: a first deploy)
 
 
-def upload_inputs(request: DeployRequest, *, key: str | None, project: str, location: str) -> dict:
+def upload_inputs(request: DeployRequest, *, key: str | None, project: str, location: str) -> dict[str, Any]:
     """ModelUploadOp's arguments (the artifact comes from an importer, see `model_artifact`).
     The version carries the run's idempotency key (its training job's id is not known yet)."""
     labels = {**request.labels, **({KEY_LABEL: key} if key else {})}
@@ -109,12 +109,12 @@ def upload_inputs(request: DeployRequest, *, key: str | None, project: str, loca
     }
 
 
-def model_artifact(request: DeployRequest) -> dict:
+def model_artifact(request: DeployRequest) -> dict[str, Any]:
     """The google.UnmanagedContainerModel to import: the export and the serving container."""
     return {"artifact_uri": request.artifact_uri, "metadata": {"containerSpec": request.container.to_api()}}
 
 
-def endpoint_inputs(request: DeployRequest, *, project: str, location: str) -> dict:
+def endpoint_inputs(request: DeployRequest, *, project: str, location: str) -> dict[str, Any]:
     """EndpointCreateOp's arguments, for a pipeline that creates its endpoint."""
     return {
         "project": project,
@@ -124,7 +124,7 @@ def endpoint_inputs(request: DeployRequest, *, project: str, location: str) -> d
     }
 
 
-def deploy_inputs(request: DeployRequest, target: DeployTarget) -> dict:
+def deploy_inputs(request: DeployRequest, target: DeployTarget) -> dict[str, Any]:
     """ModelDeployOp's arguments (it takes project and location from the model and endpoint)."""
     out: dict[str, Any] = {
         "deployed_model_display_name": request.model_display_name,

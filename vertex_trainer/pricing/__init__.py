@@ -18,9 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.pricing.skus import family_of
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 SNAPSHOT_FILE = "snapshot.json"
 STRATEGIES = ("standard", "spot", "flex-start")
@@ -30,7 +34,7 @@ STRATEGIES = ("standard", "spot", "flex-start")
 class PriceBook:
     """A price snapshot: `data` in snapshot.json's shape; `source` "snapshot" or "billing-api"."""
 
-    data: Mapping
+    data: Mapping[str, Any]
     source: str = "snapshot"
 
     @property
@@ -46,11 +50,15 @@ class PriceBook:
         """Where the prices were read (for messages)."""
         return str(self.data.get("source") or self.source)
 
-    def family(self, family: str, region: str, usage: str) -> Mapping | None:
-        return ((self.data.get("families") or {}).get(family) or {}).get(region, {}).get(usage)
+    def family(self, family: str, region: str, usage: str) -> Mapping[str, Any] | None:
+        rates: Mapping[str, Any] | None = (
+            ((self.data.get("families") or {}).get(family) or {}).get(region, {}).get(usage)
+        )
+        return rates
 
     def accelerator(self, name: str, region: str, usage: str) -> float | None:
-        return ((self.data.get("accelerators") or {}).get(name) or {}).get(region, {}).get(usage)
+        price = ((self.data.get("accelerators") or {}).get(name) or {}).get(region, {}).get(usage)
+        return None if price is None else float(price)
 
     def regions_for(self, family: str, accelerator: str | None, usage: str = "standard") -> tuple[str, ...]:
         """The regions where the snapshot prices this family (and accelerator) for `usage`."""
@@ -88,14 +96,17 @@ def load_snapshot(path: str | None = None) -> PriceBook:
     return PriceBook(_shipped())
 
 
-def shipped_path():
+def shipped_path() -> Traversable:
     """The path of the snapshot shipped in the package (what refresh-prices rewrites)."""
     return resources.files(__package__).joinpath(SNAPSHOT_FILE)
 
 
 @lru_cache(maxsize=1)
-def _shipped() -> dict:
-    return json.loads(resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8"))
+def _shipped() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8")
+    )
+    return data
 
 
 def machine_price(
@@ -139,7 +150,11 @@ def machine_price(
     return price
 
 
-def _priced(book: PriceBook, m, accelerator_type: str | None, count: int, region: str, usage: str) -> Price:
+def _priced(
+    book: PriceBook, m: hw.Machine, accelerator_type: str | None, count: int, region: str, usage: str
+) -> Price:
+    if m.vcpus is None or m.memory_gb is None:  # price() says so first; here for the arithmetic
+        return Price(None, f"{m.name}: vCPUs and memory are not in the hardware catalog")
     family = family_of(m.name)
     rates = book.family(family, region, usage)
     if not rates:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 # Longest phrase first: "Nvidia Tesla A100 80GB" before "Nvidia Tesla A100".
 ACCELERATOR_PHRASES: tuple[tuple[str, str], ...] = (
@@ -87,7 +88,7 @@ def family_of(machine_type: str) -> str:
     return parts[0]
 
 
-def unit_price(sku: dict) -> float | None:
+def unit_price(sku: dict[str, Any]) -> float | None:
     """The first tier's unit price (USD) of the SKU's first pricing info, or None."""
     try:
         info = (sku.get("pricingInfo") or [])[0]
@@ -99,7 +100,7 @@ def unit_price(sku: dict) -> float | None:
         return None
 
 
-def classify(sku: dict) -> PricedSku | None:
+def classify(sku: dict[str, Any]) -> PricedSku | None:
     """The training price a SKU carries, or None for a SKU that is not one.
 
     Args:
@@ -121,7 +122,7 @@ def classify(sku: dict) -> PricedSku | None:
     else:
         name = next((n for pattern, n in _ACCEL if pattern.search(text)), None)
         kind = "accelerator" if name else None
-    if kind is None:
+    if kind is None or name is None:
         return None
     expression = (sku.get("pricingInfo") or [{}])[0].get("pricingExpression") or {}
     price = unit_price(sku)
@@ -131,7 +132,9 @@ def classify(sku: dict) -> PricedSku | None:
     return PricedSku(kind, name, usage, regions, price, str(sku.get("skuId") or ""))
 
 
-def snapshot(skus: Iterable[dict], *, as_of: str, source: str, read: int | None = None) -> dict:
+def snapshot(
+    skus: Iterable[dict[str, Any]], *, as_of: str, source: str, read: int | None = None
+) -> dict[str, Any]:
     """The price snapshot (this package's snapshot.json shape) from a service's SKUs.
 
     Args:
@@ -144,8 +147,8 @@ def snapshot(skus: Iterable[dict], *, as_of: str, source: str, read: int | None 
         {usage: {"core", "ram"}}}}, "accelerators": {name: {region: {usage: price}}}}; a family
         appears in a region only with both its core and its RAM price."""
     count, used = 0, 0
-    cores: dict = {}
-    accelerators: dict = {}
+    cores: dict[str, Any] = {}
+    accelerators: dict[str, Any] = {}
     for sku in skus:
         count += 1
         priced = classify(sku)

@@ -125,6 +125,8 @@ class Gateway:
 
     def env(self) -> dict[str, str]:
         """The variables that send GCPC's launchers (google-auth, requests, gRPC) here."""
+        if self._proxy is None or self._metadata is None:
+            raise RuntimeError("start() first")
         proxy = f"http://{self.host}:{self._proxy.server_address[1]}"
         metadata = f"{self.host}:{self._metadata.server_address[1]}"
         no_proxy = "localhost,127.0.0.1,::1"
@@ -292,7 +294,7 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
     a.settimeout(None)
     b.settimeout(None)
     while True:
-        ready = [a] if isinstance(a, ssl.SSLSocket) and a.pending() else []
+        ready: list[socket.socket] = [a] if isinstance(a, ssl.SSLSocket) and a.pending() else []
         if not ready:
             ready, _, _ = select.select([a, b], [], [], 30)
         for src in ready:
@@ -362,12 +364,12 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
 
     bridge = _RestBridge(vertex_url)
 
-    def custom_job(answer: dict) -> bytes:
+    def custom_job(answer: dict[str, Any]) -> bytes:
         pb = v1.CustomJob.pb(v1.CustomJob())
         json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
         return pb.SerializeToString()
 
-    def call(context, method: str, path: str, body: Any = None) -> dict:
+    def call(context, method: str, path: str, body: Any = None) -> dict[str, Any]:
         auth = dict(context.invocation_metadata()).get("authorization", "")
         status, answer = bridge.rest(method, path, body, auth)
         if status != 200:

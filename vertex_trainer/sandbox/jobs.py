@@ -73,7 +73,7 @@ class JobRunner(Runner[_Run]):
         self.registry = registry
         self.vertex: Any = None
 
-    def _new(self, body: dict) -> _Run:
+    def _new(self, body: dict[str, Any]) -> _Run:
         return _Run(body["name"], body)
 
     def _refuse(self, run: _Run) -> None:
@@ -184,7 +184,7 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def _images(job: dict) -> list[str]:
+def _images(job: dict[str, Any]) -> list[str]:
     pools = (job.get("jobSpec") or {}).get("workerPoolSpecs") or []
     found = [(p.get("containerSpec") or {}).get("imageUri") for p in pools if p]
     return sorted({image for image in found if image})

@@ -60,8 +60,8 @@ class TaskError(Exception):
 
 @dataclass(eq=False)
 class _Run(Run):
-    details: list[dict] = field(default_factory=list)
-    outputs: dict[str, dict] = field(default_factory=dict)  # task key -> parameters, artifacts
+    details: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)  # task key -> parameters, artifacts
     lock: threading.RLock = field(default_factory=threading.RLock)  # details change on task threads
 
 
@@ -91,7 +91,7 @@ class PipelineRunner(Runner[_Run]):
         self._task_ids = itertools.count(1001)
         self._dir = tempfile.mkdtemp(prefix="vertex-trainer-pipelines-")
 
-    def _new(self, body: dict) -> _Run:
+    def _new(self, body: dict[str, Any]) -> _Run:
         return _Run(body["name"], body)
 
     def _refuse(self, entry: _Run) -> None:
@@ -119,7 +119,7 @@ class PipelineRunner(Runner[_Run]):
         )
         self._report(entry, state, error)
 
-    def _execute(self, entry: _Run, spec: dict) -> tuple[str, dict | None]:
+    def _execute(self, entry: _Run, spec: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """The DAG: a task starts once all its upstream tasks succeeded (ties by key), each on a
         thread of its own; this thread records each end and starts what it lets start."""
         root = spec.get("root") or {}
@@ -129,8 +129,8 @@ class PipelineRunner(Runner[_Run]):
         upstream = {key: _upstream(task) for key, task in tasks.items()}
         waiting = _order(upstream)
         fail_fast = (entry.body.get("runtimeConfig") or {}).get("failurePolicy") == FAIL_FAST
-        ended: queue.Queue = queue.Queue()  # (key, outputs or the task's error or a bug)
-        running: dict[str, dict] = {}  # key -> its detail
+        ended: queue.Queue[Any] = queue.Queue()  # (key, outputs or the task's error or a bug)
+        running: dict[str, dict[str, Any]] = {}  # key -> its detail
         succeeded: set[str] = set()
         failed: list[tuple[str, str]] = []  # (task name, error)
         bug: Exception | None = None
@@ -191,8 +191,14 @@ class PipelineRunner(Runner[_Run]):
         return SUCCEEDED, None
 
     def _begin(
-        self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict, ended: queue.Queue
-    ) -> dict:
+        self,
+        entry: _Run,
+        spec: dict[str, Any],
+        key: str,
+        task: dict[str, Any],
+        run_inputs: dict,
+        ended: queue.Queue[Any],
+    ) -> dict[str, Any]:
         """Start task `key` on a thread of its own, which puts (key, its outputs or its error) in
         `ended` when it is over; returns the task's detail."""
         name = (task.get("taskInfo") or {}).get("name") or key
@@ -208,7 +214,15 @@ class PipelineRunner(Runner[_Run]):
         threading.Thread(target=work, daemon=True, name=f"pipeline-{entry.job_id}-{key}").start()
         return detail
 
-    def _task(self, entry: _Run, spec: dict, key: str, task: dict, run_inputs: dict, detail: dict) -> dict:
+    def _task(
+        self,
+        entry: _Run,
+        spec: dict[str, Any],
+        key: str,
+        task: dict[str, Any],
+        run_inputs: dict,
+        detail: dict,
+    ) -> dict:
         for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
             if task.get(unsupported):
                 raise TaskError(f"task {key}: {unsupported} is not run by the sandbox")
@@ -245,8 +259,13 @@ class PipelineRunner(Runner[_Run]):
         )
 
     def _inputs(
-        self, entry: _Run, task: dict, component: dict, run_inputs: dict, context: Mapping[str, str]
-    ) -> tuple[dict, dict]:
+        self,
+        entry: _Run,
+        task: dict[str, Any],
+        component: dict[str, Any],
+        run_inputs: dict,
+        context: Mapping[str, str],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         declared = component.get("inputDefinitions") or {}
         params = {k: _fill(v, context) for k, v in _defaults(declared).items()}
         for name, source in ((task.get("inputs") or {}).get("parameters") or {}).items():
@@ -259,7 +278,7 @@ class PipelineRunner(Runner[_Run]):
                 params[name] = entry.outputs[ref["producerTask"]]["parameters"].get(ref["outputParameterKey"])
             else:
                 raise TaskError(f"input parameter {name}: {sorted(source)} is not run by the sandbox")
-        artifacts: dict[str, list[dict]] = {}
+        artifacts: dict[str, list[dict[str, Any]]] = {}
         for name, source in ((task.get("inputs") or {}).get("artifacts") or {}).items():
             if "taskOutputArtifact" not in source:
                 raise TaskError(f"input artifact {name}: {sorted(source)} is not run by the sandbox")
@@ -267,7 +286,7 @@ class PipelineRunner(Runner[_Run]):
             artifacts[name] = entry.outputs[ref["producerTask"]]["artifacts"][ref["outputArtifactKey"]]
         return {k: v for k, v in params.items() if v is not None}, artifacts
 
-    def _imported(self, importer: dict, params: dict, context: Mapping[str, str]) -> dict:
+    def _imported(self, importer: dict[str, Any], params: dict[str, Any], context: Mapping[str, str]) -> dict:
         uri_spec = importer.get("artifactUri") or {}
         if "runtimeParameter" in uri_spec:
             uri = params.get(uri_spec["runtimeParameter"], "")
@@ -287,13 +306,13 @@ class PipelineRunner(Runner[_Run]):
         self,
         entry: _Run,
         key: str,
-        container: dict,
-        component: dict,
-        params: dict,
-        artifacts: dict,
+        container: dict[str, Any],
+        component: dict[str, Any],
+        params: dict[str, Any],
+        artifacts: dict[str, Any],
         context: Mapping[str, str],
-        detail: dict,
-    ) -> dict:
+        detail: dict[str, Any],
+    ) -> dict[str, Any]:
         from vertex_trainer.local import Replica, Supervisor
 
         task_dir = tempfile.mkdtemp(prefix=f"{key}-", dir=self._dir)
@@ -364,7 +383,8 @@ class PipelineRunner(Runner[_Run]):
                 threading.Thread(
                     target=supervisor.stop, kwargs={"grace_s": CANCEL_GRACE_S}, daemon=True
                 ).start()
-        process.reader.join(timeout=5)
+        if process.reader is not None:
+            process.reader.join(timeout=5)
         for _, line in supervisor.lines(timeout=0):
             self.echo(f"[pipeline {entry.job_id}] {name} | {line}")
         resource = _gcp_resource(executor_input)
@@ -395,7 +415,7 @@ class PipelineRunner(Runner[_Run]):
         )
 
     # -- helpers ----------------------------------------------------------------------------
-    def _detail(self, entry: _Run, name: str, parent: str | None = None) -> dict:
+    def _detail(self, entry: _Run, name: str, parent: str | None = None) -> dict[str, Any]:
         now = _now()
         detail = {
             "taskId": str(next(self._task_ids)),
@@ -411,11 +431,11 @@ class PipelineRunner(Runner[_Run]):
             entry.details.append(detail)
         return detail
 
-    def _update(self, entry: _Run, detail: dict, **changes: Any) -> None:
+    def _update(self, entry: _Run, detail: dict[str, Any], **changes: Any) -> None:
         with entry.lock:
             detail.update(changes)
 
-    def _context(self, entry: _Run, detail: dict) -> dict[str, str]:
+    def _context(self, entry: _Run, detail: dict[str, Any]) -> dict[str, str]:
         root = (
             (entry.body.get("runtimeConfig") or {}).get("gcsOutputDirectory")
             or (entry.body.get("pipelineSpec") or {}).get("defaultPipelineRoot")
@@ -435,7 +455,7 @@ class PipelineRunner(Runner[_Run]):
             "pipeline_job_schedule_time_utc": entry.body.get("createTime", ""),
         }
 
-    def _report(self, entry: _Run, state: str, error: dict | None = None) -> None:
+    def _report(self, entry: _Run, state: str, error: dict[str, Any] | None = None) -> None:
         if self.service is not None:
             with entry.lock:  # one report at a time, each with the details as they are then
                 detail = {"taskDetails": json.loads(json.dumps(entry.details))}
@@ -445,7 +465,7 @@ class PipelineRunner(Runner[_Run]):
         return call(self.vertex_url, method, path, body, timeout=30)
 
 
-def _upstream(task: dict) -> set[str]:
+def _upstream(task: dict[str, Any]) -> set[str]:
     """The tasks `task` waits for: its `dependentTasks` and the producers of its inputs."""
     found = set(task.get("dependentTasks") or [])
     for kind in ("parameters", "artifacts"):
@@ -470,7 +490,7 @@ def _order(upstream: dict[str, set[str]]) -> list[str]:
     return order
 
 
-def _defaults(definitions: dict) -> dict:
+def _defaults(definitions: dict[str, Any]) -> dict[str, Any]:
     return {
         k: v["defaultValue"] for k, v in (definitions.get("parameters") or {}).items() if "defaultValue" in v
     }
@@ -486,7 +506,7 @@ def _fill(value: Any, context: Mapping[str, str]) -> Any:
     return value
 
 
-def _outputs(executor_input: dict, declared: dict) -> dict:
+def _outputs(executor_input: dict[str, Any], declared: dict[str, Any]) -> dict:
     """A finished task's outputs: its parameter files, then the executor output file."""
     outputs = executor_input["outputs"]
     params: dict[str, Any] = {}
@@ -507,7 +527,7 @@ def _outputs(executor_input: dict, declared: dict) -> dict:
     return {"parameters": params, "artifacts": artifacts}
 
 
-def _gcp_resource(executor_input: dict) -> str | None:
+def _gcp_resource(executor_input: dict[str, Any]) -> str | None:
     """The resource a GCPC task wrote in its gcp_resources output (e.g. its CustomJob's name)."""
     spec = executor_input["outputs"]["parameters"].get("gcp_resources")
     if not spec or not os.path.exists(spec["outputFile"]):
@@ -520,7 +540,7 @@ def _gcp_resource(executor_input: dict) -> str | None:
     return uri.split("/v1/", 1)[-1]
 
 
-def _api_artifact(artifact: dict) -> dict:
+def _api_artifact(artifact: dict[str, Any]) -> dict[str, Any]:
     """A RuntimeArtifact as PipelineTaskDetail shows it (an aiplatform_v1 Artifact)."""
     kind = artifact.get("type") or {}
     out = {

@@ -68,7 +68,7 @@ def pipeline_values(text_in: str, context: Mapping[str, str]) -> str:
     return _PIPELINE.sub(lambda m: context.get(m[1], m[0]), text_in)
 
 
-def resolve_args(args: list[str], executor_input: dict, context: Mapping[str, str]) -> list[str]:
+def resolve_args(args: list[str], executor_input: dict[str, Any], context: Mapping[str, str]) -> list[str]:
     """The args (or command) of a container task, filled as the backend fills them."""
     out: list[str] = []
     for arg in args:
@@ -89,7 +89,7 @@ def resolve_args(args: list[str], executor_input: dict, context: Mapping[str, st
     return out
 
 
-def resolve(arg: str, executor_input: dict, context: Mapping[str, str]) -> str:
+def resolve(arg: str, executor_input: dict[str, Any], context: Mapping[str, str]) -> str:
     """One string with its placeholders filled."""
     inputs, outputs = executor_input.get("inputs", {}), executor_input.get("outputs", {})
     params = inputs.get("parameterValues", {})
@@ -98,14 +98,14 @@ def resolve(arg: str, executor_input: dict, context: Mapping[str, str]) -> str:
         lambda m: outputs.get("parameters", {}).get(m[1], {}).get("outputFile", ""), result
     )
 
-    def artifact(m: re.Match) -> str:
+    def artifact(m: re.Match[str]) -> str:
         side = inputs if m[1] == "inputs" else outputs
         found = (side.get("artifacts", {}).get(m[2]) or {}).get("artifacts") or []
         if not found:
             return ""
         item = found[0]
         if m[3] == "uri":
-            return item.get("uri", "")
+            return str(item.get("uri", ""))
         if m[3] == "path":
             return local_path(item.get("uri", ""))
         metadata = item.get("metadata") or {}

@@ -36,7 +36,7 @@ class Run:
     """One run: `name` (projects/P/locations/L/<collection>/ID) and `body` (what was created)."""
 
     name: str
-    body: dict
+    body: dict[str, Any]
     cancel: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
@@ -72,7 +72,7 @@ class Runner(Generic[R]):
         self._closed = False
 
     # -- the hook ---------------------------------------------------------------------------
-    def start(self, body: dict) -> None:
+    def start(self, body: dict[str, Any]) -> None:
         """Run a created resource (`body`: a copy of it, as created) on a thread of its own."""
         run = self._new(body)
         with self._lock:
@@ -113,7 +113,7 @@ class Runner(Generic[R]):
         self._stopped()
 
     # -- for subclasses ---------------------------------------------------------------------
-    def _new(self, body: dict) -> R:
+    def _new(self, body: dict[str, Any]) -> R:
         raise NotImplementedError
 
     def _run(self, run: R) -> None:

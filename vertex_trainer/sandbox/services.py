@@ -40,6 +40,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 from vertex_trainer.sandbox.jobs import JobRunner
@@ -93,8 +94,14 @@ class Sandbox:
         self.buckets = tuple(buckets)
         self.project, self.region, self.host = project, region, host
         self.echo = echo if echo is not None else (lambda text: None)
-        self.gcs = self.registry = self.cloudbuild = self.logging = self.quotas = self.vertex = None
-        self.billing = None
+        # The stand-ins, set by start() (imported there: the sandbox's own dependencies).
+        self.gcs: Any = None
+        self.registry: Any = None
+        self.cloudbuild: Any = None
+        self.logging: Any = None
+        self.quotas: Any = None
+        self.vertex: Any = None
+        self.billing: Any = None
         self.jobs: JobRunner | None = None
         self.models: ModelServers | None = None
         self.pipelines: Any = None  # sandbox.pipelines.PipelineRunner
@@ -172,6 +179,7 @@ class Sandbox:
         """The rendered function under functions-framework, and its bucket's events."""
         from vertex_trainer.sandbox.events import FunctionHost
 
+        assert self.function_dir is not None  # start() starts a function only with one
         host = FunctionHost(
             self.function_dir,
             environ={**self.environ, **self.env()},
@@ -225,7 +233,7 @@ class Sandbox:
     def __enter__(self) -> Sandbox:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
@@ -260,13 +268,13 @@ def serve(
     stop = threading.Event()
     previous = {}
 
-    def on_signal(signum, frame) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             previous[sig] = signal.signal(sig, on_signal)
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[Any] | None = None
     wrote = False
     try:
         sandbox.start()
@@ -291,14 +299,19 @@ def serve(
         except OSError as exc:
             note(f"error: cannot run {command[0]!r}: {exc.strerror or exc}")
             return 127
-        threading.Thread(target=lambda: (proc.wait(), stop.set()), daemon=True).start()
+
+        def watch(proc: subprocess.Popen[bytes]) -> None:
+            proc.wait()
+            stop.set()
+
+        threading.Thread(target=watch, args=(proc,), daemon=True).start()
         stop.wait()
         return _end(proc)
     finally:
         if proc is not None and proc.poll() is None:
             _end(proc)
         sandbox.stop()
-        if wrote:
+        if wrote and env_file:
             try:
                 os.unlink(env_file)
             except OSError:
@@ -307,7 +320,7 @@ def serve(
             signal.signal(sig, handler)
 
 
-def _end(proc: subprocess.Popen) -> int:
+def _end(proc: subprocess.Popen[Any]) -> int:
     """The command's exit code; a command still running (the sandbox was told to stop) is
     terminated first."""
     if proc.poll() is None:

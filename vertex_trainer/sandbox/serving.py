@@ -58,11 +58,13 @@ class ModelServers:
         self._closed = False
 
     # -- the hook ---------------------------------------------------------------------------
-    def deployed(self, endpoint: str, deployed_model: dict, model: dict) -> None:
+    def deployed(self, endpoint: str, deployed_model: dict[str, Any], model: dict[str, Any]) -> None:
         """A deployModel completed: start serving it now (returns at once; it loads meanwhile)."""
         self._ensure(endpoint, deployed_model, model)
 
-    def predict(self, endpoint: str, deployed_model: dict, model: dict, body: Any) -> tuple[int, Any]:
+    def predict(
+        self, endpoint: str, deployed_model: dict[str, Any], model: dict[str, Any], body: Any
+    ) -> tuple[int, Any]:
         """Forward `body` to the deployed model's server; (HTTP status, JSON answer)."""
         server = self._ensure(endpoint, deployed_model, model)
         if server is None:
@@ -106,7 +108,7 @@ class ModelServers:
             return {k: s.url for k, s in self._servers.items()}
 
     # -- one server -------------------------------------------------------------------------
-    def _ensure(self, endpoint: str, deployed_model: dict, model: dict) -> _Server | None:
+    def _ensure(self, endpoint: str, deployed_model: dict[str, Any], model: dict[str, Any]) -> _Server | None:
         from vertex_trainer.local import Replica, Supervisor, command_of
         from vertex_trainer.local.cluster import free_ports
 
@@ -204,7 +206,7 @@ class ModelServers:
 def _healthy(url: str) -> bool:
     try:
         with _opener().open(url, timeout=2) as resp:
-            return resp.status == 200
+            return bool(resp.status == 200)
     except (OSError, ValueError):
         return False
 

@@ -38,7 +38,7 @@ _JOB_ENDS = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "
 
 @dataclass(eq=False)
 class _Study(Run):
-    trials: list[dict] = field(default_factory=list)
+    trials: list[dict[str, Any]] = field(default_factory=list)
 
 
 class TuningRunner(Runner[_Study]):
@@ -56,7 +56,7 @@ class TuningRunner(Runner[_Study]):
         self.service: Any = None
         self._dir = tempfile.mkdtemp(prefix="vertex-trainer-trials-")
 
-    def _new(self, body: dict) -> _Study:
+    def _new(self, body: dict[str, Any]) -> _Study:
         return _Study(body["name"], body)
 
     def _refuse(self, study: _Study) -> None:
@@ -83,7 +83,7 @@ class TuningRunner(Runner[_Study]):
             + (f": {error['message']}" if error else "")
         )
 
-    def _execute(self, study: _Study) -> tuple[str, dict | None]:
+    def _execute(self, study: _Study) -> tuple[str, dict[str, Any] | None]:
         from vertex_trainer.workflows.tuning import plan_trials, trial_args
 
         body = study.body
@@ -97,7 +97,7 @@ class TuningRunner(Runner[_Study]):
         parallel = max(1, int(body.get("parallelTrialCount") or 1))
         limit = int(body.get("maxFailedTrialCount") or 0)
         with concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="trial") as pool:
-            pending = set()
+            pending: set[concurrent.futures.Future[Any]] = set()
             for number, values in enumerate(planned, 1):
                 while len(pending) >= parallel:
                     _done, pending = concurrent.futures.wait(
@@ -128,7 +128,7 @@ class TuningRunner(Runner[_Study]):
             return FAILED, {"code": 9, "message": "All trials failed."}
         return SUCCEEDED, None
 
-    def _trial(self, study: _Study, trial: dict, args: list[str], metric: str) -> None:
+    def _trial(self, study: _Study, trial: dict[str, Any], args: list[str], metric: str) -> None:
         from vertex_trainer.workflows.tuning import read_reported, trial_job
 
         spec = copy.deepcopy(study.body["trialJobSpec"])
@@ -179,9 +179,9 @@ class TuningRunner(Runner[_Study]):
             reason = None
         self._end(study, trial, value, reason)
 
-    def _end(self, study: _Study, trial: dict, value: float | None, reason: str | None) -> None:
+    def _end(self, study: _Study, trial: dict[str, Any], value: float | None, reason: str | None) -> None:
         trial["endTime"] = _now()
-        if reason is None:
+        if reason is None and value is not None:  # reason None: a value was reported
             metric = study.body["studySpec"]["metrics"][0]["metricId"]
             trial.update(
                 state="SUCCEEDED",
@@ -194,7 +194,7 @@ class TuningRunner(Runner[_Study]):
     def _failed(self, study: _Study) -> int:
         return sum(t["state"] == "INFEASIBLE" for t in study.trials)
 
-    def _report(self, study: _Study, state: str | None = None, error: dict | None = None) -> None:
+    def _report(self, study: _Study, state: str | None = None, error: dict[str, Any] | None = None) -> None:
         if self.service is not None:
             self.service.report(study.name, state=state, trials=copy.deepcopy(study.trials), error=error)
 
@@ -202,19 +202,19 @@ class TuningRunner(Runner[_Study]):
         return call(self.vertex_url, method, path, body, timeout=60)
 
 
-def as_tune_spec(study: dict, max_trials: int) -> Any:
+def as_tune_spec(study: dict[str, Any], max_trials: int) -> Any:
     """The study's parameters as the `tune:` block the local search reads (the inverse of
     render.study_spec), wrapped as the spec `plan_trials` takes (trainer seed 0)."""
     from vertex_trainer.spec.tune import TuneSpec
 
     scales = {v: k for k, v in render.SCALES.items()}
     algorithms = {v: k for k, v in render.ALGORITHMS.items()}
-    parameters: dict[str, dict] = {}
+    parameters: dict[str, dict[str, Any]] = {}
     for p in study["parameters"]:
         name = p["parameterId"].replace("-", "_")
         if "doubleValueSpec" in p:
             s = p["doubleValueSpec"]
-            out: dict = {
+            out: dict[str, Any] = {
                 "min": float(s.get("minValue", 0)),
                 "max": float(s.get("maxValue", 0)),
                 "type": "double",

@@ -76,7 +76,7 @@ def _refuse(field: str, value: object, what: str, hint: str) -> SpecError:
 
 def validate_image_reference(
     field: str, value: str, *, allow_tag: bool = True, require_pin: bool = False
-) -> re.Match:
+) -> re.Match[str]:
     """Check a Docker image reference (registry/path[:tag][@sha256:...]); return the match."""
     if not isinstance(value, str) or not value:
         raise SpecError(field, "must be a non-empty image reference", value=value)

@@ -17,7 +17,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -26,6 +26,9 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec.messages import dotted, shown, translate
 from vertex_trainer.spec.model import JobSpec
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 MAX_FILE_BYTES = 1 << 20  # a spec is a few hundred bytes; a megabyte is certainly a mistake
 MAX_DEPTH = 32  # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
@@ -41,7 +44,7 @@ class _SpecLoader(yaml.SafeLoader):
     """SafeLoader that refuses duplicate and non-text keys (PyYAML keeps the last duplicate)."""
 
 
-def _construct_mapping(loader: _SpecLoader, node, deep=False):
+def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: dict[str, int] = {}
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`, merged by construct_mapping
@@ -69,7 +72,8 @@ def _key_kind(key: Any) -> str:
         return "null"
     if isinstance(key, (int, float)):
         return f"the number {key}"
-    return {list: "a list", dict: "a mapping"}.get(type(key), f"a {type(key).__name__}")
+    names: dict[type, str] = {list: "a list", dict: "a mapping"}
+    return names.get(type(key), f"a {type(key).__name__}")
 
 
 _SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -92,7 +96,7 @@ def _parse(text: str) -> Any:
         ) from None
 
 
-def read_yaml(path: str | os.PathLike) -> dict:
+def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse a spec file; syntax errors name the line."""
     p = Path(path)
     try:
@@ -145,7 +149,7 @@ def _plain(data: Any) -> Any:
     """
     count = 0
 
-    def walk(node: Any, path: tuple, depth: int) -> Any:
+    def walk(node: Any, path: tuple[Any, ...], depth: int) -> Any:
         nonlocal count
         count += 1
         where = dotted(path) or "the spec"
@@ -196,7 +200,7 @@ def _plain(data: Any) -> Any:
     return walk(data, (), 0)
 
 
-def _text(value: str, path: tuple, what: str = "") -> str:
+def _text(value: str, path: tuple[Any, ...], what: str = "") -> str:
     where = dotted(path) or "the spec"
     what = f"{what} " if what else ""
     if len(value) > MAX_TEXT:
@@ -232,7 +236,7 @@ def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str,
     return out
 
 
-def apply_set(data: dict, key: str, raw: str) -> None:
+def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
     """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar)."""
     try:
         value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
@@ -295,7 +299,7 @@ def _needs_templates(data: Any) -> bool:
     return _is_template(data)
 
 
-def _template_env():
+def _template_env() -> Environment:
     import jinja2  # only specs that template pay for jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
@@ -305,7 +309,7 @@ def _template_env():
     )
 
 
-def _names_in(env, text: str) -> set[str]:
+def _names_in(env: Environment, text: str) -> set[str]:
     """The variables a template uses (none when it does not parse: rendering reports that)."""
     import jinja2
     from jinja2 import meta
@@ -318,8 +322,10 @@ def _names_in(env, text: str) -> set[str]:
 
 def template_variables(data: Any) -> set[str]:
     """The variables the templates still in `data` use (e.g. a spec resolved with `defer`)."""
-    env = _template_env() if _needs_templates(data) else None
     found: set[str] = set()
+    if not _needs_templates(data):
+        return found
+    env = _template_env()
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -335,7 +341,9 @@ def template_variables(data: Any) -> set[str]:
     return found
 
 
-def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset[str] = frozenset()) -> Any:
+def _render_templates(
+    data: Any, context: dict[str, Any], path: str = "", defer: frozenset[str] = frozenset()
+) -> Any:
     """Render every template in `data`; one that uses a variable in `defer` is kept as it is."""
     import jinja2
 
@@ -343,7 +351,8 @@ def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset
 
     def render(node: str, where: str) -> str:
         try:
-            return env.from_string(node).render(**context)
+            text: str = env.from_string(node).render(**context)
+            return text
         except UserError:
             raise
         except jinja2.UndefinedError as e:
@@ -391,7 +400,7 @@ def _render_templates(data: Any, context: dict, path: str = "", defer: frozenset
 
 
 def load_spec(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     sets: Iterable[str | tuple[str, str]] = (),
     vars: Mapping[str, Any] | None = None,
     project: str | None = None,
@@ -464,7 +473,7 @@ def resolve_data(
     default_project: str | None = None,
     default_region: str | None = None,
     defer: Iterable[str] = (),
-) -> dict:
+) -> dict[str, Any]:
     """The spec data after `--set`, the flags and the templates, not yet validated (build_spec
     validates it). Templates that use a variable named in `defer` stay as they are, to be
     rendered later (`trigger render` keeps `{{ trigger.* }}` for the event that starts a run)."""
@@ -472,20 +481,20 @@ def resolve_data(
         raise UserError(
             f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}"
         )
-    data = _plain(data)
+    plain: dict[str, Any] = _plain(data)
     if isinstance(sets, str):
         sets = [sets]
     for item in sets or ():
         key, value = item if isinstance(item, tuple) else parse_assignments([item], "--set")[0]
-        apply_set(data, key, value)
+        apply_set(plain, key, value)
     if project:
-        data["project"] = project
+        plain["project"] = project
     if region:
-        data["region"] = region
-    data = _plain(data)  # --set values obey the same limits as the file (`--set a='&x [*x]'`)
+        plain["region"] = region
+    plain = _plain(plain)  # --set values obey the same limits as the file (`--set a='&x [*x]'`)
 
-    if _needs_templates(data):
-        raw_name = data.get("name")
+    if _needs_templates(plain):
+        raw_name = plain.get("name")
         context: dict[str, Any] = {
             "env": dict(environ or {}),
             "git_sha": _LazyGitSha(base_dir or Path.cwd()),
@@ -498,10 +507,11 @@ def resolve_data(
                 deferred |= {"name"}  # a name known only later defers the values that use it
             else:
                 context["name"] = _render_templates(raw_name, context, "name")
-        data = _render_templates(data, context, defer=deferred)
+        plain = _render_templates(plain, context, defer=deferred)
 
-    if not data.get("project") and default_project:
-        data["project"] = default_project
-    if not data.get("region") and default_region:
-        data["region"] = default_region
-    return _plain(data)  # and so does the output of templates
+    if not plain.get("project") and default_project:
+        plain["project"] = default_project
+    if not plain.get("region") and default_region:
+        plain["region"] = default_region
+    out: dict[str, Any] = _plain(plain)  # and so does the output of templates
+    return out

@@ -8,6 +8,7 @@ several are one SpecProblems whose message lists each on its own line.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +17,8 @@ from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import PROBLEM
 from vertex_trainer.spec.model import JobSpec
 from vertex_trainer.suggest import suggest
+
+Loc = tuple[int | str, ...]  # where pydantic found a problem: keys and list indexes
 
 _SHOWN = 80  # characters of a bad value quoted back
 
@@ -36,7 +39,7 @@ def translate(exc: ValidationError) -> SpecError:
     return found[0] if len(found) == 1 else SpecProblems(found)
 
 
-def dotted(loc) -> str:
+def dotted(loc: Loc) -> str:
     """('trainer', 'extra_args', 0) -> 'trainer.extra_args[0]'."""
     out = ""
     for part in loc:
@@ -56,7 +59,7 @@ def shown(value: Any) -> str:
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
-def _one(err: dict) -> SpecError:
+def _one(err: Mapping[str, Any]) -> SpecError:
     # A tagged union's branch ("~name", model.py's FallbackEntry) is not a key of the spec.
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("~")))
     field = dotted(loc)
@@ -65,7 +68,7 @@ def _one(err: dict) -> SpecError:
     if kind == PROBLEM:
         sub = ctx.get("sub")
         return SpecError(
-            f"{field}.{sub}" if field and sub else field or sub,
+            f"{field}.{sub}" if field and sub else field or sub or "",
             ctx["message"],
             has_value=False,
             hint=ctx.get("hint"),
@@ -136,13 +139,13 @@ def _kind(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _missing_hint(loc) -> str | None:
+def _missing_hint(loc: Loc) -> str | None:
     if loc == ("region",):
         return "add `region: us-central1` to the spec, pass --region, or set gcloud's ai/region"
     return _field_doc(loc) or "see `vertex-trainer schema` for every field"
 
 
-def _model_at(loc) -> type[BaseModel] | None:
+def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The pydantic model that owns the mapping at `loc` (for did-you-mean on unknown keys)."""
     model: Any = JobSpec
     for part in loc:
@@ -155,7 +158,8 @@ def _model_at(loc) -> type[BaseModel] | None:
         if nxt is None:
             return None
         model = nxt
-    return model
+    found: type[BaseModel] = model
+    return found
 
 
 def _model_in(ann: Any, depth: int = 0) -> type[BaseModel] | None:
@@ -169,7 +173,7 @@ def _model_in(ann: Any, depth: int = 0) -> type[BaseModel] | None:
     return None
 
 
-def _nested_keys(loc) -> list[str]:
+def _nested_keys(loc: Loc) -> list[str]:
     """The keys of the mappings inside the one at `loc`, dotted (trainer.epochs, ...)."""
     model = _model_at(loc)
     if model is None:
@@ -185,7 +189,7 @@ class _NoFields:
     model_fields: ClassVar[dict[str, Any]] = {}
 
 
-def _field_doc(loc) -> str | None:
+def _field_doc(loc: Loc) -> str | None:
     model = _model_at(loc[:-1])
     if model is None or not loc or not isinstance(loc[-1], str):
         return None

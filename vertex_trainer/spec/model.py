@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -304,7 +305,7 @@ class Scheduling(Strict):
 
     @field_validator("timeout")
     @classmethod
-    def _positive(cls, v):
+    def _positive(cls, v: int | None) -> int | None:
         if v is not None and v <= 0:
             raise ValueError("timeout must be more than 0 seconds")
         return v
@@ -315,7 +316,7 @@ _PROJECT = r"^([a-z][a-z0-9.-]*:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$"
 _REGION = r"^[a-z]+-[a-z]+[0-9]+$"
 
 
-def _as_text(value: Any, dump) -> Any:
+def _as_text(value: Any, dump: Callable[[Any], str]) -> Any:
     # YAML turns `tier: 1` into an int and `debug: true` into a bool; labels and env are text.
     if isinstance(value, dict):
         return {k: dump(x) if isinstance(x, (int, float, bool)) else x for k, x in value.items()}
@@ -418,12 +419,12 @@ class JobSpec(Strict):
 
     @field_validator("labels", mode="before")
     @classmethod
-    def _label_values_as_text(cls, v):
+    def _label_values_as_text(cls, v: Any) -> Any:
         return _as_text(v, lambda x: str(x).lower() if isinstance(x, bool) else str(x))
 
     @field_validator("env", mode="before")
     @classmethod
-    def _env_values_as_text(cls, v):
+    def _env_values_as_text(cls, v: Any) -> Any:
         return _as_text(v, lambda x: json.dumps(x) if isinstance(x, bool) else str(x))
 
     @model_validator(mode="after")
@@ -452,7 +453,7 @@ class JobSpec(Strict):
     def total_devices(self) -> int:
         return self.replicas * self.hardware.devices
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain data (durations in seconds), the canonical form hashed and saved beside artifacts."""
         data = self.model_dump(mode="json", exclude_none=True)
         # Fields added for script jobs (issue 32) are left out while empty, so a spec that does
@@ -545,7 +546,7 @@ def spec_hash(spec: JobSpec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:20]
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """JSON Schema of the spec FILE (for editors): hardware may be a preset name, and any value
     may be a jinja2 template (`{{ timestamp }}`), which is resolved when the spec is loaded."""
     schema = JobSpec.model_json_schema(mode="validation")
@@ -560,7 +561,8 @@ def json_schema() -> dict:
             {k: v for k, v in hw_schema.items() if k != "description"},
         ],
     }
-    return _templates_allowed(schema)
+    out: dict[str, Any] = _templates_allowed(schema)
+    return out
 
 
 _TEMPLATE = {

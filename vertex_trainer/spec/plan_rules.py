@@ -13,7 +13,7 @@ from typing import Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
-from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
+from vertex_trainer.spec.attempts import PlannedAttempt, attempts, reservation_zone, zone_region
 
 # A JobSpec (model.py runs the rules from JobSpec's validator, so this module cannot import it).
 Spec = Any
@@ -29,7 +29,7 @@ def check_fallback(spec: Spec) -> None:
     hint = "e.g. scheduling: {strategy: flex-start, max_wait: 4h, fallback: [spot, standard]}"
     plan = attempts(spec)
 
-    def shape(a) -> tuple:
+    def shape(a: PlannedAttempt) -> tuple[Any, ...]:
         return (a.region, a.strategy, a.hardware, a.reservation)
 
     seen = {shape(plan[0]): plan[0]}
@@ -130,7 +130,7 @@ def check_reservations(spec: Spec) -> None:
         if a.reservation is None:
             continue
         entry = spec.scheduling.fallback[a.n - 2] if a.n > 1 else None
-        inherited = a.n > 1 and (isinstance(entry, str) or entry.reservation is None)
+        inherited = entry is not None and (isinstance(entry, str) or entry.reservation is None)
         field = "scheduling.reservation" if a.n == 1 else a.field if inherited else f"{a.field}.reservation"
         drop = (
             "; or give this entry reservation: none (it inherits scheduling.reservation)" if inherited else ""

@@ -13,9 +13,10 @@ min/max on an integer field is an integer range, on a float field a double range
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -28,8 +29,10 @@ from vertex_trainer.suggest import suggest
 # A JobSpec (model.py imports this module, so this one cannot import model.py).
 Spec = Any
 
-KINDS = ("double", "integer", "discrete", "categorical")
-SCALES = ("linear", "log", "reverse_log")
+Kind = Literal["double", "integer", "discrete", "categorical"]
+Scale = Literal["linear", "log", "reverse_log"]
+KINDS: tuple[str, ...] = get_args(Kind)
+SCALES: tuple[str, ...] = get_args(Scale)
 # The trainer reports its eval accuracy under this tag unless trainer.hypertune_metric says otherwise.
 DEFAULT_METRIC = BY_NAME["hypertune_metric"].default
 # Flags a study must not vary: the tag the metric is reported under.
@@ -51,12 +54,12 @@ class TuneParameter(Strict):
         max_length=MAX_VALUES,
         description="the values to try: numbers (discrete) or text/booleans (categorical)",
     )
-    scale: Literal[SCALES] | None = Field(
+    scale: Scale | None = Field(
         None,
         description="how the search spreads a numeric parameter: linear (default), log or "
         "reverse_log (both need values > 0)",
     )
-    type: Literal[KINDS] | None = Field(
+    type: Kind | None = Field(
         None,
         description="double | integer (ranges), discrete | categorical (values); default: "
         "from the trainer field and the values",
@@ -64,7 +67,7 @@ class TuneParameter(Strict):
 
     @field_validator("values", mode="before")
     @classmethod
-    def _exponents_are_numbers(cls, v):
+    def _exponents_are_numbers(cls, v: Any) -> Any:
         # YAML 1.1 (PyYAML) reads 1e-3 as text; a value in exponent notation is a number here.
         if isinstance(v, (list, tuple)):
             return [float(x) if isinstance(x, str) and _EXPONENT.match(x) else x for x in v]
@@ -86,21 +89,21 @@ class TuneParameter(Strict):
                     sub=missing,
                     hint="e.g. {min: 0.01, max: 1.0}, or values: [...] for a list",
                 )
-            return self._range()
-        return self._values()
+            return self._range(self.min, self.max)
+        return self._values(self.values)
 
-    def _range(self) -> TuneParameter:
+    def _range(self, lo: float, hi: float) -> TuneParameter:
         if self.type in ("discrete", "categorical"):
             raise problem(
                 f"type {self.type} takes values: [...], not min/max",
                 sub="type",
                 hint="use type: double or integer for a range, or list the values",
             )
-        if self.min >= self.max:
+        if lo >= hi:
             raise problem(
-                f"min {self.min:g} is not less than max {self.max:g}",
+                f"min {lo:g} is not less than max {hi:g}",
                 sub="min",
-                hint=f"swap them (min: {self.max:g}, max: {self.min:g}), or list one value "
+                hint=f"swap them (min: {hi:g}, max: {lo:g}), or list one value "
                 "in trainer: instead of tuning it",
             )
         if self.type == "integer":
@@ -112,22 +115,22 @@ class TuneParameter(Strict):
                         sub=end,
                         hint=f"e.g. {end}: {math.floor(value) if end == 'min' else math.ceil(value)}",
                     )
-        if self.scale in ("log", "reverse_log") and self.min <= 0:
+        if self.scale in ("log", "reverse_log") and lo <= 0:
             raise problem(
-                f"a {self.scale} scale needs min > 0 (min is {self.min:g})",
+                f"a {self.scale} scale needs min > 0 (min is {lo:g})",
                 sub="min",
                 hint="raise min above 0 (e.g. 1e-4), or use scale: linear",
             )
         return self
 
-    def _values(self) -> TuneParameter:
+    def _values(self, values: tuple[Value, ...]) -> TuneParameter:
         if self.type in ("double", "integer"):
             raise problem(
                 f"type {self.type} takes min and max, not values",
                 sub="type",
                 hint="use type: discrete (numbers) or categorical (text), or give min/max",
             )
-        text = [v for v in self.values if isinstance(v, (str, bool))]
+        text = [v for v in values if isinstance(v, (str, bool))]
         if self.type == "discrete" and text:
             raise problem(
                 f"discrete values must be numbers (got {text[0]!r})",
@@ -135,7 +138,7 @@ class TuneParameter(Strict):
                 hint="use type: categorical for text values",
             )
         seen: list[str] = []
-        for i, value in enumerate(self.values):
+        for i, value in enumerate(values):
             key = category(value) if self.categorical else repr(float(value))
             if key in seen:
                 raise problem(f"{value!r} is listed twice", sub=f"values[{i}]", hint="list each value once")
@@ -144,13 +147,29 @@ class TuneParameter(Strict):
             raise problem(
                 "a scale applies to numbers only, not to categorical values", sub="scale", hint="remove scale"
             )
-        if self.scale in ("log", "reverse_log") and min(self.values) <= 0:
+        # Categorical values with a scale were refused above: these are the numbers.
+        numbers = [v for v in values if not isinstance(v, (str, bool))]
+        if self.scale in ("log", "reverse_log") and min(numbers) <= 0:
             raise problem(
-                f"a {self.scale} scale needs values > 0 (got {min(self.values):g})",
+                f"a {self.scale} scale needs values > 0 (got {min(numbers):g})",
                 sub="scale",
                 hint="use scale: linear, or only positive values",
             )
         return self
+
+    @property
+    def bounds(self) -> tuple[int | float, int | float]:
+        """(min, max) of a range; ValueError for a parameter that lists values."""
+        if self.min is None or self.max is None:
+            raise ValueError("a parameter with values: [...] has no range")
+        return self.min, self.max
+
+    @property
+    def listed(self) -> tuple[Value, ...]:
+        """The values of a parameter that lists them; ValueError for a range."""
+        if self.values is None:
+            raise ValueError("a range parameter lists no values")
+        return self.values
 
     @property
     def categorical(self) -> bool:
@@ -160,7 +179,7 @@ class TuneParameter(Strict):
             or (self.type is None and any(isinstance(v, (str, bool)) for v in self.values))
         )
 
-    def kind(self, field_type: type) -> str:
+    def kind(self, field_type: builtins.type) -> str:
         """double | integer | discrete | categorical, given the trainer field's Python type."""
         if self.type:
             return self.type
@@ -173,7 +192,7 @@ class TuneParameter(Strict):
         both ends of a range."""
         if self.values is not None:
             return [(f"values[{i}]", v) for i, v in enumerate(self.values)]
-        return [("min", self.min), ("max", self.max)]
+        return [(end, v) for end, v in (("min", self.min), ("max", self.max)) if v is not None]
 
 
 class TuneSpec(Strict):
@@ -316,7 +335,7 @@ def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
     _batch_split(spec, field, name, param, kind)
 
 
-def _check_value(field: str, name: str, value: Value, base: dict) -> None:
+def _check_value(field: str, name: str, value: Value, base: dict[str, Any]) -> None:
     """`value` must be valid for trainer field `name`: TrainerArgs's own type, bounds and choices."""
     try:
         TrainerArgs.model_validate({**base, name: value})

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -64,7 +65,7 @@ def main_py(config: TriggerConfig) -> str:
     )
 
 
-def spec_yaml(data: dict, *, source: str) -> str:
+def spec_yaml(data: dict[str, Any], *, source: str) -> str:
     header = (
         f"# Resolved from {source} by `vertex-trainer trigger render`: overrides applied, the\n"
         "# image pinned; templates that use trigger.* are rendered when an event starts a run.\n"

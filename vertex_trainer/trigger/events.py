@@ -139,7 +139,7 @@ class Decision:
             self.event.bucket, self.event.name, self.event.generation, self.prefix, self.folder or ""
         )
 
-    def to_log(self) -> dict:
+    def to_log(self) -> dict[str, Any]:
         e = self.event
         out = {"bucket": e.bucket, "object": e.name, "generation": e.generation, "event_id": e.event_id}
         if self.starts_run:

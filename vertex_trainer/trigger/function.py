@@ -67,8 +67,8 @@ def plan(
     deployment = gcloud.Deployment(
         function=name,
         project=spec.project or "",
-        region=spec.region,
-        trigger_location=trigger_location or spec.region,
+        region=spec.region or "",  # cloud_problems requires it
+        trigger_location=trigger_location or spec.region or "",
         bucket=bucket,
         source=source,
         runtime_sa=runtime_service_account or gcloud.service_account(spec.project or "", "run", base),
@@ -83,7 +83,7 @@ def plan(
 
 def render(
     spec_path: str | Path, out_dir: str | Path, *, bucket: str, settings: Settings, log: Log, **options: Any
-) -> dict:
+) -> dict[str, Any]:
     """Write the function directory (see bundle.py); returns what was written."""
     prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings, **options)
     return _write(prepared, deployment, Path(out_dir), spec_path, log)
@@ -91,10 +91,10 @@ def render(
 
 def _write(
     prepared: Prepared, deployment: gcloud.Deployment, out_dir: Path, spec_path: str | Path, log: Log
-) -> dict:
+) -> dict[str, Any]:
     for warning in prepared.warnings:
         log(f"warning: {warning}")
-    if prepared.spec.image.builds:
+    if prepared.builds:
         log(
             f"note: the function runs {prepared.artifact.image_uri}; build it once with "
             f"`vertex-trainer package {spec_path}` (`trigger deploy` does)"
@@ -128,7 +128,7 @@ def deploy(
     out_dir: str | Path | None = None,
     dry_run: bool = False,
     **options: Any,
-) -> dict:
+) -> dict[str, Any]:
     """Deploy the function (or, with `dry_run`, return the script and touch nothing)."""
     if dry_run:
         _, deployment = plan(
@@ -147,7 +147,7 @@ def deploy(
     out_dir = Path(out_dir or tempfile.mkdtemp(prefix="vertex-trainer-function-"))
     prepared, deployment = plan(spec_path, bucket=bucket, source=str(out_dir), settings=settings, **options)
     rendered = _write(prepared, deployment, out_dir, spec_path, log)
-    if prepared.spec.image.builds:  # the function runs the pinned tag: make sure it exists
+    if prepared.builds:  # the function runs the pinned tag: make sure it exists
         packaging.ensure_artifact(prepared.spec, settings=settings, log=log)
     gcloud.run(gcloud.plan(deployment), log=log)
     return {**rendered, "dry_run": False}

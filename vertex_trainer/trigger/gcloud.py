@@ -24,6 +24,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.trigger.events import FINALIZED
@@ -295,7 +296,7 @@ def run(
     steps: Sequence[Step],
     *,
     log: Callable[[str], None],
-    runner: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+    runner: Callable[..., subprocess.CompletedProcess[Any]] = subprocess.run,
 ) -> dict[str, str]:
     """Run the steps in order; returns the captured variables. ServiceError on a failure."""
     if runner is subprocess.run and shutil.which("gcloud") is None:

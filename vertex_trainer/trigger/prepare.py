@@ -29,13 +29,18 @@ from vertex_trainer.trigger.events import TriggerConfig, check_trigger_args, sam
 class Prepared:
     """The resolved spec data (trigger templates kept, image pinned) and what it means."""
 
-    data: dict  # what spec.yaml holds
+    data: dict[str, Any]  # what spec.yaml holds
     spec: JobSpec  # the spec as given (image.repository, if it builds), sample trigger
     pinned: JobSpec  # the spec the function will load, with the sample trigger values
     artifact: Artifact
     config: TriggerConfig
     source: str
     warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def builds(self) -> bool:
+        """True when the function's image is built from the spec (image.repository)."""
+        return self.spec.image is not None and self.spec.image.builds
 
 
 def prepare(
@@ -72,13 +77,15 @@ def prepare(
     cloud_problems(spec)  # a project, gs:// paths: the function submits to Vertex AI
     if spec.runs_bundled_trainer:
         check_trainer_flags(spec)
+    assert spec.image is not None  # cloud_problems refuses a spec without one
     if spec.image.python_package:
         raise UserError(
             "image.python_package: a triggered run needs a container image (the function "
             "never builds or uploads code)",
             hint="use image.repository (built once, tag = content hash) or image.uri",
         )
-    artifact = Artifact(spec.image.uri) if not spec.image.builds else packaging.plan_artifact(spec)
+    uri = None if spec.image.builds else spec.image.uri  # image.uri, or one built from the spec
+    artifact = Artifact(uri) if uri else packaging.plan_artifact(spec)
     data = {**data, "image": {"uri": artifact.image_uri}}
     pinned = build_spec(data, vars=sample, base_dir=base, environ=settings.environ)
 

@@ -13,10 +13,10 @@ from vertex_trainer.contract import ATTEMPT_LABEL
 from vertex_trainer.trigger.events import BadEvent, Decision, ObjectEvent, TriggerConfig, decide
 from vertex_trainer.vertex.jobs import Job
 
-Emit = Callable[[dict], None]
+Emit = Callable[[dict[str, Any]], None]
 
 
-def json_line(record: dict) -> None:
+def json_line(record: dict[str, Any]) -> None:
     """Cloud Run turns a JSON line on stdout into a structured log entry with its severity."""
     print(json.dumps(record, sort_keys=True), flush=True)
 
@@ -26,26 +26,26 @@ class EventLog:
 
     def __init__(self, emit: Emit | None = None):
         self.emit = emit or json_line
-        self.last: dict = {}
+        self.last: dict[str, Any] = {}
 
-    def _say(self, severity: str, action: str, message: str, **fields: Any) -> dict:
+    def _say(self, severity: str, action: str, message: str, **fields: Any) -> dict[str, Any]:
         self.last = {"severity": severity, "message": message, "action": action, **fields}
         self.emit(self.last)
         return self.last
 
-    def ignored(self, decision: Decision) -> dict:
+    def ignored(self, decision: Decision) -> dict[str, Any]:
         return self._say("DEBUG", "ignored", f"{decision.event.name}: {decision.reason}", **decision.to_log())
 
-    def refused(self, decision: Decision, error: Exception) -> dict:
+    def refused(self, decision: Decision, error: Exception) -> dict[str, Any]:
         record = decision.to_log()
         return self._say("ERROR", "refused", f"no run for {record['folder']}: {error}", **record)
 
-    def retry(self, decision: Decision, error: Exception) -> dict:
+    def retry(self, decision: Decision, error: Exception) -> dict[str, Any]:
         return self._say(
             "ERROR", "retry", f"failed; Eventarc delivers the event again: {error}", **decision.to_log()
         )
 
-    def started(self, decision: Decision, run: Any) -> dict:
+    def started(self, decision: Decision, run: Any) -> dict[str, Any]:
         record = decision.to_log()
         verb = "adopted" if run.adopted else "started"
         return self._say(
@@ -73,7 +73,7 @@ def triage(event: Any, function_dir: str | Path, log: EventLog) -> tuple[Trigger
     return config, decision
 
 
-def spec_vars(config: TriggerConfig, decision: Decision) -> dict:
+def spec_vars(config: TriggerConfig, decision: Decision) -> dict[str, Any]:
     """The template variables of the event's spec: render time's, and `trigger`."""
     return {**config.vars, "trigger": decision.template_vars()}
 
@@ -83,7 +83,7 @@ def keep_oldest(run: Any) -> Any:
     (CustomJobs take no client-chosen id; pipelines need no such step): each then keeps the
     oldest job with the key, and cancels its own when it is the newer (a queued job costs
     nothing)."""
-    if not isinstance(run, Job) or run.adopted:
+    if not isinstance(run, Job) or run.adopted or run.idempotency_key is None:
         return run
     # With scheduling.fallback the key's attempts are different jobs: compare this attempt's only.
     attempt = run.labels.get(ATTEMPT_LABEL)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 RESOURCE_EXHAUSTED, PERMISSION_DENIED = 8, 7  # google.rpc.Code
 _IMAGE = re.compile(
@@ -31,7 +32,7 @@ _PERMISSION = re.compile(
 _REGISTRY = re.compile(r"^(?P<region>[a-z0-9-]+)-docker\.pkg\.dev/|^(?:(?P<gcr>us|eu|asia)\.)?gcr\.io/")
 
 
-def advice(job: dict, lines: Iterable[str] = ()) -> str | None:
+def advice(job: dict[str, Any], lines: Iterable[str] = ()) -> str | None:
     """The advice for a job (the CustomJob REST dict) that did not succeed, or None."""
     error = job.get("error") or {}
     code = _int(error.get("code"))
@@ -49,7 +50,7 @@ def advice(job: dict, lines: Iterable[str] = ()) -> str | None:
     return None
 
 
-def _capacity(spec: dict, region: str | None) -> str:
+def _capacity(spec: dict[str, Any], region: str | None) -> str:
     where = f" in {region}" if region else ""
     strategy = str((spec.get("scheduling") or {}).get("strategy") or "")
     if strategy in ("FLEX_START", "6"):
@@ -65,7 +66,7 @@ def _capacity(spec: dict, region: str | None) -> str:
     )
 
 
-def _permission(spec: dict) -> str:
+def _permission(spec: dict[str, Any]) -> str:
     account = spec.get("serviceAccount") or (
         "the Vertex AI Custom Code Service Agent "
         "(service-PROJECT_NUMBER@gcp-sa-aiplatform-cc.iam.gserviceaccount.com)"
@@ -77,7 +78,7 @@ def _permission(spec: dict) -> str:
     )
 
 
-def _image(spec: dict, region: str | None) -> str:
+def _image(spec: dict[str, Any], region: str | None) -> str:
     images = [
         (p.get("containerSpec") or {}).get("imageUri")
         or (p.get("pythonPackageSpec") or {}).get("executorImageUri")
@@ -110,7 +111,7 @@ def _region(name: str) -> str | None:
     return m[1] if m else None
 
 
-def _int(value) -> int | None:
+def _int(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -53,7 +53,7 @@ class BillingClient:
             hints=default_hint("Cloud Billing", "cloudbilling.googleapis.com"),
         )
 
-    def _params(self, **extra: Any) -> dict:
+    def _params(self, **extra: Any) -> dict[str, Any]:
         return {**({"key": self.key} if self.key else {}), **extra}
 
     def service_id(self, display_name: str = SERVICE_NAME) -> str:
@@ -80,7 +80,7 @@ class BillingClient:
             hint="the catalog's service names changed: report it",
         )
 
-    def skus(self, service_id: str, currency: str = "USD") -> list[dict]:
+    def skus(self, service_id: str, currency: str = "USD") -> list[dict[str, Any]]:
         """Every SKU of the service (all pages), priced in `currency`."""
         return self.api.list(
             "list skus",

@@ -44,7 +44,7 @@ class ServingContainer:
     predict_route: str = PREDICT_ROUTE
     health_route: str = HEALTH_ROUTE
 
-    def to_api(self) -> dict:
+    def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {"imageUri": self.image_uri}
         if self.command:
             out["command"] = list(self.command)
@@ -78,7 +78,7 @@ class DeployRequest:
     labels: dict[str, str] = field(default_factory=dict)
     service_account: str | None = None
 
-    def model_body(self) -> dict:
+    def model_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "displayName": self.model_display_name,
             "artifactUri": self.artifact_uri,
@@ -87,7 +87,7 @@ class DeployRequest:
         }
         return body
 
-    def deployed_model(self, model: str, version: str) -> dict:
+    def deployed_model(self, model: str, version: str) -> dict[str, Any]:
         machine: dict[str, Any] = {"machineType": self.machine_type}
         if self.accelerator_type:
             machine.update(acceleratorType=self.accelerator_type, acceleratorCount=self.accelerator_count)
@@ -117,7 +117,7 @@ class Deployment:
     adopted: bool
     client: RegistryClient | None = field(default=None, repr=False, compare=False)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
             "model_version": self.model_version,
@@ -140,11 +140,14 @@ class Deployment:
         sdk, credentials = aiplatform_sdk(c.project, c.region, c.settings)
         return sdk.Endpoint(self.endpoint, project=c.project, location=c.region, credentials=credentials)
 
-    def predict(self, instances: list, parameters: dict | None = None) -> list:
+    def predict(self, instances: list[Any], parameters: dict[str, Any] | None = None) -> list[Any]:
         """Send `instances` to the endpoint; returns its predictions."""
         if self.client is None:
             raise ValueError("this Deployment has no client to send predictions with")
-        return self.client.predict(self.endpoint, instances, parameters).get("predictions", [])
+        predictions: list[Any] = self.client.predict(self.endpoint, instances, parameters).get(
+            "predictions", []
+        )
+        return predictions
 
 
 def describe_split(split: dict[str, int], new: str = "0", label: str = "the new version") -> str:
@@ -270,19 +273,19 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
     log = wait["log"]
     label = f'labels.{JOB_LABEL}="{request.job_id}"'
 
-    def existing() -> tuple[str | None, dict | None]:
+    def existing() -> tuple[str | None, dict[str, Any] | None]:
         parent = client.find_model(request.model_display_name)
         if parent is None:
             return None, None
         found = client.model_versions(parent["name"], label)
         return parent["name"], (min(found, key=lambda v: int(v.get("versionId") or 0)) if found else None)
 
-    def uploaded() -> tuple[str | None, dict] | None:
-        parent_now, version = existing()
-        return None if version is None else (parent_now, version)
+    def uploaded() -> tuple[str, dict[str, Any]] | None:
+        parent_now, version = existing()  # a version has a parent
+        return None if parent_now is None or version is None else (parent_now, version)
 
     parent, version = existing()
-    if version is not None:
+    if parent is not None and version is not None:
         log(f"register: {parent}@{version['versionId']} already holds job {request.job_id}: no upload")
         return parent, str(version["versionId"]), False
     what = f"version of {parent}" if parent else f"model {request.model_display_name!r}"
@@ -297,7 +300,7 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
             found = look_after_lost(uploaded, exc, window=client.api.retry.read_timeout)
             if found is not None:
                 parent_now, version = found
-                return parent_now, str(version["versionId"]), True  # type: ignore[return-value]
+                return parent_now, str(version["versionId"]), True
             budget.backoff("upload", str(exc))
     response = _wait(client, operation, "uploading the model", **wait)
     model, version_id = response.get("model"), str(response.get("modelVersionId") or "")
@@ -307,7 +310,7 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
     return model, version_id, True
 
 
-def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any) -> dict:
+def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any) -> dict[str, Any]:
     log = wait["log"]
     if _ENDPOINT_NAME.match(request.endpoint):
         return client.get_endpoint(request.endpoint)
@@ -328,27 +331,28 @@ def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any
     return client.get_endpoint(name)
 
 
-def _deployed(endpoint: dict, model: str, version: str) -> dict | None:
+def _deployed(endpoint: dict[str, Any], model: str, version: str) -> dict[str, Any] | None:
     for d in endpoint.get("deployedModels") or []:
         ref, _, ref_version = str(d.get("model", "")).partition("@")
         if ref == model and str(d.get("modelVersionId") or ref_version) == str(version):
-            return d
+            found: dict[str, Any] = d
+            return found
     return None
 
 
 def _wait(
     client: RegistryClient,
-    operation: dict,
+    operation: dict[str, Any],
     what: str,
     *,
     poll: PollPolicy,
     timeout: float | None,
     log: Log,
     sleep: Callable[[float], None],
-) -> dict:
+) -> dict[str, Any]:
     started = time.monotonic()
 
-    def progress(op: dict) -> None:
+    def progress(op: dict[str, Any]) -> None:
         if not op.get("done"):
             log(f"{what}: still running ({time.monotonic() - started:.0f}s)")
 
@@ -357,5 +361,5 @@ def _wait(
     )
 
 
-def _ints(split: dict | None) -> dict[str, int]:
+def _ints(split: dict[str, Any] | None) -> dict[str, int]:
     return {str(k): int(v) for k, v in (split or {}).items()}

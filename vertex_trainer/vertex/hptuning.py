@@ -10,7 +10,8 @@ parse with `aiplatform_v1.HyperparameterTuningJob`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,9 +84,9 @@ class Trial:
     def ended(self) -> bool:
         return self.state in TRIAL_ENDED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The docs/contract.md section 10 trial object (plus where it ran, and its error, when known)."""
-        out: dict = {
+        out: dict[str, Any] = {
             "id": self.id,
             "state": self.state,
             "parameters": dict(self.parameters),
@@ -102,7 +103,7 @@ def _field(parameter_id: str) -> str:
     return parameter_id.replace("-", "_")
 
 
-def _integral_ids(study_spec: dict) -> set[str]:
+def _integral_ids(study_spec: dict[str, Any]) -> set[str]:
     """Parameter ids whose values are whole numbers (INTEGER, or DISCRETE of whole numbers)."""
     out = set()
     for p in study_spec.get("parameters") or []:
@@ -112,7 +113,7 @@ def _integral_ids(study_spec: dict) -> set[str]:
     return out
 
 
-def parse_trial(data: dict, metric_id: str, integral: set[str] = frozenset()) -> Trial:
+def parse_trial(data: dict[str, Any], metric_id: str, integral: Collection[str] = frozenset()) -> Trial:
     """A Trial from its REST form (aiplatform_v1.Trial as JSON)."""
     state = data.get("state", "STATE_UNSPECIFIED")
     if isinstance(state, int) or (isinstance(state, str) and state.isdigit()):
@@ -144,7 +145,7 @@ def best_trial(trials: list[Trial], goal: str) -> Trial | None:
     if not done:
         return None
     sign = -1.0 if goal.lower() == "maximize" else 1.0
-    return min(done, key=lambda t: (sign * t.metric, _order(t.id)))
+    return min(done, key=lambda t: (sign * (t.metric or 0.0), _order(t.id)))  # each has a metric
 
 
 def _order(trial_id: str) -> tuple[int, str]:
@@ -166,19 +167,19 @@ class TuningJob(Job):
     _reported: frozenset[str] = frozenset()
 
     @property
-    def study_spec(self) -> dict:
+    def study_spec(self) -> dict[str, Any]:
         return self.data.get("studySpec") or {}
 
     @property
     def metric_id(self) -> str:
         metrics = self.study_spec.get("metrics") or [{}]
-        return metrics[0].get("metricId", "")
+        return str(metrics[0].get("metricId", ""))
 
     @property
     def goal(self) -> str:
         """MAXIMIZE or MINIMIZE (the study's first metric)."""
         goal = (self.study_spec.get("metrics") or [{}])[0].get("goal", "MAXIMIZE")
-        return {1: "MAXIMIZE", 2: "MINIMIZE"}.get(goal, goal) if isinstance(goal, int) else str(goal)
+        return {1: "MAXIMIZE", 2: "MINIMIZE"}.get(goal, str(goal)) if isinstance(goal, int) else str(goal)
 
     def trials(self, refresh: bool = False) -> list[Trial]:
         """The trials so far, in id order (`refresh=True` fetches the job first)."""
@@ -203,13 +204,14 @@ class TuningJob(Job):
         poll: PollPolicy | None = None,
         check: bool = True,
         on_trial: Callable[[Trial], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> TuningJob:
         """`Job.wait`, and `on_trial(trial)` once for every trial as it ends (SUCCEEDED or
         INFEASIBLE), including those that had ended before the wait began."""
         self._on_trial = on_trial
         try:
             self._report_ended()
-            super().wait(timeout, on_state=on_state, poll=poll, check=check)
+            super().wait(timeout, on_state=on_state, poll=poll, check=check, sleep=sleep)
         finally:
             self._on_trial = None
         return self
@@ -223,7 +225,7 @@ class TuningJob(Job):
                 self._on_trial(trial)
 
     # -- output --------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The docs/contract.md section 2 submit object plus "trials" and "best_trial" (section 10)."""
         best = self.best_trial()
         return {
@@ -232,7 +234,7 @@ class TuningJob(Job):
             "best_trial": best.to_dict() if best else None,
         }
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The status object, the study's metric and trial counts, the trials and the best."""
         best = self.best_trial()
         return {

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
 from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, look_after_lost, quota_metrics
@@ -67,7 +67,7 @@ class JobsClient(CollectionClient):
     collection = "customJobs"
     retry_hint = _RETRY_HINT
 
-    def create_once(self, job: dict) -> dict:
+    def create_once(self, job: dict[str, Any]) -> dict[str, Any]:
         """POST one CustomJob. Raises Transient when the outcome is unknown. Not retried here."""
         return decode(self.api.send("create", "POST", f"v1/{self.parent}/{self.collection}", json=job))
 
@@ -77,7 +77,7 @@ class JobsClient(CollectionClient):
 
     def find_by_key(
         self, key: str, budget: Budget | None = None, also: dict[str, str] | None = None
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         """The job created with this idempotency key (and the labels `also`), the oldest should
         there be several."""
         found = self.list(self.key_filter(key, also), budget=budget)
@@ -85,7 +85,7 @@ class JobsClient(CollectionClient):
             self.log(f"warning: {len(found)} jobs carry {KEY_LABEL}={key}; adopting the oldest")
         return min(found, key=lambda j: j.get("createTime", "")) if found else None
 
-    def requests_for(self, job: dict, key: str) -> list[dict]:
+    def requests_for(self, job: dict[str, Any], key: str) -> list[dict[str, Any]]:
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
         return [
             {
@@ -172,8 +172,8 @@ def not_offered(err: ApiError) -> bool:
 
 
 def create_idempotent(
-    client: JobsClient, job: dict, key: str, *, match: tuple[str, ...] = ()
-) -> tuple[dict, bool]:
+    client: JobsClient, job: dict[str, Any], key: str, *, match: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], bool]:
     """Create `job` (which carries the key label) at most once. Returns (job, adopted).
 
     `match`: more of the body's label keys a job must share to count as this one (the attempt
@@ -202,7 +202,7 @@ def create_idempotent(
             budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
 
 
-def _warn_if_other_spec(client: JobsClient, existing: dict, job: dict) -> None:
+def _warn_if_other_spec(client: JobsClient, existing: dict[str, Any], job: dict[str, Any]) -> None:
     theirs = (existing.get("labels") or {}).get(SPEC_LABEL)
     ours = (job.get("labels") or {}).get(SPEC_LABEL)
     if theirs and ours and theirs != ours:
@@ -219,7 +219,7 @@ class Job(StatefulResource):
 
     Returned by `vertex_trainer.submit`; `Job.get(name)` attaches to any job."""
 
-    client_class: type[JobsClient] = JobsClient  # a subclass names its collection's client
+    client_class: ClassVar[type[JobsClient]] = JobsClient  # a subclass names its collection's client
     kind = "job"  # what messages call it
     console_page = "training/{id}/cpu"
     output_fields = ("name", "state", "console_url", "image", "idempotency_key", "adopted")
@@ -227,7 +227,7 @@ class Job(StatefulResource):
 
     def __init__(
         self,
-        data: dict,
+        data: dict[str, Any],
         client: JobsClient,
         *,
         image: str | None = None,
@@ -241,9 +241,10 @@ class Job(StatefulResource):
         met, in order (workflows.fallback.AttemptRecord: `attempt_records`, and their JSON form
         `attempts`); spec: the JobSpec it was submitted from (Job.deploy uses it)."""
         super().__init__(data, client, idempotency_key=idempotency_key, adopted=adopted)
+        self.client: JobsClient = client
         self.image = image
-        self.attempt_records: tuple = tuple(attempts or ())
-        self.attempts: list[dict] | None = (
+        self.attempt_records: tuple[Any, ...] = tuple(attempts or ())
+        self.attempts: list[dict[str, Any]] | None = (
             None if attempts is None else [a.to_dict() for a in self.attempt_records]
         )
         self.spec = spec
@@ -254,7 +255,7 @@ class Job(StatefulResource):
         enable_web_access (docs/contract.md section 11); {} otherwise. `refresh()` first for news."""
         return dict(self.data.get("webAccessUris") or {})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The docs/contract.md section 2 submit object (with "attempts" when the spec has a fallback)."""
         out = super().to_dict()
         if self.attempts is not None:

@@ -110,7 +110,7 @@ def rfc3339(ns: int) -> str:
     return f"{datetime.fromtimestamp(secs, timezone.utc):%Y-%m-%dT%H:%M:%S}.{frac:09d}Z"
 
 
-def parse_entry(raw: dict) -> LogEntry:
+def parse_entry(raw: dict[str, Any]) -> LogEntry:
     """A Cloud Logging LogEntry (REST JSON) -> LogEntry."""
     payload = raw.get("jsonPayload")
     if isinstance(payload, dict) and "message" in payload:
@@ -132,7 +132,7 @@ def parse_entry(raw: dict) -> LogEntry:
     )
 
 
-def _replica(raw: dict) -> str:
+def _replica(raw: dict[str, Any]) -> str:
     labels = (raw.get("resource") or {}).get("labels") or {}
     extra = raw.get("labels") or {}
     name = labels.get("task_name") or extra.get("ml.googleapis.com/task_name") or extra.get("task_name")
@@ -308,7 +308,7 @@ class LogsClient:
         order: str = "timestamp asc",
         page_size: int | None = None,
         limit: int | None = None,
-    ) -> Iterator[list[dict]]:
+    ) -> Iterator[list[dict[str, Any]]]:
         """The raw entries matching `filter`, a page (one paced read) at a time, through the one
         pager (`ApiClient.pages`; a job's log may run to any number of pages)."""
         body = {"resourceNames": [f"projects/{self.project}"], "filter": filter, "orderBy": order}
@@ -324,7 +324,7 @@ class LogsClient:
             read=self._read,
         )
 
-    def _read(self, fetch: Callable[[], dict]) -> dict:
+    def _read(self, fetch: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """One read, paced; counted in `reads` when it succeeds."""
         self._pace()
         try:

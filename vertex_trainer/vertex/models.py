@@ -39,26 +39,26 @@ class RegistryClient:
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.region}"
 
-    def _list(self, op: str, path: str, key: str, filter: str | None = None) -> list[dict]:
+    def _list(self, op: str, path: str, key: str, filter: str | None = None) -> list[dict[str, Any]]:
         return self.api.list(op, f"v1/{path}", items=key, params={"filter": filter} if filter else None)
 
     # -- models --------------------------------------------------------------------------------
-    def find_model(self, display_name: str) -> dict | None:
+    def find_model(self, display_name: str) -> dict[str, Any] | None:
         """The model (its default version) with this display name; the oldest if several."""
         found = self._list(
             "list models", f"{self.parent}/models", "models", f'display_name="{_quote(display_name)}"'
         )
         return min(found, key=lambda m: m.get("createTime", "")) if found else None
 
-    def model_versions(self, model: str, filter: str | None = None) -> list[dict]:
+    def model_versions(self, model: str, filter: str | None = None) -> list[dict[str, Any]]:
         return self._list("list model versions", f"{model}:listVersions", "models", filter)
 
-    def get_model(self, ref: str) -> dict:
+    def get_model(self, ref: str) -> dict[str, Any]:
         return self.api.json("get model", "GET", f"v1/{ref}")
 
     def upload_once(
-        self, model: dict, *, parent_model: str | None = None, model_id: str | None = None
-    ) -> dict:
+        self, model: dict[str, Any], *, parent_model: str | None = None, model_id: str | None = None
+    ) -> dict[str, Any]:
         """models:upload, one attempt (the caller checks for a committed upload before retrying).
         Returns the Operation."""
         body: dict[str, Any] = {"model": model}
@@ -69,7 +69,7 @@ class RegistryClient:
         return decode(self.api.send("upload", "POST", f"v1/{self.parent}/models:upload", json=body))
 
     # -- endpoints -----------------------------------------------------------------------------
-    def find_endpoint(self, display_name: str) -> dict | None:
+    def find_endpoint(self, display_name: str) -> dict[str, Any] | None:
         found = self._list(
             "list endpoints",
             f"{self.parent}/endpoints",
@@ -78,10 +78,12 @@ class RegistryClient:
         )
         return min(found, key=lambda e: e.get("createTime", "")) if found else None
 
-    def get_endpoint(self, name: str) -> dict:
+    def get_endpoint(self, name: str) -> dict[str, Any]:
         return self.api.json("get endpoint", "GET", f"v1/{name}")
 
-    def create_endpoint(self, endpoint: dict, endpoint_id: str | None = None) -> dict | None:
+    def create_endpoint(
+        self, endpoint: dict[str, Any], endpoint_id: str | None = None
+    ) -> dict[str, Any] | None:
         """endpoints.create. With a client-chosen id a repeated create answers ALREADY_EXISTS, so
         it is retried safely; returns the Operation, or None when the id already exists."""
         params = {"endpointId": endpoint_id} if endpoint_id else None
@@ -95,16 +97,20 @@ class RegistryClient:
         )
         return None if response.status_code == 409 else decode(response)
 
-    def deploy_once(self, endpoint: str, deployed_model: dict, traffic_split: dict[str, int]) -> dict:
+    def deploy_once(
+        self, endpoint: str, deployed_model: dict[str, Any], traffic_split: dict[str, int]
+    ) -> dict[str, Any]:
         """endpoints.deployModel, one attempt. Returns the Operation."""
         body = {"deployedModel": deployed_model, "trafficSplit": traffic_split}
         return decode(self.api.send("deploy", "POST", f"v1/{endpoint}:deployModel", json=body))
 
-    def operations(self, resource: str) -> list[dict]:
+    def operations(self, resource: str) -> list[dict[str, Any]]:
         """The long-running operations of a model or endpoint (done or not)."""
         return self._list("list operations", f"{resource}/operations", "operations")
 
-    def predict(self, endpoint: str, instances: list, parameters: dict | None = None) -> dict:
+    def predict(
+        self, endpoint: str, instances: list[Any], parameters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"instances": instances}
         if parameters:
             body["parameters"] = parameters

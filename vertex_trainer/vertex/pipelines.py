@@ -10,10 +10,11 @@ run with that id but another key is refused rather than adopted.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import re
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES
 from vertex_trainer.errors import UserError
@@ -52,7 +53,7 @@ class PipelinesClient(CollectionClient):
     }
     retry_hint = _RETRY_HINT
 
-    def create_once(self, body: dict, job_id: str) -> dict | None:
+    def create_once(self, body: dict[str, Any], job_id: str) -> dict[str, Any] | None:
         """POST one PipelineJob with its id; None when the id exists already. Raises Transient
         when the outcome is unknown (sending it again is safe: the id makes it atomic)."""
         response = self.api.send(
@@ -65,17 +66,21 @@ class PipelinesClient(CollectionClient):
         )
         return None if response.status_code == 409 else decode(response)
 
-    def find(self, job_id: str, budget: Budget | None = None) -> dict | None:
+    def find(self, job_id: str, budget: Budget | None = None) -> dict[str, Any] | None:
         response = self.api.call(
             "get pipeline", "GET", f"v1/{self.name_of(job_id)}", allow=(404,), budget=budget
         )
         return None if response.status_code == 404 else decode(response)
 
-    def list(self, filter: str | None = None, *, limit: int | None = None, **kwargs) -> list[dict]:
+    def list(
+        self, filter: str | None = None, *, limit: int | None = None, **kwargs: Any
+    ) -> list[dict[str, Any]]:
         """PipelineJobs of the parent matching `filter`, newest first (CollectionClient.list)."""
         return super().list(filter, limit=limit, order_by="create_time desc", **kwargs)
 
-    def requests_for(self, body: dict, job_id: str) -> list[dict]:
+    def requests_for(
+        self, body: dict[str, Any], job_id: str
+    ) -> builtins.list[dict[str, Any]]:  # `list` is the method here
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
         base = self.api.url(f"v1/{self.parent}/pipelineJobs")
         return [
@@ -85,8 +90,8 @@ class PipelinesClient(CollectionClient):
 
 
 def create_idempotent(
-    client: PipelinesClient, body: dict | Callable[[], dict], job_id: str, key: str
-) -> tuple[dict, bool]:
+    client: PipelinesClient, body: dict[str, Any] | Callable[[], dict[str, Any]], job_id: str, key: str
+) -> tuple[dict[str, Any], bool]:
     """Create the PipelineJob `job_id` at most once. Returns (pipeline job, adopted).
 
     `body` may be a function: it is called only when no run has the id yet (an adopted run
@@ -125,6 +130,6 @@ class PipelineRun(StatefulResource):
     console_page = "pipelines/runs/{id}"
     sdk_class = "PipelineJob"
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The status object (StatefulResource.describe) with the idempotency key and adoption."""
         return {**self.to_dict(), **super().describe()}

@@ -18,11 +18,12 @@ a limit at or above it may still be in use by other jobs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from vertex_trainer.gcp.http import ApiClient, Budget, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Log, default_hint
 from vertex_trainer.settings import RetryPolicy, Settings
 
 SERVICE = "aiplatform.googleapis.com"
@@ -71,13 +72,13 @@ class QuotasClient:
             service="Cloud Quotas",
             hints=lambda op, err: shared(op, err) or _hint(err),
         )
-        self._infos: list[dict] | None = None
+        self._infos: list[dict[str, Any]] | None = None
 
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/global/services/{SERVICE}"
 
-    def infos(self, budget: Budget | None = None) -> list[dict]:
+    def infos(self, budget: Budget | None = None) -> list[dict[str, Any]]:
         """Every QuotaInfo of Vertex AI for the project (read once, then kept)."""
         if self._infos is None:
             self._infos = self.api.list(
@@ -105,13 +106,13 @@ class QuotasClient:
 _MISSING = object()
 
 
-def _hint(err) -> str | None:
+def _hint(err: ApiError) -> str | None:
     if err.code == 403:
         return "reading quotas needs cloudquotas.quotas.get on the project (role roles/cloudquotas.viewer)"
     return None
 
 
-def _value_for(dimension_infos, region: str):
+def _value_for(dimension_infos: Iterable[dict[str, Any]], region: str) -> Any:  # int, None or _MISSING
     """The quota value for `region`: its own dimensions info, else the one without a region."""
     default = _MISSING
     for info in dimension_infos:
@@ -124,7 +125,7 @@ def _value_for(dimension_infos, region: str):
     return default
 
 
-def _int(value) -> int | None:
+def _int(value: Any) -> int | None:
     """ "8" -> 8 (proto3 JSON leaves a 0 out, hence the default 0); "-1" -> None (unlimited)."""
     try:
         number = int(value)

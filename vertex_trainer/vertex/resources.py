@@ -44,12 +44,14 @@ class ResourcesClient(CollectionClient):
         """The resource name of an id, or a full name as given."""
         return ref if ref.startswith("projects/") else super().name_of(ref)
 
-    def find(self, ref: str) -> dict | None:
+    def find(self, ref: str) -> dict[str, Any] | None:
         """The resource `ref` (an id or a name), or None when there is none."""
         response = self.api.call(self.ops["get"], "GET", f"v1/{self.name_of(ref)}", allow=(404,))
         return None if response.status_code == 404 else response.json()
 
-    def create(self, body: dict, resource_id: str, *, timeout: float | None = None) -> tuple[dict, bool]:
+    def create(
+        self, body: dict[str, Any], resource_id: str, *, timeout: float | None = None
+    ) -> tuple[dict[str, Any], bool]:
         """Create the resource `resource_id` from `body` at most once and follow the operation.
 
         Args: body: a PersistentResource (REST JSON); resource_id: its id; timeout: seconds to
@@ -116,13 +118,13 @@ def check_id(resource_id: str) -> str:
     return resource_id
 
 
-def resource_body(spec: Any, pools: list[dict]) -> dict:
+def resource_body(spec: Any, pools: list[dict[str, Any]]) -> dict[str, Any]:
     """The PersistentResource that runs `spec`'s jobs: one resource pool per machine shape of
     its worker pools (render.worker_pools), sized for every replica on it.
 
     Args: spec: the JobSpec (its name, labels, network, encryption key); pools: its worker pools.
     Returns: the PersistentResource REST body."""
-    shapes: dict[tuple, dict] = {}
+    shapes: dict[tuple[Any, ...], dict[str, Any]] = {}
     for pool in pools:
         key = _shape_key(pool)
         if key in shapes:
@@ -135,7 +137,7 @@ def resource_body(spec: Any, pools: list[dict]) -> dict:
                 "diskSpec": dict(pool["diskSpec"]),
                 "replicaCount": str(pool["replicaCount"]),
             }
-    body: dict = {"displayName": spec.name, "resourcePools": list(shapes.values())}
+    body: dict[str, Any] = {"displayName": spec.name, "resourcePools": list(shapes.values())}
     if spec.labels:
         body["labels"] = dict(spec.labels)
     if spec.network:
@@ -145,7 +147,7 @@ def resource_body(spec: Any, pools: list[dict]) -> dict:
     return body
 
 
-def fit_problems(resource: dict, pools: list[dict]) -> str | None:
+def fit_problems(resource: dict[str, Any], pools: list[dict[str, Any]]) -> str | None:
     """Why `resource` cannot run a job with worker `pools`, or None when it can.
 
     Args: resource: a PersistentResource (REST JSON); pools: the job's workerPoolSpecs.
@@ -153,7 +155,7 @@ def fit_problems(resource: dict, pools: list[dict]) -> str | None:
     state = str(resource.get("state") or "STATE_UNSPECIFIED")
     if state != "RUNNING":
         return f"is {state}, not RUNNING (a job runs only on a RUNNING persistent resource)"
-    needed: dict[tuple, int] = {}
+    needed: dict[tuple[Any, ...], int] = {}
     for pool in pools:
         needed[_shape_key(pool)] = needed.get(_shape_key(pool), 0) + int(pool.get("replicaCount", 1))
     available = resource.get("resourcePools") or []
@@ -174,18 +176,18 @@ def fit_problems(resource: dict, pools: list[dict]) -> str | None:
     return None
 
 
-def describe_pool(pool: dict) -> str:
+def describe_pool(pool: dict[str, Any]) -> str:
     """'a3-highgpu-8g (8 x NVIDIA_H100_80GB), pd-ssd 100 GB, 2 replicas'."""
     replicas = _replicas(pool)
     return f"{_describe_key(_shape_key(pool))}, {replicas} replica{'s' * (replicas != 1)}"
 
 
-def _replicas(pool: dict) -> int:
+def _replicas(pool: dict[str, Any]) -> int:
     auto = pool.get("autoscalingSpec") or {}
     return int(auto.get("maxReplicaCount") or pool.get("replicaCount") or 0)
 
 
-def _shape_key(pool: dict) -> tuple:
+def _shape_key(pool: dict[str, Any]) -> tuple[Any, ...]:
     machine = pool.get("machineSpec") or {}
     disk = pool.get("diskSpec") or {}
     shape = tuple(
@@ -194,7 +196,7 @@ def _shape_key(pool: dict) -> tuple:
     return shape + (str(disk.get("bootDiskType") or "pd-ssd"), int(disk.get("bootDiskSizeGb") or 100))
 
 
-def _describe_key(key: tuple) -> str:
+def _describe_key(key: tuple[Any, ...]) -> str:
     machine, accelerator, count, topology, disk, size = key
     text = machine + (f" ({count} x {accelerator})" if accelerator else "")
     text += f", topology {topology}" if topology else ""

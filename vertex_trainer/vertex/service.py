@@ -169,7 +169,7 @@ class CollectionClient:
         return f"{self.parent}/{self.collection}/{resource_id}"
 
     # -- the operations every collection has ---------------------------------------------------
-    def get(self, name: str) -> dict:
+    def get(self, name: str) -> dict[str, Any]:
         """The resource `name` (REST JSON)."""
         return self.api.json(self.ops["get"], "GET", f"v1/{name}")
 
@@ -185,7 +185,7 @@ class CollectionClient:
         budget: Budget | None = None,
         page_size: int = 100,
         order_by: str | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         """The collection's resources matching `filter` (Vertex filter syntax), newest first.
 
         Args: filter; limit: at most this many; budget: one retry budget for every page;

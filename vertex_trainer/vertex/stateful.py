@@ -41,7 +41,7 @@ class StatefulResource(JobState):
 
     def __init__(
         self,
-        data: dict,
+        data: dict[str, Any],
         client: CollectionClient,
         *,
         idempotency_key: str | None = None,
@@ -87,7 +87,7 @@ class StatefulResource(JobState):
     # -- fields --------------------------------------------------------------------------------
     @property
     def name(self) -> str:
-        return self.data.get("name", "")
+        return str(self.data.get("name", ""))
 
     @property
     def id(self) -> str:
@@ -95,7 +95,7 @@ class StatefulResource(JobState):
 
     @property
     def display_name(self) -> str:
-        return self.data.get("displayName", "")
+        return str(self.data.get("displayName", ""))
 
     @property
     def state(self) -> str:
@@ -181,11 +181,11 @@ class StatefulResource(JobState):
         )
 
     # -- output --------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The resource's `--output json` object: `output_fields`, by name."""
         return {field: getattr(self, field) for field in self.output_fields}
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The status object: identity, state, times, error and labels."""
         d = self.data
         return {
