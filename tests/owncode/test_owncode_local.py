@@ -130,3 +130,40 @@ def test_the_example_trains_with_two_replicas(tmp_path):
     logs = out / "vertex-trainer" / "logs"
     assert "Epoch 2/2" in (logs / "workerpool0-0.log").read_text()
     assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
+
+
+def test_gcs_fuse_paths_are_refused_before_the_run_naming_the_fields(tmp_path, code_dir):
+    out = tmp_path / "out"
+    data = script_data(
+        code_dir,
+        output_dir=str(out),
+        args=["--epochs=2", "--data=/gcs/vt32-no-such-bucket/train"],
+        env={"EXPORT": "/gcs/vt32-no-such-bucket/export"},
+    )
+    result = _local(tmp_path, data)
+    assert result.returncode == 2, result.stderr
+    assert "args[1] '--data=/gcs/vt32-no-such-bucket/train'" in result.stderr
+    assert "env.EXPORT" in result.stderr and "Cloud Storage FUSE" in result.stderr
+    assert not out.exists() and not Path("/gcs/vt32-no-such-bucket").exists()
+
+
+def test_the_bundled_trainers_fuse_paths_name_its_fields():
+    from vertex_trainer import render
+    from vertex_trainer.local.cluster import fuse_paths
+    from vertex_trainer.spec import build_spec
+
+    spec = build_spec(
+        {
+            "name": "x",
+            "hardware": "cpu",
+            "trainer": {
+                "train_data": "/gcs/vt32-no-such-bucket/train-*",
+                "num_classes": 2,
+                "extra_args": ["--export=/gcs/vt32-no-such-bucket/x"],
+            },
+        }
+    )
+    assert fuse_paths(render.custom_job(spec), spec) == [
+        ("trainer.train_data", "--train-data=/gcs/vt32-no-such-bucket/train-*"),
+        ("trainer.extra_args", "--export=/gcs/vt32-no-such-bucket/x"),
+    ]
