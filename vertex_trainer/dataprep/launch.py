@@ -9,151 +9,29 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import lazy
 from vertex_trainer.dataprep import records
+from vertex_trainer.dataprep.request import DEFAULT_MARKER as DEFAULT_MARKER
+from vertex_trainer.dataprep.request import Conversion as Conversion
+from vertex_trainer.dataprep.request import Result as Result
+from vertex_trainer.dataprep.request import Runner as Runner
+from vertex_trainer.dataprep.request import check, normalize
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
 
+if TYPE_CHECKING:
+    import logging
+
+    from vertex_trainer.dataprep.pipeline import Plan
+
 beam = lazy.module("apache_beam")  # imported on first use (vertex_trainer.lazy)
 
-DEFAULT_MARKER = "_SUCCESS"  # what the trigger (docs/contract.md section 6) waits for
-RUNNERS = ("direct", "dataflow")
-# What Beam's own option check accepts (it refuses project names and numbers late, at submit).
-_JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_PROJECT = re.compile(r"^[a-z][-a-z0-9:.]+[a-z0-9]$")
 _GLOB_CHARS = set("*?[]{}")
-
-
-@dataclass(frozen=True)
-class Conversion:
-    """What to convert, and how."""
-
-    image_dir: str
-    out_dir: str
-    shards: int | None = None  # train shards (None: ~target_shard_mb each)
-    eval_shards: int | None = None
-    eval_fraction: float = 0.0  # share of each class held out as validation
-    eval_dir: str | None = None  # or: a second class-per-folder tree for validation
-    seed: int = 0
-    max_side: int | None = None  # resize + re-encode as JPEG above this side
-    jpeg_quality: int = 90
-    marker: str = DEFAULT_MARKER
-    target_shard_mb: int = 128
-    overwrite: bool = False
-    read_threads: int = 8
-
-
-@dataclass(frozen=True)
-class Runner:
-    """Where the pipeline runs. `direct`: this machine; `dataflow`: Google Cloud Dataflow."""
-
-    name: str = "direct"
-    project: str | None = None
-    region: str | None = None
-    temp_location: str | None = None  # default gs://<OUT_DIR's bucket>/tmp/dataflow
-    max_workers: int | None = None
-    machine_type: str | None = None
-    job_name: str | None = None
-    wait: bool = False  # dataflow: follow the job to its end
-    direct_workers: int = 1  # direct: worker processes (1: in this process)
-    options: tuple[str, ...] = ()  # more Beam pipeline options, verbatim (--key=value)
-
-
-@dataclass
-class Result:
-    """A finished conversion (`manifest`), or a submitted Dataflow job (`job_id`, `console_url`)."""
-
-    runner: str
-    seconds: float
-    manifest: dict | None = None
-    job_name: str | None = None
-    job_id: str | None = None
-    console_url: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    counters: dict[str, int] = field(default_factory=dict)  # Beam counters (direct runner)
-
-
-# -- checks (nothing listed, nothing sent) ----------------------------------------------------
-def _strip(path: str | None) -> str | None:
-    return path.rstrip("/") if path and path.rstrip("/") else path
-
-
-def normalize(conv: Conversion) -> Conversion:
-    from dataclasses import replace
-
-    return replace(
-        conv, image_dir=_strip(conv.image_dir), out_dir=_strip(conv.out_dir), eval_dir=_strip(conv.eval_dir)
-    )
-
-
-def check(conv: Conversion, runner: Runner) -> None:
-    """Every problem with the request, as a UserError (exit 2), before anything is touched."""
-    if runner.name not in RUNNERS:
-        raise UserError(f"--runner {runner.name!r}: choose one of {', '.join(RUNNERS)}")
-    if conv.eval_dir and conv.eval_fraction:
-        raise UserError("--eval-dir and --eval-fraction both choose the validation split: pass one")
-    if not 0.0 <= conv.eval_fraction < 1.0:
-        raise UserError(f"--eval-fraction {conv.eval_fraction}: must be at least 0 and below 1")
-    for flag, value in (
-        ("--shards", conv.shards),
-        ("--eval-shards", conv.eval_shards),
-        ("--max-side", conv.max_side),
-        ("--max-workers", runner.max_workers),
-    ):
-        if value is not None and value < 1:
-            raise UserError(f"{flag} {value}: must be at least 1")
-    if conv.eval_shards and not (conv.eval_dir or conv.eval_fraction):
-        raise UserError("--eval-shards needs a validation split: pass --eval-fraction or --eval-dir")
-    if not 1 <= conv.jpeg_quality <= 100:
-        raise UserError(f"--jpeg-quality {conv.jpeg_quality}: must be 1..100 (90 is a good default)")
-    if (
-        not conv.marker
-        or "/" in conv.marker
-        or conv.marker in (".", "..")
-        or conv.marker.startswith(("train-", "validation-"))
-    ):
-        raise UserError(f"--marker {conv.marker!r}: a plain object name such as _SUCCESS")
-    if conv.out_dir.startswith("/gcs/") or conv.image_dir.startswith("/gcs/"):
-        raise UserError("use gs:// paths, not /gcs/ (Cloud Storage FUSE exists only on Vertex AI machines)")
-    if runner.name == "dataflow":
-        for flag, path in (
-            ("IMAGE_DIR", conv.image_dir),
-            ("OUT_DIR", conv.out_dir),
-            ("--eval-dir", conv.eval_dir),
-            ("--temp-location", runner.temp_location),
-        ):
-            if path and not path.startswith("gs://"):
-                raise UserError(
-                    f"{flag} {path!r}: Dataflow workers read and write Cloud Storage, "
-                    "so it must be a gs:// path",
-                    hint="copy the images with `gcloud storage "
-                    "cp -r DIR gs://BUCKET/...`, or use --runner direct",
-                )
-        if not runner.project:
-            raise UserError("--runner dataflow needs a project: pass --project or set $GOOGLE_CLOUD_PROJECT")
-        if not _PROJECT.match(runner.project):
-            raise UserError(
-                f"--project {runner.project!r}: give the project id (e.g. my-project-123), "
-                "not its name or number"
-            )
-        if not runner.region:
-            raise UserError(
-                "--runner dataflow needs a region: pass --region (e.g. us-central1), "
-                "the region of the image bucket"
-            )
-        if runner.job_name and not _JOB_NAME.match(runner.job_name):
-            raise UserError(
-                f"--job-name {runner.job_name!r}: lowercase letters, digits and '-', "
-                "starting with a letter, not ending with '-'"
-            )
-    elif runner.direct_workers < 1:
-        raise UserError(f"--workers {runner.direct_workers}: must be at least 1")
 
 
 # -- pipeline options -------------------------------------------------------------------------
@@ -378,7 +256,7 @@ def _tool_version() -> str:
         return "vertex-trainer"
 
 
-def make_plan(conv: Conversion, runner: Runner, labels, eval_classes):
+def make_plan(conv: Conversion, runner: Runner, labels: list[str], eval_classes: list[str]) -> Plan:
     from vertex_trainer.dataprep.pipeline import Plan
 
     return Plan(
@@ -451,7 +329,7 @@ def _anonymous_beam_gcs() -> None:
         pass
 
 
-def _run_direct(conv: Conversion, runner: Runner, plan) -> Result:
+def _run_direct(conv: Conversion, runner: Runner, plan: Plan) -> Result:
     PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
     from vertex_trainer.dataprep import pipeline as pl
@@ -490,7 +368,7 @@ def _run_direct(conv: Conversion, runner: Runner, plan) -> Result:
     )
 
 
-def read_manifest(out_dir: str) -> dict:
+def read_manifest(out_dir: str) -> dict[str, Any]:
     import json
 
     FileSystems = beam.io.filesystems.FileSystems
@@ -498,10 +376,11 @@ def read_manifest(out_dir: str) -> dict:
     from vertex_trainer.dataprep.pipeline import MANIFEST_FILE
 
     with FileSystems.open(records.join(out_dir, MANIFEST_FILE)) as f:
-        return json.loads(f.read())
+        manifest: dict[str, Any] = json.loads(f.read())
+    return manifest
 
 
-def _submit_dataflow(conv: Conversion, runner: Runner, plan, log: Callable[[str], None]) -> Result:
+def _submit_dataflow(conv: Conversion, runner: Runner, plan: Plan, log: Callable[[str], None]) -> Result:
     PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
     from vertex_trainer.dataprep import pipeline as pl
@@ -536,7 +415,7 @@ def _submit_dataflow(conv: Conversion, runner: Runner, plan, log: Callable[[str]
         time.monotonic() - start,
         job_name=job_name,
         job_id=job_id,
-        console_url=console_url(runner.project, runner.region, job_id),
+        console_url=console_url(runner.project or "", runner.region or "", job_id),  # check()ed
     )
     if runner.wait:
         log(f"following {out.console_url}")
@@ -555,7 +434,7 @@ class _DropWheelWarning:
     pure Python (py3-none-any)."""
 
     @staticmethod
-    def filter(record) -> bool:
+    def filter(record: logging.LogRecord) -> bool:
         return "must be binary-compatible" not in record.getMessage()
 
 
@@ -573,7 +452,7 @@ def _last_line(error: Exception) -> str:
 
 
 # -- the summary ------------------------------------------------------------------------------
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if n < 1024 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -581,7 +460,7 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def summary_text(manifest: dict, seconds: float | None = None) -> str:
+def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     """Counts per split and class, rejections, bytes, and the spec values to train on it."""
     splits = manifest["splits"]
     images = sum(s["examples"] for s in splits.values())
