@@ -59,7 +59,7 @@ def settings(fake):
 
 @pytest.fixture
 def cli_env(fake, tmp_path) -> dict[str, str]:
-    """The environment of a CLI subprocess: the fake Vertex AI, fast retries and polls, no gcloud
+    """The environment of a CLI run: the fake Vertex AI, fast retries and polls, no gcloud
     configuration (tests/cli_support.py)."""
     from tests.cli_support import edge_env
 
@@ -68,11 +68,20 @@ def cli_env(fake, tmp_path) -> dict[str, str]:
 
 @pytest.fixture
 def run_cli(cli_env):
-    """Run `vertex-trainer ARGS...` in a subprocess with cli_env (`env=` adds to it); returns the
-    CompletedProcess (text)."""
+    """Run `vertex-trainer ARGS...` in this process as a subprocess with cli_env would run
+    (`env=` adds to it; tests/cli_support.py `invoke`); returns the CompletedProcess (text)."""
     from tests.shared import cli_runner
 
     return cli_runner(cli_env)
+
+
+@pytest.fixture
+def run_cli_process(cli_env):
+    """`run_cli` in a real subprocess (the console script), for tests whose subject is the process:
+    the exit code a shell sees, start-up."""
+    from tests.shared import cli_runner
+
+    return cli_runner(cli_env, process=True)
 
 
 @pytest.fixture

@@ -2,9 +2,9 @@
 poll policies fast enough for loopback servers, settings pointed at a fake, a CLI runner, the job
 spec most folders start from, and the CustomJob body the fake is fed directly.
 
-The fixtures built on these (`fake`, `cli_env`, `run_cli`, `popen_cli`) are in tests/conftest.py,
-so every folder has them; a folder's conftest.py keeps only what is its own (its spec, its other
-fakes) and overrides a shared fixture only where it needs something else.
+The fixtures built on these (`fake`, `cli_env`, `run_cli`, `run_cli_process`, `popen_cli`) are in
+tests/conftest.py, so every folder has them; a folder's conftest.py keeps only what is its own (its
+spec, its other fakes) and overrides a shared fixture only where it needs something else.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from tests.cli_support import cli_command
+from tests.cli_support import cli_command, invoke
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,15 +118,23 @@ def job_body(
 
 
 def cli_runner(
-    base_env: dict[str, str], *, timeout: float = 60, cwd: Path = ROOT
+    base_env: dict[str, str], *, timeout: float = 60, cwd: Path = ROOT, process: bool = False
 ) -> Callable[..., subprocess.CompletedProcess]:
-    """`run(*args, env=None, timeout=...)`: vertex-trainer ARGS in a subprocess with `base_env`
-    (and `env` on top); returns the CompletedProcess (text)."""
+    """`run(*args, env=None, timeout=...)`: vertex-trainer ARGS with `base_env` (and `env` on top)
+    in `cwd`; returns the CompletedProcess (text).
+
+    In this process by default (tests/cli_support.py `invoke`: the same environment, directory,
+    output and exit code, without a new interpreter's start-up and imports). `process=True` runs
+    the console script in a subprocess, for the tests whose subject is the process: the exit code a
+    shell sees, start-up. In this process `timeout` is not enforced: pytest-timeout (300 s a test)
+    fails a call that hangs."""
     default_timeout = timeout
 
     def run(
         *args: Any, env: dict[str, str] | None = None, timeout: float = default_timeout
     ) -> subprocess.CompletedProcess:
+        if not process:
+            return invoke(args, env={**base_env, **(env or {})}, cwd=cwd)
         return subprocess.run(
             [*cli_command(), *map(str, args)],
             capture_output=True,

@@ -62,8 +62,19 @@ billing = server_fixture("billing", FakeBilling)
 
 @pytest.fixture
 def run_cli(tmp_path):
-    """Run `vertex-trainer ARGS...` with the given endpoints (vertex=, billing=) and no other."""
-    run = cli_runner(edge_env(tmp_path))
+    """Run `vertex-trainer ARGS...` (in this process, tests/shared.py `cli_runner`) with the given
+    endpoints (vertex=, billing=) and no other."""
+    return _runner(tmp_path, process=False)
+
+
+@pytest.fixture
+def run_cli_process(tmp_path):
+    """`run_cli` in a real subprocess: for a run whose output is a child process's."""
+    return _runner(tmp_path, process=True)
+
+
+def _runner(tmp_path: Path, *, process: bool):
+    run = cli_runner(edge_env(tmp_path), process=process)
 
     def run_with(
         *args, vertex: FakeVertex | None = None, billing: FakeBilling | None = None, timeout: float = 60

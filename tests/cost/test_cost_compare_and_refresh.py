@@ -125,8 +125,9 @@ def test_compare_shows_the_quota_where_the_cloud_quotas_api_answers():
 
 
 @pytest.mark.wire
-def test_the_sandbox_has_a_billing_stand_in(run_cli, spec_file):
-    result = run_cli(
+def test_the_sandbox_has_a_billing_stand_in(run_cli_process, spec_file):
+    # A process: the sandbox's child writes to the stdout it inherits (a file descriptor).
+    result = run_cli_process(
         "dev",
         "sandbox",
         "--",
