@@ -147,7 +147,7 @@ def plan_artifact(spec: JobSpec) -> Artifact:
     """
     if spec.image is None:
         return Artifact(LOCAL_IMAGE)
-    if not spec.image.builds:
+    if not spec.image.builds and spec.image.uri is not None:  # (exactly one of uri, repository, package)
         return Artifact(spec.image.uri)
     from vertex_trainer import packaging
 

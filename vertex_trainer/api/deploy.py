@@ -55,8 +55,9 @@ def deploy(
         )
     settings = settings or settings_from_env()
     log = log or _stderr
-    if not spec.project:
-        cloud_problems(spec)  # names the missing project (exit 2)
+    if not spec.project or not spec.region:
+        cloud_problems(spec)  # names the missing project or region (exit 2)
+        raise UserError("deploy needs the spec's project and region", hint="set them in the spec")
     client = RegistryClient(spec.project, spec.region, settings=settings, log=log)
     if job is not None:
         if dry_run:
@@ -64,7 +65,7 @@ def deploy(
         else:
             found = Job.get(job, project=spec.project, region=spec.region, settings=settings)
             artifact, label, image = deployment.from_job(spec, found.data)
-    else:
+    elif model_dir is not None:
         planned = plan_artifact(spec).image_uri if spec.image is not None else None
         artifact, label, image = deployment.from_model_dir(model_dir, planned)
     request = deployment.request(spec, artifact, label, image)

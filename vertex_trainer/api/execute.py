@@ -70,6 +70,24 @@ def submit(
 ) -> Handle: ...
 
 
+@overload
+def submit(
+    spec: JobSpec,
+    wait: bool = ...,
+    idempotency_key: str | None = ...,
+    *,
+    local: bool = ...,
+    dry_run: bool = ...,
+    deploy: bool = ...,
+    options: SubmitOptions | None = ...,
+    settings: Settings | None = ...,
+    log: Log | None = ...,
+    timeout: float | None = ...,
+    max_cost: float | None = ...,
+    client: JobsClient | None = ...,
+) -> Handle | DryRun: ...
+
+
 def submit(
     spec: JobSpec,
     wait: bool = False,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import Job as _VertexJob
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.vertex.service import CollectionClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
@@ -31,7 +31,7 @@ class Job(_VertexJob):
         project: str | None = None,
         region: str | None = None,
         settings: Settings | None = None,
-        client: JobsClient | None = None,
+        client: CollectionClient | None = None,
     ) -> Job:
         """A CustomJob, fetched now.
 
@@ -58,7 +58,7 @@ class Job(_VertexJob):
             out["deploy"] = self.deployment.to_dict()
         return out
 
-    def deploy(self, spec: JobSpec | None = None, **kwargs: Any) -> Deployment:
+    def deploy(self, spec: JobSpec | None = None, **kwargs: Any) -> Deployment | dict:
         """Register this job's model and serve it (see :func:`deploy`).
 
         Args:
@@ -67,7 +67,8 @@ class Job(_VertexJob):
             **kwargs: passed to :func:`deploy` (``dry_run``, ``timeout``, ``log``).
 
         Returns:
-            the Deployment (model, version, endpoint, traffic split).
+            the Deployment (model, version, endpoint, traffic split); with ``dry_run=True`` the
+            requests it would send, as a dict.
         """
         spec = spec or self.spec
         if spec is None:

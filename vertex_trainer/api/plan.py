@@ -24,7 +24,6 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.api.handles import Job
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
     from vertex_trainer.workflows.capacity import QuotaCheck
@@ -75,8 +74,8 @@ class SubmitOptions:
     timeout: float | None = None
     quota_check: bool = True
     builder: str | None = None
-    on_state: Callable[[Job], None] | None = None
-    follow: Callable[[Job, Any], Any] | None = None
+    on_state: Callable[[Any], None] | None = None  # (called with the Job)
+    follow: Callable[[Any, Any], Any] | None = None  # (called with the Job and the seconds left)
     console: Any = None
     summary: bool = True
     client: JobsClient | None = None
@@ -268,7 +267,8 @@ def plan_submit(
     rendered = []
     for a in plan_of(spec) if kind in ("custom", "fallback") else plan_of(spec)[:1]:
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
-        sent = tuple(clients(a.region).requests_for(body, key)) if clients and not tuned else ()
+        where = a.region or spec.region or ""  # (a cloud spec has a region: check() made sure)
+        sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
         rendered.append(AttemptPlan(a, body, sent))
     tuning = render.tuning_job(spec, rendered[0].body) if tuned else None
     trials: tuple[TrialPlan, ...] = ()
@@ -276,7 +276,7 @@ def plan_submit(
         trials = _trials(spec)
     if local:
         requests: tuple[dict, ...] = ({"local": True, "body": tuning or rendered[0].body},)
-    elif tuned:
+    elif tuning is not None:
         from vertex_trainer.vertex.hptuning import TuningClient
 
         tuner = TuningClient(spec.project, spec.region, settings=settings)

@@ -120,8 +120,8 @@ def hardware(
     if output is OutputFormat.json:
         emit_json(cat.rows)
         return
-    for line in region_lines(cat):
-        print(line)
+    for header_line in region_lines(cat):
+        print(header_line)
     lines = [HEADER, *table_rows(cat)]
     from rich.console import Console
 

@@ -18,7 +18,6 @@ from vertex_trainer.cli.common import (
     OutputOpt,
     emit_json,
     err_console,
-    resource_arg,
     settings,
     stderr_line,
     stop_waiting,
@@ -27,7 +26,14 @@ from vertex_trainer.cli.common import (
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
-TuningJobArg = resource_arg("a tuning job", "hyperparameterTuningJobs")
+TuningJobArg = Annotated[  # (an alias a type checker reads, as cli/jobs.py's)
+    str,
+    typer.Argument(
+        help="a tuning job: projects/P/locations/R/hyperparameterTuningJobs/ID, or an ID with "
+        "--project/--region",
+        show_default=False,
+    ),
+]
 
 
 def trials(

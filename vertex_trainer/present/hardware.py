@@ -16,7 +16,7 @@ HEADER = ("preset", "machine type", "accelerators", "acc. memory", "vCPUs", "fle
 
 def table_rows(cat: HardwareCatalog) -> list[tuple[str, ...]]:
     """One row of HEADER's columns per preset."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for row in cat.rows:
         acc = f"{row['accelerator_count']} x {row['accelerator_type']}" if row["accelerator_type"] else "-"
         if row["tpu_topology"]:

@@ -185,4 +185,4 @@ def quota_lines(look: QuotaLook) -> list[str]:
     }
     if look.skipped:
         return [f"  quota     {why[look.skipped]}"]
-    return [f"  quota     {c.describe(look.accelerator)}" for c in look.checks]
+    return [f"  quota     {c.describe(look.accelerator or '')}" for c in look.checks]

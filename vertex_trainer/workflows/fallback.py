@@ -86,8 +86,9 @@ class JobAnswer:
         pools = job_spec.get("workerPoolSpecs") or [{}]
         machine = str(((pools[0] or {}).get("machineSpec") or {}).get("machineType", "?"))
         error = data.get("error") or {}
+        raw = error.get("code")
         try:
-            code: int | None = int(error.get("code"))
+            code = None if raw is None else int(raw)
         except (TypeError, ValueError):
             code = None
         return cls(
@@ -316,7 +317,9 @@ def submit(
     while True:
         planned = plan[n - 1] if n <= len(plan) else None
         found, adopted = earlier.get(n), True
-        if found is None and n in skipped:
+        if found is None:  # n passes the end of the plan only to adopt an earlier run's job
+            assert planned is not None
+        if found is None and planned is not None and n in skipped:
             records.append(
                 AttemptRecord(
                     n,
@@ -332,13 +335,13 @@ def submit(
                 n += 1
                 continue
             break
-        if found is None:
-            client = clients(planned.region)
+        if found is None and planned is not None:
+            client = clients(_region(planned))
             try:
                 data, adopted = create_idempotent(client, bodies[n - 1], key, match=(ATTEMPT_LABEL,))
             except Refused as exc:
                 err = exc.error
-                reason = "skipped-not-offered" if not_offered(err) else "quota"
+                reason: Reason = "skipped-not-offered" if not_offered(err) else "quota"
                 what = "not offered there" if reason == "skipped-not-offered" else "quota refused"
                 message = f"{what} ({err.code} {err.status}): {err.message}"
                 records.append(
@@ -363,9 +366,9 @@ def submit(
                     error=err,
                     hint=exc.hint,
                 ) from None
-        else:
+        elif found is not None:
             data = found.data
-            client = clients(found.region or planned.region)
+            client = clients(found.region or _region(plan[min(n, len(plan)) - 1]))
         job = job_type(data, client, image=image, idempotency_key=key, adopted=adopted)
         if wait and not job.done:
             follow(job, None if deadline is None else max(0.0, deadline - time.monotonic()))
@@ -373,7 +376,7 @@ def submit(
         records.append(record)
         if record.refused and n < len(plan):
             log(
-                f"attempt {n} ({_where(planned, plan)}) refused: {record.message}; next: "
+                f"attempt {n} ({_where(plan[n - 1], plan)}) refused: {record.message}; next: "
                 f"{_where(plan[n], plan)}"
             )
             n += 1
@@ -430,6 +433,13 @@ def _single(client: JobsClient) -> Clients:
         return client
 
     return one
+
+
+def _region(a: PlannedAttempt) -> str:
+    """The attempt's region (a cloud plan's attempts all have one: the spec's checks made sure)."""
+    if not a.region:
+        raise ValueError(f"attempt {a.n} has no region")
+    return a.region
 
 
 def _where(a: PlannedAttempt, plan) -> str:

@@ -29,8 +29,9 @@ def buckets_of(spec) -> dict[str, str]:
     """bucket -> the first spec field that names it (gs:// or /gcs/ paths)."""
     fields = {
         "output_dir": spec.output_dir,
-        "trainer.train_data": spec.trainer.train_data,
-        "trainer.eval_data": spec.trainer.eval_data,
+        # script jobs (issue 32): no trainer: block, no trainer data paths
+        "trainer.train_data": spec.trainer.train_data if spec.trainer else None,
+        "trainer.eval_data": spec.trainer.eval_data if spec.trainer else None,
         "image.staging_bucket": spec.image.staging_bucket if spec.image else None,
     }
     found: dict[str, str] = {}
@@ -112,8 +113,8 @@ def _check_attempt_regions(spec, bucket: str, field: str, meta: dict) -> None:
         far = location_mismatch(a.region, meta.get("location", ""), meta.get("locationType"))
         if far:
             raise UserError(
-                f"{a.field}: {a.describe()}: {field} gs://{bucket} {far.replace('the job runs', 'the attempt runs')}; "
-                "nothing was created",
+                f"{a.field}: {a.describe()}: {field} gs://{bucket} "
+                f"{far.replace('the job runs', 'the attempt runs')}; nothing was created",
                 hint="keep the attempt where the data is, use a multi-region bucket that covers every "
                 "region of the plan (e.g. --location=US), or set scheduling.allow_remote_data: "
                 "true to read across regions",
@@ -144,7 +145,8 @@ def registry_far(spec) -> str | None:
     if not away:
         return None
     where = ", ".join(dict.fromkeys(f"{a.region} (attempt {a.n})" for a in away))
-    multi = {"us": "us", "northamerica": "us", "europe": "europe"}.get(away[0].region.split("-")[0], "asia")
+    first = (away[0].region or "").split("-")[0]
+    multi = {"us": "us", "northamerica": "us", "europe": "europe"}.get(first, "asia")
     return (
         f"warning: {field} is in {location}, and the plan also runs in {where}: those replicas "
         f"pull the image from another continent; a multi-region repository serves each "

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, cast
 
 from vertex_trainer import lazy, render
 from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, JobState
@@ -36,7 +36,7 @@ from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_out
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
-from vertex_trainer.spec.tune import category
+from vertex_trainer.spec.tune import TuneSpec, category
 from vertex_trainer.vertex.hptuning import INFEASIBLE, Trial, best_trial
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
 
@@ -62,13 +62,13 @@ def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
     grid: every combination in order (integer ranges step by 1), at most max_trials;
     random and auto: max_trials seeded draws (seed: trainer.seed, else 0) honouring each scale,
     repeats avoided while the space allows. (auto on Vertex AI is its own Bayesian search.)"""
-    tune = spec.tune
+    tune = _tune(spec)
     names = list(tune.parameters)
     if tune.algorithm == "grid":
         options = [_options(spec, name) for name in names]
         combos = itertools.islice(itertools.product(*options), tune.max_trials)
         return [dict(zip(names, combo, strict=True)) for combo in combos]
-    rng = random.Random(spec.trainer.seed or 0)
+    rng = random.Random(_trainer(spec).seed or 0)
     planned: list[dict[str, Any]] = []
     seen: set[str] = set()
     for _ in range(tune.max_trials):
@@ -81,6 +81,20 @@ def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
     return planned
 
 
+def _tune(spec: JobSpec) -> TuneSpec:
+    """The spec's tune: block (everything here is for a tune: spec)."""
+    if spec.tune is None:
+        raise ValueError(f"{spec.name}: not a tuning spec (no tune: block)")
+    return spec.tune
+
+
+def _trainer(spec: JobSpec) -> TrainerArgs:
+    """The spec's trainer: block (a tuning study runs the bundled trainer)."""
+    if spec.trainer is None:
+        raise ValueError(f"{spec.name}: a tuning study runs the bundled trainer (no trainer: block)")
+    return spec.trainer
+
+
 def _field_type(name: str) -> type:
     annotation = TrainerArgs.model_fields[name].annotation
     args = getattr(annotation, "__args__", ())
@@ -89,20 +103,21 @@ def _field_type(name: str) -> type:
 
 def _options(spec: JobSpec, name: str) -> list:
     """Every value of a grid parameter (integer, discrete or categorical), in order."""
-    p, kind = spec.tune.parameters[name], spec.tune.kind(name)
+    p, kind = _tune(spec).parameters[name], _tune(spec).kind(name)
     if kind == "integer":
-        return list(range(int(p.min), int(p.max) + 1))
+        low, high = p.bounds
+        return list(range(int(low), int(high) + 1))
     if kind == "discrete":
-        values = sorted(float(v) for v in p.values)
+        values = sorted(float(v) for v in p.listed)
         return [int(v) for v in values] if _field_type(name) is int else values
-    return [category(v) for v in p.values]
+    return [category(v) for v in p.listed]
 
 
 def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
-    p, kind = spec.tune.parameters[name], spec.tune.kind(name)
+    p, kind = _tune(spec).parameters[name], _tune(spec).kind(name)
     if kind in ("discrete", "categorical"):
         return rng.choice(_options(spec, name))
-    low, high = float(p.min), float(p.max)
+    low, high = (float(b) for b in p.bounds)
     if p.scale == "log":
         x = math.exp(rng.uniform(math.log(low), math.log(high)))
     elif p.scale == "reverse_log":  # dense near max: mirror a log draw
@@ -120,7 +135,7 @@ def trial_args(spec: JobSpec, values: dict[str, Any]) -> list[str]:
     CATEGORICAL as the category's text."""
     args = []
     for name, value in values.items():
-        kind = spec.tune.kind(name)
+        kind = _tune(spec).kind(name)
         if kind == "integer":
             text = str(int(value))
         elif kind in ("double", "discrete"):
@@ -133,7 +148,7 @@ def trial_args(spec: JobSpec, values: dict[str, Any]) -> list[str]:
 
 def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
     """Each local trial's args must pass the trainer's own parser (exit 2 before any trial)."""
-    base = spec.trainer.model_dump()
+    base = _trainer(spec).model_dump()
     for i, values in enumerate(planned, 1):
         try:
             trainer = TrainerArgs.model_validate({**base, **values})
@@ -225,7 +240,7 @@ def run_trials(
     (or the failures reached max_failed_trials, or the user interrupted)."""
     if not lazy.available("hypertune"):  # each trial's metric is read from its report, as Vertex AI does
         raise lazy.missing("hypertune")
-    tune = spec.tune
+    tune = _tune(spec)
     planned = planned if planned is not None else plan_trials(spec)
     name = str(job.get("displayName") or spec.name)
     base = resolve_output(job, name)
@@ -339,12 +354,12 @@ def _run_trial(
         console=console,
         cancel=cancel,
     )
-    metric = read_reported(metric_file, spec.tune.metric) if result.state == SUCCEEDED else None
+    metric = read_reported(metric_file, _tune(spec).metric) if result.state == SUCCEEDED else None
     if result.state == SUCCEEDED and metric is not None:
         return Trial(trial_id, TRIAL_SUCCEEDED, values, metric, output_dir=trial_base), result
     if result.state == SUCCEEDED:
         error = (
-            f"the trial reported no {spec.tune.metric!r} (no eval_data, or cloudml-hypertune "
+            f"the trial reported no {_tune(spec).metric!r} (no eval_data, or cloudml-hypertune "
             "missing in the trainer's environment?)"
         )
     elif result.state == CANCELLED:
@@ -425,7 +440,8 @@ class _Output:
         from rich.console import Console
 
         return Console(
-            file=_Prefixed(self.console.file, f"trial {trial_id} | ", self.lock),
+            # (a TextIOBase, not typing.IO: rich only writes, flushes and asks isatty)
+            file=cast("IO[str]", _Prefixed(self.console.file, f"trial {trial_id} | ", self.lock)),
             highlight=False,
             no_color=True,
             width=max(self.console.width, 120),
