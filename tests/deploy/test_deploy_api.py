@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.shared import QUICK_RETRY, fake_settings, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
@@ -167,13 +166,7 @@ def test_bad_deploy_values_are_exit_2(tmp_path, setting, field, fragment, fake):
     path = tmp_path / "spec.yaml"
     path.write_text(json.dumps(spec().to_dict()))
     env = {**os.environ, "VERTEX_TRAINER_API_ENDPOINT": fake.url}
-    proc = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", "1", "--set", setting],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    proc = invoke(["deploy", str(path), "--job", "1", "--set", setting], env=env, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     assert field in proc.stderr and fragment in proc.stderr and "Traceback" not in proc.stderr
     assert fake.connections == 0
@@ -195,8 +188,8 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
     put(storage, "runs/digits/model/saved_model.pb")
     job = finished_job(fake)
     path, env = cli_setup(fake, storage, tmp_path)
-    args = [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job, "--output", "json"]
-    out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    args = ["deploy", str(path), "--job", job, "--output", "json"]
+    out = invoke(args, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert set(result) == {
@@ -208,9 +201,7 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
         "adopted",
     }
     assert result["adopted"] is False and sum(result["traffic_split"].values()) == 100
-    again = json.loads(
-        subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120).stdout
-    )
+    again = json.loads(invoke(args, env=env, cwd=ROOT).stdout)
     assert again == {**result, "adopted": True}
 
 
@@ -220,9 +211,6 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     put(storage, "runs/digits/model/saved_model.pb")
     path, env = cli_setup(fake, storage, tmp_path)
     args = [
-        sys.executable,
-        "-m",
-        "vertex_trainer",
         "submit",
         str(path),
         "--deploy",
@@ -231,7 +219,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
         "--idempotency-key",
         "ci-run-1",
     ]
-    out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = invoke(args, env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.lstrip().startswith("{"), out.stdout[:300]
     result = json.loads(out.stdout)  # exactly one JSON object
@@ -241,9 +229,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     (deploy_call,) = sent(fake, "deploy")
     assert sum(deploy_call.body["trafficSplit"].values()) == 100
 
-    again = json.loads(
-        subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120).stdout
-    )
+    again = json.loads(invoke(args, env=env, cwd=ROOT).stdout)
     assert again["adopted"] is True and again["deploy"]["adopted"] is True
     assert (
         len(sent(fake, "create")) == 1 and len(sent(fake, "upload")) == 1 and len(sent(fake, "deploy")) == 1
@@ -253,14 +239,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
 def test_submit_deploy_of_a_failed_job_deploys_nothing(fake, storage, tmp_path):
     fake.set_script(["JOB_STATE_RUNNING", "JOB_STATE_FAILED"])
     path, env = cli_setup(fake, storage, tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "submit", str(path), "--deploy", "--output", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    out = invoke(["submit", str(path), "--deploy", "--output", "json"], env=env, cwd=ROOT)
     assert out.returncode == 1
     assert json.loads(out.stdout)["state"] == "JOB_STATE_FAILED"
     assert sent(fake, "upload") == [] and sent(fake, "deploy") == []
@@ -271,14 +250,7 @@ def test_cli_deploy_says_the_traffic_split_in_words(fake, storage, tmp_path):
     put(storage, "runs/digits/model/saved_model.pb")
     job = finished_job(fake)
     path, env = cli_setup(fake, storage, tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "deploy", str(path), "--job", job],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    out = invoke(["deploy", str(path), "--job", job], env=env, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "traffic   100% to this version\n" in out.stdout
     assert "(traffic: 100% to the new version)" in out.stderr

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
 from importlib import resources
 
-from tests.cli_support import cli_command, edge_env
+from tests.cli_support import edge_env, invoke
 from vertex_trainer import catalog, regions
 from vertex_trainer import hardware as hw
 
@@ -100,7 +99,7 @@ def test_new_accelerators_warn_where_the_docs_are_not_conclusive():
 
 def test_hardware_command_lists_the_new_accelerators_with_their_sources(tmp_path):
     env = edge_env(tmp_path)
-    text = subprocess.run([*cli_command(), "hardware"], capture_output=True, text=True, env=env, timeout=60)
+    text = invoke(["hardware"], env=env)  # in this process (tests/cli_support.py)
     assert text.returncode == 0, text.stderr
     for needle in (
         "gb200x4",
@@ -116,9 +115,7 @@ def test_hardware_command_lists_the_new_accelerators_with_their_sources(tmp_path
         assert needle in text.stdout, needle
     gb200 = next(line for line in text.stdout.splitlines() if line.startswith("#   NVIDIA_GB200:"))
     assert "us-central1" in gb200 and "configure-compute" in gb200
-    out = subprocess.run(
-        [*cli_command(), "hardware", "--output", "json"], capture_output=True, text=True, env=env, timeout=60
-    )
+    out = invoke(["hardware", "--output", "json"], env=env)
     rows = {r["preset"]: r for r in json.loads(out.stdout)}
     for name, acc in (
         ("gb200x4", "NVIDIA_GB200"),

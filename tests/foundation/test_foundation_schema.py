@@ -4,13 +4,13 @@ passes a real JSON Schema validator, and mistakes are still caught."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
+
+from tests.cli_support import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "job_specs").glob("*.yaml"))
@@ -18,13 +18,8 @@ SPECS = sorted((ROOT / "job_specs").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def validator() -> jsonschema.Draft202012Validator:
-    out = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "schema"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
+    out = invoke(["schema"], cwd=ROOT)  # in this process (tests/cli_support.py)
+    assert out.returncode == 0, out.stderr
     schema = json.loads(out.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from types import SimpleNamespace
 
-from tests.cli_support import cli_command, edge_env
+from tests.cli_support import edge_env, invoke
 from vertex_trainer.local.runlog import RunLog
 
 BANNER = [
@@ -21,14 +21,7 @@ BANNER = [
 
 
 def logs(tmp_path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*cli_command(), "logs", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=edge_env(tmp_path),
-        cwd=tmp_path,
-        timeout=60,
-    )
+    return invoke(["logs", *args], env=edge_env(tmp_path), cwd=tmp_path)  # in this process
 
 
 def test_neither_a_job_nor_a_run_directory_is_exit_2_saying_so(tmp_path):

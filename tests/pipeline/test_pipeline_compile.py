@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.pipeline.conftest import IMAGE
 from vertex_trainer import api, render
 from vertex_trainer.errors import SpecError
@@ -34,20 +33,16 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
         **{k: v for k, v in os.environ.items() if not k.startswith("VERTEX_TRAINER_")},
         "CLOUDSDK_CONFIG": str(tmp_path),
     }
-    done = subprocess.run(
+    done = invoke(  # in this process (tests/cli_support.py)
         [
-            str(Path(sys.executable).parent / "vertex-trainer"),
             "pipeline",
             "compile",
             str(spec_file),
             "-o",
             str(out),
         ],
-        capture_output=True,
-        text=True,
         env=env,
         cwd=ROOT,
-        timeout=120,
     )
     assert done.returncode == 0, done.stderr
 

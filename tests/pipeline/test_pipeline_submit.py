@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import invoke
 from vertex_trainer import api
 from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.vertex.pipelines import pipeline_job_id
@@ -28,9 +27,8 @@ def test_submit_twice_with_one_key_leaves_one_pipeline_job(fake, spec_file, tmp_
     }
     outputs = []
     for _ in range(2):
-        done = subprocess.run(
+        done = invoke(  # in this process (tests/cli_support.py)
             [
-                str(Path(sys.executable).parent / "vertex-trainer"),
                 "pipeline",
                 "submit",
                 str(spec_file),
@@ -39,11 +37,8 @@ def test_submit_twice_with_one_key_leaves_one_pipeline_job(fake, spec_file, tmp_
                 "--output",
                 "json",
             ],
-            capture_output=True,
-            text=True,
             env=env,
             cwd=ROOT,
-            timeout=120,
         )
         assert done.returncode == 0, done.stderr
         outputs.append(json.loads(done.stdout))  # exactly one JSON object on stdout

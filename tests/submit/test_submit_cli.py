@@ -1,4 +1,5 @@
-"""`vertex-trainer submit/status/cancel/list` in a subprocess against the fake Vertex server."""
+"""`vertex-trainer submit/status/cancel/list` against the fake Vertex server: in this process
+(run_cli), and the exit codes 0/1/2/3, the socket guard and Ctrl-C in a real process."""
 
 from __future__ import annotations
 
@@ -78,9 +79,10 @@ def test_503_then_success_retries(fake, run_cli, spec_file):
     assert "retrying" in result.stderr
 
 
-def test_persistent_503_exits_3(fake, run_cli, spec_file):
+def test_persistent_503_exits_3(fake, run_cli_process, spec_file):
     fake.fail("any", 503, times=100)
-    result = run_cli("submit", spec_file, "-o", "json")
+    # The exit codes as a shell sees them (here, and in the other run_cli_process tests).
+    result = run_cli_process("submit", spec_file, "-o", "json")
     assert result.returncode == 3
     assert result.stdout == ""
     assert "failed after 4 attempts" in result.stderr and "Traceback" not in result.stderr
@@ -97,9 +99,9 @@ def test_403_exits_3_with_the_permission(fake, run_cli, spec_file):
 
 
 @pytest.mark.parametrize("command", ["status", "cancel"])
-def test_a_missing_job_is_exit_2(fake, run_cli, command):
+def test_a_missing_job_is_exit_2(fake, run_cli_process, command):
     """No such job is the caller's input, not a service failure (issue 15)."""
-    result = run_cli(command, "12345", "--project", "test-project", "--region", "us-central1")
+    result = run_cli_process(command, "12345", "--project", "test-project", "--region", "us-central1")
     assert result.returncode == 2, result.stderr
     assert "NOT_FOUND" in result.stderr and "vertex-trainer list" in result.stderr
 
@@ -113,12 +115,12 @@ def test_a_missing_job_is_exit_2(fake, run_cli, command):
         ("JOB_STATE_EXPIRED", 1),
     ],
 )
-def test_wait_exit_codes(fake, run_cli, spec_file, final, code):
+def test_wait_exit_codes(fake, run_cli_process, spec_file, final, code):
     fake.set_script(
         ["JOB_STATE_PENDING", "JOB_STATE_RUNNING", final],
         error_message="The replica workerpool0-0 exited with a non-zero status of 137.",
     )
-    result = run_cli("submit", spec_file, "--wait", "-o", "json")
+    result = run_cli_process("submit", spec_file, "--wait", "-o", "json")
     assert result.returncode == code, result.stderr
     out = one_json(result.stdout)
     assert out["state"] == final
@@ -261,9 +263,9 @@ def test_status_cancel_list_json(fake, run_cli, spec_file):
     assert len(fake.calls("cancel")) == 1
 
 
-def test_status_wait_on_failed_job_exits_1(fake, run_cli, job_body):
+def test_status_wait_on_failed_job_exits_1(fake, run_cli_process, job_body):
     job = fake.add_job(job_body(), state="JOB_STATE_FAILED")
-    result = run_cli("status", job["name"], "--wait")
+    result = run_cli_process("status", job["name"], "--wait")
     assert result.returncode == 1 and "FAILED" in result.stderr
 
 

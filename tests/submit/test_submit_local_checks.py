@@ -4,22 +4,16 @@ or region, and local data that does not exist is exit 2 naming the field."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli_support import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd)}  # no gcloud config, no project, no region
-    return subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return invoke(args, env=env, cwd=cwd)  # in this process (tests/cli_support.py)
 
 
 def test_a_local_only_spec_validates_and_missing_data_is_exit_2(tmp_path):

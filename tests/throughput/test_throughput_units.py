@@ -204,14 +204,13 @@ def test_a_spec_with_warmup_benches_without_it():
 
 def test_bench_dry_run_sends_nothing_and_shows_both_creates(tmp_path):
     import json
-    import subprocess
 
-    from tests.cli_support import cli_command, edge_env
+    from tests.cli_support import edge_env, invoke
 
     # No endpoint is set: a request would go to googleapis.com without credentials and fail.
     env = edge_env(tmp_path, GOOGLE_CLOUD_PROJECT="my-project")
-    cmd = [*cli_command(), "bench", "job_specs/bench-resnet50-a100x8.yaml", "--output", "json", "--dry-run"]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    cmd = ["bench", "job_specs/bench-resnet50-a100x8.yaml", "--output", "json", "--dry-run"]
+    done = invoke(cmd, env=env, cwd=REPO)  # in this process (tests/cli_support.py)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["dry_run"] is True and set(out["runs"]) == {"synthetic", "real"}
@@ -221,9 +220,7 @@ def test_bench_dry_run_sends_nothing_and_shows_both_creates(tmp_path):
         "bench-resnet50-a100x8-bench-real",
     ]
     assert out["runs"]["real"]["idempotency_key"] == out["idempotency_key"] + "-bench-real"
-    text = subprocess.run(
-        cmd[:-3] + ["--dry-run"], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
-    )
+    text = invoke(cmd[:-3] + ["--dry-run"], env=env, cwd=REPO)
     assert text.returncode == 0 and text.stdout.startswith("# dry run: nothing was sent"), text.stderr
 
 
