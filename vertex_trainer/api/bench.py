@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from vertex_trainer.api.core import Log, _stderr, settings_from_env
 from vertex_trainer.api.execute import submit
@@ -12,6 +12,7 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.results import LocalJob
     from vertex_trainer.spec import JobSpec
 
 __all__ = ["bench"]
@@ -86,18 +87,22 @@ def bench(
     for run in plan.runs:
         log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
         if local:
-            job = submit(
-                run.spec,
-                local=True,
-                wait=True,
-                options=SubmitOptions(console=console),
-                log=log,
-                settings=settings,
+            # a bench run has no tune: block (plan() drops it), so a local submit is one LocalJob
+            here = cast(
+                "LocalJob",
+                submit(
+                    run.spec,
+                    local=True,
+                    wait=True,
+                    options=SubmitOptions(console=console),
+                    log=log,
+                    settings=settings,
+                ),
             )
-            if not job.succeeded:
-                raise JobFailed(job.failure_message())
+            if not here.succeeded:
+                raise JobFailed(here.failure_message())
             results[run.kind] = benchmark.Result(
-                run.kind, job.name, job.state, job.result.output_dir, job.result.metrics
+                run.kind, here.name, here.state, here.result.output_dir, here.result.metrics
             )
         else:
             job = submit(

@@ -157,14 +157,14 @@ def refresh_prices(path: str | None = None, *, settings: Settings | None = None)
     from vertex_trainer.vertex.billing import BillingClient
 
     book = BillingClient(settings=settings or settings_from_env()).price_book()
-    target = path or pricing.shipped_path()
+    target = str(path or pricing.shipped_path())  # os.replace takes a path: the package is on disk
     tmp = f"{target}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(json.dumps(dict(book.data), indent=1) + "\n")
     os.replace(tmp, target)
     data = book.data
     return {
-        "path": str(target),
+        "path": target,
         "as_of": data["as_of"],
         "skus_read": data["skus_read"],
         "skus_used": data["skus_used"],

@@ -15,6 +15,7 @@ from vertex_trainer.vertex.jobs import check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
+    from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.pipelines import PipelineRun
 
 __all__ = [
@@ -75,9 +76,12 @@ def pipeline_yaml(ir: dict) -> str:
     return to_yaml(ir)
 
 
-def _registry(spec: JobSpec, settings: Settings | None, log: Log | None):
+def _registry(spec: JobSpec, settings: Settings | None, log: Log | None) -> RegistryClient:
+    from vertex_trainer.errors import UserError
     from vertex_trainer.vertex.models import RegistryClient
 
+    if not (spec.project and spec.region):  # check() refuses such a spec first; this says why here
+        raise UserError("looking up the model and endpoint needs the spec's project and region")
     return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
 
 
