@@ -11,7 +11,7 @@ from trainer._keras import keras
 
 
 def progress_line(
-    epoch: int, epochs: int, step: int, steps: int, examples_per_sec: float, loss: float, **extra
+    epoch: int, epochs: int, step: int, steps: int, examples_per_sec: float, loss: float, **extra: Any
 ) -> str:
     """`progress epoch=2/5 step=40/100 examples_per_sec=1234.5 loss=0.42 ...` (parsed by the runner)."""
     text = (
@@ -40,10 +40,10 @@ class Progress(keras.callbacks.Callback):
         epochs: int,
         interval_secs: float = 30.0,
         backup_dir: str = "",
-        out=None,
-        meter=None,
-        checkpoint=None,
-    ):
+        out: Any = None,
+        meter: Any = None,
+        checkpoint: Any = None,
+    ) -> None:
         super().__init__()
         self._supports_tf_logs = True  # no numpy conversion of the logs per execution
         self.meter = meter
@@ -63,7 +63,7 @@ class Progress(keras.callbacks.Callback):
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._first_step = 0
         if self.first_epoch is None:
             self.first_epoch = epoch
@@ -89,7 +89,7 @@ class Progress(keras.callbacks.Callback):
         )
         return max(1e-9, now - self._epoch_start - saving)
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._steps_done = batch + 1 - self._first_step
         if self.interval_secs <= 0 or not logs:
             return
@@ -109,7 +109,7 @@ class Progress(keras.callbacks.Callback):
             )
             self._last_log = now
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         seconds = self._working_seconds(time.perf_counter())
         steps = self._steps_done or self.steps_per_epoch
         rate = steps * self.global_batch / seconds

@@ -95,12 +95,12 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
             signal.signal(signal.SIGTERM, self._previous_handler)
             self._previous_handler = None
 
-    def _on_sigterm(self, signum, frame):
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.terminated = True
 
     # -- Keras hooks -------------------------------------------------------------------------------
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         super().on_train_begin(logs)  # restores the last checkpoint, if any
         state = self._training_state
         epoch, batch = int(state._ckpt_saved_epoch.numpy()), int(state._ckpt_saved_batch.numpy())
@@ -109,10 +109,10 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
             self.resumed = (epoch + 1, 0) if done >= self.steps_per_epoch else (epoch, done)
         self._last_save = time.monotonic()
 
-    def on_train_batch_begin(self, batch, logs=None):
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         pass  # the base class writes the step into a variable every execution; _save does it once
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self.terminated:
             self._save(self._current_epoch, batch, "sigterm")
             raise Preempted(
@@ -123,7 +123,7 @@ class PreemptionCheckpoint(keras.callbacks.BackupAndRestore):
         if self.interval_secs > 0 and time.monotonic() - self._last_save >= self.interval_secs:
             self._save(self._current_epoch, batch, "time")
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._save(epoch, self.steps_per_epoch - 1, "epoch")
 
     def _save(self, epoch: int, batch: int, reason: str) -> None:

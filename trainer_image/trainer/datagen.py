@@ -16,7 +16,7 @@ import io
 import math
 import os
 import posixpath
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -56,10 +56,11 @@ def encode_example(
         "image/colorspace": _bytes(b"RGB"),
         "image/filename": _bytes(filename.encode()),
     }
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    example: bytes = tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    return example
 
 
-def _write_split(items: Sequence[Any], paths: Sequence[str], encode) -> list[str]:
+def _write_split(items: Sequence[Any], paths: Sequence[str], encode: Callable[[Any], bytes]) -> list[str]:
     # Contiguous near-equal runs: shard i holds items [i*n/S, (i+1)*n/S).
     import tensorflow as tf
 
@@ -130,7 +131,7 @@ def synthesize(
     return written
 
 
-def _to_jpeg(pixels, quality: int = 90) -> bytes:
+def _to_jpeg(pixels: Any, quality: int = 90) -> bytes:
     from PIL import Image
 
     buf = io.BytesIO()

@@ -6,6 +6,8 @@ whatever the mixed-precision policy, so the loss is computed in float32.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainer.flags import MODELS  # the --model choices; a unit test checks them against the registry
 
 # name -> keras.applications constructor (no pretrained weights: we train from scratch).
@@ -23,7 +25,7 @@ _APPLICATIONS = {
 _SELF_RESCALING = {"efficientnet-b0", "efficientnet-b1", "convnext-tiny"}
 
 
-def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm: bool = False):
+def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm: bool = False) -> Any:
     """The classifier `name` (see MODELS), built under the current dtype policy and strategy."""
     from trainer._keras import keras
 
@@ -50,11 +52,11 @@ def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm
     return keras.Model(inputs, probs, name=name.replace("-", "_"))
 
 
-def _rescale(layers, x):
+def _rescale(layers: Any, x: Any) -> Any:
     return layers.Rescaling(1.0 / 127.5, offset=-1.0, name="rescale")(x)
 
 
-def _tiny_cnn(layers, x, sync_batch_norm: bool = False):
+def _tiny_cnn(layers: Any, x: Any, sync_batch_norm: bool = False) -> Any:
     """Three conv/BN/ReLU blocks and global pooling: fast on a CPU, still learns small images.
 
     With `sync_batch_norm`, batch statistics are all-reduced across replicas, which makes a

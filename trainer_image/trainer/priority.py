@@ -18,6 +18,8 @@ not named `tf_*`, the lower priority. Elsewhere than Linux (no /proc/self/task) 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from trainer._keras import keras
 
@@ -42,7 +44,7 @@ def thread_name(tid: int) -> str:
         return ""
 
 
-def lower_priority(tids, increment: int) -> int:
+def lower_priority(tids: Iterable[int], increment: int) -> int:
     """Raise the nice value of each thread in `tids` by `increment` (capped at 19) from this
     process's own; threads that have ended are skipped. Returns how many were changed."""
     if increment <= 0:
@@ -80,10 +82,10 @@ class DataThreadPriority(keras.callbacks.Callback):
         self._seen |= new
         self.niced += lower_priority([t for t in new if not thread_name(t).startswith("tf_")], self.increment)
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.scan()
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self._executions < SCANS:
             self.scan()
         self._executions += 1

@@ -138,7 +138,7 @@ class Model:
                 predictions.append(prediction)
         return predictions
 
-    def _call(self, images: list[bytes]):
+    def _call(self, images: list[bytes]) -> tuple[Any, Any]:
         out = self._signature(image_bytes=self._tf.constant(images, dtype=self._tf.string))
         return out["classes"].numpy(), out["probabilities"].numpy()
 

@@ -15,6 +15,7 @@ import gc
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -206,7 +207,7 @@ def _main(argv: list[str] | None) -> None:
 
 
 @contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Run the command line with the cyclic garbage collector off until a command outside QUICK
     is looked up (then it is back on); on at the end either way. A no-op when it was off already.
 

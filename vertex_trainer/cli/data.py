@@ -7,11 +7,14 @@ vertex_trainer.dataprep on this machine or on Dataflow.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, emit_json, settings, stderr_line
+
+if TYPE_CHECKING:
+    from vertex_trainer.settings import Settings
 
 app = typer.Typer(help="Make TFRecord datasets in the layout the trainer reads.", no_args_is_help=True)
 
@@ -81,7 +84,7 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
-def _write_hint(out_dir: str, cfg) -> str:
+def _write_hint(out_dir: str, cfg: Settings) -> str:
     if out_dir.startswith("gs://") and not cfg.storage_emulator:
         return (
             "gs:// needs Cloud Storage: network access and credentials (gcloud auth "

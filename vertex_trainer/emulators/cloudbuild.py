@@ -79,7 +79,7 @@ class FakeCloudBuild(LoopbackServer):
     # -- the simulated build -----------------------------------------------------------------
     def _create(self, project: str, location: str, body: dict[str, Any]) -> dict[str, Any]:
         build_id = str(uuid.uuid4())
-        build = json.loads(json.dumps(body))
+        build: dict[str, Any] = json.loads(json.dumps(body))
         build.update(
             {
                 "id": build_id,
@@ -170,10 +170,10 @@ class FakeCloudBuild(LoopbackServer):
         class Handler(JsonHandler):
             content_type = "application/json"
 
-            def _error(self, code: int, status: str, message: str):
+            def _error(self, code: int, status: str, message: str) -> None:
                 self.send_json(code, {"error": {"code": code, "status": status, "message": message}})
 
-            def _body(self):
+            def _body(self) -> Any:  # the JSON, the text that is not JSON, or None
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n else b""
                 try:
@@ -191,7 +191,7 @@ class FakeCloudBuild(LoopbackServer):
                     return None
                 return path
 
-            def do_POST(self):
+            def do_POST(self) -> None:
                 body = self._body()
                 path = self._received(body)
                 if path is None:
@@ -221,7 +221,7 @@ class FakeCloudBuild(LoopbackServer):
                     return self.send_json(200, fake.builds[m["id"]])
                 self._error(404, "NOT_FOUND", f"no such resource: {path}")
 
-            def do_GET(self):
+            def do_GET(self) -> None:
                 path = self._received(None)
                 if path is None:
                     return

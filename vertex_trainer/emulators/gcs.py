@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import http.client
+import io
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +145,7 @@ class _BadRequest(Exception):
     pass
 
 
-def _read_headers(rfile) -> tuple[str, list[tuple[str, str]]] | None:
+def _read_headers(rfile: io.BufferedIOBase) -> tuple[str, list[tuple[str, str]]] | None:
     """Read a request line and headers; None at a clean end of stream."""
     line = rfile.readline(65537)
     while line in (b"\r\n", b"\n"):  # tolerate stray CRLF between keep-alive requests
@@ -170,7 +172,7 @@ def _header(headers: list[tuple[str, str]], name: str) -> str | None:
     return None
 
 
-def _read_body(rfile, headers: list[tuple[str, str]]) -> bytes:
+def _read_body(rfile: io.BufferedIOBase, headers: list[tuple[str, str]]) -> bytes:
     """The request body with any chunked framing removed (chunked wins over Content-Length,
     RFC 9112 section 6.3, which is exactly what the emulator gets wrong)."""
     te = (_header(headers, "Transfer-Encoding") or "").lower()
@@ -239,7 +241,15 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
             b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
         )
 
-    def _serve(self, rfile, wfile, *, scheme: str, default_host: str | None, first) -> None:
+    def _serve(
+        self,
+        rfile: io.BufferedIOBase,
+        wfile: io.BufferedIOBase,
+        *,
+        scheme: str,
+        default_host: str | None,
+        first: tuple[str, list[tuple[str, str]]] | None,
+    ) -> None:
         while True:
             req = first if first is not None else _read_headers(rfile)
             first = None
@@ -331,7 +341,9 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     block_on_close = False
 
-    def __init__(self, address, ssl_context: ssl.SSLContext, upstream: tuple[str, int]):
+    def __init__(
+        self, address: tuple[str, int], ssl_context: ssl.SSLContext, upstream: tuple[str, int]
+    ) -> None:
         self.ssl_context = ssl_context
         self.upstream = upstream
         # The emulator handles one request at a time; serialising here as well keeps a slow
@@ -341,7 +353,9 @@ class _ProxyServer(socketserver.ThreadingTCPServer):
         self.history: deque[Any] = deque(maxlen=2000)
         super().__init__(address, _ProxyHandler)
 
-    def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, *, scheme: str):
+    def forward(
+        self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, *, scheme: str
+    ) -> tuple[int, str, list[tuple[str, str]], bytes]:
         out_headers = {}
         for k, v in headers:
             if k.lower() in _HOP_BY_HOP:
@@ -433,7 +447,7 @@ class GcsEmulator:
     def __enter__(self) -> GcsEmulator:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- what clients need -----------------------------------------------------------------
@@ -490,10 +504,11 @@ class GcsEmulator:
             f"{urllib.parse.quote(name, safe='')}?alt=media"
         )
         with _no_proxy_opener().open(url, timeout=30) as resp:
-            return resp.read()
+            data: bytes = resp.read()
+            return data
 
 
-def _no_proxy_opener():
+def _no_proxy_opener() -> urllib.request.OpenerDirector:
     # The emulator is on loopback; never send these through a proxy from the environment.
     return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -544,13 +559,13 @@ def serve_forever(
     port: int = 9023,
     proxy_port: int = 9024,
     buckets: tuple[str, ...] = (),
-    print_fn=print,
+    print_fn: Callable[[str], None] = print,
 ) -> None:
     """Run the emulator and proxy in the foreground until interrupted (`dev gcs-emulator`)."""
     import signal
     import time
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # clean stop (the CA's temporary directory is removed)
 
     signal.signal(signal.SIGTERM, on_term)

@@ -62,7 +62,7 @@ class FakeRegistry(LoopbackServer):
         registry = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
                 pass
 
             def _record(self) -> None:
@@ -70,7 +70,7 @@ class FakeRegistry(LoopbackServer):
 
             def _send(
                 self, code: int, body: dict[str, Any] | None = None, headers: dict[str, Any] | None = None
-            ):
+            ) -> None:
                 data = json.dumps(body).encode() if body is not None else b""
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -96,7 +96,7 @@ class FakeRegistry(LoopbackServer):
                 )
                 return True
 
-            def do_GET(self):
+            def do_GET(self) -> None:
                 self._record()
                 if self._fault():
                     return
@@ -117,7 +117,7 @@ class FakeRegistry(LoopbackServer):
                 if not self._fault():
                     self._manifest()
 
-            def _manifest(self):
+            def _manifest(self) -> None:
                 if self.path in ("/v2/", "/v2"):
                     return self._send(200, {})
                 if not self._authorized():

@@ -35,8 +35,10 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import ThreadingHTTPServer
@@ -197,7 +199,7 @@ class FakeVertex(CapacityScripts):
     def __enter__(self) -> FakeVertex:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- test controls ---------------------------------------------------------------------
@@ -283,7 +285,8 @@ class FakeVertex(CapacityScripts):
         if not isinstance(body, dict):
             raise _HttpError(400, "Invalid JSON payload received. Expected an object.")
         if not self.validate:
-            return json.loads(json.dumps(body))
+            copied: dict[str, Any] = json.loads(json.dumps(body))
+            return copied
         from google.cloud.aiplatform_v1 import CustomJob
         from google.protobuf import json_format
 
@@ -292,7 +295,7 @@ class FakeVertex(CapacityScripts):
             json_format.ParseDict(body, message)
         except json_format.ParseError as exc:
             raise _HttpError(400, f"Invalid JSON payload received. {exc}") from None
-        parsed = json_format.MessageToDict(message)
+        parsed: dict[str, Any] = json_format.MessageToDict(message)
         if not parsed.get("displayName"):
             raise _HttpError(
                 400,
@@ -466,7 +469,8 @@ class FakeVertex(CapacityScripts):
 
         def one(job: dict[str, Any]) -> dict[str, Any]:
             message = json_format.ParseDict(job, CustomJob.pb(CustomJob()))
-            return json_format.MessageToDict(message, use_integers_for_enums=True)
+            numbered: dict[str, Any] = json_format.MessageToDict(message, use_integers_for_enums=True)
+            return numbered
 
         if "customJobs" in result:
             return {**result, "customJobs": [one(j) for j in result["customJobs"]]}
@@ -493,13 +497,13 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     fake: FakeVertex
 
-    def get_request(self):
+    def get_request(self) -> tuple[socket.socket, Any]:
         request = super().get_request()
         with self.fake._lock:
             self.fake.connections += 1
         return request
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that gave up before its answer (a read timeout, then a retry) is the client's
         # business, as on the real service: no traceback on the sandbox's stderr.
         import sys
@@ -543,7 +547,13 @@ class _Handler(JsonHandler):
 _BAD_JSON = object()
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765, *, script: list[str] | None = None, echo=None) -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    script: list[str] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> None:
     """Run the fake until interrupted (for `vertex-trainer dev fake-vertex`)."""
     fake = FakeVertex(host, port, script=script or DEFAULT_SCRIPT)
     fake.start()

@@ -70,6 +70,7 @@ def run_local(
     job_id: str | None = None,
     on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
     summary: bool = True,
+    code: owncode.Code | None = None,
 ) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
@@ -88,7 +89,8 @@ def run_local(
     (default: a `local-...` id); `on_lines` receives every batch of (replica, line) as shown
     (the sandbox turns them into Cloud Logging entries). `summary=False` leaves the summary of
     a run that succeeded (model, output, metrics) to the caller (the CLI prints it on stdout); a
-    failure is still summarised on the console.
+    failure is still summarised on the console. `code` (local/owncode.py) runs a script job's code
+    instead of the image's entrypoint; a script job's `spec` gives it by default.
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None) or settings.project
@@ -98,8 +100,12 @@ def run_local(
 
     cluster.pools_of(job)  # the job's shape, before touching the file system
     cluster.check_fuse(job, spec)  # /gcs/ paths: Vertex AI's mount, not this machine's
-    # Your own code (image.code): its directory, entry point and requirements, before anything starts.
-    code_dir = str(owncode.preflight(spec)) if getattr(spec, "is_script_job", False) else None
+    # Your own code (image.code, or what the sandbox found in the built artifact): its
+    # directory, entry point and requirements, before anything starts.
+    if code is None and getattr(spec, "is_script_job", False):
+        code = owncode.code_of(spec)
+    if code is not None:
+        owncode.check_requirements(code)
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     base = resolve_output(job, name)
@@ -108,12 +114,12 @@ def run_local(
     replicas = cluster.build_replicas(
         job, base, job_id=job_id, base_env=environ, project=project, region=region
     )
-    if code_dir is not None:
-        replicas = owncode.script_replicas(spec, replicas)
+    if code is not None:
+        replicas = owncode.code_replicas(code, replicas)
     else:
         cluster.check_importable(replicas)
 
-    supervisor = Supervisor(replicas, cwd=code_dir)
+    supervisor = Supervisor(replicas, cwd=str(code.directory) if code is not None else None)
     display = Display(console, [r.name for r in replicas], live=wait)
     runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
     shown = runlog.tee(display, on_lines)

@@ -36,7 +36,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -238,12 +238,12 @@ class _Proxy(socketserver.ThreadingTCPServer):
 
     def __init__(
         self,
-        address,
+        address: tuple[str, int],
         *,
         tls: ssl.SSLContext,
         routes: dict[str, tuple[str, int]],
         upstream: tuple[str, int] | None,
-    ):
+    ) -> None:
         self.tls, self.routes, self.upstream = tls, routes, upstream
         super().__init__(address, _Tunnel)
 
@@ -367,9 +367,11 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
     def custom_job(answer: dict[str, Any]) -> bytes:
         pb = v1.CustomJob.pb(v1.CustomJob())
         json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
-        return pb.SerializeToString()
+        data: bytes = pb.SerializeToString()
+        return data
 
-    def call(context, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    # grpc and the generated messages are untyped here: requests and contexts are Any.
+    def call(context: Any, method: str, path: str, body: Any = None) -> dict[str, Any]:
         auth = dict(context.invocation_metadata()).get("authorization", "")
         status, answer = bridge.rest(method, path, body, auth)
         if status != 200:
@@ -377,20 +379,22 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
             context.abort(
                 getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")), message or f"HTTP {status}"
             )
-        return answer
+        out: dict[str, Any] = answer
+        return out
 
-    def create(request, context):
+    def create(request: Any, context: Any) -> bytes:
         body = json_format.MessageToDict(v1.CustomJob.pb(request.custom_job))
         return custom_job(call(context, "POST", f"/v1/{request.parent}/customJobs", body))
 
-    def get(request, context):
+    def get(request: Any, context: Any) -> bytes:
         return custom_job(call(context, "GET", f"/v1/{request.name}"))
 
-    def cancel(request, context):
+    def cancel(request: Any, context: Any) -> bytes:
         call(context, "POST", f"/v1/{request.name}:cancel", {})
-        return empty_pb2.Empty().SerializeToString()
+        empty: bytes = empty_pb2.Empty().SerializeToString()
+        return empty
 
-    def listing(request, context):
+    def listing(request: Any, context: Any) -> bytes:
         query = urllib.parse.urlencode(
             {
                 k: v
@@ -405,9 +409,10 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
         answer = call(context, "GET", f"/v1/{request.parent}/customJobs" + (f"?{query}" if query else ""))
         pb = v1.ListCustomJobsResponse.pb(v1.ListCustomJobsResponse())
         json_format.ParseDict(answer, pb, ignore_unknown_fields=True)
-        return pb.SerializeToString()
+        listed: bytes = pb.SerializeToString()
+        return listed
 
-    def handler(fn, request_type):
+    def handler(fn: Callable[[Any, Any], bytes], request_type: Any) -> Any:
         return grpc.unary_unary_rpc_method_handler(
             fn, request_deserializer=request_type.deserialize, response_serializer=lambda data: data
         )

@@ -22,10 +22,15 @@ the sandbox's registry has not seen is run the same way, with a warning in the j
 
 from __future__ import annotations
 
+import shutil
 import signal
+import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vertex_trainer.contract import SUCCEEDED
@@ -65,12 +70,14 @@ class JobRunner(Runner[_Run]):
         logging: Any,
         registry: Any = None,
         echo: Echo | None = None,
+        cloudbuild: Any = None,
     ):
         super().__init__(echo=echo)
         self.environ = dict(environ)
         self.storage_emulator = storage_emulator
         self.logging = logging
         self.registry = registry
+        self.cloudbuild = cloudbuild  # script jobs (issue 32): the contexts it built
         self.vertex: Any = None
 
     def _new(self, body: dict[str, Any]) -> _Run:
@@ -111,6 +118,7 @@ class JobRunner(Runner[_Run]):
             storage_emulator=self.storage_emulator,
             environ=self.environ,
         )
+        scratch = tempfile.mkdtemp(prefix="vertex-trainer-code-")
         try:
             result = run_local(
                 run.body,
@@ -121,9 +129,12 @@ class JobRunner(Runner[_Run]):
                 cancel=run.cancel,
                 job_id=run.job_id,
                 on_lines=lambda items: self._lines(run, items),
+                code=built_code(run.body, self.cloudbuild, self.storage_emulator, Path(scratch)),
             )
         except VertexTrainerError as exc:  # the job cannot start here (e.g. a module not installed)
             return FAILED, exc.message + (f" ({exc.hint})" if exc.hint else "")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if result.state == SUCCEEDED:
             return SUCCEEDED, None
         if result.state == CANCELLED:
@@ -161,6 +172,31 @@ class JobRunner(Runner[_Run]):
 
     def _report(self, name: str, state: str, error: str | None = None) -> bool:
         return bool(self.vertex.report(name, state, error)) if self.vertex is not None else False
+
+
+def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratch: Path) -> Any:
+    """Script jobs (issue 32): the code a job's image or package holds, as it was built (the
+    fake Cloud Build's context, the staged sdist), extracted under `scratch`; None for the
+    bundled trainer or an image the sandbox did not build (the installed code runs then)."""
+    from vertex_trainer.local import owncode
+
+    pools = [p for p in (job.get("jobSpec") or {}).get("workerPoolSpecs") or [] if p]
+    if not pools:
+        return None
+    package = pools[0].get("pythonPackageSpec") or {}
+    uris = [u for u in package.get("packageUris") or [] if "/vertex_trainer_code-" in u]
+    if uris and storage:
+        bucket, obj = uris[0][len("gs://") :].split("/", 1)
+        url = f"{storage.rstrip('/')}/storage/v1/b/{bucket}/o/{urllib.parse.quote(obj, safe='')}?alt=media"
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            return owncode.code_in_sdist(resp.read(), scratch, package.get("pythonModule") or "")
+    image = (pools[0].get("containerSpec") or {}).get("imageUri")
+    builds = getattr(cloudbuild, "builds", {})
+    for build_id, build in list(builds.items()):
+        source = cloudbuild.sources.get(build_id)
+        if image in (build.get("images") or []) and source is not None:
+            return owncode.code_in_image_context(source, scratch)
+    return None
 
 
 def replica_error(replica: str | None, code: int | None, tail: list[str]) -> str:

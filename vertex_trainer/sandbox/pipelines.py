@@ -196,7 +196,7 @@ class PipelineRunner(Runner[_Run]):
         spec: dict[str, Any],
         key: str,
         task: dict[str, Any],
-        run_inputs: dict,
+        run_inputs: dict[str, Any],
         ended: queue.Queue[Any],
     ) -> dict[str, Any]:
         """Start task `key` on a thread of its own, which puts (key, its outputs or its error) in
@@ -220,9 +220,9 @@ class PipelineRunner(Runner[_Run]):
         spec: dict[str, Any],
         key: str,
         task: dict[str, Any],
-        run_inputs: dict,
-        detail: dict,
-    ) -> dict:
+        run_inputs: dict[str, Any],
+        detail: dict[str, Any],
+    ) -> dict[str, Any]:
         for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
             if task.get(unsupported):
                 raise TaskError(f"task {key}: {unsupported} is not run by the sandbox")
@@ -263,7 +263,7 @@ class PipelineRunner(Runner[_Run]):
         entry: _Run,
         task: dict[str, Any],
         component: dict[str, Any],
-        run_inputs: dict,
+        run_inputs: dict[str, Any],
         context: Mapping[str, str],
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         declared = component.get("inputDefinitions") or {}
@@ -286,7 +286,9 @@ class PipelineRunner(Runner[_Run]):
             artifacts[name] = entry.outputs[ref["producerTask"]]["artifacts"][ref["outputArtifactKey"]]
         return {k: v for k, v in params.items() if v is not None}, artifacts
 
-    def _imported(self, importer: dict[str, Any], params: dict[str, Any], context: Mapping[str, str]) -> dict:
+    def _imported(
+        self, importer: dict[str, Any], params: dict[str, Any], context: Mapping[str, str]
+    ) -> dict[str, Any]:
         uri_spec = importer.get("artifactUri") or {}
         if "runtimeParameter" in uri_spec:
             uri = params.get(uri_spec["runtimeParameter"], "")
@@ -506,7 +508,7 @@ def _fill(value: Any, context: Mapping[str, str]) -> Any:
     return value
 
 
-def _outputs(executor_input: dict[str, Any], declared: dict[str, Any]) -> dict:
+def _outputs(executor_input: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
     """A finished task's outputs: its parameter files, then the executor output file."""
     outputs = executor_input["outputs"]
     params: dict[str, Any] = {}
@@ -537,7 +539,7 @@ def _gcp_resource(executor_input: dict[str, Any]) -> str | None:
             uri = json.load(f)["resources"][0]["resourceUri"]
     except (ValueError, KeyError, IndexError, OSError):
         return None
-    return uri.split("/v1/", 1)[-1]
+    return str(uri).split("/v1/", 1)[-1]
 
 
 def _api_artifact(artifact: dict[str, Any]) -> dict[str, Any]:

@@ -135,6 +135,7 @@ class Sandbox:
                 logging=self.logging,
                 registry=self.registry,
                 echo=self.echo,
+                cloudbuild=self.cloudbuild,  # script jobs (issue 32): run what it built
             )
             self.models = ModelServers(environ=base, echo=self.echo)
             # Jobs stay PENDING until the runner reports; no script advances them.
