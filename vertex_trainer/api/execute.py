@@ -210,7 +210,13 @@ def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int,
 
     spec = plan.spec
     preflight.check_buckets(spec, settings=settings, log=log)
-    skipped = capacity.before_submit(spec, settings=settings, log=log, quota=plan.options.quota_check)
+    skipped = capacity.before_submit(
+        spec,
+        settings=settings,
+        log=log,
+        quota=plan.options.quota_check,
+        pools=plan.body["jobSpec"]["workerPoolSpecs"],  # (the resource must fit the job as rendered)
+    )
     if plan.package is not None:
         built = package(spec, builder=plan.options.builder, log=log, settings=settings)
         if built.artifact != plan.artifact:  # the content hash moved between plan and build

@@ -242,19 +242,23 @@ def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
     return out
 
 
-def check_persistent_resource(spec, *, settings: Settings, log: Log, session=None) -> dict | None:
+def check_persistent_resource(
+    spec, *, settings: Settings, log: Log, session=None, pools: list[dict] | None = None
+) -> dict | None:
     """Read spec.persistent_resource and refuse (exit 2, nothing created) one that is not RUNNING
-    or has no pool that fits each worker pool of the job; returns the resource (None: no such
-    field)."""
+    or has no pool that fits each worker pool of the job (`pools`: the submit plan's, else
+    rendered here); returns the resource (None: no such field)."""
     if not spec.persistent_resource:
         return None
-    from vertex_trainer import render
-    from vertex_trainer.contract import Artifact
     from vertex_trainer.vertex.resources import ResourcesClient, fit_problems
 
     client = ResourcesClient(spec.project, spec.region, settings=settings, log=log, session=session)
     resource = client.get(client.name_of(spec.persistent_resource))
-    pools = render.worker_pools(spec, Artifact("(the machines only)"))
+    if pools is None:
+        from vertex_trainer import render
+        from vertex_trainer.contract import Artifact
+
+        pools = render.worker_pools(spec, Artifact("(the machines only)"))
     problem = fit_problems(resource, pools)
     if problem:
         raise UserError(
@@ -277,7 +281,9 @@ def warnings(spec) -> list[str]:
     return [w for w in found if w]
 
 
-def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True) -> dict[int, str]:
+def before_submit(
+    spec, *, settings: Settings, log: Log, quota: bool = True, pools: list[dict] | None = None
+) -> dict[int, str]:
     """What a cloud submit reads before it builds or sends (the plan made the pure checks:
     `warnings`, `check_regions`): the quota pre-flight (unless `quota=False`), then the
     persistent resource.
@@ -285,8 +291,9 @@ def before_submit(spec, *, settings: Settings, log: Log, quota: bool = True) -> 
     Args:
         spec: the JobSpec; settings: the endpoints and policies; log: warnings and notes.
         quota: read the quotas (False: --no-quota-check).
+        pools: the job's worker pools, as the plan rendered them (None: rendered here).
     Returns:
         attempt n -> why it is skipped (its quota is clearly too small)."""
     skipped = skipped_attempts(check_quota(spec, settings=settings, log=log)) if quota else {}
-    check_persistent_resource(spec, settings=settings, log=log)
+    check_persistent_resource(spec, settings=settings, log=log, pools=pools)
     return skipped
