@@ -194,13 +194,14 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
     wait = real.get("input_wait_fraction")
     bound = real.get("bound") or (None if wait is None else "input" if wait >= INPUT_BOUND else "compute")
     devices = int(real.get("replicas") or spec.total_devices)
+    trainer = spec.trainer  # plan() refuses a spec without one; the metrics name the model anyway
     out: dict[str, Any] = {
         "spec": spec.name,
         "hardware": "this machine" if bench.local else spec.hardware.describe(),
         "device": real.get("device"),
         "devices": devices,
-        "model": real.get("model", spec.trainer.model),
-        "image_size": real.get("image_size", spec.trainer.image_size),
+        "model": real.get("model", trainer.model if trainer else None),
+        "image_size": real.get("image_size", trainer.image_size if trainer else None),
         "global_batch_size": real.get("global_batch_size"),
         "precision": real.get("precision"),
         "steps": bench.steps,
