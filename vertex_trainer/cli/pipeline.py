@@ -21,9 +21,9 @@ from vertex_trainer.cli.common import (
     SpecPath,
     VarOpt,
     emit_json,
-    key_option,
+    idempotency_key_option,
     load,
-    resource_arg,
+    resource_argument,
     settings,
     stderr_line,
     where,
@@ -35,11 +35,14 @@ app = typer.Typer(
     "included), then register and deploy the model when the spec has deploy:.",
     no_args_is_help=True,
 )
-RunArg = resource_arg("a pipeline run", "pipelineJobs")
-KeyOpt = key_option(
-    "reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
-    "submit with KEY adopts the run instead of starting another. Default: random"
-)
+RunArg = Annotated[str, resource_argument("a pipeline run", "pipelineJobs")]
+KeyOpt = Annotated[
+    str | None,
+    idempotency_key_option(
+        "reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
+        "submit with KEY adopts the run instead of starting another. Default: random"
+    ),
+]
 
 
 @app.command("compile")
