@@ -12,15 +12,25 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import importlib.util
+import io
+import json
 import re
 import shlex
 import sys
+import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local.cluster import Replica
-from vertex_trainer.spec.images import check_entry, code_requirements, code_root, entry_argv
+from vertex_trainer.spec.images import (
+    check_entry,
+    code_requirements,
+    code_root,
+    entry_argv,
+    requirement_lines,
+)
 
 # Requirements the local TensorFlow satisfies whatever its distribution is called (tensorflow-cpu
 # here stands in for the image's tensorflow; tf-keras is the Keras 2 of that TensorFlow).
@@ -61,48 +71,131 @@ def missing_requirement(requirement: str) -> str | None:
     return None
 
 
-def preflight(spec: Any, python: str = sys.executable) -> Path:
-    """What must hold before a script job's replicas start here.
+@dataclass(frozen=True)
+class Code:
+    """What a script job's replicas run here: `python *entry ARGS` from `directory`."""
+
+    directory: Path
+    entry: tuple[str, ...]  # after `python`: (SCRIPT,) or ("-m", MODULE)
+    requirements: tuple[str, ...] = ()
+
+
+def code_of(spec: Any) -> Code:
+    """A script job's code, checked: image.code exists and holds the script or module.
 
     Args:
         spec: a script job's JobSpec (image.code with image.script or image.module).
-        python: the interpreter the replicas run (named in the pip command).
     Returns:
-        image.code, resolved: the replicas' working directory.
+        Its Code (the requirements: image.requirements, then image.code/requirements.txt).
     Raises:
-        SpecError: the directory or the entry point is missing, or a requirement is not met
-            here (exit 2, naming it and the pip command that installs it).
+        SpecError: the directory or the entry point is missing, a requirement is malformed (exit 2).
     """
     root = code_root(spec)
     check_entry(spec, root)
-    unmet = [(r, why) for r in code_requirements(spec, root) if (why := missing_requirement(r))]
-    if unmet:
-        names = ", ".join(f"{r} ({why})" for r, why in unmet)
-        command = " ".join(
-            [shlex.quote(python), "-m", "pip", "install", *(shlex.quote(r) for r in dict(unmet))]
-        )
-        raise SpecError(
-            "image.requirements",
-            f"{names}: a local run uses this interpreter ({python}), not the image, and your code "
-            "needs " + ("it" if len(unmet) == 1 else "them"),
-            has_value=False,
-            hint=f"install here: {command}",
-        )
-    return root
+    return Code(root, tuple(entry_argv(spec)), tuple(code_requirements(spec, root)))
 
 
-def script_replicas(spec: Any, replicas: list[Replica], python: str = sys.executable) -> list[Replica]:
-    """The replicas of a script job, each running your code instead of the image's entrypoint.
+def check_requirements(code: Code, python: str = sys.executable) -> None:
+    """Every requirement of `code` must be met in this interpreter: the replicas run here.
+
+    Raises:
+        SpecError: naming each unmet requirement and the pip command that installs it (exit 2).
+    """
+    unmet = [(r, why) for r in code.requirements if (why := missing_requirement(r))]
+    if not unmet:
+        return
+    names = ", ".join(f"{r} ({why})" for r, why in unmet)
+    command = " ".join([shlex.quote(python), "-m", "pip", "install", *(shlex.quote(r) for r in dict(unmet))])
+    raise SpecError(
+        "image.requirements",
+        f"{names}: a local run uses this interpreter ({python}), not the image, and your code "
+        "needs " + ("it" if len(unmet) == 1 else "them"),
+        has_value=False,
+        hint=f"install here: {command}",
+    )
+
+
+def preflight(spec: Any, python: str = sys.executable) -> Code:
+    """What must hold before a script job's replicas start here (code_of, check_requirements).
 
     Args:
-        spec: the script job.
-        replicas: cluster.build_replicas of its rendered CustomJob (argv `python -m MODULE`
+        spec: a script job's JobSpec.
+        python: the interpreter the replicas run (named in the pip command).
+    Returns:
+        The checked Code.
+    Raises:
+        SpecError: exit 2, naming what is missing.
+    """
+    code = code_of(spec)
+    check_requirements(code, python)
+    return code
+
+
+def code_replicas(code: Code, replicas: list[Replica], python: str = sys.executable) -> list[Replica]:
+    """The replicas of a script job, each running the code instead of the image's entrypoint.
+
+    Args:
+        code: what runs (Code).
+        replicas: cluster.build_replicas of the rendered CustomJob (argv `python -m MODULE`
             then the pool's args; the environment is Vertex AI's).
         python: the interpreter to run.
     Returns:
         The same replicas, argv `python SCRIPT ARGS` or `python -m MODULE ARGS`.
     """
-    entry = entry_argv(spec)
     # The image's command is `python -m trainer.task` locally (cluster.command_of): what follows
     # it is the pool's args, the job's (or a tuning trial's).
-    return [dataclasses.replace(r, argv=(python, *entry, *r.argv[3:])) for r in replicas]
+    return [dataclasses.replace(r, argv=(python, *code.entry, *r.argv[3:])) for r in replicas]
+
+
+# -- the code inside a built artifact (the sandbox runs what was built, not the local directory) --
+
+_ENTRYPOINT_RE = re.compile(r"^ENTRYPOINT (\[.*\])\s*$", re.M)
+
+
+def _extract(archive: bytes, dest: Path) -> None:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")  # no absolute paths, no links out of dest
+
+
+def code_in_image_context(archive: bytes, dest: Path) -> Code | None:
+    """The code of a script job's build context (packaging/owncode.py's layout: Dockerfile,
+    vertex-trainer/requirements.txt, code/), extracted under `dest`; None for any other context
+    (the bundled trainer's, a Dockerfile of your own).
+
+    Args:
+        archive: the context as uploaded (tar.gz).
+        dest: an empty directory to extract into.
+    Returns:
+        The Code its ENTRYPOINT runs, or None.
+    """
+    _extract(archive, dest)
+    dockerfile = dest / "Dockerfile"
+    if not (dest / "code").is_dir() or not dockerfile.is_file():
+        return None
+    m = _ENTRYPOINT_RE.search(dockerfile.read_text(encoding="utf-8"))
+    if not m or "Dockerfile.code.j2" not in dockerfile.read_text(encoding="utf-8"):
+        return None
+    argv = json.loads(m.group(1))
+    reqs = dest / "vertex-trainer" / "requirements.txt"
+    lines = requirement_lines(reqs.read_text(encoding="utf-8")) if reqs.is_file() else []
+    return Code(dest / "code", tuple(argv[1:]), tuple(lines))
+
+
+def code_in_sdist(archive: bytes, dest: Path, python_module: str) -> Code | None:
+    """The code of a script job's sdist (vertex_trainer_code-1.0.tar.gz), extracted under `dest`:
+    `python -m MODULE` from its top directory runs what the executor image would install.
+
+    Args:
+        archive: the staged sdist.
+        dest: an empty directory to extract into.
+        python_module: the job's pythonPackageSpec.pythonModule.
+    Returns:
+        The Code, or None when the archive is not a script job's sdist.
+    """
+    _extract(archive, dest)
+    roots = [p for p in dest.iterdir() if (p / "PKG-INFO").is_file()]
+    if len(roots) != 1 or not roots[0].name.startswith("vertex_trainer_code-"):
+        return None
+    info = (roots[0] / "PKG-INFO").read_text(encoding="utf-8")
+    reqs = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Requires-Dist:")]
+    return Code(roots[0], ("-m", python_module), tuple(reqs))

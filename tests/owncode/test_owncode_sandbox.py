@@ -1,0 +1,99 @@
+"""A script job in `vertex-trainer dev sandbox` (issue 32): the fake Cloud Build builds the generated
+image from the code (or the sdist is staged in the emulated bucket), and the CustomJob runs that
+code, as built, with its lines in Cloud Logging and its model in the emulated bucket."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.owncode.conftest import script_data
+from tests.process_support import processes_with_env
+from tests.sandbox.conftest import ROOT, SandboxProcess, cli, cli_base_env
+from vertex_trainer.gcp import storage
+from vertex_trainer.settings import Settings
+
+BUCKET = "own-code"
+REPOSITORY = "us-central1-docker.pkg.dev/sandbox/training/own-code"
+
+
+def _run(
+    args: list, env: dict[str, str], cwd: Path = ROOT, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [*cli(), *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, (
+        f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    )
+    return done
+
+
+@pytest.fixture
+def sandbox_env(tmp_path):
+    marker = "VT_TEST_OWNCODE_" + tmp_path.name.replace("-", "_").upper()
+    base = cli_base_env(marker, tmp_path)
+    box = SandboxProcess("--bucket", BUCKET, env=base)
+    try:
+        yield box.env(base)
+        code, _ = box.terminate()
+        assert code == 0
+    finally:
+        box.kill()
+    assert processes_with_env(marker) == []
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+@pytest.mark.timeout(360)
+def test_the_example_trains_in_the_sandbox_from_its_built_image(sandbox_env):
+    out = f"gs://{BUCKET}/runs/own-code"
+    submit = _run(
+        [
+            "submit",
+            "examples/own-code/own-code.yaml",
+            "--wait",
+            "--project=sandbox",
+            "--set",
+            f"output_dir={out}",
+            "--set",
+            f"image.repository={REPOSITORY}",
+        ],
+        sandbox_env,
+    )
+    assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout
+    assert "(built and pushed with cloud-build)" in submit.stderr
+    job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
+    logs = _run(["logs", job], sandbox_env).stdout
+    assert "[workerpool0-0] saved the model to gs://own-code/runs/own-code/model/" in logs
+    assert "[workerpool1-0] Epoch 2/2" in logs
+    blobs = {b.name for b in storage.client(Settings.from_environ(sandbox_env)).list_blobs(BUCKET)}
+    assert "runs/own-code/model/model.keras" in blobs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_python_package_job_runs_the_staged_sdist(sandbox_env, tmp_path, code_dir):
+    (code_dir / "task.py").write_text(
+        "import os, sys\nimport helper\nprint(helper.GREETING, sys.argv[1:], os.path.basename(os.getcwd()))\n"
+    )
+    (code_dir / "requirements.txt").unlink()
+    data = script_data(
+        code_dir,
+        project="sandbox",
+        image={"python_package": True, "repository": None},
+        output_dir=f"gs://{BUCKET}/runs/package",
+        args=["--epochs=3"],
+    )
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    submit = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path)
+    assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout + submit.stderr
+    job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
+    logs = _run(["logs", job], sandbox_env).stdout
+    # The wrapper of the sdist ran the script: its sibling module, its args, from the sdist's top.
+    assert "[workerpool0-0] hello from helper ['--epochs=3'] vertex_trainer_code-1.0" in logs
