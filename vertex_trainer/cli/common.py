@@ -124,26 +124,10 @@ def resource_argument(what: str, collection: str) -> Any:
     )
 
 
-def resource_arg(what: str, collection: str) -> Any:
-    """`Annotated[str, resource_argument(what, collection)]` (a runtime alias: mypy cannot read it
-    as a type; new commands write the Annotated themselves)."""
-    return Annotated[str, resource_argument(what, collection)]
-
-
-def flag(decls: str, help: str):
-    """A boolean option (`--name`, or `--name/--no-name`) with its help."""
-    return Annotated[bool, typer.Option(decls, help=help)]
-
-
 def idempotency_key_option(help: str) -> Any:
     """--idempotency-key KEY, with what reusing the key does for this command. Written
     `Annotated[str | None, idempotency_key_option(...)]`, an alias the type checker reads."""
     return typer.Option("--idempotency-key", metavar="KEY", help=help)
-
-
-def key_option(help: str) -> Any:
-    """`Annotated[str | None, idempotency_key_option(help)]` (a runtime alias, as resource_arg)."""
-    return Annotated[str | None, idempotency_key_option(help)]
 
 
 def stop_waiting(
