@@ -197,7 +197,7 @@ def _one_process(
 
 def _signal_handlers() -> dict[int, Any]:
     """The Python-level handler of every signal that has one (None: set outside Python)."""
-    found = {}
+    found: dict[int, Any] = {}
     for signum in signal.valid_signals():
         try:
             handler = signal.getsignal(signum)
@@ -209,22 +209,17 @@ def _signal_handlers() -> dict[int, Any]:
 
 
 def _fresh_warning_filters() -> None:
-    """The warning filters of a new interpreter (-W options aside): PYTHONWARNINGS, then the
-    defaults; warnings show on sys.stderr, each once per place, as they would in the console
+    """The warning filters of a new interpreter (-W options aside): the defaults, PYTHONWARNINGS
+    ahead of them; warnings show on sys.stderr, each once per place, as they would in the console
     script, and not in pytest's warning summary."""
     warnings.resetwarnings()
-    for action, category in (
-        ("ignore", ResourceWarning),
-        ("ignore", ImportWarning),
-        ("ignore", PendingDeprecationWarning),
-        ("ignore", DeprecationWarning),
-    ):
-        warnings.filterwarnings(action, category=category)
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
     warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
     for option in [o for o in os.environ.get("PYTHONWARNINGS", "").split(",") if o]:
         try:
             warnings._setoption(option)  # type: ignore[attr-defined]  # how -W/PYTHONWARNINGS are read
-        except warnings._OptionError:  # type: ignore[attr-defined]
+        except warnings._OptionError:
             pass
     warnings.showwarning = _show_on_stderr
 
