@@ -29,6 +29,7 @@ class _Lazy:
 
 tf = _Lazy("tensorflow")
 data = _Lazy("trainer.data")  # imports TensorFlow
+corrupt = _Lazy("trainer.corrupt")  # naming a corrupt record (imports TensorFlow)
 
 
 def features() -> dict:
@@ -102,9 +103,9 @@ def test_training_pipeline_repeats_shuffles_and_offsets_labels(synth_data):
     with pytest.raises(tf.errors.InvalidArgumentError) as err:
         for _ in data.build_dataset(files, off, 16):
             pass
-    assert data.is_bad_record(err.value)
+    assert corrupt.is_bad_record(err.value)
     # The hot path only says a record failed; the scan names the file, the record and why.
-    assert "label 0 - label_offset 1 is outside [0, 4)" in data.find_corrupt_record(files, off)
+    assert "label 0 - label_offset 1 is outside [0, 4)" in corrupt.find_corrupt_record(files, off)
 
 
 def test_sharding_by_file_and_by_record(synth_data):
@@ -144,10 +145,9 @@ def test_non_matching_record_error_names_the_file(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError) as err:
         for _ in data.build_dataset([good, bad], cfg, 1):
             pass
-    assert data.is_bad_record(err.value)
-    assert (
-        data.find_corrupt_record([good, bad], cfg) == f"{bad} record 1: image/encoded is neither JPEG nor PNG"
-    )
+    assert corrupt.is_bad_record(err.value)
+    found = corrupt.find_corrupt_record([good, bad], cfg)
+    assert found == f"{bad} record 1: image/encoded is neither JPEG nor PNG"
 
 
 def test_crc_corruption_is_located_by_the_scan(tmp_path):
@@ -161,7 +161,7 @@ def test_crc_corruption_is_located_by_the_scan(tmp_path):
     with pytest.raises(tf.errors.DataLossError):
         for _ in data.build_dataset([good, str(path)], cfg, 1):
             pass
-    found = data.find_corrupt_record([good, str(path)], cfg)
+    found = corrupt.find_corrupt_record([good, str(path)], cfg)
     assert found.startswith(f"{path} record 1: corrupted record")
 
 
@@ -199,8 +199,8 @@ def test_one_decoder_for_data_of_one_format_and_a_named_stranger(tmp_path):
     with pytest.raises(tf.errors.InvalidArgumentError) as err:
         for _ in data.build_dataset([mixed], cfg, 1):
             pass
-    assert data.is_bad_record(err.value)
-    found = data.find_corrupt_record([mixed], data.resolve_format([mixed], cfg))
+    assert corrupt.is_bad_record(err.value)
+    found = corrupt.find_corrupt_record([mixed], data.resolve_format([mixed], cfg))
     assert found.startswith(f"{mixed} record 2: image/encoded is PNG, but the data's first records are JPEG")
     assert "--image-format=any" in found
     anyfmt = data.PipelineConfig(image_size=8, num_classes=4, training=False, image_format="any")

@@ -12,8 +12,8 @@ import argparse
 import dataclasses
 import difflib
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
 from trainer.executions import choose_steps_per_execution
 from trainer.flags import FLAGS, OPTIMIZERS, Flag
@@ -78,7 +78,7 @@ class TrainConfig:
     checkpoint_interval_secs: float = 600.0  # trainer/checkpoint.py
     hypertune_metric: str = "accuracy"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -107,7 +107,7 @@ _int.__name__ = "int"  # argparse names the type in its message: "invalid int va
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
@@ -135,7 +135,7 @@ def _parser() -> _Parser:
     return p
 
 
-def parse_flags(argv: Sequence[str], environ=None) -> TrainConfig:
+def parse_flags(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> TrainConfig:
     """Parse `argv` (without the program name) into a validated TrainConfig."""
     env = os.environ if environ is None else environ
     parser = _parser()
@@ -179,7 +179,7 @@ def _range_problem(flag: Flag, value: Any) -> str | None:
         rule = f"in {low[1]}{low[0]:g}, {high[0]:g}{high[1]}"
     elif low:
         rule = f"{'>=' if low[1] == '[' else '>'} {low[0]:g}"
-    else:
+    elif high:
         rule = f"{'<=' if high[1] == ']' else '<'} {high[0]:g}"
     return f"{flag.option} must be {rule}, got {value}"
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import re
-import time
 
 import tensorflow as tf
 
@@ -348,7 +346,7 @@ _FEATURES = {
     "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
 }
 # What a failed label check says inside the pipeline. The record's file and position, and the
-# reason, are found afterwards by find_corrupt_record (task.data_errors): building reason strings
+# reason, are found afterwards by corrupt.find_corrupt_record (corrupt.data_errors): building reason strings
 # for every record cost more CPU than the rest of the checks together.
 BAD_RECORD = "corrupt or non-matching record"
 
@@ -555,59 +553,3 @@ def default_threads() -> int:
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     return max(4, cpus)
-
-
-# A record whose image bytes are missing or of another format fails in its decoder.
-_DECODER_FAILED = re.compile(r"\{\{node [^}]*(ExtractJpegShape|Decode(AndCrop)?Jpeg|DecodePng|DecodeImage)")
-
-
-def is_bad_record(error: Exception) -> bool:
-    """Whether `error` is a record failing in the pipeline: the label check, or a decoder given
-    bytes that are missing or not its format (find_corrupt_record names the record)."""
-    text = str(getattr(error, "message", error))
-    return BAD_RECORD in text or bool(_DECODER_FAILED.search(text))
-
-
-def find_corrupt_record(files: list[str], cfg: PipelineConfig, *, budget_secs: float = 120.0) -> str | None:
-    """Scan `files` in order for the first record that cannot be read, parsed or decoded.
-
-    Used after a data error whose message does not name a file (CRC errors, undecodable image
-    bytes). Returns "<file> record <n>: <reason>", or None if nothing was found within the
-    time budget.
-    """
-    check_cfg = dataclasses.replace(cfg, training=False, skip_corrupt=False)
-
-    @tf.function
-    def check(record):
-        encoded, _, ok, reason = parse_record(record, check_cfg)
-        # Returning a value computed from the decoded image keeps the decode from being pruned.
-        pixels = tf.cond(
-            ok,
-            lambda: tf.reduce_sum(tf.cast(_decode_and_augment(encoded, check_cfg), tf.int64)),
-            lambda: tf.constant(0, tf.int64),
-        )
-        return ok, reason, pixels
-
-    deadline = time.monotonic() + budget_secs
-    for path in files:
-        n = 0
-        try:
-            for record in tf.data.TFRecordDataset(path):
-                try:
-                    ok, reason, _ = check(record)
-                except tf.errors.OpError as e:
-                    return f"{path} record {n}: {_first_line(e)}"
-                if not bool(ok):
-                    return f"{path} record {n}: {reason.numpy().decode().rstrip('; ')}"
-                if time.monotonic() > deadline:
-                    return None
-                n += 1
-        except tf.errors.OpError as e:  # raised by the reader: CRC mismatch, truncation
-            return f"{path} record {n}: {_first_line(e)}"
-    return None
-
-
-def _first_line(error: tf.errors.OpError) -> str:
-    text = (error.message or type(error).__name__).strip().splitlines()[0]
-    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
-    return re.sub(r"\s*\[Op:[^\]]*\].*$", "", text)

@@ -24,11 +24,10 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from trainer.config import TrainConfig, UsageError, choose_steps_per_execution, parse_flags
-
-
-def log(message: str) -> None:
-    print(f"trainer: {message}", flush=True)
+from trainer.config import TrainConfig, UsageError, parse_flags
+from trainer.log import log
+from trainer.plan import Plan, plan_training
+from trainer.plan import count_steps as count_steps  # tests import it from here
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,8 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as e:
         traceback.print_exc()
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(
-            f"error: training failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+            f"error: training failed: {type(e).__name__}: {first}",
             file=sys.stderr,
             flush=True,
         )
@@ -169,85 +169,6 @@ def set_precision(cfg: TrainConfig, info):
     return policy, capability
 
 
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """Files, steps and learning rate, resolved once from the flags and the data."""
-
-    train_files: list
-    eval_files: list
-    train_cfg: Any
-    eval_cfg: Any
-    steps_per_epoch: int
-    eval_steps: int
-    steps_per_execution: int
-    total_steps: int
-    warmup_steps: int
-    peak_lr: float
-    jit_compile: bool
-
-    def schedule(self):
-        from trainer import schedules
-
-        return schedules.WarmupCosineDecay(self.peak_lr, self.warmup_steps, self.total_steps)
-
-
-def plan_training(cfg: TrainConfig, info) -> Plan:
-    from trainer import data, schedules
-
-    # Synthetic data reads no files (unless they are needed to count the steps) and evaluates nothing.
-    synthetic_only = cfg.synthetic_data and (cfg.steps_per_epoch or cfg.train_examples)
-    train_files = [] if synthetic_only else data.list_files(cfg.train_data)
-    eval_files = data.list_files(cfg.eval_data) if cfg.eval_data and not cfg.synthetic_data else []
-    train_cfg = data.PipelineConfig(
-        image_size=cfg.image_size,
-        num_classes=cfg.num_classes,
-        training=True,
-        label_offset=cfg.label_offset,
-        seed=cfg.seed,
-        skip_corrupt=cfg.skip_corrupt,
-        cache=cfg.cache,
-        augment=cfg.augment,
-        eval_crop_fraction=cfg.eval_crop_fraction,
-        shuffle_buffer=cfg.shuffle_buffer,
-        read_parallelism=cfg.read_parallelism,
-        deterministic=cfg.deterministic,
-        threads=cfg.data_threads or data.default_threads(),
-        image_format=cfg.image_format,
-        cache_decoded=cfg.cache_decoded,
-    )
-    eval_cfg = data.PipelineConfig(**{**train_cfg.__dict__, "training": False})
-    # One decoder for data of one format (a per-record JPEG/PNG branch costs a quarter more CPU).
-    train_cfg = data.resolve_format(train_files, train_cfg) if train_files else train_cfg
-    eval_cfg = data.resolve_format(eval_files, eval_cfg) if eval_files else eval_cfg
-    if cfg.image_format == "auto" and (train_files or eval_files):
-        log(
-            f"image format: {train_cfg.image_format if train_files else '-'} (train), "
-            f"{eval_cfg.image_format if eval_files else '-'} (eval), from the first records; "
-            "--image-format=any for data that mixes JPEG and PNG"
-        )
-    with data_errors(train_files + eval_files, train_cfg):
-        steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
-    spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
-    total_steps = steps_per_epoch * cfg.epochs
-    warmup_steps = int(round(cfg.warmup_epochs * steps_per_epoch))
-    if warmup_steps >= total_steps:
-        warmup_steps = total_steps // 2
-        log(f"warmup longer than training: warming up over {warmup_steps} steps instead")
-    return Plan(
-        train_files=train_files,
-        eval_files=eval_files,
-        train_cfg=train_cfg,
-        eval_cfg=eval_cfg,
-        steps_per_epoch=steps_per_epoch,
-        eval_steps=eval_steps,
-        steps_per_execution=spe,
-        total_steps=total_steps,
-        warmup_steps=warmup_steps,
-        peak_lr=schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size),
-        jit_compile={"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu"),
-    )
-
-
 def save_resolved_config(cfg: TrainConfig, info, plan: Plan, policy: str, capability) -> None:
     """Log the resolved run and keep it beside the model (chief): trainer_config.json."""
     import tensorflow as tf
@@ -332,6 +253,7 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
     from trainer import callbacks
     from trainer._keras import keras
     from trainer.checkpoint import PreemptionCheckpoint
+    from trainer.corrupt import data_errors
     from trainer.priority import DataThreadPriority
 
     checkpoint = PreemptionCheckpoint(
@@ -502,41 +424,6 @@ def build_and_compile(
     return model
 
 
-def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str]) -> tuple[int, int]:
-    """(train steps per epoch, eval steps) from the flags, else from counting the records."""
-    from trainer import data
-
-    steps_per_epoch = cfg.steps_per_epoch
-    if not steps_per_epoch:
-        examples = cfg.train_examples
-        if not examples:
-            log(
-                f"counting records in {len(train_files)} train files "
-                "(pass --steps-per-epoch or --train-examples to skip this)"
-            )
-            examples = data.count_records(train_files, skip_corrupt=cfg.skip_corrupt)
-        steps_per_epoch = examples // cfg.batch_size
-        if steps_per_epoch < 1:
-            raise data.DataError(f"{examples} train examples make no full batch of {cfg.batch_size}")
-    eval_steps = cfg.eval_steps
-    if eval_files and not eval_steps:
-        examples = cfg.eval_examples or data.count_records(eval_files, skip_corrupt=cfg.skip_corrupt)
-        eval_steps = examples // cfg.batch_size
-        if eval_steps < 1:
-            raise data.DataError(
-                f"{examples} eval examples make no full batch of {cfg.batch_size}; "
-                "use a smaller --batch-size or more eval data"
-            )
-        left_out = examples - eval_steps * cfg.batch_size
-        if left_out:  # whole global batches only (static shapes for XLA/TPU): say so, never silently
-            log(
-                f"evaluation uses {examples - left_out} of {examples} eval examples (whole global "
-                f"batches of {cfg.batch_size}); {left_out} are left out: a global batch that divides "
-                "the eval set evaluates them all"
-            )
-    return steps_per_epoch, eval_steps
-
-
 def make_loss(num_classes: int, label_smoothing: float):
     """Sparse categorical cross-entropy, with label smoothing when asked (tf-keras' sparse loss
     has none, so the labels are one-hot encoded for CategoricalCrossentropy)."""
@@ -552,39 +439,6 @@ def make_loss(num_classes: int, label_smoothing: float):
         return keras.losses.categorical_crossentropy(labels, y_pred, label_smoothing=label_smoothing)
 
     return smoothed_crossentropy
-
-
-class data_errors:
-    """Turn a data error raised inside fit/evaluate into a DataError naming the bad file."""
-
-    def __init__(self, files, pipeline_cfg):
-        self.files, self.cfg = files, pipeline_cfg
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        import tensorflow as tf
-
-        from trainer import data
-
-        if exc is None or not isinstance(exc, (tf.errors.InvalidArgumentError, tf.errors.DataLossError)):
-            return False
-        text = str(getattr(exc, "message", exc))
-        if not (
-            data.is_bad_record(exc)
-            or isinstance(exc, tf.errors.DataLossError)
-            or "Iterator" in text
-            or "Dataset" in text
-        ):
-            return False
-        # The hot path says only that a record failed; a scan names the file, the record and why.
-        log("a record could not be read, parsed or decoded; scanning the input files to name it")
-        found = data.find_corrupt_record(self.files, self.cfg)
-        found = f"corrupt record in {found}" if found else None
-        if found is None:
-            return False
-        raise data.DataError(f"{found} (pass --skip-corrupt to count and skip such records)") from None
 
 
 def export(model, cfg: TrainConfig, *, is_chief: bool, task: str) -> None:
