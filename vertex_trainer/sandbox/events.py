@@ -31,7 +31,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ class FunctionHost:
             return list(self.deliveries)
 
     # -- the function -----------------------------------------------------------------------
-    def _spawn(self, target, *args) -> None:
+    def _spawn(self, target: Callable[..., None], *args: Any) -> None:
         started = threading.Event()
         thread = threading.Thread(
             target=target, args=(*args, started), daemon=True, name=f"function-{target.__name__.strip('_')}"
@@ -180,7 +180,7 @@ class FunctionHost:
         thread.start()
         started.wait(30)
 
-    def _serve(self, argv: tuple[str, ...], env: dict, started: threading.Event) -> None:
+    def _serve(self, argv: tuple[str, ...], env: dict[str, str], started: threading.Event) -> None:
         # The process is started by the thread that watches it for as long as it runs (its
         # PR_SET_PDEATHSIG follows the thread that forked it), as the model servers are.
         from vertex_trainer.local import Replica, Supervisor
@@ -216,7 +216,7 @@ class FunctionHost:
                 for _ in range(self.redeliver):
                     self._deliver(event_id, obj)
 
-    def _deliver(self, event_id: str, obj: dict) -> None:
+    def _deliver(self, event_id: str, obj: dict[str, Any]) -> None:
         data = storage_object_data(obj)
         headers = {
             "ce-specversion": "1.0",
@@ -251,14 +251,14 @@ class FunctionHost:
             f"after {self.max_attempts} attempts"
         )
 
-    def _objects(self) -> list[dict]:
+    def _objects(self) -> list[dict[str, Any]]:
         """Every object of the bucket with its generation (the JSON API's objects.list), through
         the one pager (docs/architecture.md, "One HTTP layer")."""
         path = f"storage/v1/b/{urllib.parse.quote(self.bucket, safe='')}/o"
         return self._api.list("list the watched bucket", path, items="items", params=_LIST, max_pages=None)
 
 
-def storage_object_data(obj: dict) -> dict:
+def storage_object_data(obj: dict[str, Any]) -> dict[str, Any]:
     """StorageObjectData (the event's body) from a JSON API object: int64 fields as strings,
     `id` = bucket/name/generation, as Cloud Storage's events carry them."""
     data = {
@@ -299,7 +299,7 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
     try:
         with _opener().open(request, timeout=DELIVERY_TIMEOUT_S) as resp:
             resp.read()
-            return resp.status
+            return int(resp.status)
     except urllib.error.HTTPError as exc:
         return exc.code
     except OSError:

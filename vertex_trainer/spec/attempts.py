@@ -34,7 +34,7 @@ class PlannedAttempt:
     @property
     def hardware_name(self) -> str:
         """The preset name of the attempt's hardware, or its machine description."""
-        return self.hardware.preset or self.hardware.describe()
+        return str(self.hardware.preset or self.hardware.describe())
 
     @property
     def field(self) -> str:
