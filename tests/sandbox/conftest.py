@@ -221,6 +221,11 @@ class SandboxProcess:
 @pytest.fixture
 def base_env(marker, tmp_path) -> dict[str, str]:
     """The environment for CLI subprocesses: no tool or gcloud settings of the machine, the marker."""
+    return cli_base_env(marker, tmp_path)
+
+
+def cli_base_env(marker: str, tmp_path: Path) -> dict[str, str]:
+    """`base_env` for fixtures of a wider scope: `marker` set, gcloud's configuration in `tmp_path`."""
     env = {
         k: v
         for k, v in os.environ.items()

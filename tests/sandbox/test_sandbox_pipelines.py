@@ -185,12 +185,10 @@ def test_the_sandbox_searches_a_study_as_the_local_tuner_searches_its_spec(tmp_p
 
     text = (ROOT / "examples/sandbox/digits-tune.yaml").read_text()
     text = text.replace("algorithm: grid", f"algorithm: {algorithm}").replace("seed: 1", "seed: 0")
-    text = text.replace(
-        "    learning_rate: {values: [0.005, 0.05, 0.2]}",
-        "    learning_rate: {values: [0.005, 0.05, 0.2]}\n"
-        "    warmup_epochs: {min: 0, max: 2, type: integer}\n"
-        "    optimizer: {values: [sgd, lamb]}",
-    )
+    grid = "    learning_rate: {values: [0.05, 0.1, 0.2]}"
+    assert grid in text  # the example's own grid, with two more parameters below
+    more = "\n    warmup_epochs: {min: 0, max: 2, type: integer}\n    optimizer: {values: [sgd, lamb]}"
+    text = text.replace(grid, grid + more)
     text = text.replace("max_trials: 3", "max_trials: 5")
     (tmp_path / "tune.yaml").write_text(text)
     spec = api.load_spec(tmp_path / "tune.yaml", project=PROJECT)
