@@ -83,7 +83,7 @@ def bench_run(big_jpegs, tmp_path_factory) -> BenchRun:
           train_data: {big_jpegs}/train-*
           num_classes: 4
           image_size: 32
-          batch_size: 32
+          batch_size: 16           # the decode/compute ratio of any batch, at half the decoding of 32
           data_threads: 1          # one thread decodes: the run is starved of input
           intra_op_threads: 2
           inter_op_threads: 2
