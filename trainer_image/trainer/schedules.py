@@ -8,6 +8,7 @@ with peak = learning_rate * global_batch / base_batch (Goyal et al. 2017).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import tensorflow as tf
 
@@ -37,7 +38,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
 
-    def __call__(self, step):
+    def __call__(self, step: Any) -> Any:
         step = tf.cast(step, tf.float32)
         warmup = float(max(self.warmup_steps, 1))
         decay_steps = float(max(self.total_steps - self.warmup_steps, 1))
@@ -47,7 +48,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             return cosine
         return tf.where(step < self.warmup_steps, self.peak * step / warmup, cosine)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"peak": self.peak, "warmup_steps": self.warmup_steps, "total_steps": self.total_steps}
 
 
@@ -61,14 +62,14 @@ class LAMB(keras.optimizers.Optimizer):
 
     def __init__(
         self,
-        learning_rate=0.001,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        lamb_weight_decay=0.0,
-        name="LAMB",
-        **kwargs,
-    ):
+        learning_rate: Any = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-6,
+        lamb_weight_decay: float = 0.0,
+        name: str = "LAMB",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, **kwargs)
         self._learning_rate = self._build_learning_rate(learning_rate)
         self.beta_1 = beta_1
@@ -76,7 +77,7 @@ class LAMB(keras.optimizers.Optimizer):
         self.epsilon = epsilon
         self.lamb_weight_decay = lamb_weight_decay
 
-    def build(self, var_list):
+    def build(self, var_list: list[Any]) -> None:
         super().build(var_list)
         if getattr(self, "_built", False):
             return
@@ -84,7 +85,7 @@ class LAMB(keras.optimizers.Optimizer):
         self._m = [self.add_variable_from_reference(v, "m") for v in var_list]
         self._v = [self.add_variable_from_reference(v, "v") for v in var_list]
 
-    def update_step(self, gradient, variable):
+    def update_step(self, gradient: Any, variable: Any) -> None:
         lr = tf.cast(self.learning_rate, variable.dtype)
         step = tf.cast(self.iterations + 1, variable.dtype)
         b1, b2 = tf.cast(self.beta_1, variable.dtype), tf.cast(self.beta_2, variable.dtype)
@@ -103,8 +104,8 @@ class LAMB(keras.optimizers.Optimizer):
         trust = tf.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, tf.ones_like(w_norm))
         variable.assign_sub(lr * trust * update)
 
-    def get_config(self):
-        config = super().get_config()
+    def get_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = super().get_config()
         config.update(
             {
                 "learning_rate": self._serialize_hyperparameter(self._learning_rate),
@@ -117,7 +118,7 @@ class LAMB(keras.optimizers.Optimizer):
         return config
 
 
-def make_optimizer(name: str, schedule, *, momentum: float = 0.9, weight_decay: float = 0.0):
+def make_optimizer(name: str, schedule: Any, *, momentum: float = 0.9, weight_decay: float = 0.0) -> Any:
     """SGD with Nesterov momentum (default), LAMB or AdamW; no weight decay on BN/bias."""
     if name == "sgd":
         opt = keras.optimizers.SGD(

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -80,11 +81,11 @@ class InputWaitMeter(keras.callbacks.Callback):
 
     # -- in the graph ----------------------------------------------------------------------------
 
-    def wrap(self, dataset):
+    def wrap(self, dataset: Any) -> _TimedDataset:
         """The distributed dataset, with every get_next of its iterators timed."""
         return _TimedDataset(dataset, self)
 
-    def sync_on(self, model) -> None:
+    def sync_on(self, model: Any) -> None:
         """Make each timed get_next first wait for the device to finish the previous step (GPUs:
         the host would otherwise run ahead and count device time as waiting). Uses the model's
         smallest variable, which every step updates."""
@@ -92,7 +93,7 @@ class InputWaitMeter(keras.callbacks.Callback):
         if variables:
             self._device_variable = min(variables, key=lambda v: v.shape.num_elements() or 0)
 
-    def timed(self, get_next):
+    def timed(self, get_next: Callable[[], Any]) -> Any:
         """`get_next()` between two host timestamps; the difference goes to the wait counter."""
         deps: list[Any] = []
         if self._device_variable is not None:
@@ -114,16 +115,16 @@ class InputWaitMeter(keras.callbacks.Callback):
     def _read(self) -> tuple[float, int]:
         return float(self._waited.numpy()), int(self._batches.numpy())
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         self._last = self._read()
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._epoch_first = len(self.executions)
 
-    def on_train_batch_begin(self, batch, logs=None):
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self._began, self._cpu = time.perf_counter(), time.process_time()
 
-    def on_train_batch_end(self, batch, logs=None):
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         ended, cpu = time.perf_counter(), time.process_time()
         waited, batches = self._read()
         self.executions.append(
@@ -176,7 +177,10 @@ class InputWaitMeter(keras.callbacks.Callback):
 
 
 def rates(
-    executions: list[Execution], global_batch: int, fit_seconds: float, checkpoint_seconds_between=None
+    executions: list[Execution],
+    global_batch: int,
+    fit_seconds: float,
+    checkpoint_seconds_between: Callable[[float, float], float] | None = None,
 ) -> dict[str, Any]:
     """The throughput fields of metrics.json from the timed executions of one fit().
 
@@ -223,20 +227,20 @@ def rates(
 class _TimedDataset(tf.distribute.DistributedDataset):
     """A distributed dataset whose iterators time get_next (Keras accepts any DistributedDataset)."""
 
-    def __init__(self, dataset, meter: InputWaitMeter):
+    def __init__(self, dataset: Any, meter: InputWaitMeter) -> None:
         self._dataset, self._meter = dataset, meter
 
-    def __iter__(self):
+    def __iter__(self) -> _TimedIterator:
         return _TimedIterator(iter(self._dataset), self._meter)
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._dataset.element_spec
 
-    def reduce(self, initial_state, reduce_func):
+    def reduce(self, initial_state: Any, reduce_func: Any) -> Any:
         return self._dataset.reduce(initial_state, reduce_func)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._dataset, name)
 
 
@@ -244,20 +248,20 @@ class _TimedIterator:
     """Passed to Keras' training function as a Python object: its __next__ runs while the
     function is traced, so the timing ops are part of the compiled loop, once per step."""
 
-    def __init__(self, iterator, meter: InputWaitMeter):
+    def __init__(self, iterator: Any, meter: InputWaitMeter) -> None:
         self._iterator, self._meter = iterator, meter
 
-    def __iter__(self):
+    def __iter__(self) -> _TimedIterator:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         return self._meter.timed(lambda: next(self._iterator))
 
-    def get_next(self):
+    def get_next(self) -> Any:
         return self.__next__()
 
     @property
-    def element_spec(self):
+    def element_spec(self) -> Any:
         return self._iterator.element_spec
 
 

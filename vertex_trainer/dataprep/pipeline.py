@@ -29,7 +29,7 @@ import json
 import logging
 import posixpath
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
@@ -106,7 +106,7 @@ def split_of(plan: Plan, rel: str) -> str:
     return EVAL if hash64(plan.seed, "split", rel) < plan.eval_fraction * 2**64 else TRAIN
 
 
-def open_for_write(path: str):
+def open_for_write(path: str) -> Any:  # a Beam file handle
     """Every file the pipeline writes goes through here (one place to log, and for tests)."""
     log.info("writing %s", path)
     return FileSystems.create(
@@ -125,7 +125,7 @@ class ListFolder(beam.DoFn):
     def __init__(self, plan: Plan):
         self.plan = plan
 
-    def process(self, task) -> Iterator[Source]:
+    def process(self, task: Any) -> Iterator[Source]:
         tree, name, label, split = task
         folder = records.join(tree, name)
         for meta in FileSystems.match([folder + "/*"])[0].metadata_list:
@@ -162,14 +162,16 @@ def assign(src: Source, counts: dict[str, Any]) -> tuple[tuple[str, int, int], S
     return (src.split, (src.key * of) >> 64, of), src
 
 
-def slots(count: tuple[str, int]):
+def slots(count: tuple[str, int]) -> Iterator[Any]:  # Any: Beam reads the hints
     """One empty entry per shard, so every shard file exists even if no image landed in it."""
     split, of = count
     for i in range(of):
         yield (split, i, of), None
 
 
-def _ordered(pool: ThreadPoolExecutor, fn, items: list[Any], window: int):
+def _ordered(
+    pool: ThreadPoolExecutor, fn: Callable[[Any], Any], items: list[Any], window: int
+) -> Iterator[tuple[Any, Any]]:
     """fn(item) for each item, `window` at a time in the pool, yielded in order."""
     pending: collections.deque[Any] = collections.deque()
     for item in items:
@@ -206,9 +208,11 @@ class WriteShard(beam.DoFn):
                 # Explicit empty options: PipelineOptions() alone would parse this process's argv.
                 gcs = self._local.gcs = GcsIO(pipeline_options=PipelineOptions([]))
             with gcs.open(path, "rb") as f:
-                return f.read()
+                data: bytes = f.read()
+                return data
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            return f.read()
+            local: bytes = f.read()
+            return local
 
     def _load(self, src: Source) -> tuple[int, images.Checked | images.Rejection]:
         """(bytes read, result), in a pool thread (so no Beam counters here: they are per thread)."""
@@ -224,7 +228,7 @@ class WriteShard(beam.DoFn):
             data, max_side=self.plan.max_side, quality=self.plan.jpeg_quality
         )
 
-    def process(self, group):
+    def process(self, group: Any) -> Iterator[Any]:
         (split, index, of), entries = group
         sources = sorted((s for s in entries if s is not None), key=lambda s: (s.key, s.rel))
         name = records.shard_name(split, index, of)
@@ -283,7 +287,7 @@ class Finalize(beam.DoFn):
     def __init__(self, plan: Plan):
         self.plan = plan
 
-    def process(self, _, shards, rejected, totals):
+    def process(self, _: Any, shards: Any, rejected: Any, totals: Any) -> Iterator[Any]:
         plan = self.plan
         _write_text(records.join(plan.out_dir, LABELS_FILE), "".join(f"{c}\n" for c in plan.labels))
         rejected = sorted(rejected)
@@ -370,7 +374,7 @@ def make_manifest(
     }
 
 
-def build(pipeline: beam.Pipeline, plan: Plan):
+def build(pipeline: beam.Pipeline, plan: Plan) -> Any:
     """Add the conversion to `pipeline`; returns the PCollection holding the one manifest."""
     listed = (
         pipeline
