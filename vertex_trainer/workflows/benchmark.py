@@ -65,6 +65,8 @@ def reference_for(spec: JobSpec) -> Reference | None:
     """The published figure for the spec's accelerator, model and precision, if there is one."""
     accelerator = spec.hardware.accelerator
     t = spec.trainer
+    if t is None:  # script jobs (issue 32): no bundled model to look up
+        return None
     if accelerator is None or t.model != "resnet50" or (t.image_size or 224) != 224:
         return None
     precision = t.precision or "auto"
@@ -94,6 +96,12 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
     learning-rate warmup (it changes no step's cost), first with
     `trainer.synthetic_data: true`, then on the spec's data. Each writes to its own output
     directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
+    if spec.trainer is None:  # script jobs (issue 32): bench drives the bundled trainer's flags
+        raise UserError(
+            "bench needs the bundled trainer (a trainer: block): this spec runs your own code "
+            "or image, whose steps and input pipeline bench cannot set",
+            hint="measure your code's throughput yourself and pass it to `cost --throughput EX_PER_S`",
+        )
     if steps < MIN_EXECUTIONS:
         raise UserError(
             f"--steps {steps} is too few: the bench needs at least {MIN_EXECUTIONS} steps",
