@@ -40,7 +40,7 @@ class ServingConfig:
     labels: tuple[str, ...] | None = None  # class names by index, when the run has them
 
     @classmethod
-    def from_train_config(cls, cfg) -> ServingConfig:
+    def from_train_config(cls, cfg: Any) -> ServingConfig:  # a trainer.config.TrainConfig
         return cls(
             num_classes=cfg.num_classes,
             image_size=cfg.image_size,
@@ -70,7 +70,7 @@ class ServingConfig:
         }
 
 
-def save(model, target: str, serving: ServingConfig) -> None:
+def save(model: Any, target: str, serving: ServingConfig) -> None:
     """model.save(target) with the serving signatures, then serving_config.json beside it."""
     import tensorflow as tf
 
@@ -79,7 +79,7 @@ def save(model, target: str, serving: ServingConfig) -> None:
         f.write(json.dumps(serving.to_json(tf.__version__), indent=2) + "\n")
 
 
-def signatures(model, serving: ServingConfig) -> dict[str, Any]:
+def signatures(model: Any, serving: ServingConfig) -> dict[str, Any]:
     """The functions to export: {signature name: tf.function with an input_signature}."""
     import tensorflow as tf
 
@@ -95,14 +95,14 @@ def signatures(model, serving: ServingConfig) -> dict[str, Any]:
     )
     image_spec = tf.TensorSpec([size, size, 3], tf.uint8)
 
-    def decode(image_bytes):
+    def decode(image_bytes: Any) -> Any:
         return tf.map_fn(
             lambda encoded: data._decode_and_augment(encoded, eval_cfg),
             image_bytes,
             fn_output_signature=image_spec,
         )
 
-    def classify(images):
+    def classify(images: Any) -> dict[str, Any]:
         # The last layer is float32 under any mixed-precision policy; the cast is a no-op then.
         probabilities = tf.cast(model(images, training=False), tf.float32)
         return {
@@ -111,15 +111,15 @@ def signatures(model, serving: ServingConfig) -> dict[str, Any]:
         }
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
-    def serve_bytes(image_bytes):
+    def serve_bytes(image_bytes: Any) -> dict[str, Any]:
         return classify(decode(image_bytes))
 
     @tf.function(input_signature=[tf.TensorSpec([None, size, size, 3], tf.uint8, name=IMAGES_INPUT_NAME)])
-    def serve_images(image):
+    def serve_images(image: Any) -> dict[str, Any]:
         return classify(image)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
-    def preprocess(image_bytes):
+    def preprocess(image_bytes: Any) -> dict[str, Any]:
         return {"images": decode(image_bytes)}
 
     # The tf.functions themselves, not concrete functions: those cannot be saved when the model's
@@ -135,4 +135,5 @@ def read_serving_config(model_dir: str) -> dict[str, Any] | None:
     if not tf.io.gfile.exists(path):
         return None
     with tf.io.gfile.GFile(path) as f:
-        return json.loads(f.read())
+        config: dict[str, Any] = json.loads(f.read())
+        return config
