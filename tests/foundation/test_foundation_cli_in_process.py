@@ -23,13 +23,10 @@ SPEC = "job_specs/resnet50-a100x8.yaml"
 @pytest.mark.parametrize(
     "args",
     [
-        ["--help"],
-        ["submit", "--help"],
-        ["validate", SPEC],
+        ["--help"],  # click's help, as wide as COLUMNS
         ["render", SPEC, "--format", "yaml"],
-        ["validate", "nope.yaml"],
+        ["validate", "nope.yaml"],  # our one-line error, exit 2
         ["submitt"],  # typer's error panel (a rich console on stderr, COLUMNS from the environment)
-        ["validate", "--bogus"],
     ],
     ids=lambda args: " ".join(args),
 )
