@@ -98,29 +98,31 @@ def test_403_exits_3_with_the_permission(fake, run_cli, spec_file):
     assert len(fake.requests) == 1
 
 
-@pytest.mark.parametrize("command", ["status", "cancel"])
-def test_a_missing_job_is_exit_2(fake, run_cli_process, command):
+@pytest.mark.parametrize("command,runner", [("status", "run_cli_process"), ("cancel", "run_cli")])
+def test_a_missing_job_is_exit_2(fake, request, command, runner):
     """No such job is the caller's input, not a service failure (issue 15)."""
-    result = run_cli_process(command, "12345", "--project", "test-project", "--region", "us-central1")
+    result = request.getfixturevalue(runner)(
+        command, "12345", "--project", "test-project", "--region", "us-central1"
+    )
     assert result.returncode == 2, result.stderr
     assert "NOT_FOUND" in result.stderr and "vertex-trainer list" in result.stderr
 
 
 @pytest.mark.parametrize(
-    "final,code",
+    "final,code,runner",
     [
-        ("JOB_STATE_SUCCEEDED", 0),
-        ("JOB_STATE_FAILED", 1),
-        ("JOB_STATE_CANCELLED", 1),
-        ("JOB_STATE_EXPIRED", 1),
+        ("JOB_STATE_SUCCEEDED", 0, "run_cli_process"),  # 0 and 1 as a shell sees them
+        ("JOB_STATE_FAILED", 1, "run_cli_process"),
+        ("JOB_STATE_CANCELLED", 1, "run_cli"),
+        ("JOB_STATE_EXPIRED", 1, "run_cli"),
     ],
 )
-def test_wait_exit_codes(fake, run_cli_process, spec_file, final, code):
+def test_wait_exit_codes(fake, request, spec_file, final, code, runner):
     fake.set_script(
         ["JOB_STATE_PENDING", "JOB_STATE_RUNNING", final],
         error_message="The replica workerpool0-0 exited with a non-zero status of 137.",
     )
-    result = run_cli_process("submit", spec_file, "--wait", "-o", "json")
+    result = request.getfixturevalue(runner)("submit", spec_file, "--wait", "-o", "json")
     assert result.returncode == code, result.stderr
     out = one_json(result.stdout)
     assert out["state"] == final
