@@ -34,7 +34,8 @@ def test_digits_served_accuracy_matches_the_runs_eval_accuracy(digits_run, digit
     served = float(np.mean(classes == np.array(digits_run.labels)))
     evaluated = digits_run.metrics["eval_accuracy"]
     print(f"digits: served accuracy {served:.4f} on 297 held-out PNGs, eval_accuracy {evaluated:.4f}")
-    assert evaluated >= 0.9
+    # The trainer learns the digits (the one digits training of the trainer's tests is this one).
+    assert evaluated >= 0.9 and digits_run.metrics["eval_examples"] == 250  # whole batches of 50
     assert abs(served - evaluated) <= 0.03, (served, evaluated)
 
 

@@ -96,11 +96,3 @@ def synth_data(tmp_path_factory) -> Path:
         str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1, eval_examples=32
     )
     return out
-
-
-@pytest.fixture(scope="session")
-def digits_data(tmp_path_factory) -> Path:
-    """scikit-learn's bundled 8x8 digits as PNG TFRecords: train (first 1500) and validation."""
-    from tests.shared import write_digits
-
-    return write_digits(tmp_path_factory.mktemp("digits"), train_shards=3)
