@@ -14,6 +14,7 @@ import yaml
 from tests.cli_support import edge_env
 from tests.owncode.conftest import script_data
 from tests.shared import ROOT, cli_runner
+from vertex_trainer.local import gcsfuse
 
 # Writes what the replica was given, one file per task, where Vertex AI says the model goes.
 ENV_DUMP = """
@@ -132,6 +133,7 @@ def test_the_example_trains_with_two_replicas(tmp_path):
     assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
 
 
+@pytest.mark.skipif(gcsfuse.unavailable() is None, reason="this machine mounts /gcs for replicas")
 def test_gcs_fuse_paths_are_refused_before_the_run_naming_the_fields(tmp_path, code_dir):
     out = tmp_path / "out"
     data = script_data(
@@ -167,3 +169,25 @@ def test_the_bundled_trainers_fuse_paths_name_its_fields():
         ("trainer.train_data", "--train-data=/gcs/vt32-no-such-bucket/train-*"),
         ("trainer.extra_args", "--export=/gcs/vt32-no-such-bucket/x"),
     ]
+
+
+@pytest.mark.skipif(gcsfuse.unavailable() is not None, reason=f"no /gcs mount here: {gcsfuse.unavailable()}")
+def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
+    """/gcs/BUCKET/path is <output_dir>/vertex-trainer/gcs/BUCKET/path for every replica of the
+    run (each in a mount namespace of its own), and nothing else on the machine sees it."""
+    (code_dir / "task.py").write_text(
+        "import json, os, sys\n"
+        "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
+        "path = sys.argv[1] + f\"/{task['type']}.txt\"\n"
+        "os.makedirs(sys.argv[1], exist_ok=True)\n"
+        "open(path, 'w').write('written at ' + path)\n"
+    )
+    (code_dir / "requirements.txt").unlink()
+    out = tmp_path / "out"
+    data = script_data(code_dir, replicas=2, output_dir=str(out), args=["/gcs/vt32-bucket/exports"])
+    result = _local(tmp_path, data)
+    assert result.returncode == 0, result.stderr
+    standin = out / "vertex-trainer" / "gcs" / "vt32-bucket" / "exports"
+    assert (standin / "chief.txt").read_text() == "written at /gcs/vt32-bucket/exports/chief.txt"
+    assert (standin / "worker.txt").is_file()
+    assert not Path("/gcs/vt32-bucket").exists()  # the mount was the replicas' own

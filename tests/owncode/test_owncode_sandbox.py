@@ -69,7 +69,8 @@ def test_the_example_trains_in_the_sandbox_from_its_built_image(sandbox_env):
     assert "(built and pushed with cloud-build)" in submit.stderr
     job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
     logs = _run(["logs", job], sandbox_env).stdout
-    assert "[workerpool0-0] saved the model to gs://own-code/runs/own-code/model/" in logs
+    # The script wrote /gcs/own-code/... (Cloud Storage FUSE's path); the objects are the bucket's.
+    assert "[workerpool0-0] saved the model to /gcs/own-code/runs/own-code/model/" in logs
     assert "[workerpool1-0] Epoch 2/2" in logs
     blobs = {b.name for b in storage.client(Settings.from_environ(sandbox_env)).list_blobs(BUCKET)}
     assert "runs/own-code/model/model.keras" in blobs

@@ -324,17 +324,17 @@ def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:
     return found
 
 
-def check_fuse(job: dict[str, Any], spec: Any = None) -> None:
+def check_fuse(job: dict[str, Any], spec: Any = None, *, why: str | None = None) -> None:
     """UserError (exit 2), before anything starts, when the replicas would use /gcs/ paths that
-    this machine does not mount (fuse_paths)."""
+    this machine does not mount (fuse_paths); `why` says why it cannot (local/gcsfuse.py)."""
     found = fuse_paths(job, spec)
     if not found:
         return
     where = "; ".join(f"{field} {value!r}" for field, value in found)
     raise UserError(
         f"{where}: /gcs/BUCKET/ is Cloud Storage FUSE, which Vertex AI mounts on its machines; "
-        "this machine has no such mount, so a local run would read or write an unrelated local "
-        "directory",
+        f"this machine cannot give the replicas such a mount ({why or 'not available'}), so a "
+        "local run would read or write an unrelated local directory",
         hint="locally, use gs://BUCKET/... (the Cloud Storage emulator of `vertex-trainer dev "
         "gcs-emulator`, or your credentials) or a local path; or mount the bucket at /gcs/BUCKET "
         "with gcsfuse",

@@ -7,6 +7,7 @@ read back into the `LocalResult`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -14,11 +15,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
-from vertex_trainer.local import cluster, owncode
+from vertex_trainer.local import cluster, gcsfuse, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
@@ -99,13 +101,19 @@ def run_local(
     environ = dict(settings.environ)
 
     cluster.pools_of(job)  # the job's shape, before touching the file system
-    cluster.check_fuse(job, spec)  # /gcs/ paths: Vertex AI's mount, not this machine's
     # Your own code (image.code, or what the sandbox found in the built artifact): its
     # directory, entry point and requirements, before anything starts.
     if code is None and getattr(spec, "is_script_job", False):
         code = owncode.code_of(spec)
     if code is not None:
         owncode.check_requirements(code)
+    # /gcs/ as on Vertex AI (local/gcsfuse.py): for your own code, and for any job given /gcs/
+    # paths; where this machine cannot mount it, those paths are refused now.
+    mount = code is not None or bool(cluster.fuse_paths(job, spec))
+    if mount and gcsfuse.unavailable() is not None:
+        mount = False
+    if not mount:
+        cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     base = resolve_output(job, name)
@@ -118,6 +126,9 @@ def run_local(
         replicas = owncode.code_replicas(code, replicas)
     else:
         cluster.check_importable(replicas)
+    standin = _standin(base) if mount else None
+    if standin is not None:
+        replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
 
     supervisor = Supervisor(replicas, cwd=str(code.directory) if code is not None else None)
     display = Display(console, [r.name for r in replicas], live=wait)
@@ -154,6 +165,8 @@ def run_local(
             else:
                 shown.lines(last)
 
+    if standin is not None and base.startswith("gs://"):
+        _upload(standin, settings, display)
     result = LocalResult(
         name=name,
         state=state,
@@ -182,6 +195,36 @@ class _Shows(Protocol):
     def lines(self, items: list[tuple[str, str]]) -> None: ...
 
     def tick(self) -> None: ...
+
+
+def _standin(base: str) -> Path:
+    """The directory bind-mounted at /gcs: beside a local run's outputs, or a scratch directory
+    uploaded to the buckets when a run that writes to Cloud Storage ends."""
+    if base.startswith("gs://"):
+        return Path(tempfile.mkdtemp(prefix="vertex-trainer-gcs-"))
+    path = Path(base, RECORD_DIR, "gcs")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _upload(standin: Path, settings: Settings, display: Display) -> None:
+    """What the replicas wrote under /gcs/BUCKET/, to gs://BUCKET/ (as Cloud Storage FUSE would
+    have written it), then the scratch directory removed."""
+    import shutil
+
+    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
+
+    client = storage.client(settings)
+
+    def put(bucket: str, obj: str, path: Path) -> None:
+        client.bucket(bucket).blob(obj).upload_from_filename(str(path))
+
+    try:
+        count = gcsfuse.upload(standin, put)
+    finally:
+        shutil.rmtree(standin, ignore_errors=True)
+    if count:
+        display.note(f"/gcs: {count} file(s) the replicas wrote uploaded to their buckets")
 
 
 def _supervise(supervisor: Supervisor, display: _Shows, cancel: Any = None) -> Process | None:

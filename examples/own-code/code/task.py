@@ -3,7 +3,8 @@
 It relies on nothing from vertex-trainer: only what Vertex AI gives every replica
 (https://cloud.google.com/vertex-ai/docs/training/code-requirements):
 
-- AIP_MODEL_DIR, AIP_CHECKPOINT_DIR: where the model and the checkpoints go;
+- AIP_MODEL_DIR, AIP_CHECKPOINT_DIR: where the model and the checkpoints go (gs:// on Vertex AI,
+  written through its Cloud Storage FUSE mount as /gcs/...);
 - TF_CONFIG: the cluster (chief and workers), read by MultiWorkerMirroredStrategy;
 - its own arguments (the spec's `args:`).
 
@@ -50,8 +51,10 @@ def main() -> None:
     args = parse_args()
     tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    model_dir = os.environ["AIP_MODEL_DIR"]
-    checkpoint_dir = os.environ["AIP_CHECKPOINT_DIR"]
+    # As Google's samples do: Vertex AI mounts every bucket at /gcs/ (Cloud Storage FUSE), so the
+    # gs:// directories it gives are written as files there.
+    model_dir = os.environ["AIP_MODEL_DIR"].replace("gs://", "/gcs/")
+    checkpoint_dir = os.environ["AIP_CHECKPOINT_DIR"].replace("gs://", "/gcs/")
     if not is_chief(tf_config):
         # Every worker must save too (the save is a collective), each to a directory of its own.
         index = tf_config.get("task", {}).get("index", 0)
@@ -77,7 +80,7 @@ def main() -> None:
         callbacks=[backup],
         verbose=2,
     )
-    tf.io.gfile.makedirs(model_dir)  # a local directory here; gs:// on Vertex AI
+    os.makedirs(model_dir, exist_ok=True)
     model.save(os.path.join(model_dir, "model.keras"))
     print(f"saved the model to {model_dir}")
 
