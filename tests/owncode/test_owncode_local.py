@@ -191,3 +191,22 @@ def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     assert (standin / "chief.txt").read_text() == "written at /gcs/vt32-bucket/exports/chief.txt"
     assert (standin / "worker.txt").is_file()
     assert not Path("/gcs/vt32-bucket").exists()  # the mount was the replicas' own
+
+
+def test_the_bundled_trainers_gcs_data_is_refused_even_where_gcs_can_be_mounted(tmp_path):
+    """Its /gcs/ paths are data to read; the stand-in holds only what a run writes."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "x",
+                "hardware": "cpu",
+                "output_dir": str(tmp_path / "out"),
+                "trainer": {"train_data": "/gcs/vt32-no-such-bucket/train-*", "num_classes": 2},
+            }
+        )
+    )
+    result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("submit", path, "--local")
+    assert result.returncode == 2, result.stderr
+    assert "trainer.train_data '--train-data=/gcs/vt32-no-such-bucket/train-*'" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -1,7 +1,7 @@
 """/gcs/BUCKET/ for local replicas, as Cloud Storage FUSE gives it on Vertex AI (issue 32 item 4).
 
 On Vertex AI every bucket is mounted at /gcs/BUCKET/, and Google's samples write there (they turn
-AIP_MODEL_DIR's gs:// into /gcs/). Here, each replica runs in a mount namespace of its own
+AIP_MODEL_DIR's gs:// into /gcs/). Here, each replica of a script job runs in a mount namespace of its own
 (`unshare --mount`) in which a stand-in directory is bind-mounted at /gcs: the replicas of one
 run share it, and no other process on the machine sees it. The stand-in is a bucket kept as a
 directory tree, `<stand-in>/BUCKET/path`: for a run whose output directory is local it is

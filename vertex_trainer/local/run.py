@@ -107,11 +107,10 @@ def run_local(
         code = owncode.code_of(spec)
     if code is not None:
         owncode.check_requirements(code)
-    # /gcs/ as on Vertex AI (local/gcsfuse.py): for your own code, and for any job given /gcs/
-    # paths; where this machine cannot mount it, those paths are refused now.
-    mount = code is not None or bool(cluster.fuse_paths(job, spec))
-    if mount and gcsfuse.unavailable() is not None:
-        mount = False
+    # /gcs/ as on Vertex AI (local/gcsfuse.py) for your own code, where this machine can mount
+    # it. The bundled trainer's /gcs/ paths are data to read, which the stand-in (what the run
+    # wrote) cannot hold: those, and any /gcs/ path without the mount, are refused now.
+    mount = code is not None and gcsfuse.unavailable() is None
     if not mount:
         cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
     if cluster.references_gcs(job):
