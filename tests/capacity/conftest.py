@@ -61,7 +61,7 @@ def spec_file(tmp_path):
 
 @pytest.fixture
 def run_cli(cli_env):
-    """Run `vertex-trainer ARGS...` in a subprocess (tests/conftest.py's cli_env: the fake Vertex
+    """Run `vertex-trainer ARGS...` in this process (tests/conftest.py's cli_env: the fake Vertex
     AI); `quotas=` points it at a fake Cloud Quotas too."""
     run = cli_runner(cli_env)
 

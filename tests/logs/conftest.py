@@ -1,5 +1,6 @@
 """Fixtures for the logs tests: a fake Cloud Logging and a fake Vertex AI on loopback, the real
-client code against them (in process, and as the CLI in a subprocess)."""
+client code against them (through the API, and through the CLI: in this process, and as a
+subprocess where the test follows a running `submit --wait`)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,8 @@ def write_spec(tmp_path: Path, change=None, name: str = "spec.yaml") -> Path:
 
 @pytest.fixture
 def run_cli(cli_env):
-    """Run `vertex-trainer ARGS...` in a subprocess (trials take longer: 120 s by default)."""
+    """Run `vertex-trainer ARGS...` in this process (tests/shared.py `cli_runner`); a trial takes
+    longer, so the timeout a caller does not give is 120 s."""
     from tests.shared import cli_runner
 
     return cli_runner(cli_env, timeout=120)
