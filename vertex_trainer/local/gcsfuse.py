@@ -23,6 +23,7 @@ import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,8 +44,9 @@ def unavailable() -> str | None:
         os.makedirs(MOUNT_POINT, exist_ok=True)
     except OSError as exc:
         return f"cannot create the mount point {MOUNT_POINT}: {exc.strerror}"
-    probe = Path(f"/tmp/vertex-trainer-gcs-probe-{os.getpid()}")
-    probe.mkdir(exist_ok=True)
+    # A directory of its own: parallel trials' threads can probe at once (functools.cache does not
+    # lock), and one's rmdir must not pull another's mount source away.
+    probe = Path(tempfile.mkdtemp(prefix="vertex-trainer-gcs-probe-"))
     try:
         done = subprocess.run(
             wrap(["true"], str(probe)), capture_output=True, text=True, timeout=30, check=False
