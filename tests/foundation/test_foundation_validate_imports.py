@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Never needed by validate: nothing is sent, nothing is drawn with rich, no arrays, no images.
@@ -65,11 +67,27 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n in modules or any(m.startswith(n + ".") for m in modules)]
 
 
-def test_validate_of_a_plain_spec_loads_no_templating_http_rich_or_numerics():
-    code, modules = _validate(str(ROOT / "job_specs" / "resnet50-a100x8.yaml"))
+def test_validate_of_a_plain_spec_loads_no_templating_http_rich_or_numerics(tmp_path):
+    # A spec that runs an image built elsewhere (image.uri): nothing to render or hash.
+    spec = yaml.safe_load((ROOT / "job_specs" / "resnet50-a100x8.yaml").read_text())
+    spec["image"] = {"uri": "us-docker.pkg.dev/my-project/training/trainer:v1"}
+    path = tmp_path / "plain.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, modules = _validate(str(path))
     assert code in (0, None)
     assert _loaded(modules, UNNEEDED + TEMPLATING) == []
-    # It did load what it checks with: the spec models, the trainer's own flag parser, prices.
+    # It did load what it checks with: the spec models and the prices.
+    assert {"vertex_trainer.spec.model", "vertex_trainer.pricing"} <= modules
+
+
+def test_validate_of_a_spec_that_builds_renders_its_dockerfile_for_the_tag_and_nothing_else():
+    # validate shows the exact tag submit runs: the content hash of the build context, whose
+    # Dockerfile is rendered (jinja2); still no HTTP, rich or numerics.
+    code, modules = _validate(str(ROOT / "job_specs" / "resnet50-a100x8.yaml"))
+    assert code in (0, None)
+    assert _loaded(modules, UNNEEDED) == []
+    assert "jinja2" in modules
+    # The bundled trainer's args were checked by its own flag parser.
     assert {"vertex_trainer.spec.model", "trainer.config", "vertex_trainer.pricing"} <= modules
 
 

@@ -120,11 +120,13 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
     if wait and any("max_wait is ignored" in w for w in plan.warnings):
         wait += " (ignored: no flex-start in the plan)"
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
-    image = (
-        "(none: --local only)"
-        if job.image is None
-        else job.image.uri or job.image.repository or "python package"
-    )
+    if job.image is None:
+        image = "(none: --local only)"
+    elif plan.package:  # the exact tag (or package) submit runs, built or uploaded only when missing
+        made = "built" if plan.package["kind"] == "image" else "uploaded"
+        image = f"{plan.package['target']} ({made} by submit if missing)"
+    else:
+        image = job.image.uri or job.image.repository or "python package"
     machines = f"{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)"
     lines = [
         f"OK  {path}: {job.name}" + (" (for --local)" if plan.local else ""),
