@@ -45,8 +45,8 @@ from vertex_trainer.api.core import (
     settings_from_env,
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
-from vertex_trainer.api.data import convert_data
-from vertex_trainer.api.deploy import deploy
+from vertex_trainer.api.data import convert_data, synthesize_data
+from vertex_trainer.api.deploy import deploy, serve_model
 from vertex_trainer.api.events import (
     compile_pipeline,
     on_object_finalized,
@@ -117,10 +117,12 @@ __all__ = [
     "render_job",
     "render_text",
     "resource_request",
+    "serve_model",
     "settings_from_env",
     "spec_schema",
     "status",
     "submit",
+    "synthesize_data",
     "trigger_deploy",
     "trigger_render",
     "tuning_job",

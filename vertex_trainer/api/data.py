@@ -1,5 +1,6 @@
-"""Datasets in the Python API (docs/data.md): class-per-folder images -> the trainer's TFRecords,
-on Apache Beam here (DirectRunner) or on Dataflow. The CLI's `data convert` calls this.
+"""Datasets in the Python API (docs/data.md): random images for a first run (`synthesize_data`,
+the CLI's `data synth`), and class-per-folder images -> the trainer's TFRecords, on Apache Beam
+here (DirectRunner) or on Dataflow (`convert_data`, the CLI's `data convert`).
 
     from vertex_trainer.api.data import Conversion, Runner, convert_data
     result = convert_data(Conversion("images/", "data/flowers"), Runner("direct"))
@@ -19,7 +20,7 @@ from vertex_trainer.settings import Settings
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.dataprep.launch import Conversion, Result, Runner
 
-__all__ = ["Conversion", "Result", "Runner", "convert_data"]
+__all__ = ["Conversion", "Result", "Runner", "convert_data", "synthesize_data"]
 _RECORDS = ("Conversion", "Result", "Runner")
 
 
@@ -56,3 +57,95 @@ def convert_data(
     from vertex_trainer.dataprep import convert
 
     return convert(conversion, runner, settings=settings or settings_from_env(), log=log or _stderr)
+
+
+def synthesize_data(
+    out_dir: str,
+    *,
+    examples: int = 1024,
+    shards: int = 8,
+    image_size: int = 64,
+    num_classes: int = 10,
+    eval_examples: int = 0,
+    seed: int = 0,
+    settings: Settings | None = None,
+) -> list[str]:
+    """Write random JPEG images as sharded TFRecords in the layout the trainer reads (ImageNet's:
+    train-*-of-* and validation-*-of-*), locally or in Cloud Storage.
+
+    Args:
+        out_dir: a local directory (created if missing) or gs://bucket/prefix.
+        examples: training examples.
+        shards: train-*.tfrecord files (each holds at least one record).
+        image_size: the square images' side in pixels.
+        num_classes: how many labels the examples spread over.
+        eval_examples: validation examples (validation-*.tfrecord; 0: none).
+        seed: the random seed.
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        the paths written.
+
+    Raises:
+        UserError: out_dir is a file or cannot be written, or more shards than examples (exit 2).
+    """
+    import os
+
+    from trainer import datagen
+    from trainer.banner import quiet_startup
+    from vertex_trainer.api.core import settings_from_env
+    from vertex_trainer.errors import UserError
+
+    cfg = settings or settings_from_env()
+    remote = "://" in out_dir
+    if not remote and os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UserError(
+            f"OUT_DIR {out_dir!r} is a file, not a directory",
+            hint="pass a directory to "
+            "write the TFRecords into (it is created if missing), e.g. data/quickstart",
+        )
+    if shards > examples:
+        raise UserError(
+            f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
+            hint=f"use --shards {examples} or fewer",
+        )
+    try:
+        # TensorFlow's start-up banner stays off the screen; on a failure, so do its native log
+        # lines (the error below says it once), unless --debug
+        with quiet_startup(native_on_error=cfg.debug):
+            # One call: the eval split must come from the same class distribution as the train split.
+            paths: list[str] = datagen.synthesize(
+                out_dir,
+                examples=examples,
+                shards=shards,
+                image_size=image_size,
+                num_classes=num_classes,
+                seed=seed,
+                prefix="train",
+                eval_examples=eval_examples,
+            )
+    except OSError as e:  # a local path we cannot write
+        raise UserError(
+            f"cannot write to {out_dir}: {e.strerror or e}", hint="pass a directory you can write to"
+        ) from None
+    except Exception as e:
+        if type(e).__module__.startswith("tensorflow") and hasattr(e, "message"):
+            raise UserError(
+                f"cannot write to {out_dir}: {_first_line(e.message)}", hint=_write_hint(out_dir, cfg)
+            ) from None
+        raise
+    return paths
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def _write_hint(out_dir: str, cfg: Settings) -> str:
+    if out_dir.startswith("gs://") and not cfg.storage_emulator:
+        return (
+            "gs:// needs Cloud Storage: network access and credentials (gcloud auth "
+            "application-default login), or run inside `vertex-trainer dev sandbox --bucket "
+            "BUCKET` (the emulated bucket); a local directory needs neither"
+        )
+    return "check that the path exists and that you can write to it"

@@ -3,7 +3,8 @@ in the Model Registry and served on the spec's endpoint, at most once per job.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import Log, _stderr, plan_artifact, settings_from_env
 from vertex_trainer.settings import Settings
@@ -12,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.deploy import Deployment
 
-__all__ = ["deploy"]
+__all__ = ["deploy", "serve_model"]
 
 
 def deploy(
@@ -75,3 +76,65 @@ def deploy(
     return run_deploy(
         client, request, poll=settings.poll, timeout=timeout or deployment.deploy_block(spec).timeout, log=log
     )
+
+
+def serve_model(
+    model_dir: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    ready: Callable[[str, str, str], None] | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Serve an exported model on this machine, behind the prediction contract of the Vertex AI
+    endpoint (docs/serving.md), until interrupted. The routes and the default port are the ones
+    Vertex AI gives a serving container: AIP_HTTP_PORT, AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE.
+
+    Args:
+        model_dir: the export, ``<output_dir>/model`` of a run (a local path or gs://).
+        host: the address to listen on.
+        port: the port (None: $AIP_HTTP_PORT, else 8080; 0: any free port).
+        ready: called once the model answers, with its URL, the health and the predict routes.
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        None, once the server stops.
+
+    Raises:
+        UserError: no export in model_dir, a bad AIP_HTTP_PORT, a model that does not load, or a
+            port that cannot be listened on (exit 2).
+    """
+    from pathlib import Path
+
+    from trainer.serve import ServeError
+    from trainer.serve import serve as run_server
+    from vertex_trainer.errors import UserError
+
+    if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
+        raise UserError(
+            f"no exported model in {model_dir} (saved_model.pb is missing)",
+            hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model",
+        )
+    env = (settings or settings_from_env()).environ
+    try:
+        port = port if port is not None else int(env.get("AIP_HTTP_PORT") or 8080)
+    except ValueError:
+        raise UserError(f"AIP_HTTP_PORT={env.get('AIP_HTTP_PORT')!r} is not a port number") from None
+    health = env.get("AIP_HEALTH_ROUTE") or "/health"
+    predict = env.get("AIP_PREDICT_ROUTE") or "/predict"
+
+    def on_ready(server: Any) -> None:
+        if ready is not None:
+            ready(server.url, health, predict)
+
+    try:
+        run_server(
+            model_dir, host=host, port=port, health_route=health, predict_route=predict, ready=on_ready
+        )
+    except ServeError as e:
+        raise UserError(str(e)) from None
+    except OSError as e:
+        raise UserError(
+            f"cannot listen on {host}:{port}: {e.strerror or e}",
+            hint="pick another --port (0 = any free port)",
+        ) from None

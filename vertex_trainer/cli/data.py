@@ -7,14 +7,11 @@ vertex_trainer.dataprep on this machine or on Dataflow.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, emit_json, settings, stderr_line
-
-if TYPE_CHECKING:
-    from vertex_trainer.settings import Settings
 
 app = typer.Typer(help="Make TFRecord datasets in the layout the trainer reads.", no_args_is_help=True)
 
@@ -34,64 +31,19 @@ def data_synth(
     seed: Annotated[int, typer.Option("--seed", help="random seed")] = 0,
 ) -> None:
     """Write random JPEG images as sharded TFRecords (ImageNet layout)."""
-    import os
+    from vertex_trainer import api
 
-    from trainer import datagen
-    from trainer.banner import quiet_startup
-    from vertex_trainer.errors import UserError
-
-    remote = "://" in out_dir
-    if not remote and os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UserError(
-            f"OUT_DIR {out_dir!r} is a file, not a directory",
-            hint="pass a directory to "
-            "write the TFRecords into (it is created if missing), e.g. data/quickstart",
-        )
-    if shards > examples:
-        raise UserError(
-            f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
-            hint=f"use --shards {examples} or fewer",
-        )
-    try:
-        # TensorFlow's start-up banner stays off the screen; on a failure, so do its native log
-        # lines (the error below says it once), unless --debug
-        with quiet_startup(native_on_error=settings().debug):
-            # One call: the eval split must come from the same class distribution as the train split.
-            paths = datagen.synthesize(
-                out_dir,
-                examples=examples,
-                shards=shards,
-                image_size=image_size,
-                num_classes=num_classes,
-                seed=seed,
-                prefix="train",
-                eval_examples=eval_examples,
-            )
-    except OSError as e:  # a local path we cannot write
-        raise UserError(
-            f"cannot write to {out_dir}: {e.strerror or e}", hint="pass a directory you can write to"
-        ) from None
-    except Exception as e:
-        if type(e).__module__.startswith("tensorflow") and hasattr(e, "message"):
-            raise UserError(
-                f"cannot write to {out_dir}: {_first_line(e.message)}", hint=_write_hint(out_dir, settings())
-            ) from None
-        raise
+    paths = api.synthesize_data(
+        out_dir,
+        examples=examples,
+        shards=shards,
+        image_size=image_size,
+        num_classes=num_classes,
+        eval_examples=eval_examples,
+        seed=seed,
+        settings=settings(),
+    )
     print(f"wrote {len(paths)} files to {out_dir}")
-
-
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
-
-
-def _write_hint(out_dir: str, cfg: Settings) -> str:
-    if out_dir.startswith("gs://") and not cfg.storage_emulator:
-        return (
-            "gs:// needs Cloud Storage: network access and credentials (gcloud auth "
-            "application-default login), or run inside `vertex-trainer dev sandbox --bucket "
-            "BUCKET` (the emulated bucket); a local directory needs neither"
-        )
-    return "check that the path exists and that you can write to it"
 
 
 class RunnerName(str, Enum):

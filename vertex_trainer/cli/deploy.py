@@ -19,7 +19,6 @@ from vertex_trainer.cli.common import (
     settings,
     stderr_line,
 )
-from vertex_trainer.errors import UserError
 
 
 def deploy(
@@ -88,36 +87,12 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
 ) -> None:
     """Serve an exported model here, behind the same prediction contract as the Vertex endpoint."""
-    from pathlib import Path
+    from vertex_trainer import api
 
-    if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
-        raise UserError(
-            f"no exported model in {model_dir} (saved_model.pb is missing)",
-            hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model",
-        )
-    cfg = settings()
-    env = cfg.environ
-    try:
-        port = port if port is not None else int(env.get("AIP_HTTP_PORT") or 8080)
-    except ValueError:
-        raise UserError(f"AIP_HTTP_PORT={env.get('AIP_HTTP_PORT')!r} is not a port number") from None
-    health = env.get("AIP_HEALTH_ROUTE") or "/health"
-    predict = env.get("AIP_PREDICT_ROUTE") or "/predict"
-    from trainer.serve import ServeError
-    from trainer.serve import serve as run_server
+    def ready(url: str, health: str, predict: str) -> None:
+        stderr_line(f"serving {model_dir} on {url}  (POST {predict}, GET {health}; Ctrl-C stops)")
 
-    def ready(server) -> None:
-        stderr_line(f"serving {model_dir} on {server.url}  (POST {predict}, GET {health}; Ctrl-C stops)")
-
-    try:
-        run_server(model_dir, host=host, port=port, health_route=health, predict_route=predict, ready=ready)
-    except ServeError as e:
-        raise UserError(str(e)) from None
-    except OSError as e:
-        raise UserError(
-            f"cannot listen on {host}:{port}: {e.strerror or e}",
-            hint="pick another --port (0 = any free port)",
-        ) from None
+    api.serve_model(model_dir, host=host, port=port, ready=ready, settings=settings())
 
 
 def register(app: typer.Typer) -> None:
