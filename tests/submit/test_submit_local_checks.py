@@ -42,3 +42,18 @@ def test_a_local_only_spec_validates_and_missing_data_is_exit_2(tmp_path):
     # validate checks for a cloud submit unless --local: the same problems as submit --dry-run
     validated = run("validate", str(spec), cwd=tmp_path)
     assert validated.returncode == 2 and validated.stderr == cloud.stderr
+
+
+def test_an_image_built_elsewhere_without_a_trainer_block_is_exit_2_for_local(tmp_path):
+    # image.uri runs the image's own command on Vertex AI; this machine runs no container, so a
+    # local run would start the bundled trainer with the image's args: refused before it starts.
+    spec = tmp_path / "uri.yaml"
+    spec.write_text(
+        "name: uri-job\nproject: my-project\nregion: us-central1\nhardware: cpu\n"
+        "image: {uri: us-docker.pkg.dev/my-project/r/t:v1}\noutput_dir: out\nargs: ['--epochs=1']\n"
+    )
+    local = run("submit", str(spec), "--local", "--wait", cwd=tmp_path)
+    assert local.returncode == 2 and "Traceback" not in local.stderr
+    assert "trainer: is required for --local" in local.stderr and "image.code" in local.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
+    assert run("validate", str(spec), "--local", cwd=tmp_path).stderr == local.stderr

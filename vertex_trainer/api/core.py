@@ -99,6 +99,19 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
 
     if not local:
         cloud_problems(spec)
+    if local and spec.trainer is None and not spec.is_script_job:
+        from vertex_trainer.errors import SpecError
+
+        # Without trainer: an image built elsewhere runs its own command, and this machine runs
+        # no container: what would run here is not the job (docs/local.md).
+        raise SpecError(
+            "trainer",
+            "is required for --local when the job runs an image built elsewhere (image.uri): "
+            "a local run runs the bundled trainer, or your own code from image.code, not a container",
+            has_value=False,
+            hint="add a trainer: block to run the bundled trainer here, or give image.code with "
+            "image.script (docs/own-code.md)",
+        )
     if local or spec.runs_bundled_trainer:
         check_trainer_flags(spec)
     if local:
