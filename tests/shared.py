@@ -182,12 +182,11 @@ def write_digits(out: Path, *, train_shards: int = 3) -> Path:
     import numpy as np
     import tensorflow as tf
     from PIL import Image
-    from sklearn.datasets import load_digits
 
     from trainer import datagen
 
-    digits = load_digits()
-    images = np.clip(digits.images * 16, 0, 255).astype(np.uint8)
+    pixels, target = load_digits()
+    images = np.clip(pixels * 16, 0, 255).astype(np.uint8)
     order = np.random.default_rng(0).permutation(len(images))
     for split, idx, shards in (("train", order[:1500], train_shards), ("validation", order[1500:], 1)):
         for s in range(shards):
@@ -197,10 +196,19 @@ def write_digits(out: Path, *, train_shards: int = 3) -> Path:
                     Image.fromarray(images[i]).convert("RGB").save(buf, format="PNG")
                     w.write(
                         datagen.encode_example(
-                            buf.getvalue(), int(digits.target[i]), height=8, width=8, image_format="PNG"
+                            buf.getvalue(), int(target[i]), height=8, width=8, image_format="PNG"
                         )
                     )
     return out
+
+
+def load_digits() -> tuple[Any, Any]:
+    """The 1,797 8x8 digits (pixels 0-16, N x 8 x 8) and their labels, from the copy the sandbox
+    example ships (examples/sandbox/data/digits.csv.gz: 64 pixel columns, then the label)."""
+    import numpy as np
+
+    table = np.loadtxt(ROOT / "examples" / "sandbox" / "data" / "digits.csv.gz", delimiter=",")
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ the held-out digits as PNG bytes; prints a few answers and the endpoint's accura
 and all have ended, and prints each run's state and its tasks'. `ask-endpoint` sends the
 held-out digits to the endpoint of that display name.
 
-Needs scikit-learn and Pillow (both installed by `make`).
+Needs numpy and Pillow (both installed by `make`); the digits are data/digits.csv.gz.
 """
 
 from __future__ import annotations
@@ -38,18 +38,27 @@ def digits() -> tuple[list[bytes], list[int]]:
     """Every digit as a 3-channel PNG and its label, in a fixed shuffled order."""
     import numpy as np
     from PIL import Image
-    from sklearn.datasets import load_digits
 
-    data = load_digits()
-    pixels = np.clip(data.images * 16, 0, 255).astype(np.uint8)
+    pixels, target = load_digits()
+    pixels = np.clip(pixels * 16, 0, 255).astype(np.uint8)
     order = np.random.default_rng(0).permutation(len(pixels))
     images, labels = [], []
     for i in order:
         buf = io.BytesIO()
         Image.fromarray(np.stack([pixels[i]] * 3, axis=-1)).save(buf, format="PNG")
         images.append(buf.getvalue())
-        labels.append(int(data.target[i]))
+        labels.append(int(target[i]))
     return images, labels
+
+
+def load_digits():  # -> (images: float array N x 8 x 8 of 0-16, labels: int array N)
+    """The 1,797 digits of data/digits.csv.gz (64 pixel columns, then the label; data/README.md)."""
+    import numpy as np
+
+    table = np.loadtxt(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.csv.gz"), delimiter=","
+    )
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
 
 
 def upload(target: str) -> None:

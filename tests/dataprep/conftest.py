@@ -34,9 +34,11 @@ def make_tree(root: Path, *, crops: int = CROPS, seed: int = 0, bad: bool = True
     `bw_flower` (grayscale JPEG), plus a CMYK JPEG, a PNG named .jpg, and bad files."""
     import numpy as np
     from PIL import Image
-    from sklearn.datasets import load_sample_images
 
-    china, flower = load_sample_images().images
+    photos = Path(__file__).resolve().parents[1] / "data" / "photos"  # (their licence: README.md there)
+    china, flower = (
+        np.asarray(Image.open(photos / name).convert("RGB")) for name in ("china.jpg", "flower.jpg")
+    )
     rng = np.random.default_rng(seed)
     tree = Tree(root)
     plan = (
