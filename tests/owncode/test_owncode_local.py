@@ -133,8 +133,9 @@ def test_the_example_trains_with_two_replicas(tmp_path):
     assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
 
 
-@pytest.mark.skipif(gcsfuse.unavailable() is None, reason="this machine mounts /gcs for replicas")
 def test_gcs_fuse_paths_are_refused_before_the_run_naming_the_fields(tmp_path, code_dir):
+    # A machine that cannot give replicas a /gcs: here, one without util-linux's unshare on its
+    # PATH (the CLI in a process of its own, so that its look for unshare is its own).
     out = tmp_path / "out"
     data = script_data(
         code_dir,
@@ -142,7 +143,12 @@ def test_gcs_fuse_paths_are_refused_before_the_run_naming_the_fields(tmp_path, c
         args=["--epochs=2", "--data=/gcs/vt32-no-such-bucket/train"],
         env={"EXPORT": "/gcs/vt32-no-such-bucket/export"},
     )
-    result = _local(tmp_path, data)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    no_unshare = tmp_path / "bin"
+    no_unshare.mkdir()
+    run = cli_runner(edge_env(tmp_path, PATH=str(no_unshare)), cwd=tmp_path, process=True)
+    result = run("submit", path, "--local")
     assert result.returncode == 2, result.stderr
     assert "args[1] '--data=/gcs/vt32-no-such-bucket/train'" in result.stderr
     assert "env.EXPORT" in result.stderr and "Cloud Storage FUSE" in result.stderr
