@@ -12,12 +12,15 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 SpecPath = Annotated[Path, typer.Argument(help="the job spec (YAML)", show_default=False)]
 SetOpt = Annotated[
@@ -159,7 +162,7 @@ def stderr_line(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def err_console():
+def err_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -67,7 +67,7 @@ def deploy(
     show_deployment(result, output)
 
 
-def show_deployment(result, output: OutputFormat) -> None:
+def show_deployment(result: Any, output: OutputFormat) -> None:
     """A deployment (or a dry run's requests, a dict) as --output asks."""
     if output is OutputFormat.json:
         return emit_json(result if isinstance(result, dict) else result.to_dict())

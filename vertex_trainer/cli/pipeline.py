@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -166,7 +166,7 @@ def cancel(
     _show(found, output, wait=False)
 
 
-def _show(run, output: OutputFormat, wait: bool) -> None:
+def _show(run: Any, output: OutputFormat, wait: bool) -> None:
     from vertex_trainer.contract import short_state
 
     if output is OutputFormat.text:
@@ -194,7 +194,7 @@ def _show(run, output: OutputFormat, wait: bool) -> None:
         raise JobFailed(run.failure_message())
 
 
-def _show_dry_run(plan, output: OutputFormat) -> None:
+def _show_dry_run(plan: Any, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return emit_json(plan.to_dict())
     lookup, create = plan.requests

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -67,7 +67,18 @@ TriggerSaOpt = Annotated[
 ]
 
 
-def _options(set_, var, project, region, prefix, marker, location, function, runtime_sa, trigger_sa) -> dict:
+def _options(
+    set_: list[str] | None,
+    var: list[str] | None,
+    project: str | None,
+    region: str | None,
+    prefix: str | None,
+    marker: str | None,
+    location: str | None,
+    function: str | None,
+    runtime_sa: str | None,
+    trigger_sa: str | None,
+) -> dict[str, Any]:
     from vertex_trainer import api
 
     return {
