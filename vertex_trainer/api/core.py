@@ -84,9 +84,10 @@ def load_spec(
 def check(spec: JobSpec, *, local: bool = False) -> None:
     """The checks made before anything is built, sent or run (exit 2 on failure).
 
-    A cloud job must have a project and cloud paths; a local run always runs the bundled trainer,
-    so its args must pass the trainer's parser whatever the spec's image, and its local data
-    must exist.
+    A cloud job must have a project and cloud paths. A local run runs the bundled trainer, whose
+    args must pass the trainer's parser whatever the spec's image and whose local data must
+    exist, or a script job's own code, whose directory, entry and requirements must be there;
+    an image built elsewhere with no trainer: block cannot run here.
 
     Args:
         spec: the job spec, from :func:`load_spec`.
