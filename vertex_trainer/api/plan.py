@@ -349,15 +349,8 @@ def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | No
     est = cost.estimate(spec, pricing.load_snapshot())
     trials = spec.tune.max_trials if spec.tune is not None else 1
     worst = None if est.max_cost is None else est.max_cost * trials
-    budget = max_cost if max_cost is not None else spec.scheduling.max_cost
-    if budget is None:
-        return est, worst, None, None
-    field_ = "--max-cost" if max_cost is not None else "scheduling.max_cost"
-    if spec.tune is not None:
-        cost.check_search_budget(est, float(budget), field_, trials)
-    else:
-        cost.check_budget(est, float(budget), field_)
-    return est, worst, float(budget), field_
+    budget, field_ = cost.enforce_budget(spec, est, max_cost=max_cost)
+    return est, worst, budget, field_
 
 
 def _trials(spec: JobSpec) -> tuple[TrialPlan, ...]:

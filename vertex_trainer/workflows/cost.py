@@ -486,23 +486,27 @@ def load_bench(path: str) -> dict:
 
 
 def enforce_budget(
-    spec: JobSpec, book: pricing.PriceBook | None = None, *, max_cost: float | None = None
-) -> None:
+    spec: JobSpec, est: Estimate, *, max_cost: float | None = None
+) -> tuple[float | None, str | None]:
     """Refuse (exit 2, before anything is built or sent) a plan whose worst case exceeds the
-    budget: `max_cost` (submit --max-cost) or else the spec's scheduling.max_cost.
+    budget: `max_cost` (submit --max-cost) or else the spec's scheduling.max_cost. A tuning job's
+    worst case is its whole search's (check_search_budget).
 
     Args:
         spec: the job.
-        book: the prices (default: the shipped snapshot).
+        est: its estimate (estimate()).
         max_cost: a budget given on the command line (wins over the spec's).
+    Returns:
+        the budget the plan passed and where it was given ("--max-cost", "scheduling.max_cost"),
+        or (None, None) when no budget is set.
     Raises:
-        UserError naming both figures; nothing when no budget is set."""
+        UserError naming both figures."""
     budget = max_cost if max_cost is not None else spec.scheduling.max_cost
     if budget is None:
-        return
-    est = estimate(spec, book or pricing.load_snapshot())
+        return None, None
     field = "--max-cost" if max_cost is not None else "scheduling.max_cost"
     if spec.tune is not None:  # up to max_trials trials, each to its timeout
         check_search_budget(est, float(budget), field, spec.tune.max_trials)
     else:
         check_budget(est, float(budget), field)
+    return float(budget), field
