@@ -13,6 +13,7 @@ from vertex_trainer.present.cost import price_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.plan import QuotaLook, SubmitPlan
+    from vertex_trainer.spec import JobSpec
 
 __all__ = ["dry_run_text", "quota_lines", "search_line", "validate_text"]
 
@@ -154,12 +155,11 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
     return "\n".join(lines + list(quota or []))
 
 
-def _code(job: object) -> str:
+def _code(job: JobSpec) -> str:
     """A script job's code (issue 32): image.code, else the image it runs."""
-    image = getattr(job, "image", None)
-    if image is None:
+    if job.image is None:
         return ""
-    return image.code or image.uri or ""
+    return job.image.code or job.image.uri or ""
 
 
 def _fallback_words(plan: SubmitPlan) -> list[str]:
