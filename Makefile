@@ -12,16 +12,25 @@ TF_KERAS := tf-keras==2.21.0
 DEMO_DATA := data/quickstart
 DEMO_SPEC := job_specs/quickstart-local.yaml
 
-.PHONY: install demo check test test-fast clean docs
+.PHONY: install demo check test test-fast clean docs browser
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[trainer,dev,pipelines,trigger,data]'
+	$(BIN)/python -m pip install --quiet -e '.[trainer,dev,pipelines,trigger,data,report]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(TF_KERAS)'
 	@touch $(STAMP)
+
+# The report's browser test (tests/report) drives Debian's headless Chromium through its
+# chromedriver: installed here when missing, if this machine has apt-get and we are root; otherwise
+# that test fails saying how to install them (it is never skipped).
+browser:
+	@command -v chromedriver >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	  else echo "make: no chromedriver here: install Debian's chromium and chromium-driver (apt-get install chromium chromium-driver) for tests/report" >&2; fi; }
 
 demo: $(STAMP)
 	$(BIN)/vertex-trainer data synth $(DEMO_DATA) --examples 2048 --shards 4 --image-size 32 \
@@ -48,7 +57,7 @@ check: $(STAMP)
 #   make test PYTEST_ARGS=-n0
 PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
 COVERAGE ?= --cov --cov-report=
-test: check
+test: check browser
 	@$(BIN)/python -m pytest -q $(PYTEST_ARGS) $(COVERAGE); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; \
 	if [ -f .coverage ]; then echo "coverage: $$($(BIN)/coverage report --format=total)% of the lines of \
