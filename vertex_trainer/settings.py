@@ -13,6 +13,8 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_QUOTAS_ENDPOINT | quotas_endpoint (Cloud Quotas API, the quota pre-flight) |
 | VERTEX_TRAINER_BILLING_ENDPOINT | billing_endpoint (Cloud Billing Catalog API, prices) |
 | VERTEX_TRAINER_BILLING_API_KEY | billing_api_key (an API key for the Catalog API instead of ADC) |
+| VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT | serviceusage_endpoint (Service Usage: `check`, `setup`) |
+| VERTEX_TRAINER_IAM_ENDPOINT | iam_endpoint (Resource Manager, IAM, Artifact Registry: one stand-in) |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
 | VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
 | VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
@@ -39,6 +41,8 @@ LOGGING_ENV = "VERTEX_TRAINER_LOGGING_ENDPOINT"
 QUOTAS_ENV = "VERTEX_TRAINER_QUOTAS_ENDPOINT"
 BILLING_ENV = "VERTEX_TRAINER_BILLING_ENDPOINT"
 BILLING_KEY_ENV = "VERTEX_TRAINER_BILLING_API_KEY"
+SERVICEUSAGE_ENV = "VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT"
+IAM_ENV = "VERTEX_TRAINER_IAM_ENDPOINT"
 STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
@@ -49,6 +53,14 @@ CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
 LOGGING_URL = "https://logging.googleapis.com"
 QUOTAS_URL = "https://cloudquotas.googleapis.com"
 BILLING_URL = "https://cloudbilling.googleapis.com"
+SERVICEUSAGE_URL = "https://serviceusage.googleapis.com"
+# `check` and `setup` (issue 33): one endpoint setting stands for these three APIs (the sandbox
+# serves them from one stand-in); unset, each is its own Google host.
+IAM_URLS = {
+    "cloudresourcemanager": "https://cloudresourcemanager.googleapis.com",
+    "iam": "https://iam.googleapis.com",
+    "artifactregistry": "https://artifactregistry.googleapis.com",
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,8 @@ class Settings:
     quotas_endpoint: str | None = None  # None: https://cloudquotas.googleapis.com
     billing_endpoint: str | None = None  # None: https://cloudbilling.googleapis.com
     billing_api_key: str | None = field(default=None, repr=False)  # else ADC
+    serviceusage_endpoint: str | None = None  # None: https://serviceusage.googleapis.com
+    iam_endpoint: str | None = None  # None: each of IAM_URLS
     storage_emulator: str | None = None  # host:port or URL of a Cloud Storage emulator
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
@@ -149,6 +163,13 @@ class Settings:
 
     def billing_url(self) -> str:
         return (self.billing_endpoint or BILLING_URL).rstrip("/")
+
+    def serviceusage_url(self) -> str:
+        return (self.serviceusage_endpoint or SERVICEUSAGE_URL).rstrip("/")
+
+    def iam_url(self, api: str) -> str:
+        """Resource Manager, IAM or Artifact Registry (`api`: a key of IAM_URLS)."""
+        return (self.iam_endpoint or IAM_URLS[api]).rstrip("/")
 
     def storage_url(self) -> str:
         """The Cloud Storage JSON API root: the emulator when one is set."""
@@ -183,6 +204,8 @@ class Settings:
             quotas_endpoint=text(QUOTAS_ENV),
             billing_endpoint=text(BILLING_ENV),
             billing_api_key=text(BILLING_KEY_ENV),
+            serviceusage_endpoint=text(SERVICEUSAGE_ENV),
+            iam_endpoint=text(IAM_ENV),
             storage_emulator=text(STORAGE_EMULATOR_ENV),
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),

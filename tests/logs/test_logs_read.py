@@ -319,4 +319,5 @@ def test_logs_errors_exit_2_or_3(logging_fake, run_cli):
     assert run_cli("logs", "111", "--project", "p", "--since", "later").returncode == 2
     logging_fake.fail(403, times=10, message="Permission 'logging.logEntries.list' denied")
     denied = run_cli("logs", NAME.format(111))
-    assert denied.returncode == 3 and "roles/logging.viewer" in denied.stderr
+    # a denied permission is exit 2 (issue 33: the project's setup; `vertex-trainer check`)
+    assert denied.returncode == 2 and "roles/logging.viewer" in denied.stderr

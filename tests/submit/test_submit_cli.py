@@ -89,11 +89,13 @@ def test_persistent_503_exits_3(fake, run_cli_process, spec_file):
     assert fake.jobs == {}
 
 
-def test_403_exits_3_with_the_permission(fake, run_cli, spec_file):
+def test_403_exits_2_with_the_permission_and_check(fake, run_cli, spec_file):
+    """A denied permission is the project's setup, not a service failure: exit 2 (issue 33)."""
     fake.fail("list", 403)
     result = run_cli("submit", spec_file)
-    assert result.returncode == 3
+    assert result.returncode == 2
     assert "PERMISSION_DENIED" in result.stderr and "aiplatform.customJobs.list" in result.stderr
+    assert "vertex-trainer check" in result.stderr
     assert "hint:" in result.stderr and "Traceback" not in result.stderr
     assert len(fake.requests) == 1
 

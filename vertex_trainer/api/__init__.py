@@ -24,6 +24,7 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
     catalog.py  the hardware catalog (presets, regions, sources) and the spec's JSON Schema
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
+    project.py  check and setup: is the project ready for the job (project_check, project_setup)
 """
 
 from vertex_trainer.api.bench import bench
@@ -70,6 +71,7 @@ from vertex_trainer.api.plan import (
     look_at_quota,
     plan_submit,
 )
+from vertex_trainer.api.project import ProjectCheck, project_check, project_setup
 from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "HardwareCatalog",
     "Job",
     "LocalJob",
+    "ProjectCheck",
     "QuotaLook",
     "SubmitOptions",
     "SubmitPlan",
@@ -113,6 +116,8 @@ __all__ = [
     "plan_artifact",
     "plan_submit",
     "prices",
+    "project_check",
+    "project_setup",
     "refresh_prices",
     "render_job",
     "render_text",

@@ -32,6 +32,7 @@ from vertex_trainer.settings import DEBUG_ENV
 # adding a command or a group is a one-line change here.
 COMMANDS: dict[str, tuple[str, ...]] = {
     "spec_cmds": ("validate", "render", "hardware", "schema"),
+    "check": ("check", "setup"),
     "jobs": ("submit", "status", "cancel", "list"),
     "logs": ("logs",),
     "package": ("package",),

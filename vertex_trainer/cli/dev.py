@@ -107,6 +107,26 @@ def dev_sandbox(
             "(at-least-once delivery, to show the dedupe)",
         ),
     ] = 1,
+    deny: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--deny",
+            metavar="PERMISSION",
+            help="testIamPermissions answers this permission as not held, until a role carrying "
+            "it is granted (repeatable; `vertex-trainer check`)",
+            show_default=False,
+        ),
+    ] = None,
+    disable_api: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--disable-api",
+            metavar="NAME",
+            help="Service Usage answers this API (aiplatform or aiplatform.googleapis.com) as "
+            "disabled, and a disabled Vertex AI refuses requests, until it is enabled (repeatable)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Every stand-in in one process, where submitted jobs really train and deployed models answer.
 
@@ -138,6 +158,8 @@ def dev_sandbox(
         echo=None if quiet else stderr_line,
         function=function,
         redeliver=redeliver,
+        deny=tuple(deny or ()),
+        disable_apis=tuple(disable_api or ()),
     )
     code = serve(sandbox, env_file=env_file, command=tuple(command or ()))
     if code:

@@ -72,6 +72,39 @@ def look_after_lost(
     return found
 
 
+class Denied(ServiceError):
+    """A 403 that names what the project lacks: an API not enabled, or a permission the caller
+    does not hold. Still a ServiceError (callers that warn on one keep warning), but exit 2: it is
+    the project's setup, not a service failure, and `vertex-trainer check` shows all of it at
+    once (issue 33). `.api` or `.permission` names it."""
+
+    exit_code = 2
+
+    def __init__(
+        self, message: str, *, api: str | None = None, permission: str | None = None, hint: str | None = None
+    ):
+        super().__init__(message, hint=hint)
+        self.api, self.permission = api, permission
+
+
+_DISABLED_API = re.compile(r"\b([a-z][a-z0-9-]*\.googleapis\.com)\b")
+_DENIED_PERMISSION = re.compile(r"[Pp]ermission '?([a-z][a-zA-Z0-9]*(?:\.[a-zA-Z0-9]+){2,})'? denied")
+
+
+def denial(err: ApiError) -> tuple[str | None, str | None]:
+    """(api, permission) a 403 names: the API "has not been used ... or it is disabled"
+    (SERVICE_DISABLED), or "Permission 'x.y.z' denied"; (None, None) for any other error."""
+    if err.code != 403:
+        return None, None
+    text = err.message + " " + " ".join(str(d) for d in err.details)
+    if "has not been used" in text or "SERVICE_DISABLED" in text or "is disabled" in text:
+        m = _DISABLED_API.search(text)
+        if m:
+            return m[1], None
+    m = _DENIED_PERMISSION.search(err.message)
+    return (None, m[1]) if m else (None, None)
+
+
 class Refused(ServiceError):
     """A permanent refusal the caller asked to tell apart (its `final` hook): `.error` is the
     service's ApiError. Exit 3 unless the caller handles it."""
@@ -283,8 +316,21 @@ class ApiClient:
         resource = re.sub(r"^v\d+\w*/", "", path)  # v1/projects/... -> projects/...
         if self.final and self.final(op, err):
             return Refused(f"{op} {resource}: {err}", error=err, hint=hint)
-        kind = UserError if self.user_error and self.user_error(op, err) else ServiceError
-        return kind(f"{op} {resource}: {err}", hint=hint)
+        if self.user_error and self.user_error(op, err):
+            return UserError(f"{op} {resource}: {err}", hint=hint)
+        api, permission = denial(err)
+        if api or permission:
+            what = (
+                f"the {api} API is not enabled in the project" if api else f"permission {permission} denied"
+            )
+            return Denied(
+                f"{op} {resource}: {what} (HTTP 403 {err.status}); `vertex-trainer check` shows "
+                "what else the job needs",
+                api=api,
+                permission=permission,
+                hint=hint,
+            )
+        return ServiceError(f"{op} {resource}: {err}", hint=hint)
 
     # -- with retries -------------------------------------------------------------------------
     def call(

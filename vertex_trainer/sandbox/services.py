@@ -21,6 +21,12 @@ Each stand-in, with the variables that point the clients at it, and what it is:
       function under functions-framework, a CloudEvent per finalized object (`function=DIR`)
   Cloud Billing Catalog (VERTEX_TRAINER_BILLING_ENDPOINT): emulators.billing.FakeBilling: Vertex
       AI's SKUs in pages (`cost --live-prices`, `dev refresh-prices`)
+  Service Usage (VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT): emulators.serviceusage.FakeServiceUsage:
+      every API enabled but those of `disable_apis` (`dev sandbox --disable-api NAME`); while
+      aiplatform.googleapis.com is disabled the fake Vertex AI refuses every request as Google does
+  Resource Manager, IAM, Artifact Registry (VERTEX_TRAINER_IAM_ENDPOINT): emulators.iam.FakeIam:
+      testIamPermissions grants all but `deny` (`dev sandbox --deny PERMISSION`), IAM policies,
+      repositories (`check`, `setup`, docs/check.md)
 
 Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capacity("FLEX_START")`,
 `no_quota("SPOT")`): a job whose strategy is scripted so plays its script instead of running.
@@ -49,10 +55,12 @@ from vertex_trainer.settings import (
     BILLING_ENV,
     CLOUDBUILD_ENV,
     ENDPOINT_ENV,
+    IAM_ENV,
     LOGGING_ENV,
     POLL_ENV,
     QUOTAS_ENV,
     REGISTRY_ENV,
+    SERVICEUSAGE_ENV,
 )
 
 DEFAULT_PROJECT, DEFAULT_REGION = "sandbox", "us-central1"
@@ -62,6 +70,14 @@ POLL_INTERVAL = "1"
 # What a replica or model server must not inherit from the shell that started the sandbox: the
 # tool's own endpoints (they are not on a Vertex AI VM) and another job's Vertex variables.
 _NOT_INHERITED = ("VERTEX_TRAINER_", "AIP_", "CLUSTER_SPEC", "TF_CONFIG", "CLOUD_ML_")
+
+
+VERTEX_API = "aiplatform.googleapis.com"
+
+
+def _service_name(api: str) -> str:
+    """ "aiplatform" or "aiplatform.googleapis.com" -> the Service Usage name."""
+    return api if "." in api else f"{api}.googleapis.com"
 
 
 def _stderr(text: str) -> None:
@@ -86,6 +102,8 @@ class Sandbox:
         echo: Callable[[str], None] | None = None,
         function: str | None = None,
         redeliver: int = 1,
+        deny: Sequence[str] = (),
+        disable_apis: Sequence[str] = (),
     ):
         self.function_dir, self.redeliver = function, redeliver
         self.function: Any = None  # sandbox.events.FunctionHost (with `function`)
@@ -102,6 +120,10 @@ class Sandbox:
         self.quotas: Any = None
         self.vertex: Any = None
         self.billing: Any = None
+        self.deny, self.disable_apis = tuple(deny), tuple(_service_name(a) for a in disable_apis)
+        self.serviceusage: Any = None  # emulators.serviceusage.FakeServiceUsage
+        self.iam: Any = None  # emulators.iam.FakeIam
+        self._disabled_vertex: Any = None  # the fake Vertex AI's standing refusal while disabled
         self.jobs: JobRunner | None = None
         self.models: ModelServers | None = None
         self.pipelines: Any = None  # sandbox.pipelines.PipelineRunner
@@ -143,6 +165,7 @@ class Sandbox:
                 self.host, 0, script=("JOB_STATE_PENDING",), runner=self.jobs, predictor=self.models
             ).start()
             self.jobs.vertex = self.vertex
+            self._start_access()
             self._start_pipelines()
             if self.function_dir:
                 self._start_function()
@@ -150,6 +173,32 @@ class Sandbox:
             self.stop()
             raise
         return self
+
+    def _start_access(self) -> None:
+        """Service Usage and the IAM side (issue 33); a disabled Vertex AI API refuses requests."""
+        from vertex_trainer.emulators.iam import FakeIam
+        from vertex_trainer.emulators.serviceusage import FakeServiceUsage
+
+        self.iam = FakeIam(host=self.host, denied=set(self.deny)).start()
+        self.serviceusage = FakeServiceUsage(host=self.host, on_change=self._api_changed).start()
+        for api in self.disable_apis:
+            self.serviceusage.disable(api)
+
+    def _api_changed(self, service: str, enabled: bool) -> None:
+        if service != VERTEX_API or self.vertex is None:
+            return
+        if not enabled and self._disabled_vertex is None:
+            self._disabled_vertex = self.vertex.fail(
+                "any",
+                403,
+                times=2**62,
+                message=f"Vertex AI API has not been used in project {self.project} before or it is "
+                "disabled. Enable it by visiting https://console.developers.google.com/apis/api/"
+                f"{VERTEX_API}/overview?project={self.project} then retry. (SERVICE_DISABLED)",
+            )
+        elif enabled and self._disabled_vertex is not None:
+            self._disabled_vertex.times = 0
+            self._disabled_vertex = None
 
     def _start_pipelines(self) -> None:
         """PipelineJobs run for real (their tasks reach this fake Vertex AI through the gateway),
@@ -201,6 +250,8 @@ class Sandbox:
             LOGGING_ENV: self.logging.url,
             QUOTAS_ENV: self.quotas.url,
             BILLING_ENV: self.billing.url,
+            SERVICEUSAGE_ENV: self.serviceusage.url,
+            IAM_ENV: self.iam.url,
             POLL_ENV: POLL_INTERVAL,
             **self.gcs.env(),  # STORAGE_EMULATOR_HOST, the TF route, project
             "GOOGLE_CLOUD_PROJECT": self.project,
@@ -225,11 +276,20 @@ class Sandbox:
             self.jobs.stop()
         if self.models is not None:
             self.models.stop()
-        for server in (self.cloudbuild, self.registry, self.logging, self.quotas, self.billing, self.gcs):
+        for server in (
+            self.cloudbuild,
+            self.registry,
+            self.logging,
+            self.quotas,
+            self.billing,
+            self.serviceusage,
+            self.iam,
+            self.gcs,
+        ):
             if server is not None:
                 server.stop()
         self.vertex = self.cloudbuild = self.registry = self.logging = self.quotas = self.gcs = None
-        self.billing = None
+        self.billing = self.serviceusage = self.iam = self._disabled_vertex = None
 
     def __enter__(self) -> Sandbox:
         return self.start()

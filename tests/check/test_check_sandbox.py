@@ -1,0 +1,79 @@
+"""Issue 33's "done when", in the sandbox: the Vertex AI API disabled and actAs denied give
+exactly those two FAILs, each with its fix; setup --dry-run lists the enablement and the
+binding; after setup (--grant) check passes and a submit is accepted; a second setup changes
+nothing."""
+
+from __future__ import annotations
+
+import json
+
+from tests.check.conftest import SA
+
+
+def fails(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("FAIL")]
+
+
+def test_check_names_the_disabled_api_and_the_denied_act_as_with_their_fixes(run_box, spec_file):
+    result = run_box("check", spec_file)
+    assert result.returncode == 2, result.stderr
+    assert fails(result.stdout) == [
+        "FAIL  api         aiplatform.googleapis.com: not enabled in the project",
+        f"FAIL  permission  iam.serviceAccounts.actAs on {SA}: not held: a job that runs as {SA} is "
+        "refused (roles/iam.serviceAccountUser carries it)",
+    ]
+    assert (
+        "      fix: gcloud services enable aiplatform.googleapis.com --project sandbox "
+        f"(or vertex-trainer setup {spec_file})"
+    ) in result.stdout
+    assert (
+        f"      fix: gcloud iam service-accounts add-iam-policy-binding {SA} --member=MEMBER "
+        "--role=roles/iam.serviceAccountUser --project sandbox"
+    ) in result.stdout
+
+    as_json = run_box("check", spec_file, "--output", "json")
+    assert as_json.returncode == 2
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is False and report["project"] == "sandbox"
+    failed = [(i["area"], i["name"]) for i in report["items"] if i["status"] == "FAIL"]
+    assert failed == [
+        ("api", "aiplatform.googleapis.com"),
+        ("permission", f"iam.serviceAccounts.actAs on {SA}"),
+    ]
+    assert all(i["fix"] for i in report["items"] if i["status"] == "FAIL")
+
+
+def test_setup_dry_run_lists_the_enablement_and_the_binding_and_sends_nothing(run_box, box, spec_file):
+    result = run_box("setup", spec_file, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "would: enable aiplatform.googleapis.com" in out
+    assert f"POST {box.serviceusage.url}/v1/projects/sandbox/services:batchEnable" in out
+    assert "gcloud: gcloud services enable aiplatform.googleapis.com --project sandbox" in out
+    assert (
+        f"to grant: grant roles/iam.serviceAccountUser to MEMBER on projects/sandbox/serviceAccounts/{SA}"
+        in out
+    )
+    assert not box.serviceusage.enabled("aiplatform.googleapis.com")
+    assert not [r for r in box.serviceusage.requests if r[0] == "POST"]
+    assert not [r for r in box.iam.requests if ":setIamPolicy" in r[1]]
+
+
+def test_after_setup_check_passes_submit_is_accepted_and_setup_again_changes_nothing(run_box, box, spec_file):
+    refused = run_box(
+        "submit", spec_file, "--set", "image.repository=null", "--set", "image.uri=us-docker.pkg.dev/x/y/z:1"
+    )
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    assert "aiplatform.googleapis.com" in refused.stderr and "vertex-trainer check" in refused.stderr
+
+    done = run_box("setup", spec_file, "--grant", "--member", "user:dev@example.com")
+    assert done.returncode == 0, done.stderr
+    assert "done: enable aiplatform.googleapis.com" in done.stdout
+    assert box.serviceusage.enabled("aiplatform.googleapis.com")
+
+    again = run_box("check", spec_file)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert fails(again.stdout) == [] and again.stdout.rstrip().splitlines()[-1].startswith("ready")
+
+    second = run_box("setup", spec_file)
+    assert second.returncode == 0 and second.stdout.startswith("nothing to do"), second.stdout

@@ -1,0 +1,119 @@
+"""Is the project ready for the job, and make it so: `project_check` and `project_setup` (issue 33;
+docs/check.md). Named apart from `check` (the spec's own pre-submit checks, api/core.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vertex_trainer.settings import Settings
+
+if TYPE_CHECKING:  # imported when called: `validate` does not pay for them
+    from vertex_trainer.workflows.check import Item
+    from vertex_trainer.workflows.project_setup import SetupResult
+
+
+@dataclass(frozen=True)
+class ProjectCheck:
+    """What `project_check` found: the `project`, every `item` (OK, WARN, FAIL with its fix) and
+    `ok` (no FAIL: exit 0)."""
+
+    project: str | None
+    items: tuple[Item, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return not any(i.status == "FAIL" for i in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"project": self.project, "ok": self.ok, "items": [i.to_dict() for i in self.items]}
+
+
+def project_source(settings: Settings, spec=None, flag: str | None = None) -> tuple[str | None, str]:
+    """The project and where it came from: --project, the spec, $GOOGLE_CLOUD_PROJECT,
+    $CLOUDSDK_CORE_PROJECT or gcloud's configuration (core/project)."""
+    if flag:
+        return flag, "--project"
+    project = spec.project if spec is not None else settings.project
+    env = settings.environ
+    if spec is not None and project and project != settings.project:
+        return project, "the spec"
+    for name in ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"):
+        if project and env.get(name, "").strip() == project:
+            return project, f"${name}"
+    return project, "gcloud's configuration (core/project)" if project else "nowhere"
+
+
+def project_check(
+    spec=None,
+    *,
+    project: str | None = None,
+    spec_path: str | None = None,
+    settings: Settings | None = None,
+) -> ProjectCheck:
+    """Check the project for a job (or alone): credentials, APIs, permissions, resources, quota.
+
+    Args:
+        spec: a JobSpec from :func:`load_spec` (None: the project alone).
+        project: --project (wins; with a spec, load_spec has applied it already).
+        spec_path: the spec's path as typed, for the `vertex-trainer setup SPEC` fixes.
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a ProjectCheck; `.ok` is False when an item FAILs (the CLI exits 2).
+    """
+    from vertex_trainer.api.core import settings_from_env
+    from vertex_trainer.workflows import check as _check
+
+    settings = settings or settings_from_env()
+    name, source = project_source(settings, spec, project)
+    items = _check.run(spec, project=name, project_source=source, settings=settings, spec_path=spec_path)
+    return ProjectCheck(name, tuple(items))
+
+
+def project_setup(
+    spec,
+    *,
+    dry_run: bool = False,
+    grant: bool = False,
+    member: str | None = None,
+    spec_path: str | None = None,
+    settings: Settings | None = None,
+) -> SetupResult:
+    """Make what `project_check` finds missing: enable the APIs, create the buckets and the
+    Docker repository; the IAM bindings are printed, and granted only with `grant`.
+
+    Args:
+        spec: a JobSpec from :func:`load_spec`.
+        dry_run: send nothing; return every request and its gcloud line.
+        grant: also grant the bindings (project roles, actAs on the job's service account).
+        member: whom to grant ("user:EMAIL"); default: the credentials' identity.
+        spec_path: the spec's path as typed.
+        settings: the process settings (default: read from the environment).
+
+    Returns:
+        a SetupResult: the steps, each `done` when it was sent. A second run has no steps.
+
+    Raises:
+        UserError: no project, or --grant without a known member (exit 2, nothing sent).
+    """
+    from vertex_trainer.api.core import settings_from_env
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.workflows import check as _check
+    from vertex_trainer.workflows import project_setup as _setup
+
+    settings = settings or settings_from_env()
+    name, source = project_source(settings, spec)
+    if not name:
+        raise UserError("setup: no project; nothing was sent", hint="pass --project or set it in the spec")
+    who = _check.identity(settings)
+    items = _check.run(
+        spec, project=name, project_source=source, settings=settings, spec_path=spec_path, who=who
+    )
+    whom = _setup.member_of(who, member)
+    steps = _setup.plan(items, project=name, settings=settings, member=whom)
+    if dry_run:
+        return _setup.SetupResult(name, steps, dry_run=True)
+    return _setup.SetupResult(
+        name, _setup.apply(steps, project=name, settings=settings, member=whom, grant=grant)
+    )

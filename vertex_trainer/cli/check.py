@@ -1,0 +1,95 @@
+"""check and setup: is the project ready for the job, and make it so (docs/check.md, issue 33)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vertex_trainer.cli.common import (
+    OutputFormat,
+    OutputOpt,
+    ProjectOpt,
+    RegionOpt,
+    SetOpt,
+    SpecPath,
+    VarOpt,
+    emit_json,
+    load,
+    settings,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)
+    app.command("setup")(setup)
+
+
+def check(
+    spec: Annotated[
+        Path | None,
+        typer.Argument(help="the job spec (YAML); without it, the project alone", show_default=False),
+    ] = None,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
+    """Is the project ready for the job? Credentials, APIs, permissions, buckets, repository, quota.
+
+    One line per item, OK, WARN or FAIL, each FAIL with the command that fixes it. Permissions
+    are tested (testIamPermissions), not guessed. Exit 0 when nothing fails, 2 otherwise.
+    """
+    from vertex_trainer import api
+    from vertex_trainer.present.check import check_text
+
+    cfg = settings()
+    job_spec = load(spec, set_, var, project, region, cfg) if spec is not None else None
+    result = api.project_check(
+        job_spec, project=project, spec_path=str(spec) if spec is not None else None, settings=cfg
+    )
+    if output is OutputFormat.json:
+        emit_json(result.to_dict())
+    else:
+        print(check_text(result))
+    if not result.ok:
+        raise typer.Exit(2)
+
+
+def setup(
+    spec: SpecPath,
+    set_: SetOpt = None,
+    var: VarOpt = None,
+    project: ProjectOpt = None,
+    region: RegionOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print every request and its gcloud line; send nothing")
+    ] = False,
+    grant: Annotated[
+        bool,
+        typer.Option("--grant", help="also grant the IAM bindings the job needs (project roles, actAs)"),
+    ] = False,
+    member: Annotated[
+        str | None,
+        typer.Option("--member", help="whom to grant (user:EMAIL; default: the credentials' identity)"),
+    ] = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
+    """Make what `check` finds missing: enable the APIs, create the bucket and the Docker repository.
+
+    The IAM bindings are printed for someone with the right to grant them; --grant grants them.
+    A second run changes nothing.
+    """
+    from vertex_trainer import api
+    from vertex_trainer.present.check import setup_text
+
+    cfg = settings()
+    job_spec = load(spec, set_, var, project, region, cfg)
+    result = api.project_setup(
+        job_spec, dry_run=dry_run, grant=grant, member=member, spec_path=str(spec), settings=cfg
+    )
+    if output is OutputFormat.json:
+        return emit_json(result.to_dict())
+    print(setup_text(result))

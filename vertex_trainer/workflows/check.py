@@ -1,0 +1,445 @@
+"""`vertex-trainer check [SPEC]`: is this project ready for the job, asked of Google (issue 33).
+
+One `Item` per thing looked at, each OK, WARN or FAIL, and for a FAIL the one command that fixes
+it: the credentials and the project (and how each was found), the APIs the job's commands call
+(Service Usage), the permissions they use (testIamPermissions on the project, on the job's
+service account for iam.serviceAccounts.actAs, on each bucket, on the image repository; the
+table is workflows/permissions.py), the resources the spec names (buckets and where they are,
+the repository and its format) and the accelerator quota of each region of the plan (the
+pre-flight's own reading, workflows/capacity.py). A look that cannot be made (the API refuses,
+the network) is a WARN saying why, never a guess.
+
+With Vertex AI a stand-in (an http:// endpoint), an API whose stand-in is not set is not
+checked (a WARN), as the pre-flight skips what an offline run cannot reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.gcp import access
+from vertex_trainer.settings import Settings, is_emulator
+from vertex_trainer.workflows import permissions
+from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of the check: `area` (credentials, project, api, permission, resource, quota),
+    `name` (what was looked at), `status` (OK, WARN, FAIL), `detail`, and `fix` for a FAIL."""
+
+    area: str
+    name: str
+    status: str
+    detail: str
+    fix: str | None = None
+    # What `setup` can do about a FAIL: {"kind": "enable" | "bucket" | "repository" | "binding", ...}.
+    make: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the requests go as: `kind` (user, service account, impersonated service account,
+    external account, metadata server, anonymous), `who` (an email, when known) and `how` it was
+    found."""
+
+    kind: str
+    who: str | None
+    how: str
+
+    @property
+    def member(self) -> str:
+        """The IAM member of this identity for a binding, or a placeholder."""
+        if not self.who:
+            return "MEMBER"
+        prefix = "user" if self.kind == "user" else "serviceAccount"
+        return f"{prefix}:{self.who}"
+
+
+def identity(settings: Settings) -> Identity:
+    """The identity the requests of `check` go as; UserError (exit 2) without credentials."""
+    if settings.offline:
+        return Identity("anonymous", None, "the endpoints are local stand-ins (http://)")
+    from vertex_trainer.gcp import auth
+
+    creds = auth.credentials()
+    kind = type(creds).__module__ + "." + type(creds).__name__
+    email = getattr(creds, "service_account_email", None) or getattr(creds, "signer_email", None)
+    how = (
+        "GOOGLE_APPLICATION_CREDENTIALS"
+        if settings.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        else "Application Default Credentials"
+    )
+    if "impersonated" in kind:
+        return Identity("impersonated service account", email, how)
+    if "external_account" in kind or "identity_pool" in kind or "aws" in kind or "pluggable" in kind:
+        return Identity("external account (Workload Identity Federation)", email, how)
+    if "compute_engine" in kind:
+        return Identity(
+            "metadata server's service account", email if email != "default" else None, "metadata server"
+        )
+    if "service_account" in kind:
+        return Identity("service account", email, how)
+    account = getattr(creds, "account", None) or None
+    return Identity("user", account, how + " (gcloud auth application-default login)")
+
+
+Log = Callable[[str], None]
+
+
+def _short(settings: Settings) -> Any:
+    """A short retry budget: a check must not hang on one look."""
+    return dataclasses.replace(
+        settings.retry,
+        attempts=min(settings.retry.attempts, 3),
+        deadline=min(settings.retry.deadline, 15.0),
+        read_timeout=min(settings.retry.read_timeout, 10.0),
+    )
+
+
+def _not_checked(area: str, name: str, exc: VertexTrainerError) -> Item:
+    return Item(area, name, WARN, f"not checked: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+
+
+def run(
+    spec,
+    *,
+    project: str | None,
+    project_source: str,
+    settings: Settings,
+    spec_path: str | None = None,
+    who: Identity | None = None,
+) -> list[Item]:
+    """Every item of the check for `spec` (None: the project alone) in `project`.
+
+    Args:
+        spec: the loaded JobSpec, or None.
+        project: the project to check (the spec's, or the default).
+        project_source: how the project was found ("spec", "--project", "$GOOGLE_CLOUD_PROJECT", ...).
+        settings: endpoints and retry policy.
+        spec_path: the spec's path as the user typed it (for `vertex-trainer setup SPEC` fixes).
+        who: the identity (default: read from the credentials).
+
+    Returns: the items, in the order they were looked at."""
+    items: list[Item] = []
+    try:
+        who = who or identity(settings)
+    except UserError as exc:
+        return [Item("credentials", "Application Default Credentials", FAIL, exc.message, exc.hint)]
+    detail = f"{who.kind}, from {who.how}" if who.who else f"from {who.how}"
+    items.append(Item("credentials", who.who or who.kind, OK, detail))
+    if not project:
+        items.append(
+            Item(
+                "project",
+                "(none)",
+                FAIL,
+                "no project in the spec, the flags or the environment",
+                "gcloud config set project PROJECT (or --project PROJECT)",
+            )
+        )
+        return items
+    items.append(Item("project", project, OK, f"from {project_source}"))
+    part_names = permissions.parts(spec)
+    apis = access.AccessApis.of(settings, retry=_short(settings))
+    setup = f"vertex-trainer setup {spec_path}" if spec_path else None
+    items += _apis(apis, settings, project, permissions.apis(part_names), setup)
+    items += _project_permissions(apis, settings, project, part_names, who)
+    if spec is not None:
+        items += _service_account(apis, settings, project, spec, who)
+        items += _buckets(apis, settings, project, spec, who, setup)
+        items += _repository(apis, settings, spec, who, setup, part_names)
+        items += _quota(spec, settings)
+    return items
+
+
+def _stand_in_missing(settings: Settings, endpoint: str | None) -> bool:
+    return settings.offline and not is_emulator(endpoint)
+
+
+def _apis(
+    apis: access.AccessApis, settings: Settings, project: str, wanted: list[str], setup: str | None
+) -> list[Item]:
+    if _stand_in_missing(settings, settings.serviceusage_endpoint):
+        return [
+            Item(
+                "api",
+                ", ".join(wanted),
+                WARN,
+                "not checked: Vertex AI is a stand-in and Service Usage is not",
+            )
+        ]
+    try:
+        states = access.enabled_services(apis.serviceusage, project, wanted)
+    except VertexTrainerError as exc:
+        return [_not_checked("api", ", ".join(wanted), exc)]
+    return [
+        Item("api", service, OK, "enabled")
+        if on
+        else Item(
+            "api",
+            service,
+            FAIL,
+            "not enabled in the project",
+            f"gcloud services enable {service} --project {project}" + (f" (or {setup})" if setup else ""),
+            {"kind": "enable", "service": service},
+        )
+        for service, on in states.items()
+    ]
+
+
+def _binding_fix(project: str, member: str, role: str) -> str:
+    return f"gcloud projects add-iam-policy-binding {project} --member={member} --role={role}"
+
+
+def _project_permissions(
+    apis: access.AccessApis, settings: Settings, project: str, part_names: tuple[str, ...], who: Identity
+) -> list[Item]:
+    wanted = permissions.needs(part_names, "project")
+    if not wanted:
+        return []
+    if _stand_in_missing(settings, settings.iam_endpoint):
+        return [Item("permission", f"{len(wanted)} on the project", WARN, "not checked: no IAM stand-in")]
+    try:
+        held = access.project_permissions(apis.resourcemanager, project, [n.permission for n in wanted])
+    except VertexTrainerError as exc:
+        return [_not_checked("permission", f"{len(wanted)} on projects/{project}", exc)]
+    missing = [n for n in wanted if n.permission not in held]
+    items = []
+    if len(missing) < len(wanted):
+        ok = [n.permission for n in wanted if n.permission in held]
+        items.append(Item("permission", f"projects/{project}", OK, f"{len(ok)} held: {', '.join(ok)}"))
+    items += [
+        Item(
+            "permission",
+            n.permission,
+            FAIL,
+            f"not held on projects/{project} ({n.role} carries it)",
+            _binding_fix(project, who.member, n.role),
+            {"kind": "binding", "resource": f"projects/{project}", "api": "v3", "role": n.role},
+        )
+        for n in missing
+    ]
+    return items
+
+
+def _service_account(
+    apis: access.AccessApis, settings: Settings, project: str, spec, who: Identity
+) -> list[Item]:
+    email = spec.service_account
+    if not email:
+        return [
+            Item(
+                "permission",
+                "service account",
+                OK,
+                "no service_account: the job runs as Vertex AI's Custom Code Service Agent (no actAs needed)",
+            )
+        ]
+    if _stand_in_missing(settings, settings.iam_endpoint):
+        return [
+            Item("permission", f"iam.serviceAccounts.actAs on {email}", WARN, "not checked: no IAM stand-in")
+        ]
+    name = f"iam.serviceAccounts.actAs on {email}"
+    try:
+        held = access.service_account_permissions(apis.iam, project, email, [permissions.ACT_AS.permission])
+    except VertexTrainerError as exc:
+        return [_not_checked("permission", name, exc)]
+    if permissions.ACT_AS.permission in held:
+        return [Item("permission", name, OK, "held: the job may run as this service account")]
+    return [
+        Item(
+            "permission",
+            name,
+            FAIL,
+            f"not held: a job that runs as {email} is refused ({permissions.ACT_AS.role} carries it)",
+            f"gcloud iam service-accounts add-iam-policy-binding {email} --member={who.member} "
+            f"--role={permissions.ACT_AS.role} --project {project}",
+            {
+                "kind": "binding",
+                "resource": access.service_account_resource(project, email),
+                "api": "v1",
+                "role": permissions.ACT_AS.role,
+            },
+        )
+    ]
+
+
+def _buckets(
+    apis: access.AccessApis, settings: Settings, project: str, spec, who: Identity, setup: str | None
+) -> list[Item]:
+    if settings.offline and not settings.storage_emulator:
+        return []
+    from vertex_trainer.gcp import storage
+
+    wanted = [n.permission for n in permissions.OBJECTS]
+    items = []
+    for bucket, field in buckets_of(spec).items():
+        name = f"gs://{bucket} ({field})"
+        try:
+            meta = storage.bucket_metadata(apis.storage, bucket)
+        except VertexTrainerError as exc:
+            items.append(_not_checked("resource", name, exc))
+            continue
+        if meta is None:
+            create = (
+                f"gcloud storage buckets create gs://{bucket} --location={spec.region} "
+                f"--uniform-bucket-level-access --project {project}"
+            )
+            fix = f"{setup} (or {create})" if setup else create
+            make = {"kind": "bucket", "bucket": bucket, "location": spec.region}
+            items.append(Item("resource", name, FAIL, "does not exist", fix, make))
+            continue
+        location = str(meta.get("location", ""))
+        far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
+        items.append(
+            Item("resource", name, WARN, f"{far}: reads cross regions")
+            if far
+            else Item("resource", name, OK, f"exists, in {location or 'an unknown location'}")
+        )
+        try:
+            held = access.bucket_permissions(apis.storage, bucket, wanted) or set()
+        except VertexTrainerError as exc:
+            items.append(_not_checked("permission", f"objects in gs://{bucket}", exc))
+            continue
+        missing = [p for p in wanted if p not in held]
+        items.append(
+            Item("permission", f"objects in gs://{bucket}", OK, "create, get, list held")
+            if not missing
+            else Item(
+                "permission",
+                f"objects in gs://{bucket}",
+                FAIL,
+                f"not held: {', '.join(missing)}",
+                f"gcloud storage buckets add-iam-policy-binding gs://{bucket} --member={who.member} "
+                f"--role={permissions.OBJECTS[0].role}",
+                {
+                    "kind": "binding",
+                    "resource": f"b/{bucket}",
+                    "api": "storage",
+                    "role": permissions.OBJECTS[0].role,
+                },
+            )
+        )
+    return items
+
+
+def repository_of(spec) -> tuple[str, str, str] | None:
+    """(project, location, repository) of the Artifact Registry repository a spec builds into."""
+    image = spec.image
+    if image is None or not image.builds or image.python_package or not image.repository:
+        return None
+    host, _, path = image.repository.partition("/")
+    if not host.endswith("-docker.pkg.dev"):
+        return None
+    parts = path.split("/")
+    if len(parts) < 2:
+        return None
+    return parts[0], host[: -len("-docker.pkg.dev")], parts[1]
+
+
+def _repository(
+    apis: access.AccessApis,
+    settings: Settings,
+    spec,
+    who: Identity,
+    setup: str | None,
+    part_names: tuple[str, ...],
+) -> list[Item]:
+    found = repository_of(spec)
+    if found is None:
+        return []
+    if _stand_in_missing(settings, settings.iam_endpoint):
+        return [Item("resource", spec.image.repository, WARN, "not checked: no Artifact Registry stand-in")]
+    project, location, repo = found
+    name = access.repository_name(project, location, repo)
+    try:
+        meta = access.repository(apis.artifactregistry, name)
+    except VertexTrainerError as exc:
+        return [_not_checked("resource", name, exc)]
+    if meta is None:
+        create = (
+            f"gcloud artifacts repositories create {repo} --repository-format=docker "
+            f"--location={location} --project={project}"
+        )
+        fix = f"{setup} (or {create})" if setup else create
+        make = {"kind": "repository", "project": project, "location": location, "repository": repo}
+        return [Item("resource", name, FAIL, "does not exist", fix, make)]
+    if meta.get("format") != "DOCKER":
+        return [
+            Item(
+                "resource",
+                name,
+                FAIL,
+                f"is a {meta.get('format')} repository, not DOCKER",
+                "set image.repository to a Docker repository",
+            )
+        ]
+    from vertex_trainer.workflows.preflight import registry_far
+
+    far = registry_far(spec)
+    items = [
+        Item("resource", name, WARN, far.removeprefix("warning: "))
+        if far
+        else Item("resource", name, OK, "a Docker repository")
+    ]
+    wanted = permissions.needs(part_names, "repository")
+    try:
+        held = access.repository_permissions(apis.artifactregistry, name, [n.permission for n in wanted])
+    except VertexTrainerError as exc:
+        return [*items, _not_checked("permission", f"{len(wanted)} on {repo}", exc)]
+    for need in wanted:
+        what = f"{need.permission} on {repo}"
+        items.append(
+            Item("permission", what, OK, "held")
+            if need.permission in held
+            else Item(
+                "permission",
+                what,
+                FAIL,
+                f"not held ({need.role} carries it)",
+                f"gcloud artifacts repositories add-iam-policy-binding {repo} --location={location} "
+                f"--project={project} --member={who.member} --role={need.role}",
+                {"kind": "binding", "resource": name, "api": "artifactregistry", "role": need.role},
+            )
+        )
+    return items
+
+
+def _quota(spec, settings: Settings) -> list[Item]:
+    from vertex_trainer.workflows import capacity
+
+    if spec.hardware.accelerator is None:
+        return [Item("quota", "accelerators", OK, "a CPU job: no accelerator quota to check")]
+    if capacity.offline(settings):
+        return [
+            Item(
+                "quota", "accelerators", WARN, "not checked: Vertex AI is a stand-in and Cloud Quotas is not"
+            )
+        ]
+    acc = capacity.accelerator(spec) or ""
+    items = []
+    for check in capacity.quota_checks(spec, settings=settings):
+        name = f"{check.metric.split('/')[-1]} in {check.region}"
+        if not check.known:
+            items.append(Item("quota", name, WARN, check.describe(acc)))
+        elif check.short:
+            items.append(
+                Item("quota", name, FAIL, check.describe(acc), f"ask for more at {check.request_url}")
+            )
+        else:
+            items.append(Item("quota", name, OK, check.describe(acc)))
+    return items
+
+
+def failed(items: list[Item]) -> bool:
+    return any(i.status == FAIL for i in items)
