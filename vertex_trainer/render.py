@@ -20,7 +20,8 @@ from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_
 from vertex_trainer.spec import JobSpec, spec_hash
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 from vertex_trainer.spec.model import HardwareSpec
-from vertex_trainer.spec.tune import category
+from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM, category, own_args
+from vertex_trainer.spec.tune import parameter_id as tuned_id
 
 
 def default_artifact(spec: JobSpec) -> Artifact:
@@ -214,8 +215,8 @@ def study_spec(spec: JobSpec) -> dict[str, Any]:
         raise ValueError("the spec has no tune: block")
     parameters = []
     for name, p in tune.parameters.items():
-        kind = tune.kind(name)
-        out: dict[str, Any] = {"parameterId": parameter_id(name)}
+        kind = tune.kind(name, trainer=not own_args(spec))
+        out: dict[str, Any] = {"parameterId": tuned_id(spec, name)}
         if kind == "double":
             out["doubleValueSpec"] = {"minValue": float(p.bounds[0]), "maxValue": float(p.bounds[1])}
         elif kind == "integer":  # int64: a string on the wire
@@ -236,7 +237,9 @@ def study_spec(spec: JobSpec) -> dict[str, Any]:
 
 def tuning_job(spec: JobSpec, job: dict[str, Any]) -> dict[str, Any]:
     """The HyperparameterTuningJob REST body for `spec`: every trial runs `job` (the rendered
-    CustomJob, `custom_job(...)`) with the trial's flags appended; its name, labels and key too."""
+    CustomJob, `custom_job(...)`: the bundled trainer's, or your code's pool with its args) with
+    the trial's flags appended; its name, labels and key too. A job without trainer: also carries
+    `vertex-trainer-params: verbatim` (its parameter ids are its code's own argument names)."""
     if spec.tune is None:
         raise ValueError("the spec has no tune: block")
     tune = spec.tune
@@ -249,6 +252,8 @@ def tuning_job(spec: JobSpec, job: dict[str, Any]) -> dict[str, Any]:
         "trialJobSpec": copy.deepcopy(job["jobSpec"]),
         "labels": dict(job.get("labels") or {}),
     }
+    if own_args(spec):
+        body["labels"][PARAMS_LABEL] = VERBATIM
     if job.get("encryptionSpec"):
         body["encryptionSpec"] = dict(job["encryptionSpec"])
     return body

@@ -82,10 +82,7 @@ def test_script_without_code_is_refused():
     ("changes", "field"),
     [
         ({"command": ["sh", "-c", "x"]}, "command"),
-        (
-            {"tune": {"metric": "accuracy", "parameters": {"learning_rate": {"min": 0.01, "max": 0.1}}}},
-            "tune",
-        ),
+        # tune: is taken (its trials pass --NAME=VALUE to the script): tests/owncode/test_owncode_tune.py
     ],
 )
 def test_what_a_script_job_cannot_take(code_dir, changes, field):

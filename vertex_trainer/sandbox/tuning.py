@@ -84,12 +84,14 @@ class TuningRunner(Runner[_Study]):
         )
 
     def _execute(self, study: _Study) -> tuple[str, dict[str, Any] | None]:
+        from vertex_trainer.spec.tune import parameter_id
+        from vertex_trainer.vertex.hptuning import verbatim_ids
         from vertex_trainer.workflows.tuning import plan_trials, trial_args
 
         body = study.body
         metric = body["studySpec"]["metrics"][0]["metricId"]
         try:
-            search = as_tune_spec(body["studySpec"], int(body["maxTrialCount"]))
+            search = as_tune_spec(body["studySpec"], int(body["maxTrialCount"]), verbatim_ids(body))
             planned = plan_trials(search)
         except (KeyError, ValueError) as exc:
             return FAILED, {"code": 3, "message": f"The sandbox cannot search this study: {exc}"}
@@ -110,7 +112,7 @@ class TuningRunner(Runner[_Study]):
                     "state": "ACTIVE",
                     "startTime": _now(),
                     "parameters": [
-                        {"parameterId": render.parameter_id(k), "value": v} for k, v in values.items()
+                        {"parameterId": parameter_id(search, k), "value": v} for k, v in values.items()
                     ],
                 }
                 study.trials.append(trial)
@@ -142,8 +144,9 @@ class TuningRunner(Runner[_Study]):
             args,
         )
         for pool in job["jobSpec"].get("workerPoolSpecs") or []:
-            container = (pool or {}).get("containerSpec")
-            if container is not None:  # what Vertex AI sets in a trial's containers
+            # What Vertex AI sets in a trial's containers (a python package's too: its env).
+            container = (pool or {}).get("containerSpec") or (pool or {}).get("pythonPackageSpec")
+            if container is not None:
                 container["env"] = [
                     *container.get("env", []),
                     {"name": "CLOUD_ML_TRIAL_ID", "value": trial["id"]},
@@ -202,16 +205,18 @@ class TuningRunner(Runner[_Study]):
         return call(self.vertex_url, method, path, body, timeout=60)
 
 
-def as_tune_spec(study: dict[str, Any], max_trials: int) -> Any:
+def as_tune_spec(study: dict[str, Any], max_trials: int, verbatim: bool = False) -> Any:
     """The study's parameters as the `tune:` block the local search reads (the inverse of
-    render.study_spec), wrapped as the spec `plan_trials` takes (trainer seed 0)."""
+    render.study_spec), wrapped as the spec `plan_trials` takes (trainer seed 0). `verbatim`: the
+    ids are a job's own argument names (no trainer:, vertex/hptuning.py verbatim_ids), kept as
+    they are."""
     from vertex_trainer.spec.tune import TuneSpec
 
     scales = {v: k for k, v in render.SCALES.items()}
     algorithms = {v: k for k, v in render.ALGORITHMS.items()}
     parameters: dict[str, dict[str, Any]] = {}
     for p in study["parameters"]:
-        name = p["parameterId"].replace("-", "_")
+        name = p["parameterId"] if verbatim else p["parameterId"].replace("-", "_")
         if "doubleValueSpec" in p:
             s = p["doubleValueSpec"]
             out: dict[str, Any] = {
@@ -237,4 +242,4 @@ def as_tune_spec(study: dict[str, Any], max_trials: int) -> Any:
         algorithm=algorithms.get(study.get("algorithm", ""), "auto"),
         parameters=parameters,
     )
-    return SimpleNamespace(tune=tune, trainer=SimpleNamespace(seed=0))
+    return SimpleNamespace(tune=tune, trainer=None if verbatim else SimpleNamespace(seed=0))

@@ -414,7 +414,8 @@ class JobSpec(Strict):
     tune: TuneSpec | None = Field(
         None,
         description="hyperparameter tuning: submit creates a Vertex AI "
-        "HyperparameterTuningJob whose trials run this job with other trainer flags",
+        "HyperparameterTuningJob whose trials run this job with other trainer flags "
+        "(or, without trainer:, other values of your code's own --NAME=VALUE arguments)",
     )
 
     @field_validator("labels", mode="before")
@@ -491,14 +492,7 @@ def _what_runs(spec: JobSpec) -> None:
                 value=list(spec.command),
                 hint="remove command:, or change image.script / image.module",
             )
-        if spec.tune is not None:
-            raise SpecError(
-                "tune",
-                "is not supported for a script job yet (it tunes the bundled trainer's fields)",
-                has_value=False,
-                hint="remove tune:, or tune the bundled trainer",
-            )
-        return
+        return  # tune: varies the code's own arguments (spec/tune.py)
     if spec.runs_bundled_trainer:
         if spec.trainer is None:
             raise SpecError(
@@ -524,13 +518,6 @@ def _what_runs(spec: JobSpec) -> None:
             "and trainer: are both set; an image takes one argument list",
             value=list(spec.args),
             hint="keep trainer: (the bundled trainer's flags) or args: (the image's own arguments)",
-        )
-    if spec.tune is not None and spec.trainer is None:
-        raise SpecError(
-            "tune",
-            "needs trainer: (it tunes the bundled trainer's fields)",
-            has_value=False,
-            hint="add trainer:, or remove tune:",
         )
 
 

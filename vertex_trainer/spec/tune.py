@@ -1,4 +1,5 @@
-"""The `tune:` block (docs/contract.md section 10): hyperparameter tuning over the trainer's own flags.
+"""The `tune:` block (docs/contract.md section 10): hyperparameter tuning over the trainer's own
+flags, or over the arguments of your own code (a job without `trainer:`, docs/tuning.md).
 
 The models check their own fields (a range or a list of values, min < max, a log scale above 0,
 parallel <= max trials); `tune_rules(spec)` checks what spans the spec, run with the other
@@ -9,6 +10,12 @@ bounds and choices apply); the metric is the one the trainer reports.
 A parameter's kind (the StudySpec parameter type) follows from its shape and its trainer field:
 min/max on an integer field is an integer range, on a float field a double range; numbers in
 `values` are discrete, text or booleans categorical. `type:` says it explicitly.
+
+A job without `trainer:` (a script job, or an image of your own given `args:`) tunes its own
+arguments: each key is the argument's name as the code spells it (`learning_rate` ->
+`--learning_rate=VALUE`, the StudySpec parameter id verbatim); a range of whole numbers is an
+integer range, else a double one; the metric is whatever tag the code reports. `own_args(spec)`
+tells the two apart, `parameter_id(spec, name)` spells the id, `tune_rules` checks both.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from trainer.flags import BY_NAME
+from vertex_trainer.contract import MAX_USER_LABELS
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import Strict, problem
 from vertex_trainer.spec.trainer import SPEC_FLAGS, TrainerArgs
@@ -202,7 +210,7 @@ class TuneSpec(Strict):
         DEFAULT_METRIC,
         pattern=r"^\S{1,128}$",
         description="the metric tag the trainer reports (trainer.hypertune_metric; "
-        "default accuracy: the eval accuracy)",
+        "default accuracy: the eval accuracy), or the tag your own code reports with cloudml-hypertune",
     )
     goal: Literal["maximize", "minimize"] = Field("maximize", description="maximize or minimize the metric")
     max_trials: int = Field(10, ge=1, le=10_000, description="trials in all")
@@ -214,7 +222,9 @@ class TuneSpec(Strict):
         "auto", description="auto (the service's default search), grid or random"
     )
     parameters: dict[str, TuneParameter] = Field(
-        min_length=1, description="trainer: fields to tune -> {min, max, scale, type} or {values}"
+        min_length=1,
+        description="trainer: fields to tune (without trainer:, your code's argument names) "
+        "-> {min, max, scale, type} or {values}",
     )
 
     @model_validator(mode="after")
@@ -233,10 +243,36 @@ class TuneSpec(Strict):
             )
         return self
 
-    def kind(self, name: str) -> str:
-        """The StudySpec parameter type of parameter `name` (a trainer field)."""
+    def kind(self, name: str, *, trainer: bool = True) -> str:
+        """The StudySpec parameter type of parameter `name`: a trainer field's (`trainer`), or,
+        for your own code's argument, from the values (a range of whole numbers is an integer)."""
+        param = self.parameters[name]
+        if not trainer:
+            whole = param.values is None and all(
+                isinstance(b, int) and not isinstance(b, bool) for b in (param.min, param.max)
+            )
+            return param.kind(int if whole else float)
         flag = BY_NAME.get(name)
-        return self.parameters[name].kind(flag.type if flag else float)
+        return param.kind(flag.type if flag else float)
+
+
+# A job without trainer: tunes its own arguments: the id is the name, passed as --NAME=VALUE.
+_ARG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")
+# On the tuning job of such a spec: its parameter ids are the code's own argument names, kept as
+# they are when its trials are read back (vertex/hptuning.py, the sandbox), not trainer fields.
+PARAMS_LABEL, VERBATIM = "vertex-trainer-params", "verbatim"
+
+
+def own_args(spec: Spec) -> bool:
+    """True when a tuned spec varies its code's own arguments (no trainer: block)."""
+    return spec.trainer is None
+
+
+def parameter_id(spec: Spec, name: str) -> str:
+    """The StudySpec parameterId of parameter `name`: Vertex AI passes `--<id>=<value>` to each
+    trial, so it is the trainer's flag spelling (learning_rate -> learning-rate), or your code's
+    argument name as written."""
+    return name if own_args(spec) else name.replace("_", "-")
 
 
 def category(value: Value) -> str:
@@ -252,6 +288,9 @@ def tune_rules(spec: Spec) -> None:
     """Rules between `tune:` and the rest of the spec (raise SpecError)."""
     tune = spec.tune
     if tune is None:
+        return
+    if own_args(spec):
+        _own_args_rules(spec)
         return
     found: list[SpecError] = []
     reported = spec.trainer.hypertune_metric or DEFAULT_METRIC
@@ -278,6 +317,52 @@ def tune_rules(spec: Spec) -> None:
             _parameter(spec, name, param)
         except SpecError as e:
             found.append(e)
+    if len(found) == 1:
+        raise found[0]
+    if found:
+        raise SpecProblems(found)
+
+
+def _own_args_rules(spec: Spec) -> None:
+    """A job without trainer: tunes its own arguments: each name is a flag name, not already one
+    of `args:` (a trial appends --NAME=VALUE after them; which one the code reads would depend on
+    its parser), and the tuning job has room for its label."""
+    found: list[SpecError] = []
+    for name in spec.tune.parameters:
+        field = f"tune.parameters.{name}"
+        if not _ARG_NAME.match(name):
+            found.append(
+                SpecError(
+                    field,
+                    "is not an argument name: each trial passes --NAME=VALUE to your code",
+                    has_value=False,
+                    hint="name the argument as your code's parser does, e.g. learning_rate or "
+                    "learning-rate (a letter, then letters, digits, '_', '-' or '.')",
+                )
+            )
+            continue
+        for i, arg in enumerate(spec.args):
+            if arg == f"--{name}" or arg.startswith(f"--{name}="):
+                found.append(
+                    SpecError(
+                        field,
+                        f"is also given in args[{i}] ({arg!r}): each trial appends --{name}=VALUE "
+                        "after args, and which of the two your code reads depends on its parser",
+                        has_value=False,
+                        hint=f"remove {arg!r} from args: (the trial passes --{name})",
+                    )
+                )
+                break
+    if len(spec.labels) >= MAX_USER_LABELS:
+        found.append(
+            SpecError(
+                "labels",
+                f"{len(spec.labels)} labels leave no room for the tuning job's {PARAMS_LABEL} label "
+                f"(Vertex AI allows 64, vertex-trainer adds 3)",
+                has_value=False,
+                hint=f"keep at most {MAX_USER_LABELS - 1} labels",
+            )
+        )
     if len(found) == 1:
         raise found[0]
     if found:

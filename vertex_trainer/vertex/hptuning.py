@@ -17,6 +17,7 @@ from typing import Any
 
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy
+from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
 from vertex_trainer.vertex.names import job_name
 
@@ -28,6 +29,7 @@ __all__ = [
     "create_idempotent",
     "parse_trial",
     "tuning_job_name",
+    "verbatim_ids",
 ]
 
 COLLECTION = "hyperparameterTuningJobs"
@@ -68,9 +70,9 @@ def tuning_job_name(job: str, project: str | None = None, region: str | None = N
 
 @dataclass(frozen=True)
 class Trial:
-    """One trial: its parameters (keyed by trainer field) and the metric it reported (None when
-    it reported none). `custom_job` is the trial's CustomJob on Vertex AI; `output_dir` a local
-    trial's outputs; `error` why it is INFEASIBLE."""
+    """One trial: its parameters (keyed by trainer field, or by your code's argument name) and
+    the metric it reported (None when it reported none). `custom_job` is the trial's CustomJob on
+    Vertex AI; `output_dir` a local trial's outputs; `error` why it is INFEASIBLE."""
 
     id: str
     state: str
@@ -98,9 +100,16 @@ class Trial:
         return out
 
 
-def _field(parameter_id: str) -> str:
-    """The trainer field of a parameter id (render.parameter_id spells fields as flags)."""
-    return parameter_id.replace("-", "_")
+def _field(parameter_id: str, verbatim: bool = False) -> str:
+    """The trainer field of a parameter id (render.parameter_id spells fields as flags); with
+    `verbatim` (a job without trainer: tunes its code's own arguments) the id itself."""
+    return parameter_id if verbatim else parameter_id.replace("-", "_")
+
+
+def verbatim_ids(data: dict[str, Any]) -> bool:
+    """True when a tuning job's parameter ids are its code's own argument names (the label
+    render.tuning_job puts on a job without trainer:), not the bundled trainer's flags."""
+    return (data.get("labels") or {}).get(PARAMS_LABEL) == VERBATIM
 
 
 def _integral_ids(study_spec: dict[str, Any]) -> set[str]:
@@ -113,8 +122,11 @@ def _integral_ids(study_spec: dict[str, Any]) -> set[str]:
     return out
 
 
-def parse_trial(data: dict[str, Any], metric_id: str, integral: Collection[str] = frozenset()) -> Trial:
-    """A Trial from its REST form (aiplatform_v1.Trial as JSON)."""
+def parse_trial(
+    data: dict[str, Any], metric_id: str, integral: Collection[str] = frozenset(), verbatim: bool = False
+) -> Trial:
+    """A Trial from its REST form (aiplatform_v1.Trial as JSON); its parameters keyed by trainer
+    field, or (`verbatim`) by parameter id."""
     state = data.get("state", "STATE_UNSPECIFIED")
     if isinstance(state, int) or (isinstance(state, str) and state.isdigit()):
         state = _TRIAL_STATES.get(int(state), str(state))
@@ -123,7 +135,7 @@ def parse_trial(data: dict[str, Any], metric_id: str, integral: Collection[str] 
         pid, value = p.get("parameterId", ""), p.get("value")
         if pid in integral and isinstance(value, (int, float)) and float(value).is_integer():
             value = int(value)
-        parameters[_field(pid)] = value
+        parameters[_field(pid, verbatim)] = value
     metric = None
     for m in (data.get("finalMeasurement") or {}).get("metrics") or []:
         if m.get("metricId") == metric_id and m.get("value") is not None:
@@ -186,7 +198,8 @@ class TuningJob(Job):
         if refresh:
             self.refresh()
         integral = _integral_ids(self.study_spec)
-        found = [parse_trial(t, self.metric_id, integral) for t in self.data.get("trials") or []]
+        verbatim = verbatim_ids(self.data)
+        found = [parse_trial(t, self.metric_id, integral, verbatim) for t in self.data.get("trials") or []]
         return sorted(found, key=lambda t: _order(t.id))
 
     def best_trial(self, refresh: bool = False) -> Trial | None:

@@ -8,6 +8,11 @@ service picks the parameters and appends `--<parameter id>=<value>` to the conta
 local search does the same with the algorithm's grid or seeded random draws, `parallel_trials`
 at a time, each trial a `run_local` run with its own output directory (`<output_dir>/<trial>`, as
 Vertex AI lays trials out) and its own cloudml-hypertune metric file, read back when it ends.
+
+A job without `trainer:` (your own code, spec/tune.py `own_args`) tunes its own arguments: the
+trials append `--NAME=VALUE` with the name as written, the metric is whatever the code reports to
+its CLOUD_ML_HP_METRIC_FILE (cloudml-hypertune's JSON lines), and nothing but the spec's own
+rules checks the values (the code's parser is its own).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_out
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
-from vertex_trainer.spec.tune import TuneSpec, category
+from vertex_trainer.spec.tune import TuneSpec, category, own_args, parameter_id
 from vertex_trainer.vertex.hptuning import INFEASIBLE, Trial, best_trial
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
 
@@ -68,7 +73,7 @@ def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
         options = [_options(spec, name) for name in names]
         combos = itertools.islice(itertools.product(*options), tune.max_trials)
         return [dict(zip(names, combo, strict=True)) for combo in combos]
-    rng = random.Random(_trainer(spec).seed or 0)
+    rng = random.Random((spec.trainer.seed if spec.trainer is not None else None) or 0)
     planned: list[dict[str, Any]] = []
     seen: set[str] = set()
     for _ in range(tune.max_trials):
@@ -101,20 +106,27 @@ def _field_type(name: str) -> type:
     return int if int in (annotation, *args) else float
 
 
+def _kind(spec: JobSpec, name: str) -> str:
+    return _tune(spec).kind(name, trainer=not own_args(spec))
+
+
 def _options(spec: JobSpec, name: str) -> list:
     """Every value of a grid parameter (integer, discrete or categorical), in order."""
-    p, kind = _tune(spec).parameters[name], _tune(spec).kind(name)
+    p, kind = _tune(spec).parameters[name], _kind(spec, name)
     if kind == "integer":
         low, high = p.bounds
         return list(range(int(low), int(high) + 1))
     if kind == "discrete":
         values = sorted(float(v) for v in p.listed)
-        return [int(v) for v in values] if _field_type(name) is int else values
+        # Whole numbers as integers: a trainer field that is one, or (your own code's) a list of
+        # whole numbers, as a cloud trial's parameters are read back (vertex/hptuning.py).
+        whole = _field_type(name) is int if not own_args(spec) else all(v.is_integer() for v in values)
+        return [int(v) for v in values] if whole else values
     return [category(v) for v in p.listed]
 
 
 def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
-    p, kind = _tune(spec).parameters[name], _tune(spec).kind(name)
+    p, kind = _tune(spec).parameters[name], _kind(spec, name)
     if kind in ("discrete", "categorical"):
         return rng.choice(_options(spec, name))
     low, high = (float(b) for b in p.bounds)
@@ -132,22 +144,26 @@ def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
 def trial_args(spec: JobSpec, values: dict[str, Any]) -> list[str]:
     """The flags Vertex AI appends to a trial's args: `--<parameter id>=<value>`, DOUBLE and
     DISCRETE values as doubles ("256.0", which the trainer reads as 256), INTEGER as integers,
-    CATEGORICAL as the category's text."""
+    CATEGORICAL as the category's text. The id is the trainer's flag spelling, or your code's
+    argument name as written (spec/tune.py parameter_id)."""
     args = []
     for name, value in values.items():
-        kind = _tune(spec).kind(name)
+        kind = _kind(spec, name)
         if kind == "integer":
             text = str(int(value))
         elif kind in ("double", "discrete"):
             text = repr(float(value))
         else:
             text = category(value)
-        args.append(f"--{render.parameter_id(name)}={text}")
+        args.append(f"--{parameter_id(spec, name)}={text}")
     return args
 
 
 def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
-    """Each local trial's args must pass the trainer's own parser (exit 2 before any trial)."""
+    """Each local trial's args must pass the trainer's own parser (exit 2 before any trial).
+    Your own code's arguments are its parser's: the spec's rules (spec/tune.py) are all we check."""
+    if own_args(spec):
+        return
     base = _trainer(spec).model_dump()
     for i, values in enumerate(planned, 1):
         try:
@@ -238,7 +254,9 @@ def run_trials(
 ) -> LocalTuning:
     """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
     (or the failures reached max_failed_trials, or the user interrupted)."""
-    if not lazy.available("hypertune"):  # each trial's metric is read from its report, as Vertex AI does
+    # Each trial's metric is read from its report, as Vertex AI does: the bundled trainer reports
+    # with cloudml-hypertune; your own code reports as it likes (its requirements are its own).
+    if not own_args(spec) and not lazy.available("hypertune"):
         raise lazy.missing("hypertune")
     tune = _tune(spec)
     planned = planned if planned is not None else plan_trials(spec)
@@ -357,7 +375,12 @@ def _run_trial(
     metric = read_reported(metric_file, _tune(spec).metric) if result.state == SUCCEEDED else None
     if result.state == SUCCEEDED and metric is not None:
         return Trial(trial_id, TRIAL_SUCCEEDED, values, metric, output_dir=trial_base), result
-    if result.state == SUCCEEDED:
+    if result.state == SUCCEEDED and own_args(spec):
+        error = (
+            f"the trial reported no {_tune(spec).metric!r}: your code reports it with cloudml-hypertune "
+            "(report_hyperparameter_tuning_metric), which writes to $CLOUD_ML_HP_METRIC_FILE"
+        )
+    elif result.state == SUCCEEDED:
         error = (
             f"the trial reported no {_tune(spec).metric!r} (no eval_data, or cloudml-hypertune "
             "missing in the trainer's environment?)"
