@@ -27,6 +27,7 @@ __all__ = [
     "logs",
     "pipeline_submit",
     "plan_submit",
+    "report",
     "status",
     "submit",
     "tuning_job",
@@ -53,6 +54,7 @@ _LAZY = {
     "list_resources": "vertex_trainer.api",
     "delete_resource": "vertex_trainer.api",
     "web_access": "vertex_trainer.api",
+    "report": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,6 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from vertex_trainer.api.bench import bench
     from vertex_trainer.api.deploy import deploy
+    from vertex_trainer.api.report import report
 
 
 def __getattr__(name: str) -> Any:

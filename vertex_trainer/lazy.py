@@ -75,6 +75,7 @@ LIBRARIES: dict[str, Library] = {
         ),
         Library("tensorflow", "tensorflow-cpu", "trainer", "running the trainer on this machine"),
         Library("hypertune", "cloudml-hypertune", None, "a local tuning run (each trial's metric)"),
+        Library("matplotlib", "matplotlib", "report", "vertex-trainer report (its plots)"),
     )
 }
 

@@ -24,6 +24,7 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
     catalog.py  the hardware catalog (presets, regions, sources) and the spec's JSON Schema
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
+    report.py   report: a run's or job's whole story as one HTML page (or PNG)
     project.py  check and setup: is the project ready for the job (project_check, project_setup)
 """
 
@@ -72,6 +73,7 @@ from vertex_trainer.api.plan import (
     plan_submit,
 )
 from vertex_trainer.api.project import ProjectCheck, project_check, project_setup
+from vertex_trainer.api.report import report
 from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
@@ -121,6 +123,7 @@ __all__ = [
     "refresh_prices",
     "render_job",
     "render_text",
+    "report",
     "resource_request",
     "serve_model",
     "settings_from_env",

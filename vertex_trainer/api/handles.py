@@ -78,3 +78,17 @@ class Job(_VertexJob):
         from vertex_trainer.api.deploy import deploy
 
         return deploy(spec, job=self.name, settings=self.client.settings, **kwargs)
+
+    def report(self, path: str | None = None, *, fmt: str = "html") -> str:
+        """Write this job's report (see :func:`report`): one HTML page, or its plots as a PNG.
+
+        Args:
+            path: the file to write (default: report-<id>.<fmt> in the working directory).
+            fmt: "html" or "png".
+
+        Returns:
+            the path written (in a notebook: ``IPython.display.IFrame(path, 900, 600)``).
+        """
+        from vertex_trainer.api.report import report
+
+        return report(self, path, fmt=fmt, settings=self.client.settings)

@@ -115,6 +115,20 @@ class LocalJob(JobState):
             "metrics": self.result.metrics,
         }
 
+    def report(self, path: str | None = None, *, fmt: str = "html") -> str:
+        """Write this run's report (see :func:`vertex_trainer.api.report`).
+
+        Args:
+            path: the file to write (default: report-<name>.<fmt> in the working directory).
+            fmt: "html" (one page that opens offline) or "png" (the plots as one image).
+
+        Returns:
+            the path written.
+        """
+        from vertex_trainer.api.report import report
+
+        return report(self, path, fmt=fmt)
+
     def __repr__(self) -> str:
         return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"
 

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "check": ("check", "setup"),
     "jobs": ("submit", "status", "cancel", "list"),
     "logs": ("logs",),
+    "report": ("report",),
     "package": ("package",),
     "deploy": ("deploy", "serve"),
     "data": ("data",),

@@ -322,6 +322,12 @@ def _cost_line(job) -> None:
         print(line)
 
 
+def _report_line(job, ref: str | None = None) -> None:
+    """An ended run's report command (docs/report.md): `report   vertex-trainer report JOB`."""
+    if job.done:
+        print(f"report   vertex-trainer report {ref or job.name}")
+
+
 def _show_job(job, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return emit_json(_with_cost(job.describe(), job))
@@ -338,6 +344,7 @@ def _show_job(job, output: OutputFormat) -> None:
     ]
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
     _cost_line(job)
+    _report_line(job)
 
 
 def _follow(
@@ -389,6 +396,7 @@ def _end(job, output: OutputFormat, view, failure, describe: bool = False) -> No
     else:
         print(f"final    {short_state(job.state)}")
         _cost_line(job)
+        _report_line(job)
         if getattr(job, "attempts", None):
             _show_attempts(job)
     if not job.succeeded:
@@ -415,6 +423,7 @@ def _show_local(result, output: OutputFormat) -> None:
         from vertex_trainer.present.runs import local_summary
 
         print(local_summary(result))
+        _report_line(result, result.output_dir)
     if result.done and not result.succeeded:
         raise JobFailed(result.failure_message())
 

@@ -1,0 +1,138 @@
+"""report: a run's whole story as one self-contained HTML page, or its plots as one PNG
+(docs/report.md). The data is gathered by workflows/report.py (a local run's directory) and
+workflows/report_cloud.py (a job on Vertex AI or the sandbox), drawn by workflows/report_page.py."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.errors import UserError
+from vertex_trainer.settings import Settings
+
+__all__ = ["default_output", "report", "report_data"]
+
+
+def default_output(target: str, fmt: str = "html") -> str:
+    """Where `report TARGET` writes without -o: report-<name>.<fmt> in the working directory.
+
+    Args:
+        target: the run directory or job name given.
+        fmt: "html" or "png".
+    Returns:
+        the file name.
+    """
+    name = os.path.basename(target.rstrip("/")) or "run"
+    return f"report-{name}.{fmt}"
+
+
+def report_data(
+    target: Any,
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    settings: Settings | None = None,
+) -> Any:
+    """What the report of `target` shows (workflows.report.RunData), read now.
+
+    Args:
+        target: a local run's output directory (or the name of a run whose output went to the
+            default place), a CustomJob or tuning job (resource name, or an id with project and
+            region), or a handle `submit` returned (Job, TuningJob, LocalJob, LocalTuning).
+        project: the project of a job id (default: the settings').
+        region: the region of a job id (default: the settings').
+        settings: the process settings (default: read from the environment).
+    Returns:
+        the RunData. Raises UserError (exit 2) when `target` names no run or job.
+    """
+    from vertex_trainer.local import runlog
+    from vertex_trainer.workflows import report, report_cloud
+
+    settings = settings or settings_from_env()
+    local = getattr(target, "output_dir", None) if not isinstance(target, str) else None
+    if isinstance(local, str) and not local.startswith("gs://"):
+        return report_cloud.run_cost(report.from_run_dir(local))
+    if isinstance(target, str):
+        found = runlog.find_run(target) if not target.startswith("projects/") else None
+        if found is not None or os.path.isdir(target):
+            return report_cloud.run_cost(report.from_run_dir(found or target))
+        if os.sep in target and not target.startswith("projects/"):
+            raise UserError(
+                f"report: {target} holds no run (no such directory)",
+                hint="give the output directory of `submit --local` or a Vertex AI job name",
+            )
+    name = target if isinstance(target, str) else str(getattr(target, "name", ""))
+    if "/hyperparameterTuningJobs/" in name or hasattr(target, "best_trial"):
+        return _tuning(target, project=project, region=region, settings=settings)
+    from vertex_trainer.vertex.jobs import Job  # not api.jobs: api.handles' Job.report calls here
+
+    job = (
+        target
+        if hasattr(target, "data")
+        else Job.get(name, project=project, region=region, settings=settings)
+    )
+    spec = getattr(job, "spec", None)
+    budget = getattr(getattr(spec, "scheduling", None), "max_cost", None)
+    return report_cloud.from_custom_job(
+        job.data, settings, attempts=getattr(job, "attempts", None) or (), max_cost=budget
+    )
+
+
+def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:
+    from vertex_trainer.vertex.hptuning import TuningJob
+    from vertex_trainer.vertex.jobs import Job
+    from vertex_trainer.workflows import report_cloud
+
+    job = (
+        target
+        if not isinstance(target, str)
+        else TuningJob.get(target, project=project, region=region, settings=settings)
+    )
+    trials = job.trials()
+    best = job.best_trial()
+    best_run = None
+    if best is not None and best.custom_job:
+        try:
+            inner = Job.get(best.custom_job, settings=settings)
+            best_run = report_cloud.from_custom_job(inner.data, settings)
+        except Exception:  # the trial's job may be gone: the table and plots still stand
+            best_run = None
+    return report_cloud.from_tuning_job(
+        job.data, [t.to_dict() for t in trials], goal=job.goal, metric_id=job.metric_id, best=best_run
+    )
+
+
+def report(
+    target: Any,
+    path: str | None = None,
+    *,
+    fmt: str = "html",
+    project: str | None = None,
+    region: str | None = None,
+    settings: Settings | None = None,
+) -> str:
+    """Write the report of a run or job (`vertex-trainer report`).
+
+    Args:
+        target: a local run's output directory or name, a job's resource name (or id with
+            project and region), or a handle `submit` returned.
+        path: the file to write (default: report-<name>.<fmt> in the working directory).
+        fmt: "html" (one self-contained page: curves, throughput, input wait, time split,
+            attempts, cost, trials, the spec and the exact job) or "png" (the plots as one image).
+        project: the project of a job id (default: the settings').
+        region: the region of a job id (default: the settings').
+        settings: the process settings (default: read from the environment).
+    Returns:
+        the path written.
+    """
+    from vertex_trainer.workflows import report_page
+
+    if fmt not in report_page.FORMATS:
+        raise UserError(
+            f"report: format {fmt!r} is not one of {', '.join(report_page.FORMATS)}",
+            hint="--format html (the page) or --format png (the plots as one image)",
+        )
+    data = report_data(target, project=project, region=region, settings=settings)
+    where = path or default_output(data.name if not isinstance(target, str) else target, fmt)
+    return report_page.write(data, where, fmt)

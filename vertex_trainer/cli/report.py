@@ -1,0 +1,55 @@
+"""report: a run's whole story as one self-contained HTML page (docs/report.md)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from vertex_trainer.cli.common import JobProjectOpt, JobRegionOpt, settings, stderr_line, where
+
+
+class ReportFormat(str, Enum):
+    html = "html"
+    png = "png"
+
+
+def report(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="JOB_OR_RUN_DIR",
+            help="a local run's output directory (or its name), or a Vertex AI job (resource name, or id)",
+        ),
+    ],
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="the file to write (default: report-<name>.<format>)"
+        ),
+    ] = None,
+    fmt: Annotated[
+        ReportFormat,
+        typer.Option("--format", help="html: one page that opens offline; png: the plots as one image"),
+    ] = ReportFormat.html,
+    open_: Annotated[bool, typer.Option("--open", help="open the file in the default browser")] = False,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+) -> None:
+    """Write a run's report: curves, throughput, input wait, time split, attempts, cost, trials."""
+    from vertex_trainer import api
+
+    cfg = settings()
+    path = api.report(target, out, fmt=fmt.value, **where(cfg, project, region), settings=cfg)
+    print(path)
+    if open_:
+        import webbrowser
+        from pathlib import Path
+
+        if not webbrowser.open(Path(path).resolve().as_uri()):
+            stderr_line(f"no browser to open here: open {path} yourself")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(report)

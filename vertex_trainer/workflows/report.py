@@ -1,0 +1,332 @@
+"""`vertex-trainer report`: a run's whole story gathered from what it left behind (docs/report.md).
+
+`RunData` is everything the page shows, read once: the trainer's metrics.json and
+trainer_config.json, the per-epoch progress lines of the run's log (loss, accuracy, examples/s,
+input wait), the throughput verdict as the run printed it, the run record (spec.yaml,
+custom_job.json, result.json), a study's trials, a fallback plan's attempts and the cost. The
+page (workflows/report_page.py) only draws it.
+
+What the run already records is preferred: the progress lines of a local run's log hold every
+epoch's figures and cost no TensorFlow import. TensorBoard's event files (tensorboard's own reader,
+`event_accumulator`, which imports TensorFlow: seconds) are read only when the log has no epoch,
+e.g. a Vertex AI job whose output is on gs://. The learning-rate schedule is the trainer's
+formula (trainer/schedules.py `lr_at`: linear warmup, then cosine decay) over the steps of
+trainer_config.json, one point per step: warmup and decay are visible at any epoch count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vertex_trainer.contract import METRICS_FILE, RECORD_DIR
+from vertex_trainer.errors import UserError
+from vertex_trainer.local.display import parse_progress
+
+__all__ = [
+    "Epoch",
+    "Point",
+    "RunData",
+    "from_run_dir",
+    "lr_schedule",
+    "read_event_epochs",
+    "time_split",
+    "trials_from_record",
+]
+
+TRAINER_CONFIG = "trainer_config.json"
+# `<UTC stamp> <line>` in <output>/vertex-trainer/logs/<replica>.log (local/runlog.py)
+_STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) (.*)$")
+_VERDICT = re.compile(r"^(?:trainer: )?(throughput: .*)$")
+# The figures of a progress line the report reads (trainer/callbacks.py `progress_line`).
+_FIELDS = ("loss", "accuracy", "examples_per_sec", "input_wait_fraction", "step_time_ms")
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch's figures as the trainer logged them at its end (None: not logged)."""
+
+    epoch: int
+    loss: float | None = None
+    accuracy: float | None = None
+    examples_per_sec: float | None = None
+    input_wait_fraction: float | None = None
+    step_time_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Point:
+    """A progress line on the time axis: seconds since the run's first line, the global step,
+    examples/s and the input wait so far in its epoch."""
+
+    seconds: float
+    step: int
+    examples_per_sec: float | None
+    input_wait_fraction: float | None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything one report shows. `kind`: "run" (one training run), "tuning" or "fallback"."""
+
+    source: str
+    name: str
+    kind: str = "run"
+    state: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    epochs: tuple[Epoch, ...] = ()
+    points: tuple[Point, ...] = ()
+    verdict: str | None = None
+    spec_yaml: str | None = None
+    custom_job: dict[str, Any] | None = None
+    elapsed_s: float | None = None
+    trials: tuple[dict[str, Any], ...] = ()  # docs/contract.md section 10 trial objects
+    goal: str = "MAXIMIZE"
+    metric_id: str = "accuracy"
+    attempts: tuple[dict[str, Any], ...] = ()  # docs/contract.md section 11 attempt records
+    cost: dict[str, Any] | None = None  # workflows/cost.job_cost's object
+    max_cost: float | None = None
+    reference: dict[str, Any] | None = None  # the published figure: examples_per_sec, setup, source
+    epochs_from: str = "log"  # "log" (progress lines) or "tensorboard" (event files)
+
+    def best_trial(self) -> dict[str, Any] | None:
+        """The SUCCEEDED trial with the best metric (the earliest on a tie), or None."""
+        done = [t for t in self.trials if t.get("metric") is not None and "SUCCEEDED" in str(t.get("state"))]
+        if not done:
+            return None
+        sign = -1.0 if self.goal.upper() == "MAXIMIZE" else 1.0
+        return min(done, key=lambda t: sign * float(t["metric"]))
+
+    def with_(self, **changes: Any) -> RunData:
+        """A copy with `changes` (the API adds what only it can read: the job, the cost)."""
+        return replace(self, **changes)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        out = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return out if out is not None and math.isfinite(out) else None
+
+
+def parse_log(lines: list[str]) -> tuple[list[Epoch], list[Point], str | None]:
+    """The epochs (each epoch's last progress line at its last step), the time series (every
+    progress line) and the verdict line, from a replica's stamped log lines."""
+    epochs: dict[int, Epoch] = {}
+    points: list[Point] = []
+    verdict = None
+    start: datetime | None = None
+    for raw in lines:
+        m = _STAMPED.match(raw.rstrip("\n"))
+        stamp, line = (m[1], m[2]) if m else (None, raw.rstrip("\n"))
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+        start = start or when
+        found = _VERDICT.match(line)
+        if found:
+            verdict = found[1]
+            continue
+        kv = parse_progress(line)
+        if kv is None or "/" not in kv.get("epoch", "") or "/" not in kv.get("step", ""):
+            continue
+        try:
+            epoch, step, steps = int(kv["epoch"].split("/")[0]), *map(int, kv["step"].split("/"))
+        except ValueError:
+            continue
+        values = {k: _number(kv.get(k)) for k in _FIELDS}
+        seconds = (when - start).total_seconds() if when and start else float(len(points))
+        points.append(
+            Point(
+                seconds, (epoch - 1) * steps + step, values["examples_per_sec"], values["input_wait_fraction"]
+            )
+        )
+        if step == steps:
+            epochs[epoch] = Epoch(epoch, **values)
+    return [epochs[e] for e in sorted(epochs)], points, verdict
+
+
+def chief_log(record: Path) -> list[str]:
+    """The chief's log lines (workerpool0-0: the replica that writes metrics and TensorBoard)."""
+    logs = sorted((record / "logs").glob("*.log"))
+    chief = next((p for p in logs if p.stem == "workerpool0-0"), logs[0] if logs else None)
+    if chief is None:
+        return []
+    return chief.read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def read_event_epochs(log_dir: str) -> list[Epoch]:
+    """The epochs from TensorBoard event files under `log_dir` (its train/ run): epoch_loss,
+    epoch_accuracy, epoch_examples_per_sec. tensorboard's own reader; [] when there are none."""
+    from vertex_trainer import lazy
+
+    lazy.require("tensorflow", "reading TensorBoard event files")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    train = log_dir.rstrip("/") + "/train"
+    acc = EventAccumulator(train, size_guidance={"tensors": 0, "scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()
+    series: dict[str, dict[int, float]] = {}
+    for tag in ("epoch_loss", "epoch_accuracy", "epoch_examples_per_sec"):
+        if tag in tags.get("tensors", ()):
+            series[tag] = {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)}
+        elif tag in tags.get("scalars", ()):
+            series[tag] = {e.step: float(e.value) for e in acc.Scalars(tag)}
+    steps = sorted({s for values in series.values() for s in values})
+    return [
+        Epoch(
+            s + 1,
+            loss=series.get("epoch_loss", {}).get(s),
+            accuracy=series.get("epoch_accuracy", {}).get(s),
+            examples_per_sec=series.get("epoch_examples_per_sec", {}).get(s),
+        )
+        for s in steps
+    ]
+
+
+def lr_schedule(config: Mapping[str, Any], points: int = 200) -> list[tuple[int, float]]:
+    """(step, learning rate) over the run, by the trainer's schedule (trainer/schedules.py
+    `lr_at`: linear warmup to the peak, then cosine decay to 0); [] without the figures."""
+    peak, warmup, total = (config.get(k) for k in ("peak_learning_rate", "warmup_steps", "total_steps"))
+    if not isinstance(peak, int | float) or not isinstance(total, int) or total <= 0:
+        return []
+    warmup = int(warmup or 0)
+    out = []
+    for step in sorted({round(i * total / points) for i in range(points + 1)} | {warmup}):
+        if warmup > 0 and step < warmup:
+            lr = peak * step / warmup
+        else:
+            decay = max(total - warmup, 1)
+            lr = peak * 0.5 * (1.0 + math.cos(math.pi * min(max(step - warmup, 0), decay) / decay))
+        out.append((step, lr))
+    return out
+
+
+def time_split(metrics: Mapping[str, Any], elapsed_s: float | None = None) -> dict[str, float]:
+    """Where the wall time went, in seconds: compile (the first execution's excess), steps (the
+    rest of fit() less checkpoints), checkpoints, eval, and the rest of the run (start-up, data
+    counting, export) when its elapsed time is known. Absent figures are left out."""
+
+    def num(key: str) -> float:
+        value = metrics.get(key)
+        return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+    train = num("train_seconds")
+    compile_s, ckpt, evaluation = num("compile_seconds"), num("checkpoint_seconds"), num("eval_seconds")
+    split = {
+        "compile": compile_s,
+        "steps": max(0.0, train - compile_s - ckpt),
+        "checkpoints": ckpt,
+        "eval": evaluation,
+    }
+    if elapsed_s:
+        split["start-up and export"] = max(0.0, elapsed_s - train - evaluation)
+    return {k: round(v, 3) for k, v in split.items() if v > 0}
+
+
+def trials_from_record(record: Path) -> tuple[list[dict[str, Any]], str, str] | None:
+    """A local study's trials (vertex-trainer/trials.json), its goal and metric id (from
+    hyperparameter_tuning_job.json's studySpec); None when `record` holds no study."""
+    study = _read_json(record / "trials.json")
+    if not isinstance(study, dict):
+        return None
+    body = _read_json(record / "hyperparameter_tuning_job.json") or {}
+    metric = ((body.get("studySpec") or {}).get("metrics") or [{}])[0]
+    return (
+        list(study.get("trials") or []),
+        str(metric.get("goal") or "MAXIMIZE"),
+        str(metric.get("metricId") or "accuracy"),
+    )
+
+
+def _record_of(path: Path) -> tuple[Path, Path]:
+    """(the output directory, its vertex-trainer/ record) of a run directory or its record."""
+    if path.name == RECORD_DIR and not (path / RECORD_DIR).exists():
+        return path.parent, path
+    return path, path / RECORD_DIR
+
+
+def from_run_dir(
+    path: str,
+    *,
+    events: Callable[[str], list[Epoch]] = read_event_epochs,
+) -> RunData:
+    """The report's data of a local run (or a local study) from its output directory.
+
+    Args:
+        path: the output directory (or its vertex-trainer/ record).
+        events: reads the epochs of TensorBoard event files under a log dir, when the run's log
+            has none (default: tensorboard's reader).
+    Returns:
+        the RunData. Raises UserError (exit 2) when `path` holds no run.
+    """
+    base, record = _record_of(Path(path).expanduser().resolve())
+    metrics = _read_json(base / METRICS_FILE)
+    study = trials_from_record(record)
+    if not isinstance(metrics, dict) and study is None and not record.is_dir():
+        raise UserError(
+            f"report: {path} holds no run (no {METRICS_FILE}, no {RECORD_DIR}/ record)",
+            hint="give the output directory of `submit --local` (output_dir: in the spec) or a job name",
+        )
+    result = _read_json(record / "result.json") or {}
+    spec_file = record / "spec.yaml"
+    data = RunData(
+        source=str(base),
+        name=str(result.get("name") or base.name),
+        state=result.get("state"),
+        metrics=metrics if isinstance(metrics, dict) else {},
+        config=_read_json(base / TRAINER_CONFIG) or {},
+        spec_yaml=spec_file.read_text(encoding="utf-8") if spec_file.is_file() else None,
+        custom_job=_read_json(record / "custom_job.json")
+        or _read_json(record / "hyperparameter_tuning_job.json"),
+        elapsed_s=result.get("elapsed_s"),
+    )
+    if study is not None:
+        trials, goal, metric_id = study
+        study_name = (_read_json(record / "trials.json") or {}).get("name")
+        data = data.with_(
+            kind="tuning",
+            name=str(study_name or data.name),
+            trials=tuple(trials),
+            goal=goal,
+            metric_id=metric_id,
+        )
+        best = data.best_trial()
+        if best is not None and best.get("output_dir") and Path(best["output_dir"]).is_dir():
+            inner = from_run_dir(best["output_dir"], events=events)  # the curves of the best trial
+            data = data.with_(
+                metrics=inner.metrics,
+                config=inner.config,
+                epochs=inner.epochs,
+                points=inner.points,
+                verdict=inner.verdict,
+                elapsed_s=data.elapsed_s or inner.elapsed_s,
+            )
+        return data
+    epochs, points, verdict = parse_log(chief_log(record))
+    data = data.with_(epochs=tuple(epochs), points=tuple(points), verdict=verdict)
+    if not epochs:
+        # beside the run (<output>/logs, where AIP_TENSORBOARD_LOG_DIR points locally), or where
+        # the trainer says it wrote them
+        flags = data.config.get("flags") or {}
+        for log_dir in (str(base / "logs"), str(flags.get("tensorboard_dir") or "")):
+            if log_dir and os.path.isdir(log_dir.rstrip("/") + "/train"):
+                data = data.with_(epochs=tuple(events(log_dir)), epochs_from="tensorboard")
+                break
+    return data

@@ -1,0 +1,192 @@
+"""The report's data of a job on Vertex AI (or the sandbox's stand-in), and the cost of any run.
+
+A CustomJob's outputs are under its base output directory (gs:// on Vertex AI): metrics.json and
+trainer_config.json are read through the one storage client (gcp/storage.py); the curves come
+from the TensorBoard event files under <base>/logs (tensorboard's reader, which reads gs:// through
+TensorFlow's file system). What cannot be read is left out of the page, never a failure: a report
+of a job still running, or of a job whose bucket this machine cannot read, shows what there is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from vertex_trainer.contract import METRICS_FILE
+from vertex_trainer.settings import Settings
+from vertex_trainer.workflows import cost as costs
+from vertex_trainer.workflows.report import TRAINER_CONFIG, Epoch, RunData, read_event_epochs
+
+__all__ = ["from_custom_job", "from_tuning_job", "run_cost", "spec_max_cost"]
+
+Reader = Callable[[str], dict[str, Any] | None]
+
+
+def _reader(settings: Settings) -> Reader:
+    def read(uri: str) -> dict[str, Any] | None:
+        if uri.startswith("gs://"):
+            from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
+
+            try:
+                return storage.read_json(settings, uri)
+            except Exception:  # an unreadable bucket leaves the figures out, not the report
+                return None
+        try:
+            with open(uri, encoding="utf-8") as f:
+                value = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    return read
+
+
+def base_output(data: Mapping[str, Any]) -> str | None:
+    """The CustomJob's base output directory (jobSpec.baseOutputDirectory.outputUriPrefix)."""
+    spec = data.get("jobSpec") or (data.get("trialJobSpec") or {})
+    prefix = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+    return str(prefix).rstrip("/") if prefix else None
+
+
+def _epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> list[Epoch]:
+    try:
+        return events(log_dir)
+    except Exception:  # no event files there, or a file system this TensorFlow cannot read
+        return []
+
+
+def from_custom_job(
+    data: Mapping[str, Any],
+    settings: Settings,
+    *,
+    attempts: Sequence[Mapping[str, Any]] = (),
+    max_cost: float | None = None,
+    read: Reader | None = None,
+    events: Callable[[str], list[Epoch]] = read_event_epochs,
+) -> RunData:
+    """The report's data of a CustomJob.
+
+    Args:
+        data: the CustomJob as the REST API returns it.
+        settings: the process settings (the storage endpoint).
+        attempts: a fallback plan's attempt records (docs/contract.md section 11).
+        max_cost: the spec's scheduling.max_cost, when known.
+        read: reads a JSON object at a gs:// or local path (default: the storage client).
+        events: reads the epochs of TensorBoard event files under a log directory.
+    Returns:
+        the RunData.
+    """
+    read = read or _reader(settings)
+    base = base_output(data)
+    metrics = (read(f"{base}/{METRICS_FILE}") if base else None) or {}
+    config = (read(f"{base}/{TRAINER_CONFIG}") if base else None) or {}
+    epochs = _epochs(f"{base}/logs", events) if base else []
+    book = _book()
+    return RunData(
+        source=str(data.get("name") or ""),
+        name=str(data.get("displayName") or data.get("name") or "job"),
+        kind="fallback" if attempts else "run",
+        state=data.get("state"),
+        metrics=metrics,
+        config=config,
+        epochs=tuple(epochs),
+        epochs_from="tensorboard",
+        custom_job=dict(data),
+        elapsed_s=_elapsed(data),
+        attempts=tuple(dict(a) for a in attempts),
+        cost=costs.job_cost(dict(data), book),
+        max_cost=max_cost,
+    )
+
+
+def from_tuning_job(
+    data: Mapping[str, Any],
+    trials: Sequence[Mapping[str, Any]],
+    *,
+    goal: str,
+    metric_id: str,
+    best: RunData | None = None,
+) -> RunData:
+    """The report's data of a hyperparameter tuning job.
+
+    Args:
+        data: the HyperparameterTuningJob as the REST API returns it.
+        trials: its trials (docs/contract.md section 10 objects).
+        goal: MAXIMIZE or MINIMIZE.
+        metric_id: the study's metric.
+        best: the best trial's own run (its curves and figures), when it could be read.
+    Returns:
+        the RunData.
+    """
+    out = RunData(
+        source=str(data.get("name") or ""),
+        name=str(data.get("displayName") or data.get("name") or "tuning job"),
+        kind="tuning",
+        state=data.get("state"),
+        custom_job=dict(data),
+        elapsed_s=_elapsed(data),
+        trials=tuple(dict(t) for t in trials),
+        goal=goal,
+        metric_id=metric_id,
+    )
+    if best is not None:
+        out = out.with_(
+            metrics=best.metrics,
+            config=best.config,
+            epochs=best.epochs,
+            points=best.points,
+            verdict=best.verdict,
+        )
+    return out
+
+
+def _elapsed(data: Mapping[str, Any]) -> float | None:
+    start, end = data.get("startTime"), data.get("endTime")
+    if not start or not end:
+        return None
+    return round(costs._seconds(str(end)) - costs._seconds(str(start)), 3)
+
+
+def _book() -> Any:
+    from vertex_trainer import pricing
+
+    return pricing.load_snapshot()
+
+
+def spec_max_cost(spec_yaml: str | None) -> tuple[str | None, float | None]:
+    """(region, scheduling.max_cost) of a recorded spec (its YAML); (None, None) without one."""
+    if not spec_yaml:
+        return None, None
+    import yaml
+
+    try:
+        spec = yaml.safe_load(spec_yaml) or {}
+    except yaml.YAMLError:
+        return None, None
+    if not isinstance(spec, dict):
+        return None, None
+    budget = (spec.get("scheduling") or {}).get("max_cost")
+    return spec.get("region"), float(budget) if isinstance(budget, int | float) else None
+
+
+def run_cost(run: RunData) -> RunData:
+    """A local run's cost: what its time (elapsed_s) on its CustomJob's machines would cost on
+    Vertex AI at list price in its spec's region, and the spec's max_cost. Unchanged when the
+    run has no recorded CustomJob or time."""
+    region, budget = spec_max_cost(run.spec_yaml)
+    if not run.custom_job or not run.elapsed_s or "jobSpec" not in run.custom_job:
+        return run.with_(max_cost=budget)
+    end = datetime.now(timezone.utc)
+    start = end - timedelta(seconds=float(run.elapsed_s))
+    data = {
+        **run.custom_job,
+        "name": f"projects/-/locations/{region or 'us-central1'}/customJobs/local",
+        "startTime": start.isoformat().replace("+00:00", "Z"),
+        "endTime": end.isoformat().replace("+00:00", "Z"),
+    }
+    cost = costs.job_cost(data, _book())
+    if cost is not None:
+        cost = {**cost, "what": f"this run's time on Vertex AI in {region or 'us-central1'}"}
+    return run.with_(cost=cost, max_cost=budget)
