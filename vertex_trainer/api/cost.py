@@ -68,6 +68,8 @@ def cost(
     can_wait: bool = True,
     checkpoints: bool | None = None,
     read_manifest: bool = True,
+    examples_per_epoch: int | None = None,
+    epochs: int | None = None,
     settings: Settings | None = None,
 ) -> Estimate | Comparison:
     """What the spec's plan costs (docs/contract.md section 12), before anything is sent.
@@ -81,10 +83,17 @@ def cost(
         can_wait: the start may wait for capacity (False: --start-now).
         checkpoints: the trainer resumes from checkpoints (None: the bundled trainer does).
         read_manifest: read the dataset's manifest.json for the examples per epoch.
+        examples_per_epoch: a job running your own code (no trainer:): the examples one epoch
+            trains on (--examples-per-epoch); needed with a throughput, refused for the bundled
+            trainer (its trainer: block says it).
+        epochs: a job running your own code: how many epochs (--epochs, default 1).
         settings: the process settings (default: from the environment).
     Returns:
         An Estimate (`.to_json()` is the --output json object), or with `compare` a Comparison
-        (`.rows`, `.recommendation`)."""
+        (`.rows`, `.recommendation`).
+    Raises:
+        UserError: a throughput for your own code without examples_per_epoch, or the two
+            figures given for the bundled trainer (exit 2)."""
     from vertex_trainer.workflows import cost as costs
 
     settings = settings or settings_from_env()
@@ -92,8 +101,11 @@ def cost(
     if isinstance(bench, str):
         name, bench = bench, costs.load_bench(bench)
     rate = costs.throughput_of(spec, examples_per_sec=throughput, bench=bench, bench_name=name)
+    own = costs.OwnEpochs(examples_per_epoch, epochs)
+    costs.check_own_epochs(spec, own, rate)
     book = prices(live=live, settings=settings)
-    est = costs.estimate(spec, book, throughput=rate, read_json=_reader(settings) if read_manifest else None)
+    reader = _reader(settings) if read_manifest else None
+    est = costs.estimate(spec, book, throughput=rate, read_json=reader, own=own)
     if not compare:
         return est
     from vertex_trainer.workflows import cost_compare

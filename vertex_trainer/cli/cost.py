@@ -42,6 +42,21 @@ def cost(
             "--bench", metavar="FILE", help="a `bench --output json` result: its measured throughput"
         ),
     ] = None,
+    examples_per_epoch: Annotated[
+        int | None,
+        typer.Option(
+            "--examples-per-epoch",
+            metavar="N",
+            help="a job running your own code (no trainer:): the examples one epoch trains on; "
+            "with --throughput, gives the expected hours",
+        ),
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(
+            "--epochs", metavar="E", help="a job running your own code: how many epochs (default 1)"
+        ),
+    ] = None,
     live_prices: Annotated[
         bool,
         typer.Option(
@@ -89,6 +104,8 @@ def cost(
         compare=compare,
         can_wait=not start_now,
         checkpoints=checkpoints,
+        examples_per_epoch=examples_per_epoch,
+        epochs=epochs,
         settings=cfg,
     )
     if output is OutputFormat.json:

@@ -98,9 +98,12 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
     directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
     if spec.trainer is None:  # script jobs (issue 32): bench drives the bundled trainer's flags
         raise UserError(
-            "bench needs the bundled trainer (a trainer: block): this spec runs your own code "
-            "or image, whose steps and input pipeline bench cannot set",
-            hint="measure your code's throughput yourself and pass it to `cost --throughput EX_PER_S`",
+            "bench needs the bundled trainer or a model factory (a trainer: block, e.g. "
+            "trainer.model: package.module:function from image.code): this spec runs your own "
+            "code or image, whose steps, synthetic data and input pipeline bench cannot set",
+            hint="train your model through the bundled trainer with trainer.model: pkg.mod:fn; or "
+            "measure your code's examples per second yourself and price it with `cost SPEC "
+            "--throughput EX_PER_S --examples-per-epoch N`",
         )
     if steps < MIN_EXECUTIONS:
         raise UserError(

@@ -128,22 +128,64 @@ def _hours(value: float | None) -> float | None:
 
 
 # -- what the job needs: examples per epoch, throughput -------------------------------------------
+# Your own code's epoch is its own (issue 32): the figures `cost` takes for it, by flag.
+OWN_EPOCH_FLAGS = "--examples-per-epoch N and --epochs E (default 1)"
+
+
+@dataclass(frozen=True)
+class OwnEpochs:
+    """The work of a job running your own code (no trainer: block), as given on the command line:
+    examples per epoch (--examples-per-epoch) and epochs (--epochs)."""
+
+    examples_per_epoch: int | None = None
+    epochs: int | None = None
+
+
+def check_own_epochs(spec: JobSpec, given: OwnEpochs, throughput: Throughput | None) -> None:
+    """--examples-per-epoch and --epochs describe your own code's work: refused for the bundled
+    trainer (its spec says it), and needed with a throughput for your own code (exit 2).
+
+    Raises:
+        UserError: the flag to drop or to give."""
+    for flag, value in (("--examples-per-epoch", given.examples_per_epoch), ("--epochs", given.epochs)):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} {value}: must be at least 1")
+    if spec.trainer is not None:
+        if given.examples_per_epoch is not None or given.epochs is not None:
+            raise UserError(
+                "--examples-per-epoch and --epochs are for a job running your own code; this spec "
+                "runs the bundled trainer, whose trainer: block says its epochs and their size",
+                hint="set them in the spec instead: --set trainer.epochs=E --set trainer.train_examples=N",
+            )
+        return
+    if throughput is not None and given.examples_per_epoch is None:
+        raise UserError(
+            f"{throughput.source} gives examples per second, and this job runs your own code, whose "
+            "epoch size vertex-trainer cannot know: the expected hours need it",
+            hint=f"give {OWN_EPOCH_FLAGS}; or drop the throughput for the hourly price and the worst case",
+        )
+
+
 def examples_per_epoch(
     spec: JobSpec,
     read_json: Callable[[str], dict | None] | None = None,
+    own: OwnEpochs | None = None,
 ) -> tuple[int | None, str]:
     """How many examples one epoch trains on, and where that figure comes from.
 
     Args:
         spec: the job.
         read_json: reads a JSON file by path or gs:// URI (None: the manifest is not read).
+        own: your own code's figures (a job without trainer:), from the command line.
     Returns:
         (examples or None, the source or the reason): trainer.steps_per_epoch x batch_size, else
         trainer.train_examples, else the `manifest.json` that `data convert` wrote beside the
-        training shards."""
+        training shards; for your own code, --examples-per-epoch."""
     t = spec.trainer
     if t is None:  # script jobs (issue 32): the epoch is the script's own
-        return None, "your own code's epoch size is not known (no trainer: block)"
+        if own is not None and own.examples_per_epoch:
+            return own.examples_per_epoch, f"--examples-per-epoch {own.examples_per_epoch}"
+        return None, f"your own code's epoch size is not known: give {OWN_EPOCH_FLAGS}"
     batch = t.batch_size or 256
     if t.steps_per_epoch:
         return t.steps_per_epoch * batch, f"steps_per_epoch {t.steps_per_epoch} x batch_size {batch}"
@@ -234,6 +276,7 @@ def estimate(
     *,
     throughput: Throughput | None = None,
     read_json: Callable[[str], dict | None] | None = None,
+    own: OwnEpochs | None = None,
 ) -> Estimate:
     """The prices of the spec's plan (docs/contract.md section 12).
 
@@ -242,11 +285,13 @@ def estimate(
         book: the prices (the snapshot, or read from the Billing API).
         throughput: the job's examples per second (None: no expected hours).
         read_json: reads the dataset's manifest.json (None: not read).
+        own: a job running your own code: its examples per epoch and epochs (the command line's).
     Returns:
         An Estimate: per attempt hourly, max_hours, max_cost, expected_hours, expected_cost."""
     max_hours = (spec.scheduling.timeout or DEFAULT_TIMEOUT_S) / 3600
-    epochs = (spec.trainer.epochs if spec.trainer else None) or 1  # script jobs (issue 32)
-    per_epoch, per_epoch_source = examples_per_epoch(spec, read_json) if throughput else (None, "")
+    # Script jobs (issue 32): the epochs are the command line's (--epochs), else 1.
+    epochs = (spec.trainer.epochs if spec.trainer else (own.epochs if own else None)) or 1
+    per_epoch, per_epoch_source = examples_per_epoch(spec, read_json, own) if throughput else (None, "")
     notes: list[str] = []
     if not spec.scheduling.timeout:
         notes.append("no scheduling.timeout: the worst case uses Vertex AI's 7-day maximum")
@@ -266,8 +311,12 @@ def estimate(
             "consumes a reservation: its machines are billed as the reservation (list price "
             "shown), whether or not a job runs"
         )
-    if throughput is None:
+    if throughput is None and spec.trainer is None:
+        notes.append(f"expected hours: no throughput (give --throughput EX_PER_S and {OWN_EPOCH_FLAGS})")
+    elif throughput is None:
         notes.append("expected hours: no throughput (give --throughput EX_PER_S or --bench FILE)")
+    elif per_epoch is None and spec.trainer is None:
+        notes.append(f"expected hours: {per_epoch_source}")
     elif per_epoch is None:
         notes.append(
             f"expected hours: examples per epoch unknown ({per_epoch_source}); set "
