@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import difflib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -129,7 +130,7 @@ def _parser() -> _Parser:
             kw.update(type=_int if flag.type is int else flag.type, default=flag.default)
             if flag.required:
                 kw["required"] = True
-            if flag.choices:
+            if flag.choices and not flag.also:  # `also`: checked in _validate
                 kw["choices"] = flag.choices
         p.add_argument(*options, **kw)
     return p
@@ -190,5 +191,14 @@ def _validate(cfg: TrainConfig) -> None:
             problem = _range_problem(flag, getattr(cfg, flag.name))
             if problem:
                 raise UsageError(problem)
+    for flag in FLAGS:
+        value = getattr(cfg, flag.name)
+        if flag.also and flag.choices and value not in flag.choices and not re.fullmatch(flag.also, value):
+            # argparse's own words (--model: a factory is any package.module:function)
+            choices = ", ".join(repr(m) for m in flag.choices)
+            raise UsageError(
+                f"argument {flag.option}: invalid choice: {value!r} (choose from {choices}; "
+                "or package.module:function, your own model factory)"
+            )
     if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
         raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")

@@ -26,6 +26,9 @@ MODELS = (
     "efficientnet-b1",
     "convnext-tiny",
 )
+# --model may instead name your own Keras model factory, package.module:function, found on the
+# Python path (trainer.factory; image.code in the spec). Checked by trainer.config, not argparse.
+FACTORY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
 # Keras mixed-precision policies (trainer.precision); auto picks one per device.
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 # tf.distribute strategies (trainer.strategy); auto picks one from the machine and the cluster.
@@ -54,6 +57,7 @@ class Flag:
     lt: float | None = None  # value < lt
     spec: bool = True  # belongs in the spec's `trainer:` block
     env: str | None = None  # unset -> this environment variable (Vertex AI sets it)
+    also: str | None = None  # a regex accepted besides `choices` (--model: a factory)
 
     @property
     def option(self) -> str:
@@ -68,7 +72,14 @@ def _dir(name: str, env: str, what: str) -> Flag:
 
 FLAGS: tuple[Flag, ...] = (
     # -- the contract's flags (docs/contract.md section 4) -----------------------------------------------
-    Flag("model", default="resnet50", choices=MODELS, help="model name: " + ", ".join(MODELS)),
+    Flag(
+        "model",
+        default="resnet50",
+        choices=MODELS,
+        also=FACTORY_PATTERN,
+        help="model name: " + ", ".join(MODELS) + "; or package.module:function, your own Keras model "
+        "factory (docs/own-code.md)",
+    ),
     Flag(
         "train_data",
         required=True,

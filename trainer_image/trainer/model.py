@@ -1,5 +1,8 @@
 """Models by name. All take uint8 images [N, S, S, 3] and output float32 class probabilities.
 
+A name of the form package.module:function is your own Keras model factory (trainer/factory.py),
+framed the same way.
+
 Inputs are cast and rescaled inside the model (on the accelerator). The softmax runs in float32
 whatever the mixed-precision policy, so the loss is computed in float32.
 """
@@ -27,8 +30,11 @@ _SELF_RESCALING = {"efficientnet-b0", "efficientnet-b1", "convnext-tiny"}
 
 def build_model(name: str, *, num_classes: int, image_size: int, sync_batch_norm: bool = False) -> Any:
     """The classifier `name` (see MODELS), built under the current dtype policy and strategy."""
+    from trainer import factory
     from trainer._keras import keras
 
+    if factory.is_factory(name):
+        return factory.build(name, num_classes=num_classes, image_size=image_size)
     layers = keras.layers
     inputs = keras.Input(shape=(image_size, image_size, 3), dtype="uint8", name="image")
     if name == "tiny-cnn":

@@ -14,6 +14,7 @@ import importlib.metadata
 import importlib.util
 import io
 import json
+import os
 import re
 import shlex
 import sys
@@ -73,11 +74,35 @@ def missing_requirement(requirement: str) -> str | None:
 
 @dataclass(frozen=True)
 class Code:
-    """What a script job's replicas run here: `python *entry ARGS` from `directory`."""
+    """What a script job's replicas run here: `python *entry ARGS` from `directory`.
+
+    With `on_path` (a model factory job, spec/factory.py) the replicas run the bundled trainer
+    as the image does, from the current directory, with `directory` first on PYTHONPATH."""
 
     directory: Path
     entry: tuple[str, ...]  # after `python`: (SCRIPT,) or ("-m", MODULE)
     requirements: tuple[str, ...] = ()
+    on_path: bool = False
+
+
+def factory_code(spec: Any) -> Code:
+    """A model factory job's code: image.code on the trainer's PYTHONPATH, its requirements.
+
+    Raises:
+        SpecError: the directory is missing, a requirement is malformed (exit 2).
+    """
+    root = code_root(spec)
+    return Code(root, (), tuple(code_requirements(spec, root)), on_path=True)
+
+
+def path_replicas(code: Code, replicas: list[Replica]) -> list[Replica]:
+    """The replicas with code.directory first on PYTHONPATH (the image's /opt/code)."""
+    out = []
+    for r in replicas:
+        env = dict(r.env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(code.directory), env.get("PYTHONPATH")) if p)
+        out.append(dataclasses.replace(r, env=env))
+    return out
 
 
 def code_of(spec: Any) -> Code:
@@ -149,6 +174,8 @@ def code_replicas(code: Code, replicas: list[Replica], python: str = sys.executa
 
 # -- the code inside a built artifact (the sandbox runs what was built, not the local directory) --
 
+# templates/Dockerfile.j2 with user_code (packaging/factory.py): image.code on the trainer's path.
+FACTORY_PATH_LINE = "ENV PYTHONPATH=/opt/trainer:/opt/code"
 _ENTRYPOINT_RE = re.compile(r"^ENTRYPOINT (\[.*\])\s*$", re.M)
 
 
@@ -159,8 +186,9 @@ def _extract(archive: bytes, dest: Path) -> None:
 
 def code_in_image_context(archive: bytes, dest: Path) -> Code | None:
     """The code of a script job's build context (packaging/owncode.py's layout: Dockerfile,
-    vertex-trainer/requirements.txt, code/), extracted under `dest`; None for any other context
-    (the bundled trainer's, a Dockerfile of your own).
+    vertex-trainer/requirements.txt, code/), or of a model factory's (the bundled trainer's
+    context with code/, packaging/factory.py: a Code on the trainer's path), extracted under
+    `dest`; None for any other context (the bundled trainer's, a Dockerfile of your own).
 
     Args:
         archive: the context as uploaded (tar.gz).
@@ -172,8 +200,13 @@ def code_in_image_context(archive: bytes, dest: Path) -> Code | None:
     dockerfile = dest / "Dockerfile"
     if not (dest / "code").is_dir() or not dockerfile.is_file():
         return None
-    m = _ENTRYPOINT_RE.search(dockerfile.read_text(encoding="utf-8"))
-    if not m or "Dockerfile.code.j2" not in dockerfile.read_text(encoding="utf-8"):
+    text = dockerfile.read_text(encoding="utf-8")
+    if FACTORY_PATH_LINE in text:  # the bundled trainer's image with a model factory's code
+        extra = dest / "trainer_image" / "requirements-extra.txt"
+        lines = requirement_lines(extra.read_text(encoding="utf-8")) if extra.is_file() else []
+        return Code(dest / "code", (), tuple(lines), on_path=True)
+    m = _ENTRYPOINT_RE.search(text)
+    if not m or "Dockerfile.code.j2" not in text:
         return None
     argv = json.loads(m.group(1))
     reqs = dest / "vertex-trainer" / "requirements.txt"

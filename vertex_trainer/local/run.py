@@ -31,6 +31,7 @@ from vertex_trainer.local.supervisor import (
     Supervisor,
 )
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec.factory import runs_factory
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -105,12 +106,14 @@ def run_local(
     # directory, entry point and requirements, before anything starts.
     if code is None and getattr(spec, "is_script_job", False):
         code = owncode.code_of(spec)
+    elif code is None and runs_factory(spec):  # the bundled trainer with your model factory
+        code = owncode.factory_code(spec)
     if code is not None:
         owncode.check_requirements(code)
     # /gcs/ as on Vertex AI (local/gcsfuse.py) for your own code, where this machine can mount
     # it. The bundled trainer's /gcs/ paths are data to read, which the stand-in (what the run
     # wrote) cannot hold: those, and any /gcs/ path without the mount, are refused now.
-    mount = code is not None and gcsfuse.unavailable() is None
+    mount = code is not None and not code.on_path and gcsfuse.unavailable() is None
     if not mount:
         cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
     if cluster.references_gcs(job):
@@ -121,15 +124,19 @@ def run_local(
     replicas = cluster.build_replicas(
         job, base, job_id=job_id, base_env=environ, project=project, region=region
     )
-    if code is not None:
+    if code is not None and code.on_path:
+        replicas = owncode.path_replicas(code, replicas)
+    elif code is not None:
         replicas = owncode.code_replicas(code, replicas)
-    else:
+    if code is None or code.on_path:
         cluster.check_importable(replicas)
     standin = _standin(base) if mount else None
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
 
-    supervisor = Supervisor(replicas, cwd=str(code.directory) if code is not None else None)
+    supervisor = Supervisor(
+        replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
+    )
     display = Display(console, [r.name for r in replicas], live=wait)
     runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
     shown = runlog.tee(display, on_lines)

@@ -24,6 +24,7 @@ from typing import Any
 
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import ServiceError, SpecError, UserError
+from vertex_trainer.packaging import factory
 from vertex_trainer.packaging.context import (
     ContextEntry,
     DockerIgnore,
@@ -44,6 +45,7 @@ from vertex_trainer.packaging.templates import (
     trainer_requirements,
 )
 from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
+from vertex_trainer.spec.images import code_root
 
 BUILDERS = ("cloud-build", "docker")
 DEFAULT_BUILDER = "cloud-build"
@@ -205,18 +207,24 @@ def plan_bundled_context(
     base_image_digest: str | None = None,
     pip_packages: Iterable[str] = (),
     trainer_dir: Path | None = None,
+    user_code: Iterable[ContextEntry] = (),
 ) -> tuple[list[ContextEntry], str]:
     """The bundled trainer's build context, laid out like the repository root (so the root
-    Dockerfile builds the very same image with `docker build .`). Returns (entries, source)."""
+    Dockerfile builds the very same image with `docker build .`). Returns (entries, source).
+    `user_code`: a model factory's image.code under code/ (packaging/factory.py)."""
     trainer_dir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
-    pip_packages = list(pip_packages)
-    dockerignore = render_dockerignore()
+    pip_packages, user_code = list(pip_packages), list(user_code)
+    dockerignore = render_dockerignore(user_code=bool(user_code))
     ignore = DockerIgnore(dockerignore)
     entries = [
         entry_from_bytes(
             "Dockerfile",
             render_dockerfile(
-                variant, base_image=base_image, base_image_digest=base_image_digest, pip_packages=pip_packages
+                variant,
+                base_image=base_image,
+                base_image_digest=base_image_digest,
+                pip_packages=pip_packages,
+                user_code=bool(user_code),
             ).encode(),
         ),
         entry_from_bytes(".dockerignore", dockerignore.encode()),
@@ -228,7 +236,7 @@ def plan_bundled_context(
                 "trainer_image/requirements-extra.txt", ("\n".join(pip_packages) + "\n").encode()
             )
         )
-    entries += walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
+    entries += walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/") + user_code
     entries = [e for e in entries if e.name in ("Dockerfile", ".dockerignore") or not ignore.excluded(e.name)]
     return sorted(entries, key=lambda e: e.name), str(trainer_dir)
 
@@ -311,12 +319,16 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         )
     if attr(image, "uri"):
         return None
-    if attr(image, "code"):  # your own code (issue 32): packaging/owncode.py
-        return _plan_code(spec, image, builder)
+    if attr(image, "code") and (attr(image, "script") or attr(image, "module")):
+        return _plan_code(spec, image, builder)  # your own code (issue 32): packaging/owncode.py
     pip_packages = [
         validate_requirement(f"image.pip_packages[{i}]", r)
         for i, r in enumerate(attr(image, "pip_packages") or ())
     ]
+    user_code: list[ContextEntry] = []
+    if attr(image, "code"):  # a model factory (trainer.model: package.module:function)
+        user_code, requirements = factory.factory_files(spec)
+        pip_packages += requirements
     if attr(image, "python_package"):
         return _plan_python_package(spec, image, pip_packages, trainer_dir)
     repository = attr(image, "repository")
@@ -341,7 +353,9 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
             base_image_digest=attr(image, "base_image_digest"),
             pip_packages=pip_packages,
             trainer_dir=trainer_dir,
+            user_code=user_code,
         )
+        source += f" and image.code {code_root(spec)}" if user_code else ""
         base = _given_base(image) or VARIANTS[variant].base_image
         if attr(image, "base_image_digest"):
             base = f"{base}@{image.base_image_digest}"

@@ -130,8 +130,10 @@ def render_dockerfile(
     base_image: str | None = None,
     base_image_digest: str | None = None,
     pip_packages: Iterable[str] = (),
+    user_code: bool = False,
 ) -> str:
-    """The bundled trainer's Dockerfile for a variant (validated values only)."""
+    """The bundled trainer's Dockerfile for a variant (validated values only); `user_code` adds
+    the context's code/ (a model factory's image.code) on PYTHONPATH."""
     v = VARIANTS[variant]
     base = base_image or v.base_image
     validate_image_reference("image.base_image", base, require_pin=not base_image_digest)
@@ -153,12 +155,14 @@ def render_dockerfile(
         keras_requirement=v.keras_requirement,
         framework_names=list(FRAMEWORK_NAMES),
         extra_requirements=bool(reqs),
+        user_code=user_code,
     )
 
 
-def render_dockerignore() -> str:
-    """The bundled context's .dockerignore (an allowlist, then what must never enter an image)."""
-    return _template("dockerignore.j2").render()
+def render_dockerignore(*, user_code: bool = False) -> str:
+    """The bundled context's .dockerignore (an allowlist, then what must never enter an image);
+    `user_code` allows code/ (a model factory's image.code) too."""
+    return _template("dockerignore.j2").render(user_code=user_code)
 
 
 def write_root_files(repo_root: Path) -> None:

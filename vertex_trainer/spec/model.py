@@ -29,6 +29,7 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
 from vertex_trainer.spec.base import Strict, as_problem, problem
 from vertex_trainer.spec.deploy import DeploySpec
+from vertex_trainer.spec.factory import factory_rules
 from vertex_trainer.spec.images import Builder, VariantName
 from vertex_trainer.spec.trainer import TrainerArgs
 from vertex_trainer.spec.tune import TuneSpec
@@ -188,10 +189,9 @@ class ImageSpec(Strict):
                         hint=f"add image.code: DIR, or remove image.{name}",
                     )
             return
-        if bool(self.script) == bool(self.module):
-            what = "both are set" if self.script else "neither is set"
+        if self.script and self.module:  # neither: a model factory (spec/factory.py) or exit 2
             raise problem(
-                f"needs exactly one of image.script or image.module ({what})",
+                "needs one of image.script or image.module (both are set)",
                 sub="code",
                 hint="image.script: task.py runs `python task.py`; image.module: trainer.task "
                 "runs `python -m trainer.task`",
@@ -476,6 +476,7 @@ def _what_runs(spec: JobSpec) -> None:
     Raises:
         SpecError: the one field that does not fit, its value and the fix (exit 2).
     """
+    factory_rules(spec)  # image.code and trainer.model: package.module:function
     if spec.is_script_job:
         if spec.trainer is not None:
             raise SpecError(

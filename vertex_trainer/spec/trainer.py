@@ -18,10 +18,11 @@ from pydantic import Field, create_model
 # workflows/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
 # the trainer (docs/architecture.md), so the bench takes it from here
 from trainer.executions import choose_steps_per_execution as choose_steps_per_execution
-from trainer.flags import FLAGS, Flag
+from trainer.flags import FACTORY_PATTERN, FLAGS, Flag
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict
+from vertex_trainer.spec.factory import check_factory, runs_factory
 
 # A JobSpec (model.py imports this module for TrainerArgs, so this one cannot import model.py).
 Spec = Any
@@ -30,7 +31,8 @@ Spec = Any
 _SPEC_RULES: dict[str, dict[str, Any]] = {
     # An image.uri / image.context trainer may have other models; the bundled trainer's list is
     # checked by check_trainer_flags. Always rendered (the trainer's default, explicitly).
-    "model": {"choices": None, "pattern": r"^[a-z0-9][a-z0-9_-]*$", "default": "resnet50"},
+    # package.module:function is your own model factory in image.code (spec/factory.py).
+    "model": {"choices": None, "pattern": rf"^[a-z0-9][a-z0-9_-]*$|{FACTORY_PATTERN}", "default": "resnet50"},
     "train_data": {"required": True},
     "num_classes": {"required": True, "ge": 2},
     "image_size": {"ge": 8, "le": 1024},
@@ -111,6 +113,8 @@ def check_trainer_flags(spec: Spec) -> None:
     """
     if spec.trainer is None:  # script jobs (issue 32): your own code has no trainer flags to check
         return
+    if runs_factory(spec):  # your model factory: it must import and take the trainer's arguments
+        check_factory(spec)
     try:
         import trainer.config  # noqa: F401  (argparse and the trainer's parser: only when checked)
     except ImportError:

@@ -1,0 +1,293 @@
+"""Your model in the bundled trainer (issue 32 item 5): `trainer.model: package.module:function`
+from image.code. The spec's rules, the factory checked before anything is built or run (a short
+process imports it: exit 2 naming trainer.model), the image holding the code (in the content
+hash), the local and sandbox runs putting it on PYTHONPATH, and one short training through
+`submit --local` whose metrics.json has the bundled trainer's throughput fields."""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cli_support import edge_env
+from tests.shared import ROOT, cli_runner
+from vertex_trainer.errors import SpecError
+from vertex_trainer.local import owncode
+from vertex_trainer.local.cluster import Replica
+from vertex_trainer.packaging import plan_build
+from vertex_trainer.packaging.plan import archive_bytes
+from vertex_trainer.spec import build_spec, check_trainer_flags
+from vertex_trainer.spec.factory import runs_factory
+
+REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/trainer"
+EXAMPLE = ROOT / "examples" / "model-factory"
+GOOD = "def build(num_classes, image_size, dtype):\n    return None\n"
+
+
+@pytest.fixture
+def factory_dir(tmp_path: Path) -> Path:
+    code = tmp_path / "code"
+    (code / "models").mkdir(parents=True)
+    (code / "models" / "__init__.py").write_text("")
+    (code / "models" / "net.py").write_text(GOOD + "SIZE = 3\n\ndef other(x):\n    return x\n")
+    return code
+
+
+def factory_data(code: Path | str, model: str = "models.net:build", **changes: Any) -> dict:
+    data: dict[str, Any] = {
+        "name": "factory",
+        "project": "my-project-1",
+        "region": "us-central1",
+        "hardware": "cpu",
+        "image": {"code": str(code), "repository": REPOSITORY},
+        "output_dir": "gs://my-bucket/runs/factory",
+        "trainer": {"model": model, "train_data": "gs://my-bucket/data/train-*", "num_classes": 3},
+    }
+    for key, value in changes.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and key in data else value
+    return {k: v for k, v in data.items() if v is not None}
+
+
+# -- the spec ------------------------------------------------------------------------------------
+
+
+def test_a_factory_job_runs_the_bundled_trainer_with_the_code(factory_dir):
+    spec = build_spec(factory_data(factory_dir))
+    assert runs_factory(spec) and spec.runs_bundled_trainer and not spec.is_script_job
+    assert "--model=models.net:build" in spec.trainer.to_args()
+    check_trainer_flags(spec)  # imports models.net in a process of its own: it is fine
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        # a factory needs image.code (the directory holding it)
+        ({"image": {"code": None}}, "trainer.model", "the spec has no image.code"),
+        # image.code with no script or module needs a factory
+        ({"trainer": {"model": "tiny-cnn"}}, "image.code", "trainer.model is 'tiny-cnn'"),
+        ({"trainer": None}, "image.code", "needs image.script or image.module"),
+        # the bundled trainer's own package cannot be shadowed
+        ({"trainer": {"model": "trainer.task:main"}}, "trainer.model", "bundled trainer's own"),
+        # packaged as an image only, for now
+        (
+            {"image": {"repository": None, "python_package": True}},
+            "image.python_package",
+            "not supported with a model factory",
+        ),
+    ],
+)
+def test_the_rules_name_the_field_and_the_fix(factory_dir, changes, field, words):
+    data = factory_data(factory_dir)
+    for key, value in changes.items():
+        data[key] = (
+            None if value is None else {k: v for k, v in {**data[key], **value}.items() if v is not None}
+        )
+    data = {k: v for k, v in data.items() if v is not None}
+    with pytest.raises(SpecError) as e:
+        build_spec(data)
+    assert e.value.field == field and words in e.value.message, e.value.message
+    assert e.value.exit_code == 2 and e.value.hint
+
+
+def test_a_script_job_still_refuses_trainer_even_with_a_factory_model(factory_dir):
+    (factory_dir / "task.py").write_text("print('hi')\n")
+    data = factory_data(factory_dir, image={"script": "task.py"})
+    with pytest.raises(SpecError) as e:
+        build_spec(data)
+    assert e.value.field == "trainer" and "script job" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("model", "source", "words"),
+    [
+        ("models.nope:build", None, "no module 'models.nope' in image.code"),
+        ("models.net:missing", None, "models.net has no 'missing' (it defines: build, other)"),
+        ("models.net:SIZE", None, "models.net.SIZE is not callable (a int)"),
+        ("models.net:other", None, "other(x) cannot be called with num_classes=, image_size=, dtype="),
+        ("json:loads", None, "module 'json' is not in image.code"),
+        (
+            "models.net:build",
+            "import not_installed_anywhere\n" + GOOD,
+            "no module named 'not_installed_anywhere'",
+        ),
+        ("models.net:build", "raise RuntimeError('boom')\n", "RuntimeError: boom (net.py line 1)"),
+    ],
+)
+def test_a_factory_that_does_not_import_or_fit_is_exit_2_naming_trainer_model(
+    factory_dir, model, source, words
+):
+    if source is not None:
+        (factory_dir / "models" / "net.py").write_text(source)
+    spec = build_spec(factory_data(factory_dir, model=model))
+    with pytest.raises(SpecError) as e:
+        check_trainer_flags(spec)
+    assert e.value.field == "trainer.model" and e.value.value == model
+    assert words in e.value.message, e.value.message
+    assert "num_classes: int, image_size: int, dtype: str" in (e.value.hint or "")
+
+
+def test_an_edited_factory_is_checked_again(factory_dir):
+    spec = build_spec(factory_data(factory_dir))
+    check_trainer_flags(spec)
+    (factory_dir / "models" / "net.py").write_text("def build(num_classes):\n    return None\n")
+    with pytest.raises(SpecError, match="cannot be called with"):
+        check_trainer_flags(spec)
+
+
+def test_validate_and_a_dry_run_refuse_a_broken_factory_before_any_build(tmp_path, factory_dir):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(factory_data(factory_dir, model="models.net:missing")))
+    run_cli = cli_runner(edge_env(tmp_path), cwd=tmp_path)  # nothing is sent: no fake needed
+    for args in (("validate", path), ("submit", path, "--dry-run")):
+        result = run_cli(*args)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "trainer.model" in result.stderr and "models.net has no 'missing'" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+# -- packaging -----------------------------------------------------------------------------------
+
+
+def test_the_image_holds_the_code_on_pythonpath_and_its_hash_follows_the_code(factory_dir):
+    spec = build_spec(factory_data(factory_dir, image={"requirements": ["PyYAML>=6"]}))
+    plan = plan_build(spec)
+    names = {e.name for e in plan.entries}
+    assert {"code/models/__init__.py", "code/models/net.py"} <= names
+    assert "trainer_image/trainer/task.py" in names  # the bundled trainer, as for a built-in model
+    dockerfile = _read(plan, spec, "Dockerfile")
+    assert "COPY code/ /opt/code/" in dockerfile and "ENV PYTHONPATH=/opt/trainer:/opt/code" in dockerfile
+    assert "!code/" in _read(plan, spec, ".dockerignore")  # docker sees what was hashed
+    assert _read(plan, spec, "trainer_image/requirements-extra.txt") == "PyYAML>=6\n"
+    assert plan.target.startswith(REPOSITORY + ":") and "image.code" in plan.source
+    # A local run's caches do not move the tag; an edit does.
+    (factory_dir / "models" / "__pycache__").mkdir()
+    (factory_dir / "models" / "__pycache__" / "net.cpython-311.pyc").write_bytes(b"x")
+    assert plan_build(spec).target == plan.target
+    (factory_dir / "models" / "net.py").write_text(GOOD + "# edited\n")
+    assert plan_build(spec).target != plan.target
+
+
+def test_the_sandbox_finds_the_code_in_the_built_context(tmp_path, factory_dir):
+    spec = build_spec(factory_data(factory_dir))
+    archive = archive_bytes(plan_build(spec), spec)
+    code = owncode.code_in_image_context(archive, tmp_path / "extracted")
+    assert code is not None and code.on_path and code.entry == ()
+    assert (code.directory / "models" / "net.py").read_text() == (
+        factory_dir / "models" / "net.py"
+    ).read_text()
+
+
+def test_a_local_run_puts_the_code_first_on_pythonpath(factory_dir):
+    spec = build_spec(factory_data(factory_dir))
+    code = owncode.factory_code(spec)
+    replica = Replica(pool=0, index=0, address="127.0.0.1:1", argv=("python", "-m", "trainer.task"), env={})
+    later = Replica(pool=0, index=0, address="127.0.0.1:1", argv=("python",), env={"PYTHONPATH": "/x"})
+    first, second = owncode.path_replicas(code, [replica, later])
+    assert first.env["PYTHONPATH"] == str(factory_dir.resolve()) and first.argv == replica.argv
+    assert second.env["PYTHONPATH"].split(":") == [str(factory_dir.resolve()), "/x"]
+
+
+def _read(plan: Any, spec: Any, name: str) -> str:
+    import io
+
+    with tarfile.open(fileobj=io.BytesIO(archive_bytes(plan, spec)), mode="r:gz") as tar:
+        member = tar.extractfile(name)
+        assert member is not None
+        return member.read().decode()
+
+
+# -- one real training ---------------------------------------------------------------------------
+
+# What every bundled-trainer run writes about its speed (trainer/task.py collect_metrics,
+# docs/trainer.md: "The throughput fields"), which bench and cost read.
+THROUGHPUT = (
+    "train_examples_per_sec",
+    "steady_examples_per_sec",
+    "wall_examples_per_sec",
+    "epoch_examples_per_sec",
+    "step_time_ms",
+    "compile_seconds",
+    "train_seconds",
+    "checkpoint_seconds",
+    "input_wait_fraction",
+    "host_cpu_busy_fraction",
+)
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+def test_the_example_factory_trains_through_the_bundled_trainer(tmp_path):
+    data = yaml.safe_load((EXAMPLE / "model-factory.yaml").read_text())
+    # Synthetic batches (no data set to write first): the file only has to exist for the check.
+    (tmp_path / "train-0").write_bytes(b"")
+    data["image"]["code"] = str(EXAMPLE / "code")
+    data["output_dir"] = str(tmp_path / "out")
+    data["trainer"].update(
+        train_data=str(tmp_path / "train-*"),
+        synthetic_data=True,
+        steps_per_epoch=4,
+        batch_size=16,
+        steps_per_execution=2,
+        image_size=16,
+    )
+    data["trainer"].pop("eval_data")
+    data["trainer"].pop("eval_steps")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("submit", path, "--local")
+    assert result.returncode == 0, result.stdout + result.stderr
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["model"] == "models.small_net:build" and metrics["steps"] == 4
+    missing = [k for k in THROUGHPUT if metrics.get(k) is None]
+    assert not missing, f"metrics.json lacks {missing}: {sorted(metrics)}"
+    assert metrics["train_examples_per_sec"] > 0 and metrics["steps_per_execution"] == 2
+    # The export has the serving signature and its config, as a built-in model's.
+    serving = json.loads((tmp_path / "out" / "model" / "serving_config.json").read_text())
+    assert serving["model"] == "models.small_net:build" and serving["num_classes"] == 10
+    assert (tmp_path / "out" / "model" / "saved_model.pb").is_file()
+
+
+BAD_MODELS = '''
+import tf_keras as keras
+
+def not_a_model(num_classes, image_size, dtype):
+    return "a string"
+
+def softmax(num_classes, image_size, dtype):
+    return keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(num_classes, activation="softmax")])
+
+def wrong_shape(num_classes, image_size, dtype):
+    return keras.Sequential([keras.layers.Dense(num_classes)])  # [N, S, S, classes]
+
+def good(num_classes, image_size, dtype):
+    assert dtype == "float32"  # the policy's compute dtype (float32 on a CPU)
+    return keras.Sequential([keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(num_classes)])
+'''
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize(
+    ("function", "words"),
+    [
+        ("not_a_model", "returned str, not a tf-keras Model"),
+        ("softmax", "ends in a softmax; return logits"),
+        ("wrong_shape", "it must return logits [N, 5]"),
+    ],
+)
+def test_the_trainer_refuses_what_is_not_a_logits_model(tmp_path, monkeypatch, function, words):
+    from trainer.config import UsageError
+    from trainer.model import build_model
+
+    (tmp_path / "badmodels.py").write_text(BAD_MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as PYTHONPATH holds image.code
+    with pytest.raises(UsageError, match=re.escape(words)):  # the trainer's exit 2 (trainer/task.py main)
+        build_model(f"badmodels:{function}", num_classes=5, image_size=8)
+    model = build_model("badmodels:good", num_classes=5, image_size=8)
+    assert model.input.dtype.name == "uint8" and model.output.shape.as_list() == [None, 5]
+    assert model.layers[-1].dtype == "float32"  # the trainer's float32 softmax

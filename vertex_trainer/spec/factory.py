@@ -1,0 +1,210 @@
+"""Your model in the bundled trainer: `trainer.model: package.module:function` (docs/own-code.md).
+
+A factory job is `image.code: DIR` with no `image.script` / `image.module`, and a `trainer:`
+block whose `model` names a Keras model factory found in DIR. The bundled trainer calls it as
+
+    function(num_classes=..., image_size=..., dtype=...) -> tf_keras.Model
+
+(trainer/factory.py). Here: the spec's rules (`factory_rules`, run by JobSpec's validator) and
+the check that the factory imports and takes those arguments (`check_factory`, before anything
+is built or run): a short Python process with DIR first on its path imports the module and
+inspects the function, so TensorFlow is imported only if the module imports it at its top.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainer.flags import FACTORY_PATTERN
+from vertex_trainer.errors import SpecError
+
+# A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
+Spec = Any
+FACTORY_RE = re.compile(FACTORY_PATTERN)
+RESERVED = ("trainer",)  # the bundled trainer's own package: a factory's package may not shadow it
+SIGNATURE = "function(num_classes: int, image_size: int, dtype: str) -> tf_keras.Model"
+CHECK_TIMEOUT_S = 300.0  # a module that imports TensorFlow at its top takes seconds
+
+
+def is_factory(model: str | None) -> bool:
+    """True when trainer.model names a model factory (package.module:function)."""
+    return bool(model) and FACTORY_RE.fullmatch(str(model)) is not None
+
+
+def runs_factory(spec: Spec) -> bool:
+    """True when the job runs the bundled trainer with your model factory from image.code."""
+    image, trainer = getattr(spec, "image", None), getattr(spec, "trainer", None)
+    return bool(
+        image is not None
+        and image.code
+        and not image.runs_code
+        and trainer is not None
+        and is_factory(trainer.model)
+    )
+
+
+def factory_rules(spec: Spec) -> None:
+    """image.code and trainer.model go together (docs/contract.md section 14).
+
+    - trainer.model: package.module:function needs image.code (the directory holding it);
+    - image.code with neither image.script nor image.module needs such a trainer.model;
+    - a factory job builds an image (image.repository): python_package is not supported yet.
+
+    Raises:
+        SpecError: the field, its value and the fix (exit 2).
+    """
+    image, trainer = spec.image, spec.trainer
+    model = trainer.model if trainer is not None else None
+    code = image.code if image is not None else None
+    if is_factory(model):
+        if not code:
+            raise SpecError(
+                "trainer.model",
+                "names a model factory (package.module:function), which is found in image.code; "
+                "the spec has no image.code",
+                value=model,
+                hint="add image.code: DIR (the directory holding the module) with image.repository; "
+                "or name a built-in model (vertex-trainer schema lists them)",
+            )
+        if image.runs_code:
+            return  # a script job: _what_runs (spec/model.py) refuses its trainer: block
+        module = str(model).split(":", 1)[0]
+        if module.split(".")[0] in RESERVED:
+            raise SpecError(
+                "trainer.model",
+                f"the package {module.split('.')[0]!r} is the bundled trainer's own: yours would shadow it",
+                value=model,
+                hint="rename your package (e.g. models.net:build)",
+            )
+        if image.python_package:
+            raise SpecError(
+                "image.python_package",
+                "is not supported with a model factory yet: the factory's code is built into "
+                "the bundled trainer's image",
+                value=True,
+                hint="set image.repository: REGISTRY/PROJECT/REPO/NAME instead",
+            )
+        return
+    if code and not image.runs_code:
+        raise SpecError(
+            "image.code",
+            "needs image.script or image.module (neither is set) to run your own script, or "
+            "trainer.model: package.module:function to train your Keras model in the bundled trainer"
+            + (f"; trainer.model is {model!r}" if model else ""),
+            value=code,
+            hint="image.script: task.py runs `python task.py`; trainer.model: models.net:build "
+            "trains models/net.py's build() with the bundled trainer",
+        )
+
+
+def check_factory(spec: Spec) -> None:
+    """The factory must import from image.code and take the trainer's keyword arguments.
+
+    Runs `python -I` with image.code first on sys.path: it imports the module, finds the
+    function and binds num_classes, image_size and dtype to its signature. (That it returns a
+    Keras model of the right shape, the trainer checks when it builds it: exit 2 then.)
+
+    Args:
+        spec: a factory job's JobSpec (runs_factory).
+    Raises:
+        SpecError: field trainer.model, the value and the fix (exit 2).
+    """
+    from vertex_trainer.spec.images import code_root
+
+    root = code_root(spec)
+    model = spec.trainer.model
+    problem = _probe(str(root), model, _stamp(root))
+    if problem is not None:
+        raise SpecError(
+            "trainer.model",
+            f"{problem} (image.code is {root})",
+            value=model,
+            hint=f"the factory is {SIGNATURE}, in a module under image.code: models/net.py "
+            "holding build() is models.net:build (docs/own-code.md)",
+        )
+
+
+def _stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """The .py files under root with their mtimes and sizes: a changed module is checked again."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" in path.parts or ".git" in path.parts:
+            continue
+        st = path.stat()
+        out.append((str(path.relative_to(root)), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+# Run in a process of its own (`python -I -c`): stdlib only, prints one JSON line.
+_PROBE = r"""
+import importlib, inspect, json, os, sys, traceback
+root, model = sys.argv[1], sys.argv[2]
+module_name, function_name = model.split(":", 1)
+sys.path.insert(0, root)
+def answer(problem):
+    print("\n" + json.dumps({"problem": problem}))
+    sys.exit(0)
+try:
+    module = importlib.import_module(module_name)
+except ModuleNotFoundError as e:
+    if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+        parts = module_name.split(".")
+        answer("no module %r in image.code (neither %s.py nor %s/__init__.py)"
+               % (module_name, "/".join(parts), "/".join(parts)))
+    answer("importing %s failed: no module named %r (a requirement? add it to image.requirements "
+           "and install it here)" % (module_name, e.name))
+except BaseException as e:
+    last = traceback.extract_tb(e.__traceback__)[-1]
+    answer("importing %s failed: %s: %s (%s line %s)"
+           % (module_name, type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "",
+              os.path.basename(last.filename), last.lineno))
+where = os.path.realpath(getattr(module, "__file__", None) or "")
+if not where.startswith(os.path.realpath(root) + os.sep):
+    answer("module %r is not in image.code: it was found at %s" % (module_name, where or "a built-in"))
+if not hasattr(module, function_name):
+    found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                   and getattr(v, "__module__", None) == module.__name__)
+    answer("%s has no %r%s" % (module_name, function_name,
+           " (it defines: %s)" % ", ".join(found) if found else ""))
+function = getattr(module, function_name)
+if not callable(function):
+    answer("%s.%s is not callable (a %s)" % (module_name, function_name, type(function).__name__))
+try:
+    signature = inspect.signature(function)
+except (TypeError, ValueError):
+    answer(None)
+try:
+    signature.bind(num_classes=10, image_size=32, dtype="float32")
+except TypeError as e:
+    answer("%s%s cannot be called with num_classes=, image_size=, dtype= (%s)"
+           % (function_name, signature, e))
+answer(None)
+"""
+
+
+@functools.lru_cache(maxsize=32)
+def _probe(root: str, model: str, stamp: tuple[tuple[str, int, int], ...]) -> str | None:
+    """The problem the probe found (None: the factory is fine). Cached per directory state."""
+    del stamp  # part of the cache key only
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", _PROBE, root, model],
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"importing it took over {CHECK_TIMEOUT_S:g} s"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"importing it ended the checking process (exit {done.returncode}): {tail}"
+    problem: str | None = json.loads(lines[-1])["problem"]
+    return problem
