@@ -163,6 +163,15 @@ def deploy_rules(spec: Any) -> None:
                 hint="deploy to an endpoint in the job's project and region, or give a "
                 "display name to create one there",
             )
+    if d.serving_image == "auto" and spec.is_script_job:  # issue 32: your own code's image
+        raise SpecError(
+            "deploy.serving_image",
+            "auto serves with the bundled trainer's `python -m trainer.serve`, which a script "
+            "job's image (your code on the prebuilt training image) does not have",
+            has_value=False,
+            hint="give a serving container URI that serves what your code saves in AIP_MODEL_DIR, "
+            "e.g. a Vertex AI prebuilt prediction image for a SavedModel",
+        )
     if d.serving_image == "auto" and spec.image is not None and spec.image.python_package:
         raise SpecError(
             "deploy.serving_image",

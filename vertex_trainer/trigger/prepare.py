@@ -100,7 +100,14 @@ def prepare(
             f"directory ({spec.output_dir}); e.g. output_dir: gs://BUCKET/runs/"
             "{{ trigger.folder_name }}-{{ trigger.generation }}"
         )
-    if not any(_uses_trigger(v) for v in (data.get("trainer") or {}).values()):
+    if spec.trainer is None:  # your own code (issue 32): its data comes in args: or env:
+        own = [*(data.get("args") or []), *(data.get("env") or {}).values()]
+        if not any(_uses_trigger(v) for v in own):
+            warnings.append(
+                "no args: or env: value uses {{ trigger.folder }}: every run reads the same data; "
+                "e.g. args: [\"--data={{ trigger.folder }}\"]"
+            )
+    elif not any(_uses_trigger(v) for v in (data.get("trainer") or {}).values()):
         warnings.append(
             "no trainer: value uses {{ trigger.folder }}: every run reads the same data; "
             "e.g. train_data: \"{{ trigger.folder }}/train-*\""
