@@ -82,6 +82,30 @@ def test_the_tuning_job_runs_the_scripts_pool_with_its_args(code_dir, mode):
     assert list(parsed.trial_job_spec.worker_pool_specs[0].container_spec.args or []) in ([], ["--epochs=2"])
 
 
+def test_an_image_of_your_own_given_args_tunes_them_the_same_way():
+    """image.uri with args: (no trainer:) is the same contract: the container's args, then the
+    trial's --NAME=VALUE."""
+    spec = build_spec(
+        {
+            "name": "own-image",
+            "project": "my-project-1",
+            "region": "us-central1",
+            "hardware": "cpu",
+            "image": {"uri": "us-docker.pkg.dev/p/r/mine:v1"},
+            "output_dir": "gs://my-bucket/runs/own-image",
+            "args": ["--data=gs://my-bucket/d"],
+            "tune": {"parameters": {"lr": {"min": 0.001, "max": 0.1, "scale": "log"}}},
+        }
+    )
+    body = render.tuning_job(spec, render.custom_job(spec))
+    (param,) = body["studySpec"]["parameters"]
+    assert (
+        param["parameterId"] == "lr" and param["scaleType"] == "UNIT_LOG_SCALE" and "doubleValueSpec" in param
+    )
+    assert body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == ["--data=gs://my-bucket/d"]
+    _v1_tuning(body)
+
+
 def test_a_bundled_trainer_study_keeps_its_flag_ids_and_labels():
     from tests.tuning.conftest import spec_data
 
