@@ -235,3 +235,34 @@ def test_a_local_study_runs_the_script_with_each_trials_args(tmp_path):
         assert report["trial"] == trial_id and round(float(report["accuracy"]), 4) == metric
     saved = json.loads((out / "vertex-trainer" / "trials.json").read_text())
     assert saved["best_trial"]["parameters"]["learning_rate"] == 0.1
+
+
+@pytest.mark.wire
+def test_submitted_study_reads_its_trials_back_under_the_names_written(fake, run_cli, tmp_path):
+    """Against the fake Vertex AI: the create carries the verbatim label, and `submit --wait` and
+    `trials JOB` show learning_rate and num-layers as written (no trainer field mapping)."""
+    import yaml
+
+    spec = {
+        "name": "own-image",
+        "project": "test-project",
+        "region": "us-central1",
+        "hardware": "cpu",
+        "image": {"uri": "us-docker.pkg.dev/p/r/mine:v1"},
+        "output_dir": "gs://my-bucket/runs/own-image",
+        "args": ["--data=gs://my-bucket/d"],
+        "tune": {**TUNE, "max_trials": 2},
+    }
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    fake.tuning.set_metrics([0.5, 0.75])
+    result = run_cli("submit", path, "--wait", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    (create,) = fake.calls("tuning-create")
+    assert create.body["labels"][PARAMS_LABEL] == VERBATIM
+    assert set(out["best_trial"]["parameters"]) == {"learning_rate", "num-layers", "optimizer"}
+    listed = json.loads(run_cli("trials", out["name"], "-o", "json").stdout)
+    assert [set(t["parameters"]) for t in listed["trials"]] == [
+        {"learning_rate", "num-layers", "optimizer"}
+    ] * 2
