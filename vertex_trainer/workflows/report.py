@@ -228,6 +228,8 @@ def time_split(metrics: Mapping[str, Any], elapsed_s: float | None = None) -> di
         return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
 
     train = num("train_seconds")
+    if not train:  # not a run of the trainer (or not ended): nothing to split
+        return {}
     compile_s, ckpt, evaluation = num("compile_seconds"), num("checkpoint_seconds"), num("eval_seconds")
     split = {
         "compile": compile_s,

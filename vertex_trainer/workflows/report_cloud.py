@@ -82,7 +82,9 @@ def from_custom_job(
     base = base_output(data)
     metrics = (read(f"{base}/{METRICS_FILE}") if base else None) or {}
     config = (read(f"{base}/{TRAINER_CONFIG}") if base else None) or {}
-    epochs = _epochs(f"{base}/logs", events) if base else []
+    # The bundled trainer writes trainer_config.json first and TensorBoard's files under <base>/logs;
+    # a job without it (your own code, a stand-in) has no such files to look for (no TensorFlow).
+    epochs = _epochs(f"{base}/logs", events) if base and config else []
     book = _book()
     return RunData(
         source=str(data.get("name") or ""),
