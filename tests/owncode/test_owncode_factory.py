@@ -95,6 +95,13 @@ def test_the_rules_name_the_field_and_the_fix(factory_dir, changes, field, words
     assert e.value.exit_code == 2 and e.value.hint
 
 
+def test_an_image_built_elsewhere_may_hold_the_factory(factory_dir):
+    # e.g. `trigger` pins a factory job's built image: image.uri, no image.code to check
+    pinned = f"{REPOSITORY}:0123456789abcdef01234567"
+    spec = build_spec(factory_data(factory_dir, image={"code": None, "repository": None, "uri": pinned}))
+    assert not runs_factory(spec) and spec.trainer.model == "models.net:build"
+
+
 def test_a_script_job_still_refuses_trainer_even_with_a_factory_model(factory_dir):
     (factory_dir / "task.py").write_text("print('hi')\n")
     data = factory_data(factory_dir, image={"script": "task.py"})

@@ -52,7 +52,8 @@ def runs_factory(spec: Spec) -> bool:
 def factory_rules(spec: Spec) -> None:
     """image.code and trainer.model go together (docs/contract.md section 14).
 
-    - trainer.model: package.module:function needs image.code (the directory holding it);
+    - trainer.model: package.module:function needs image.code (the directory holding it), or
+      image.uri (an image built elsewhere that holds it: a factory job's image, pinned);
     - image.code with neither image.script nor image.module needs such a trainer.model;
     - a factory job builds an image (image.repository): python_package is not supported yet.
 
@@ -63,6 +64,8 @@ def factory_rules(spec: Spec) -> None:
     model = trainer.model if trainer is not None else None
     code = image.code if image is not None else None
     if is_factory(model):
+        if not code and image is not None and image.uri:
+            return  # an image built elsewhere (e.g. a factory job's, pinned by `trigger`) holds it
         if not code:
             raise SpecError(
                 "trainer.model",
