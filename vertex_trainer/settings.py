@@ -15,6 +15,7 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_BILLING_API_KEY | billing_api_key (an API key for the Catalog API instead of ADC) |
 | VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT | serviceusage_endpoint (Service Usage: `check`, `setup`) |
 | VERTEX_TRAINER_IAM_ENDPOINT | iam_endpoint (Resource Manager, IAM, Artifact Registry: one stand-in) |
+| VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT, else gcloud's (env, config) | impersonate_service_account |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
 | VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
 | VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
@@ -43,6 +44,7 @@ BILLING_ENV = "VERTEX_TRAINER_BILLING_ENDPOINT"
 BILLING_KEY_ENV = "VERTEX_TRAINER_BILLING_API_KEY"
 SERVICEUSAGE_ENV = "VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT"
 IAM_ENV = "VERTEX_TRAINER_IAM_ENDPOINT"
+IMPERSONATE_ENV = "VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT"
 STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
@@ -60,6 +62,7 @@ IAM_URLS = {
     "cloudresourcemanager": "https://cloudresourcemanager.googleapis.com",
     "iam": "https://iam.googleapis.com",
     "artifactregistry": "https://artifactregistry.googleapis.com",
+    "iamcredentials": "https://iamcredentials.googleapis.com",  # impersonation's tokens
 }
 
 
@@ -135,6 +138,9 @@ class Settings:
     billing_api_key: str | None = field(default=None, repr=False)  # else ADC
     serviceusage_endpoint: str | None = None  # None: https://serviceusage.googleapis.com
     iam_endpoint: str | None = None  # None: each of IAM_URLS
+    # Every request goes as this service account (google-auth's impersonated credentials, the
+    # caller's ADC as the source); None: as the ADC themselves.
+    impersonate_service_account: str | None = None
     storage_emulator: str | None = None  # host:port or URL of a Cloud Storage emulator
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
@@ -206,6 +212,12 @@ class Settings:
             billing_api_key=text(BILLING_KEY_ENV),
             serviceusage_endpoint=text(SERVICEUSAGE_ENV),
             iam_endpoint=text(IAM_ENV),
+            impersonate_service_account=(
+                text(IMPERSONATE_ENV)
+                or text("CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT")
+                or gcloud.get("auth", "impersonate_service_account", fallback=None)
+                or None
+            ),
             storage_emulator=text(STORAGE_EMULATOR_ENV),
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),

@@ -45,6 +45,7 @@ from vertex_trainer.api.core import (
     render_job,
     render_text,
     settings_from_env,
+    use_identity,
 )
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
 from vertex_trainer.api.data import convert_data, synthesize_data
@@ -134,5 +135,6 @@ __all__ = [
     "trigger_deploy",
     "trigger_render",
     "tuning_job",
+    "use_identity",
     "web_access",
 ]

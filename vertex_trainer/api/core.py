@@ -26,12 +26,31 @@ Log = Callable[[str], None]
 
 
 def settings_from_env() -> Settings:
-    """The settings of this process, read from its environment (the edge).
+    """The settings of this process, read from its environment (the edge); their identity (a
+    service account to impersonate) is the one every request goes as from now on.
 
     Returns:
         a Settings (project, region, endpoints, retry and poll policies) from ``os.environ``.
     """
-    return Settings.from_environ(os.environ)
+    settings = Settings.from_environ(os.environ)
+    use_identity(settings)
+    return settings
+
+
+def use_identity(settings: Settings) -> None:
+    """Send every request from now on as `settings` says: as
+    `settings.impersonate_service_account` (google-auth's impersonated credentials over the
+    Application Default Credentials), or as the ADC themselves (docs/check.md).
+
+    Args:
+        settings: the settings whose identity to use.
+
+    Returns:
+        None; every session, storage client and token made afterwards carries that identity.
+    """
+    from vertex_trainer.gcp import auth
+
+    auth.use(settings)
 
 
 def load_spec(

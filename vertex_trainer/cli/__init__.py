@@ -193,9 +193,10 @@ def _main(argv: list[str] | None) -> None:
     if "--debug" in args:
         args.remove("--debug")
         debug = True
-    from vertex_trainer.cli.common import no_pydantic_plugins
+    from vertex_trainer.cli.common import IMPERSONATE, no_pydantic_plugins
 
     try:
+        IMPERSONATE[:] = _impersonation(args)
         with no_pydantic_plugins():
             app(args=args, prog_name="vertex-trainer")
     except VertexTrainerError as e:
@@ -206,6 +207,30 @@ def _main(argv: list[str] | None) -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    finally:
+        IMPERSONATE.clear()
+
+
+IMPERSONATE_FLAG = "--impersonate-service-account"
+
+
+def _impersonation(args: list[str]) -> list[str]:
+    """Take `--impersonate-service-account SA` (or `=SA`) off `args`, wherever it stands (every
+    command that sends takes it, as --debug); returns [SA] or []. Exit 2 without a value."""
+    found: list[str] = []
+    for i, arg in enumerate(list(args)):
+        if arg == IMPERSONATE_FLAG or arg.startswith(IMPERSONATE_FLAG + "="):
+            value = arg.partition("=")[2] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            if not value or value.startswith("-"):
+                from vertex_trainer.errors import UserError
+
+                raise UserError(
+                    f"{IMPERSONATE_FLAG} needs a service account (NAME@PROJECT.iam.gserviceaccount.com)"
+                )
+            del args[i : i + (1 if "=" in arg else 2)]
+            found = [value]
+            break
+    return found
 
 
 @contextmanager

@@ -64,10 +64,24 @@ OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text fo
 
 
 def settings() -> Settings:
-    """This invocation's settings, from the environment (the edge)."""
+    """This invocation's settings, from the environment (the edge), and --impersonate-service-account;
+    every request of the command goes as their identity."""
+    import dataclasses
+
+    from vertex_trainer import api
+
     if _SET_HERE:
-        return Settings.from_environ({k: v for k, v in os.environ.items() if k != NO_PLUGINS})
-    return Settings.from_environ(os.environ)
+        cfg = Settings.from_environ({k: v for k, v in os.environ.items() if k != NO_PLUGINS})
+    else:
+        cfg = Settings.from_environ(os.environ)
+    if IMPERSONATE:
+        cfg = dataclasses.replace(cfg, impersonate_service_account=IMPERSONATE[-1])
+    api.use_identity(cfg)
+    return cfg
+
+
+# --impersonate-service-account SA, taken off the command line by cli._main (any command).
+IMPERSONATE: list[str] = []
 
 
 def load(

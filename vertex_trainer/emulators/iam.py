@@ -15,7 +15,12 @@ setIamPolicy grants a role that carries the permission (this fake's own short ta
 `ROLES`, spelled from Google's "IAM roles and permissions" pages; an unknown role is refused as
 Google refuses it). The fake does not know who calls: a grant to any member counts.
 Repositories exist once created (or `add_repository`). Creating one answers a long-running
-operation that is already done. `requests` keeps (method, path, body) of every request.
+operation that is already done. `requests` keeps (method, path, body) of every request, and
+`authorizations` the Authorization header of each (None: anonymous).
+
+It also stands in for impersonation's token call, IAM Credentials'
+`POST /v1/projects/-/serviceAccounts/SA:generateAccessToken`: it answers the token
+"impersonated-SA" to a caller that shows a Bearer token of its own.
 
 Point the tool here with `VERTEX_TRAINER_IAM_ENDPOINT=http://127.0.0.1:PORT`. Errors use
 Google's envelope. It shares no code with the client it stands in for.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -69,6 +75,7 @@ _REPO = re.compile(r"^/v1/(?P<name>projects/[^/]+/locations/[^/]+/repositories/[
 _REPO_VERB = re.compile(
     r"^/v1/(?P<resource>projects/[^/]+/locations/[^/]+/repositories/[^/:]+):(?P<verb>testIamPermissions)$"
 )
+_TOKEN = re.compile(r"^/v1/projects/-/serviceAccounts/(?P<email>[^/:]+):generateAccessToken$")
 _REPO_ID = re.compile(r"^[a-z]([a-z0-9-]*[a-z0-9])?$")
 _MEMBER = re.compile(r"^(user|serviceAccount|group|domain|principal|principalSet):.+")
 
@@ -87,6 +94,7 @@ class FakeIam(LoopbackServer):
     repositories: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> Repository
     policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # resource -> bindings
     requests: list[tuple[str, str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._server: ThreadingHTTPServer | None = None
@@ -185,6 +193,7 @@ class FakeIam(LoopbackServer):
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 fake.requests.append(("GET", self.path, None))
+                fake.authorizations.append(self.headers.get("Authorization"))
                 if (status := fake._take_fault("GET")) is not None:
                     return self.send_envelope(status, "Fault injected.")
                 if m := _REPO.match(parts.path):
@@ -197,8 +206,18 @@ class FakeIam(LoopbackServer):
 
             def do_POST(self) -> None:
                 parts = urlsplit(self.path)
+                fake.authorizations.append(self.headers.get("Authorization"))
                 body = self._body()
                 fake.requests.append(("POST", self.path, body))
+                if m := _TOKEN.match(parts.path):
+                    if not (self.headers.get("Authorization") or "").startswith("Bearer "):
+                        return self.send_envelope(
+                            401, "Request is missing required authentication credential."
+                        )
+                    expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+                    return self.send_json(
+                        200, {"accessToken": f"impersonated-{m['email']}", "expireTime": expiry}
+                    )
                 if (status := fake._take_fault("POST")) is not None:
                     return self.send_envelope(status, "Fault injected.")
                 if body is ValueError:

@@ -4,6 +4,11 @@ Artifact Registry, Cloud Storage, Cloud Logging).
 One rule everywhere: an `http://` endpoint is a local emulator and gets an anonymous plain
 session; anything else gets Application Default Credentials, or a clear exit-2 message saying how
 to log in (nothing is sent). google-auth and requests are imported only when a session is made.
+
+Impersonation (issue 33): the edge calls `use(settings)` once; with
+`settings.impersonate_service_account` set, `credentials()` (and so every session, the storage
+client and `access_token()`) is google-auth's impersonated credentials for that account, the ADC
+being the source (they need roles/iam.serviceAccountTokenCreator on it).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vertex_trainer.errors import ServiceError, UserError
-from vertex_trainer.settings import is_emulator
+from vertex_trainer.settings import Settings, is_emulator
 
 if TYPE_CHECKING:
     import requests
@@ -20,7 +25,36 @@ if TYPE_CHECKING:
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 USER_AGENT = "vertex-trainer"
 
-__all__ = ["SCOPES", "access_token", "credentials", "is_emulator", "plain_session", "session"]
+__all__ = [
+    "SCOPES",
+    "access_token",
+    "credentials",
+    "impersonating",
+    "is_emulator",
+    "plain_session",
+    "session",
+    "use",
+]
+
+# What the edge set with use(): the service account every request goes as, and where its tokens
+# come from (None: iamcredentials.googleapis.com).
+_IMPERSONATE: dict[str, str | None] = {"target": None, "token_url": None}
+
+
+def use(settings: Settings) -> None:
+    """Take this invocation's identity from `settings` (the edge calls it once per command)."""
+    target = settings.impersonate_service_account
+    _IMPERSONATE["target"] = target
+    _IMPERSONATE["token_url"] = (
+        f"{settings.iam_url('iamcredentials')}/v1/projects/-/serviceAccounts/{target}:generateAccessToken"
+        if target and settings.iam_endpoint
+        else None
+    )
+
+
+def impersonating() -> str | None:
+    """The service account requests go as, when impersonating."""
+    return _IMPERSONATE["target"]
 
 
 def credentials() -> Credentials:
@@ -37,6 +71,16 @@ def credentials() -> Credentials:
             "Identity Federation (google-github-actions/auth) or the build's service account; "
             "or set GOOGLE_APPLICATION_CREDENTIALS",
         ) from exc
+    target = _IMPERSONATE["target"]
+    if target:
+        from google.auth import impersonated_credentials
+
+        return impersonated_credentials.Credentials(
+            source_credentials=creds,
+            target_principal=target,
+            target_scopes=list(SCOPES),
+            iam_endpoint_override=_IMPERSONATE["token_url"],
+        )
     return creds
 
 

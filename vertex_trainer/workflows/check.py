@@ -80,7 +80,19 @@ def identity(settings: Settings) -> Identity:
         else "Application Default Credentials"
     )
     if "impersonated" in kind:
-        return Identity("impersonated service account", email, how)
+        env = settings.environ
+        named = next(
+            (
+                f"${n}"
+                for n in (
+                    "VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT",
+                    "CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT",
+                )
+                if env.get(n)
+            ),
+            "--impersonate-service-account or gcloud's auth/impersonate_service_account",
+        )
+        return Identity("impersonated service account", email, f"{named}, over {how}")
     if "external_account" in kind or "identity_pool" in kind or "aws" in kind or "pluggable" in kind:
         return Identity("external account (Workload Identity Federation)", email, how)
     if "compute_engine" in kind:
