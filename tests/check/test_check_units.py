@@ -165,3 +165,44 @@ def test_without_a_spec_check_looks_at_the_project_alone(tmp_path):
     assert result.items[-1].fix == (
         "gcloud projects add-iam-policy-binding p --member=MEMBER --role=roles/aiplatform.user"
     )
+
+
+def test_the_quota_and_the_resources_the_spec_names(fake, tmp_path):
+    """An accelerator short of quota is a FAIL with the page to ask for more; a TensorBoard that
+    does not exist is a FAIL; what check does not look up (a KMS key) is a WARN, never silence."""
+    from vertex_trainer.emulators.quotas import FakeQuotas
+
+    spec_text = """\
+name: gpu-job
+project: my-proj
+region: us-central1
+hardware: t4x1
+image: {uri: us-docker.pkg.dev/my-proj/r/t:v1}
+tensorboard: projects/my-proj/locations/us-central1/tensorboards/123
+service_account: trainer@my-proj.iam.gserviceaccount.com
+output_dir: gs://my-bucket/runs
+encryption_key: projects/my-proj/locations/us-central1/keyRings/k/cryptoKeys/c
+"""
+    (tmp_path / "gpu.yaml").write_text(spec_text)
+    with FakeServiceUsage() as usage, FakeIam() as iam, FakeQuotas() as quotas:
+        quotas.set("aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus", "us-central1", 0)
+        settings = Settings(
+            vertex_endpoint=fake.url,
+            serviceusage_endpoint=usage.url,
+            iam_endpoint=iam.url,
+            quotas_endpoint=quotas.url,
+            retry=FAST_RETRY,
+            project="my-proj",
+        )
+        spec = api.load_spec(tmp_path / "gpu.yaml", settings=settings)
+        result = api.project_check(spec, settings=settings)
+    by_name = {i.name: i for i in result.items}
+    quota = by_name["custom_model_training_nvidia_t4_gpus in us-central1"]
+    assert (
+        quota.status == "FAIL" and "quota 0" in quota.detail and quota.fix.startswith("ask for more at http")
+    )
+    board = by_name["projects/my-proj/locations/us-central1/tensorboards/123"]
+    assert (board.status, board.detail) == ("FAIL", "does not exist")
+    key = by_name["encryption_key projects/my-proj/locations/us-central1/keyRings/k/cryptoKeys/c"]
+    assert key.status == "WARN"
+    assert "cloudquotas.googleapis.com" in by_name and not result.ok

@@ -170,6 +170,7 @@ def run(
         items += _service_account(apis, settings, project, spec, who)
         items += _buckets(apis, settings, project, spec, who, setup)
         items += _repository(apis, settings, spec, who, setup, part_names)
+        items += _named_resources(spec, settings)
         items += _quota(spec, settings)
     return items
 
@@ -424,6 +425,58 @@ def _repository(
                 {"kind": "binding", "resource": name, "api": "artifactregistry", "role": need.role},
             )
         )
+    return items
+
+
+def _named_resources(spec, settings: Settings) -> list[Item]:
+    """The persistent resource (the pre-flight's own check: RUNNING, a pool that fits), the
+    TensorBoard (it exists), and what this version does not look up (KMS key, network,
+    reservation): a WARN each, so nothing named goes unmentioned."""
+    items: list[Item] = []
+    if spec.persistent_resource:
+        from vertex_trainer.workflows import capacity
+
+        name = f"persistent_resource {spec.persistent_resource}"
+        try:
+            resource = capacity.check_persistent_resource(spec, settings=settings, log=lambda _: None)
+            items.append(
+                Item("resource", name, OK, f"{(resource or {}).get('state', 'found')}, a pool fits the job")
+            )
+        except UserError as exc:
+            items.append(Item("resource", name, FAIL, exc.message, exc.hint))
+        except VertexTrainerError as exc:
+            items.append(_not_checked("resource", name, exc))
+    if spec.tensorboard:
+        from vertex_trainer.vertex.service import vertex_api
+
+        region = spec.tensorboard.split("/")[3]
+        api = vertex_api(spec.project, region, settings, user_error=lambda op, err: err.code == 404)
+        try:
+            api.json("read the TensorBoard", "GET", f"v1/{spec.tensorboard}")
+            items.append(Item("resource", spec.tensorboard, OK, "exists"))
+        except UserError:
+            items.append(
+                Item(
+                    "resource",
+                    spec.tensorboard,
+                    FAIL,
+                    "does not exist",
+                    f"gcloud ai tensorboards create --display-name=NAME --region={region} "
+                    f"--project={spec.project}",
+                )
+            )
+        except VertexTrainerError as exc:
+            items.append(_not_checked("resource", spec.tensorboard, exc))
+    named = {
+        "encryption_key": spec.encryption_key,
+        "network": spec.network,
+        "scheduling.reservation": spec.scheduling.reservation,
+    }
+    items += [
+        Item("resource", f"{field} {value}", WARN, "not looked up by check: the service checks it at create")
+        for field, value in named.items()
+        if value and value != "any"
+    ]
     return items
 
 
