@@ -9,6 +9,17 @@ import json
 
 from tests.check.conftest import SA
 
+# A ready image and no trainer: block: nothing is built, and the sandbox's runner does not start
+# TensorFlow for the job it is given (the test looks at the create, not at a training).
+IMAGE_NOT_BUILT = (
+    "--set",
+    "image.repository=null",
+    "--set",
+    "image.uri=us-central1-docker.pkg.dev/sandbox/training/trainer:v1",
+    "--set",
+    "trainer=null",
+)
+
 
 def fails(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("FAIL")]
@@ -60,9 +71,7 @@ def test_setup_dry_run_lists_the_enablement_and_the_binding_and_sends_nothing(ru
 
 
 def test_after_setup_check_passes_submit_is_accepted_and_setup_again_changes_nothing(run_box, box, spec_file):
-    refused = run_box(
-        "submit", spec_file, "--set", "image.repository=null", "--set", "image.uri=us-docker.pkg.dev/x/y/z:1"
-    )
+    refused = run_box("submit", spec_file, *IMAGE_NOT_BUILT)
     assert refused.returncode == 2, (refused.stdout, refused.stderr)
     assert "aiplatform.googleapis.com" in refused.stderr and "vertex-trainer check" in refused.stderr
 
@@ -74,6 +83,10 @@ def test_after_setup_check_passes_submit_is_accepted_and_setup_again_changes_not
     again = run_box("check", spec_file)
     assert again.returncode == 0, again.stdout + again.stderr
     assert fails(again.stdout) == [] and again.stdout.rstrip().splitlines()[-1].startswith("ready")
+
+    accepted = run_box("submit", spec_file, *IMAGE_NOT_BUILT)
+    assert accepted.returncode == 0, accepted.stderr
+    assert [j["displayName"] for j in box.vertex.jobs.values()] == ["check-demo"]
 
     second = run_box("setup", spec_file)
     assert second.returncode == 0 and second.stdout.startswith("nothing to do"), second.stdout
