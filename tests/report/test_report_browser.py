@@ -48,6 +48,7 @@ def test_a_local_runs_report_shows_its_curves_speed_wait_time_split_and_cost(bro
     assert assert_numbers_equal_metrics(seen.printed, metrics) >= 12
     assert seen.printed["eval_accuracy"] == "0.8926" and seen.printed["steady_examples_per_sec"] == "728.0"
     assert "input-bound: 56% of the time waiting for data" in seen.text
+    assert "3 epoch(s) from the run's progress lines" in seen.text
     assert "this run's time on Vertex AI in us-central1" in seen.text  # the cost line
     assert "SUCCEEDED" in seen.text and "The exact CustomJob" in seen.text
 

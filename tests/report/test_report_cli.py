@@ -3,6 +3,7 @@ default name, and the exit-2 messages of a wrong target or a missing extra."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -81,3 +82,33 @@ def test_submit_wait_and_status_name_the_report_when_the_job_ends(fake, run_cli,
     status = run_cli("status", name)
     assert status.returncode == 0, status.stderr
     assert status.stdout.splitlines()[-1] == f"report   vertex-trainer report {name}"
+
+
+FALLBACK = """\
+name: h100-fallback
+project: test-project
+region: us-central1
+hardware: h100x8
+image: {uri: us-docker.pkg.dev/test-project/training/trainer:v1}
+scheduling: {strategy: flex-start, max_wait: 30m, timeout: 2h, fallback: [spot, standard], max_cost: 2000}
+output_dir: gs://test-bucket/runs/h100
+trainer: {model: tiny-cnn, train_data: "gs://test-bucket/data/train-*", num_classes: 10, image_size: 32}
+"""
+
+
+def test_a_fallback_jobs_report_by_name_finds_its_attempts_by_key(fake, run_cli, tmp_path):
+    fake.no_capacity("FLEX_START")  # attempt 1's job ends FAILED with code 8; attempt 2 runs
+    spec = tmp_path / "fallback.yaml"
+    spec.write_text(FALLBACK.replace("fallback: [spot, standard]", "fallback: [standard]"))
+    submitted = run_cli("submit", str(spec), "--wait", "--no-quota-check", "--no-logs")
+    assert submitted.returncode == 0, submitted.stderr
+    created = [line.split()[1] for line in submitted.stdout.splitlines() if line.startswith("created")]
+    assert len(created) == 2
+    name = created[-1]  # the job that ran: attempt 2
+    page = tmp_path / "fallback.html"
+    proc = run_cli("report", name, "-o", str(page))
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    rows = re.findall(r"<tr><td>(\d)</td><td>([\w-]*)</td><td>([\w-]+)</td>", text)
+    assert rows == [("1", "us-central1", "flex-start"), ("2", "us-central1", "standard")]
+    assert 'id="fig-attempts"' in text and "no-capacity: no capacity (code 8 RESOURCE_EXHAUSTED)" in text

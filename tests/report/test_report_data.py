@@ -135,3 +135,14 @@ def test_a_cloud_jobs_data_reads_its_outputs_attempts_and_cost(quickstart):
     assert data.cost["usd"] == pytest.approx(1.5 * data.cost["hourly"], abs=0.01)
     assert data.max_cost == 40.0
     assert not math.isnan(data.cost["usd"])
+
+
+def test_the_published_figure_is_for_the_whole_job_and_only_where_there_is_one():
+    from vertex_trainer import api
+
+    a100 = api.load_spec("job_specs/resnet50-a100x8.yaml")
+    ref = report_cloud.reference_of(a100)
+    assert ref is not None and ref["examples_per_sec"] == 2375 * 8  # AMP on A100, per GPU x 8
+    assert ref["setup"].startswith("2,375 per accelerator x 8: mixed precision")
+    quickstart = api.load_spec("job_specs/quickstart-local.yaml")  # tiny-cnn on CPU: none published
+    assert report_cloud.reference_of(quickstart) is None and report_cloud.reference_of(None) is None

@@ -74,9 +74,10 @@ def report_data(
     )
     spec = getattr(job, "spec", None)
     budget = getattr(getattr(spec, "scheduling", None), "max_cost", None)
-    return report_cloud.from_custom_job(
-        job.data, settings, attempts=getattr(job, "attempts", None) or (), max_cost=budget
-    )
+    # a handle from submit knows its attempts; a job by name: found by its key (a fallback plan's)
+    attempts = getattr(job, "attempts", None) or report_cloud.attempts_of(job.data, settings)
+    data = report_cloud.from_custom_job(job.data, settings, attempts=attempts, max_cost=budget)
+    return data.with_(reference=report_cloud.reference_of(spec))
 
 
 def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:

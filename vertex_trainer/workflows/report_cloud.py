@@ -192,3 +192,47 @@ def run_cost(run: RunData) -> RunData:
     if cost is not None:
         cost = {**cost, "what": f"this run's time on Vertex AI in {region or 'us-central1'}"}
     return run.with_(cost=cost, max_cost=budget)
+
+
+def reference_of(spec: Any) -> dict[str, Any] | None:
+    """The published throughput for the spec's model, accelerator and precision, for all its
+    devices (workflows/benchmark.py `reference_for`, per accelerator, x spec.total_devices), or
+    None when there is none (only ResNet-50 at 224 px on some GPUs has one)."""
+    from vertex_trainer.workflows.benchmark import reference_for
+
+    ref = reference_for(spec) if spec is not None else None
+    if ref is None:
+        return None
+    devices = int(spec.total_devices)
+    return {
+        "examples_per_sec": ref.examples_per_sec * devices,
+        "setup": f"{ref.examples_per_sec:,.0f} per accelerator x {devices}: {ref.setup}",
+        "source": ref.source,
+    }
+
+
+def attempts_of(data: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """A fallback job's attempts (docs/contract.md section 11 records), found by its idempotency
+    key in its region and in every region that offers its accelerator (`regions.TRAINING`), as
+    the fallback itself finds an earlier run's (workflows/fallback.py `earlier_jobs`). An attempt
+    whose create was refused left no job, so it is not found. [] for a job of no fallback plan,
+    or when the jobs cannot be listed."""
+    from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
+    from vertex_trainer.regions import TRAINING
+    from vertex_trainer.vertex.jobs import JobsClient
+    from vertex_trainer.vertex.names import split_name
+    from vertex_trainer.workflows import fallback
+
+    labels = data.get("labels") or {}
+    if ATTEMPT_LABEL not in labels or KEY_LABEL not in labels:
+        return []
+    try:
+        project, region = split_name(str(data.get("name") or ""), "customJobs")[:2]
+        pools = (data.get("jobSpec") or {}).get("workerPoolSpecs") or [{}]
+        accelerator = ((pools[0] or {}).get("machineSpec") or {}).get("acceleratorType")
+        regions = tuple(dict.fromkeys([region, *TRAINING.get(str(accelerator), ())]))
+        clients = fallback.region_clients(JobsClient(project, region, settings=settings))
+        found = fallback.earlier_jobs(clients, regions, str(labels[KEY_LABEL]))
+    except Exception:  # a report shows what it can read
+        return []
+    return [fallback.record_of(found[n], None, n).to_dict() for n in sorted(found)]

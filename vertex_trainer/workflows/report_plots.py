@@ -49,7 +49,8 @@ def _per_epoch(data: RunData, attr: str) -> tuple[list[int], list[float]]:
 def _curve(data: RunData, attr: str, eval_key: str, label: str) -> Callable[[Any], None]:
     def draw(ax: Any) -> None:
         xs, ys = _per_epoch(data, attr)
-        ax.plot(xs, ys, "o-", color=TRAIN, label=f"train {label}")
+        if xs:
+            ax.plot(xs, ys, "o-", color=TRAIN, label=f"train {label}")
         value = data.metrics.get(eval_key)
         if isinstance(value, int | float):
             end = xs[-1] if xs else int(data.metrics.get("epochs") or 1)
