@@ -25,7 +25,10 @@ def fails(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("FAIL")]
 
 
-def test_check_names_the_disabled_api_and_the_denied_act_as_with_their_fixes(run_box, spec_file):
+def test_check_names_the_disabled_api_and_the_denied_act_as_and_setup_dry_run_lists_their_fixes(
+    run_box, box, spec_file
+):
+    """One sandbox for both: neither check nor a dry run changes anything."""
     result = run_box("check", spec_file)
     assert result.returncode == 2, result.stderr
     assert fails(result.stdout) == [
@@ -53,8 +56,6 @@ def test_check_names_the_disabled_api_and_the_denied_act_as_with_their_fixes(run
     ]
     assert all(i["fix"] for i in report["items"] if i["status"] == "FAIL")
 
-
-def test_setup_dry_run_lists_the_enablement_and_the_binding_and_sends_nothing(run_box, box, spec_file):
     result = run_box("setup", spec_file, "--dry-run")
     assert result.returncode == 0, result.stderr
     out = result.stdout
