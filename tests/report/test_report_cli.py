@@ -112,3 +112,14 @@ def test_a_fallback_jobs_report_by_name_finds_its_attempts_by_key(fake, run_cli,
     rows = re.findall(r"<tr><td>(\d)</td><td>([\w-]*)</td><td>([\w-]+)</td>", text)
     assert rows == [("1", "us-central1", "flex-start"), ("2", "us-central1", "standard")]
     assert 'id="fig-attempts"' in text and "no-capacity: no capacity (code 8 RESOURCE_EXHAUSTED)" in text
+
+
+def test_open_hands_the_page_to_the_browser_as_a_file_url(run_cli_process, quickstart, tmp_path):
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    out = tmp_path / "report.html"
+    proc = run_cli_process("report", str(quickstart), "-o", str(out), "--open", env={"BROWSER": str(browser)})
+    assert proc.returncode == 0, proc.stderr
+    assert opened.read_text().strip() == out.resolve().as_uri()
