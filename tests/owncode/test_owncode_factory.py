@@ -158,6 +158,22 @@ def test_validate_and_a_dry_run_refuse_a_broken_factory_before_any_build(tmp_pat
         assert "Traceback" not in result.stderr
 
 
+def test_validate_local_names_a_requirement_missing_here(tmp_path, factory_dir):
+    (factory_dir / "requirements.txt").write_text("not-installed-anywhere-xyz>=1\n")
+    (tmp_path / "train-0").write_bytes(b"")
+    data = factory_data(factory_dir, output_dir=str(tmp_path / "out"))
+    data["trainer"]["train_data"] = str(tmp_path / "train-*")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("validate", path, "--local")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "image.requirements" in result.stderr
+        and "not-installed-anywhere-xyz>=1 (not installed)" in result.stderr
+    )
+    assert "pip install" in result.stderr
+
+
 # -- packaging -----------------------------------------------------------------------------------
 
 

@@ -152,7 +152,12 @@ def _local_data(spec: JobSpec) -> None:
 
             preflight(spec)
         return
+    from vertex_trainer.spec.factory import runs_factory
 
+    if runs_factory(spec):  # your model factory's requirements, in this interpreter (as run_local)
+        from vertex_trainer.local.owncode import check_requirements, factory_code
+
+        check_requirements(factory_code(spec))
     for field in ("train_data", "eval_data"):
         value = getattr(spec.trainer, field)
         for pattern in split_patterns(value or ""):
