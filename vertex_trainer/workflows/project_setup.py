@@ -11,6 +11,7 @@ in order is left alone, so a second run changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,13 +20,13 @@ from vertex_trainer.gcp import access
 from vertex_trainer.settings import Settings
 from vertex_trainer.workflows.check import FAIL, Identity, Item
 
-GRANTABLE = ("v3", "v1")  # project bindings (Resource Manager), a service account's (IAM)
-
 
 @dataclass(frozen=True)
 class Step:
-    """One change: `what` for people, the request (`method`, `url`, `body`), the `gcloud` line that
-    does the same, and whether it is a binding only printed (`grant` False: someone grants it)."""
+    """One change: `what` for people, the request (`method`, `url`, `body`; none for a binding
+    setup cannot grant), the `gcloud` line that does the same, whether it is an IAM `binding`
+    (sent only with --grant), whether it was `done`, and `make`: the check item's own description
+    of it (what `apply` acts on)."""
 
     what: str
     method: str
@@ -34,6 +35,7 @@ class Step:
     gcloud: str
     binding: bool = False
     done: bool = False
+    make: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("what", "method", "url", "body", "gcloud", "binding", "done")}
@@ -62,6 +64,7 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
                 f"{settings.serviceusage_url()}/v1/projects/{project}/services:batchEnable",
                 {"serviceIds": services},
                 f"gcloud services enable {' '.join(services)} --project {project}",
+                make={"kind": "enable", "services": services},
             )
         )
     for _item, m in makes:
@@ -78,6 +81,7 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
                     },
                     f"gcloud storage buckets create gs://{m['bucket']} --location={m['location']} "
                     f"--uniform-bucket-level-access --project {project}",
+                    make=m,
                 )
             )
         elif m["kind"] == "repository":
@@ -90,6 +94,7 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
                     {"format": "DOCKER", "description": "vertex-trainer images"},
                     f"gcloud artifacts repositories create {m['repository']} --repository-format=docker "
                     f"--location={m['location']} --project={m['project']}",
+                    make=m,
                 )
             )
     bindings: dict[tuple[str, str], Step] = {}
@@ -114,6 +119,7 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
             {"policy": {"bindings": [{"role": m["role"], "members": [member]}]}} if url else None,
             (item.fix or "").replace("--member=MEMBER", f"--member={member}"),
             binding=True,
+            make=m if url else {},
         )
     return steps + list(bindings.values())
 
@@ -129,30 +135,29 @@ def apply(steps: list[Step], *, project: str, settings: Settings, member: str, g
     apis = access.AccessApis.of(settings)
     out = []
     for step in steps:
-        done = False
-        if step.binding:
-            if grant and step.url:
-                api, version = (apis.resourcemanager, "v3") if "/v3/" in step.url else (apis.iam, "v1")
-                resource = step.url.split(f"/{version}/", 1)[1].rsplit(":", 1)[0]
-                role = step.body["policy"]["bindings"][0]["role"] if step.body else ""
-                access.add_binding(api, resource, role, member, version=version)
-                done = True
-        elif step.url.endswith(":batchEnable"):
-            access.enable_services(
-                apis.serviceusage, project, list((step.body or {})["serviceIds"]), poll=settings.poll
-            )
-            done = True
-        elif "/storage/v1/b" in step.url:
-            body = step.body or {}
-            access.create_bucket(apis.storage, project, body["name"], body["location"])
-            done = True
-        elif "/repositories?repositoryId=" in step.url:
-            parent, _, repo = step.url.partition("/v1/")[2].partition("/repositories?repositoryId=")
-            _, proj, _, location = parent.split("/")
-            access.create_repository(apis.artifactregistry, proj, location, repo, poll=settings.poll)
-            done = True
-        out.append(Step(**{**step.to_dict(), "done": done}))
+        kind = step.make.get("kind")
+        done = kind is not None and (grant or kind != "binding")
+        if done:
+            _make(apis, step.make, project=project, member=member, settings=settings)
+        out.append(dataclasses.replace(step, done=done))
     return out
+
+
+def _make(
+    apis: access.AccessApis, m: dict[str, Any], *, project: str, member: str, settings: Settings
+) -> None:
+    """Send the request(s) of one step, described by its `make`."""
+    if m["kind"] == "enable":
+        access.enable_services(apis.serviceusage, project, list(m["services"]), poll=settings.poll)
+    elif m["kind"] == "bucket":
+        access.create_bucket(apis.storage, project, m["bucket"], m["location"])
+    elif m["kind"] == "repository":
+        access.create_repository(
+            apis.artifactregistry, m["project"], m["location"], m["repository"], poll=settings.poll
+        )
+    elif m["kind"] == "binding":
+        api, version = (apis.resourcemanager, "v3") if m["api"] == "v3" else (apis.iam, "v1")
+        access.add_binding(api, m["resource"], m["role"], member, version=version)
 
 
 def member_of(who: Identity, member: str | None) -> str:
