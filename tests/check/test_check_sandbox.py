@@ -72,13 +72,17 @@ def test_check_names_the_disabled_api_and_the_denied_act_as_and_setup_dry_run_li
 
 
 def test_after_setup_check_passes_submit_is_accepted_and_setup_again_changes_nothing(run_box, box, spec_file):
+    box.serviceusage.disable("logging.googleapis.com")
     refused = run_box("submit", spec_file, *IMAGE_NOT_BUILT)
     assert refused.returncode == 2, (refused.stdout, refused.stderr)
-    assert "aiplatform.googleapis.com" in refused.stderr and "vertex-trainer check" in refused.stderr
+    first = refused.stderr.splitlines()[0]  # the API met, the others the cheap check found, check
+    assert "the aiplatform.googleapis.com API is not enabled in the project" in first
+    assert "also not enabled: logging.googleapis.com; `vertex-trainer check`" in first
+    assert "gcloud services enable aiplatform.googleapis.com logging.googleapis.com" in refused.stderr
 
     done = run_box("setup", spec_file, "--grant", "--member", "user:dev@example.com")
     assert done.returncode == 0, done.stderr
-    assert "done: enable aiplatform.googleapis.com" in done.stdout
+    assert "done: enable aiplatform.googleapis.com, logging.googleapis.com" in done.stdout
     assert box.serviceusage.enabled("aiplatform.googleapis.com")
 
     again = run_box("check", spec_file)

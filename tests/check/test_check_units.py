@@ -206,3 +206,26 @@ encryption_key: projects/my-proj/locations/us-central1/keyRings/k/cryptoKeys/c
     key = by_name["encryption_key projects/my-proj/locations/us-central1/keyRings/k/cryptoKeys/c"]
     assert key.status == "WARN"
     assert "cloudquotas.googleapis.com" in by_name and not result.ok
+
+
+def test_a_submit_denied_one_permission_names_the_others_it_would_meet(tmp_path):
+    from vertex_trainer.api.project import after_denial
+
+    (tmp_path / "job.yaml").write_text(
+        "name: j\nproject: my-proj\nregion: us-central1\nhardware: cpu\n"
+        "image: {uri: us-docker.pkg.dev/my-proj/r/t:v1}\n"
+        "trainer: {model: tiny-cnn, train_data: gs://my-bucket/x, num_classes: 2}\n"
+    )
+    with FakeIam(denied={"aiplatform.customJobs.create", "logging.logEntries.list"}) as iam:
+        settings = Settings(vertex_endpoint="http://127.0.0.1:9", iam_endpoint=iam.url, retry=FAST_RETRY)
+        spec = api.load_spec(tmp_path / "job.yaml", settings=settings)
+        client = ApiClient(iam.url, retry=FAST_RETRY)
+        met = client.error(
+            "create",
+            "v1/x",
+            ApiError(403, "PERMISSION_DENIED", "Permission 'aiplatform.customJobs.create' denied"),
+        )
+        told = after_denial(spec, met, settings=settings)
+    assert isinstance(told, Denied) and told.exit_code == 2
+    assert "permission aiplatform.customJobs.create denied" in told.message
+    assert "also denied: logging.logEntries.list; `vertex-trainer check`" in told.message

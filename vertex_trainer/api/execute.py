@@ -163,7 +163,14 @@ def submit(
         log(warning)
     if dry_run:
         return plan.dry_run()
-    return run(plan, settings=settings, log=log)
+    from vertex_trainer.gcp.http import Denied
+
+    try:
+        return run(plan, settings=settings, log=log)
+    except Denied as exc:  # a disabled API or a denied permission: name the others too (issue 33)
+        from vertex_trainer.api.project import after_denial
+
+        raise after_denial(spec, exc, settings=settings) from None
 
 
 def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:

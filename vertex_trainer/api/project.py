@@ -117,3 +117,47 @@ def project_setup(
     return _setup.SetupResult(
         name, _setup.apply(steps, project=name, settings=settings, member=whom, grant=grant)
     )
+
+
+def after_denial(spec, error, *, settings: Settings):
+    """A submit met a 403 naming a disabled API or a denied permission (`gcp.http.Denied`): the
+    cheap part of `check` (one Service Usage batchGet, one testIamPermissions) names the others
+    the job would meet next, on the same line. Returns the error to raise (the same one when
+    there is nothing more to say or the look itself fails)."""
+    from vertex_trainer.errors import VertexTrainerError
+    from vertex_trainer.gcp import access
+    from vertex_trainer.gcp.http import Denied
+    from vertex_trainer.workflows import check as _check
+    from vertex_trainer.workflows import permissions
+
+    project = spec.project
+    endpoint = settings.serviceusage_endpoint if error.api else settings.iam_endpoint
+    if not project or _check.stand_in_missing(settings, endpoint):  # offline, and no stand-in
+        return error
+    parts = permissions.parts(spec)
+    apis = access.AccessApis.of(settings, retry=_check.short_retry(settings))
+    try:
+        if error.api:
+            states = access.enabled_services(apis.serviceusage, project, permissions.apis(parts))
+            others = [a for a, on in states.items() if not on and a != error.api]
+            what, fix = (
+                "not enabled",
+                f"gcloud services enable {' '.join([error.api, *others])} --project {project}",
+            )
+        else:
+            wanted = [n.permission for n in permissions.needs(parts, "project")]
+            held = access.project_permissions(apis.resourcemanager, project, wanted)
+            others = [p for p in wanted if p not in held and p != error.permission]
+            what, fix = "denied", error.hint or ""
+    except VertexTrainerError:
+        return error
+    if not others:
+        return error
+    return Denied(
+        error.message.replace(
+            "; `vertex-trainer check`", f"; also {what}: {', '.join(others)}; `vertex-trainer check`"
+        ),
+        api=error.api,
+        permission=error.permission,
+        hint=fix or error.hint,
+    )

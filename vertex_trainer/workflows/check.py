@@ -108,7 +108,7 @@ def identity(settings: Settings) -> Identity:
 Log = Callable[[str], None]
 
 
-def _short(settings: Settings) -> Any:
+def short_retry(settings: Settings) -> Any:
     """A short retry budget: a check must not hang on one look."""
     return dataclasses.replace(
         settings.retry,
@@ -162,7 +162,7 @@ def run(
         return items
     items.append(Item("project", project, OK, f"from {project_source}"))
     part_names = permissions.parts(spec)
-    apis = access.AccessApis.of(settings, retry=_short(settings))
+    apis = access.AccessApis.of(settings, retry=short_retry(settings))
     setup = f"vertex-trainer setup {spec_path}" if spec_path else None
     items += _apis(apis, settings, project, permissions.apis(part_names), setup)
     items += _project_permissions(apis, settings, project, part_names, who)
@@ -175,14 +175,15 @@ def run(
     return items
 
 
-def _stand_in_missing(settings: Settings, endpoint: str | None) -> bool:
+def stand_in_missing(settings: Settings, endpoint: str | None) -> bool:
+    """Vertex AI is a stand-in and this API's endpoint is not: an offline run does not ask it."""
     return settings.offline and not is_emulator(endpoint)
 
 
 def _apis(
     apis: access.AccessApis, settings: Settings, project: str, wanted: list[str], setup: str | None
 ) -> list[Item]:
-    if _stand_in_missing(settings, settings.serviceusage_endpoint):
+    if stand_in_missing(settings, settings.serviceusage_endpoint):
         return [
             Item(
                 "api",
@@ -220,7 +221,7 @@ def _project_permissions(
     wanted = permissions.needs(part_names, "project")
     if not wanted:
         return []
-    if _stand_in_missing(settings, settings.iam_endpoint):
+    if stand_in_missing(settings, settings.iam_endpoint):
         return [Item("permission", f"{len(wanted)} on the project", WARN, "not checked: no IAM stand-in")]
     try:
         held = access.project_permissions(apis.resourcemanager, project, [n.permission for n in wanted])
@@ -258,7 +259,7 @@ def _service_account(
                 "no service_account: the job runs as Vertex AI's Custom Code Service Agent (no actAs needed)",
             )
         ]
-    if _stand_in_missing(settings, settings.iam_endpoint):
+    if stand_in_missing(settings, settings.iam_endpoint):
         return [
             Item("permission", f"iam.serviceAccounts.actAs on {email}", WARN, "not checked: no IAM stand-in")
         ]
@@ -371,7 +372,7 @@ def _repository(
     found = repository_of(spec)
     if found is None:
         return []
-    if _stand_in_missing(settings, settings.iam_endpoint):
+    if stand_in_missing(settings, settings.iam_endpoint):
         return [Item("resource", spec.image.repository, WARN, "not checked: no Artifact Registry stand-in")]
     project, location, repo = found
     name = access.repository_name(project, location, repo)
