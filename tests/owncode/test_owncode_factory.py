@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tarfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +77,6 @@ def test_a_factory_job_runs_the_bundled_trainer_with_the_code(factory_dir):
         ({"trainer": None}, "image.code", "needs image.script or image.module"),
         # the bundled trainer's own package cannot be shadowed
         ({"trainer": {"model": "trainer.task:main"}}, "trainer.model", "bundled trainer's own"),
-        # packaged as an image only, for now
-        (
-            {"image": {"repository": None, "python_package": True}},
-            "image.python_package",
-            "not supported with a model factory",
-        ),
     ],
 )
 def test_the_rules_name_the_field_and_the_fix(factory_dir, changes, field, words):
@@ -214,6 +211,35 @@ def test_a_local_run_puts_the_code_first_on_pythonpath(factory_dir):
     first, second = owncode.path_replicas(code, [replica, later])
     assert first.env["PYTHONPATH"] == str(factory_dir.resolve()) and first.argv == replica.argv
     assert second.env["PYTHONPATH"].split(":") == [str(factory_dir.resolve()), "/x"]
+
+
+@pytest.mark.slow  # pip builds the wheel (7 s)
+def test_a_python_package_installs_the_code_beside_the_trainer(tmp_path, factory_dir):
+    (factory_dir / "toplevel.py").write_text("X = 1\n")
+    (factory_dir / "pyproject.toml").write_text("[project]\nname = 'mine'\n")  # the sdist's own wins
+    spec = build_spec(
+        factory_data(
+            factory_dir, image={"repository": None, "python_package": True, "requirements": ["PyYAML>=6"]}
+        )
+    )
+    plan = plan_build(spec)
+    assert plan.kind == "python-package" and "image.code" in plan.source
+    sdist = tmp_path / "vertex_trainer_task-1.0.tar.gz"
+    sdist.write_bytes(archive_bytes(plan, spec))
+    out = tmp_path / "wheels"
+    # What Vertex AI does with packageUris (pip install), minus the network: no isolation, no deps.
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out)]
+    done = subprocess.run([*pip, str(sdist)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = out.glob("vertex_trainer_task-1.0-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"trainer/task.py", "models/net.py", "models/__init__.py", "toplevel.py"} <= set(names)
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    assert "Requires-Dist: PyYAML>=6" in metadata
+    # The sandbox runs what was staged: the sdist's top first on the trainer's PYTHONPATH.
+    code = owncode.factory_in_sdist(archive_bytes(plan, spec), tmp_path / "extracted")
+    assert code is not None and code.on_path and (code.directory / "models" / "net.py").is_file()
+    assert (code.directory / "trainer" / "task.py").is_file()
 
 
 def _read(plan: Any, spec: Any, name: str) -> str:

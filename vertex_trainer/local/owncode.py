@@ -214,6 +214,28 @@ def code_in_image_context(archive: bytes, dest: Path) -> Code | None:
     return Code(dest / "code", tuple(argv[1:]), tuple(lines))
 
 
+def factory_in_sdist(archive: bytes, dest: Path) -> Code | None:
+    """A model factory's code in the bundled trainer's sdist (vertex_trainer_task-1.0.tar.gz with
+    image.code's packages beside trainer/, packaging/factory.py), extracted under `dest`: its top
+    directory goes first on the trainer's PYTHONPATH. None for the trainer's sdist alone.
+
+    Args:
+        archive: the staged sdist.
+        dest: an empty directory to extract into.
+    Returns:
+        The Code (on_path), or None.
+    """
+    _extract(archive, dest)
+    roots = [p for p in dest.iterdir() if (p / "PKG-INFO").is_file()]
+    if len(roots) != 1 or not roots[0].name.startswith("vertex_trainer_task-"):
+        return None
+    own = {"trainer", "pyproject.toml", "PKG-INFO", ".vertex-trainer"}
+    if not [p for p in roots[0].iterdir() if p.name not in own]:
+        return None
+    # Its requirements are the executor image's to install (the trainer's pins among them).
+    return Code(roots[0], (), (), on_path=True)
+
+
 def code_in_sdist(archive: bytes, dest: Path, python_module: str) -> Code | None:
     """The code of a script job's sdist (vertex_trainer_code-1.0.tar.gz), extracted under `dest`:
     `python -m MODULE` from its top directory runs what the executor image would install.

@@ -268,9 +268,16 @@ def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
 
 
 def sdist_entries(
-    trainer_dir: Path, pip_packages: list[str], executor_keras: str | None
+    trainer_dir: Path,
+    pip_packages: list[str],
+    executor_keras: str | None,
+    user_code: Iterable[ContextEntry] = (),
 ) -> list[ContextEntry]:
-    """The files of the trainer's sdist (pyproject.toml, PKG-INFO, trainer/**)."""
+    """The files of the trainer's sdist (pyproject.toml, PKG-INFO, trainer/**); `user_code`, a
+    model factory's image.code at the sdist's top, is installed beside the trainer."""
+    user_code = list(user_code)
+    packages, modules = factory.top_level(user_code)
+    include = [f"{name}{tail}" for name in ("trainer", *packages) for tail in ("", ".*")]
     ignore = DockerIgnore(render_dockerignore())
     code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
     requirements = [
@@ -291,7 +298,8 @@ def sdist_entries(
         'description = "The vertex-trainer trainer, packaged for a prebuilt Vertex AI image"\n'
         f"dependencies = {json.dumps(deps)}\n\n"
         "[tool.setuptools.packages.find]\n"
-        'include = ["trainer", "trainer.*"]\n'
+        f"include = {json.dumps(include)}\n"
+        + (f"\n[tool.setuptools]\npy-modules = {json.dumps(modules)}\n" if modules else "")
     )
     pkg_info = f"Metadata-Version: 2.1\nName: {PACKAGE_DIST}\nVersion: {PACKAGE_VERSION}\n" + "".join(
         f"Requires-Dist: {d}\n" for d in deps
@@ -302,7 +310,7 @@ def sdist_entries(
     ]
     for e in code:
         entries.append(dataclasses.replace(e, name=e.name[len("trainer_image/") :]))
-    return sorted(entries, key=lambda e: e.name)
+    return sorted(entries + user_code, key=lambda e: e.name)
 
 
 def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | None = None) -> BuildPlan | None:
@@ -327,10 +335,10 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
     ]
     user_code: list[ContextEntry] = []
     if attr(image, "code"):  # a model factory (trainer.model: package.module:function)
-        user_code, requirements = factory.factory_files(spec)
+        user_code, requirements = factory.factory_files(spec, package=bool(attr(image, "python_package")))
         pip_packages += requirements
     if attr(image, "python_package"):
-        return _plan_python_package(spec, image, pip_packages, trainer_dir)
+        return _plan_python_package(spec, image, pip_packages, trainer_dir, user_code)
     repository = attr(image, "repository")
     if not repository:
         raise SpecError(
@@ -374,14 +382,18 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
 
 
 def _plan_python_package(
-    spec: Any, image: Any, pip_packages: list[str], trainer_dir: Path | None
+    spec: Any,
+    image: Any,
+    pip_packages: list[str],
+    trainer_dir: Path | None,
+    user_code: list[ContextEntry] | None = None,
 ) -> BuildPlan:
     tdir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
     variant = resolve_variant(spec)
     # tf-keras matched to the default executor's TensorFlow; with an image of your own,
     # bring tf-keras in it (or in image.pip_packages).
     keras = None if attr(image, "executor_image") else VARIANTS[variant].executor_keras
-    entries = sdist_entries(tdir, pip_packages, keras)
+    entries = sdist_entries(tdir, pip_packages, keras, user_code or ())
     context_hash = hash_entries(entries)
     bucket, prefix = staging_location(spec)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
@@ -391,7 +403,7 @@ def _plan_python_package(
         tuple(entries),
         context_hash,
         f"gs://{bucket}/{obj}",
-        str(tdir),
+        str(tdir) + (f" and image.code {code_root(spec)}" if user_code else ""),
         variant=variant,
         executor_image=executor_image(spec),
     )

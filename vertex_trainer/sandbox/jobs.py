@@ -26,6 +26,7 @@ import shutil
 import signal
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -184,12 +185,15 @@ def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratc
     if not pools:
         return None
     package = pools[0].get("pythonPackageSpec") or {}
-    uris = [u for u in package.get("packageUris") or [] if "/vertex_trainer_code-" in u]
-    if uris and storage:
-        bucket, obj = uris[0][len("gs://") :].split("/", 1)
-        url = f"{storage.rstrip('/')}/storage/v1/b/{bucket}/o/{urllib.parse.quote(obj, safe='')}?alt=media"
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            return owncode.code_in_sdist(resp.read(), scratch, package.get("pythonModule") or "")
+    for uri in package.get("packageUris") or []:
+        if storage and "/vertex_trainer_code-" in uri:
+            return owncode.code_in_sdist(_object(storage, uri), scratch, package.get("pythonModule") or "")
+        if storage and "/vertex_trainer_task-" in uri:  # the trainer's, maybe with a factory's code
+            try:
+                archive = _object(storage, uri)
+            except urllib.error.HTTPError:  # not staged here: the installed trainer runs
+                return None
+            return owncode.factory_in_sdist(archive, scratch)
     image = (pools[0].get("containerSpec") or {}).get("imageUri")
     builds = getattr(cloudbuild, "builds", {})
     for build_id, build in list(builds.items()):
@@ -197,6 +201,15 @@ def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratc
         if image in (build.get("images") or []) and source is not None:
             return owncode.code_in_image_context(source, scratch)
     return None
+
+
+def _object(storage: str, uri: str) -> bytes:
+    """The bytes of gs://BUCKET/OBJECT in the storage emulator."""
+    bucket, obj = uri[len("gs://") :].split("/", 1)
+    url = f"{storage.rstrip('/')}/storage/v1/b/{bucket}/o/{urllib.parse.quote(obj, safe='')}?alt=media"
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        data: bytes = resp.read()
+    return data
 
 
 def replica_error(replica: str | None, code: int | None, tail: list[str]) -> str:

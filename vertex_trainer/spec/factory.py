@@ -55,7 +55,6 @@ def factory_rules(spec: Spec) -> None:
     - trainer.model: package.module:function needs image.code (the directory holding it), or
       image.uri (an image built elsewhere that holds it: a factory job's image, pinned);
     - image.code with neither image.script nor image.module needs such a trainer.model;
-    - a factory job builds an image (image.repository): python_package is not supported yet.
 
     Raises:
         SpecError: the field, its value and the fix (exit 2).
@@ -84,14 +83,6 @@ def factory_rules(spec: Spec) -> None:
                 f"the package {module.split('.')[0]!r} is the bundled trainer's own: yours would shadow it",
                 value=model,
                 hint="rename your package (e.g. models.net:build)",
-            )
-        if image.python_package:
-            raise SpecError(
-                "image.python_package",
-                "is not supported with a model factory yet: the factory's code is built into "
-                "the bundled trainer's image",
-                value=True,
-                hint="set image.repository: REGISTRY/PROJECT/REPO/NAME instead",
             )
         return
     if code and not image.runs_code:
