@@ -123,3 +123,22 @@ def test_open_hands_the_page_to_the_browser_as_a_file_url(run_cli_process, quick
     proc = run_cli_process("report", str(quickstart), "-o", str(out), "--open", env={"BROWSER": str(browser)})
     assert proc.returncode == 0, proc.stderr
     assert opened.read_text().strip() == out.resolve().as_uri()
+
+
+def test_a_jobs_handle_writes_its_report(fake, run_cli, cli_env, tmp_path):
+    from tests.shared import T4_JOB, spec_yaml, write_spec
+    from vertex_trainer import api
+    from vertex_trainer.settings import Settings
+
+    spec = write_spec(tmp_path, spec_yaml(T4_JOB), "job.yaml")
+    submitted = run_cli("submit", str(spec), "--wait")
+    assert submitted.returncode == 0, submitted.stderr
+    name = submitted.stdout.splitlines()[0].split()[1]
+    job = api.status(name, settings=Settings.from_environ(cli_env))
+    out = tmp_path / "job.html"
+    assert job.report(str(out)) == str(out)
+    page = out.read_text()
+    # the job as the API has it: its name, state, the exact CustomJob and its cost; no metrics.json
+    # (nothing trained), so no figures table and no curves
+    assert name in page and 'id="state">SUCCEEDED<' in page and "The exact CustomJob" in page
+    assert 'id="cost"' in page and 'id="summary"' not in page and "<svg" not in page

@@ -160,3 +160,21 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     assert served["2"]["startTime"] < served["1"]["endTime"]
     assert served["3"]["startTime"] >= min(served["1"]["endTime"], served["2"]["endTime"])
     assert all(t["finalMeasurement"]["metrics"][0]["metricId"] == "accuracy" for t in served.values())
+
+    # Issue 34: the tuning job's report, read from the sandbox's API and bucket (the best trial's
+    # metrics.json, trainer_config.json and TensorBoard files on gs://), looked at in Chromium.
+    from tests.report.browser import assert_not_blank, assert_numbers_equal_metrics, chromium, look
+
+    page = tmp_path / "tune.html"
+    _run([*cli(), "report", result["name"], "-o", str(page)], env)
+    with chromium() as driver:
+        seen = look(driver, page, tmp_path / "tune.png")
+    assert seen.size == seen.viewport and seen.errors == [] and seen.fetched == []
+    assert_not_blank(seen.screenshot)
+    assert seen.figures.get("param-learning_rate", 0) >= 2 and seen.figures.get("loss", 0) >= 2, seen.figures
+    # the best trial's curves, from its TensorBoard event files on gs:// (2 epochs: the spec's)
+    assert 'data-epochs="2">2 epoch(s) from its TensorBoard event files' in page.read_text(), seen.text[:3000]
+    winner = storage.read_json(
+        settings, f"gs://{BUCKET}/runs/digits-tune/{result['best_trial']['id']}/metrics.json"
+    )
+    assert assert_numbers_equal_metrics(seen.printed, winner) >= 12

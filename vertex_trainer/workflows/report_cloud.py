@@ -50,11 +50,16 @@ def base_output(data: Mapping[str, Any]) -> str | None:
     return str(prefix).rstrip("/") if prefix else None
 
 
-def _epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> list[Epoch]:
+def _epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[list[Epoch], str | None]:
+    """The epochs of the event files under `log_dir`, and why there are none (None: there are)."""
     try:
-        return events(log_dir)
-    except Exception:  # no event files there, or a file system this TensorFlow cannot read
-        return []
+        found = events(log_dir)
+    except Exception as e:  # no event files there, or a file system this TensorFlow cannot read
+        return [], f"no curves: the TensorBoard event files under {log_dir} could not be read ({e})"
+    return (
+        found,
+        None if found else f"no curves: no epoch in the TensorBoard event files under {log_dir}/train",
+    )
 
 
 def from_custom_job(
@@ -84,7 +89,7 @@ def from_custom_job(
     config = (read(f"{base}/{TRAINER_CONFIG}") if base else None) or {}
     # The bundled trainer writes trainer_config.json first and TensorBoard's files under <base>/logs;
     # a job without it (your own code, a stand-in) has no such files to look for (no TensorFlow).
-    epochs = _epochs(f"{base}/logs", events) if base and config else []
+    epochs, note = _epochs(f"{base}/logs", events) if base and config else ([], None)
     book = _book()
     return RunData(
         source=str(data.get("name") or ""),
@@ -95,6 +100,7 @@ def from_custom_job(
         config=config,
         epochs=tuple(epochs),
         epochs_from="tensorboard",
+        notes=(note,) if note else (),
         custom_job=dict(data),
         elapsed_s=_elapsed(data),
         attempts=tuple(dict(a) for a in attempts),
@@ -140,6 +146,8 @@ def from_tuning_job(
             epochs=best.epochs,
             points=best.points,
             verdict=best.verdict,
+            notes=best.notes,
+            epochs_from=best.epochs_from,
         )
     return out
 

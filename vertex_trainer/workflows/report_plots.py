@@ -21,6 +21,7 @@ __all__ = ["Chart", "charts", "png", "svg"]
 
 TRAIN, EVAL, REF, WAIT = "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 _SPLIT_COLOURS = ("#9467bd", "#1f77b4", "#8c564b", "#d62728", "#7f7f7f")
+_SVG_METADATA = ("Creator", "Date", "Format", "Type")
 _OUTCOME = {"SUCCEEDED": "#2ca02c", "FAILED": "#d62728", "CANCELLED": "#7f7f7f"}
 
 
@@ -269,7 +270,9 @@ def svg(chart: Chart) -> str:
         chart.draw(ax)
         fig.tight_layout()
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        # no <metadata> (date, creator, format): the same figures give the same page, and nothing
+        # but the plot is text in it
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata=dict.fromkeys(_SVG_METADATA))
     finally:
         plt.close(fig)
     text = buf.getvalue()
