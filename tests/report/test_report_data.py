@@ -146,3 +146,15 @@ def test_the_published_figure_is_for_the_whole_job_and_only_where_there_is_one()
     assert ref["setup"].startswith("2,375 per accelerator x 8: mixed precision")
     quickstart = api.load_spec("job_specs/quickstart-local.yaml")  # tiny-cnn on CPU: none published
     assert report_cloud.reference_of(quickstart) is None and report_cloud.reference_of(None) is None
+
+
+def test_a_running_jobs_cost_is_its_time_so_far(quickstart):
+    body = fallback_job(quickstart)
+    from datetime import datetime, timedelta, timezone
+
+    body.pop("endTime")
+    started = datetime.now(timezone.utc) - timedelta(hours=2)
+    body.update(state="JOB_STATE_RUNNING", startTime=started.isoformat().replace("+00:00", "Z"))
+    data = report_cloud.from_custom_job(body, Settings(environ={}), events=lambda d: [])
+    assert data.cost is not None and data.cost["what"] == "so far: the job is still running"
+    assert data.cost["hours"] == pytest.approx(2.0, abs=0.01) and data.elapsed_s is None

@@ -104,7 +104,7 @@ def from_custom_job(
         custom_job=dict(data),
         elapsed_s=_elapsed(data),
         attempts=tuple(dict(a) for a in attempts),
-        cost=costs.job_cost(dict(data), book),
+        cost=_cost_so_far(data, book),
         max_cost=max_cost,
     )
 
@@ -150,6 +150,15 @@ def from_tuning_job(
             epochs_from=best.epochs_from,
         )
     return out
+
+
+def _cost_so_far(data: Mapping[str, Any], book: Any) -> dict[str, Any] | None:
+    """workflows/cost.job_cost of an ended job; of a running one, its time so far (now as its end)."""
+    if data.get("startTime") and not data.get("endTime"):
+        now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+        cost = costs.job_cost({**data, "endTime": now}, book)
+        return None if cost is None else {**cost, "what": "so far: the job is still running"}
+    return costs.job_cost(dict(data), book)
 
 
 def _elapsed(data: Mapping[str, Any]) -> float | None:
