@@ -119,3 +119,34 @@ def test_check_says_whom_it_impersonates(iam, adc, tmp_path):
             missing.returncode == 2
             and "--impersonate-service-account needs a service account" in missing.stderr
         )
+
+
+def test_workload_identity_federation_is_an_external_account(tmp_path, monkeypatch):
+    """Keyless CI (GitHub Actions' OIDC token through Workload Identity Federation) is ADC like
+    any other: check names it an external account, with the service account it impersonates."""
+    from vertex_trainer.workflows.check import identity
+
+    (tmp_path / "oidc-token").write_text("a-jwt")
+    config = {
+        "type": "external_account",
+        "audience": "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/github/"
+        "providers/github",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+        "token_url": "https://sts.googleapis.com/v1/token",
+        "credential_source": {"file": str(tmp_path / "oidc-token")},
+        "service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/"
+        f"serviceAccounts/{SA}:generateAccessToken",
+    }
+    (tmp_path / "wif.json").write_text(json.dumps(config))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "wif.json"))
+    # google-auth asks STS for the project of an external account that names none (the auth
+    # action sets this variable, as here): without it the look-up would leave the machine
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    auth.use(Settings())
+    who = identity(Settings(environ={"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "wif.json")}))
+    assert (who.kind, who.who, who.how) == (
+        "external account (Workload Identity Federation)",
+        SA,
+        "GOOGLE_APPLICATION_CREDENTIALS",
+    )
+    assert who.member == f"serviceAccount:{SA}"
