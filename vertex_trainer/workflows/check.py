@@ -16,13 +16,12 @@ checked (a WARN), as the pre-flight skips what an offline run cannot reach.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import access
-from vertex_trainer.settings import Settings, is_emulator
+from vertex_trainer.settings import RetryPolicy, Settings, is_emulator
 from vertex_trainer.workflows import permissions
 from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
 
@@ -105,10 +104,7 @@ def identity(settings: Settings) -> Identity:
     return Identity("user", account, how + " (gcloud auth application-default login)")
 
 
-Log = Callable[[str], None]
-
-
-def short_retry(settings: Settings) -> Any:
+def short_retry(settings: Settings) -> RetryPolicy:
     """A short retry budget: a check must not hang on one look."""
     return dataclasses.replace(
         settings.retry,
