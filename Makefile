@@ -70,7 +70,7 @@ test: check browser
 FAST_ARGS ?= -n 2 -m "not trainer and not slow and not wire" --ignore=tests/docs --ignore=tests/dataprep \
 	--ignore=tests/sandbox --ignore=tests/trigger --ignore=tests/local \
 	--deselect tests/foundation/test_foundation_data_synth_cli.py
-test-fast: $(STAMP)
+test-fast: $(STAMP) browser
 	$(BIN)/ruff check --quiet .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q $(FAST_ARGS)

@@ -70,6 +70,7 @@ def test_without_matplotlib_the_report_says_which_extra_installs_it(monkeypatch)
     assert err.value.hint.startswith("pip install 'vertex-trainer[report]'")
 
 
+@pytest.mark.wire  # the fake Vertex AI on loopback
 def test_submit_wait_and_status_name_the_report_when_the_job_ends(fake, run_cli, tmp_path):
     from tests.shared import T4_JOB, spec_yaml, write_spec
 
@@ -96,6 +97,7 @@ trainer: {model: tiny-cnn, train_data: "gs://test-bucket/data/train-*", num_clas
 """
 
 
+@pytest.mark.wire  # the fake Vertex AI on loopback
 def test_a_fallback_jobs_report_by_name_finds_its_attempts_by_key(fake, run_cli, tmp_path):
     fake.no_capacity("FLEX_START")  # attempt 1's job ends FAILED with code 8; attempt 2 runs
     spec = tmp_path / "fallback.yaml"
@@ -125,6 +127,7 @@ def test_open_hands_the_page_to_the_browser_as_a_file_url(run_cli_process, quick
     assert opened.read_text().strip() == out.resolve().as_uri()
 
 
+@pytest.mark.wire  # the fake Vertex AI on loopback
 def test_a_jobs_handle_writes_its_report(fake, run_cli, cli_env, tmp_path):
     from tests.shared import T4_JOB, spec_yaml, write_spec
     from vertex_trainer import api
