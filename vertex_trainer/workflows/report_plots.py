@@ -257,9 +257,12 @@ def charts(data: RunData) -> list[Chart]:
         out.append(Chart("attempts", "Attempts of the fallback plan", _attempts(data), height=1.6))
     if data.cost and ((data.cost.get("usd") or 0) >= 0.01 or data.max_cost):
         out.append(Chart("cost", "Cost", _cost(data), height=1.3))
-    for name in parameters(data):
-        out.append(Chart(f"param-{name}", f"{data.metric_id} against {name}", _parameter(data, name)))
-    return out
+    per_parameter = [
+        Chart(f"param-{name}", f"{data.metric_id} against {name}", _parameter(data, name))
+        for name in parameters(data)
+    ]
+    # a study's page answers "which trial won, and why" first: its parameters' plots lead
+    return per_parameter + out if data.kind == "tuning" else out + per_parameter
 
 
 def svg(chart: Chart) -> str:
