@@ -163,27 +163,53 @@ def deploy_rules(spec: Any) -> None:
                 hint="deploy to an endpoint in the job's project and region, or give a "
                 "display name to create one there",
             )
-    if d.serving_image == "auto" and spec.is_script_job:  # issue 32: your own code's image
-        raise SpecError(
+    problem = serving_image_problem(spec, d)
+    if problem is not None:
+        raise problem
+
+
+# A prebuilt Vertex AI prediction container for a SavedModel (docs/serving.md: the newest is 2.15).
+PREDICTION_IMAGE = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+
+
+def serving_image_problem(spec: Any, d: DeploySpec) -> SpecError | None:
+    """`serving_image: auto` against how the job's code is packaged: auto runs the bundled
+    trainer's `python -m trainer.serve` in the training image, so the image must hold it.
+
+    Args:
+        spec: the JobSpec.
+        d: its deploy: block, or the defaults a deploy uses when it has none (workflows/deployment).
+    Returns:
+        the SpecError naming deploy.serving_image and the fix, or None when auto fits.
+    """
+    if d.serving_image != "auto":
+        return None
+    said = "is auto" if spec.deploy is not None else "defaults to auto (the spec has no deploy: block)"
+    if spec.is_script_job:  # issue 32: your own code's image
+        return SpecError(
             "deploy.serving_image",
-            "auto serves with the bundled trainer's `python -m trainer.serve`, which a script "
-            "job's image (your code on the prebuilt training image) does not have",
+            f"{said}: auto serves with the bundled trainer's `python -m trainer.serve`, which a "
+            "script job's image (your code on the prebuilt training image) does not have",
             has_value=False,
-            hint="give a serving container URI that serves what your code saves in AIP_MODEL_DIR, "
-            "e.g. a Vertex AI prebuilt prediction image for a SavedModel",
+            hint="set deploy.serving_image to a serving container that serves what your code saves "
+            f"in AIP_MODEL_DIR: a prebuilt prediction image ({PREDICTION_IMAGE} for a TensorFlow "
+            "SavedModel) or your own",
         )
-    if d.serving_image == "auto" and spec.image is not None and spec.image.python_package:
-        raise SpecError(
+    if spec.image is not None and spec.image.python_package:
+        return SpecError(
             "deploy.serving_image",
-            "auto serves with the job's own image, and a python_package job has none",
+            f"{said}: auto serves with the job's own image, and a python_package job has none",
             has_value=False,
-            hint="set image.repository (build the trainer image), or give a serving container URI",
+            hint="set image.repository (build the trainer image), or set deploy.serving_image to a "
+            f"serving container URI (e.g. {PREDICTION_IMAGE})",
         )
-    if d.serving_image == "auto" and spec.image is not None and spec.image.context:
-        raise SpecError(
+    if spec.image is not None and spec.image.context:
+        return SpecError(
             "deploy.serving_image",
-            "auto needs the bundled trainer's image (it runs "
+            f"{said}: auto needs the bundled trainer's image (it runs "
             "`python -m trainer.serve`); this spec builds its own context",
             has_value=False,
-            hint="give a serving container URI that serves the SavedModel",
+            hint=f"set deploy.serving_image to a serving container URI that serves the SavedModel "
+            f"(e.g. {PREDICTION_IMAGE})",
         )
+    return None

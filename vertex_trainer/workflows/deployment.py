@@ -14,6 +14,7 @@ from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import DeploySpec, JobSpec
+from vertex_trainer.spec.deploy import serving_image_problem
 from vertex_trainer.spec.rules import gcs_problem
 from vertex_trainer.vertex.deploy import DeployRequest, ServingContainer
 
@@ -62,7 +63,17 @@ def from_model_dir(model_dir: str, planned_image: str | None) -> tuple[str, str,
 
 
 def request(spec: JobSpec, artifact_uri: str, job_label: str, image: str) -> DeployRequest:
+    """The DeployRequest of the spec's deploy: block (or its defaults) for one model.
+
+    Raises:
+        SpecError: deploy.serving_image is auto (said, or the default of a spec with no deploy:
+            block) and the job's image does not hold the bundled trainer's server (exit 2).
+        UserError: auto, and no training image is known for the model (exit 2).
+    """
     d = deploy_block(spec)
+    problem = serving_image_problem(spec, d)  # the spec's own rule, for the defaults too
+    if problem is not None:
+        raise problem
     if d.serving_image == "auto":
         if not image:
             raise UserError(
