@@ -106,7 +106,8 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
     A cloud job must have a project and cloud paths. A local run runs the bundled trainer, whose
     args must pass the trainer's parser whatever the spec's image and whose local data must
     exist, or a script job's own code, whose directory, entry and requirements must be there;
-    an image built elsewhere with no trainer: block cannot run here.
+    an image built elsewhere with no trainer: block cannot run here, nor one whose model
+    factory (trainer.model: package.module:function) cannot be imported here.
 
     Args:
         spec: the job spec, from :func:`load_spec`.
@@ -152,9 +153,13 @@ def _local_data(spec: JobSpec) -> None:
 
             preflight(spec)
         return
-    from vertex_trainer.spec.factory import runs_factory
+    from vertex_trainer.spec.factory import is_factory, runs_factory
 
-    if runs_factory(spec):  # your model factory's requirements, in this interpreter (as run_local)
+    if is_factory(spec.trainer.model) and not runs_factory(spec):  # image.uri holds the factory
+        from vertex_trainer.local.owncode import check_factory_here
+
+        check_factory_here(spec)
+    elif runs_factory(spec):  # your model factory's requirements, in this interpreter (as run_local)
         from vertex_trainer.local.owncode import check_requirements, factory_code
 
         check_requirements(factory_code(spec))

@@ -156,6 +156,65 @@ def preflight(spec: Any, python: str = sys.executable) -> Code:
     return code
 
 
+# Run as the replicas run (`python -m trainer.task` from the current directory, this environment):
+# sys.path[0] is the current directory for `-c` as for `-m`. Importing a parent package may fail.
+_FIND = """
+import importlib.util, sys
+try:
+    found = importlib.util.find_spec(sys.argv[1]) is not None
+except Exception:
+    found = False
+sys.exit(0 if found else 3)
+"""
+IMPORT_TIMEOUT_S = 300.0  # a package whose __init__ imports TensorFlow takes seconds
+
+
+def importable_here(module: str, python: str = sys.executable) -> bool:
+    """Can a replica started here (`python -m trainer.task` from the current directory, with this
+    environment) import `module`? Asked of a process of its own, so nothing of the user's is
+    imported into this one.
+
+    Args:
+        module: a dotted module name, e.g. models.net.
+        python: the interpreter the replicas run.
+    """
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [python, "-c", _FIND, module], capture_output=True, timeout=IMPORT_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return done.returncode == 0
+
+
+def check_factory_here(spec: Any, python: str = sys.executable) -> None:
+    """A model factory named with image.uri (no image.code) must be importable here: a local run
+    runs the installed trainer, not the image, so the image's code is not there.
+
+    Args:
+        spec: a JobSpec whose trainer.model is package.module:function and that has no image.code.
+        python: the interpreter the replicas run.
+    Raises:
+        SpecError: field trainer.model, naming image.uri and the fix (exit 2).
+    """
+    model = str(spec.trainer.model)
+    module = model.split(":", 1)[0]
+    if importable_here(module, python):
+        return
+    path = "/".join(module.split(".")) + ".py"
+    raise SpecError(
+        "trainer.model",
+        f"names a model factory, and a local run cannot import {module!r}: image.uri "
+        f"({spec.image.uri}) holds it on Vertex AI, but a local run runs the installed trainer "
+        f"({python}), not the image",
+        value=model,
+        hint=f"give image.code: DIR (the directory holding {path}) with image.repository instead of "
+        "image.uri, so the local run has the code; or install the package here",
+    )
+
+
 def code_replicas(code: Code, replicas: list[Replica], python: str = sys.executable) -> list[Replica]:
     """The replicas of a script job, each running the code instead of the image's entrypoint.
 
