@@ -55,7 +55,9 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     lines.append(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
     lines.append(f"# {next(steps)}. if there is none, create it")
     if plan.image:
-        lines.append(f"#    image: {plan.image}")
+        code = plan.spec.image.code if plan.spec.image is not None else None
+        lines.append(f"#    image: {plan.image}" + (f" (with image.code {code})" if code else ""))
+    lines += _reducer_lines(plan.spec, "#    reducers (workerPoolSpecs[2], Reduction Server): ")
     lines.append(f"{create['method']} {create['url']}")
     lines.append(json.dumps(create["body"], indent=2))
     later = plan.attempts[1:] if plan.kind == "fallback" else ()
@@ -133,6 +135,7 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         f"OK  {path}: {job.name}" + (" (for --local)" if plan.local else ""),
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
         f"  hardware  {preset}{machines}",
+        *_reducer_lines(job, "  reducers  "),
         f"  schedule  {s.strategy}{wait}"
         + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
         + (f"; then {', then '.join(_fallback_words(plan))} if refused" if s.fallback else ""),
@@ -141,6 +144,8 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         if job.trainer  # script jobs (issue 32): your own code and its args
         else f"  code      {_code(job)} {' '.join(job.args)}".rstrip(),
     ]
+    if job.trainer and job.image is not None and job.image.code:  # a model factory's directory
+        lines.append(f"  code      {job.image.code}")
     if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
         lines.append(f"  price     {price_line(plan.estimate).removeprefix('price: ')}")
         search = search_line(plan)
@@ -153,6 +158,14 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
             f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
         )
     return "\n".join(lines + list(quota or []))
+
+
+def _reducer_lines(job: JobSpec, head: str) -> list[str]:
+    """The Reduction Server line (docs/scaling.md), or none without scaling.reduction_server."""
+    from vertex_trainer.spec.scaling import reducers
+
+    r = reducers(job)
+    return [] if r is None else [head + r.describe()]
 
 
 def _code(job: JobSpec) -> str:
