@@ -1,6 +1,7 @@
 """Pick the tf.distribute strategy from the environment Vertex AI (or the local runner) sets.
 
-TPU VM -> TPUStrategy; several workers in CLUSTER_SPEC/TF_CONFIG -> MultiWorkerMirroredStrategy;
+TPU VM -> TPUStrategy (a multi-host slice: every host joins, trainer/tpu_slice.py); several
+workers in CLUSTER_SPEC/TF_CONFIG -> MultiWorkerMirroredStrategy;
 several GPUs (or --cpu-replicas > 1) -> MirroredStrategy; else the default strategy.
 Strategies must be created before TensorFlow initialises its runtime, so call `create` first.
 """
@@ -14,6 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from trainer import tpu_slice
 from trainer.flags import STRATEGIES  # the one list of strategies (the --strategy flag)
 
 # Vertex AI worker pools in CLUSTER_SPEC -> TF_CONFIG task types.
@@ -112,6 +114,16 @@ def tpu_present(environ: Mapping[str, str] | None = None) -> bool:
     return bool(glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*"))
 
 
+def slice_host(requested: str, environ: Mapping[str, str]) -> tpu_slice.SliceHost | None:
+    """This host of a multi-host TPU slice when the run uses TPUStrategy on one; else None
+    (one host, or not a TPU). Pure: task.run decides each host's part from it before TensorFlow
+    starts (host 0 trains, the others serve their TPU)."""
+    if requested == "tpu" or (requested == "auto" and tpu_present(environ)):
+        host = tpu_slice.from_env(environ)
+        return host if host.multi_host else None
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class StrategyInfo:
     kind: str  # tpu | multi-worker | mirrored | default
@@ -146,11 +158,14 @@ def create(
     task_type, task_index, is_chief = "chief", 0, True
 
     if kind == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=env.get("TPU_NAME", "local"))
+        # One host: tpu="local" (or TPU_NAME); host 0 of a multi-host slice: every host's server
+        # as grpc:// addresses (trainer/tpu_slice.py), whose TPUs TPUStrategy then drives.
+        host = tpu_slice.from_env(env)
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(**host.resolver_kwargs())
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
-        workers = int(getattr(strategy.extended, "num_hosts", 1))
+        workers = host.hosts if host.multi_host else int(getattr(strategy.extended, "num_hosts", 1))
     elif kind == "multi-worker":
         if cluster is None:
             raise ClusterError("--strategy=multi-worker needs CLUSTER_SPEC or TF_CONFIG")

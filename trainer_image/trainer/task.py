@@ -17,6 +17,7 @@ import json
 import math
 import os
 import posixpath
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,10 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trainer.checkpoint import Preempted
     from trainer.data import DataError
     from trainer.strategy import ClusterError
+    from trainer.tpu_slice import SliceError
 
     try:
         run(cfg)
-    except (UsageError, DataError, ClusterError) as e:
+    except (UsageError, DataError, ClusterError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
     except Preempted as e:
@@ -68,7 +70,39 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(cfg: TrainConfig) -> dict:
-    """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief)."""
+    """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief).
+
+    On a multi-host TPU slice (trainer/tpu_slice.py) host 0 trains, beside its own TPU server
+    (a child process), and writes the done file at the end; hosts 1 .. n-1 serve their TPU until
+    it exists, and return no metrics.
+    """
+    from trainer import strategy, tpu_slice
+
+    host = strategy.slice_host(cfg.strategy, os.environ)
+    if host is None:
+        return _train(cfg)
+    done = tpu_slice.done_path(output_base(cfg.model_dir))
+    if not host.is_chief:
+        from trainer import tpu_server
+
+        tpu_server.serve(host, done)
+        log("done (a TPU slice host: host 0 writes the model and metrics)")
+        return {}
+    server = subprocess.Popen([sys.executable, "-m", "trainer.tpu_server", done])
+    # The client drives the TPUs through the hosts' servers; it must not open host 0's TPU itself.
+    os.environ["TPU_LOAD_LIBRARY"] = "0"
+    try:
+        return _train(cfg)
+    finally:
+        from trainer import tpu_server
+
+        tpu_server.mark_done(done)
+        server.terminate()
+        server.wait()
+
+
+def _train(cfg: TrainConfig) -> dict:
+    """run() on one host, or on host 0 of a TPU slice (the client of every host's TPU)."""
     # Bound the read-ahead buffer of every open gs:// file before TF's GCS filesystem starts.
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
     from trainer import (
