@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import socket
@@ -245,9 +246,18 @@ def test_a_local_run_reaches_the_emulator_through_the_settings_environment(
     assert processes_with_env(marker) == []
 
 
-def test_read_metrics_on_gs_is_none_when_absent(gcs_bucket, gcs_env):
+def test_read_metrics_on_gs_is_none_when_absent_and_the_emulator_logs_nothing(gcs_bucket, gcs_env, caplog):
+    """A script job writes no metrics.json: looking for it is an ordinary answer, not the storage
+    emulator's "Resource not found" error on the sandbox's stderr (which --quiet cannot hide)."""
+    from vertex_trainer.gcp import storage
     from vertex_trainer.local import read_metrics
     from vertex_trainer.settings import Settings
 
     settings = Settings.from_environ(gcs_env)
-    assert read_metrics(f"gs://{gcs_bucket}/runs/never", settings) is None
+    with caplog.at_level(logging.ERROR):
+        assert read_metrics(f"gs://{gcs_bucket}/runs/never", settings) is None
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("gcp_storage_emulator")] == []
+    storage.client(settings).bucket(gcs_bucket).blob("runs/done/metrics.json").upload_from_string(
+        '{"replicas": 1}'
+    )
+    assert read_metrics(f"gs://{gcs_bucket}/runs/done", settings) == {"replicas": 1}

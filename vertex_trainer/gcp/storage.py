@@ -84,12 +84,23 @@ def upload_once(
 
 
 def read_bytes(settings: Settings, uri: str) -> bytes | None:
-    """The object's bytes, or None when it does not exist."""
+    """The object's bytes, or None when it does not exist.
+
+    On the storage emulator the object's metadata is read first: gcp-storage-emulator logs an
+    error (on the sandbox's stderr, even with --quiet) for every download of a missing object,
+    and a missing object is an ordinary answer here (e.g. a script job's metrics.json). Cloud
+    Storage answers the download's 404 quietly: one request there."""
     from google.api_core import exceptions as gexc
 
     bucket, name = split_uri(uri)
     try:
-        data: bytes = client(settings).bucket(bucket).blob(name).download_as_bytes()
+        if settings.storage_emulator:
+            found = client(settings).bucket(bucket).get_blob(name)
+            if found is None:
+                return None
+            data: bytes = found.download_as_bytes()
+        else:
+            data = client(settings).bucket(bucket).blob(name).download_as_bytes()
         return data
     except gexc.NotFound:
         return None
