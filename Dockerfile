@@ -16,6 +16,23 @@ RUN groupadd --system --gid 10001 trainer \
 
 WORKDIR /opt/trainer
 
+# Reduction Server's NCCL transport plugin (scaling.reduction_server, docs/scaling.md): the
+# google-reduction-server package from Google's google-fast-socket apt repository, as
+# https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server installs it.
+# No version is pinned: no published version of the package was found in the sources read
+# (2026-12-02); `dpkg-query -W google-reduction-server` in the built image names the one installed.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl gnupg \
+ && curl -fsSL -o /tmp/google-apt-key.gpg https://packages.cloud.google.com/apt/doc/apt-key.gpg \
+ && gpg --dearmor -o /usr/share/keyrings/google-fast-socket.gpg /tmp/google-apt-key.gpg \
+ && rm /tmp/google-apt-key.gpg \
+ && echo "deb [signed-by=/usr/share/keyrings/google-fast-socket.gpg] https://packages.cloud.google.com/apt google-fast-socket main" \
+      > /etc/apt/sources.list.d/google-fast-socket.list \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends google-reduction-server \
+ && rm -rf /var/lib/apt/lists/*
+
 # The framework layer (gpu): changes only when the variant's pins change.
 RUN python -m pip install --no-cache-dir --no-deps tf-keras==2.21.0
 

@@ -17,7 +17,7 @@ import yaml
 
 from vertex_trainer import hardware as hardware_catalog
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
-from vertex_trainer.spec import JobSpec, spec_hash
+from vertex_trainer.spec import JobSpec, scaling, spec_hash
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 from vertex_trainer.spec.model import HardwareSpec
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM, category, own_args
@@ -102,7 +102,7 @@ def worker_pools(
     spec: JobSpec, artifact: Artifact, attempt: PlannedAttempt | None = None
 ) -> list[dict[str, Any]]:
     """replicas 1 -> [chief]; N -> [chief x1, workers x(N-1)], all on the same machine (the
-    attempt's, default attempt 1) and code."""
+    attempt's, default attempt 1) and code; with scaling.reduction_server, the reducers third."""
     code_key, code = _code(spec, artifact)
     attempt = attempt or attempts(spec)[0]
 
@@ -118,7 +118,25 @@ def worker_pools(
     pools = [pool(1)]
     if spec.replicas > 1:
         pools.append(pool(spec.replicas - 1))
+    reducer = reducer_pool(spec)
+    if reducer is not None:
+        pools.append(reducer)
     return pools
+
+
+def reducer_pool(spec: JobSpec) -> dict[str, Any] | None:
+    """workerPoolSpecs[2] with scaling.reduction_server (docs/scaling.md): the reducers, CPU
+    machines running Google's reductionserver image (it takes no arguments), sized by
+    spec/scaling.py; None without it."""
+    r = scaling.reducers(spec)
+    if r is None:
+        return None
+    return {
+        "machineSpec": {"machineType": r.machine_type},
+        "replicaCount": str(r.count),
+        "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+        "containerSpec": {"imageUri": r.image},
+    }
 
 
 def strategies(spec: JobSpec) -> tuple[str, ...]:

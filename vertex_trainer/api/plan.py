@@ -21,6 +21,7 @@ from vertex_trainer.api.package import artifact_for, package_step
 from vertex_trainer.api.results import DryRun
 from vertex_trainer.contract import Artifact
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec import scaling
 from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -257,7 +258,7 @@ def plan_submit(
     if not local:
         from vertex_trainer.workflows import capacity
 
-        warnings = tuple(capacity.warnings(spec))
+        warnings = tuple(capacity.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
         capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
         estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
     artifact, image, build = artifact_for(

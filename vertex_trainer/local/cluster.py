@@ -65,6 +65,23 @@ def job_spec_of(job: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+REDUCER_IMAGE = "docker.pkg.dev/vertex-ai-restricted/training/reductionserver:"
+
+
+def without_reducers(job: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The job without its Reduction Server pool (scaling.reduction_server, docs/scaling.md), and
+    the one line saying so (None when it has none): the reducers' image is Google's, restricted
+    to Vertex AI, and local replicas all-reduce among themselves without them."""
+    pools = job_spec_of(job)["workerPoolSpecs"]
+    image = ((pools[2] if len(pools) > 2 else {}) or {}).get("containerSpec", {}).get("imageUri", "")
+    if REDUCER_IMAGE not in image:
+        return job, None
+    rest = [{}, *pools[3:]] if len(pools) > 3 else []  # an evaluator pool keeps its index 3
+    kept = {**job, "jobSpec": {**job["jobSpec"], "workerPoolSpecs": [*pools[:2], *rest]}}
+    count = pools[2].get("replicaCount", "?")
+    return kept, f"reducers: {count} Reduction Server replicas skipped (they run on Vertex AI only)"
+
+
 def pools_of(job: dict[str, Any]) -> list[tuple[int, dict[str, Any], int]]:
     """(pool index, WorkerPoolSpec, replica count) for every non-empty pool."""
     out = []

@@ -101,6 +101,9 @@ def run_local(
     console = console or default_console()
     environ = dict(settings.environ)
 
+    job, skipped = cluster.without_reducers(job)  # Reduction Server runs on Vertex AI only
+    if skipped:
+        console.print(skipped, markup=False, highlight=False)
     cluster.pools_of(job)  # the job's shape, before touching the file system
     # Your own code (image.code, or what the sandbox found in the built artifact): its
     # directory, entry point and requirements, before anything starts.

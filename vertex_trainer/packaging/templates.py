@@ -47,6 +47,10 @@ class Variant:
     # and the tf-keras matching its TensorFlow.
     executor: str | None = None
     executor_keras: str | None = None
+    # Reduction Server's NCCL transport plugin (scaling.reduction_server, docs/scaling.md): the
+    # google-reduction-server apt package, GPU images only (source reduction-server in
+    # catalog/sources.csv).
+    nccl_plugin: bool = False
 
 
 VARIANTS: dict[str, Variant] = {
@@ -57,6 +61,7 @@ VARIANTS: dict[str, Variant] = {
         "tensorflow/tensorflow:2.21.0-gpu",
         executor="vertex-ai/training/tf-gpu.2-17.py310:latest",
         executor_keras="tf-keras==2.17.0",
+        nccl_plugin=True,
     ),
     # Same TF release without CUDA: a much smaller image for CPU machines.
     "cpu": Variant(
@@ -78,6 +83,11 @@ VARIANTS: dict[str, Variant] = {
         keras_requirement="tf-keras==2.20.1",
     ),
 }
+# Where Google ships the Reduction Server plugin: the apt repository and its signing key, as the
+# Vertex AI distributed-training page's Dockerfile line names them (the key kept in a keyring file
+# instead of the deprecated apt-key, as Google's Cloud SDK apt instructions do).
+PLUGIN_REPOSITORY = "https://packages.cloud.google.com/apt google-fast-socket main"
+PLUGIN_KEY = "https://packages.cloud.google.com/apt/doc/apt-key.gpg"
 # Requirement names the framework layer owns; lines naming them in the trainer's requirements
 # are left to the image (or the executor image) so the variant's pins win.
 FRAMEWORK_NAMES = (
@@ -156,6 +166,9 @@ def render_dockerfile(
         framework_names=list(FRAMEWORK_NAMES),
         extra_requirements=bool(reqs),
         user_code=user_code,
+        nccl_plugin=v.nccl_plugin,
+        plugin_repository=PLUGIN_REPOSITORY,
+        plugin_key=PLUGIN_KEY,
     )
 
 

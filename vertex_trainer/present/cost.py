@@ -104,6 +104,20 @@ def compare_text(c: Comparison, limit: int = 40) -> str:
         )
     if len(c.rows) > limit:
         lines.append(f"  ... {len(c.rows) - limit} more (--output json lists them all)")
+    m = c.machines
+    if m is not None:  # issue 35: N machines beside one, an estimate (docs/scaling.md)
+        lines.append(
+            f"machines (estimate, scaling efficiency {m.efficiency:.0%}, {m.speedup:.2f}x as fast as 1):"
+        )
+        for n, hourly, hours, cost in (
+            (m.machines, m.hourly, m.hours, m.cost),
+            (1, m.one_hourly, m.one_hours, m.one_cost),
+        ):
+            lines.append(
+                f"  {n} x {m.hardware:<13}hourly {_cell(hourly, '{:,.2f}'):>10}  exp. hours "
+                f"{_cell(hours, '{:,.1f}'):>8}  exp. cost {_cell(cost, '{:,.0f}'):>8}"
+            )
+        lines.append(f"  {m.verdict()}")
     rec = c.recommendation
     lines.append(f"recommendation: {rec.strategy} ({rec.hardware}, {rec.region}): {rec.reason}")
     return "\n".join(lines)

@@ -82,6 +82,13 @@ class Price:
         """The price of `n` such machines."""
         return Price(None if self.hourly is None else self.hourly * n, self.reason, self.upper_bound)
 
+    def plus(self, other: Price | None) -> Price:
+        """This price and `other`'s together (other None: this one); None when either is missing."""
+        if other is None:
+            return self
+        hourly = None if self.hourly is None or other.hourly is None else self.hourly + other.hourly
+        return Price(hourly, self.reason or other.reason, self.upper_bound or other.upper_bound)
+
 
 def load_snapshot(path: str | None = None) -> PriceBook:
     """The shipped snapshot (or the one at `path`).

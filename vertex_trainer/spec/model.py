@@ -31,6 +31,8 @@ from vertex_trainer.spec.base import Strict, as_problem, problem
 from vertex_trainer.spec.deploy import DeploySpec
 from vertex_trainer.spec.factory import factory_rules
 from vertex_trainer.spec.images import Builder, VariantName
+from vertex_trainer.spec.scaling import ScalingSpec
+from vertex_trainer.spec.scaling import check as scaling_rules
 from vertex_trainer.spec.trainer import TrainerArgs
 from vertex_trainer.spec.tune import TuneSpec
 
@@ -340,6 +342,9 @@ class JobSpec(Strict):
     replicas: int = Field(
         1, ge=1, le=256, description="machines: 1 -> workerpool0; N -> workerpool0 + N-1 workers"
     )
+    scaling: ScalingSpec | None = Field(
+        None, description="{reduction_server: auto | N}: Reduction Server for GPU jobs on 2+ machines"
+    )
     boot_disk: BootDisk = Field(
         BootDisk(), description="{type: pd-ssd | pd-standard | hyperdisk-balanced, size_gb: 100..64000}"
     )
@@ -433,6 +438,7 @@ class JobSpec(Strict):
         # First what the job runs (the rules below read trainer: when the job has one).
         _what_runs(self)
         rules.check(self)  # the cross-field rules; raises SpecError / SpecProblems (exit 2)
+        scaling_rules(self)  # scaling.reduction_server where it can help (spec/scaling.py)
         return self
 
     @property

@@ -25,6 +25,7 @@ from vertex_trainer import pricing
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
+from vertex_trainer.workflows.scaling import Scaling, job_throughput, reducer_price
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # Vertex AI's default (and Flex Start's) maximum run time
 MULTI_DAY_H = 24.0  # a run this long is "multi-day"
@@ -91,6 +92,7 @@ class Estimate:
     examples_per_epoch: int | None = None
     epochs: int | None = None
     notes: tuple[str, ...] = ()
+    scaling: Scaling | None = None  # a multi-machine GPU job's scaling estimate (workflows/scaling.py)
 
     @property
     def max_cost(self) -> float | None:
@@ -111,6 +113,7 @@ class Estimate:
             "max_cost": _money(self.max_cost),
             "expected_cost": _money(self.expected_cost),
             "notes": list(self.notes),
+            **({"scaling": self.scaling.to_json()} if self.scaling else {}),
         }
 
 
@@ -265,9 +268,11 @@ def _hardware_args(h) -> dict:
 
 
 def attempt_price(book: pricing.PriceBook, spec: JobSpec, a: PlannedAttempt) -> pricing.Price:
-    """The hourly price of all the attempt's machines (the spec's replicas on its hardware)."""
+    """The hourly price of all the attempt's machines (the spec's replicas on its hardware), and
+    of its Reduction Server reducers (CPU machines, same strategy and region; docs/scaling.md)."""
     one = pricing.machine_price(book, region=a.region, strategy=a.strategy, **_hardware_args(a.hardware))
-    return one.times(spec.replicas)
+    workers = one.times(spec.replicas)
+    return workers.plus(reducer_price(book, spec, a.region, a.strategy))
 
 
 def estimate(
@@ -311,6 +316,15 @@ def estimate(
             "consumes a reservation: its machines are billed as the reservation (list price "
             "shown), whether or not a job runs"
         )
+    scaled = None  # a multi-machine job's scaling estimate (workflows/scaling.py, docs/scaling.md)
+    rate = throughput.examples_per_sec if throughput else 0.0
+    if throughput is not None:
+        rate, scaled = job_throughput(spec, throughput.examples_per_sec, throughput.published)
+    scaled_by = (
+        f"; x {scaled.speedup:.2f}/{spec.replicas} for {spec.replicas} machines: the scaling estimate"
+        if scaled is not None and throughput is not None and throughput.published
+        else ""
+    )
     if throughput is None and spec.trainer is None:
         notes.append(f"expected hours: no throughput (give --throughput EX_PER_S and {OWN_EPOCH_FLAGS})")
     elif throughput is None:
@@ -325,15 +339,21 @@ def estimate(
     else:
         notes.append(
             f"expected hours: {epochs} epochs x {per_epoch:,} examples ({per_epoch_source}) / "
-            f"{throughput.examples_per_sec:,.1f} examples/s ({throughput.source})"
+            f"{rate:,.1f} examples/s ({throughput.source}{scaled_by})"
         )
+    if scaled is not None:
+        notes.append(scaled.describe())
+    if spec.scaling and spec.scaling.reduction_server is not None:
+        r = reducer_price(book, spec, plan[0].region, plan[0].strategy)
+        if r is not None and r.hourly is not None:
+            notes.append(f"reducers (Reduction Server): {r.hourly:,.2f} USD/h of each attempt's hourly")
     rows = []
     for a in plan:
         price = attempt_price(book, spec, a)
         # The throughput was measured (or published) for the spec's hardware: another attempt's
         # hardware has no expected hours.
         hours = (
-            epochs * per_epoch / throughput.examples_per_sec / 3600
+            epochs * per_epoch / rate / 3600
             if throughput and per_epoch and a.hardware == spec.hardware
             else None
         )
@@ -363,7 +383,15 @@ def estimate(
                 f"{spec.hardware.preset or spec.hardware.describe()})"
             )
     return Estimate(
-        book.currency, book.as_of, book.source, tuple(rows), throughput, per_epoch, epochs, tuple(notes)
+        book.currency,
+        book.as_of,
+        book.source,
+        tuple(rows),
+        throughput,
+        per_epoch,
+        epochs,
+        tuple(notes),
+        scaled,
     )
 
 

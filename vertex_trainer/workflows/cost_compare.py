@@ -313,18 +313,96 @@ def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendatio
 
 
 @dataclass(frozen=True)
+class Machines:
+    """N machines against one of the same hardware, strategy and region (issue 35): the scaling
+    estimate's hours and costs (workflows/scaling.py). An estimate."""
+
+    machines: int
+    hardware: str
+    speedup: float
+    efficiency: float
+    hourly: float | None  # all N machines (and reducers)
+    hours: float | None
+    one_hourly: float | None  # one machine
+    one_hours: float | None
+
+    @property
+    def cost(self) -> float | None:
+        return None if self.hourly is None or self.hours is None else self.hourly * self.hours
+
+    @property
+    def one_cost(self) -> float | None:
+        return None if self.one_hourly is None or self.one_hours is None else self.one_hourly * self.one_hours
+
+    def verdict(self) -> str:
+        if self.cost is None or self.one_cost is None or self.hours is None or self.one_hours is None:
+            return "no expected hours (give a throughput) to compare the costs"
+        if self.one_cost < self.cost:
+            return (
+                f"one machine for longer is cheaper: {self.one_cost:,.0f} USD over {self.one_hours:,.1f} h "
+                f"against {self.cost:,.0f} USD over {self.hours:,.1f} h on {self.machines} machines "
+                f"({self.cost - self.one_cost:,.0f} USD more for {self.one_hours - self.hours:,.1f} h sooner)"
+            )
+        return (
+            f"{self.machines} machines are no dearer than one "
+            f"({self.cost:,.0f} against {self.one_cost:,.0f} USD)"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "estimate": True,
+            "machines": self.machines,
+            "hardware": self.hardware,
+            "speedup": round(self.speedup, 3),
+            "efficiency": round(self.efficiency, 4),
+            "hourly": _rate(self.hourly),
+            "expected_hours": _hours(self.hours),
+            "expected_cost": _money(self.cost),
+            "one_machine": {
+                "hourly": _rate(self.one_hourly),
+                "expected_hours": _hours(self.one_hours),
+                "expected_cost": _money(self.one_cost),
+            },
+        }
+
+
+def machines(spec: JobSpec, book: pricing.PriceBook, est: Estimate) -> Machines | None:
+    """N machines beside one (None: one machine, or no scaling estimate)."""
+    s = est.scaling
+    if s is None or spec.replicas < 2:
+        return None
+    first, base = est.attempts[0], attempts(spec)[0]
+    one = pricing.machine_price(
+        book, region=base.region, strategy=base.strategy, **_hardware_args(base.hardware)
+    )
+    hours = first.expected_hours
+    return Machines(
+        spec.replicas,
+        first.hardware,
+        s.speedup,
+        s.efficiency,
+        first.hourly,
+        hours,
+        one.hourly,
+        None if hours is None else hours * s.speedup,
+    )
+
+
+@dataclass(frozen=True)
 class Comparison:
     estimate: Estimate
     rows: list[Alternative]
     facts: Facts
     recommendation: Recommendation
     notes: tuple[str, ...] = field(default=())
+    machines: Machines | None = None  # a multi-machine job beside one machine (issue 35)
 
     def to_json(self) -> dict:
         return {
             **self.estimate.to_json(),
             "alternatives": [r.to_json() for r in self.rows],
             "recommendation": self.recommendation.to_json(),
+            **({"machines": self.machines.to_json()} if self.machines else {}),
         }
 
 
@@ -339,4 +417,8 @@ def compare(
 ) -> Comparison:
     """`cost --compare`: the alternatives and one recommendation (see `alternatives`, `recommend`)."""
     f = facts(spec, est, can_wait=can_wait, checkpoints=checkpoints)
-    return Comparison(est, alternatives(spec, book, est, quota), f, recommend(spec, book, f))
+    rec = recommend(spec, book, f)
+    m = machines(spec, book, est)
+    if m is not None and m.cost is not None and m.one_cost is not None and m.one_cost < m.cost:
+        rec = replace(rec, reason=f"{rec.reason}. Estimate: {m.verdict()}")
+    return Comparison(est, alternatives(spec, book, est, quota), f, rec, machines=m)
