@@ -160,12 +160,17 @@ def test_a_published_reference_is_used_and_marked_as_such():
 def test_a_price_the_snapshot_does_not_hold_is_null_with_the_reason(run_cli, spec_file):
     out = json.loads(
         run_cli(
-            "cost", spec_file(hardware="tpu-v5e-4", replicas=1, trainer={"model": "tiny-cnn"}), "-o", "json"
+            "cost",
+            spec_file(hardware="tpu-v5e-4", replicas=1, region="europe-west4", trainer={"model": "tiny-cnn"}),
+            "-o",
+            "json",
         ).stdout
     )
-    a = out["attempts"][0]
+    a = out["attempts"][0]  # the snapshot prices TPU v5e in US regions only (tests/tpu)
     assert a["hourly"] is None and a["max_cost"] is None and out["max_cost"] is None
-    assert any("TPU prices are not in the price snapshot" in n for n in out["notes"])
+    assert any(
+        "no standard price for TPU v5e in europe-west4 in the price snapshot" in n for n in out["notes"]
+    )
     est = estimate(region="southamerica-east1", hardware="a100x8", replicas=1)
     assert est.attempts[0].hourly is None and "southamerica-east1" in est.attempts[0].reason
 

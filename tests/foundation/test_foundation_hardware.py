@@ -297,9 +297,11 @@ def test_new_machines_boot_from_hyperdisk_and_a4x_is_arm():
 
 def test_catalog_rows_cite_their_sources():
     rows = {r["preset"]: r for r in hw.catalog_rows()}
-    for name in ("gb200x4", "rtx-pro-6000x1", "rtx-pro-6000x8", "tpu-v4-8", "tpu-v5e-16"):
+    # tpu-vm (cited by the v5e and v6e rows) was re-read 2026-12-02; v5p and v6e are new that day.
+    read = {"tpu-v5e-16": "2026-12-02", "tpu-v5p-8": "2026-12-02", "tpu-v6e-16": "2026-12-02"}
+    for name in ("gb200x4", "rtx-pro-6000x1", "rtx-pro-6000x8", "tpu-v4-8", *read):
         assert rows[name]["sources"] and all(u.startswith("https://") for u in rows[name]["sources"]), name
-        assert rows[name]["read"] == "2026-12-01", name
+        assert rows[name]["read"] == read.get(name, "2026-12-01"), name
     assert rows["gb200x4"]["accelerator_count"] == 4 and rows["gb200x4"]["accelerator_memory_gb"] == 4 * 186
     assert rows["tpu-v5e-16"]["hosts"] == 4 and rows["tpu-v5e-16"]["accelerator_count"] == 16
     assert rows["tpu-v4-8"]["training"] == "unconfirmed" and rows["h100x8"]["training"] == "offered"

@@ -39,6 +39,7 @@ class Accelerator:
     quota_metric: str = ""
     training: str = "offered"
     source: str = ""
+    api_enum: bool = True  # an AcceleratorType value; False: a slice machine implies it (v5p, v6e)
 
     @property
     def family(self) -> str:
@@ -136,6 +137,7 @@ ACCELERATORS: dict[str, Accelerator] = {
         r["quota_metric"],
         r["training"],
         r["source"],
+        r["api_enum"] == "yes",
     )
     for r in catalog.table("accelerators")
 }

@@ -57,7 +57,21 @@ def check_hardware(
             f"{field}.accelerator_type",
             f"unknown accelerator type {accelerator_type!r}",
             has_value=False,
-            hint=(f"did you mean '{near}'? " if near else "") + "allowed: " + ", ".join(ACCELERATORS),
+            hint=(f"did you mean '{near}'? " if near else "")
+            + "allowed: "
+            + ", ".join(a.name for a in ACCELERATORS.values() if a.api_enum),
+        )
+    if accelerator_type is not None and not ACCELERATORS[accelerator_type].api_enum:
+        # v5p and v6e: the v1 API has no AcceleratorType value; the machine type implies the TPU.
+        implied = [x.name for x in FIXED_MACHINES.values() if accelerator_type in x.accelerators]
+        presets = [p.name for p in PRESETS.values() if p.machine_type in implied]
+        raise SpecError(
+            f"{field}.accelerator_type",
+            f"{accelerator_type} is not an AcceleratorType of the v1 API: Vertex AI takes "
+            f"{ACCELERATORS[accelerator_type].family} as its machine type ({', '.join(implied)}) "
+            "with a tpu_topology",
+            has_value=False,
+            hint="remove accelerator_type; e.g. hardware: " + ", ".join(presets[:3]),
         )
     slice_machine = m.family == "tpu-slice"
     if accelerator_type and accelerator_count < 1 and not slice_machine:

@@ -4,7 +4,9 @@ The prices are a dated snapshot shipped in this package (`snapshot.json`, made b
 dev refresh-prices` from the Cloud Billing Catalog API; how its figures were checked:
 docs/cost.md). A machine's hourly price is its vCPUs times its family's core price, plus its
 memory (GiB) times the family's RAM price, plus each accelerator's price, for one usage type
-(standard = on-demand, spot, flex-start) in one region. Where the snapshot has no price the
+(standard = on-demand, spot, flex-start) in one region; a TPU is priced per chip (per core for
+the v2/v3 boards), the host included, so a slice is its chips times the chip-hour price. Where the
+snapshot has no price the
 answer is None with the reason, never a guess; Flex Start, whose Vertex AI list prices the
 snapshot does not hold, is priced at the standard price and marked as an upper bound.
 
@@ -124,23 +126,29 @@ def machine_price(
     accelerator_count: int,
     region: str | None,
     strategy: str,
+    tpu_topology: str | None = None,
 ) -> Price:
-    """The hourly list price of one machine of this shape, for `strategy` in `region`.
+    """The hourly list price of one machine of this shape, for `strategy` in `region` (a TPU
+    slice: the whole slice, every host of its topology, as Vertex AI runs it as one replica).
 
     Args:
         book: the prices.
         machine_type, accelerator_type, accelerator_count: the machine (HardwareSpec's fields).
         region: the Vertex AI region (None: no price).
         strategy: standard | spot | flex-start.
+        tpu_topology: a TPU slice machine's topology (None: the machine's own chips).
     Returns:
         A Price: the list price, the standard price as an upper bound for flex-start when the
         snapshot has no Flex Start price, or None with the reason."""
     if not region:
         return Price(None, "no region: a local run has no list price")
     m = hw.machine(machine_type)
-    if m is None or m.is_tpu:
-        what = "TPU" if m is not None else f"machine type {machine_type}"
-        return Price(None, f"{what} prices are not in the price snapshot (as of {book.as_of})")
+    if m is None:
+        return Price(
+            None, f"machine type {machine_type} prices are not in the price snapshot (as of {book.as_of})"
+        )
+    if m.is_tpu:
+        return _tpu_price(book, m, accelerator_type, accelerator_count, tpu_topology, region, strategy)
     if m.vcpus is None or m.memory_gb is None:
         return Price(None, f"{machine_type}: vCPUs and memory are not in the hardware catalog")
     price = _priced(book, m, accelerator_type, accelerator_count, region, strategy)
@@ -155,6 +163,35 @@ def machine_price(
                 upper_bound=True,
             )
     return price
+
+
+def _tpu_price(
+    book: PriceBook,
+    m: hw.Machine,
+    accelerator_type: str | None,
+    count: int,
+    topology: str | None,
+    region: str,
+    usage: str,
+) -> Price:
+    """A TPU's price: its chips (a slice's, from the topology) or cores (a v2/v3 board) times the
+    snapshot's per-chip (per-core) hour price; the TPU VM hosts are in that price."""
+    accelerator = hw.accelerator_of(m.name, accelerator_type)
+    if accelerator is None:
+        return Price(None, f"{m.name}: no TPU type")
+    if m.family == "tpu-slice":
+        s = hw.tpu_slice(m.name, topology) if topology else None
+        units = s.chips if s is not None else m.tpu_chips
+    else:
+        units = count or (m.counts[0] if m.counts else 0)
+    each = book.accelerator(accelerator.name, region, usage)
+    if each is None:
+        return Price(
+            None,
+            f"no {usage} price for {accelerator.family} in {region} in the price snapshot "
+            f"(as of {book.as_of})",
+        )
+    return Price(units * each)
 
 
 def _priced(

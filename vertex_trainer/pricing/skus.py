@@ -34,6 +34,17 @@ ACCELERATOR_PHRASES: tuple[tuple[str, str], ...] = (
     ("Nvidia Tesla P100", "NVIDIA_TESLA_P100"),
     ("Nvidia Tesla P4", "NVIDIA_TESLA_P4"),
 )
+# TPU SKUs are per chip-hour (per core-hour for v2/v3 boards), the TPU VM host included; the
+# phrases are Cloud TPU's names ("TPU v5e", Compute Engine's "TPU v5 Lite"), longest first.
+TPU_PHRASES: tuple[tuple[str, str], ...] = (
+    ("TPU v5 Lite", "TPU_V5_LITEPOD"),
+    ("TPU v5e", "TPU_V5_LITEPOD"),
+    ("TPU v5p", "TPU_V5P"),
+    ("TPU v6e", "TPU_V6E"),
+    ("TPU v4", "TPU_V4_POD"),
+    ("TPU v3", "TPU_V3"),
+    ("TPU v2", "TPU_V2"),
+)
 # SKU family phrase -> the family key machine types map to (`family_of`).
 FAMILY_PHRASES: dict[str, str] = {
     "N1 Predefined": "n1",
@@ -55,7 +66,9 @@ _FAMILY = re.compile(
     + "|".join(sorted(map(re.escape, FAMILY_PHRASES), key=len, reverse=True))
     + r") Instance (Core|Ram)\b"
 )
-_ACCEL = [(re.compile(r"\b" + re.escape(p) + r" GPU\b"), name) for p, name in ACCELERATOR_PHRASES]
+_ACCEL = [(re.compile(r"\b" + re.escape(p) + r" GPU\b"), name) for p, name in ACCELERATOR_PHRASES] + [
+    (re.compile(r"\b" + re.escape(p) + r"\b"), name) for p, name in TPU_PHRASES
+]
 _NOT_TRAINING = re.compile(r"Prediction|Commitment|Serving|Endpoint", re.I)
 _FLEX = re.compile(r"\bDWS\b|Flex[ -]?Start|Dynamic Workload Scheduler", re.I)
 USAGE = {"OnDemand": "standard", "Preemptible": "spot"}  # the strategies' names

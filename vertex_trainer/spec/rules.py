@@ -150,18 +150,10 @@ def cloud_problems(spec: Spec) -> None:
 
 
 def _hardware(spec: Spec) -> None:
+    # A multi-host TPU slice runs the bundled trainer too: every host joins (trainer/tpu_slice.py,
+    # docs/trainer.md "Multi-host TPU slices").
     h = spec.hardware
     hw.check_hardware("hardware", h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology)
-    hosts = hw.machines_per_replica(h.machine_type, h.tpu_topology)
-    if hosts > 1 and spec.runs_bundled_trainer:  # a multi-host TPU slice (docs/spec-and-hardware.md)
-        raise SpecError(
-            "hardware",
-            f"{h.machine_type} with tpu_topology {h.tpu_topology} is a {hosts}-host TPU "
-            "slice; the bundled trainer runs on one TPU host (TPUClusterResolver(tpu='local'))",
-            has_value=False,
-            hint="use a one-host slice (e.g. tpu-v5e-8, tpu-v4-8), or image.uri / "
-            "image.context with a trainer that spans the slice's hosts",
-        )
 
 
 def _region(spec: Spec) -> None:

@@ -264,6 +264,7 @@ def _hardware_args(h) -> dict:
         "machine_type": h.machine_type,
         "accelerator_type": h.accelerator_type,
         "accelerator_count": h.accelerator_count,
+        "tpu_topology": getattr(h, "tpu_topology", None),  # a TPU slice is priced by its chips
     }
 
 
@@ -494,6 +495,7 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
             accelerator_count=int(m.get("acceleratorCount") or 0),
             region=region,
             strategy=strategy,
+            tpu_topology=m.get("tpuTopology"),
         )
         if price.hourly is None:
             hourly, reason = None, price.reason
