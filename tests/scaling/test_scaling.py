@@ -224,3 +224,20 @@ def test_a_published_reference_is_scaled_by_the_estimate_not_by_the_machines():
     linear_hours = 1_000_000 / ref.examples_per_sec / 3600
     assert est.attempts[0].expected_hours == pytest.approx(linear_hours * 4 / s.speedup, rel=1e-3)
     assert math.isclose(s.gbps, 100)  # 13 reducers x 32 Gbps / 4 machines > 100: the workers' NIC bounds it
+
+
+@pytest.mark.parametrize(
+    ("hardware", "want", "words"),
+    [
+        ("h100x8", "gpudirect-tcpxo", "has no gpudirect-tcpxo: its GPU-to-GPU network is gpudirect-tcpx"),
+        ("a100x8", "gpudirect-rdma", "its GPU-to-GPU network is none"),
+        ("h100x8", "gpudirect-tcpx", "a Vertex AI CustomJob has no setting for it"),
+    ],
+)
+def test_a_gpu_network_stack_the_family_or_a_custom_job_lacks_is_refused(hardware, want, words):
+    with pytest.raises(SpecError) as e:
+        spec_of(hardware=hardware, scaling={"gpu_networking": want})
+    assert e.value.exit_code == 2 and "scaling.gpu_networking" in str(e.value) and words in str(e.value)
+    auto = spec_of(hardware=hardware, scaling={"gpu_networking": "auto"})
+    pools = render.custom_job(auto, ARTIFACT)["jobSpec"]["workerPoolSpecs"]
+    assert len(pools) == 2 and "env" not in pools[0]["containerSpec"]  # auto: nothing rendered

@@ -41,6 +41,12 @@ class ScalingSpec(Strict):
         "auto sizes them so their total bandwidth covers the workers' (n1-highcpu-16, 32 Gbps each), "
         "or give the number of reducers",
     )
+    gpu_networking: Literal["auto", "gpudirect-tcpx", "gpudirect-tcpxo", "gpudirect-rdma"] | None = Field(
+        None,
+        description="the GPU-to-GPU network stack across machines: auto (what Vertex AI sets up; a "
+        "CustomJob has no setting for GPUDirect-TCPX, TCPXO or RDMA, so asking for one is refused, "
+        "docs/scaling.md)",
+    )
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,12 @@ def reducers(spec: JobSpec) -> Reducers | None:
 
 
 def check(spec: JobSpec) -> None:
-    """Refuse scaling.reduction_server where it cannot help (exit 2, nothing sent).
+    """Refuse scaling.reduction_server where it cannot help, and a GPU network stack the machine or
+    a Vertex AI CustomJob does not have (exit 2, nothing sent).
 
     Raises:
         SpecError: the field, its value, the reason and the fix."""
+    _check_networking(spec)
     want = spec.scaling.reduction_server if spec.scaling else None
     if want is None:
         return
@@ -161,6 +169,35 @@ def check(spec: JobSpec) -> None:
             f"{spec.hardware.describe()} (catalog/networking.csv)",
             value=want,
             hint="give the number of reducers, e.g. scaling.reduction_server: 4",
+        )
+
+
+def _check_networking(spec: JobSpec) -> None:
+    """scaling.gpu_networking: the family's stack (catalog/networking.csv), and one a CustomJob can
+    ask for (the `vertex` column: none for every family read)."""
+    want = spec.scaling.gpu_networking if spec.scaling else None
+    if want in (None, "auto"):
+        return
+    field = "scaling.gpu_networking"
+    net = network(spec.hardware)
+    has = net.gpu_networking if net is not None else "none"
+    if has != want:
+        raise SpecError(
+            field,
+            f"{spec.hardware.describe()} has no {want}: its GPU-to-GPU network is {has} "
+            "(Compute Engine's Networking and GPU machines, catalog/networking.csv)",
+            value=want,
+            hint="remove scaling.gpu_networking (auto)",
+        )
+    if net is not None and net.vertex == "none":
+        raise SpecError(
+            field,
+            f"{want} is what {spec.hardware.machine_type} has on Compute Engine and GKE, where its daemon, "
+            "NCCL plugin and extra NICs are set up by you; a Vertex AI CustomJob has no setting for it "
+            "(the v1 WorkerPoolSpec names no NICs or network plugin)",
+            value=want,
+            hint="remove scaling.gpu_networking (auto); scaling.reduction_server is Vertex AI's way to "
+            "raise all-reduce bandwidth (docs/scaling.md)",
         )
 
 
