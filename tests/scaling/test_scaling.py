@@ -123,6 +123,9 @@ def test_cost_prices_the_reducers_as_cpu_machines_from_the_snapshot():
     assert reducers == pytest.approx(13 * (16 * 0.03635265 + 14.4 * 0.00487255))
     assert est.attempts[0].hourly == pytest.approx(workers + reducers)
     assert any(n.startswith("reducers (Reduction Server): 8.47 USD/h") for n in est.notes)
+    # cost --compare prices the reducers in its rows too: the spec's own row is the attempt's price.
+    (own,) = [r for r in cost_compare.alternatives(spec, book, est) if r.current]
+    assert own.hourly == pytest.approx(est.attempts[0].hourly)
     # What an ended job cost reads the same pools from the rendered body.
     body = render.custom_job(spec, ARTIFACT)
     ended = {

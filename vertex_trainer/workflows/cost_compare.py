@@ -24,6 +24,7 @@ from vertex_trainer.workflows.cost import (
     _rate,
     attempt_price,
 )
+from vertex_trainer.workflows.scaling import reducer_price
 
 _GENERATION = re.compile(r"(A100|H100|H200|B200|GB200|L4|T4|V100|P100|P4)")
 
@@ -155,6 +156,7 @@ def alternatives(
     rows = []
     for shape in shapes:
         name = shape.preset or shape.describe()
+        on_shape = spec if shape == spec.hardware else spec.model_copy(update={"hardware": shape})
         shape_acc = shape.accelerator
         # The region table lists accelerators: a CPU-only machine is compared in the spec's region.
         offered = [
@@ -168,9 +170,11 @@ def alternatives(
             for strategy in pricing.STRATEGIES:
                 if strategy == "flex-start" and not (shape_acc and shape_acc.flex_start):
                     continue
-                price = pricing.machine_price(
-                    book, region=region, strategy=strategy, **_hardware_args(shape)
-                ).times(spec.replicas)
+                price = (
+                    pricing.machine_price(book, region=region, strategy=strategy, **_hardware_args(shape))
+                    .times(spec.replicas)
+                    .plus(reducer_price(book, on_shape, region, strategy))  # issue 35: its reducers
+                )
                 h = hours if shape == spec.hardware else None
                 rows.append(
                     Alternative(
