@@ -106,6 +106,7 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
             f"trainer.eval_data={local_data}/validation-*",
             "replicas=2",
             "trainer.epochs=2",
+            "trainer.steps_per_execution=4",
         ]
     )
     assert [p["replicaCount"] for p in job["jobSpec"]["workerPoolSpecs"]] == ["1", "1"]
@@ -115,8 +116,14 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
     assert result.state == SUCCEEDED and result.exit_code == 0, log[-4000:]
     assert result.replicas == ["workerpool0-0", "workerpool1-0"]
     assert result.metrics["replicas"] == 2 and result.metrics["workers"] == 2
-    assert result.metrics["strategy"] == "multi-worker"
+    assert result.metrics["strategy"] == "multi-worker" and result.metrics["steps_per_execution"] == 4
     assert "saved_model.pb" in _saved_model_files(out / "model")
+    # Each process found its role in CLUSTER_SPEC; only the chief exports.
+    assert "task=chief:0 chief=True" in log
+    assert "task=worker:0 chief=False" in log
+    assert not [
+        line for line in log.splitlines() if line.startswith("workerpool1-0") and "exported model" in line
+    ]
     # Both processes trained in lockstep: each reported every epoch with the same loss.
     losses = {}
     for line in log.splitlines():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import dirs, free_ports, kill_all, read_metrics, run_trainer, start_trainer, trainer_env
+from .conftest import dirs, kill_all, read_metrics, run_trainer, start_trainer, trainer_env
 
 METRIC_KEYS = {
     "global_batch_size",
@@ -79,23 +79,8 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
     assert config["data_nice"] == 19 and metrics["data_threads_niced"] >= 2
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
 
-    # The export classifies uint8 images (serving_images) with float32 probabilities; the
-    # default signature takes encoded bytes (tests/serving).
-    check = (
-        "import sys, numpy as np, tensorflow as tf; m = tf.saved_model.load(sys.argv[1]); "
-        "f = m.signatures['serving_images']; "
-        "out = f(image=tf.zeros([2, 16, 16, 3], tf.uint8))['probabilities']; "
-        "print(out.shape, out.dtype.name, float(tf.reduce_sum(out)))"
-    )
-    out = subprocess.run(
-        [__import__("sys").executable, "-c", check, str(tmp_path / "model")],
-        capture_output=True,
-        text=True,
-        env=trainer_env(),
-        timeout=60,
-    )
-    assert out.stdout.split()[:3] == ["(2,", "4)", "float32"], out.stderr
-    assert float(out.stdout.split()[-1]) == pytest.approx(2.0, abs=1e-4)
+    # The export's signatures, their dtypes and what they answer: tests/serving (on a shared run).
+    assert (tmp_path / "model" / "saved_model.pb").exists()
 
 
 @pytest.mark.trainer
@@ -109,50 +94,23 @@ def test_two_replicas_with_steps_per_execution_match_one_replica(synth_data, tmp
         eval_data=None,
         weight_decay=0,
     )
-    runs = {"one": {}, "two": {"cpu_replicas": 2}, "two-sync": {"cpu_replicas": 2, "sync_batch_norm": "true"}}
+    # Per-replica batch norm (the default) is the same run but for its statistics (each replica
+    # normalises over half the batch); with them all-reduced, two replicas compute what one does.
+    runs = {"one": {}, "two-sync": {"cpu_replicas": 2, "sync_batch_norm": "true"}}
     metrics = {}
     for name, extra in runs.items():
         result = run_trainer(tiny_args(synth_data, **common, **extra) + dirs(tmp_path / name))
         assert result.returncode == 0, result.stdout + result.stderr
         metrics[name] = read_metrics(tmp_path / name)
-    assert [m["replicas"] for m in metrics.values()] == [1, 2, 2]
-    assert metrics["two"]["strategy"] == "mirrored" and metrics["two"]["steps_per_execution"] == 4
+    assert [m["replicas"] for m in metrics.values()] == [1, 2]
+    assert metrics["two-sync"]["strategy"] == "mirrored" and metrics["two-sync"]["steps_per_execution"] == 4
     losses = {name: m["final_train_loss"] for name, m in metrics.items()}
-    # Same data order and initial weights. With batch statistics all-reduced, two replicas
-    # compute what one does with the global batch; with per-replica batch norm (the default,
-    # as for ResNet-50) each replica normalises over half the batch, so the loss differs a bit.
+    # Same data order and initial weights.
     assert losses["two-sync"] == pytest.approx(losses["one"], rel=1e-4), losses
-    assert losses["two"] == pytest.approx(losses["one"], rel=0.2), losses
 
 
-@pytest.mark.trainer
-def test_two_workers_multi_worker_mirrored(synth_data, tmp_path):
-    p0, p1 = free_ports(2)
-    procs = []
-    try:
-        for pool in ("workerpool0", "workerpool1"):
-            spec = {
-                "cluster": {"workerpool0": [f"127.0.0.1:{p0}"], "workerpool1": [f"127.0.0.1:{p1}"]},
-                "task": {"type": pool, "index": 0},
-                "job": {},
-            }
-            env = trainer_env(
-                CLUSTER_SPEC=json.dumps(spec),
-                AIP_MODEL_DIR=f"{tmp_path}/model/",
-                AIP_CHECKPOINT_DIR=f"{tmp_path}/checkpoints/",
-                AIP_TENSORBOARD_LOG_DIR=f"{tmp_path}/logs/",
-            )
-            procs.append(start_trainer(tiny_args(synth_data, steps_per_execution=4), env=env))
-        outs = [p.communicate(timeout=150)[0] for p in procs]
-    finally:
-        kill_all(procs)
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
-    assert "chief=True" in outs[0] and "task=worker:0 chief=False" in outs[1]
-    metrics = read_metrics(tmp_path)
-    assert metrics["replicas"] == 2 and metrics["workers"] == 2 and metrics["strategy"] == "multi-worker"
-    assert metrics["steps_per_execution"] == 4 and metrics["final_train_loss"] is not None
-    assert (tmp_path / "model" / "saved_model.pb").exists()
-    assert "exported model" not in outs[1]
+# Two workers under MultiWorkerMirroredStrategy, each its own process with CLUSTER_SPEC as Vertex AI
+# sets it: tests/local/test_local_trainer.py::test_two_replicas_train_together.
 
 
 EPOCHS = 12
