@@ -94,13 +94,14 @@ def read_bytes(settings: Settings, uri: str) -> bytes | None:
 
     bucket, name = split_uri(uri)
     try:
-        if settings.storage_emulator:
-            found = client(settings).bucket(bucket).get_blob(name)
-            if found is None:
-                return None
-            data: bytes = found.download_as_bytes()
-        else:
-            data = client(settings).bucket(bucket).blob(name).download_as_bytes()
+        objects = client(settings).bucket(bucket)
+        if settings.storage_emulator and objects.get_blob(name) is None:
+            return None
+        # A fresh Blob, not get_blob's (which carries the metadata's generation and checksums):
+        # downloading through that one sat in the client's retry loop for 105-113 s on the
+        # metrics.json of every sandbox job (py-spy: retry_target under download_as_bytes), which
+        # made each job end two minutes after its replicas. The fresh Blob reads at once.
+        data: bytes = objects.blob(name).download_as_bytes()
         return data
     except gexc.NotFound:
         return None
