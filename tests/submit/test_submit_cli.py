@@ -372,8 +372,9 @@ def test_submit_local_text_prints_its_summary_on_stdout_and_progress_on_stderr(f
     result = run_cli("submit", _local_spec(run_cli, tmp_path), "--local", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = dict(line.split(None, 1) for line in result.stdout.splitlines())
-    assert list(out) == ["local", "state", "model", "output", "metrics"], result.stdout
+    assert list(out) == ["local", "state", "model", "output", "metrics", "report"], result.stdout
     assert out["local"] == "local-test" and out["state"].startswith("SUCCEEDED in ")
+    assert out["report"] == f"vertex-trainer report {tmp_path / 'runs'}"  # docs/report.md
     assert out["output"] == str(tmp_path / "runs") and out["model"] == f"{tmp_path / 'runs'}/model/"
     metrics = json.loads(out["metrics"])
     assert metrics["steps"] == 2 and metrics == {
