@@ -4,7 +4,6 @@ ends, one pager for every list call, and the google-cloud-aiplatform SDK on the 
 from __future__ import annotations
 
 import pytest
-from google.cloud import aiplatform
 
 from tests.shared import PROJECT, QUICK_RETRY, REGION, fake_settings, job_body
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES, short_state
@@ -84,6 +83,8 @@ def test_the_pager_stops_at_its_bound_and_says_so(fake, settings):
 
 
 def test_to_sdk_and_back_name_the_same_custom_job(fake, settings):
+    from google.cloud import aiplatform  # 5 s to import: not while collecting
+
     client = JobsClient(PROJECT, REGION, settings=settings)
     data, _ = create_idempotent(client, BODY, "house-1")
     job = Job(data, client)
@@ -97,6 +98,8 @@ def test_to_sdk_and_back_name_the_same_custom_job(fake, settings):
 
 
 def test_to_sdk_gives_the_tuning_job(fake, settings):
+    from google.cloud import aiplatform  # 5 s to import: not while collecting
+
     study = {
         "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
         "parameters": [
@@ -118,6 +121,8 @@ def test_to_sdk_gives_the_tuning_job(fake, settings):
 
 
 def test_to_sdk_gives_the_pipeline_job_and_the_endpoint(fake, settings):
+    from google.cloud import aiplatform  # 5 s to import: not while collecting
+
     pipelines = PipelinesClient(PROJECT, REGION, settings=settings)
     run = PipelineRun(pipelines.create_once(PIPELINE, "house-run"), pipelines)
     sdk_run = run.to_sdk()

@@ -24,6 +24,8 @@ class _Lazy:
         self._name = name
 
     def __getattr__(self, attr):
+        if attr.startswith("__"):  # pytest's probes while collecting (__test__, ...): not the module's
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 

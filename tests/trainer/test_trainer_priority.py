@@ -3,15 +3,31 @@ named runtime threads and the threads present before keep theirs (Linux: /proc/s
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from trainer import priority
 
-pytestmark = pytest.mark.skipif(not Path(priority.TASKS).is_dir(), reason="needs Linux /proc/self/task")
+class _Priority:
+    """trainer.priority, imported on first use: it imports Keras (5 s), which collecting this file
+    in every worker must not pay."""
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):  # pytest's probes while collecting
+            raise AttributeError(attr)
+        return getattr(importlib.import_module("trainer.priority"), attr)
+
+
+priority = _Priority()
+TASKS = "/proc/self/task"  # trainer.priority.TASKS (checked below)
+
+pytestmark = [
+    pytest.mark.trainer,  # the callback is a Keras one: these import TensorFlow
+    pytest.mark.skipif(not Path(TASKS).is_dir(), reason="needs Linux /proc/self/task"),
+]
 
 
 class Parked:
@@ -39,6 +55,7 @@ class Parked:
 
 
 def test_new_unnamed_threads_get_the_increment_and_the_others_keep_theirs():
+    assert priority.TASKS == TASKS
     base = os.getpriority(os.PRIO_PROCESS, 0)
     old = Parked()
     cb = priority.DataThreadPriority(5)
