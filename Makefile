@@ -50,12 +50,12 @@ check: $(STAMP)
 # `make test`: the checks, then the suite with its coverage figure (pytest-cov; the floor is
 # [tool.coverage.report] fail_under). pytest exits 5 when it collected no test: that is a failure
 # here, never a silent pass.
-# Two pytest-xdist workers: a unit of work (a module, or a folder whose modules share session
-# fixtures: tests/conftest.py) whole on one, slow units first. On 2 cores: 9 min 24 s for the
-# whole target (1,383 tests, 86.6% coverage); four workers took longer (9 min 58 s: the suite is
-# CPU-bound, TensorFlow processes above all). PYTEST_ARGS replaces these arguments; one process:
+# Three pytest-xdist workers on two cores: a unit of work (a module, or a folder whose modules share
+# session fixtures: tests/conftest.py) whole on one, slow units first. Two workers left a quarter
+# of the CPU idle while tests waited on their TensorFlow processes and servers (588 s against 510
+# s for the suite; four took longer). PYTEST_ARGS replaces these arguments; one process:
 #   make test PYTEST_ARGS=-n0
-PYTEST_ARGS ?= -n 2 --dist loadgroup --no-loadscope-reorder
+PYTEST_ARGS ?= -n 3 --dist loadgroup --no-loadscope-reorder
 COVERAGE ?= --cov --cov-report=
 test: check browser
 	@$(BIN)/python -m pytest -q $(PYTEST_ARGS) $(COVERAGE); rc=$$?; \

@@ -94,7 +94,7 @@ def popen_cli(cli_env):
     starter.stop()
 
 
-# -- pytest-xdist (`make test`: -n 2 --dist loadgroup --no-loadscope-reorder, the Makefile) -------
+# -- pytest-xdist (`make test`: -n 3 --dist loadgroup --no-loadscope-reorder, the Makefile) -------
 # Each unit of work goes to one worker whole. A module is a unit (its module fixtures are built
 # once); so is each folder below, whose session fixtures train a model, write a data set or start a
 # server that several of its modules share, or whose examples use fixed loopback ports (the docs
