@@ -60,6 +60,16 @@ class JsonHandler(BaseHTTPRequestHandler):
         """Answer `status` with Google's error envelope around `message`."""
         self.send_json(status, envelope(status, message))
 
+    def json_body(self) -> Any:
+        """The request's JSON body: None when there is none, the class ValueError when it is not JSON
+        (for the caller's 400)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError:
+            return ValueError
+
 
 def offset_page(
     items: list[Any],

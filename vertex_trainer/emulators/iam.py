@@ -28,7 +28,6 @@ Google's envelope. It shares no code with the client it stands in for.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -177,14 +176,6 @@ class FakeIam(LoopbackServer):
         fake = self
 
         class Handler(JsonHandler):
-            def _body(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return ValueError
-
             def _answer(self, status: int, payload: dict[str, Any]) -> None:
                 if status >= 400:
                     return self.send_envelope(status, payload["message"])
@@ -207,7 +198,7 @@ class FakeIam(LoopbackServer):
             def do_POST(self) -> None:
                 parts = urlsplit(self.path)
                 fake.authorizations.append(self.headers.get("Authorization"))
-                body = self._body()
+                body = self.json_body()
                 fake.requests.append(("POST", self.path, body))
                 if m := _TOKEN.match(parts.path):
                     if not (self.headers.get("Authorization") or "").startswith("Bearer "):

@@ -19,7 +19,6 @@ Errors use Google's envelope. It shares no code with the client it stands in for
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import uuid
@@ -105,14 +104,6 @@ class FakeServiceUsage(LoopbackServer):
         fake = self
 
         class Handler(JsonHandler):
-            def _body(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    return json.loads(raw) if raw else None
-                except ValueError:
-                    return ValueError
-
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 fake.requests.append(("GET", self.path, None))
@@ -141,7 +132,7 @@ class FakeServiceUsage(LoopbackServer):
 
             def do_POST(self) -> None:
                 parts = urlsplit(self.path)
-                body = self._body()
+                body = self.json_body()
                 fake.requests.append(("POST", self.path, body))
                 if (status := fake._take_fault("POST")) is not None:
                     return self.send_envelope(status, "Fault injected.")
