@@ -6,6 +6,7 @@ run it: TensorFlow's runtime settings (logical CPUs, threads, strategy) are per 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -15,6 +16,20 @@ import sys
 from pathlib import Path
 
 import pytest
+
+
+class Lazy:
+    """A module imported on first use: collecting the suite (every worker, and `make test-fast`,
+    which deselects these files) must not pay TensorFlow's or Keras's import."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):  # pytest's probes while collecting (__test__, ...): not the module's
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self._name), attr)
+
 
 PYTHON = sys.executable
 # Two cores are shared with other test runs: keep every trainer process small.

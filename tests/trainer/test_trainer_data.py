@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 from pathlib import Path
 
@@ -13,25 +12,14 @@ from PIL import Image
 
 from trainer import datagen
 
+from .conftest import Lazy
+
 pytestmark = pytest.mark.trainer
 
 
-class _Lazy:
-    """A module imported on first use: collecting this file (e.g. by `make test-fast`, which
-    deselects it) must not pay TensorFlow's 3 s import."""
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def __getattr__(self, attr):
-        if attr.startswith("__"):  # pytest's probes while collecting (__test__, ...): not the module's
-            raise AttributeError(attr)
-        return getattr(importlib.import_module(self._name), attr)
-
-
-tf = _Lazy("tensorflow")
-data = _Lazy("trainer.data")  # imports TensorFlow
-corrupt = _Lazy("trainer.corrupt")  # naming a corrupt record (imports TensorFlow)
+tf = Lazy("tensorflow")
+data = Lazy("trainer.data")  # imports TensorFlow
+corrupt = Lazy("trainer.corrupt")  # naming a corrupt record (imports TensorFlow)
 
 
 def features() -> dict:

@@ -3,25 +3,15 @@ named runtime threads and the threads present before keep theirs (Linux: /proc/s
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
+from .conftest import Lazy
 
-class _Priority:
-    """trainer.priority, imported on first use: it imports Keras (5 s), which collecting this file
-    in every worker must not pay."""
-
-    def __getattr__(self, attr):
-        if attr.startswith("__"):  # pytest's probes while collecting
-            raise AttributeError(attr)
-        return getattr(importlib.import_module("trainer.priority"), attr)
-
-
-priority = _Priority()
+priority = Lazy("trainer.priority")  # imports Keras (5 s): not while collecting
 TASKS = "/proc/self/task"  # trainer.priority.TASKS (checked below)
 
 pytestmark = [
