@@ -42,6 +42,29 @@ _METRIC = {name: r["quota_metric"] for name, r in _ACCELERATORS.items() if r["qu
 SERVICE = "aiplatform.googleapis.com"
 
 
+def region_of(resource_name: str) -> str:
+    """The region (location) of a Vertex AI / Cloud resource name.
+
+    Args:
+        resource_name: projects/PROJECT/locations/REGION/... (a job, a persistent resource, a
+            TensorBoard instance, a Cloud KMS key ...).
+
+    Returns:
+        REGION.
+
+    Raises:
+        ValueError: the name is not of the form projects/PROJECT/locations/REGION/... (a short
+            id, a zonal or global name), naming it and the form expected.
+    """
+    parts = resource_name.split("/")
+    if len(parts) < 4 or parts[0] != "projects" or parts[2] != "locations" or not all(parts[1:4:2]):
+        raise ValueError(
+            f"{resource_name!r} is not a regional resource name: expected "
+            "projects/PROJECT/locations/REGION/..."
+        )
+    return parts[3]
+
+
 def known(region: str) -> bool:
     return region in REGIONS
 

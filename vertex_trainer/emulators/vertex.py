@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import JsonHandler, envelope, query_of, serve_until_interrupted
-from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome
+from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome, region_of
 from vertex_trainer.emulators.vertex_models import ModelService, labels_filter, list_page
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
@@ -482,7 +482,7 @@ def web_access_uris(job: dict[str, Any]) -> dict[str, str]:
     (https://<hash>-dot-<region>.aiplatform-training.googleusercontent.com)."""
     import hashlib
 
-    region = job["name"].split("/")[3]
+    region = region_of(job["name"])
     out = {}
     for i, pool in enumerate((job.get("jobSpec") or {}).get("workerPoolSpecs") or []):
         for j in range(int(pool.get("replicaCount") or 1)):

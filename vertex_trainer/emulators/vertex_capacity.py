@@ -126,7 +126,7 @@ class CapacityScripts:
         spec = data.get("jobSpec") or {}
         strategy = str((spec.get("scheduling") or {}).get("strategy") or "STANDARD")
         strategy = _STRATEGY_NUMBERS.get(strategy, strategy)
-        region = region or _region_of(data.get("name", ""))
+        region = region or region_of(data.get("name", ""))
         with self._lock:
             outcome = next(
                 (
@@ -161,6 +161,8 @@ class CapacityScripts:
         )
 
 
-def _region_of(name: str) -> str:
+def region_of(name: str) -> str:
+    """The region of a resource name (projects/P/locations/REGION/...), ANY for any other name.
+    (The stand-ins' own reading: they share no code with the client's vertex_trainer.regions.)"""
     parts = name.split("/")
     return parts[3] if len(parts) > 3 and parts[2] == "locations" else ANY

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
+from vertex_trainer.regions import region_of
+
 Echo = Callable[[str], None]
 
 
@@ -51,7 +53,7 @@ class Run:
 
     @property
     def location(self) -> str:
-        return self.name.split("/")[3]
+        return region_of(self.name)
 
 
 R = TypeVar("R", bound=Run)

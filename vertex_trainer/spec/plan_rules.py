@@ -13,6 +13,7 @@ from typing import Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
+from vertex_trainer.regions import region_of
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts, reservation_zone, zone_region
 
 # A JobSpec (model.py runs the rules from JobSpec's validator, so this module cannot import it).
@@ -173,7 +174,7 @@ def check_persistent_resource(spec: Spec) -> None:
     if not name:
         return
     if name.startswith("projects/"):
-        where = name.split("/")[3]
+        where = region_of(name)
         if spec.region and where != spec.region:
             raise SpecError(
                 "persistent_resource",

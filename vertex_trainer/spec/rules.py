@@ -215,8 +215,8 @@ def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
             out.append((f"scheduling.fallback[{i}].reservation", reservation_zone(entry.reservation), "zone"))
     for field in ("persistent_resource", "tensorboard", "encryption_key"):
         value = getattr(spec, field) or ""
-        if value.startswith("projects/") and value.count("/") >= 3:
-            out.append((field, value.split("/")[3], "name"))
+        if value.startswith("projects/"):  # (an id names no region: the job's)
+            out.append((field, regions.region_of(value), "name"))
     return [f for f in out if f[1]]
 
 
@@ -324,7 +324,7 @@ def _env(spec: Spec) -> None:
 def _tensorboard(spec: Spec) -> None:
     if not spec.tensorboard:
         return
-    tb_region = spec.tensorboard.split("/")[3]
+    tb_region = regions.region_of(spec.tensorboard)
     if spec.region and tb_region != spec.region:
         raise SpecError(
             "tensorboard",
@@ -350,7 +350,7 @@ def _tensorboard(spec: Spec) -> None:
 
 def _encryption_key(spec: Spec) -> None:
     if spec.encryption_key:
-        key_region = spec.encryption_key.split("/")[3]
+        key_region = regions.region_of(spec.encryption_key)
         if spec.region and key_region != spec.region:
             raise SpecError(
                 "encryption_key",

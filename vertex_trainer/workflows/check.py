@@ -21,6 +21,7 @@ from typing import Any
 
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import access
+from vertex_trainer.regions import region_of
 from vertex_trainer.settings import RetryPolicy, Settings, is_emulator
 from vertex_trainer.workflows import permissions
 from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
@@ -446,7 +447,7 @@ def _named_resources(spec, settings: Settings) -> list[Item]:
     if spec.tensorboard:
         from vertex_trainer.vertex.service import vertex_api
 
-        region = spec.tensorboard.split("/")[3]
+        region = region_of(spec.tensorboard)
         api = vertex_api(spec.project, region, settings, user_error=lambda op, err: err.code == 404)
         try:
             api.json("read the TensorBoard", "GET", f"v1/{spec.tensorboard}")
