@@ -180,7 +180,9 @@ def test_the_bundled_trainers_fuse_paths_name_its_fields():
 @pytest.mark.skipif(gcsfuse.unavailable() is not None, reason=f"no /gcs mount here: {gcsfuse.unavailable()}")
 def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     """/gcs/BUCKET/path is <output_dir>/vertex-trainer/gcs/BUCKET/path for every replica of the
-    run (each in a mount namespace of its own), and nothing else on the machine sees it."""
+    run (each in a mount namespace of its own), and nothing else on the machine sees it. With no
+    bucket to fetch the path from (no emulator, no credentials), the run is refused until the
+    stand-in has the path (here: created, as the message says)."""
     (code_dir / "task.py").write_text(
         "import json, os, sys\n"
         "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
@@ -191,9 +193,15 @@ def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     (code_dir / "requirements.txt").unlink()
     out = tmp_path / "out"
     data = script_data(code_dir, replicas=2, output_dir=str(out), args=["/gcs/vt32-bucket/exports"])
+    standin = out / "vertex-trainer" / "gcs" / "vt32-bucket" / "exports"
+    refused = _local(tmp_path, data)
+    assert refused.returncode == 2, refused.stderr
+    assert "args[0] '/gcs/vt32-bucket/exports'" in refused.stderr
+    assert f"mkdir -p {standin}" in refused.stderr
+    assert not (out / "vertex-trainer" / "logs").exists()  # no replica started
+    standin.mkdir(parents=True)
     result = _local(tmp_path, data)
     assert result.returncode == 0, result.stderr
-    standin = out / "vertex-trainer" / "gcs" / "vt32-bucket" / "exports"
     assert (standin / "chief.txt").read_text() == "written at /gcs/vt32-bucket/exports/chief.txt"
     assert (standin / "worker.txt").is_file()
     assert not Path("/gcs/vt32-bucket").exists()  # the mount was the replicas' own

@@ -305,6 +305,25 @@ def check_gcs_route(env: Mapping[str, str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 FUSE_ROOT = "/gcs/"
+_FUSE_RE = re.compile(r"/gcs/[^,\s]*")
+
+
+@dataclass(frozen=True)
+class FuseRef:
+    """One /gcs/BUCKET/... path the replicas are given: in `value` of spec field `field`."""
+
+    field: str
+    value: str
+    path: str  # /gcs/BUCKET/REST as it appears in value
+
+    @property
+    def bucket(self) -> str:
+        return self.path[len(FUSE_ROOT) :].split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The object name, or the prefix, the path stands for (REST, no trailing slash)."""
+        return self.path[len(FUSE_ROOT) :].partition("/")[2].rstrip("/")
 
 
 def _bucket_dir(path: str) -> str:
@@ -312,33 +331,42 @@ def _bucket_dir(path: str) -> str:
     return FUSE_ROOT + bucket
 
 
-def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:
-    """(spec field, value) of every /gcs/BUCKET/... path the replicas are given (args, env)
-    whose bucket is not mounted here (a gcsfuse mount at /gcs/BUCKET counts as mounted).
+def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
+    """Every /gcs/BUCKET/... path the replicas are given (args, env) whose bucket is not mounted
+    here (a gcsfuse mount at /gcs/BUCKET counts as mounted), in the order of the spec.
 
     Vertex AI mounts every bucket at /gcs/ (Cloud Storage FUSE); a local run has no such mount,
     and a replica writing there would fill an unrelated local directory (or fail on a
     read-only root). The fields are named as the spec names them: `args[i]` or `trainer.NAME`
     (the flag's field, else trainer.extra_args) and `env.NAME`.
     """
-    found: list[tuple[str, str]] = []
+    found: list[FuseRef] = []
     trainer = getattr(spec, "trainer", None)
     pool = job_spec_of(job)["workerPoolSpecs"][0]
     task = _task_of(pool)
     for i, arg in enumerate(str(a) for a in task.get("args") or []):
-        m = re.search(r"/gcs/[^,\s]*", arg)
-        if not m or os.path.isdir(_bucket_dir(m.group(0))):
-            continue
         field = f"args[{i}]"
         if trainer is not None:
             flag = arg.split("=", 1)[0].lstrip("-").replace("-", "_")
             field = f"trainer.{flag}" if flag in type(trainer).model_fields else "trainer.extra_args"
-        found.append((field, arg))
+        found += [FuseRef(field, arg, m.group(0)) for m in _FUSE_RE.finditer(arg)]
     for name, value in pool_env(pool).items():
-        m = re.search(r"/gcs/[^,\s]*", value)
-        if m and not os.path.isdir(_bucket_dir(m.group(0))):
-            found.append((f"env.{name}", value))
-    return found
+        found += [FuseRef(f"env.{name}", value, m.group(0)) for m in _FUSE_RE.finditer(value)]
+    return [r for r in found if not os.path.isdir(_bucket_dir(r.path))]
+
+
+def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:
+    """(spec field, value) of every value holding a /gcs/BUCKET/... path (fuse_refs), once each."""
+    return list(dict.fromkeys((r.field, r.value) for r in fuse_refs(job, spec)))
+
+
+def fetch_route(storage_emulator: str | None, env: Mapping[str, str]) -> str | None:
+    """How this process can read the buckets /gcs/ paths name: 'emulator' (a Cloud Storage
+    emulator is set), 'credentials' (Application Default Credentials, as found from `env`), or
+    None (neither)."""
+    if storage_emulator:
+        return "emulator"
+    return "credentials" if _adc_problem(env) is None else None
 
 
 def check_fuse(job: dict[str, Any], spec: Any = None, *, why: str | None = None) -> None:

@@ -1,14 +1,21 @@
 """/gcs/BUCKET/ for local replicas, as Cloud Storage FUSE gives it on Vertex AI (issue 32 item 4).
 
-On Vertex AI every bucket is mounted at /gcs/BUCKET/, and Google's samples write there (they turn
-AIP_MODEL_DIR's gs:// into /gcs/). Here, each replica of a script job runs in a mount namespace of its own
-(`unshare --mount`) in which a stand-in directory is bind-mounted at /gcs: the replicas of one
-run share it, and no other process on the machine sees it. The stand-in is a bucket kept as a
-directory tree, `<stand-in>/BUCKET/path`: for a run whose output directory is local it is
-`<output>/vertex-trainer/gcs/` and stays there; for a run that writes to Cloud Storage (gs://
-output_dir, e.g. in `dev sandbox`) it is a scratch directory whose files are uploaded to
-gs://BUCKET/path when the run ends (`upload`), so the objects are where Vertex AI would have put
-them. Reads see what the run itself wrote, not the bucket's older objects.
+On Vertex AI every bucket is mounted at /gcs/BUCKET/, and Google's samples read their data and
+write their model there (they turn AIP_MODEL_DIR's gs:// into /gcs/). Here, each replica of a
+script job runs in a mount namespace of its own (`unshare --mount`) in which a stand-in directory
+is bind-mounted at /gcs: the replicas of one run share it, and no other process on the machine
+sees it. The stand-in is a bucket kept as a directory tree, `<stand-in>/BUCKET/path`: for a run
+whose output directory is local it is `<output>/vertex-trainer/gcs/` and stays there; for a run
+that writes to Cloud Storage (gs:// output_dir, e.g. in `dev sandbox`) it is a scratch directory.
+
+Before the replicas start, the objects under every /gcs/BUCKET/PATH the replicas are given (spec
+args and env) are fetched from the bucket in use (the emulator, or Cloud Storage with
+credentials) into the stand-in, at most 10,000 objects and 1 GiB per run (above: exit 2), so
+reads see them (local/gcsfill.py says exactly what is fetched, kept and refused). Objects the
+script finds by other means (a path it builds itself) are not fetched. When a gs:// run ends,
+`upload` sends every file of the stand-in to gs://BUCKET/path except those fetched and left
+unchanged (same size and mtime), so only what the run wrote or changed is uploaded, where Vertex
+AI would have put it. A file the run deletes is not deleted from the bucket.
 
 What it needs: root (a bind mount needs CAP_SYS_ADMIN, and /gcs, an empty mount point, must exist
 on the root filesystem: it is created when missing) and util-linux's `unshare`. Without them
@@ -24,12 +31,19 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 MOUNT_POINT = "/gcs"
 # $0 is the stand-in, "$@" the replica's argv: the shell only mounts, then becomes the replica.
 _MOUNT_THEN_RUN = f'mount --bind "$0" {MOUNT_POINT} && exec "$@"'
+
+
+class Unchanged(Protocol):
+    """A file as it was fetched into the stand-in (gcsfill.Fetched)."""
+
+    def same_file(self, path: Path) -> bool: ...
 
 
 @functools.cache
@@ -76,16 +90,26 @@ def wrap(argv: list[str] | tuple[str, ...], standin: str) -> list[str]:
     ]
 
 
-def upload(standin: Path, put: Callable[[str, str, Path], None]) -> int:
-    """Every file of the stand-in tree to its object: `put(bucket, object, file)`.
+def upload(
+    standin: Path, put: Callable[[str, str, Path], None], fetched: Mapping[str, Unchanged] | None = None
+) -> int:
+    """Every file of the stand-in tree to its object, `put(bucket, object, file)`, except the
+    objects fetched before the run (local/gcsfill.py) that the run left as they were.
 
+    Args:
+        standin: the tree bind-mounted at /gcs (BUCKET/NAME under it).
+        put: uploads one file.
+        fetched: BUCKET/NAME -> what was fetched there (`same_file(path)`: still unchanged).
     Returns:
         The number of files uploaded.
     """
+    fetched = fetched or {}
     count = 0
     for path in sorted(p for p in standin.rglob("*") if p.is_file() and not p.is_symlink()):
-        bucket, _, obj = path.relative_to(standin).as_posix().partition("/")
-        if bucket and obj:
+        key = path.relative_to(standin).as_posix()
+        bucket, _, obj = key.partition("/")
+        known = fetched.get(key)
+        if bucket and obj and not (known is not None and known.same_file(path)):
             put(bucket, obj, path)
             count += 1
     return count

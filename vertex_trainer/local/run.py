@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
-from vertex_trainer.local import cluster, gcsfuse, owncode
+from vertex_trainer.local import cluster, gcsfill, gcsfuse, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
@@ -133,7 +133,9 @@ def run_local(
         replicas = owncode.code_replicas(code, replicas)
     if code is None or code.on_path:
         cluster.check_importable(replicas)
+    # The stand-in at /gcs, filled with the objects the replicas' /gcs/ paths name (gcsfill.py).
     standin = _standin(base) if mount else None
+    fill = gcsfill.fill_standin(job, spec, base, standin, settings) if standin is not None else gcsfill.Fill()
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
 
@@ -147,6 +149,8 @@ def run_local(
         f"Running {name} locally: {len(replicas)} replica(s) "
         f"[{', '.join(r.name for r in replicas)}], output {base}"
     )
+    if fill.line():
+        display.note(str(fill.line()))
     state, failed = SUCCEEDED, None
     started = time.monotonic()
     with InterruptGuard() as guard, display:
@@ -175,7 +179,7 @@ def run_local(
                 shown.lines(last)
 
     if standin is not None and base.startswith("gs://"):
-        _upload(standin, settings, display)
+        _upload(standin, settings, display, fill)
     result = LocalResult(
         name=name,
         state=state,
@@ -216,9 +220,10 @@ def _standin(base: str) -> Path:
     return path
 
 
-def _upload(standin: Path, settings: Settings, display: Display) -> None:
-    """What the replicas wrote under /gcs/BUCKET/, to gs://BUCKET/ (as Cloud Storage FUSE would
-    have written it), then the scratch directory removed."""
+def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.Fill) -> None:
+    """What the replicas wrote or changed under /gcs/BUCKET/ (not what was fetched and left as it
+    was), to gs://BUCKET/ (as Cloud Storage FUSE would have written it), then the scratch
+    directory removed."""
     import shutil
 
     from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
@@ -229,7 +234,7 @@ def _upload(standin: Path, settings: Settings, display: Display) -> None:
         client.bucket(bucket).blob(obj).upload_from_filename(str(path))
 
     try:
-        count = gcsfuse.upload(standin, put)
+        count = gcsfuse.upload(standin, put, fill.fetched)
     finally:
         shutil.rmtree(standin, ignore_errors=True)
     if count:
