@@ -161,15 +161,15 @@ def test_a_price_the_snapshot_does_not_hold_is_null_with_the_reason(run_cli, spe
     out = json.loads(
         run_cli(
             "cost",
-            spec_file(hardware="tpu-v5e-4", replicas=1, region="europe-west4", trainer={"model": "tiny-cnn"}),
+            spec_file(hardware="tpu-v3-8", replicas=1, region="europe-west4", trainer={"model": "tiny-cnn"}),
             "-o",
             "json",
         ).stdout
     )
-    a = out["attempts"][0]  # the snapshot prices TPU v5e in US regions only (tests/tpu)
+    a = out["attempts"][0]  # the snapshot prices no TPU v2/v3 board (docs/cost.md)
     assert a["hourly"] is None and a["max_cost"] is None and out["max_cost"] is None
     assert any(
-        "no standard price for TPU v5e in europe-west4 in the price snapshot" in n for n in out["notes"]
+        "no standard price for TPU v3 in europe-west4 in the price snapshot" in n for n in out["notes"]
     )
     est = estimate(region="southamerica-east1", hardware="a100x8", replicas=1)
     assert est.attempts[0].hourly is None and "southamerica-east1" in est.attempts[0].reason

@@ -19,6 +19,8 @@ from vertex_trainer.pricing import skus
 # per chip-hour list prices in US regions x 1.15, the Vertex AI training markup of the GPU prices.
 CHIP_HOUR = {"TPU_V5_LITEPOD": 1.20, "TPU_V5P": 4.20, "TPU_V6E": 2.70, "TPU_V4_POD": 3.22}
 MARKUP = 1.15
+# Cloud TPU's Spot prices per chip-hour and the regions priced above the US list price (same source).
+SPOT_CHIP_HOUR = {("TPU_V5_LITEPOD", "us-central1"): 0.24493, ("TPU_V6E", "us-east5"): 1.215}
 
 
 def slice_spec(hardware: str = "tpu-v5e-16", **changes) -> dict:
@@ -88,7 +90,7 @@ def test_every_slice_is_its_chips_times_the_chip_hour_price(preset, accelerator,
     assert price.hourly == pytest.approx(chips * CHIP_HOUR[accelerator] * MARKUP)
 
 
-def test_a_tpu_price_the_snapshot_lacks_is_none_with_the_reason():
+def test_a_spot_slice_is_its_chips_times_the_spot_chip_hour_price_and_regions_differ():
     book = pricing.load_snapshot()
     spot = pricing.machine_price(
         book,
@@ -99,8 +101,29 @@ def test_a_tpu_price_the_snapshot_lacks_is_none_with_the_reason():
         strategy="spot",
         tpu_topology="4x4",
     )
-    assert spot.hourly is None and spot.reason == (
-        f"no spot price for TPU v5e in us-central1 in the price snapshot (as of {book.as_of})"
+    assert spot.hourly == pytest.approx(16 * SPOT_CHIP_HOUR[("TPU_V5_LITEPOD", "us-central1")] * MARKUP)
+    assert book.accelerator("TPU_V6E", "us-east5", "spot") == pytest.approx(1.215 * MARKUP)
+    # Cloud TPU lists v5e at 1.416 per chip-hour in us-south1 and 1.56 in europe-west4, not 1.20.
+    assert book.accelerator("TPU_V5_LITEPOD", "us-south1", "standard") == pytest.approx(1.416 * MARKUP)
+    assert book.accelerator("TPU_V5_LITEPOD", "europe-west4", "standard") == pytest.approx(1.56 * MARKUP)
+    for name, regions in book.data["accelerators"].items():
+        if name.startswith("TPU_"):
+            for region, usages in regions.items():
+                assert usages["spot"] < usages["standard"], (name, region)
+
+
+def test_a_tpu_price_the_snapshot_lacks_is_none_with_the_reason():
+    book = pricing.load_snapshot()
+    v2 = pricing.machine_price(
+        book,
+        machine_type="cloud-tpu",
+        accelerator_type="TPU_V2",
+        accelerator_count=8,
+        region="us-central1",
+        strategy="spot",
+    )
+    assert v2.hourly is None and v2.reason == (
+        f"no spot price for TPU v2 in us-central1 in the price snapshot (as of {book.as_of})"
     )
     # TPU v4: Cloud TPU serves it in us-central2 only, not a Vertex AI training region.
     assert book.accelerator("TPU_V4_POD", "us-central2", "standard") == pytest.approx(3.22 * MARKUP)
