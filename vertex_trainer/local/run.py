@@ -114,8 +114,8 @@ def run_local(
     if code is not None:
         owncode.check_requirements(code)
     # /gcs/ as on Vertex AI (local/gcsfuse.py) for your own code, where this machine can mount
-    # it. The bundled trainer's /gcs/ paths are data to read, which the stand-in (what the run
-    # wrote) cannot hold: those, and any /gcs/ path without the mount, are refused now.
+    # it. The bundled trainer runs without the stand-in: its /gcs/ paths, and any /gcs/ path
+    # without the mount, are refused now.
     mount = code is not None and not code.on_path and gcsfuse.unavailable() is None
     if not mount:
         cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
