@@ -100,10 +100,10 @@ def create_resource(
         }
     resource, adopted = client.create(body, resource_id, timeout=timeout)
     return {
-        "name": resource.get("name"),
-        "state": resource.get("state"),
+        "name": resource.name,
+        "state": resource.state,
         "adopted": adopted,
-        "resource": resource,
+        "resource": dict(resource.data),
     }
 
 
@@ -144,11 +144,17 @@ def delete_resource(
     Returns:
         True when it was deleted, False when there was no such resource.
     """
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.regions import region_of
     from vertex_trainer.vertex.resources import ResourcesClient
 
     if resource.startswith("projects/"):
-        parts = resource.split("/")
-        project, region = parts[1], parts[3]
+        try:
+            project, region = resource.split("/")[1], region_of(resource)
+        except ValueError as exc:
+            raise UserError(
+                str(exc), hint="projects/P/locations/R/persistentResources/ID, or the id"
+            ) from None
     return ResourcesClient(project, region, settings=_settings(settings)).delete(resource, timeout=timeout)
 
 

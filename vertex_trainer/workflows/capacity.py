@@ -28,12 +28,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vertex_trainer import regions
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec.attempts import attempts
 from vertex_trainer.suggest import nearest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.vertex.resources import PersistentResource
 
 Log = Callable[[str], None]
 
@@ -244,16 +248,16 @@ def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
 
 def check_persistent_resource(
     spec, *, settings: Settings, log: Log, session=None, pools: list[dict] | None = None
-) -> dict | None:
+) -> PersistentResource | None:
     """Read spec.persistent_resource and refuse (exit 2, nothing created) one that is not RUNNING
     or has no pool that fits each worker pool of the job (`pools`: the submit plan's, else
-    rendered here); returns the resource (None: no such field)."""
+    rendered here); returns the resource, parsed (None: no such field)."""
     if not spec.persistent_resource:
         return None
     from vertex_trainer.vertex.resources import ResourcesClient, fit_problems
 
     client = ResourcesClient(spec.project, spec.region, settings=settings, log=log, session=session)
-    resource = client.get(client.name_of(spec.persistent_resource))
+    resource = client.read(spec.persistent_resource)
     if pools is None:
         from vertex_trainer import render
         from vertex_trainer.contract import Artifact
@@ -262,7 +266,7 @@ def check_persistent_resource(
     problem = fit_problems(resource, pools)
     if problem:
         raise UserError(
-            f"persistent_resource: {resource.get('name')} {problem}; nothing was created",
+            f"persistent_resource: {resource.name} {problem}; nothing was created",
             hint="create one that fits: vertex-trainer resources create SPEC --id ID, or "
             "change the spec's hardware / boot_disk / replicas to match a pool "
             "(vertex-trainer resources list)",

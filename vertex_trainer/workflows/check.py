@@ -438,7 +438,7 @@ def _named_resources(spec, settings: Settings) -> list[Item]:
         try:
             resource = capacity.check_persistent_resource(spec, settings=settings, log=lambda _: None)
             items.append(
-                Item("resource", name, OK, f"{(resource or {}).get('state', 'found')}, a pool fits the job")
+                Item("resource", name, OK, f"{resource.state if resource else 'found'}, a pool fits the job")
             )
         except UserError as exc:
             items.append(Item("resource", name, FAIL, exc.message, exc.hint))
