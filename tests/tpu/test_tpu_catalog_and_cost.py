@@ -202,3 +202,20 @@ def test_v5p_and_v6e_are_machine_types_not_accelerator_types():
     with pytest.raises(SpecError) as e:
         hw.check_hardware("hardware", "ct5p-hightpu-4t", None, 0, "4x4")
     assert "'4x4' does not match ct5p-hightpu-4t" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "line"),
+    [
+        ("tpu-v5e-16", "tpu-v5e-16: ct5lp-hightpu-4t x 4 hosts (4x4, 16 chips)"),
+        ("tpu-v5e-4", "tpu-v5e-4: ct5lp-hightpu-4t x 1 host (2x2, 4 chips)"),
+        ("tpu-v5p-32", "tpu-v5p-32: ct5p-hightpu-4t x 4 hosts (2x2x4, 16 chips)"),
+    ],
+)
+def test_validate_s_plan_names_a_slice_s_hosts(run_cli, tmp_path, hardware, line):
+    region = "us-east5" if "v5p" in hardware else "us-central1"
+    path = write_spec(tmp_path, yaml.safe_dump(slice_spec(hardware, region=region)))
+    validated = run_cli("validate", path)
+    assert validated.returncode == 0, validated.stderr
+    hardware_line = next(x for x in validated.stdout.splitlines() if x.lstrip().startswith("hardware"))
+    assert hardware_line.split(None, 1)[1] == line

@@ -8,6 +8,7 @@ import json
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+from vertex_trainer import hardware as hw
 from vertex_trainer.durations import fmt_duration
 from vertex_trainer.present.cost import price_line
 
@@ -130,7 +131,7 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         image = f"{plan.package['target']} ({made} by submit if missing)"
     else:
         image = job.image.uri or job.image.repository or "python package"
-    machines = f"{job.hardware.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)"
+    machines = _machines(job)
     lines = [
         f"OK  {path}: {job.name}" + (" (for --local)" if plan.local else ""),
         f"  where     {job.project or '(no project yet)'} / {job.region or '(no region yet)'}",
@@ -158,6 +159,18 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
             f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
         )
     return "\n".join(lines + list(quota or []))
+
+
+def _machines(job: JobSpec) -> str:
+    """The hardware line's machines: a TPU slice as its hosts ('ct5lp-hightpu-4t x 4 hosts (4x4,
+    16 chips)': one replica on Vertex AI, every TPU VM of the topology billed), else 'a2-highgpu-8g
+    (8 x NVIDIA_TESLA_A100) x 2 machine(s) = 16 replica(s)'."""
+    h = job.hardware
+    s = hw.tpu_slice(h.machine_type, h.tpu_topology) if h.tpu_topology else None
+    if s is not None and job.replicas == 1:
+        hosts = f"{s.hosts} host" + ("s" if s.hosts != 1 else "")
+        return f"{h.machine_type} x {hosts} ({s.topology}, {s.chips} chips)"
+    return f"{h.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)"
 
 
 def _reducer_lines(job: JobSpec, head: str) -> list[str]:
