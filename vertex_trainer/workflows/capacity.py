@@ -147,11 +147,15 @@ def offline(settings: Settings) -> bool:
 
 def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=None) -> list[QuotaCheck]:
     """The quota of every attempt of the plan against the job's need (accelerators x machines),
-    one check per (metric, region); [] when there is nothing to check (a CPU job, no project or
-    region, an unknown metric)."""
+    one check per (metric, region), then the CPU quota of a Reduction Server job's reducers
+    (preflight.reducer_cpus); [] when there is nothing to check (a CPU job, no project or region,
+    an unknown metric)."""
+    from vertex_trainer.workflows.preflight import reducer_cpus
+
     if not spec.project or not spec.region:
         return []
     groups: dict[tuple[str, str, int], list] = {}  # flex-start and spot share the preemptible quota
+    cpus: dict[tuple[str, str, int], list] = {}  # the reducers': (metric, region, vCPUs) -> attempts
     for a in attempts(spec):
         acc = a.hardware.accelerator
         if acc is None or not a.region:
@@ -160,6 +164,9 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
         if not metric:
             return []
         groups.setdefault((metric, a.region, a.hardware.devices), []).append(a)
+        need = reducer_cpus(spec, a)
+        if need is not None:
+            cpus.setdefault((need.metric, need.region, need.needed), []).append((a, need))
     if not groups:
         return []
     from vertex_trainer.vertex.quotas import QuotasClient
@@ -186,14 +193,26 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
             accelerator=group[0].hardware.accelerator.name,
         )
 
+    def reducer_base(metric: str, region: str, needed: int, group: list) -> QuotaCheck:
+        return QuotaCheck(
+            ", ".join(dict.fromkeys(a.strategy for a, _ in group)),
+            metric,
+            region,
+            needed,
+            attempts=tuple(a.n for a, _ in group),
+            accelerator=group[0][1].what,
+        )
+
+    checks = [base(m, r, g) for (m, r, _), g in groups.items()]
+    checks += [reducer_base(m, r, n, g) for (m, r, n), g in cpus.items()]
     try:
         client.infos()
     except VertexTrainerError as exc:  # 403, disabled API, no credentials, network: not checked
         why = exc.message + (f" ({exc.hint})" if exc.hint else "")
-        return [dataclasses.replace(base(m, r, g), known=False, why=why) for (m, r, _), g in groups.items()]
+        return [dataclasses.replace(c, known=False, why=why) for c in checks]
     out = []
-    for (metric, region, _), group in groups.items():
-        check = base(metric, region, group)
+    for check in checks:
+        metric, region = check.metric, check.region
         quota = client.limit(metric, region)
         if quota is None:
             out.append(dataclasses.replace(check, known=False, why="the project lists no such quota"))
@@ -210,15 +229,17 @@ def check_quota(spec, *, settings: Settings, log: Log, session=None) -> list[Quo
         return []
     checks = quota_checks(spec, settings=settings, log=log, session=session)
     acc = accelerator(spec) or ""
-    if checks and all(c.short for c in checks):
+    short = [c for c in checks if c.short]
+    covered = {n for c in checks for n in c.attempts}
+    if short and covered <= {n for c in short for n in c.attempts}:  # no attempt left to run
         from vertex_trainer.vertex.quotas import INCREASE_DOC
 
-        lines = [c.describe(acc) for c in checks]
-        first = checks[0]
+        lines = [c.describe(acc) for c in short]
+        first = short[0]
         what = (
-            f"needs {first.needed} {acc}, quota {first.limit} in {first.region} "
+            f"needs {first.needed} {first.accelerator or acc}, quota {first.limit} in {first.region} "
             f"({first.metric.split('/')[-1]})"
-            if len(checks) == 1
+            if len(short) == 1
             else "every strategy of the plan is short of quota:\n  " + "\n  ".join(lines)
         )
         raise UserError(

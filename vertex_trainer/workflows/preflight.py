@@ -9,6 +9,10 @@
   bucket whose metadata cannot be read (403, network) is a warning too: the job's service account
   may still have access. One metadata GET per distinct bucket. Skipped when Vertex AI is an
   emulator and no storage emulator is set: such a run is offline by construction.
+- A Reduction Server job's reducers need CPU quota (`reducer_cpus`): N x n1-highcpu-16 count
+  against custom_model_training_cpus (spot and flex-start: custom_model_training_preemptible_cpus,
+  the metric Vertex AI's refusals name) in the attempt's region; workflows/capacity.py reads it
+  beside the accelerator quota.
 """
 
 from __future__ import annotations
@@ -20,6 +24,56 @@ from collections.abc import Callable
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
+
+# N1 and E2 vCPUs of custom training (the reducers' N1): on demand, and Spot / Flex Start.
+CPU_QUOTA = {
+    "standard": "custom_model_training_cpus",
+    "preemptible": "custom_model_training_preemptible_cpus",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReducerCpus:
+    """The vCPUs an attempt's reducers need: `needed` against `metric` in `region`, `what` says
+    whose ('vCPUs for 4 reducers (n1-highcpu-16)')."""
+
+    metric: str
+    region: str
+    needed: int
+    what: str
+
+
+def reducer_cpus(spec, attempt) -> ReducerCpus | None:
+    """The CPU quota one attempt's reducer pool needs (scaling.reduction_server), or None (no
+    reducers, no region, or a reducer machine whose vCPUs the catalog does not know).
+
+    Args:
+        spec: the JobSpec.
+        attempt: one of `spec.attempts.attempts(spec)` (its hardware, region and strategy).
+    Returns:
+        A ReducerCpus: count x the reducer machine's vCPUs, against the standard or the
+        preemptible (spot, flex-start) CPU metric of the attempt's region."""
+    from vertex_trainer import hardware as hw
+    from vertex_trainer.regions import SERVICE
+    from vertex_trainer.spec.scaling import reducers
+
+    if not attempt.region or not spec.scaling or spec.scaling.reduction_server is None:
+        return None
+    same = attempt.hardware == spec.hardware and attempt.region == spec.region
+    r = reducers(
+        spec if same else spec.model_copy(update={"hardware": attempt.hardware, "region": attempt.region})
+    )
+    machine = hw.machine(r.machine_type) if r else None
+    if r is None or machine is None or not machine.vcpus:
+        return None
+    kind = "preemptible" if attempt.strategy in ("spot", "flex-start") else "standard"
+    return ReducerCpus(
+        f"{SERVICE}/{CPU_QUOTA[kind]}",
+        attempt.region,
+        r.count * machine.vcpus,
+        f"vCPUs for {r.count} reducer(s) ({r.machine_type})",
+    )
+
 
 # Multi-regions and the region prefixes they cover.
 _MULTI = {"US": ("us-", "northamerica-"), "EU": ("europe-",), "ASIA": ("asia-", "australia-")}
