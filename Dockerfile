@@ -19,8 +19,11 @@ WORKDIR /opt/trainer
 # Reduction Server's NCCL transport plugin (scaling.reduction_server, docs/scaling.md): the
 # google-reduction-server package from Google's google-fast-socket apt repository, as
 # https://cloud.google.com/vertex-ai/docs/training/distributed-training#reduction-server installs it.
-# No version is pinned: no published version of the package was found in the sources read
-# (2026-12-02); `dpkg-query -W google-reduction-server` in the built image names the one installed.
+# No version is pinned: none could be sourced (2026-12-02). Google's page and its samples
+# (GoogleCloudPlatform/vertex-ai-samples' training Dockerfiles) install it unpinned (`apt install -y
+# google-reduction-server`), no public file names a version of it, and the repository's package
+# list was out of reach from where this was written. `dpkg-query -W google-reduction-server` in
+# the built image names the one installed; pin it here once a version is read from that list.
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates curl gnupg \
