@@ -6,16 +6,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import Log, _stderr, check, load_spec, plan_artifact, settings_from_env
-from vertex_trainer.api.execute import submit
-from vertex_trainer.api.package import artifact_for as _artifact
-from vertex_trainer.api.package import package_step as _package_step
+from vertex_trainer.api.execute import registry_client, submit
+from vertex_trainer.api.execute import run as run_plan
+from vertex_trainer.api.plan import SubmitOptions, plan_submit
 from vertex_trainer.api.results import DryRun
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import check_key, new_key
+from vertex_trainer.vertex.jobs import check_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.pipelines import PipelineRun
 
 __all__ = [
@@ -57,9 +56,8 @@ def compile_pipeline(
 
     check(spec)
     key = check_key(idempotency_key) if idempotency_key is not None else None
-    return pipeline_ir(
-        spec, plan_artifact(spec), key, registry=_registry(spec, settings, log) if resolve else None
-    )
+    registry = registry_client(spec, settings or settings_from_env(), log) if resolve else None
+    return pipeline_ir(spec, plan_artifact(spec), key, registry=registry)
 
 
 def pipeline_yaml(ir: dict) -> str:
@@ -74,15 +72,6 @@ def pipeline_yaml(ir: dict) -> str:
     from vertex_trainer.pipeline import to_yaml
 
     return to_yaml(ir)
-
-
-def _registry(spec: JobSpec, settings: Settings | None, log: Log | None) -> RegistryClient:
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.vertex.models import RegistryClient
-
-    if not (spec.project and spec.region):  # check() refuses such a spec first; this says why here
-        raise UserError("looking up the model and endpoint needs the spec's project and region")
-    return RegistryClient(spec.project, spec.region, settings=settings or settings_from_env(), log=log)
 
 
 def pipeline_submit(
@@ -100,7 +89,9 @@ def pipeline_submit(
 ) -> PipelineRun | DryRun:
     """Start `spec` as a Vertex AI PipelineJob (train; register and deploy with `deploy:`), at most
     once per idempotency key (docs/contract.md section 6): its pipelineJobId is derived from the
-    key, and a run that exists is adopted before anything is built or compiled.
+    key, and a run that exists is adopted before anything is built or compiled. The plan is
+    submit's (:func:`plan_submit` with ``pipeline=True``): the same checks and budget, the
+    training step's CustomJob rendered once, the run's request; its executor runs it.
 
     Args:
         spec: the job spec.
@@ -118,48 +109,27 @@ def pipeline_submit(
     Returns:
         the PipelineRun, or a DryRun with ``dry_run``.
     """
-    from vertex_trainer import pipeline
-    from vertex_trainer.vertex.pipelines import (
-        PipelineRun,
-        PipelinesClient,
-        create_idempotent,
-        pipeline_job_id,
-    )
-
     settings = settings or settings_from_env()
     log = log or _stderr
-    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
-    check(spec)
-    root = pipeline_root or pipeline.default_root(spec.output_dir)
-    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
-    made: dict = {}
-
-    def body() -> dict:  # called only when no run has the id yet
-        artifact, made["image"], made["plan"] = _artifact(
-            spec, dry_run=dry_run, local=False, builder=builder, log=log, settings=settings
-        )
-        registry = None if dry_run else _registry(spec, settings, log)
-        return pipeline.pipeline_body(
-            spec, pipeline.pipeline_ir(spec, artifact, key, registry=registry), key, root
-        )
-
+    plan = plan_submit(  # the checks, the budget, the job rendered once, the run's request
+        spec,
+        SubmitOptions(timeout=timeout, on_state=on_state, builder=builder),
+        idempotency_key=idempotency_key,
+        pipeline=True,
+        pipeline_root=pipeline_root,
+        wait=wait,
+        settings=settings,
+        log=log,
+    )
+    for warning in plan.warnings:
+        log(warning)
     if dry_run:
-        request = body()
-        return DryRun(
-            request,
-            client.requests_for(request, pipeline_job_id(key)),
-            made["image"],
-            key,
-            package=_package_step(made["plan"]),
-        )
-    from vertex_trainer.workflows.preflight import check_buckets
+        return plan.dry_run()
+    from vertex_trainer.vertex.pipelines import PipelineRun
 
-    check_buckets(spec, settings=settings, log=log)
-    data, adopted = create_idempotent(client, body, pipeline_job_id(key), key)
-    run = PipelineRun(data, client, idempotency_key=key, adopted=adopted)
-    if wait:
-        run.wait(timeout=timeout, on_state=on_state)
-    return run
+    handle = run_plan(plan, settings=settings, log=log)
+    assert isinstance(handle, PipelineRun)
+    return handle
 
 
 def pipeline_status(

@@ -4,6 +4,8 @@ kind, each returning its own handle:
     custom        -> Job         the CustomJob, created once per key (deploy after, if asked)
     fallback      -> Job         each attempt of scheduling.fallback in turn (workflows/fallback.py)
     tuning        -> TuningJob   the HyperparameterTuningJob (vertex/hptuning.py)
+    pipeline      -> PipelineRun the PipelineJob, created once per key (vertex/pipelines.py);
+                                 built and compiled only when no run has the id yet
     local         -> LocalJob    the CustomJob run here (local/)
     local-tuning  -> LocalTuning the study's trials run here (workflows/tuning.py)
 
@@ -27,11 +29,13 @@ from vertex_trainer.vertex.jobs import JobsClient, create_idempotent
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.hptuning import TuningJob
+    from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.vertex.pipelines import PipelineRun
     from vertex_trainer.workflows.tuning import LocalTuning
 
-__all__ = ["Handle", "run", "submit"]
+__all__ = ["Handle", "registry_client", "run", "submit"]
 
-Handle = Union[Job, "TuningJob", LocalJob, "LocalTuning"]
+Handle = Union[Job, "TuningJob", "PipelineRun", LocalJob, "LocalTuning"]
 
 
 @overload
@@ -188,6 +192,8 @@ def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:
         return _run_here(plan, settings)
     if plan.kind == "local-tuning":
         return _run_local_tuning(plan, settings, log)
+    if plan.kind == "pipeline":
+        return _run_pipeline(plan, settings, log)
     skipped = _before_sending(plan, settings, log)
     if plan.kind == "tuning":
         return _run_tuning(plan, settings, log)
@@ -210,9 +216,16 @@ def _settings(opts: SubmitOptions) -> Settings:
 
 
 def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
-    """A cloud plan's reads before any create: the buckets (missing: exit 2), the quota
-    pre-flight and the persistent resource (docs/contract.md sections 8 and 11), then the build
-    (when the spec builds); returns the attempts to skip (attempt n -> why)."""
+    """A cloud plan's reads before any create (`_reads`), then the build (when the spec builds);
+    returns the attempts to skip (attempt n -> why)."""
+    skipped = _reads(plan, settings, log)
+    _build(plan, settings, log)
+    return skipped
+
+
+def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
+    """The buckets (missing: exit 2), the quota pre-flight and the persistent resource
+    (docs/contract.md sections 8 and 11); returns the attempts to skip (attempt n -> why)."""
     from vertex_trainer.workflows import capacity, preflight
 
     spec = plan.spec
@@ -224,11 +237,15 @@ def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int,
         quota=plan.options.quota_check,
         pools=plan.body["jobSpec"]["workerPoolSpecs"],  # (the resource must fit the job as rendered)
     )
+    return skipped
+
+
+def _build(plan: SubmitPlan, settings: Settings, log: Log) -> None:
+    """The image build or code upload the plan needs (none: nothing to do)."""
     if plan.package is not None:
-        built = package(spec, builder=plan.options.builder, log=log, settings=settings)
+        built = package(plan.spec, builder=plan.options.builder, log=log, settings=settings)
         if built.artifact != plan.artifact:  # the content hash moved between plan and build
             raise RuntimeError(f"the build made {built.artifact}, the plan rendered {plan.artifact}")
-    return skipped
 
 
 def _client(plan: SubmitPlan, settings: Settings, log: Log) -> JobsClient:
@@ -287,6 +304,38 @@ def _run_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> TuningJob:
     if plan.wait:
         tuning.wait(timeout=opts.timeout, on_state=opts.on_state)
     return tuning
+
+
+def _run_pipeline(plan: SubmitPlan, settings: Settings, log: Log) -> PipelineRun:
+    """pipeline: the reads, then the PipelineJob created once per key (docs/contract.md section
+    6). A run that has the id is adopted before anything is built or compiled; else the build,
+    the registry's model and endpoint (deploy:), and the pipeline compiled from the plan's job."""
+    from vertex_trainer.vertex.pipelines import PipelineRun, PipelinesClient, create_idempotent
+
+    spec, opts, planned = plan.spec, plan.options, plan.pipeline
+    assert planned is not None
+    _reads(plan, settings, log)
+    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
+
+    def body() -> dict:  # called only when no run has the id yet
+        _build(plan, settings, log)
+        return planned.compile(registry_client(spec, settings, log) if spec.deploy is not None else None)
+
+    data, adopted = create_idempotent(client, body, planned.run_id, plan.key)
+    run = PipelineRun(data, client, idempotency_key=plan.key, adopted=adopted)
+    if plan.wait:
+        run.wait(timeout=opts.timeout, on_state=opts.on_state)
+    return run
+
+
+def registry_client(spec: JobSpec, settings: Settings, log: Log | None) -> RegistryClient:
+    """The Model Registry and Endpoints client a pipeline's deploy steps are resolved with."""
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.vertex.models import RegistryClient
+
+    if not (spec.project and spec.region):  # check() refuses such a spec first; this says why here
+        raise UserError("looking up the model and endpoint needs the spec's project and region")
+    return RegistryClient(spec.project, spec.region, settings=settings, log=log)
 
 
 def _run_here(plan: SubmitPlan, settings: Settings) -> LocalJob:

@@ -2,18 +2,25 @@
 one frozen value made before anything is built, sent or run.
 
 `plan_submit(spec, options, ...)` makes every check once, for every kind of job (a custom job, a
-fallback plan, a tuning job, a run here, a local tuning study): the spec's checks (`check`), the
-deploy flag, the budget over the whole plan (a tuning job's worst case is its trials'), the
-warnings, the region table, a local study's trials. It plans the artifact (no build: the build
-is an execution step), renders each attempt's CustomJob once (and the tuning job around it), and
-holds the requests each would send and the deploy requests. `submit --dry-run` prints the plan,
-`validate` shows it, and the executors (execute.py) run it: nothing downstream renders again.
+fallback plan, a tuning job, a pipeline run, a run here, a local tuning study): the spec's
+checks (`check`), the deploy flag, the budget over the whole plan (a tuning job's worst case is
+its trials'), the warnings, the region table, a local study's trials. It plans the artifact (no
+build: the build is an execution step), renders each attempt's CustomJob once (and the tuning
+job around it), and holds the requests each would send and the deploy requests. A pipeline run
+(`pipeline submit`) holds its PipelineJob's request (`PipelinePlan`: the run id its key gives,
+the pipeline root, the training step's CustomJob); the pipeline is compiled from them when the
+request is first read (a dry run), or by the executor only when no run has the id yet.
+`submit --dry-run` and `pipeline submit --dry-run` print the plan, `validate` shows it, and the
+executors (execute.py) run it: nothing downstream renders again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from vertex_trainer.api.core import Log, check, settings_from_env
@@ -27,12 +34,14 @@ from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
+    from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.workflows.capacity import QuotaCheck
     from vertex_trainer.workflows.cost import Estimate
 
 __all__ = [
     "AttemptPlan",
     "Kind",
+    "PipelinePlan",
     "QuotaLook",
     "SubmitOptions",
     "SubmitPlan",
@@ -41,8 +50,8 @@ __all__ = [
     "plan_submit",
 ]
 
-Kind = Literal["custom", "fallback", "tuning", "local", "local-tuning"]
-KINDS: tuple[Kind, ...] = ("custom", "fallback", "tuning", "local", "local-tuning")
+Kind = Literal["custom", "fallback", "tuning", "pipeline", "local", "local-tuning"]
+KINDS: tuple[Kind, ...] = ("custom", "fallback", "tuning", "pipeline", "local", "local-tuning")
 
 
 @dataclass(frozen=True)
@@ -123,19 +132,78 @@ class TrialPlan:
 
 
 @dataclass(frozen=True)
+class PipelinePlan:
+    """The PipelineJob a pipeline plan creates (docs/contract.md section 6), at most once per key.
+
+    Attributes:
+        run_id: its pipelineJobId, derived from the idempotency key (a run with it is adopted).
+        root: its pipeline root (runtimeConfig.gcsOutputDirectory).
+        job: the CustomJob its training step creates (the plan's attempt 1, rendered once).
+        lookup: the GET of the run with that id; create: the POST, without its body.
+        spec, artifact, key: what the pipeline is compiled from.
+    """
+
+    run_id: str
+    root: str
+    job: dict
+    lookup: dict
+    create: dict
+    spec: JobSpec = field(repr=False)
+    artifact: Artifact
+    key: str
+
+    def compile(self, registry: RegistryClient | None = None) -> dict:
+        """The PipelineJob body: the pipeline compiled (kfp) from the plan's CustomJob, its deploy
+        steps from the registry's model and endpoint when `registry` is given (read-only look-ups),
+        else those of a first deploy."""
+        from vertex_trainer import pipeline
+
+        ir = pipeline.pipeline_ir(self.spec, self.artifact, self.key, registry=registry, job=self.job)
+        return pipeline.pipeline_body(self.spec, ir, self.key, self.root)
+
+    @cached_property
+    def body(self) -> dict:
+        """The PipelineJob as a dry run shows it (a first deploy; no look-up), compiled once, when
+        first read."""
+        return self.compile()
+
+    @property
+    def requests(self) -> tuple[dict, dict]:
+        """What the submit sends: the lookup of the run id, then the create with the body."""
+        return self.lookup, {**self.create, "body": self.body}
+
+    @property
+    def pipeline_sha256(self) -> str:
+        """The SHA-256 of the compiled pipeline spec (`body`'s pipelineSpec, as canonical JSON)."""
+        text = json.dumps(self.body["pipelineSpec"], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def to_dict(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "root": self.root,
+            "pipeline_sha256": self.pipeline_sha256,
+            "requests": list(self.requests),
+        }
+
+
+@dataclass(frozen=True)
 class SubmitPlan:
     """What `submit` will do for one spec, decided once (see the module doc).
 
     Attributes:
-        kind: custom | fallback | tuning | local | local-tuning (the executor that runs it).
+        kind: custom | fallback | tuning | pipeline | local | local-tuning (the executor that
+            runs it).
         spec: the job spec; key: the idempotency key.
         artifact: what the jobs run; image: the image named in the output.
         package: the build or upload a cloud submit makes first (None: nothing to build).
         attempts: each attempt of the spec's plan with its CustomJob (attempt 1 first).
         tuning: the HyperparameterTuningJob (tuning kinds), whose trials run attempt 1's job.
         requests: what submit sends first: the lookup and the create of the job (or of the
-            tuning job); a run here: ``{"local": True, "body": ...}``.
+            tuning job); a run here: ``{"local": True, "body": ...}``; a pipeline: empty (its
+            requests are ``pipeline.requests``, compiled when first read).
         trials: a local study's trials.
+        pipeline: a pipeline plan's PipelineJob request.
         deploy: with ``deploy=True``, the requests the deploy after the job would send.
         warnings: valid but worth a look (printed before anything is sent).
         estimate: the prices of the plan (cloud kinds; a tuning job: one trial's figures).
@@ -156,6 +224,7 @@ class SubmitPlan:
     requests: tuple[dict, ...]
     tuning: dict | None = None
     trials: tuple[TrialPlan, ...] = ()
+    pipeline: PipelinePlan | None = None
     deploy: dict | None = None
     warnings: tuple[str, ...] = ()
     estimate: Estimate | None = None
@@ -178,7 +247,9 @@ class SubmitPlan:
 
     @property
     def job(self) -> dict:
-        """The body submit creates first: the tuning job, or the CustomJob."""
+        """The body submit creates first: the tuning job, the PipelineJob, or the CustomJob."""
+        if self.pipeline is not None:
+            return self.pipeline.body
         return self.tuning if self.tuning is not None else self.body
 
     def to_dict(self) -> dict:
@@ -194,7 +265,7 @@ class SubmitPlan:
         """
         return DryRun(
             self.job,
-            list(self.requests),
+            list(self.pipeline.requests if self.pipeline is not None else self.requests),
             self.image,
             self.key,
             local=self.local,
@@ -212,6 +283,8 @@ def plan_submit(
     *,
     idempotency_key: str | None = None,
     local: bool = False,
+    pipeline: bool = False,
+    pipeline_root: str | None = None,
     deploy: bool = False,
     wait: bool = False,
     settings: Settings | None = None,
@@ -224,6 +297,9 @@ def plan_submit(
         options: the less common knobs (:class:`SubmitOptions`): the budget, the builder ...
         idempotency_key: the key the jobs carry (None: a random one).
         local: plan a run on this machine instead of a Vertex AI submit.
+        pipeline: plan a Vertex AI Pipelines run instead (train, then register and deploy with
+            the spec's ``deploy:``; docs/contract.md section 6).
+        pipeline_root: a pipeline's root (default: gs://<output bucket>/pipeline-root).
         deploy: plan the deploy after the job (a cloud custom job only; implies ``wait``).
         wait: the job is to be followed to its end.
         settings: the process settings (default: read from the environment).
@@ -243,7 +319,9 @@ def plan_submit(
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     tuned = spec.tune is not None
     kind: Kind = (
-        ("local-tuning" if tuned else "local")
+        "pipeline"
+        if pipeline
+        else ("local-tuning" if tuned else "local")
         if local
         else "tuning"
         if tuned
@@ -253,6 +331,7 @@ def plan_submit(
     )
     _check_deploy(spec, deploy=deploy, local=local)
     check(spec, local=local)  # exit 2 before anything is built, sent or run
+    root = _pipeline_root(spec, pipeline_root, local=local) if pipeline else None
     warnings: tuple[str, ...] = ()
     estimate = worst = budget = field_ = None
     if not local:
@@ -264,7 +343,7 @@ def plan_submit(
     artifact, image, build = artifact_for(
         spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
     )
-    clients = None if local else _clients(opts.client, spec, settings)
+    clients = None if local or pipeline else _clients(opts.client, spec, settings)
     rendered = []
     for a in plan_of(spec) if kind in ("custom", "fallback") else plan_of(spec)[:1]:
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
@@ -275,8 +354,12 @@ def plan_submit(
     trials: tuple[TrialPlan, ...] = ()
     if kind == "local-tuning":
         trials = _trials(spec)
-    if local:
-        requests: tuple[dict, ...] = ({"local": True, "body": tuning or rendered[0].body},)
+    planned_run = None
+    if root is not None:
+        planned_run = _pipeline_plan(spec, rendered[0].body, artifact, key, root, settings)
+        requests: tuple[dict, ...] = ()
+    elif local:
+        requests = ({"local": True, "body": tuning or rendered[0].body},)
     elif tuning is not None:
         from vertex_trainer.vertex.hptuning import TuningClient
 
@@ -300,6 +383,7 @@ def plan_submit(
         requests=requests,
         tuning=tuning,
         trials=trials,
+        pipeline=planned_run,
         deploy=deploying if isinstance(deploying, dict) else None,
         warnings=warnings,
         estimate=estimate,
@@ -314,6 +398,27 @@ def plan_submit(
 
 def _quiet(_message: str) -> None:
     pass
+
+
+def _pipeline_root(spec: JobSpec, root: str | None, *, local: bool) -> str:
+    """A pipeline plan's root, once the spec can run as a pipeline (exit 2 otherwise)."""
+    from vertex_trainer import pipeline
+
+    if local:
+        raise ValueError("a pipeline runs on Vertex AI Pipelines, not here")
+    pipeline.check_pipeline(spec)
+    return pipeline.run_root(spec, root)
+
+
+def _pipeline_plan(
+    spec: JobSpec, job: dict, artifact: Artifact, key: str, root: str, settings: Settings
+) -> PipelinePlan:
+    from vertex_trainer.vertex.pipelines import PipelinesClient, pipeline_job_id
+
+    run_id = pipeline_job_id(key)
+    lookup, create = PipelinesClient(spec.project, spec.region, settings=settings).requests_for({}, run_id)
+    create.pop("body")
+    return PipelinePlan(run_id, root, job, lookup, create, spec, artifact, key)
 
 
 def _clients(client: JobsClient | None, spec: JobSpec, settings: Settings) -> Callable[[str], JobsClient]:

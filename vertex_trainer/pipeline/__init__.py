@@ -11,13 +11,14 @@ Layering: below the orchestrator (api) and the trigger, above `workflows.deploym
 it compiles) and the Vertex clients and `render`: one render serves every output.
 """
 
-from vertex_trainer.pipeline.build import pipeline_body, pipeline_ir
+from vertex_trainer.pipeline.build import check_pipeline, pipeline_body, pipeline_ir, run_root
 from vertex_trainer.pipeline.compiler import compile_ir, to_yaml
 from vertex_trainer.pipeline.job import default_root, first_deploy, pipeline_job, resolve_target
 from vertex_trainer.pipeline.steps import DeployTarget
 
 __all__ = [
     "DeployTarget",
+    "check_pipeline",
     "compile_ir",
     "default_root",
     "first_deploy",
@@ -25,5 +26,6 @@ __all__ = [
     "pipeline_ir",
     "pipeline_job",
     "resolve_target",
+    "run_root",
     "to_yaml",
 ]
