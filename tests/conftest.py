@@ -97,10 +97,26 @@ def popen_cli(cli_env):
 # -- pytest-xdist (`make test`: -n 3 --dist loadgroup --no-loadscope-reorder, the Makefile) -------
 # Each unit of work goes to one worker whole. A module is a unit (its module fixtures are built
 # once); so is each folder below, whose session fixtures train a model, write a data set or start a
-# server that several of its modules share, or whose examples use fixed loopback ports (the docs
-# harness: `serve --port 8090`, `fake-vertex --port 8765`). The units holding a `slow` test are
-# handed out first, so that a long one does not start last and end the run on one worker.
-ONE_UNIT_FOLDERS = frozenset({"docs", "serving", "throughput", "dataprep"})
+# server that several of its modules share. The docs examples are a unit each (their data is
+# shared across workers: tests/docs/harness.py), but the examples that hold the same fixed port or
+# file (`serve --port 8090`, /tmp/gcs.env) are one unit (harness.unit_of). The units holding a
+# `slow` test are handed out first, so that a long one does not start last and end the run on one
+# worker.
+ONE_UNIT_FOLDERS = frozenset({"serving", "throughput", "dataprep"})
+
+
+def _unit(item, tests) -> str:
+    from pathlib import Path
+
+    parts = Path(item.path).relative_to(tests).parts
+    if parts[0] in ONE_UNIT_FOLDERS:
+        return parts[0]
+    block = getattr(getattr(item, "callspec", None), "params", {}).get("block")
+    if parts[0] == "docs" and block is not None:
+        from tests.docs.harness import unit_of
+
+        return unit_of(block) or f"docs:{block.id}"
+    return "/".join(parts)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
@@ -112,8 +128,7 @@ def pytest_collection_modifyitems(config, items):
     tests = Path(__file__).parent
     units = {}
     for item in items:
-        parts = Path(item.path).relative_to(tests).parts
-        units[id(item)] = parts[0] if parts[0] in ONE_UNIT_FOLDERS else "/".join(parts)
+        units[id(item)] = _unit(item, tests)
         item.add_marker(pytest.mark.xdist_group(units[id(item)]))
     slow = {units[id(i)] for i in items if i.get_closest_marker("slow")}
     items.sort(key=lambda i: units[id(i)] not in slow)  # stable: each unit's order is kept

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.test_docs_examples import Block, _script, blocks
+from tests.docs.harness import Block, blocks
+from tests.docs.harness import script_of as _script
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.models import RegistryClient
