@@ -219,3 +219,21 @@ def test_validate_s_plan_names_a_slice_s_hosts(run_cli, tmp_path, hardware, line
     assert validated.returncode == 0, validated.stderr
     hardware_line = next(x for x in validated.stdout.splitlines() if x.lstrip().startswith("hardware"))
     assert hardware_line.split(None, 1)[1] == line
+
+
+def test_the_bundled_trainer_on_v6e_is_refused_and_a_script_job_is_not(run_cli, tmp_path):
+    """Vertex AI does not train TensorFlow on TPU v6e (catalog source tpu-vm): the bundled trainer
+    there is exit 2 naming hardware; a script job (JAX, PyTorch) on v6e validates."""
+    path = write_spec(tmp_path, yaml.safe_dump(slice_spec("tpu-v6e-8", region="us-east5")))
+    refused = run_cli("validate", path)
+    assert refused.returncode == 2
+    assert "hardware: TPU v6e: Vertex AI does not train TensorFlow on TPU v6e" in refused.stderr
+    assert "(got 'tpu-v6e-8')" in refused.stderr and "tpu-v5e-*" in refused.stderr
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('jax or torch here')\n")
+    script = {k: v for k, v in slice_spec("tpu-v6e-8", region="us-east5").items() if k != "trainer"}
+    jax = "us-docker.pkg.dev/test-project/training/jax-tpu:v1"  # a script job names its own base
+    script["image"] = {**script["image"], "code": str(code), "script": "train.py", "base_image": jax}
+    accepted = run_cli("validate", write_spec(tmp_path, yaml.safe_dump(script), "script.yaml"))
+    assert accepted.returncode == 0, accepted.stderr

@@ -467,6 +467,17 @@ def _trainer(spec: Spec) -> None:
             hint="use fewer warmup epochs than epochs",
         )
     accelerator = spec.hardware.accelerator
+    if accelerator and accelerator.name == "TPU_V6E":
+        # Vertex AI's TPU training page (catalog source tpu-vm): "Starting with TPU v6e,
+        # TensorFlow isn't supported for training"; the bundled trainer is TensorFlow.
+        raise SpecError(
+            "hardware",
+            "TPU v6e: Vertex AI does not train TensorFlow on TPU v6e (its TPU training page), "
+            "and the bundled trainer is TensorFlow",
+            value=spec.hardware.preset or spec.hardware.machine_type,
+            hint="use a tpu-v5e-* preset for the bundled trainer, or run your own JAX or PyTorch "
+            "code on v6e (image.code + image.script, no trainer:)",
+        )
     if t.precision == "mixed_float16" and accelerator and accelerator.kind == "tpu":
         raise SpecError(
             "trainer.precision",
