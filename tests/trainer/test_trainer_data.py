@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +80,9 @@ def test_eval_pipeline_shapes_dtypes_and_labels(synth_data):
     assert got.tolist() == [label for _, label in stored(files)]
     # Pixels are the decoded image, not zeros: synthetic images are a class colour plus noise.
     assert float(tf.reduce_mean(tf.cast(batches[0][0], tf.float32))) > 20
+    # The listing behind gs:// patterns (and any a local check left over: trainer/plan.py).
+    with pytest.raises(data.DataError, match=re.escape(f"no files match {synth_data}/test-*")):
+        data.list_files(f"{synth_data}/validation-*,{synth_data}/test-*")
 
 
 def test_training_pipeline_repeats_shuffles_and_offsets_labels(synth_data):

@@ -197,7 +197,16 @@ def test_missing_directories_exit_2(tmp_path):
     assert "--model-dir is not set and $AIP_MODEL_DIR is empty" in result.stderr
 
 
-def test_missing_data_exits_2(tmp_path):
-    result = run_trainer(["--train-data=/nonexistent/train-*", "--num-classes=3"] + dirs(tmp_path))
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1] == "error: no files match /nonexistent/train-*"
+def test_missing_data_exits_2_before_tensorflow_loads(tmp_path):
+    # A local pattern that matches nothing is found with Python's glob before TensorFlow is
+    # imported (trainer/plan.py check_local_data): -X importtime lists every module the process
+    # imported, and tensorflow is not among them.
+    cmd = [sys.executable, "-X", "importtime", "-m", "trainer.task"]
+    args = ["--train-data=/nonexistent/train-*", "--num-classes=3"] + dirs(tmp_path)
+    result = subprocess.run(cmd + args, capture_output=True, text=True, env=trainer_env(), timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    imported = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
+    assert "trainer.plan" in imported  # the listing was captured: its silence on tensorflow counts
+    assert not [m for m in imported if m == "tensorflow" or m.startswith("tensorflow.")]
+    assert lines[-1] == "error: no files match /nonexistent/train-*"

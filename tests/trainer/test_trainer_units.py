@@ -305,6 +305,30 @@ def test_output_base_is_the_parent_of_the_model_dir():
     assert output_base("/tmp/run/model") == "/tmp/run"
 
 
+def test_local_data_patterns_are_checked_before_tensorflow(tmp_path):
+    from trainer.plan import check_local_data
+
+    (tmp_path / "train-0").touch()
+    (tmp_path / ".hidden-0").touch()  # TensorFlow's glob matches names starting with a dot
+    out = [f"--model-dir={tmp_path}/m/", f"--checkpoint-dir={tmp_path}/c/", f"--tensorboard-dir={tmp_path}/l"]
+
+    def check(*args: str) -> None:
+        check_local_data(parse_flags(["--num-classes=3", *out, *args]))
+
+    check(f"--train-data={tmp_path}/train-*, {tmp_path}/*-0", f"--eval-data={tmp_path}/.h*")
+    # gs:// needs TensorFlow's filesystem; [^...] and backslashes read differently in Python's glob.
+    check("--train-data=gs://b/none-*", rf"--eval-data={tmp_path}/[^x]*,{tmp_path}/\none")
+    check("--train-data=/none/*", "--synthetic-data=true", "--steps-per-epoch=2", "--eval-data=/none/*")
+    for args, missing in [
+        ([f"--train-data={tmp_path}/train-*,{tmp_path}/eval-*"], f"{tmp_path}/eval-*"),
+        ([f"--train-data={tmp_path}/train-*", "--eval-data=/none/validation-*"], "/none/validation-*"),
+        (["--train-data=/none/train-*", "--synthetic-data=true"], "/none/train-*"),  # counts the records
+    ]:
+        with pytest.raises(UsageError) as err:
+            check(*args)
+        assert str(err.value) == f"no files match {missing}"
+
+
 def test_config_module_stays_light():
     import subprocess
     import sys

@@ -9,9 +9,11 @@ epoch with it too); the peak learning rate is scaled to the global batch (traine
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
+import os
 from typing import TYPE_CHECKING, Any
 
-from trainer.config import TrainConfig
+from trainer.config import TrainConfig, UsageError
 from trainer.executions import choose_steps_per_execution
 from trainer.log import log
 
@@ -40,6 +42,45 @@ class Plan:
         from trainer import schedules
 
         return schedules.WarmupCosineDecay(self.peak_lr, self.warmup_steps, self.total_steps)
+
+
+def check_local_data(cfg: TrainConfig) -> None:
+    """Fail fast, before TensorFlow loads (~4.5 s of CPU): a local --train-data or --eval-data
+    pattern that matches nothing raises UsageError with data.list_files' message ("no files match
+    <pattern>"), for the patterns plan_training will list. Patterns with a scheme (gs://: TF's
+    filesystem) or whose glob syntax Python reads differently (a backslash escape, [^...]) are
+    left to data.list_files."""
+    synthetic_only = cfg.synthetic_data and (cfg.steps_per_epoch or cfg.train_examples)
+    listed = [] if synthetic_only else [cfg.train_data]
+    if cfg.eval_data and not cfg.synthetic_data:
+        listed.append(cfg.eval_data)
+    for patterns in listed:
+        for pattern in [p.strip() for p in patterns.split(",") if p.strip()]:
+            if "://" in pattern or "\\" in pattern or "[^" in pattern:
+                continue
+            if not _matches_any(pattern):
+                raise UsageError(f"no files match {pattern}")
+
+
+def _matches_any(pattern: str) -> bool:
+    """Whether a local glob matches a path, as TensorFlow's does: one component at a time, `*`
+    matching names that start with a dot too (Python's glob leaves those out)."""
+    paths = ["/" if pattern.startswith("/") else "."]
+    for part in [p for p in pattern.split("/") if p]:
+        found = []
+        for base in paths:
+            if not any(c in part for c in "*?["):
+                found += [os.path.join(base, part)] if os.path.lexists(os.path.join(base, part)) else []
+                continue
+            try:
+                names = os.listdir(base)
+            except OSError:  # not a directory, or unreadable: TensorFlow lists nothing there either
+                continue
+            found += [os.path.join(base, n) for n in names if fnmatch.fnmatchcase(n, part)]
+        if not found:
+            return False
+        paths = found
+    return True
 
 
 def plan_training(cfg: TrainConfig, info: StrategyInfo) -> Plan:

@@ -27,7 +27,7 @@ from typing import Any
 
 from trainer.config import TrainConfig, UsageError, parse_flags
 from trainer.log import log
-from trainer.plan import Plan, plan_training
+from trainer.plan import Plan, check_local_data, plan_training
 from trainer.plan import count_steps as count_steps  # tests import it from here
 
 
@@ -38,13 +38,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"error: {e} (see python -m trainer.task --help)", file=sys.stderr, flush=True)
         return 2
+    from trainer.strategy import slice_host
+    from trainer.tpu_slice import SliceError
+
+    try:  # a local data pattern that matches nothing: said before TensorFlow loads
+        host = slice_host(cfg.strategy, os.environ)
+        if host is None or host.is_chief:  # the host that lists the files (plan_training)
+            check_local_data(cfg)
+    except (UsageError, SliceError) as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
     # Quiet TensorFlow's C++ start-up banner unless the job's env asks otherwise; it must be set
     # before the first TensorFlow import (trainer.data imports it).
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from trainer.checkpoint import Preempted
     from trainer.data import DataError
     from trainer.strategy import ClusterError
-    from trainer.tpu_slice import SliceError
 
     try:
         run(cfg)
