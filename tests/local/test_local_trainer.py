@@ -1,21 +1,21 @@
-"""End to end with the real trainer (trainer_image/trainer): the quickstart spec, two workers
-under MultiWorkerMirroredStrategy, a failing worker, and gs:// data and output in the emulator."""
+"""End to end with the real trainer (trainer_image/trainer): README.md's quickstart block (`submit
+--local`, then `report`) and docs/local.md's gs:// block (data and output in the Cloud Storage
+emulator), each run here as the docs harness runs it (`<!-- docs-test: checked-by
+tests/local/test_local_trainer.py -->`) and asserted on; two workers under
+MultiWorkerMirroredStrategy, and a failing worker, on the same quickstart data."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.docs import harness
 from tests.process_support import processes_with_env
 from vertex_trainer.local import FAILED, SUCCEEDED, run_local
-from vertex_trainer.settings import Settings
 
 from .conftest import local_settings
 
@@ -23,30 +23,29 @@ pytestmark = [pytest.mark.trainer, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "job_specs" / "quickstart-local.yaml"
-SYNTH = (
-    "import sys; from trainer.datagen import synthesize; "
-    "synthesize(sys.argv[1], examples=512, shards=2, image_size=32, num_classes=10, seed=3, "
-    "eval_examples=128)"
-)
-
-
-def _synth(out_dir: str, env: dict | None = None) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", SYNTH, out_dir],
-        capture_output=True,
-        text=True,
-        env=dict(env or os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+HERE = "tests/local/test_local_trainer.py"
+README_RUN = "submit   job_specs/quickstart-local.yaml --local"  # README.md, "Using it"
+GS_RUN = "--set output_dir=gs://demo/runs/quickstart"  # docs/local.md, the emulator's example
+# Added after docs/local.md's block, while its emulator still listens (the block's end stops it,
+# and the bucket lives in its memory): the bucket's objects and the metrics.json the run wrote.
+READ_BUCKET = """
+python - <<'END'
+import json, os, urllib.request
+host = os.environ["STORAGE_EMULATOR_HOST"]
+get = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+names = [o["name"] for o in json.load(get(f"{host}/storage/v1/b/demo/o")).get("items", [])]
+metrics = json.load(get(f"{host}/storage/v1/b/demo/o/runs%2Fquickstart%2Fmetrics.json?alt=media"))
+with open("bucket.json", "w") as f:
+    json.dump({"objects": names, "metrics": metrics}, f)
+END
+"""
 
 
 @pytest.fixture(scope="session")
 def local_data(tmp_path_factory) -> Path:
-    """A small synthetic dataset in the quickstart's layout (train-*, validation-*)."""
-    out = tmp_path_factory.mktemp("data") / "quickstart"
-    _synth(str(out))
-    return out
+    """The quickstart data (`make demo`'s `data synth`: train-*, validation-*), made once per test
+    run and shared with the docs examples (harness.quickstart_data)."""
+    return harness.quickstart_data(tmp_path_factory)
 
 
 def _console():
@@ -72,29 +71,79 @@ def _saved_model_files(model_dir: Path) -> set[str]:
     return {p.name for p in model_dir.iterdir()} if model_dir.is_dir() else set()
 
 
-def test_quickstart_runs_end_to_end_with_submit_local(tmp_path, local_data):
-    """`vertex-trainer submit job_specs/quickstart-local.yaml --local --output json`."""
-    shutil.copytree(local_data, tmp_path / "data" / "quickstart")
-    proc = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "submit", str(QUICKSTART), "--local", "--output", "json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, VERTEX_TRAINER_DEBUG="1"),
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout)  # exactly one JSON object on stdout
-    assert out["state"] == "JOB_STATE_SUCCEEDED"
-    output_dir = Path(out["output_dir"])
-    assert output_dir == tmp_path / "runs" / "quickstart"
+def _summary(stdout: str) -> dict[str, str]:
+    """`submit --local`'s summary for people (local, state, model, output, metrics, report: a line
+    each, on stdout), found among the output of the block's other commands."""
+    lines = stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("local "))
+    return dict(line.split(None, 1) for line in lines[start : start + 6])
+
+
+def _shown_metrics(summary: dict[str, str], metrics: dict) -> dict:
+    """The summary's metrics, checked to be metrics.json's own values."""
+    shown = json.loads(summary["metrics"])
+    assert shown and shown == {k: v for k, v in metrics.items() if k in shown}, (shown, metrics)
+    return shown
+
+
+def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:
+    named = {b.id for b in harness.blocks() if b.checked_by == HERE}
+    assert named == {
+        harness.checked_block("README.md", README_RUN, HERE).id,
+        harness.checked_block("docs/local.md", GS_RUN, HERE).id,
+    }
+
+
+def test_the_readmes_quickstart_trains_here_and_writes_its_report(tmp_path: Path, local_data: Path) -> None:
+    """README.md's first block: hardware, validate, render, two dry runs, `submit
+    job_specs/quickstart-local.yaml --local` (its summary on stdout, once; the replica's lines on
+    stderr) and `report runs/quickstart -o report.html`."""
+    block = harness.checked_block("README.md", README_RUN, HERE)
+    work = harness.workdir(tmp_path / "work", local_data)
+    stdout, stderr = harness.run_block(block, work)
+    output_dir = work / "runs" / "quickstart"
+    out = _summary(stdout)
+    assert list(out) == ["local", "state", "model", "output", "metrics", "report"], stdout[-3000:]
+    assert out["local"].startswith("quickstart-") and out["state"].startswith("SUCCEEDED in ")
+    assert (work / out["output"]).resolve() == output_dir.resolve()
+    assert (work / out["model"]).resolve() == (output_dir / "model").resolve()
+    assert out["report"] == f"vertex-trainer report {out['output']}"  # docs/report.md
     assert "saved_model.pb" in _saved_model_files(output_dir / "model")
     metrics = json.loads((output_dir / "metrics.json").read_text())
-    assert out["metrics"] == metrics
+    _shown_metrics(out, metrics)
     assert metrics["replicas"] == 1 and metrics["epochs"] == 3
     # One replica still gets CLUSTER_SPEC/TF_CONFIG (one-task cluster): the default strategy.
     assert metrics["strategy"] == "default" and metrics["workers"] == 1
-    assert "workerpool0-0 | " in proc.stderr and "JOB_STATE_SUCCEEDED" in proc.stderr
+    assert "workerpool0-0 | " in stderr and f"Running {out['local']} locally" in stderr
+    assert "model:" not in stderr and "metrics:" not in stderr  # said once, on stdout
+    # report: the run as one self-contained page, with its figures.
+    assert stdout.splitlines()[-1] == "report.html"
+    page = (work / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page
+    assert f'data-metric="eval_accuracy">{metrics["eval_accuracy"]:.4f}<' in page
+
+
+def test_gs_data_and_gs_output_through_the_emulator(tmp_path: Path, local_data: Path) -> None:
+    """docs/local.md's block: `dev gcs-emulator --bucket demo`, `data synth gs://demo/quickstart`,
+    then `submit --local` reading and writing gs://demo (TensorFlow through the emulator's proxy)."""
+    block = harness.checked_block("docs/local.md", GS_RUN, HERE)
+    work = harness.workdir(tmp_path / "work", local_data)
+    stdout, stderr = harness.run_block(dataclasses.replace(block, body=block.body + READ_BUCKET), work)
+    out = _summary(stdout)
+    assert out["state"].startswith("SUCCEEDED in "), stdout[-3000:] + stderr[-3000:]
+    assert out["model"] == "gs://demo/runs/quickstart/model/"
+    assert out["output"] == "gs://demo/runs/quickstart"
+    bucket = json.loads((work / "bucket.json").read_text())
+    objects = set(bucket["objects"])
+    assert {"quickstart/train-00000-of-00004", "quickstart/validation-00000-of-00001"} <= objects, objects
+    assert "runs/quickstart/model/saved_model.pb" in objects
+    assert "runs/quickstart/metrics.json" in objects
+    # What the run read back and showed is the bucket's metrics.json.
+    metrics = bucket["metrics"]
+    _shown_metrics(out, metrics)
+    assert metrics["replicas"] == 1 and metrics["model_dir"] == out["model"]
+    assert metrics["eval_examples"] == 512 and metrics["steps"] == 3 * 2048 // 64  # the bucket's data
+    assert not (work / "runs").exists()  # nothing written here: the output is the bucket's
 
 
 def test_two_replicas_train_together(tmp_path, local_data, marker):
@@ -106,6 +155,7 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
             f"trainer.eval_data={local_data}/validation-*",
             "replicas=2",
             "trainer.epochs=2",
+            "trainer.steps_per_epoch=8",
             "trainer.steps_per_execution=4",
         ]
     )
@@ -167,29 +217,3 @@ def test_a_failing_worker_fails_the_run_and_stops_the_waiting_chief(tmp_path, lo
     assert f"workerpool1-0 exited with code {result.failed_exit_code}" in buf.getvalue()
     assert result.metrics is None
     assert processes_with_env(marker) == []
-
-
-def test_gs_data_and_gs_output_through_the_emulator(tmp_path, gcs_emulator, gcs_bucket, gcs_env):
-    _synth(f"gs://{gcs_bucket}/data/quickstart", env=dict(os.environ) | gcs_env)
-    assert "data/quickstart/train-00000-of-00002" in gcs_emulator.list_objects(gcs_bucket)
-    base = f"gs://{gcs_bucket}/runs/quickstart"
-    job, spec = _job(
-        [
-            f"output_dir={base}",
-            f"trainer.train_data=gs://{gcs_bucket}/data/quickstart/train-*",
-            f"trainer.eval_data=gs://{gcs_bucket}/data/quickstart/validation-*",
-            "trainer.epochs=1",
-            "trainer.warmup_epochs=0",
-        ]
-    )
-    console, buf = _console()
-    # The route reaches the replicas (and the metrics read) through the settings alone.
-    settings = Settings.from_environ(dict(os.environ) | gcs_env)
-    result = run_local(job, spec, settings=settings, console=console)
-    assert result.state == SUCCEEDED, buf.getvalue()[-4000:]
-    assert result.model_dir == f"{base}/model/"
-    objects = set(gcs_emulator.list_objects(gcs_bucket, "runs/quickstart/"))
-    assert "runs/quickstart/model/saved_model.pb" in objects
-    assert "runs/quickstart/metrics.json" in objects
-    metrics = json.loads(gcs_emulator.read_object(gcs_bucket, "runs/quickstart/metrics.json"))
-    assert result.metrics == metrics and metrics["replicas"] == 1
