@@ -320,24 +320,19 @@ def test_fake_vertex_dev_command(cli_env, cli):
         proc.communicate(timeout=10)
 
 
-def _local_spec(run_cli, tmp_path) -> Path:
-    """A two-step tiny-cnn spec for --local, with its data made by `data synth`."""
-    data = tmp_path / "data"
-    synth = run_cli(
-        "data",
-        "synth",
-        data,
-        "--examples",
-        "128",
-        "--shards",
-        "2",
-        "--image-size",
-        "16",
-        "--num-classes",
-        "4",
-        timeout=300,
-    )
-    assert synth.returncode == 0, synth.stderr
+@pytest.fixture(scope="session")
+def quickstart_data(tmp_path_factory) -> Path:
+    """`make demo`'s quickstart data, made once per test run (shared with the docs examples)."""
+    from tests.docs.harness import quickstart_data
+
+    return quickstart_data(tmp_path_factory)
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+def test_submit_local_json(fake, run_cli, tmp_path, quickstart_data):
+    """--local runs the same rendered job here; --output json adds output_dir and metrics (its
+    summary for people: tests/local/test_local_trainer.py, README.md's quickstart)."""
     spec = tmp_path / "local.yaml"
     spec.write_text(f"""\
 name: local-test
@@ -345,43 +340,17 @@ region: us-central1
 hardware: cpu
 image: {{uri: unused-for-local:v1}}
 output_dir: {tmp_path / 'runs'}
-trainer: {{model: tiny-cnn, train_data: "{data}/train-*", num_classes: 4, image_size: 16,
+trainer: {{model: tiny-cnn, train_data: "{quickstart_data}/train-*", num_classes: 10, image_size: 32,
            epochs: 1, steps_per_epoch: 2, batch_size: 32, steps_per_execution: 1}}
 """)
-    return spec
-
-
-@pytest.mark.trainer
-@pytest.mark.slow
-def test_submit_local_json(fake, run_cli, tmp_path, cli_env):
-    """--local runs the same rendered job here; --output json adds output_dir and metrics."""
-    spec = _local_spec(run_cli, tmp_path)
     result = run_cli("submit", spec, "--local", "--output", "json", "--idempotency-key", "loc-1", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    out = one_json(result.stdout)
+    out = one_json(result.stdout)  # exactly one JSON object on stdout
     assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(tmp_path / "runs")
     assert out["metrics"]["steps"] == 2 and out["idempotency_key"] == "loc-1"
+    assert out["metrics"] == json.loads((tmp_path / "runs" / "metrics.json").read_text())
+    assert "workerpool0-0 | " in result.stderr and "JOB_STATE_SUCCEEDED" in result.stderr
     assert fake.connections == 0  # nothing went to Vertex AI
-
-
-@pytest.mark.trainer
-@pytest.mark.slow
-def test_submit_local_text_prints_its_summary_on_stdout_and_progress_on_stderr(fake, run_cli, tmp_path):
-    """Like the tuning summary: model, output and metrics on stdout, once; the replicas' lines
-    and progress on stderr."""
-    result = run_cli("submit", _local_spec(run_cli, tmp_path), "--local", timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = dict(line.split(None, 1) for line in result.stdout.splitlines())
-    assert list(out) == ["local", "state", "model", "output", "metrics", "report"], result.stdout
-    assert out["local"] == "local-test" and out["state"].startswith("SUCCEEDED in ")
-    assert out["report"] == f"vertex-trainer report {tmp_path / 'runs'}"  # docs/report.md
-    assert out["output"] == str(tmp_path / "runs") and out["model"] == f"{tmp_path / 'runs'}/model/"
-    metrics = json.loads(out["metrics"])
-    assert metrics["steps"] == 2 and metrics == {
-        k: v for k, v in json.loads((tmp_path / "runs" / "metrics.json").read_text()).items() if k in metrics
-    }
-    assert "workerpool0-0 | " in result.stderr and "Running local-test locally" in result.stderr
-    assert "model:" not in result.stderr and "metrics:" not in result.stderr  # said once, on stdout
 
 
 def test_dry_run_of_a_build_spec_shows_the_package_step(no_socket_env, fake, spec_file, cli):
