@@ -1,7 +1,13 @@
 """Write image-classification TFRecords in the ImageNet layout the input pipeline reads.
 
-`synthesize` (the CLI's `vertex-trainer data synth`): random images (valid JPEG) with random
-labels, for demos and throughput tests. Converting real class-per-folder images is
+`synthesize`: random images (valid JPEG) with random labels, for demos and throughput tests.
+The CLI's `vertex-trainer data synth` runs it without TensorFlow: it passes the host's own
+Example encoder and TFRecord writer (vertex_trainer.dataprep.synth: local paths and gs:// through
+google-cloud-storage). Called without them (the tests and benchmarks in a TensorFlow process),
+it encodes with `tf.train.Example` and writes with `tf.io.TFRecordWriter` (gs:// through
+TensorFlow's own client). One generator either way: same seed, same pixels and labels. The
+container's `trainer` never imports vertex_trainer, nor vertex_trainer.dataprep the trainer, so the
+generator lives here and its callers choose the writer. Converting real class-per-folder images is
 `vertex-trainer data convert`, an Apache Beam pipeline on the host (vertex_trainer.dataprep),
 which writes the same layout without TensorFlow.
 
@@ -16,8 +22,18 @@ import io
 import math
 import os
 import posixpath
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+
+class Encode(Protocol):
+    """`encode_example`'s signature: one JPEG and its label -> a serialized Example."""
+
+    def __call__(self, image: bytes, label: int, /, *, height: int, width: int, filename: str) -> bytes: ...
+
+
+# write(path, records): one shard file of serialized Examples, in TFRecord framing.
+WriteShard = Callable[[str, Iterable[bytes]], None]
 
 
 def shard_name(out_dir: str, prefix: str, index: int, shards: int) -> str:
@@ -60,16 +76,23 @@ def encode_example(
     return example
 
 
-def _write_split(items: Sequence[Any], paths: Sequence[str], encode: Callable[[Any], bytes]) -> list[str]:
-    # Contiguous near-equal runs: shard i holds items [i*n/S, (i+1)*n/S).
+def write_shard(path: str, records: Iterable[bytes]) -> None:
+    """One TFRecord file with tf.io.TFRecordWriter (local or gs://, TensorFlow's client)."""
     import tensorflow as tf
 
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def _write_split(
+    items: Sequence[Any], paths: Sequence[str], encode: Callable[[Any], bytes], write: WriteShard
+) -> list[str]:
+    # Contiguous near-equal runs: shard i holds items [i*n/S, (i+1)*n/S).
     n, s = len(items), len(paths)
     for i, path in enumerate(paths):
         lo, hi = (i * n) // s, ((i + 1) * n) // s
-        with tf.io.TFRecordWriter(path) as writer:
-            for item in items[lo:hi]:
-                writer.write(encode(item))
+        write(path, (encode(item) for item in items[lo:hi]))
     return list(paths)
 
 
@@ -84,6 +107,8 @@ def synthesize(
     prefix: str = "train",
     eval_examples: int = 0,
     eval_prefix: str = "validation",
+    encode: Encode = encode_example,
+    write: WriteShard = write_shard,
 ) -> list[str]:
     """Write `examples` random JPEG images with random labels into `shards` TFRecord files.
 
@@ -91,7 +116,9 @@ def synthesize(
     data (useful for demos) while the bytes stay valid, varied JPEG. With `eval_examples > 0`
     an eval split of that size is written too (`<eval_prefix>-*`, one shard per 8 train
     shards, at least one), drawn from the same distribution. Returns the train shard paths,
-    followed by the eval shard paths when written.
+    followed by the eval shard paths when written. `encode` makes one record (default: with
+    tf.train.Example) and `write` one shard file (default: tf.io.TFRecordWriter); the host's
+    `data synth` passes TensorFlow-free ones.
     """
     import numpy as np
 
@@ -108,12 +135,12 @@ def synthesize(
         labels = rng.integers(0, num_classes, size=split_examples)
         seeds = rng.integers(0, 2**31 - 1, size=split_examples)
 
-        def encode(i: int) -> bytes:
+        def one(i: int) -> bytes:
             r = np.random.default_rng(int(seeds[i]))
             label = int(labels[i])
             noise = r.normal(0.0, 40.0, size=(image_size, image_size, 3))
             pixels = np.clip(palette[label] + noise, 0, 255).astype(np.uint8)
-            return encode_example(
+            return encode(
                 _to_jpeg(pixels),
                 label,
                 height=image_size,
@@ -122,7 +149,7 @@ def synthesize(
             )
 
         paths = [shard_name(out_dir, split_prefix, i, split_shards) for i in range(split_shards)]
-        return _write_split(range(split_examples), paths, encode)
+        return _write_split(range(split_examples), paths, one, write)
 
     written = make(examples, prefix, shards)
     if eval_examples > 0:

@@ -87,13 +87,14 @@ def synthesize_data(
         the paths written.
 
     Raises:
-        UserError: out_dir is a file or cannot be written, or more shards than examples (exit 2).
+        UserError: out_dir is a file, neither local nor gs://, or cannot be written (no
+            credentials, network or bucket for gs://), or more shards than examples (exit 2).
     """
     import os
 
     from trainer import datagen
-    from trainer.banner import quiet_startup
     from vertex_trainer.api.core import settings_from_env
+    from vertex_trainer.dataprep import synth
     from vertex_trainer.errors import UserError
 
     cfg = settings or settings_from_env()
@@ -104,41 +105,39 @@ def synthesize_data(
             hint="pass a directory to "
             "write the TFRecords into (it is created if missing), e.g. data/quickstart",
         )
+    if remote and not out_dir.startswith("gs://"):
+        raise UserError(
+            f"OUT_DIR {out_dir!r}: data synth writes a local directory or gs://, not "
+            f"{out_dir.split('://')[0]}://",
+            hint="pass a local directory or gs://bucket/prefix",
+        )
     if shards > examples:
         raise UserError(
             f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
             hint=f"use --shards {examples} or fewer",
         )
     try:
-        # TensorFlow's start-up banner stays off the screen; on a failure, so do its native log
-        # lines (the error below says it once), unless --debug
-        with quiet_startup(native_on_error=cfg.debug):
-            # One call: the eval split must come from the same class distribution as the train split.
-            paths: list[str] = datagen.synthesize(
-                out_dir,
-                examples=examples,
-                shards=shards,
-                image_size=image_size,
-                num_classes=num_classes,
-                seed=seed,
-                prefix="train",
-                eval_examples=eval_examples,
-            )
+        # One call: the eval split must come from the same class distribution as the train split.
+        # The trainer's generator, with this package's encoder and writer: no TensorFlow here.
+        paths: list[str] = datagen.synthesize(
+            out_dir,
+            examples=examples,
+            shards=shards,
+            image_size=image_size,
+            num_classes=num_classes,
+            seed=seed,
+            prefix="train",
+            eval_examples=eval_examples,
+            encode=synth.encode_jpeg,
+            write=synth.shard_writer(cfg),
+        )
     except OSError as e:  # a local path we cannot write
         raise UserError(
             f"cannot write to {out_dir}: {e.strerror or e}", hint="pass a directory you can write to"
         ) from None
-    except Exception as e:
-        if type(e).__module__.startswith("tensorflow") and hasattr(e, "message"):
-            raise UserError(
-                f"cannot write to {out_dir}: {_first_line(e.message)}", hint=_write_hint(out_dir, cfg)
-            ) from None
-        raise
+    except synth.WriteFailed as e:  # gs://: credentials, network, bucket or permission
+        raise UserError(f"cannot write to {out_dir}: {e}", hint=_write_hint(out_dir, cfg)) from None
     return paths
-
-
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0]
 
 
 def _write_hint(out_dir: str, cfg: Settings) -> str:
