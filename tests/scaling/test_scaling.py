@@ -19,24 +19,14 @@ from vertex_trainer.spec import scaling as spec_scaling
 from vertex_trainer.workflows import cost, cost_compare
 from vertex_trainer.workflows import scaling as scaling_model
 
+from .conftest import scale_data
+
 ARTIFACT = Artifact("us-central1-docker.pkg.dev/my-project/training/trainer:abc")
 REDUCER_IMAGE = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
 
 def spec_of(**over):
-    data = {
-        "name": "scale",
-        "project": "my-project",
-        "region": "us-central1",
-        "hardware": "a100x8",
-        "replicas": 4,
-        "scaling": {"reduction_server": "auto"},
-        "image": {"repository": "us-central1-docker.pkg.dev/my-project/training"},
-        "output_dir": "gs://my-bucket/runs/scale",
-        "trainer": {"train_data": "gs://my-bucket/data/train-*.tfrecord", "num_classes": 10},
-    }
-    data.update(over)
-    return build_spec({k: v for k, v in data.items() if v is not None})
+    return build_spec(scale_data(**over))
 
 
 def test_four_a100_machines_with_auto_reducers_render_a_valid_v1_custom_job():

@@ -18,6 +18,8 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.workflows import capacity
 
+from .conftest import scale_data
+
 pytestmark = pytest.mark.wire
 A100 = "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
 A100_SPOT = "aiplatform.googleapis.com/custom_model_training_preemptible_nvidia_a100_gpus"
@@ -29,20 +31,12 @@ REDUCERS = "208 vCPUs for 13 reducer(s) (n1-highcpu-16)"
 
 
 def data(**over) -> dict:
-    spec = {
-        "name": "scale",
-        "project": "my-project",
-        "region": "us-central1",
-        "hardware": "a100x8",
-        "replicas": 4,
-        "scaling": {"reduction_server": "auto"},
+    """The scaled job with a prebuilt image and a standard strategy (no build, one attempt)."""
+    base = {
         "scheduling": {"strategy": "standard"},
         "image": {"uri": "us-docker.pkg.dev/my-project/training/trainer:v1"},
-        "output_dir": "gs://my-bucket/runs/scale",
-        "trainer": {"train_data": "gs://my-bucket/data/train-*.tfrecord", "num_classes": 10},
     }
-    spec.update(over)
-    return spec
+    return scale_data(**{**base, **over})
 
 
 @pytest.fixture
