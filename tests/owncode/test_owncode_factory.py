@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
+from tests.docs import harness
 from tests.shared import ROOT, cli_runner
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local import owncode
@@ -30,6 +31,8 @@ from vertex_trainer.spec.factory import runs_factory
 
 REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/trainer"
 EXAMPLE = ROOT / "examples" / "model-factory"
+HERE = "tests/owncode/test_owncode_factory.py"
+EXAMPLE_RUN = "submit examples/model-factory/model-factory.yaml --local"  # docs/own-code.md
 GOOD = "def build(num_classes, image_size, dtype):\n    return None\n"
 
 
@@ -269,37 +272,35 @@ THROUGHPUT = (
 )
 
 
+def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:
+    named = {b.id for b in harness.blocks() if b.checked_by == HERE}
+    assert named == {harness.checked_block("docs/own-code.md", EXAMPLE_RUN, HERE).id}
+
+
 @pytest.mark.trainer
 @pytest.mark.slow
-def test_the_example_factory_trains_through_the_bundled_trainer(tmp_path):
-    data = yaml.safe_load((EXAMPLE / "model-factory.yaml").read_text())
-    # Synthetic batches (no data set to write first): the file only has to exist for the check.
-    (tmp_path / "train-0").write_bytes(b"")
-    data["image"]["code"] = str(EXAMPLE / "code")
-    data["output_dir"] = str(tmp_path / "out")
-    data["trainer"].update(
-        train_data=str(tmp_path / "train-*"),
-        synthetic_data=True,
-        steps_per_epoch=4,
-        batch_size=16,
-        steps_per_execution=2,
-        image_size=16,
-    )
-    data["trainer"].pop("eval_data")
-    data["trainer"].pop("eval_steps")
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(data))
-    result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("submit", path, "--local")
-    assert result.returncode == 0, result.stdout + result.stderr
-    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert metrics["model"] == "models.small_net:build" and metrics["steps"] == 4
-    missing = [k for k in THROUGHPUT if metrics.get(k) is None]
+def test_the_example_factory_trains_through_the_bundled_trainer(tmp_path, tmp_path_factory):
+    """docs/own-code.md's block (`validate --local`, `submit --local` of the example), run here as
+    the docs harness runs it (`checked-by`), on the quickstart data."""
+    block = harness.checked_block("docs/own-code.md", EXAMPLE_RUN, HERE)
+    work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
+    harness.run_block(block, work)
+    trainer = yaml.safe_load((EXAMPLE / "model-factory.yaml").read_text())["trainer"]
+    out = work / "runs" / "model-factory"  # the spec's output_dir, from the repository's root
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["model"] == "models.small_net:build"
+    assert metrics["steps"] == trainer["epochs"] * trainer["steps_per_epoch"]
+    assert trainer["steps_per_epoch"] % metrics["steps_per_execution"] == 0  # the trainer's choice
+    # compile_seconds is the first execution's excess over a steady one: None after one execution.
+    executions = metrics["steps"] // metrics["steps_per_execution"]
+    unset = [] if executions > 1 else ["compile_seconds"]
+    missing = [k for k in THROUGHPUT if k not in metrics or (metrics[k] is None and k not in unset)]
     assert not missing, f"metrics.json lacks {missing}: {sorted(metrics)}"
-    assert metrics["train_examples_per_sec"] > 0 and metrics["steps_per_execution"] == 2
+    assert all(metrics[k] is None for k in unset) and metrics["train_examples_per_sec"] > 0
     # The export has the serving signature and its config, as a built-in model's.
-    serving = json.loads((tmp_path / "out" / "model" / "serving_config.json").read_text())
-    assert serving["model"] == "models.small_net:build" and serving["num_classes"] == 10
-    assert (tmp_path / "out" / "model" / "saved_model.pb").is_file()
+    serving = json.loads((out / "model" / "serving_config.json").read_text())
+    assert serving["model"] == "models.small_net:build" and serving["num_classes"] == trainer["num_classes"]
+    assert (out / "model" / "saved_model.pb").is_file()
 
 
 BAD_MODELS = '''

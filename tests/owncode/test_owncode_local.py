@@ -12,9 +12,13 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
+from tests.docs import harness
 from tests.owncode.conftest import script_data
-from tests.shared import ROOT, cli_runner
+from tests.shared import cli_runner
 from vertex_trainer.local import gcsfuse
+
+HERE = "tests/owncode/test_owncode_local.py"
+EXAMPLE_RUN = "submit examples/own-code/own-code.yaml --local"  # README.md, "Your own code"
 
 # Writes what the replica was given, one file per task, where Vertex AI says the model goes.
 ENV_DUMP = """
@@ -117,20 +121,29 @@ def test_validate_local_checks_the_requirements(tmp_path, code_dir):
     assert result.returncode == 2 and "no-such-dist-vt32 (not installed)" in result.stderr
 
 
+def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:
+    named = {b.id for b in harness.blocks() if b.checked_by == HERE}
+    assert named == {harness.checked_block("README.md", EXAMPLE_RUN, HERE).id}
+
+
 @pytest.mark.trainer
 @pytest.mark.slow
-def test_the_example_trains_with_two_replicas(tmp_path):
-    """examples/own-code: a Keras script written to Vertex AI's code requirements (TF_CONFIG,
-    AIP_MODEL_DIR, BackupAndRestore, model.save) trains here with replicas: 2, unchanged."""
-    out = tmp_path / "run"
-    run = cli_runner(edge_env(tmp_path), cwd=ROOT)
-    result = run("submit", "examples/own-code/own-code.yaml", "--local", "--set", f"output_dir={out}")
-    assert result.returncode == 0, result.stderr
+def test_the_example_trains_with_two_replicas(tmp_path, tmp_path_factory):
+    """README.md's own-code block, run here as the docs harness runs it (`checked-by`): the example,
+    a Keras script written to Vertex AI's code requirements (TF_CONFIG, AIP_MODEL_DIR,
+    BackupAndRestore, model.save), trains here with replicas: 2, unchanged; then its gcloud form
+    and a dry run as a python package."""
+    block = harness.checked_block("README.md", EXAMPLE_RUN, HERE)
+    work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
+    stdout, _ = harness.run_block(block, work)
+    out = work / "runs" / "own-code"  # the spec's output_dir, from the repository's root
     assert (out / "model" / "model.keras").is_file()  # the chief's
     assert (out / "checkpoints" / "worker-0-model" / "model.keras").is_file()  # the worker's scratch save
     logs = out / "vertex-trainer" / "logs"
     assert "Epoch 2/2" in (logs / "workerpool0-0.log").read_text()
     assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
+    assert "gcloud ai custom-jobs create" in stdout  # render --format gcloud
+    assert "pythonPackageSpec" in stdout and "gs://my-bucket/own" in stdout  # the dry run
 
 
 def test_gcs_fuse_paths_are_refused_before_the_run_naming_the_fields(tmp_path, code_dir):
