@@ -111,3 +111,17 @@ def synth_data(tmp_path_factory) -> Path:
         str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1, eval_examples=32
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def corrupt_data(synth_data, tmp_path_factory) -> Path:
+    """synth_data with a byte flipped in the middle of train-00002-of-00004 (a CRC error there)."""
+    import shutil
+
+    out = tmp_path_factory.mktemp("corrupt") / "data"
+    shutil.copytree(synth_data, out)
+    victim = out / "train-00002-of-00004"
+    raw = bytearray(victim.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    victim.write_bytes(bytes(raw))
+    return out

@@ -12,6 +12,8 @@ import pytest
 from PIL import Image
 
 from trainer import datagen
+from trainer.config import parse_flags
+from trainer.plan import count_steps
 
 from .conftest import Lazy
 
@@ -157,6 +159,14 @@ def test_crc_corruption_is_located_by_the_scan(tmp_path):
             pass
     found = corrupt.find_corrupt_record([good, str(path)], cfg)
     assert found.startswith(f"{path} record 1: corrupted record")
+    # --skip-corrupt: the records before the bad one count, and that file ends there (the plan's
+    # count of steps per epoch, without --steps-per-epoch or --train-examples).
+    flags = ["--train-data=x", "--num-classes=4", "--batch-size=2", "--skip-corrupt"]
+    skipping = parse_flags(
+        flags + [f"--{d}-dir={tmp_path}/{d}" for d in ("model", "checkpoint", "tensorboard")]
+    )
+    assert data.count_records([good, str(path)], skip_corrupt=True) == 4
+    assert count_steps(skipping, [good, str(path)], []) == (2, 0)
 
 
 def test_skip_corrupt_counts_and_skips(tmp_path):
