@@ -1,8 +1,10 @@
-"""Fixtures for the throughput tests: one `bench --local` run shared by the session.
+"""Fixtures for the throughput tests: a run starved of input (one data thread decoding 512 px
+JPEGs for a tiny model at 32 px), the real-data run of a bench of that job, shared by the session.
 
-The bench runs the trainer twice (synthetic batches, then real TFRecords), so one run gives both
-trainer runs the tests look at: a synthetic run, and a run starved of input (one data thread
-decoding 512 px JPEGs for a tiny model at 32 px). Training runs in subprocesses, as on Vertex.
+The synthetic run of a bench and the bench's report are those of README.md's bench block
+(`bench job_specs/quickstart-local.yaml --local --steps 64`), which test_throughput_bench.py runs
+as the docs harness would: the suite trains each of them once. Training runs in subprocesses, as
+on Vertex.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli_support import cli_command
 
@@ -38,18 +41,20 @@ def quiet_env(**extra: str) -> dict[str, str]:
 
 
 @dataclass
-class BenchRun:
-    result: dict  # the JSON the command printed
-    stderr: str  # both trainer runs' lines (prefixed `workerpool0-0 | `) and notes
+class TrainerRuns:
+    """The trainer runs one command made: what it printed, and each run's output and name."""
+
+    stdout: str
+    stderr: str  # the runs' trainer lines (prefixed `workerpool0-0 | `) and notes
     runs: dict[str, Path]  # kind -> output directory
+    names: dict[str, str]  # kind -> the job's name
 
     def metrics(self, kind: str) -> dict:
         return json.loads((self.runs[kind] / "metrics.json").read_text())
 
     def trainer_lines(self, kind: str) -> list[str]:
         """The trainer's own lines of one run, in order, without the replica prefix."""
-        name = self.result["runs"][kind]["name"]
-        start = self.stderr.index(f"Running {name} locally")
+        start = self.stderr.index(f"Running {self.names[kind]} locally")
         end = self.stderr.find("Running ", start + 1)
         block = self.stderr[start : end if end > 0 else None]
         return [line.split(" | ", 1)[1] for line in block.splitlines() if " | " in line]
@@ -67,8 +72,14 @@ def big_jpegs(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def bench_run(big_jpegs, tmp_path_factory) -> BenchRun:
-    """`vertex-trainer bench SPEC --local --steps 64 --output json` on a starved job."""
+def starved_run(big_jpegs, tmp_path_factory) -> TrainerRuns:
+    """The real-data run of `vertex-trainer bench SPEC --local --steps 64` on a starved job: the
+    bench plan's own job (workflows.benchmark.plan: one epoch of 64 steps, 16 per execution, no
+    evaluation, no warmup), run alone with `submit --local --output json`. A bench's synthetic
+    run and its report: README.md's bench block, which test_throughput_bench.py runs."""
+    from vertex_trainer.spec import load_spec
+    from vertex_trainer.workflows import benchmark
+
     base = tmp_path_factory.mktemp("bench")
     spec = base / "starved.yaml"
     spec.write_text(
@@ -90,8 +101,13 @@ def bench_run(big_jpegs, tmp_path_factory) -> BenchRun:
           log_interval_secs: 0
         """)
     )
+    plan = benchmark.plan(load_spec(spec), steps=STEPS, local=True)
+    assert [run.kind for run in plan.runs] == ["synthetic", "real"]
+    real = plan.runs[1].spec
+    job = base / "starved-bench-real.yaml"
+    job.write_text(yaml.safe_dump(real.to_dict()))
     proc = subprocess.run(
-        [*cli_command(), "bench", str(spec), "--local", "--steps", str(STEPS), "--output", "json"],
+        [*cli_command(), "submit", str(job), "--local", "--output", "json"],
         capture_output=True,
         text=True,
         env=quiet_env(),
@@ -100,5 +116,5 @@ def bench_run(big_jpegs, tmp_path_factory) -> BenchRun:
     )
     assert proc.returncode == 0, proc.stderr[-5000:]
     result = json.loads(proc.stdout)
-    runs = {kind: Path(run["output_dir"]) for kind, run in result["runs"].items()}
-    return BenchRun(result, proc.stderr, runs)
+    assert result["state"] == "JOB_STATE_SUCCEEDED"
+    return TrainerRuns(proc.stdout, proc.stderr, {"real": Path(result["output_dir"])}, {"real": real.name})
