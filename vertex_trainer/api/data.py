@@ -136,7 +136,7 @@ def synthesize_data(
             f"cannot write to {out_dir}: {e.strerror or e}", hint="pass a directory you can write to"
         ) from None
     except synth.WriteFailed as e:  # gs://: credentials, network, bucket or permission
-        raise UserError(f"cannot write to {out_dir}: {e}", hint=_write_hint(out_dir, cfg)) from None
+        raise UserError(f"cannot write to {out_dir}: {e}", hint=e.hint or _write_hint(out_dir, cfg)) from None
     return paths
 
 

@@ -25,7 +25,12 @@ __all__ = ["WriteFailed", "encode_jpeg", "shard_writer"]
 
 
 class WriteFailed(Exception):
-    """A shard could not be written to Cloud Storage; the message is the cause's first line."""
+    """A shard could not be written to Cloud Storage: what went wrong in one line, and the fix
+    when this module knows it better than the caller (a missing bucket, no permission)."""
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 def encode_jpeg(image: bytes, label: int, /, *, height: int, width: int, filename: str) -> bytes:
@@ -51,14 +56,13 @@ def shard_writer(settings: Settings) -> Callable[[str, Iterable[bytes]], None]:
             return
         # A shard can be large (1024 px images): spool it to disk, not memory, then upload it.
         with tempfile.TemporaryFile() as spool:
-            for record in items:
-                records.write_record(spool, record)
-            _upload(settings, clients, path, spool)
+            size = sum(records.write_record(spool, record) for record in items)
+            _upload(settings, clients, path, spool, size)
 
     return write
 
 
-def _upload(settings: Settings, clients: list[Any], path: str, spool: Any) -> None:
+def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size: int) -> None:
     import requests
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as auth_exc
@@ -77,14 +81,26 @@ def _upload(settings: Settings, clients: list[Any], path: str, spool: Any) -> No
         if not clients:
             clients.append(storage.client(settings))
         spool.seek(0)
+        # With the size known, a shard up to 8 MB is one multipart request (larger: resumable).
         clients[0].bucket(bucket).blob(name).upload_from_file(
             spool,
+            size=size,
             content_type="application/octet-stream",
             retry=retry,
             timeout=(policy.connect_timeout, policy.read_timeout),
         )
     except UserError as e:  # no Application Default Credentials
         raise WriteFailed(e.message) from None
+    except gexc.NotFound:
+        raise WriteFailed(
+            f"bucket gs://{bucket} does not exist",
+            hint=f"create it (gcloud storage buckets create gs://{bucket}) or pass a bucket that exists",
+        ) from None
+    except gexc.Forbidden:
+        raise WriteFailed(
+            f"no permission to write gs://{bucket}/{name}",
+            hint="the account needs roles/storage.objectCreator on the bucket",
+        ) from None
     except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, requests.RequestException) as e:
         text = getattr(e, "message", None) or str(e) or type(e).__name__
         raise WriteFailed((text.strip().splitlines() or [type(e).__name__])[0]) from None
