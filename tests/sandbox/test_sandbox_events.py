@@ -2,25 +2,40 @@
 function's bucket is delivered as an Eventarc CloudEvent (binary mode) to a function served by the
 real functions-framework; a non-2xx answer is delivered again with backoff; and the seed's rule
 holds with the real rendered function: shards start nothing, the marker starts exactly one run
-that succeeds (three deliveries each), a new generation of the marker one more."""
+that succeeds (three deliveries each), a new generation of the marker one more.
+
+The seed's flow itself, README.md's and docs/sandbox.md's block (`<!-- docs-test: checked-by
+tests/sandbox/test_sandbox_events.py -->`: `trigger render` the digits-seed spec, then `dev sandbox
+--function` running examples/sandbox/seed-demo.sh), runs here as the docs harness would: its one
+marker starts one pipeline run that trains, registers and deploys, and the endpoint answers. That
+is the one run the function starts that trains; the exactly-once test below holds its jobs queued
+(the fake Vertex AI's script: no replica starts) and cancels them, so that the digits are not
+trained two more times to count runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from tests.docs import harness
 from tests.process_support import processes_with_env
 from vertex_trainer.gcp import storage
 from vertex_trainer.sandbox import Sandbox
 from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
+from vertex_trainer.settings import Settings
 from vertex_trainer.trigger.events import TriggerConfig
+from vertex_trainer.vertex.jobs import JobsClient
 
 from .conftest import BUCKET, PROJECT, REGION, ROOT, cli
+
+HERE = "tests/sandbox/test_sandbox_events.py"
+SEED_DEMO = "bash examples/sandbox/seed-demo.sh"  # what picks the pages' block
 
 # A function that fails its first two calls (Eventarc must deliver again) and records each event.
 FLAKY = textwrap.dedent("""\
@@ -37,6 +52,41 @@ FLAKY = textwrap.dedent("""\
         if len((HERE / "events.jsonl").read_text().splitlines()) <= 2:
             raise RuntimeError("transient: try again")
     """)
+
+
+def _seed_demo() -> harness.Block:
+    """The pages' block (README.md and docs/sandbox.md show it word for word: it runs here once)."""
+    found = [b for b in harness.blocks() if b.checked_by == HERE and SEED_DEMO in b.body]
+    assert [b.page for b in found] == ["README.md", "docs/sandbox.md"], [b.id for b in found]
+    assert found[0].body == found[1].body
+    return found[0]
+
+
+def test_this_file_runs_every_block_of_the_docs_that_names_it():
+    named = {b.id for b in harness.blocks() if b.checked_by == HERE}
+    assert named == {b.id for b in harness.blocks() if b.body == _seed_demo().body}
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_seed_demo_trains_registers_deploys_and_the_endpoint_answers(tmp_path, tmp_path_factory):
+    """The pages' block: the shards start nothing, the one marker one pipeline run, every task of it
+    SUCCEEDED (`digits.py await-runs`), and the deployed model gets the held-out digits right."""
+    work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
+    shown, _ = harness.run_block(_seed_demo(), work)
+    assert "fires on gs://sandbox-demo/incoming/<folder>/_SUCCESS: a PipelineJob" in shown, shown
+    uploaded = re.findall(r"^gs://sandbox-demo/incoming/digits-1/(\S+): (\d+) digits$", shown, re.M)
+    assert [int(n) for _, n in uploaded] == [500, 500, 500, 297], shown
+    assert re.search(r"^gs://sandbox-demo/incoming/digits-1/_SUCCESS: generation \d+$", shown, re.M)
+    runs = re.findall(r"^run (\S+): (\S+)$", shown, re.M)
+    assert [state for _, state in runs] == ["PIPELINE_STATE_SUCCEEDED"], shown  # one marker, one run
+    tasks = dict(re.findall(r"^  (\S+)\s+(\S+)$", shown, re.M))
+    assert {"train", "upload-model", "deploy-model"} <= set(tasks) and set(tasks.values()) == {"SUCCEEDED"}
+    asked = re.search(
+        r"^endpoint projects/sandbox/\S+/endpoints/\S+: (\d+)/(\d+) held-out digits right", shown, re.M
+    )
+    assert asked and int(asked[2]) == 100 and int(asked[1]) >= 90, shown  # 10 epochs: about 0.99
 
 
 @pytest.mark.wire
@@ -91,10 +141,14 @@ SPEC = textwrap.dedent("""\
     """)
 
 
-@pytest.mark.trainer
+@pytest.mark.wire
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(marker, tmp_path):
+    """The rendered function's own rule, every event delivered three times: shards start nothing,
+    the marker one CustomJob (its output directory the folder and the marker's generation), a new
+    generation of the marker one more. The jobs are held queued and cancelled: that the run the
+    marker starts trains to its end is the seed demo's test above."""
     spec = tmp_path / "digits-on-upload.yaml"
     spec.write_text(SPEC)
     function = tmp_path / "fn"
@@ -131,6 +185,9 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
     ) as box:
         host = box.function
         shell = {**env, **box.env()}
+        # Every job the function creates waits in the queue (no replica starts) until cancelled.
+        box.vertex.on_strategy(region=REGION, script=["JOB_STATE_QUEUED"])
+        jobs = JobsClient(PROJECT, REGION, settings=Settings.from_environ(shell))
 
         def run(*args: str) -> None:
             done = subprocess.run(
@@ -154,21 +211,28 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
         assert all(d.status == 200 for d in first)
         assert len(box.vertex.jobs) == 1  # three deliveries, one run
         (job,) = box.vertex.jobs
-        assert box.jobs.wait(job, timeout=240)
-        assert box.vertex.jobs[job]["state"] == "JOB_STATE_SUCCEEDED"
+        assert jobs.get(job)["state"] == "JOB_STATE_QUEUED"
         assert (
             box.vertex.jobs[job]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"]
             == f"gs://sandbox-out/runs/d1-{first[0].generation}"
         )
+        jobs.cancel(job)
+        assert jobs.get(job)["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
 
         run("marker", f"gs://{BUCKET}/incoming/d1")  # uploaded again: a new generation
         second = host.wait_deliveries(18, timeout=120)[15:]
         assert {d.generation for d in second} != {first[0].generation}
         assert len(box.vertex.jobs) == 2
         (new,) = set(box.vertex.jobs) - {job}
-        assert box.jobs.wait(new, timeout=240)
-        assert box.vertex.jobs[new]["state"] == "JOB_STATE_SUCCEEDED"
-    assert processes_with_env(marker) == []  # the function and every replica are gone
+        assert (
+            box.vertex.jobs[new]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"]
+            == f"gs://sandbox-out/runs/d1-{second[0].generation}"
+        )
+        jobs.cancel(new)
+        for name in (job, new):
+            assert jobs.get(name)["state"] == "JOB_STATE_CANCELLED"
+        assert not box.jobs.wait(job, timeout=0) and not box.jobs.wait(new, timeout=0)  # never run here
+    assert processes_with_env(marker) == []  # the function is gone
 
 
 def test_a_function_directory_without_main_py_is_refused_before_anything_starts(tmp_path, base_env):
