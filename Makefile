@@ -65,11 +65,10 @@ test: check browser
 
 # The tiers that answer in under a minute (1,058 tests, 47 s on 2 cores): the spec, the hardware
 # catalog, rendering, packaging plans, the presentation, the CLI in-process against the fakes, the
-# house rules; not TensorFlow in any process (trainer, the sandbox, local runs, data synth), not
+# house rules, data synth; not TensorFlow in any process (trainer, the sandbox, local runs), not
 # the docs examples (run as written), not Beam (dataprep) or the functions framework (trigger).
 FAST_ARGS ?= -n 2 -m "not trainer and not slow and not wire" --ignore=tests/docs --ignore=tests/dataprep \
-	--ignore=tests/sandbox --ignore=tests/trigger --ignore=tests/local \
-	--deselect tests/foundation/test_foundation_data_synth_cli.py
+	--ignore=tests/sandbox --ignore=tests/trigger --ignore=tests/local
 test-fast: $(STAMP) browser
 	$(BIN)/ruff check --quiet .
 	$(BIN)/lint-imports --no-cache

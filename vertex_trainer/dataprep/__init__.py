@@ -6,7 +6,8 @@
 Worker modules (run on Dataflow; standard library, apache_beam, Pillow, google-crc32c only):
 `records` (Example protobuf + TFRecord framing), `images` (check/resize one image), `pipeline`
 (the Beam graph). Launcher modules: `request` (Conversion, Runner, Result and their checks),
-`launch` (listing, runners, summary), `staging` (the wheel the workers install). This file
+`launch` (listing, runners, summary), `staging` (the wheel the workers install). `synth` gives
+`data synth` the same records without TensorFlow (its encoder and shard writer). This file
 stays import-free so a worker can import the package; the launcher's names load on first use.
 """
 
