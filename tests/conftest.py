@@ -99,7 +99,7 @@ def popen_cli(cli_env):
 # once); so is each folder below, whose session fixtures train a model, write a data set or start a
 # server that several of its modules share. The docs examples are a unit each (their data is
 # shared across workers: tests/docs/harness.py), but the examples that hold the same fixed port or
-# file (`serve --port 8090`, /tmp/gcs.env) are one unit (harness.unit_of). The units holding a
+# file (`fake-vertex --port 8765`, /tmp/prices.json) are one unit (harness.unit_of). The units holding a
 # `slow` test are handed out first, so that a long one does not start last and end the run on one
 # worker.
 ONE_UNIT_FOLDERS = frozenset({"serving", "throughput", "dataprep"})

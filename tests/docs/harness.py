@@ -11,8 +11,8 @@ block themselves and assert on what it did).
   `vertex-trainer dev sandbox` when marked; --dry-run added to sending commands otherwise), in its
   own process group; it must exit 0 with no traceback.
 - `unit_of(block)`: the pytest-xdist unit a block's test belongs to: the blocks that listen on the
-  same fixed loopback port (`serve --port 8090`) or write the same fixed file share one, so that
-  they never run at once; every other block is a unit of its own.
+  same fixed loopback port (`fake-vertex --port 8765`) or write the same fixed file share one, so
+  that they never run at once; every other block is a unit of its own.
 """
 
 from __future__ import annotations
@@ -112,9 +112,10 @@ def checked_block(page: str, command: str, here: str) -> Block:
 
 
 def unit_of(block: Block) -> str | None:
-    """The pytest-xdist unit of `block`'s test: `docs:port-8090` for the blocks that listen on or
-    call loopback port 8090, `docs:file-/tmp/gcs.env` for those writing that file; None (a unit of
-    its own) for a block that holds nothing fixed."""
+    """The pytest-xdist unit of `block`'s test: `docs:port-8765` for the blocks that listen on or
+    call loopback port 8765, `docs:file-/tmp/prices.json` for those writing that file; None (a unit
+    of its own) for a block that holds nothing fixed. (The blocks that serve on port 8090 are run by
+    tests/serving, one unit: `checked-by`.)"""
     port = _PORT.search(block.body)
     if port:
         return f"docs:port-{port.group(1) or port.group(2)}"

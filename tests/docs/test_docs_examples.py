@@ -17,8 +17,8 @@ How it runs (tests/docs/harness.py):
 - In a block in the `$ command` style (a prompt, then what the command prints), only the
   prompted lines run.
 - It must exit 0 with no traceback on its output.
-- The blocks run in parallel, but those that listen on the same fixed port (`serve --port 8090`)
-  or write the same fixed file (/tmp/gcs.env) run one after the other (harness.unit_of).
+- The blocks run in parallel, but those that listen on the same fixed port (`fake-vertex --port
+  8765`) or write the same fixed file (/tmp/prices.json) run one after the other (harness.unit_of).
 
 A block that needs more says so in an HTML comment on the line right before its fence:
 
