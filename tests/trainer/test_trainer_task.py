@@ -45,21 +45,36 @@ def tiny_args(data: Path, **over) -> list[str]:
     return [f"--{k}={v}" for k, v in flags.items() if v is not None]
 
 
-@pytest.mark.trainer
-def test_tiny_cnn_end_to_end(synth_data, tmp_path):
-    hp_file = tmp_path / "hypertune" / "output.metrics"
+# The one-replica run test_tiny_cnn_end_to_end asserts on is also the reference the two-replica run
+# must match: no augmentation (random crops and flips drawn in a parallel map differ run to run),
+# records in a fixed order, no weight decay.
+SAME_BATCHES = dict(augment="none", deterministic="true", weight_decay=0)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(synth_data, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """(output base, hyperparameter-tuning metric file, result) of one tiny-cnn run on one replica."""
+    base = tmp_path_factory.mktemp("tiny-run")
+    hp_file = base / "hypertune" / "output.metrics"
     result = run_trainer(
-        tiny_args(synth_data) + dirs(tmp_path), env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file))
+        tiny_args(synth_data, **SAME_BATCHES) + dirs(base),
+        env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file)),
     )
+    return base, hp_file, result
+
+
+@pytest.mark.trainer
+def test_tiny_cnn_end_to_end(tiny_run):
+    base, hp_file, result = tiny_run
     assert result.returncode == 0, result.stdout + result.stderr
     progress = [PROGRESS.match(line) for line in result.stdout.splitlines() if line.startswith("progress ")]
     assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [
         ("1", "2", "8", "8"),
         ("2", "2", "8", "8"),
     ]
-    assert f"exported model to {tmp_path}/model/" in result.stdout
+    assert f"exported model to {base}/model/" in result.stdout
 
-    metrics = read_metrics(tmp_path)
+    metrics = read_metrics(base)
     assert METRIC_KEYS <= metrics.keys()
     assert all(metrics[k] is not None for k in METRIC_KEYS)
     assert metrics["global_batch_size"] == 16 and metrics["steps"] == 16 and metrics["epochs"] == 2
@@ -72,37 +87,30 @@ def test_tiny_cnn_end_to_end(synth_data, tmp_path):
         float(report["accuracy"]) == pytest.approx(metrics["eval_accuracy"])
         and int(report["global_step"]) == 16
     )
-    config = json.loads((tmp_path / "trainer_config.json").read_text())
+    config = json.loads((base / "trainer_config.json").read_text())
     assert config["flags"]["model"] == "tiny-cnn" and config["steps_per_epoch"] == 8
     # tf.data's own threads (a private pool of --data-threads=2 and more) run below the model's.
     assert config["data_nice"] == 19 and metrics["data_threads_niced"] >= 2
-    assert list((tmp_path / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
+    assert list((base / "logs").rglob("events.out.tfevents.*")), "no TensorBoard events"
 
     # The export's signatures, their dtypes and what they answer: tests/serving (on a shared run).
-    assert (tmp_path / "model" / "saved_model.pb").exists()
+    assert (base / "model" / "saved_model.pb").exists()
 
 
 @pytest.mark.trainer
-def test_two_replicas_with_steps_per_execution_match_one_replica(synth_data, tmp_path):
-    common = dict(
-        epochs=1,
-        steps_per_epoch=8,
-        steps_per_execution=4,
-        augment="none",
-        deterministic="true",
-        eval_data=None,
-        weight_decay=0,
-    )
+def test_two_replicas_with_steps_per_execution_match_one_replica(tiny_run, synth_data, tmp_path):
     # Per-replica batch norm (the default) is the same run but for its statistics (each replica
     # normalises over half the batch); with them all-reduced, two replicas compute what one does.
-    runs = {"one": {}, "two-sync": {"cpu_replicas": 2, "sync_batch_norm": "true"}}
-    metrics = {}
-    for name, extra in runs.items():
-        result = run_trainer(tiny_args(synth_data, **common, **extra) + dirs(tmp_path / name))
-        assert result.returncode == 0, result.stdout + result.stderr
-        metrics[name] = read_metrics(tmp_path / name)
+    base, _, one = tiny_run
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = run_trainer(
+        tiny_args(synth_data, **SAME_BATCHES, cpu_replicas=2, sync_batch_norm="true") + dirs(tmp_path)
+    )
+    assert two.returncode == 0, two.stdout + two.stderr
+    metrics = {"one": read_metrics(base), "two-sync": read_metrics(tmp_path)}
     assert [m["replicas"] for m in metrics.values()] == [1, 2]
-    assert metrics["two-sync"]["strategy"] == "mirrored" and metrics["two-sync"]["steps_per_execution"] == 4
+    assert metrics["two-sync"]["strategy"] == "mirrored" and metrics["two-sync"]["steps_per_execution"] == 8
+    assert metrics["two-sync"]["steps"] == metrics["one"]["steps"] == 16
     losses = {name: m["final_train_loss"] for name, m in metrics.items()}
     # Same data order and initial weights.
     assert losses["two-sync"] == pytest.approx(losses["one"], rel=1e-4), losses
