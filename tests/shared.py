@@ -30,6 +30,23 @@ FAST_RETRY = RetryPolicy(attempts=4, initial=0.01, maximum=0.05, deadline=10, re
 QUICK_RETRY = RetryPolicy(attempts=3, initial=0.01, maximum=0.02, deadline=5)
 FAST_POLL = PollPolicy(initial=0.01, maximum=0.02)
 
+# What every bundled-trainer run writes about its speed in metrics.json (trainer/task.py
+# collect_metrics; docs/trainer.md "The throughput fields"), which bench and cost read: a built-in
+# model's run has them (tests/trainer test_tiny_cnn_end_to_end) and so does a model factory's
+# (tests/owncode test_the_example_factory_trains_through_the_bundled_trainer).
+THROUGHPUT_FIELDS = (
+    "train_examples_per_sec",
+    "steady_examples_per_sec",
+    "wall_examples_per_sec",
+    "epoch_examples_per_sec",
+    "step_time_ms",
+    "compile_seconds",
+    "train_seconds",
+    "checkpoint_seconds",
+    "input_wait_fraction",
+    "host_cpu_busy_fraction",
+)
+
 # The T4 Spot job most folders submit (docs/contract.md section 1), as data: a folder's spec is
 # this with its own changes (`spec_yaml`).
 T4_JOB: dict[str, Any] = {

@@ -20,7 +20,7 @@ import yaml
 
 from tests.cli_support import edge_env
 from tests.docs import harness
-from tests.shared import ROOT, cli_runner
+from tests.shared import ROOT, THROUGHPUT_FIELDS, cli_runner
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local import owncode
 from vertex_trainer.local.cluster import Replica
@@ -256,20 +256,7 @@ def _read(plan: Any, spec: Any, name: str) -> str:
 
 # -- one real training ---------------------------------------------------------------------------
 
-# What every bundled-trainer run writes about its speed (trainer/task.py collect_metrics,
-# docs/trainer.md: "The throughput fields"), which bench and cost read.
-THROUGHPUT = (
-    "train_examples_per_sec",
-    "steady_examples_per_sec",
-    "wall_examples_per_sec",
-    "epoch_examples_per_sec",
-    "step_time_ms",
-    "compile_seconds",
-    "train_seconds",
-    "checkpoint_seconds",
-    "input_wait_fraction",
-    "host_cpu_busy_fraction",
-)
+THROUGHPUT = THROUGHPUT_FIELDS  # the fields a built-in model's run has (tests/shared.py)
 
 
 def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:

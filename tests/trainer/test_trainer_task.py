@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared import THROUGHPUT_FIELDS
+
 from .conftest import dirs, read_metrics, run_trainer, trainer_env
 
 METRIC_KEYS = {
@@ -77,6 +79,9 @@ def test_tiny_cnn_end_to_end(tiny_run):
     metrics = read_metrics(base)
     assert METRIC_KEYS <= metrics.keys()
     assert all(metrics[k] is not None for k in METRIC_KEYS)
+    # The speed fields every bundled-trainer run writes, a model factory's too (tests/owncode).
+    missing = [k for k in THROUGHPUT_FIELDS if metrics.get(k) is None]
+    assert not missing, f"metrics.json lacks {missing}: {sorted(metrics)}"
     assert metrics["global_batch_size"] == 16 and metrics["steps"] == 16 and metrics["epochs"] == 2
     assert metrics["steps_per_execution"] == 8 and metrics["replicas"] == 1
     assert metrics["precision"] == "float32" and metrics["train_examples_per_sec"] > 0
