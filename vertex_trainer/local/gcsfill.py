@@ -333,11 +333,11 @@ def fill_standin(job: dict[str, Any], spec: Any, base_output: str, standin: Path
         UserError, ServiceError: as `prefill`, before anything has run.
     """
     refs = wanted(cluster.fuse_refs(job, spec), base_output)
+    if not refs:
+        return Fill()
     scratch = base_output.startswith("gs://")
     path = None if scratch else standin.parent / RECORD_NAME
     record = load_record(path) if path is not None else {}
-    if not refs:
-        return Fill()
     route = cluster.fetch_route(settings.storage_emulator, settings.environ)
     try:
         fill = prefill(refs, standin, settings, route=route, record=record)
