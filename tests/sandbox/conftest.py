@@ -256,9 +256,16 @@ def ports_of(exports: dict[str, str]) -> list[int]:
     )
 
 
-def refused(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.settimeout(2)
-        return s.connect_ex(("127.0.0.1", port)) != 0
+def listening_sockets(ports: list[int]) -> dict[int, set[str]]:
+    """port -> the inodes of the sockets that listen on it (/proc/net/tcp and tcp6), for `ports`.
+    A socket a port had when the sandbox stopped that is still there afterwards outlived it; a
+    new socket on the same port is another test's server (the workers bind ephemeral ports)."""
+    found: dict[int, set[str]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.read().splitlines()[1:]:
+                cols = row.split()
+                port = int(cols[1].rsplit(":", 1)[1], 16)
+                if cols[3] == "0A" and port in ports:  # 0A: LISTEN
+                    found.setdefault(port, set()).add(cols[9])
+    return found

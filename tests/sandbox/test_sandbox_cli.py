@@ -22,10 +22,10 @@ from .conftest import (
     SandboxProcess,
     cli,
     echo_deploy_request,
+    listening_sockets,
     ports_of,
     processes_with_env,
     python_job,
-    refused,
 )
 
 pytestmark = pytest.mark.wire
@@ -73,13 +73,16 @@ def test_sigterm_stops_jobs_model_servers_and_every_port(base_env, marker, tmp_p
         pids = _logged_pids(job, settings, count=2)
         assert len(processes_with_env(marker)) >= 4  # the sandbox, 2 replicas, the model server
 
+        ports = ports_of(box.exports)
+        served = listening_sockets(ports)
+        assert sorted(served) == ports  # each port the sandbox exported has its server
         code, err = box.terminate()
         assert code == 0, err[-2000:]
         assert processes_with_env(marker) == [], "a process outlived the sandbox"
         assert all(not os.path.exists(f"/proc/{p}") for p in pids)
-        ports = ports_of(box.exports)
         assert len(ports) >= 7  # vertex, cloud build, registry, logging, quotas, storage, TLS proxy
-        assert [p for p in ports if not refused(p)] == []
+        # None of those sockets is left (another test's server may have taken a port since).
+        assert {p: s & served[p] for p, s in listening_sockets(ports).items() if s & served[p]} == {}
         assert not env_file.exists()  # it would name ports nobody listens on
         assert not os.path.exists(box.exports["CURL_CA_BUNDLE"])  # the throwaway CA is gone
     finally:

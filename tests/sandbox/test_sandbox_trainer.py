@@ -26,7 +26,7 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient
 from vertex_trainer.vertex.logs import to_ns  # RFC 3339 (nanoseconds) -> ns
 
-from .conftest import ROOT, SandboxProcess, cli, ports_of, refused
+from .conftest import ROOT, SandboxProcess, cli, listening_sockets, ports_of
 
 SPEC = "examples/sandbox/digits.yaml"
 BUCKET = "sandbox-demo"  # the spec's
@@ -152,9 +152,13 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         assert error.startswith("The replica workerpool0-0 exited with a non-zero status of 2."), error
         assert f"error: corrupt record in gs://{BUCKET}/bad/train-00000-of-00001" in error
 
+        ports = ports_of(box.exports)
+        served = listening_sockets(ports)
+        assert sorted(served) == ports  # each port the sandbox exported has its server
         code, err = box.terminate()
         assert code == 0, err[-3000:]
         assert processes_with_env(marker) == []
-        assert [p for p in ports_of(box.exports) if not refused(p)] == []
+        # None of those sockets is left (another test's server may have taken a port since).
+        assert {p: s & served[p] for p, s in listening_sockets(ports).items() if s & served[p]} == {}
     finally:
         box.kill()
