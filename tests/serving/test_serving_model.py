@@ -176,12 +176,21 @@ def test_serving_signature_preprocesses_as_evaluation(request, tmp_path, run_nam
     np.testing.assert_array_equal(served["classes"].numpy(), on_pixels["classes"].numpy())
 
     # The Keras model as evaluate() runs it (eagerly). Under bfloat16 (8 significant bits: a
-    # relative step of 2**-8 ~ 0.4%) the saved graph's fused kernels round differently from the
-    # eager layers (4e-4 to 5.4e-3 on a probability seen here): a model difference, not a
-    # preprocessing one (the pixels above are identical), so bfloat16 gets 1e-2.
-    evaluated = keras.models.load_model(str(run.model_dir), compile=False)(eval_images, training=False)
-    tolerance = 1e-2 if run.metrics["precision"] == "mixed_bfloat16" else 1e-5
-    np.testing.assert_allclose(served["probabilities"].numpy(), evaluated.numpy(), atol=tolerance)
+    # relative step of 2**-8 ~ 0.4% on every activation) the saved graph's fused kernels round
+    # differently from the eager layers: a model difference, not a preprocessing one (the pixels
+    # above are identical). Where two classes are near a tie (p ~ 0.5, the steepest point of the
+    # softmax: dp = p(1 - p) dlogit) a logit gap that differs by ~0.05 moves a probability by
+    # ~0.012 (seen in a clean clone's CI: 1.17e-2; 4e-4 to 5.4e-3 on other runs), so bfloat16
+    # gets 3e-2, and the predicted class must agree wherever the top two are further apart.
+    evaluated = keras.models.load_model(str(run.model_dir), compile=False)(eval_images, training=False).numpy()
+    probabilities = served["probabilities"].numpy()
+    bf16 = run.metrics["precision"] == "mixed_bfloat16"
+    tolerance = 3e-2 if bf16 else 1e-5
+    np.testing.assert_allclose(probabilities, evaluated, atol=tolerance)
+    top_two = np.sort(evaluated, axis=1)[:, -2:]
+    clear = top_two[:, 1] - top_two[:, 0] > 2 * tolerance
+    assert clear.any()
+    np.testing.assert_array_equal(probabilities.argmax(1)[clear], evaluated.argmax(1)[clear])
 
 
 def test_serve_function_runs_in_process_and_stops(digits_run):
