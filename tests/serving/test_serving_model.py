@@ -182,7 +182,8 @@ def test_serving_signature_preprocesses_as_evaluation(request, tmp_path, run_nam
     # softmax: dp = p(1 - p) dlogit) a logit gap that differs by ~0.05 moves a probability by
     # ~0.012 (seen in a clean clone's CI: 1.17e-2; 4e-4 to 5.4e-3 on other runs), so bfloat16
     # gets 3e-2, and the predicted class must agree wherever the top two are further apart.
-    evaluated = keras.models.load_model(str(run.model_dir), compile=False)(eval_images, training=False).numpy()
+    model = keras.models.load_model(str(run.model_dir), compile=False)
+    evaluated = model(eval_images, training=False).numpy()
     probabilities = served["probabilities"].numpy()
     bf16 = run.metrics["precision"] == "mixed_bfloat16"
     tolerance = 3e-2 if bf16 else 1e-5
