@@ -23,6 +23,7 @@ ALLOWED = {
     "vertex_trainer.errors",
     "vertex_trainer.contract",
     "vertex_trainer.durations",
+    "vertex_trainer.sizes",
     "vertex_trainer.suggest",
     "vertex_trainer.settings",
     "vertex_trainer.lazy",

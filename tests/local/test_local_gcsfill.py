@@ -118,7 +118,7 @@ def test_more_than_the_bound_and_a_missing_bucket_are_refused_before_any_downloa
     with pytest.raises(UserError) as too_many:
         gcsfill.prefill([_ref(gcs_bucket, "")], standin, settings, route="emulator", max_objects=2)
     assert f"args[0] '--data=/gcs/{gcs_bucket}/': more than 2 object(s)" in too_many.value.message
-    assert "at most 2 objects and 1.0 GB in all" in too_many.value.message
+    assert "at most 2 objects and 1.0 GiB in all" in too_many.value.message
     with pytest.raises(UserError) as too_big:
         gcsfill.prefill([_ref(gcs_bucket, "all")], standin, settings, route="emulator", max_bytes=10)
     assert "3 object(s), 15 B" in too_big.value.message

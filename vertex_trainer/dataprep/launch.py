@@ -23,6 +23,7 @@ from vertex_trainer.dataprep.request import Runner as Runner
 from vertex_trainer.dataprep.request import check, normalize
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import Settings
+from vertex_trainer.sizes import human_size
 
 if TYPE_CHECKING:
     import logging
@@ -452,26 +453,18 @@ def _last_line(error: Exception) -> str:
 
 
 # -- the summary ------------------------------------------------------------------------------
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     """Counts per split and class, rejections, bytes, and the spec values to train on it."""
     splits = manifest["splits"]
     images = sum(s["examples"] for s in splits.values())
     rejected = manifest["rejected"]
     source = manifest["source"]
-    head = f"converted {images} images ({_size(source['bytes'])} in {source['files']} files)"
+    head = f"converted {images} images ({human_size(source['bytes'])} in {source['files']} files)"
     if seconds:
         head += f" in {seconds:.1f} s, {images / seconds:.0f} images/s"
     lines = [head, "", f"  {'split':<12} {'images':>9} {'shards':>7} {'bytes':>10}"]
     for name, s in splits.items():
-        lines.append(f"  {name:<12} {s['examples']:>9} {len(s['shards']):>7} {_size(s['bytes']):>10}")
+        lines.append(f"  {name:<12} {s['examples']:>9} {len(s['shards']):>7} {human_size(s['bytes']):>10}")
     width = max(12, *(len(c) for c in manifest["labels"]))
     lines += ["", f"  {'class':<{width}} " + " ".join(f"{n:>10}" for n in splits) + f" {'rejected':>9}"]
     shown = manifest["labels"] if len(manifest["labels"]) <= 30 else manifest["labels"][:25]

@@ -42,6 +42,7 @@ from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.local import cluster
 from vertex_trainer.local.cluster import FUSE_ROOT, FuseRef
 from vertex_trainer.settings import Settings
+from vertex_trainer.sizes import human_size
 
 MAX_OBJECTS = 10_000
 MAX_BYTES = 1 << 30  # 1 GiB
@@ -81,7 +82,8 @@ class Fill:
         """One line for the run's log; None when nothing was fetched or kept."""
         if not self.downloaded and not self.kept:
             return None
-        text = f"/gcs: {self.downloaded} object(s) ({_size(self.downloaded_bytes)}) fetched into the stand-in"
+        size = human_size(self.downloaded_bytes)
+        text = f"/gcs: {self.downloaded} object(s) ({size}) fetched into the stand-in"
         if self.kept:
             text += f"; {self.kept} file(s) earlier runs wrote kept over the bucket's objects"
         return text
@@ -299,22 +301,13 @@ def _refuse_too_much(
     for ref, items, cut in listed:
         size = sum(int(i.get("size") or 0) for i in items)
         count = f"more than {max_objects:,}" if cut else f"{len(items):,}"
-        parts.append(f"{ref.field} {ref.value!r}: {count} object(s), {_size(size)}")
+        parts.append(f"{ref.field} {ref.value!r}: {count} object(s), {human_size(size)}")
     raise UserError(
         "; ".join(parts) + ": more than a local run copies into its /gcs stand-in before the "
-        f"replicas start (at most {max_objects:,} objects and {_size(max_bytes)} in all)",
+        f"replicas start (at most {max_objects:,} objects and {human_size(max_bytes)} in all)",
         hint="name a narrower path (a folder or one object, e.g. /gcs/BUCKET/data/train.csv), "
         "or run on Vertex AI, where Cloud Storage FUSE reads objects as they are needed",
     )
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def fill_standin(job: dict[str, Any], spec: Any, base_output: str, standin: Path, settings: Settings) -> Fill:

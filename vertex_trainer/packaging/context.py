@@ -243,12 +243,3 @@ def _tarinfo(name: str, kind: bytes, mode: int) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     return info
-
-
-def human_size(n: float) -> str:
-    """1234567 -> '1.2 MiB' (B, KiB or MiB)."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / (1024 * 1024):.1f} MiB"

@@ -17,7 +17,6 @@ from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import SpecError
 from vertex_trainer.gcp import storage
 from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
-from vertex_trainer.packaging.context import human_size
 from vertex_trainer.packaging.docker import run_docker_build
 from vertex_trainer.packaging.plan import (
     BuildFailed,
@@ -30,6 +29,7 @@ from vertex_trainer.packaging.plan import (
 )
 from vertex_trainer.packaging.registry import registry_tag_exists
 from vertex_trainer.settings import Settings
+from vertex_trainer.sizes import human_size
 
 Log = Callable[[str], None]
 

@@ -31,7 +31,6 @@ from vertex_trainer.packaging.context import (
     entry_from_bytes,
     entry_from_file,
     hash_entries,
-    human_size,
     walk_context,
     write_archive,
 )
@@ -44,6 +43,7 @@ from vertex_trainer.packaging.templates import (
     requirement_lines,
     trainer_requirements,
 )
+from vertex_trainer.sizes import human_size
 from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
 from vertex_trainer.spec.images import code_root
 
