@@ -65,6 +65,16 @@ def region_of(resource_name: str) -> str:
     return parts[3]
 
 
+def region_or_none(resource_name: str) -> str | None:
+    """region_of(resource_name), or None for a name that is not regional (empty, a short id, a
+    zonal or global name): for reading a resource the service returned, where a missing region
+    means "not known", not bad input."""
+    try:
+        return region_of(resource_name)
+    except ValueError:
+        return None
+
+
 def known(region: str) -> bool:
     return region in REGIONS
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vertex_trainer.errors import SpecError
-from vertex_trainer.regions import region_of
+from vertex_trainer.regions import region_of, region_or_none
 from vertex_trainer.spec import build_spec
 
 
@@ -39,6 +39,13 @@ def test_a_name_without_a_region_is_refused_naming_it_and_the_form(name):
         region_of(name)
     assert repr(name) in str(err.value)
     assert "projects/PROJECT/locations/REGION/..." in str(err.value)
+    # Read from a service's answer (a job's cost, the advice on its error), the same name is
+    # "region not known", not bad input.
+    assert region_or_none(name) is None
+
+
+def test_a_services_answer_gives_its_region_through_the_same_parse():
+    assert region_or_none("projects/123/locations/us-central1/customJobs/456") == "us-central1"
 
 
 def test_the_spec_rules_read_the_region_of_a_key_in_another_region(base_spec):

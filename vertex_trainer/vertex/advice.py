@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from vertex_trainer.regions import region_or_none
+
 RESOURCE_EXHAUSTED, PERMISSION_DENIED = 8, 7  # google.rpc.Code
 _IMAGE = re.compile(
     r"pull access denied|unable to pull|failed to pull|error pulling|errimagepull|"
@@ -38,7 +40,7 @@ def advice(job: dict[str, Any], lines: Iterable[str] = ()) -> str | None:
     code = _int(error.get("code"))
     text = "\n".join([str(error.get("message") or ""), *lines])
     spec = job.get("jobSpec") or {}
-    region = _region(job.get("name", ""))
+    region = region_or_none(job.get("name", ""))
     if code == RESOURCE_EXHAUSTED or str(job.get("state")) in ("JOB_STATE_EXPIRED", "9"):
         return _capacity(spec, region)
     if _IMAGE.search(text):
@@ -104,11 +106,6 @@ def registry_region(image: str) -> str | None:
     if not m:
         return None
     return m["region"] or m["gcr"] or "us"
-
-
-def _region(name: str) -> str | None:
-    m = re.search(r"/locations/([^/]+)/", name)
-    return m[1] if m else None
 
 
 def _int(value: Any) -> int | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from vertex_trainer import pricing
 from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.regions import region_or_none
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 from vertex_trainer.workflows.scaling import Scaling, job_throughput, reducer_price
@@ -479,7 +480,7 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
     hours = max(0.0, (_seconds(end) - _seconds(start)) / 3600)
     job_spec = data.get("jobSpec") or {}
     strategy = _STRATEGY.get(((job_spec.get("scheduling") or {}).get("strategy") or "STANDARD"), "standard")
-    region = (re.search(r"/locations/([^/]+)/", data.get("name", "") + "/") or [None, None])[1]
+    region = region_or_none(data.get("name", ""))
     hourly: float | None = 0.0
     reason: str | None = None
     bound = False
