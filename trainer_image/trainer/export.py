@@ -70,11 +70,29 @@ class ServingConfig:
         }
 
 
-def save(model: Any, target: str, serving: ServingConfig) -> None:
-    """model.save(target) with the serving signatures, then serving_config.json beside it."""
+def save(model: Any, target: str, serving: ServingConfig, *, traces: bool | None = None) -> None:
+    """model.save(target) with the serving signatures, then serving_config.json beside it.
+
+    A built-in model is saved without its layers' traced call functions (save_traces=False): it
+    is made of Keras's own layers, which load back from their config, and tracing every layer
+    again was a third of a tiny-cnn's export (and grows with the layer count: ResNet's hundreds).
+    A factory's model keeps them, so its custom layers load back without their code. Serving
+    reads the signatures either way. `traces` overrides the choice (benchmarks/export_traces.py).
+    """
     import tensorflow as tf
 
-    model.save(target, save_format="tf", include_optimizer=False, signatures=signatures(model, serving))
+    from trainer import factory
+
+    if traces is None:
+        traces = factory.is_factory(serving.model)
+
+    model.save(
+        target,
+        save_format="tf",
+        include_optimizer=False,
+        signatures=signatures(model, serving),
+        save_traces=traces,
+    )
     with tf.io.gfile.GFile(posixpath.join(target.rstrip("/"), SERVING_CONFIG), "w") as f:
         f.write(json.dumps(serving.to_json(tf.__version__), indent=2) + "\n")
 
@@ -111,16 +129,18 @@ def signatures(model: Any, serving: ServingConfig) -> dict[str, Any]:
         }
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
-    def serve_bytes(image_bytes: Any) -> dict[str, Any]:
-        return classify(decode(image_bytes))
+    def preprocess(image_bytes: Any) -> dict[str, Any]:
+        return {"images": decode(image_bytes)}
 
     @tf.function(input_signature=[tf.TensorSpec([None, size, size, 3], tf.uint8, name=IMAGES_INPUT_NAME)])
     def serve_images(image: Any) -> dict[str, Any]:
         return classify(image)
 
+    # The bytes signature is the other two composed: one decode graph, traced once, so the served
+    # pixels are `preprocess`'s by construction (and the export traces the decoding once).
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
-    def preprocess(image_bytes: Any) -> dict[str, Any]:
-        return {"images": decode(image_bytes)}
+    def serve_bytes(image_bytes: Any) -> dict[str, Any]:
+        return serve_images(preprocess(image_bytes)["images"])
 
     # The tf.functions themselves, not concrete functions: those cannot be saved when the model's
     # variables are distributed (MirroredStrategy, MultiWorkerMirroredStrategy).
