@@ -231,3 +231,40 @@ def test_serve_refuses_a_directory_without_an_export(tmp_path):
     (tmp_path / "saved_model.pb").write_bytes(b"not a SavedModel")
     with pytest.raises(serve.ServeError, match="cannot load the model from"):
         serve.serve(str(tmp_path), port=0)
+
+
+def test_a_factorys_export_keeps_the_traces_its_own_layers_load_back_with(tmp_path):
+    """export.save skips the layers' traces for a built-in model (its layers load from their
+    configs: benchmarks/RESULTS-export.md) and keeps them for a factory's model, whose own layers
+    load back only through them when their code is not there to rebuild them from a config."""
+    import tensorflow as tf
+
+    from trainer import export
+    from trainer._keras import keras
+
+    class Doubled(keras.layers.Layer):  # the user's own layer: no get_config, not registered
+        def call(self, x):
+            return tf.cast(x, tf.float32) * 2.0
+
+    inputs = keras.Input(shape=(8, 8, 3), dtype="uint8", name="image")
+    features = keras.layers.GlobalAveragePooling2D()(Doubled()(inputs))
+    model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(features))
+    pixels = np.random.default_rng(0).integers(0, 256, (2, 8, 8, 3), dtype=np.uint8)
+    expected = model(pixels).numpy()
+
+    for name, loads in (("mypkg.models:build", True), ("tiny-cnn", False)):
+        target = str(tmp_path / name.replace(":", "_"))
+        export.save(
+            model,
+            target,
+            export.ServingConfig(num_classes=2, image_size=8, eval_crop_fraction=1.0, model=name),
+        )
+        served = tf.saved_model.load(target).signatures["serving_images"](image=tf.constant(pixels))
+        np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-6)  # either way
+        if loads:
+            np.testing.assert_allclose(
+                keras.models.load_model(target, compile=False)(pixels), expected, atol=1e-6
+            )
+        else:
+            with pytest.raises(ValueError, match="Doubled"):
+                keras.models.load_model(target, compile=False)
