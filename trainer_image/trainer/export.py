@@ -140,7 +140,8 @@ def signatures(model: Any, serving: ServingConfig) -> dict[str, Any]:
     # pixels are `preprocess`'s by construction (and the export traces the decoding once).
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
     def serve_bytes(image_bytes: Any) -> dict[str, Any]:
-        return serve_images(preprocess(image_bytes)["images"])
+        served: dict[str, Any] = serve_images(preprocess(image_bytes)["images"])
+        return served
 
     # The tf.functions themselves, not concrete functions: those cannot be saved when the model's
     # variables are distributed (MirroredStrategy, MultiWorkerMirroredStrategy).

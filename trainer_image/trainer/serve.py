@@ -82,9 +82,8 @@ class Model:
     """A trainer export loaded for prediction: predict(list of encoded images)."""
 
     def __init__(self, model_dir: str, *, batch_size: int = BATCH_SIZE):
-        import tensorflow as tf
-
         from trainer import export
+        from trainer._keras import tf  # not Keras 3 (and matplotlib): 0.3 s of the start-up
 
         self.model_dir = model_dir
         self.batch_size = batch_size
