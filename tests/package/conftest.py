@@ -16,6 +16,7 @@ import pytest
 
 from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
 from vertex_trainer.emulators.registry import FakeRegistry
+from vertex_trainer.local.cluster import free_ports
 from vertex_trainer.settings import (
     CLOUDBUILD_ENV,
     REGISTRY_ENV,
@@ -105,12 +106,6 @@ def make_spec():
     return make
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def storage():
     """gcp-storage-emulator in this process, with the staging bucket. Yields a
@@ -119,7 +114,7 @@ def storage():
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import storage as gcs
 
-    port = _free_port()
+    port = free_ports(1)[0]
     server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
     host = f"http://127.0.0.1:{port}"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from trainer import datagen, tpu_slice
+from vertex_trainer.local.cluster import free_ports
 
 pytestmark = pytest.mark.trainer
 
@@ -62,12 +63,7 @@ def test_host_0_resolves_the_slice_and_each_host_reads_its_own_shard(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_a_non_chief_host_serves_its_tpu_until_host_0_is_done(tmp_path):
-    ports = []
-    for _ in range(2):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        ports.append(s.getsockname()[1])
-        s.close()
+    ports = free_ports(2)  # for two TPU servers that bind them after TensorFlow loads
     env = {k: v for k, v in os.environ.items() if k not in ("CLUSTER_SPEC", "TF_CONFIG")}
     env.update(
         slice_env(1, [f"localhost:{p}" for p in ports]),

@@ -10,7 +10,6 @@ import importlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,19 +75,6 @@ def run_trainer(
 
 def read_metrics(base: Path) -> dict:
     return json.loads((base / "metrics.json").read_text())
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def kill_all(procs) -> None:

@@ -13,15 +13,16 @@ Vertex AI documents what each replica sees:
   variables win over a spec variable of the same name (on Vertex they are reserved).
 
 Hosts are 127.0.0.1 with a free port per replica (Vertex uses each VM's hostname and port 2222).
-Everything here is pure except `free_ports` (binds sockets) and `check_gcs_route` (reads the
-credential files the environment names). The environment is always a mapping passed in: nothing
-here reads the process environment.
+Everything here is pure except `free_ports` (binds sockets, reads the kernel's ephemeral port
+range) and `check_gcs_route` (reads the credential files the environment names). The environment
+is always a mapping passed in: nothing here reads the process environment.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import socket
 import sys
@@ -136,11 +137,51 @@ def pool_env(pool: dict[str, Any]) -> dict[str, str]:
     return {str(e["name"]): str(e.get("value", "")) for e in _task_of(pool).get("env") or []}
 
 
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """n distinct free TCP ports (all held open at once so they differ, then released)."""
-    socks = []
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+# Where the range cannot be read (not Linux): Linux's default low end and macOS's high end.
+_DEFAULT_EPHEMERAL = (32768, 65535)
+_LOWEST_PORT = 10000  # below: well-known services' usual ports
+_TRIES = 200
+
+
+def ephemeral_range(path: str = EPHEMERAL_RANGE) -> tuple[int, int]:
+    """The ports the kernel hands out to bind(port 0) and to outgoing connections."""
     try:
-        for _ in range(n):
+        with open(path) as f:
+            low, high = (int(v) for v in f.read().split())
+    except (OSError, ValueError):
+        return _DEFAULT_EPHEMERAL
+    return low, high
+
+
+def free_ports(n: int, host: str = "127.0.0.1", *, ephemeral: tuple[int, int] | None = None) -> list[int]:
+    """n distinct free TCP ports for servers that start later (a replica's gRPC server, once
+    TensorFlow has loaded; a model server process).
+
+    The ports come from outside the kernel's ephemeral range where it leaves room: a port that
+    bind(0) handed out and this released could be handed out again, to any connection or bind(0)
+    on the machine, in the seconds before the server binds it ("Could not start gRPC server");
+    the kernel never hands out a port outside the range. Each is checked free by binding it, all
+    held at once so they differ, then released. With no room outside the range (or no free port
+    among 200 tried), the rest are the kernel's choice, as before.
+    """
+    low, high = ephemeral or ephemeral_range()
+    outside = [r for r in (range(_LOWEST_PORT, low), range(high + 1, 65536)) if len(r) > 0]
+    rng = random.SystemRandom()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(_TRIES if outside else 0):
+            if len(socks) == n:
+                break
+            port = rng.choice(rng.choice(outside))
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((host, port))
+            except OSError:  # in use (or held by another run's socket): another one
+                s.close()
+                continue
+            socks.append(s)
+        while len(socks) < n:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((host, 0))
             socks.append(s)
