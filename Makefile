@@ -55,8 +55,9 @@ check: $(STAMP)
 # Four pytest-xdist workers on two cores: a unit of work (a module, a folder whose modules share
 # session fixtures, a docs example: tests/conftest.py) whole on one, slow units first. The tests
 # wait on their TensorFlow processes, servers and sandboxes, so more workers than cores keep both
-# busy: 365 s with four against 429 s with three and 403 s with five (2026-12-02). PYTEST_ARGS
-# replaces these arguments; one process:
+# busy: 365 s with four against 429 s with three and 403 s with five (2026-12-02, a busier
+# machine; on an idle one the suite took 235-274 s with four). PYTEST_ARGS replaces these
+# arguments; one process:
 #   make test PYTEST_ARGS=-n0
 PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder
 COVERAGE ?= --cov --cov-report=
@@ -67,7 +68,7 @@ test: $(STAMP) browser
 	if [ $$crc -ne 0 ]; then echo "make test: make check failed (above)" >&2; exit 1; fi; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests ran" >&2; exit 1; fi; exit $$rc
 
-# The tiers that answer in under a minute (1,087 tests, 45 s on 2 cores): the spec, the hardware
+# The tiers that answer in under a minute (1,097 tests, 25 s on 2 cores): the spec, the hardware
 # catalog, rendering, packaging plans, the presentation, the CLI in-process against the fakes, the
 # house rules, data synth; not TensorFlow in any process (trainer, the sandbox, local runs), not
 # the docs examples (run as written), not Beam (dataprep) or the functions framework (trigger).
