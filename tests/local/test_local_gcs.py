@@ -261,3 +261,41 @@ def test_read_metrics_on_gs_is_none_when_absent_and_the_emulator_logs_nothing(gc
         '{"replicas": 1}'
     )
     assert read_metrics(f"gs://{gcs_bucket}/runs/done", settings) == {"replicas": 1}
+
+
+@pytest.mark.trainer
+def test_the_bundled_trainer_reads_its_gcs_data_as_gs_through_the_emulator(tmp_path, gcs_bucket, gcs_env):
+    """A spec written for Vertex AI (trainer.train_data: /gcs/BUCKET/...) runs here unchanged:
+    the bundled trainer is given gs://BUCKET/... (it opens Cloud Storage itself; there is no /gcs/
+    mount here) and trains on the bucket's records, with one line saying so."""
+    from rich.console import Console
+
+    from vertex_trainer import api
+    from vertex_trainer.local import SUCCEEDED, run_local
+    from vertex_trainer.settings import Settings
+
+    from .conftest import custom_job
+
+    settings = Settings.from_environ(dict(os.environ) | gcs_env)
+    api.synthesize_data(
+        f"gs://{gcs_bucket}/data", examples=64, shards=2, image_size=16, num_classes=2, settings=settings
+    )
+    flags = [f"--train-data=/gcs/{gcs_bucket}/data/train-*", "--num-classes=2", "--image-size=16"]
+    flags += ["--model=tiny-cnn", "--epochs=1", "--batch-size=32", "--precision=float32"]
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {"imageUri": "x", "args": flags},
+    }
+    job = custom_job(str(tmp_path / "out"), [pool])
+    buf = io.StringIO()
+    result = run_local(job, None, settings=settings, console=Console(file=buf, width=300))
+    shown = buf.getvalue()
+    assert result.state == SUCCEEDED, shown[-3000:]
+    assert (
+        f"args[0]: /gcs/{gcs_bucket}/data/train-* is read as gs://{gcs_bucket}/data/train-* here" in shown
+    ), shown[:2000]
+    config = json.loads((tmp_path / "out" / "trainer_config.json").read_text())
+    assert config["flags"]["train_data"] == f"gs://{gcs_bucket}/data/train-*"
+    assert result.metrics["steps"] == 2  # 64 records of the bucket, batch 32
+    assert not os.path.exists(f"/gcs/{gcs_bucket}")  # nothing was written to a local /gcs

@@ -190,6 +190,37 @@ def test_the_bundled_trainers_fuse_paths_name_its_fields():
     ]
 
 
+def test_only_the_bundled_trainers_unmounted_gcs_args_are_read_as_gs():
+    from vertex_trainer import render
+    from vertex_trainer.local.cluster import fuse_paths, trainer_reads_gs
+    from vertex_trainer.spec import build_spec
+
+    trainer = {
+        "train_data": "/gcs/vt32-no-such-bucket/train-*",
+        "eval_data": "gs://vt32-bucket/gcs/validation-*",  # a gcs/ folder in a gs:// URL: not FUSE
+        "num_classes": 2,
+        "extra_args": ["--export=/gcs/vt32-no-such-bucket/x,/gcs/vt32-other/y"],
+    }
+    spec = build_spec({"name": "x", "hardware": "cpu", "trainer": trainer, "env": {"P": "/gcs/vt32-b/p"}})
+    job = render.custom_job(spec)
+    assert [field for field, _ in fuse_paths(job, spec)] == [
+        "trainer.train_data",
+        "trainer.extra_args",
+        "env.P",
+    ]
+    read, lines = trainer_reads_gs(job, spec)
+    args = read["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"]
+    assert "--train-data=gs://vt32-no-such-bucket/train-*" in args
+    assert "--eval-data=gs://vt32-bucket/gcs/validation-*" in args
+    assert "--export=gs://vt32-no-such-bucket/x,gs://vt32-other/y" in args
+    assert fuse_paths(read, spec) == [("env.P", "/gcs/vt32-b/p")]  # env stays: still refused without a mount
+    assert lines[0].startswith("trainer.train_data: /gcs/vt32-no-such-bucket/train-* is read as gs://")
+    assert len(lines) == 3 and job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] != args  # a copy
+    # A pool with its own command is not the bundled trainer: nothing is rewritten.
+    job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = ["python", "train.py"]
+    assert trainer_reads_gs(job, spec) == (job, [])
+
+
 @pytest.mark.skipif(gcsfuse.unavailable() is not None, reason=f"no /gcs mount here: {gcsfuse.unavailable()}")
 def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     """/gcs/BUCKET/path is <output_dir>/vertex-trainer/gcs/BUCKET/path for every replica of the
@@ -220,8 +251,10 @@ def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     assert not Path("/gcs/vt32-bucket").exists()  # the mount was the replicas' own
 
 
-def test_the_bundled_trainers_gcs_data_is_refused_even_where_gcs_can_be_mounted(tmp_path):
-    """Its /gcs/ paths are data to read; the stand-in holds only what a run writes."""
+def test_the_bundled_trainers_gcs_data_is_read_as_gs_and_needs_a_route_to_the_bucket(tmp_path):
+    """Its /gcs/ paths are data it opens itself: read as gs:// (tests/local/test_local_gcs.py
+    trains so through the emulator); with neither an emulator nor credentials, exit 2 before
+    anything starts, naming the ways out."""
     path = tmp_path / "spec.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -235,5 +268,7 @@ def test_the_bundled_trainers_gcs_data_is_refused_even_where_gcs_can_be_mounted(
     )
     result = cli_runner(edge_env(tmp_path), cwd=tmp_path)("submit", path, "--local")
     assert result.returncode == 2, result.stderr
-    assert "trainer.train_data '--train-data=/gcs/vt32-no-such-bucket/train-*'" in result.stderr
+    bucket = "vt32-no-such-bucket"
+    assert f"trainer.train_data: /gcs/{bucket}/train-* is read as gs://{bucket}/train-* here" in result.stderr
+    assert "vertex-trainer dev gcs-emulator" in result.stderr and "Cloud Storage FUSE" not in result.stderr
     assert not (tmp_path / "out").exists()

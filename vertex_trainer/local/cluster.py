@@ -20,6 +20,7 @@ is always a mapping passed in: nothing here reads the process environment.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -346,7 +347,9 @@ def check_gcs_route(env: Mapping[str, str]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 FUSE_ROOT = "/gcs/"
-_FUSE_RE = re.compile(r"/gcs/[^,\s]*")
+# A /gcs/ path where a value, a flag's value (after "=") or a list item (after ",") starts; not
+# a "/gcs/" folder inside a gs:// URL (gs://bucket/gcs/data).
+_FUSE_RE = re.compile(r"(?<![^=,\s])/gcs/[^,\s]*")
 
 
 @dataclass(frozen=True)
@@ -394,6 +397,37 @@ def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
     for name, value in pool_env(pool).items():
         found += [FuseRef(f"env.{name}", value, m.group(0)) for m in _FUSE_RE.finditer(value)]
     return [r for r in found if not os.path.isdir(_bucket_dir(r.path))]
+
+
+def trainer_reads_gs(job: dict[str, Any], spec: Any = None) -> tuple[dict[str, Any], list[str]]:
+    """The job with the bundled trainer's /gcs/BUCKET/PATH flag values as gs://BUCKET/PATH, and
+    a line for each.
+
+    The trainer opens both with tf.io.gfile; here, without Vertex AI's mount, gs:// reaches the
+    same object (through the Cloud Storage emulator, or Cloud Storage with your credentials), and
+    its TFRecords stream as they would (no copy into a stand-in). Only pools that run the bundled
+    trainer (a containerSpec without a command: the image's entrypoint) are rewritten, only their
+    args (the trainer reads no /gcs/ path from its environment), and only buckets not mounted here.
+    """
+    refs = [r for r in fuse_refs(job, spec) if not r.field.startswith("env.")]
+    pools = job_spec_of(job)["workerPoolSpecs"]
+    if not refs or not all("containerSpec" in p and not p["containerSpec"].get("command") for p in pools):
+        return job, []
+
+    def as_gs(match: re.Match[str]) -> str:
+        path = match.group(0)
+        return path if os.path.isdir(_bucket_dir(path)) else "gs://" + path[len(FUSE_ROOT) :]
+
+    job = copy.deepcopy(job)
+    for pool in job_spec_of(job)["workerPoolSpecs"]:
+        task = pool["containerSpec"]
+        task["args"] = [_FUSE_RE.sub(as_gs, str(a)) for a in task.get("args") or []]
+    said = dict.fromkeys((r.field, r.path) for r in refs)
+    return job, [
+        f"{field}: {path} is read as gs://{path[len(FUSE_ROOT) :]} here (the bundled trainer opens "
+        "Cloud Storage itself; Vertex AI's /gcs/ mount is not on this machine)"
+        for field, path in said
+    ]
 
 
 def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:

@@ -113,9 +113,14 @@ def run_local(
         code = owncode.factory_code(spec)
     if code is not None:
         owncode.check_requirements(code)
+    # The bundled trainer's /gcs/ flag values are read as gs:// (cluster.trainer_reads_gs); a
+    # script job's code keeps them, for the stand-in below.
+    if code is None or code.on_path:
+        job, read_as = cluster.trainer_reads_gs(job, spec)
+        for line in read_as:
+            console.print(line, markup=False, highlight=False)
     # /gcs/ as on Vertex AI (local/gcsfuse.py) for your own code, where this machine can mount
-    # it. The bundled trainer runs without the stand-in: its /gcs/ paths, and any /gcs/ path
-    # without the mount, are refused now.
+    # it; any other /gcs/ path (or any without the mount) is refused now.
     mount = code is not None and not code.on_path and gcsfuse.unavailable() is None
     if not mount:
         cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
