@@ -82,6 +82,43 @@ def test_a_script_reads_the_buckets_objects_and_only_what_it_wrote_is_uploaded(
     assert sorted(gcs_emulator.list_objects(gcs_bucket, "data/")) == ["data/eval.csv", "data/train.csv"]
 
 
+# Deletes two fetched files; before that, replaces one of those objects in the bucket (another
+# writer, through the emulator's JSON API), which must then be kept.
+DELETER = """
+import os, sys, urllib.parse, urllib.request
+data = sys.argv[1]
+bucket = data.split("/")[2]
+query = urllib.parse.urlencode({"uploadType": "media", "name": "data/replaced.csv"})
+url = os.environ["STORAGE_EMULATOR_HOST"] + f"/upload/storage/v1/b/{bucket}/o?{query}"
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+opener.open(urllib.request.Request(url, data=b"a newer object", method="POST"), timeout=30).read()
+os.remove(os.path.join(data, "gone.csv"))
+os.remove(os.path.join(data, "replaced.csv"))
+"""
+
+
+def test_a_fetched_file_the_script_deletes_is_deleted_from_the_bucket_unless_it_changed_there(
+    tmp_path, gcs_emulator, gcs_bucket, gcs_env
+):
+    for name in ("data/gone.csv", "data/replaced.csv", "data/kept.csv"):
+        _put(gcs_emulator, gcs_bucket, name, name.encode())
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "task.py").write_text(DELETER)
+    data = script_data(code, output_dir=f"gs://{gcs_bucket}/runs/own", args=[f"/gcs/{gcs_bucket}/data"])
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = cli_runner(edge_env(tmp_path, **gcs_env), cwd=tmp_path)("submit", path, "--local")
+    assert result.returncode == 0, result.stderr
+    assert "/gcs: 3 object(s) (" in result.stderr
+    expected = (
+        "/gcs: 1 object(s) the replicas deleted deleted from their buckets; 1 kept: changed in the bucket"
+    )
+    assert expected in result.stderr, result.stderr
+    assert sorted(gcs_emulator.list_objects(gcs_bucket, "data/")) == ["data/kept.csv", "data/replaced.csv"]
+    assert gcs_emulator.read_object(gcs_bucket, "data/replaced.csv") == b"a newer object"
+
+
 def _ref(bucket: str, rest: str, field: str = "args[0]") -> FuseRef:
     return FuseRef(field, f"--data=/gcs/{bucket}/{rest}", f"/gcs/{bucket}/{rest}")
 

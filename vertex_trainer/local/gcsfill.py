@@ -22,7 +22,9 @@ Default Credentials) into the stand-in:
   run wrote it, or you put it there); otherwise exit 2 before the run, naming the field and value.
 
 When a run that writes to Cloud Storage ends, gcsfuse.upload skips every fetched file whose size
-and mtime are what they were when it was fetched: only what the run wrote or changed goes back.
+and mtime are what they were when it was fetched: only what the run wrote or changed goes back;
+and a fetched file the run deleted is deleted from the bucket if the object is still at the
+generation fetched (gcsfuse.deleted).
 """
 
 from __future__ import annotations

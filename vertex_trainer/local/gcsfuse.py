@@ -15,7 +15,8 @@ reads see them (local/gcsfill.py says exactly what is fetched, kept and refused)
 script finds by other means (a path it builds itself) are not fetched. When a gs:// run ends,
 `upload` sends every file of the stand-in to gs://BUCKET/path except those fetched and left
 unchanged (same size and mtime), so only what the run wrote or changed is uploaded, where Vertex
-AI would have put it. A file the run deletes is not deleted from the bucket.
+AI would have put it. A fetched file the run deleted (`deleted`) is deleted from its bucket, as
+the mount would have, unless the object changed in the bucket since it was fetched.
 
 What it needs: root (a bind mount needs CAP_SYS_ADMIN, and /gcs, an empty mount point, must exist
 on the root filesystem: it is created when missing) and util-linux's `unshare`. Without them
@@ -42,6 +43,9 @@ _MOUNT_THEN_RUN = f'mount --bind "$0" {MOUNT_POINT} && exec "$@"'
 
 class Unchanged(Protocol):
     """A file as it was fetched into the stand-in (gcsfill.Fetched)."""
+
+    @property
+    def generation(self) -> str: ...
 
     def same_file(self, path: Path) -> bool: ...
 
@@ -113,3 +117,15 @@ def upload(
             put(bucket, obj, path)
             count += 1
     return count
+
+
+def deleted(standin: Path, fetched: Mapping[str, Unchanged]) -> list[tuple[str, str, str]]:
+    """(bucket, object, generation fetched) of every object fetched into the stand-in whose file
+    the run deleted (nothing is left at its path), in the order of their keys."""
+    gone = []
+    for key in sorted(fetched):
+        bucket, _, obj = key.partition("/")
+        path = standin / key
+        if bucket and obj and not path.exists() and not path.is_symlink():
+            gone.append((bucket, obj, fetched[key].generation))
+    return gone
