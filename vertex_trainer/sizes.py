@@ -12,8 +12,10 @@ _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 def human_size(n: float) -> str:
     """1234567 -> '1.2 MiB': whole bytes below 1 KiB, then one decimal in binary units up to TiB."""
     value = float(n)
-    for unit in _UNITS:
-        if value < 1024 or unit == _UNITS[-1]:
-            return f"{value:.0f} B" if unit == "B" else f"{value:.1f} {unit}"
+    if value < 1024:
+        return f"{value:.0f} B"
+    for unit in _UNITS[1:-1]:
         value /= 1024
-    raise AssertionError("unreachable: the last unit always returns")
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+    return f"{value / 1024:.1f} {_UNITS[-1]}"

@@ -256,8 +256,6 @@ def _read(plan: Any, spec: Any, name: str) -> str:
 
 # -- one real training ---------------------------------------------------------------------------
 
-THROUGHPUT = THROUGHPUT_FIELDS  # the fields a built-in model's run has (tests/shared.py)
-
 
 def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:
     named = {b.id for b in harness.blocks() if b.checked_by == HERE}
@@ -281,7 +279,7 @@ def test_the_example_factory_trains_through_the_bundled_trainer(tmp_path, tmp_pa
     # compile_seconds is the first execution's excess over a steady one: None after one execution.
     executions = metrics["steps"] // metrics["steps_per_execution"]
     unset = [] if executions > 1 else ["compile_seconds"]
-    missing = [k for k in THROUGHPUT if k not in metrics or (metrics[k] is None and k not in unset)]
+    missing = [k for k in THROUGHPUT_FIELDS if k not in metrics or (metrics[k] is None and k not in unset)]
     assert not missing, f"metrics.json lacks {missing}: {sorted(metrics)}"
     assert all(metrics[k] is None for k in unset) and metrics["train_examples_per_sec"] > 0
     # The export has the serving signature and its config, as a built-in model's.

@@ -75,7 +75,8 @@ def save(model: Any, target: str, serving: ServingConfig, *, traces: bool | None
 
     A built-in model is saved without its layers' traced call functions (save_traces=False): it
     is made of Keras's own layers, which load back from their config, and tracing every layer
-    again was a third of a tiny-cnn's export (and grows with the layer count: ResNet's hundreds).
+    again was half of a tiny-cnn's export CPU and two thirds of a ResNet-50's
+    (benchmarks/RESULTS-export.md).
     A factory's model keeps them, so its custom layers load back without their code. Serving
     reads the signatures either way. `traces` overrides the choice (benchmarks/export_traces.py).
     """

@@ -370,9 +370,10 @@ class FuseRef:
         return self.path[len(FUSE_ROOT) :].partition("/")[2].rstrip("/")
 
 
-def _bucket_dir(path: str) -> str:
+def _mounted(path: str) -> bool:
+    """Is the bucket of /gcs/BUCKET/... mounted here (/gcs/BUCKET a directory, e.g. gcsfuse)?"""
     bucket = path[len(FUSE_ROOT) :].split("/", 1)[0]
-    return FUSE_ROOT + bucket
+    return os.path.isdir(FUSE_ROOT + bucket)
 
 
 def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
@@ -396,7 +397,7 @@ def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
         found += [FuseRef(field, arg, m.group(0)) for m in _FUSE_RE.finditer(arg)]
     for name, value in pool_env(pool).items():
         found += [FuseRef(f"env.{name}", value, m.group(0)) for m in _FUSE_RE.finditer(value)]
-    return [r for r in found if not os.path.isdir(_bucket_dir(r.path))]
+    return [r for r in found if not _mounted(r.path)]
 
 
 def trainer_reads_gs(job: dict[str, Any], spec: Any = None) -> tuple[dict[str, Any], list[str]]:
@@ -416,7 +417,7 @@ def trainer_reads_gs(job: dict[str, Any], spec: Any = None) -> tuple[dict[str, A
 
     def as_gs(match: re.Match[str]) -> str:
         path = match.group(0)
-        return path if os.path.isdir(_bucket_dir(path)) else "gs://" + path[len(FUSE_ROOT) :]
+        return path if _mounted(path) else "gs://" + path[len(FUSE_ROOT) :]
 
     job = copy.deepcopy(job)
     for pool in job_spec_of(job)["workerPoolSpecs"]:
