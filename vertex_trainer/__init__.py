@@ -21,6 +21,7 @@ __all__ = [
     "create_resource",
     "delete_resource",
     "deploy",
+    "list_endpoints",
     "list_jobs",
     "list_resources",
     "load_spec",
@@ -31,6 +32,7 @@ __all__ = [
     "status",
     "submit",
     "tuning_job",
+    "undeploy",
     "web_access",
 ]
 
@@ -55,6 +57,8 @@ _LAZY = {
     "delete_resource": "vertex_trainer.api",
     "web_access": "vertex_trainer.api",
     "report": "vertex_trainer.api",
+    "list_endpoints": "vertex_trainer.api",
+    "undeploy": "vertex_trainer.api",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover
         compile_pipeline,
         create_resource,
         delete_resource,
+        list_endpoints,
         list_jobs,
         list_resources,
         load_spec,
@@ -76,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover
         status,
         submit,
         tuning_job,
+        undeploy,
         web_access,
     )
     from vertex_trainer.api.bench import bench

@@ -136,8 +136,11 @@ def test_dry_run_sends_nothing(fake, settings):
         settings=settings,
     )
     assert plan["dry_run"] and fake.connections == 0
-    assert [r["method"] for r in plan["requests"]] == ["GET", "POST", "GET", "POST"]
+    assert [r["method"] for r in plan["requests"]] == ["GET", "POST", "GET", "POST", "POST"]
     assert plan["requests"][1]["body"]["model"]["displayName"] == "digits"
+    # Once the new version serves with all the traffic, the others left at 0% go (issue 40 item 3).
+    assert plan["requests"][-1]["url"].endswith("/endpoints/ENDPOINT_ID:undeployModel")
+    assert plan["undeploys"] == "every other deployed model left at 0%, once the new version serves"
 
 
 def test_job_deploy_from_the_python_api(fake, storage, settings):
@@ -199,8 +202,10 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
         "deployed_model_id",
         "traffic_split",
         "adopted",
+        "undeployed",
     }
     assert result["adopted"] is False and sum(result["traffic_split"].values()) == 100
+    assert result["undeployed"] == []  # nothing else was on the endpoint
     again = json.loads(invoke(args, env=env, cwd=ROOT).stdout)
     assert again == {**result, "adopted": True}
 

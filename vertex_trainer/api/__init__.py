@@ -18,6 +18,7 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     handles.py  the API's Job; results.py the DryRun and the LocalJob
     package.py  package: the image built once per content hash (or the Python package staged)
     deploy.py   deploy: a finished job's model registered and served
+    endpoints.py endpoints and undeploy: what is deployed (with its hourly price), one taken off
     jobs.py     jobs by name: status, tuning_job, cancel, list_jobs, logs
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
@@ -50,6 +51,7 @@ from vertex_trainer.api.core import (
 from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
 from vertex_trainer.api.data import convert_data, synthesize_data
 from vertex_trainer.api.deploy import deploy, serve_model
+from vertex_trainer.api.endpoints import list_endpoints, undeploy
 from vertex_trainer.api.events import (
     compile_pipeline,
     on_object_finalized,
@@ -103,6 +105,7 @@ __all__ = [
     "find_local_run",
     "hardware_catalog",
     "job_cost",
+    "list_endpoints",
     "list_jobs",
     "list_resources",
     "load_spec",
@@ -135,6 +138,7 @@ __all__ = [
     "trigger_deploy",
     "trigger_render",
     "tuning_job",
+    "undeploy",
     "use_identity",
     "web_access",
 ]

@@ -23,11 +23,14 @@ def deploy(
     model_dir: str | None = None,
     dry_run: bool = False,
     timeout: float | None = None,
+    keep_previous: bool = False,
     log: Log | None = None,
     settings: Settings | None = None,
 ) -> Deployment | dict:
     """Register a finished job's model (or `model_dir`) in the Model Registry and deploy it to
-    the spec's endpoint, at most once per job (docs/contract.md section 5).
+    the spec's endpoint, at most once per job (docs/contract.md section 5). When the new version
+    takes all the traffic (deploy.traffic 100, the default), the other deployed models left at 0%
+    are undeployed once it serves, unless kept (``keep_previous``, or deploy.keep_previous).
 
     Args:
         spec: the job spec whose ``deploy:`` block says where and how.
@@ -35,13 +38,16 @@ def deploy(
         model_dir: a SavedModel in Cloud Storage, instead of ``job`` (exactly one of the two).
         dry_run: return the requests it would send, as a dict; nothing is sent.
         timeout: seconds to wait for the upload and the deployment (default: deploy.timeout).
+        keep_previous: keep the other deployed models on the endpoint (as deploy.keep_previous).
         log: where progress lines go (default: stderr).
         settings: the process settings (default: read from the environment).
 
     Returns:
-        the Deployment (model, version, endpoint, traffic split, adopted), or with ``dry_run``
-        a dict ``{"requests": [...]}``.
+        the Deployment (model, version, endpoint, traffic split, adopted, what was undeployed),
+        or with ``dry_run`` a dict ``{"requests": [...], "undeploys": ...}``.
     """
+    import dataclasses
+
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
     from vertex_trainer.vertex.deploy import deploy as run_deploy
@@ -70,12 +76,39 @@ def deploy(
         planned = plan_artifact(spec).image_uri if spec.image is not None else None
         artifact, label, image = deployment.from_model_dir(model_dir, planned)
     request = deployment.request(spec, artifact, label, image)
+    request = dataclasses.replace(
+        request, keep_previous=keep_previous or deployment.deploy_block(spec).keep_previous
+    )
     if dry_run:
-        return deployment.dry_run(client, request)
+        return _with_undeploys(deployment.dry_run(client, request), client, request)
     deployment.check_model_dir(settings, artifact, log=log)
     return run_deploy(
         client, request, poll=settings.poll, timeout=timeout or deployment.deploy_block(spec).timeout, log=log
     )
+
+
+def _with_undeploys(plan: dict, client: Any, request: Any) -> dict:
+    """The dry run's plan with what deploy would undeploy after the new version serves: no
+    connection is opened, so the endpoint's deployed models are not known; the request is shown
+    once, for each of them."""
+    base = client.api.url(f"v1/{client.parent}")
+    if request.retires_others:
+        plan["undeploys"] = "every other deployed model left at 0%, once the new version serves"
+        plan["requests"].append(
+            {
+                "method": "POST",
+                "url": f"{base}/endpoints/ENDPOINT_ID:undeployModel",
+                "body": {"deployedModelId": "EACH_OTHER_DEPLOYED_MODEL_ID"},
+                "note": "once the new version serves with 100% of the traffic, for each other "
+                "deployed model left at 0% (their nodes stop billing); --keep-previous or "
+                "deploy.keep_previous: true keeps them",
+            }
+        )
+    elif request.keep_previous:
+        plan["undeploys"] = "none: the other deployed models are kept (keep_previous)"
+    else:
+        plan["undeploys"] = f"none: the new version takes {request.traffic}% and the others keep the rest"
+    return plan
 
 
 def serve_model(

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "report": ("report",),
     "package": ("package",),
     "deploy": ("deploy", "serve"),
+    "endpoints": ("endpoints", "undeploy"),
     "data": ("data",),
     "dev": ("dev",),
     "tuning": ("trials",),

@@ -48,9 +48,21 @@ def deploy(
             help="seconds to wait for the upload and the deployment (default: deploy.timeout, 1h)",
         ),
     ] = None,
+    keep_previous: Annotated[
+        bool,
+        typer.Option(
+            "--keep-previous",
+            help="keep the other deployed models on the endpoint (default: once the new version "
+            "serves with 100% of the traffic, those left at 0% are undeployed; as "
+            "deploy.keep_previous)",
+        ),
+    ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Register the model in the Model Registry and deploy it to an Endpoint (once per job)."""
+    """Register the model in the Model Registry and deploy it to an Endpoint (once per job).
+
+    Once it serves with all the traffic, the other deployed models left at 0% are undeployed
+    (--keep-previous keeps them)."""
     from vertex_trainer import api
 
     cfg = settings()
@@ -61,6 +73,7 @@ def deploy(
         model_dir=model_dir,
         dry_run=dry_run,
         timeout=timeout,
+        keep_previous=keep_previous,
         log=stderr_line,
         settings=cfg,
     )

@@ -8,6 +8,10 @@
 - ``GET  /v1/{parent}/endpoints``                     list (``filter=display_name="X"``)
 - ``GET  /v1/{parent}/endpoints/ID``                  get
 - ``POST /v1/{parent}/endpoints/ID:deployModel``      deployModel (DeployModelRequest) -> Operation
+- ``POST /v1/{parent}/endpoints/ID:undeployModel``    undeployModel (UndeployModelRequest) -> Operation:
+  a deployed model that takes traffic goes only with a trafficSplit that unassigns it (the
+  service's FAILED_PRECONDITION otherwise); the last one leaves the split empty; the predictor
+  hook's `undeployed(endpoint, deployed_model_id)` is told when the operation completes
 - ``POST /v1/{parent}/endpoints/ID:predict``          predict: a deployed model chosen by the
   traffic split answers, through the `predictor` hook (none: 501; the sandbox serves the model)
 - ``GET  /v1/{...}/operations/ID``                    operations.get
@@ -43,6 +47,7 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     ("GET", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+)$"), "endpoint-get"),
     ("GET", re.compile(rf"^/(?:v1|ui)/({_PARENT}/[a-zA-Z]+/[^/:]+)/operations$"), "operation-list"),
     ("POST", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+):deployModel$"), "deploy"),
+    ("POST", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+):undeployModel$"), "undeploy"),
     ("POST", re.compile(rf"^/v1/({_PARENT}/endpoints/[^/:]+):predict$"), "predict"),
     # The generated REST transports poll operations under /ui/ as well as /v1/.
     ("GET", re.compile(rf"^/(?:v1|ui)/({_PARENT}/(?:[a-zA-Z]+/[^/]+/)?operations/[0-9]+)$"), "operation"),
@@ -175,7 +180,8 @@ class ModelService:
         self._op_ids = itertools.count(8_000_000_000_000_000_001)
         self._deployed_ids = itertools.count(2_000_000_000_000_000_001)
         # The hook that serves predictions (FakeVertex(predictor=...)): `deployed(endpoint,
-        # deployed_model, model)` when a deployModel completes, `predict(endpoint, deployed_model,
+        # deployed_model, model)` when a deployModel completes, `undeployed(endpoint,
+        # deployed_model_id)` when an undeployModel does, `predict(endpoint, deployed_model,
         # model, body) -> (status, payload)` per request; `model` is the Model version.
         self.predictor: Any = None
 
@@ -188,7 +194,8 @@ class ModelService:
 
     # -- test controls -------------------------------------------------------------------------
     def fail_operation(self, kind: str, message: str, code: int = 13) -> None:
-        """The next `kind` operation ("upload", "deploy", "endpoint-create") ends with an error."""
+        """The next `kind` operation ("upload", "deploy", "undeploy", "endpoint-create") ends with
+        an error."""
         with self._lock:
             self.state.operation_errors[kind] = {"code": code, "message": message}
 
@@ -434,6 +441,70 @@ class ModelService:
                     "deployedModel": entry,
                 },
                 "type.googleapis.com/google.cloud.aiplatform.v1.DeployModelOperationMetadata",
+                on_done=done,
+            )
+
+    def _undeploy(self, name: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
+        request = _parse(
+            "UndeployModelRequest", {**(body or {}), "endpoint": name} if isinstance(body, dict) else body
+        )
+        deployed_id = str(request.get("deployedModelId") or "")
+        if not deployed_id:
+            raise ServiceError(
+                400,
+                "List of found errors:\t1.Field: deployed_model_id; Message: Required field is not set.\t",
+            )
+        with self._lock:
+            endpoint = self.state.endpoints.get(name)
+            if endpoint is None:
+                raise ServiceError(404, f'The Endpoint "{name}" does not exist.')
+            deployed = endpoint.get("deployedModels", [])
+            if not any(d["id"] == deployed_id for d in deployed):
+                raise ServiceError(404, f'DeployedModel "{deployed_id}" does not exist in Endpoint "{name}".')
+            current = {k: int(v) for k, v in (endpoint.get("trafficSplit") or {}).items()}
+            # An empty map is no map in proto3: the split is "given" only when it names someone.
+            split = {k: int(v) for k, v in (request.get("trafficSplit") or {}).items()}
+            given = bool(split)
+            remaining = [d["id"] for d in deployed if d["id"] != deployed_id]
+            if given and remaining:
+                unknown = sorted(set(split) - {d["id"] for d in deployed})
+                if unknown:
+                    raise ServiceError(
+                        400, f"The following DeployedModel ID(s) [{', '.join(unknown)}] do not exist."
+                    )
+                if split.get(deployed_id, 0) or sum(split.values()) != 100:
+                    raise ServiceError(
+                        400,
+                        f"Invalid traffic split {split}: the percentages must add up to 100 and give "
+                        f"none to the DeployedModel being undeployed ({deployed_id}).",
+                    )
+            elif remaining and current.get(deployed_id, 0) > 0:
+                raise ServiceError(
+                    400,
+                    f"DeployedModel {deployed_id} has {current[deployed_id]}% of the traffic of "
+                    f"Endpoint {name}; undeploying it needs a traffic_split that assigns that "
+                    "traffic to the remaining DeployedModels.",
+                )
+
+            def done() -> None:
+                endpoint["deployedModels"] = [
+                    d for d in endpoint.get("deployedModels", []) if d["id"] != deployed_id
+                ]
+                left = {d["id"] for d in endpoint["deployedModels"]}
+                after = split if given else current
+                endpoint["trafficSplit"] = {k: v for k, v in after.items() if v and k in left}
+                if not endpoint["deployedModels"]:
+                    endpoint.pop("deployedModels")
+                    endpoint.pop("trafficSplit")
+                endpoint["updateTime"] = _now()
+                if self.predictor is not None and hasattr(self.predictor, "undeployed"):
+                    self.predictor.undeployed(name, deployed_id)
+
+            return self._start(
+                "undeploy",
+                name,
+                {"@type": "type.googleapis.com/google.cloud.aiplatform.v1.UndeployModelResponse"},
+                "type.googleapis.com/google.cloud.aiplatform.v1.UndeployModelOperationMetadata",
                 on_done=done,
             )
 

@@ -9,6 +9,9 @@ AIP_DEPLOYED_MODEL_ID, ... . `predict()` waits until the health route answers 20
 routes no traffic before), then forwards the request body to the predict route and hands the
 answer back to the fake endpoint, which adds deployedModelId, model and modelVersionId.
 
+When an undeployModel completes, `undeployed()` stops that deployed model's server (Vertex AI
+releases its nodes) and returns once the process is gone, so the operation is done only then.
+
 Servers are processes of their own session that die with the sandbox (local.Supervisor), bound
 to 127.0.0.1 only; `stop()` ends them all.
 """
@@ -42,6 +45,7 @@ class _Server:
     supervisor: Any
     ready: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
+    stopped: bool = False  # undeployed: never (re)started
 
 
 class ModelServers:
@@ -54,6 +58,7 @@ class ModelServers:
         self.echo = echo if echo is not None else (lambda text: None)
         self.load_timeout = load_timeout
         self._servers: dict[str, _Server] = {}
+        self._undeployed: set[str] = set()  # deployed model ids whose server was stopped for good
         self._lock = threading.Lock()
         self._closed = False
 
@@ -68,7 +73,8 @@ class ModelServers:
         """Forward `body` to the deployed model's server; (HTTP status, JSON answer)."""
         server = self._ensure(endpoint, deployed_model, model)
         if server is None:
-            return 503, {"error": "the sandbox is shutting down"}
+            gone = str(deployed_model["id"]) in self._undeployed
+            return 503, {"error": "the model was undeployed" if gone else "the sandbox is shutting down"}
         if not server.ready.wait(self.load_timeout):
             return 503, {"error": f"the model did not become ready within {self.load_timeout:.0f} s"}
         if server.error:
@@ -90,6 +96,20 @@ class ModelServers:
                 return exc.code, {"error": raw.decode("utf-8", "replace")[:500]}
         except OSError as exc:
             return 503, {"error": f"the model server did not answer: {exc}"}
+
+    def undeployed(self, endpoint: str, deployed_model_id: str) -> None:
+        """An undeployModel completed: stop that deployed model's server (SIGTERM, then SIGKILL)
+        and return once its process is gone."""
+        with self._lock:  # _watch starts a process under this lock: it sees `stopped`, or we see it
+            self._undeployed.add(str(deployed_model_id))
+            server = self._servers.pop(str(deployed_model_id), None)
+            if server is None:
+                return
+            server.stopped = True
+        server.supervisor.stop()
+        server.error = server.error or "the model was undeployed"
+        server.ready.set()
+        self.echo(f"[model {deployed_model_id}] undeployed from {endpoint}: its server stopped")
 
     # -- the sandbox ------------------------------------------------------------------------
     def stop(self) -> None:
@@ -114,7 +134,7 @@ class ModelServers:
 
         deployed_id = str(deployed_model["id"])
         with self._lock:
-            if self._closed:
+            if self._closed or deployed_id in self._undeployed:
                 return None
             if deployed_id in self._servers:
                 return self._servers[deployed_id]
@@ -175,6 +195,8 @@ class ModelServers:
             try:
                 if self._closed:
                     raise RuntimeError("the sandbox is shutting down")
+                if server.stopped:
+                    raise RuntimeError("the model was undeployed")
                 server.supervisor.start()
             except Exception as exc:
                 server.error = f"the serving container cannot start: {exc}"

@@ -66,7 +66,13 @@ class DeploySpec(Strict):
         ge=0,
         le=100,
         description="percent of the endpoint's traffic for the new "
-        "version; the versions already serving share the rest",
+        "version; the versions already serving share the rest (at 100, the default, they are "
+        "undeployed once it serves, unless keep_previous)",
+    )
+    keep_previous: bool = Field(
+        False,
+        description="keep the other deployed models on the endpoint when the new version takes "
+        "all the traffic (default: undeploy them once it serves, so their nodes stop billing)",
     )
     serving_image: str = Field(
         "auto",

@@ -5,10 +5,14 @@
 2. the endpoint, by resource name, or found by display name, or created (with the display name
    as its id when that is a valid id, so a retried create answers ALREADY_EXISTS);
 3. deployModel with dedicated resources and the traffic split: the new version gets `traffic`
-   percent, the versions already serving keep their relative shares of the rest.
+   percent, the versions already serving keep their relative shares of the rest;
+4. once it serves with all the traffic (`traffic: 100`, the default), every other deployed model
+   left at 0% is undeployed (endpoints.retire), so its nodes stop billing, unless the request
+   keeps them (`keep_previous`). Never before the new version serves.
 
 Each step looks before it acts, and looks again after an answer was lost, so running the same
-deploy twice uploads nothing and deploys nothing the second time. Long-running operations are
+deploy twice uploads, deploys and undeploys nothing the second time (and finishes an undeploy an
+interrupted first run left undone). Long-running operations are
 polled to their end (bounded by `timeout`).
 """
 
@@ -23,8 +27,8 @@ from typing import Any
 from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import Log, Transient, look_after_lost, silent
-from vertex_trainer.gcp.lro import wait_operation
 from vertex_trainer.settings import PollPolicy
+from vertex_trainer.vertex.endpoints import Undeployment, retire
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.service import aiplatform_sdk
 
@@ -77,6 +81,13 @@ class DeployRequest:
     traffic: int = 100
     labels: dict[str, str] = field(default_factory=dict)
     service_account: str | None = None
+    keep_previous: bool = False  # keep the other deployed models left at 0% (else undeployed)
+
+    @property
+    def retires_others(self) -> bool:
+        """Whether the other deployed models are undeployed once this one serves: it takes all
+        the traffic (with less, the others keep their share) and they are not kept."""
+        return self.traffic == 100 and not self.keep_previous
 
     def model_body(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -115,6 +126,7 @@ class Deployment:
     deployed_model_id: str
     traffic_split: dict[str, int]
     adopted: bool
+    undeployed: tuple[Undeployment, ...] = ()  # the others left at 0%, taken off after it served
     client: RegistryClient | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,6 +137,7 @@ class Deployment:
             "deployed_model_id": self.deployed_model_id,
             "traffic_split": self.traffic_split,
             "adopted": self.adopted,
+            "undeployed": [u.summary() for u in self.undeployed if u.undeployed],
         }
 
     def to_sdk(self) -> Any:
@@ -194,26 +207,18 @@ def deploy(
     log: Log = silent,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Deployment:
-    """Upload (once), find or create the endpoint, deploy (once). See the module docstring."""
-    model, version, uploaded = _ensure_version(
-        client, request, poll=poll, timeout=timeout, log=log, sleep=sleep
-    )
-    endpoint = _ensure_endpoint(client, request, poll=poll, timeout=timeout, log=log, sleep=sleep)
+    """Upload (once), find or create the endpoint, deploy (once), then undeploy the others left
+    at 0% (unless kept). See the module docstring."""
+    wait: dict[str, Any] = dict(poll=poll, timeout=timeout, log=log, sleep=sleep)
+    model, version, uploaded = _ensure_version(client, request, **wait)
+    endpoint = _ensure_endpoint(client, request, **wait)
     existing = _deployed(endpoint, model, version)
     if existing is not None:
         log(
             f"deploy: {model}@{version} already serves on {endpoint['name']} "
-            f"(deployed model {existing['id']}): nothing to do"
+            f"(deployed model {existing['id']}): nothing to deploy"
         )
-        return Deployment(
-            model,
-            version,
-            endpoint["name"],
-            existing["id"],
-            _ints(endpoint.get("trafficSplit")),
-            adopted=not uploaded,
-            client=client,
-        )
+        return _finish(client, request, endpoint, model, version, existing["id"], not uploaded, wait)
     split = split_traffic(_ints(endpoint.get("trafficSplit")), request.traffic)
     log(
         f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
@@ -232,15 +237,7 @@ def deploy(
             for pending in client.operations(endpoint["name"]):
                 if not pending.get("done"):
                     try:
-                        _wait(
-                            client,
-                            pending,
-                            "an earlier deploy",
-                            poll=poll,
-                            timeout=timeout,
-                            log=log,
-                            sleep=sleep,
-                        )
+                        _wait(client, pending, "an earlier deploy", **wait)
                     except ServiceError as failed:
                         log(f"deploy: an earlier operation failed ({failed.message})")
             found = _deployed(client.get_endpoint(endpoint["name"]), model, version)
@@ -249,7 +246,7 @@ def deploy(
                 break
             budget.backoff("deploy", str(exc))
     if operation is not None:
-        _wait(client, operation, "deploying the model", poll=poll, timeout=timeout, log=log, sleep=sleep)
+        _wait(client, operation, "deploying the model", **wait)
     endpoint = client.get_endpoint(endpoint["name"])
     found = _deployed(endpoint, model, version)
     if found is None:
@@ -257,13 +254,34 @@ def deploy(
             f"deploy of {model}@{version} finished but {endpoint['name']} does not list it",
             hint="see the endpoint in the Google Cloud console",
         )
+    return _finish(client, request, endpoint, model, version, found["id"], False, wait)
+
+
+def _finish(
+    client: RegistryClient,
+    request: DeployRequest,
+    endpoint: dict[str, Any],
+    model: str,
+    version: str,
+    deployed_id: str,
+    adopted: bool,
+    wait: dict[str, Any],
+) -> Deployment:
+    """The Deployment of a version that serves, after the others left at 0% were undeployed
+    (when the request retires them; a re-run finds nothing left to undeploy)."""
+    undeployed: tuple[Undeployment, ...] = ()
+    if request.retires_others:
+        undeployed = retire(client, endpoint, deployed_id, **wait)
+        if undeployed:
+            endpoint = client.get_endpoint(endpoint["name"])
     return Deployment(
         model,
         version,
         endpoint["name"],
-        found["id"],
+        deployed_id,
         _ints(endpoint.get("trafficSplit")),
-        adopted=False,
+        adopted=adopted,
+        undeployed=undeployed,
         client=client,
     )
 
@@ -340,25 +358,8 @@ def _deployed(endpoint: dict[str, Any], model: str, version: str) -> dict[str, A
     return None
 
 
-def _wait(
-    client: RegistryClient,
-    operation: dict[str, Any],
-    what: str,
-    *,
-    poll: PollPolicy,
-    timeout: float | None,
-    log: Log,
-    sleep: Callable[[float], None],
-) -> dict[str, Any]:
-    started = time.monotonic()
-
-    def progress(op: dict[str, Any]) -> None:
-        if not op.get("done"):
-            log(f"{what}: still running ({time.monotonic() - started:.0f}s)")
-
-    return wait_operation(
-        client.api, operation, poll=poll, what=what, timeout=timeout, on_poll=progress, sleep=sleep
-    )
+def _wait(client: RegistryClient, operation: dict[str, Any], what: str, **wait: Any) -> dict[str, Any]:
+    return client.wait(operation, what, **wait)
 
 
 def _ints(split: dict[str, Any] | None) -> dict[str, int]:

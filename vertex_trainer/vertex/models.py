@@ -1,15 +1,19 @@
-"""Vertex AI Model Registry and Endpoints over the one HTTP layer: find, upload, create, deploy.
+"""Vertex AI Model Registry and Endpoints over the one HTTP layer: find, upload, create, deploy,
+undeploy, and following their long-running operations.
 
 Plain REST resources in and out (dicts in the API's JSON form); the idempotent orchestration of
-"register this job's model and serve it" is in deploy.py.
+"register this job's model and serve it" is in deploy.py, of "undeploy this one" in endpoints.py.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.gcp.http import Log, decode
-from vertex_trainer.settings import Settings
+from vertex_trainer.gcp.lro import wait_operation
+from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.service import vertex_api
 
 __all__ = ["RegistryClient", "vertex_api"]
@@ -81,6 +85,15 @@ class RegistryClient:
     def get_endpoint(self, name: str) -> dict[str, Any]:
         return self.api.json("get endpoint", "GET", f"v1/{name}")
 
+    def endpoint_or_none(self, name: str) -> dict[str, Any] | None:
+        """The endpoint, or None when the service says it does not exist (404)."""
+        response = self.api.call("get endpoint", "GET", f"v1/{name}", allow=(404,))
+        return None if response.status_code == 404 else decode(response)
+
+    def list_endpoints(self) -> list[dict[str, Any]]:
+        """Every endpoint of the project and region, with its deployed models and traffic split."""
+        return self._list("list endpoints", f"{self.parent}/endpoints", "endpoints")
+
     def create_endpoint(
         self, endpoint: dict[str, Any], endpoint_id: str | None = None
     ) -> dict[str, Any] | None:
@@ -103,6 +116,39 @@ class RegistryClient:
         """endpoints.deployModel, one attempt. Returns the Operation."""
         body = {"deployedModel": deployed_model, "trafficSplit": traffic_split}
         return decode(self.api.send("deploy", "POST", f"v1/{endpoint}:deployModel", json=body))
+
+    def undeploy_once(
+        self, endpoint: str, deployed_model_id: str, traffic_split: dict[str, int] | None = None
+    ) -> dict[str, Any]:
+        """endpoints.undeployModel, one attempt. `traffic_split` (the remaining deployed models'
+        shares, summing to 100) is required by the service when the one undeployed takes traffic
+        and others remain. Returns the Operation."""
+        body: dict[str, Any] = {"deployedModelId": deployed_model_id}
+        if traffic_split:
+            body["trafficSplit"] = traffic_split
+        return decode(self.api.send("undeploy", "POST", f"v1/{endpoint}:undeployModel", json=body))
+
+    def wait(
+        self,
+        operation: dict[str, Any],
+        what: str,
+        *,
+        poll: PollPolicy,
+        timeout: float | None,
+        log: Log,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> dict[str, Any]:
+        """Follow a long-running operation to its end, a progress line per poll; returns its
+        response (a failed operation is ServiceError, exit 3, with the service's message)."""
+        started = time.monotonic()
+
+        def progress(op: dict[str, Any]) -> None:
+            if not op.get("done"):
+                log(f"{what}: still running ({time.monotonic() - started:.0f}s)")
+
+        return wait_operation(
+            self.api, operation, poll=poll, what=what, timeout=timeout, on_poll=progress, sleep=sleep
+        )
 
     def operations(self, resource: str) -> list[dict[str, Any]]:
         """The long-running operations of a model or endpoint (done or not)."""

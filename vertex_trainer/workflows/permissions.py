@@ -80,7 +80,12 @@ COMMANDS: dict[str, tuple[Need, ...]] = {
         "aiplatform.endpoints.create",
         "aiplatform.endpoints.get",
         "aiplatform.endpoints.deploy",
+        "aiplatform.endpoints.undeploy",  # the versions left at 0% (docs/contract.md section 15)
     ),
+    "endpoints": _project(
+        VERTEX, "aiplatform.endpoints.list", "aiplatform.endpoints.get", "aiplatform.models.get"
+    ),
+    "undeploy": _project(VERTEX, "aiplatform.endpoints.get", "aiplatform.endpoints.undeploy"),
     "pipeline submit": _project(VERTEX, "aiplatform.pipelineJobs.create", "aiplatform.pipelineJobs.get"),
 }
 

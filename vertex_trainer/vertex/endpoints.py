@@ -1,0 +1,399 @@
+"""Endpoints: what is deployed on them, and taking a deployed model off (docs/contract.md
+sections 5 and 15).
+
+- `undeploy(client, endpoint, deployed_model_id)` looks before it acts: a deployed model that is
+  not on the endpoint is already gone, and nothing is sent. One that takes traffic goes only
+  where the others can take its share: they get it in proportion to theirs (the trafficSplit
+  Vertex AI requires with such an undeployModel); one whose traffic has nowhere to go (the others
+  take none) is refused, exit 2. The last one leaves the endpoint empty (an endpoint without
+  models has no nodes and costs nothing). An answer lost in transit is checked (the endpoint's
+  pending operations followed to their end, then the endpoint read) before another try.
+- `retire(client, endpoint, keep)`: after a deploy whose version took all the traffic, every
+  other deployed model left at 0% is undeployed, so its nodes stop billing; never the one kept,
+  and nothing while the kept one does not take all the traffic.
+- `describe(client, endpoint, book)`: an endpoint as typed records, each deployed model with its
+  machines and the hourly list price of its nodes (pricing.serving), for `endpoints`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp.http import Log, Transient, silent
+from vertex_trainer.pricing import Price, PriceBook
+from vertex_trainer.pricing.serving import node_price
+from vertex_trainer.settings import PollPolicy
+from vertex_trainer.vertex.models import RegistryClient
+
+ENDPOINT_NAME = re.compile(r"^projects/[^/]+/locations/(?P<region>[^/]+)/endpoints/[^/]+$")
+
+
+@dataclass(frozen=True)
+class Undeployment:
+    """One deployed model taken off an endpoint (or found already gone)."""
+
+    endpoint: str
+    deployed_model_id: str
+    model: str = ""  # the Model resource; "" when it was already gone
+    model_version: str = ""
+    display_name: str = ""  # the deployed model's
+    undeployed: bool = True  # False: it was not on the endpoint, nothing was sent
+    traffic_split: dict[str, int] = field(default_factory=dict)  # the endpoint's, after
+    moved: dict[str, int] | None = None  # the split sent when its traffic went to the others
+    remaining: int = 0  # deployed models left on the endpoint
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "deployed_model_id": self.deployed_model_id,
+            "model": self.model,
+            "model_version": self.model_version,
+            "display_name": self.display_name,
+            "undeployed": self.undeployed,
+            "traffic_split": self.traffic_split,
+            "moved": self.moved,
+            "remaining": self.remaining,
+        }
+
+    def summary(self) -> dict[str, str]:
+        """What `deploy --output json` lists under "undeployed"."""
+        return {
+            "deployed_model_id": self.deployed_model_id,
+            "model": self.model,
+            "model_version": self.model_version,
+        }
+
+
+@dataclass(frozen=True)
+class DeployedModelView:
+    """One deployed model as `endpoints` shows it; `node` is the hourly price of one node."""
+
+    id: str
+    display_name: str
+    model: str
+    model_display_name: str
+    model_version: str
+    traffic: int
+    machine_type: str | None  # None: automatic or shared resources (not this tool's deploys)
+    accelerator_type: str | None
+    accelerator_count: int
+    min_replicas: int
+    max_replicas: int
+    create_time: str
+    node: Price
+
+    @property
+    def hourly(self) -> Price:
+        """What its nodes cost an hour at min_replicas (always running, traffic or not)."""
+        return self.node.times(self.min_replicas)
+
+    @property
+    def hourly_at_max(self) -> Price:
+        return self.node.times(self.max_replicas)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "deployed_model_id": self.id,
+            "display_name": self.display_name,
+            "model": self.model,
+            "model_display_name": self.model_display_name,
+            "model_version": self.model_version,
+            "traffic": self.traffic,
+            "machine_type": self.machine_type,
+            "accelerator_type": self.accelerator_type,
+            "accelerator_count": self.accelerator_count,
+            "min_replicas": self.min_replicas,
+            "max_replicas": self.max_replicas,
+            "create_time": self.create_time,
+            "hourly": self.hourly.hourly,
+            "hourly_at_max": self.hourly_at_max.hourly,
+            "price_note": self.node.reason,
+        }
+
+
+@dataclass(frozen=True)
+class EndpointView:
+    """An endpoint and what is deployed on it; `price_basis` says where prices come from."""
+
+    name: str
+    display_name: str
+    traffic_split: dict[str, int]
+    deployed: tuple[DeployedModelView, ...]
+    price_basis: str
+
+    @property
+    def hourly(self) -> Price:
+        """All its deployed models' nodes at min_replicas; None when one price is unknown."""
+        total = Price(0.0)
+        for d in self.deployed:
+            total = total.plus(d.hourly)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.name,
+            "display_name": self.display_name,
+            "traffic_split": self.traffic_split,
+            "deployed_models": [d.to_dict() for d in self.deployed],
+            "hourly": self.hourly.hourly,
+            "price_basis": self.price_basis,
+        }
+
+
+def remaining_split(split: dict[str, int], removed: str) -> dict[str, int]:
+    """The trafficSplit once `removed` goes: the others' shares scaled to 100 in their ratio
+    (largest remainders), or {} when none of them takes traffic.
+
+    Args:
+        split: the endpoint's trafficSplit (deployed model id -> percent).
+        removed: the deployed model id that goes.
+    Returns:
+        The new split, integers summing to 100, or {}."""
+    others = {k: int(v) for k, v in split.items() if k != removed and int(v) > 0}
+    total = sum(others.values())
+    if not total:
+        return {}
+    exact = {k: 100 * v / total for k, v in others.items()}
+    out = {k: int(x) for k, x in exact.items()}
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: 100 - sum(out.values())]:
+        out[k] += 1
+    return {k: v for k, v in out.items() if v}
+
+
+def resolve(client: RegistryClient, ref: str) -> dict[str, Any] | None:
+    """The endpoint a person named: its resource name, its id, or its display name (the oldest
+    of that name). None when there is none.
+
+    Args:
+        client: the project and region's client.
+        ref: projects/P/locations/R/endpoints/ID, an ID, or a display name.
+    Returns:
+        The Endpoint resource, or None."""
+    if ENDPOINT_NAME.match(ref):
+        return client.endpoint_or_none(ref)
+    found = client.find_endpoint(ref)
+    if found is not None:
+        return found
+    if re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", ref):  # an id (a number, or chosen at create)
+        return client.endpoint_or_none(f"{client.parent}/endpoints/{ref}")
+    return None
+
+
+def undeploy(
+    client: RegistryClient,
+    endpoint: str,
+    deployed_model_id: str,
+    *,
+    poll: PollPolicy,
+    timeout: float | None = 3600.0,
+    log: Log = silent,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Undeployment:
+    """Take one deployed model off an endpoint (see the module docstring). Idempotent.
+
+    Args:
+        client: the endpoint's project and region.
+        endpoint: the endpoint's resource name.
+        deployed_model_id: the deployed model's id on it.
+        poll, timeout, log, sleep: how the operation is followed.
+    Returns:
+        The Undeployment (undeployed False when it was not there).
+    Raises:
+        UserError: it takes traffic and the others take none (exit 2; nothing sent)."""
+    current = client.get_endpoint(endpoint)
+    deployed = {str(d["id"]): d for d in current.get("deployedModels") or []}
+    target = deployed.get(str(deployed_model_id))
+    split = _ints(current.get("trafficSplit"))
+    if target is None:
+        log(f"undeploy: deployed model {deployed_model_id} is not on {endpoint}: nothing to undeploy")
+        return Undeployment(
+            endpoint, str(deployed_model_id), undeployed=False, traffic_split=split, remaining=len(deployed)
+        )
+    model, version = _model_of(target)
+    others = [k for k in deployed if k != target["id"]]
+    share = split.get(target["id"], 0)
+    moved = None
+    if share and others:
+        moved = remaining_split(split, target["id"])
+        if not moved:
+            raise UserError(
+                f"deployed model {target['id']} ({model}@{version}) takes {share}% of the traffic of "
+                f"{endpoint}, and the other deployed models ({', '.join(others)}) take none: "
+                "its traffic has nowhere to go; nothing was sent",
+                hint=f"give the traffic to the one that should serve first (gcloud ai endpoints update "
+                f"{endpoint.rsplit('/', 1)[-1]} --region={client.region} --traffic-split={others[0]}=100), "
+                "or undeploy the others first",
+            )
+        log(
+            f"undeploy: deployed model {target['id']} takes {share}%; it goes to the others in "
+            f"their ratio: " + ", ".join(f"{v}% to {k}" for k, v in moved.items())
+        )
+    log(f"undeploy: {model}@{version} (deployed model {target['id']}) from {endpoint}")
+    budget = client.api.budget()
+    operation: dict[str, Any] | None
+    while True:
+        try:
+            operation = client.undeploy_once(endpoint, target["id"], moved)
+            break
+        except Transient as exc:  # committed or not? look before trying again
+            log(f"undeploy: {exc}; checking whether the model was undeployed")
+            _settle(client, endpoint, poll=poll, timeout=timeout, log=log, sleep=sleep)
+            if target["id"] not in _ids(client.get_endpoint(endpoint)):
+                operation = None
+                break
+            budget.backoff("undeploy", str(exc))
+    if operation is not None:
+        client.wait(operation, "undeploying the model", poll=poll, timeout=timeout, log=log, sleep=sleep)
+    after = client.get_endpoint(endpoint)
+    if target["id"] in _ids(after):
+        raise ServiceError(
+            f"undeploy of deployed model {target['id']} finished but {endpoint} still lists it",
+            hint="see the endpoint in the Google Cloud console",
+        )
+    return Undeployment(
+        endpoint,
+        target["id"],
+        model,
+        version,
+        str(target.get("displayName") or ""),
+        undeployed=True,
+        traffic_split=_ints(after.get("trafficSplit")),
+        moved=moved,
+        remaining=len(_ids(after)),
+    )
+
+
+def retire(
+    client: RegistryClient,
+    endpoint: dict[str, Any],
+    keep: str,
+    *,
+    poll: PollPolicy,
+    timeout: float | None = 3600.0,
+    log: Log = silent,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Undeployment, ...]:
+    """Undeploy every deployed model but `keep` that takes no traffic, once `keep` takes it all.
+
+    Args:
+        client: the endpoint's project and region.
+        endpoint: the Endpoint resource, read after `keep` was deployed.
+        keep: the deployed model id of the version just deployed.
+        poll, timeout, log, sleep: how each operation is followed.
+    Returns:
+        What was undeployed, in the endpoint's order (empty when nothing was left at 0%)."""
+    split = _ints(endpoint.get("trafficSplit"))
+    if split.get(keep, 0) != 100:  # something else still serves: leave the endpoint as it is
+        return ()
+    idle = [str(d["id"]) for d in endpoint.get("deployedModels") or [] if str(d["id"]) != keep]
+    if idle:
+        log(
+            f"undeploy: {len(idle)} other deployed model(s) left at 0% on {endpoint['name']}: "
+            "their nodes stop"
+        )
+    return tuple(
+        undeploy(client, endpoint["name"], i, poll=poll, timeout=timeout, log=log, sleep=sleep) for i in idle
+    )
+
+
+def describe(client: RegistryClient, endpoint: dict[str, Any], book: PriceBook) -> EndpointView:
+    """An endpoint as `endpoints` shows it: each deployed model with its Model's display name
+    (one read per model), its machines and the list price of its nodes.
+
+    Args:
+        client: the endpoint's project and region.
+        endpoint: the Endpoint resource.
+        book: the prices.
+    Returns:
+        The EndpointView."""
+    split = _ints(endpoint.get("trafficSplit"))
+    region = (m["region"] if (m := ENDPOINT_NAME.match(endpoint.get("name", ""))) else None) or client.region
+    names: dict[str, str] = {}
+    views = []
+    for d in endpoint.get("deployedModels") or []:
+        model, version = _model_of(d)
+        if model and model not in names:
+            names[model] = _display_name(client, model) or str(d.get("displayName") or "")
+        resources = d.get("dedicatedResources") or {}
+        machine = resources.get("machineSpec") or {}
+        machine_type = machine.get("machineType")
+        accelerator = machine.get("acceleratorType")
+        count = int(machine.get("acceleratorCount") or 0)
+        low = int(
+            resources.get("minReplicaCount")
+            or (d.get("automaticResources") or {}).get("minReplicaCount")
+            or 1
+        )
+        high = int(resources.get("maxReplicaCount") or 0) or low
+        node = (
+            node_price(
+                book,
+                machine_type=machine_type,
+                accelerator_type=accelerator,
+                accelerator_count=count,
+                region=region,
+            )
+            if machine_type
+            else Price(None, "no dedicated machines (automatic or shared resources): not priced here")
+        )
+        views.append(
+            DeployedModelView(
+                id=str(d["id"]),
+                display_name=str(d.get("displayName") or ""),
+                model=model,
+                model_display_name=names.get(model, ""),
+                model_version=version,
+                traffic=split.get(str(d["id"]), 0),
+                machine_type=machine_type,
+                accelerator_type=accelerator,
+                accelerator_count=count,
+                min_replicas=low,
+                max_replicas=high,
+                create_time=str(d.get("createTime") or ""),
+                node=node,
+            )
+        )
+    views.sort(key=lambda v: (-v.traffic, v.create_time, v.id))
+    return EndpointView(
+        name=endpoint["name"],
+        display_name=str(endpoint.get("displayName") or ""),
+        traffic_split=split,
+        deployed=tuple(views),
+        price_basis=f"Vertex AI prediction list prices, {book.where} (as of {book.as_of})",
+    )
+
+
+def _settle(client: RegistryClient, endpoint: str, **wait: Any) -> None:
+    """Follow the endpoint's unfinished operations to their end (a committed undeploy shows on
+    the endpoint only when its operation ends)."""
+    for pending in client.operations(endpoint):
+        if not pending.get("done"):
+            try:
+                client.wait(pending, "an earlier operation", **wait)
+            except ServiceError as failed:
+                wait["log"](f"undeploy: an earlier operation failed ({failed.message})")
+
+
+def _display_name(client: RegistryClient, model: str) -> str:
+    try:
+        return str(client.get_model(model).get("displayName") or "")
+    except ServiceError:
+        return ""  # deleted since, or not readable: the deployed model's own name stands in
+
+
+def _model_of(deployed: dict[str, Any]) -> tuple[str, str]:
+    ref, _, ref_version = str(deployed.get("model", "")).partition("@")
+    return ref, str(deployed.get("modelVersionId") or ref_version)
+
+
+def _ids(endpoint: dict[str, Any]) -> list[str]:
+    return [str(d["id"]) for d in endpoint.get("deployedModels") or []]
+
+
+def _ints(split: dict[str, Any] | None) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (split or {}).items()}
