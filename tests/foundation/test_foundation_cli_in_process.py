@@ -39,17 +39,18 @@ def test_in_process_output_is_byte_identical_to_the_console_scripts(tmp_path, ar
     assert (ours.returncode, ours.stdout, ours.stderr) == (real.returncode, real.stdout, real.stderr)
 
 
-def test_an_uncaught_exception_is_exit_1_with_its_traceback(tmp_path):
+def test_debug_prints_the_traceback_and_keeps_the_exit_code_as_the_console_script_does(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nreplica: 2\n")
-    args, env = ["validate", str(bad), "--debug"], edge_env(tmp_path)  # --debug: raised, not caught
+    args, env = ["validate", str(bad), "--debug"], edge_env(tmp_path)  # the traceback, then exit 2
     ours = invoke(args, env=env)
     real = subprocess.run([*cli_command(), *args], capture_output=True, text=True, env=env, timeout=120)
-    assert ours.returncode == real.returncode == 1 and ours.stdout == real.stdout == ""
+    assert ours.returncode == real.returncode == 2 and ours.stdout == real.stdout == ""
     assert ours.stderr.startswith("Traceback (most recent call last):")
     # The frames differ (this process called main() from elsewhere); the exception does not.
     assert ours.stderr.split("vertex_trainer.errors.")[-1] == real.stderr.split("vertex_trainer.errors.")[-1]
     assert "vertex_trainer.errors.SpecProblems: 2 problems in the spec:" in real.stderr
+    assert real.stderr.splitlines()[-1].startswith("    hint:")  # the usual message closes it
 
 
 def test_a_call_sees_its_environment_and_directory_and_leaves_the_process_as_it_was(tmp_path):

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
@@ -59,6 +59,17 @@ QUICK = frozenset({"spec_cmds"})
 _GC_PAUSED: list[bool] = []  # [True] while gc_paused() holds the collector off
 HELP = (
     "From a YAML spec to a Vertex AI CustomJob (GPU/TPU, Spot, Flex Start), and the same job on this machine."
+)
+DISTRIBUTION = "vertex-trainer"
+VERSION_FLAGS = ("--version", "-V")
+DEBUG_FLAG = "--debug"
+IMPERSONATE_FLAG = "--impersonate-service-account"
+# The global options: main() takes them off the command line wherever they stand, before typer
+# sees it; the root callback declares them only so that `--help` lists them, and every command's
+# help ends with this line.
+GLOBAL_EPILOG = (
+    f"Global options, anywhere on the line: {DEBUG_FLAG} (the error's traceback too, the same exit "
+    f"code) and {IMPERSONATE_FLAG} SA (every request as SA); the top-level --help describes them."
 )
 
 
@@ -114,6 +125,7 @@ class LazyGroup(typer.core.TyperGroup):
             command = typer.main.get_command_from_info(
                 info, pretty_exceptions_short=True, rich_markup_mode=None
             )
+        _with_epilog(command)
         self.commands[cmd_name] = command
         return command
 
@@ -145,6 +157,15 @@ class LazyGroup(typer.core.TyperGroup):
             raise
 
 
+def _with_epilog(command: Any) -> None:
+    """End the help of `command` (and of each subcommand of a group) with GLOBAL_EPILOG: the
+    global options are no command's own, so no command's option list shows them."""
+    if not command.epilog:
+        command.epilog = GLOBAL_EPILOG
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _with_epilog(sub)
+
+
 def _short_help(name: str, info: Any, limit: int) -> str:
     """The one-line help click would show for the command or group `info`."""
     import inspect
@@ -170,9 +191,44 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        print(version_line())
+        raise typer.Exit(0)
+
+
 @app.callback(help=HELP)
-def _root() -> None:
-    """The group itself does nothing: each command is its own function."""
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            *VERSION_FLAGS,
+            help="print vertex-trainer's version and exit",
+            is_eager=True,
+            callback=_show_version,
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            DEBUG_FLAG,
+            help="on an error, print its traceback too; the exit code stays the error's (2, 3 or 1). "
+            "Any command, anywhere on the line; also VERTEX_TRAINER_DEBUG=1",
+        ),
+    ] = False,
+    impersonate_service_account: Annotated[
+        str | None,
+        typer.Option(
+            IMPERSONATE_FLAG,
+            metavar="SA",
+            help="send every request as this service account (NAME@PROJECT.iam.gserviceaccount.com; "
+            "you need roles/iam.serviceAccountTokenCreator on it; docs/check.md). Any command, "
+            "anywhere on the line; also VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT",
+        ),
+    ] = None,
+) -> None:
+    """The group itself does nothing: each command is its own function. (main() takes the global
+    options off the command line before typer parses it; they are declared here for --help.)"""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -191,18 +247,23 @@ def main(argv: list[str] | None = None) -> None:
 def _main(argv: list[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get(DEBUG_ENV) == "1"
-    if "--debug" in args:
-        args.remove("--debug")
+    while DEBUG_FLAG in args:
+        args.remove(DEBUG_FLAG)
         debug = True
     from vertex_trainer.cli.common import IMPERSONATE, no_pydantic_plugins
 
     try:
         IMPERSONATE[:] = _impersonation(args)
+        if args[:1] and args[0] in VERSION_FLAGS:  # before any command is looked up
+            print(version_line())
+            return
         with no_pydantic_plugins():
             app(args=args, prog_name="vertex-trainer")
     except VertexTrainerError as e:
-        if debug:
-            raise
+        if debug:  # the traceback, then the same message and exit code as without --debug
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
         _print_error(e)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
@@ -212,7 +273,38 @@ def _main(argv: list[str] | None) -> None:
         IMPERSONATE.clear()
 
 
-IMPERSONATE_FLAG = "--impersonate-service-account"
+def version_line() -> str:
+    """`vertex-trainer <version>`, from the installed distribution's metadata; a source checkout
+    that was never installed has none, and says where it runs from (with its pyproject.toml's
+    version when it has one)."""
+    from importlib import metadata
+
+    try:
+        return f"{DISTRIBUTION} {metadata.version(DISTRIBUTION)}"
+    except metadata.PackageNotFoundError:
+        pass
+    from pathlib import Path
+
+    checkout = Path(__file__).resolve().parents[2]
+    declared = _declared_version(checkout / "pyproject.toml")
+    return (
+        f"{DISTRIBUTION} {declared or 'unknown'} (not installed: no package metadata; running from "
+        f"the source checkout {checkout}; `pip install .` there installs it)"
+    )
+
+
+def _declared_version(pyproject: Any) -> str | None:
+    """The version a checkout's pyproject.toml declares for this distribution, or None (its
+    [project] table's name and version lines: tomllib is Python 3.11's, and 3.10 is supported)."""
+    import re
+
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    table = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    fields = dict(re.findall(r'^(name|version)\s*=\s*"([^"]*)"', table[1], re.M)) if table else {}
+    return fields.get("version") if fields.get("name") == DISTRIBUTION else None
 
 
 def _impersonation(args: list[str]) -> list[str]:
@@ -267,4 +359,4 @@ def _print_error(e: VertexTrainerError) -> None:
     print(text, file=sys.stderr)
 
 
-__all__ = ["COMMANDS", "QUICK", "app", "gc_paused", "main"]
+__all__ = ["COMMANDS", "QUICK", "app", "gc_paused", "main", "version_line"]

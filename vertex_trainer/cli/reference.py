@@ -35,10 +35,31 @@ def reference() -> str:
 
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="vertex-trainer")
-    parts = [HEADER]
+    parts = [HEADER, _global_options(root, ctx)]
     for path, command, command_ctx in _walk(root, ctx, ["vertex-trainer"]):
         parts.append(_section(path, command, command_ctx))
     return "\n".join(parts)
+
+
+def _global_options(root: Any, ctx: Any) -> str:
+    """The options of `vertex-trainer` itself, which any command takes anywhere on the line."""
+    rows = [
+        r
+        for r in (_row(param, ctx) for param in root.get_params(ctx) if param.name != "help")
+        if r is not None
+    ]
+    lines = [
+        "## Global options",
+        "",
+        "`--debug` and `--impersonate-service-account` go with every command, before or after it "
+        "on the line (`vertex-trainer --debug submit SPEC` and `vertex-trainer submit SPEC --debug` "
+        "are the same); `--version` comes before any command.",
+        "",
+        "| option | meaning |",
+        "|---|---|",
+    ]
+    lines += [f"| {_cell(name)} | {_cell(meaning)} |" for name, meaning in rows]
+    return "\n".join([*lines, ""])
 
 
 def _walk(group: Any, ctx: Any, path: list[str]) -> Iterator[tuple[list[str], Any, Any]]:
