@@ -221,14 +221,19 @@ def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None
     Args:
         spec: the job spec.
         format: ``json`` (the REST body), ``yaml``, or ``gcloud`` (a ``--config`` file for
-            ``gcloud ai custom-jobs create``).
+            ``gcloud ai custom-jobs create``). json and gcloud are what Vertex AI is sent: a
+            value that works only here (a local output_dir or data path, no image) is refused
+            as :func:`check` refuses it for a cloud submit; yaml shows any spec's body.
         idempotency_key: the key whose label the body carries (None: no key label).
 
     Returns:
-        the text, ending with a newline.
+        the text, ending with a newline. Raises SpecError (exit 2) for json or gcloud of a
+        body that names a local path.
     """
     from vertex_trainer import render
 
+    if format in SENT_FORMATS:
+        _sent_values(spec, format)
     job = render_job(spec, idempotency_key=idempotency_key)
     if spec.tune is not None:
         job = render.tuning_job(spec, job)  # submit creates this; each trial runs the CustomJob
@@ -239,6 +244,41 @@ def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None
     if format == "gcloud":
         return render.to_gcloud_config(spec, job)
     raise ValueError(f"render_text: unknown format {format!r} (json, yaml, gcloud)")
+
+
+SENT_FORMATS = ("json", "gcloud")  # the printed forms meant for Vertex AI (REST, gcloud --config)
+# The fields of cloud_problems whose value the rendered body carries (project and region are in
+# the URL, not the body; the image stands for the installed trainer when the spec has none).
+_IN_THE_BODY = ("output_dir", "trainer.train_data", "trainer.eval_data", "image")
+
+
+def _sent_values(spec: JobSpec, format: str) -> None:
+    """`render --format json|gcloud`: the body's values must work on Vertex AI, as `validate`
+    requires of a cloud job (spec.cloud_problems, the same messages); exit 2 naming each."""
+    from vertex_trainer.errors import SpecError
+    from vertex_trainer.spec import cloud_problems
+    from vertex_trainer.spec.rules import raise_all
+
+    try:
+        cloud_problems(spec)
+    except SpecError as e:
+        fix = (
+            f"`render --format {format}` prints what Vertex AI is sent: pass --set "
+            f"output_dir=gs://BUCKET/{spec.name} (the spec keeps its local path for --local; "
+            "--format yaml renders it as it is)"
+        )
+        raise_all(
+            [
+                SpecError(
+                    p.field,
+                    p.message.removeprefix(f"{p.field}: "),
+                    value=p.value,
+                    hint=fix if p.field == "output_dir" else p.hint,
+                )
+                for p in e.problems
+                if p.field in _IN_THE_BODY
+            ]
+        )
 
 
 def _stderr(message: str) -> None:
