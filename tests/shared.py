@@ -251,6 +251,17 @@ def make_bucket(url: str, name: str) -> None:
     assert requests.post(f"{url}/storage/v1/b", params={"project": "p"}, json={"name": name}).ok
 
 
+def put_object(url: str, uri: str, data: bytes = b"x") -> None:
+    """Upload `data` as the object gs://BUCKET/NAME (`uri`) to the storage emulator at `url`."""
+    import requests
+
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    response = requests.post(
+        f"{url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": name}, data=data
+    )
+    assert response.ok, response.text
+
+
 def server_fixture(name: str, factory: Callable[[], Any], *, scope: str = "function"):
     """A pytest fixture called `name` that runs the stand-in `factory()` (a context manager, e.g.
     FakeLogging) around each test (or `scope`) and yields it: `billing = server_fixture(

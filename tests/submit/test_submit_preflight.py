@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from tests.shared import make_bucket, storage_emulator
+from tests.shared import make_bucket, put_object, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
 from vertex_trainer.spec import build_spec
@@ -76,6 +78,8 @@ def test_far_bucket_warns_and_submits(storage, fake, monkeypatch):
     monkeypatch.setenv("VERTEX_TRAINER_API_ENDPOINT", fake.url)
     storage("out-bucket")
     storage("data-bucket")  # the emulator puts every bucket in the US multi-region
+    for name in ("train-00000", "val-00000"):  # the data is there (tests/submit/test_submit_data_check.py)
+        put_object(os.environ["STORAGE_EMULATOR_HOST"], f"gs://data-bucket/{name}")
     messages = []
     job = api.submit(_spec(region="europe-west4"), log=messages.append)
     assert job.name.startswith("projects/test-project/locations/europe-west4/customJobs/")

@@ -230,6 +230,7 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
 
     spec = plan.spec
     preflight.check_buckets(spec, settings=settings, log=log)
+    preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
     skipped = capacity.before_submit(
         spec,
         settings=settings,

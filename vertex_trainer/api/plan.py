@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.workflows.capacity import QuotaCheck
     from vertex_trainer.workflows.cost import Estimate
+    from vertex_trainer.workflows.preflight import DataCheck
 
 __all__ = [
     "AttemptPlan",
@@ -212,6 +213,8 @@ class SubmitPlan:
         budget, budget_field: the budget the plan passed, and where it was given.
         wait: follow the job to its end (``deploy`` implies it); deploy_after: deploy then.
         options: the SubmitOptions the executors use (follow, client, timeout ...).
+        checks: the reads a cloud submit makes before it builds or sends (the data patterns
+            that must match an object: workflows/preflight.py); a dry run lists them.
     """
 
     kind: Kind
@@ -234,6 +237,7 @@ class SubmitPlan:
     wait: bool = False
     deploy_after: bool = False
     options: SubmitOptions = field(default_factory=SubmitOptions)
+    checks: tuple[DataCheck, ...] = ()
 
     @property
     def local(self) -> bool:
@@ -273,6 +277,7 @@ class SubmitPlan:
             deploy=self.deploy,
             attempts=[a.to_dict() for a in self.attempts] if self.kind == "fallback" else None,
             trials=[t.to_dict() for t in self.trials] if self.kind == "local-tuning" else None,
+            checks=[c.to_dict() for c in self.checks] or None,
             plan=self,
         )
 
@@ -334,12 +339,14 @@ def plan_submit(
     root = _pipeline_root(spec, pipeline_root, local=local) if pipeline else None
     warnings: tuple[str, ...] = ()
     estimate = worst = budget = field_ = None
+    checks: tuple[DataCheck, ...] = ()
     if not local:
-        from vertex_trainer.workflows import capacity
+        from vertex_trainer.workflows import capacity, preflight
 
         warnings = tuple(capacity.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
         capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
         estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
+        checks = preflight.data_checks(spec, settings)  # made by the executor (`_reads`)
     artifact, image, build = artifact_for(
         spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
     )
@@ -393,6 +400,7 @@ def plan_submit(
         wait=wait or deploy,
         deploy_after=deploy,
         options=opts,
+        checks=checks,
     )
 
 

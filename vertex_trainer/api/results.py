@@ -27,6 +27,7 @@ class DryRun:
     deploy: dict | None = None  # submit(deploy=True): the requests the deploy would send after
     attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests
     trials: list[dict] | None = None  # a local tuning study: the trials it would run
+    checks: list[dict] | None = None  # a cloud submit's reads before it builds or sends
     plan: Any = field(default=None, repr=False, compare=False)  # the SubmitPlan
 
     def to_dict(self) -> dict:
@@ -49,6 +50,8 @@ class DryRun:
             out["attempts"] = self.attempts
         if self.trials is not None:
             out["trials"] = self.trials
+        if self.checks is not None:
+            out["checks"] = self.checks
         return out
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook

@@ -199,6 +199,8 @@ def _show_dry_run(plan: Any, output: OutputFormat) -> None:
         return emit_json(plan.to_dict())
     lookup, create = plan.requests
     print("# dry run: nothing was sent, built or looked up. pipeline submit would:")
+    for check in plan.checks or ():  # the data is there before anything is built (exit 2)
+        print(f"# - would check: {check['field']} {check['pattern']} matches at least one object")
     if plan.package:
         print(f"# - package: if {plan.package['target']} does not exist yet, build it")
     print(

@@ -8,11 +8,12 @@ Credentials. google-cloud-storage (0.25 s to import) is imported only by the fun
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import auth
-from vertex_trainer.gcp.http import ApiClient, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
 from vertex_trainer.settings import RetryPolicy, Settings
 
 
@@ -119,14 +120,22 @@ def read_json(settings: Settings, uri: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def storage_api(settings: Settings, *, log: Log | None = None, retry: RetryPolicy | None = None) -> ApiClient:
-    """The Cloud Storage JSON API through the shared ApiClient (for metadata reads)."""
+def storage_api(
+    settings: Settings,
+    *,
+    log: Log | None = None,
+    retry: RetryPolicy | None = None,
+    final: Callable[[str, ApiError], bool] | None = None,
+) -> ApiClient:
+    """The Cloud Storage JSON API through the shared ApiClient (for metadata reads and listings);
+    `final` picks the refusals the caller tells apart (ApiClient's hook: `Refused`, no retry)."""
     return ApiClient(
         settings.storage_url(),
         retry=retry or settings.retry,
         log=log,
         service="Cloud Storage",
         hints=default_hint("Cloud Storage", "storage.googleapis.com"),
+        final=final,
     )
 
 

@@ -46,7 +46,8 @@ def dry_run_text(plan: SubmitPlan) -> str:
 def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     lookup, create = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
-    steps = iter(range(1, 4))
+    steps = iter(range(1, 5))
+    lines += _check_lines(plan, next(steps) if plan.checks else 0)
     pkg = plan.package
     if pkg:
         how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
@@ -86,6 +87,9 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     lookup, create = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
     step = 1
+    if plan.checks:
+        lines += _check_lines(plan, step)
+        step += 1
     pkg = plan.package
     if pkg:
         how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
@@ -97,6 +101,17 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     lines.append(f"{create['method']} {create['url']}")
     lines.append(json.dumps(create["body"], indent=2))
     return lines
+
+
+def _check_lines(plan: SubmitPlan, step: int) -> list[str]:
+    """The data checks a cloud submit makes first (workflows/preflight.py), as step `step`."""
+    if not plan.checks:
+        return []
+    return [
+        f"# {step}. check the data: list each pattern's prefix (a match ends it); one that matches "
+        "no object stops the submit (exit 2), nothing built or created",
+        *(f"#    would check: {c.describe()}" for c in plan.checks),
+    ]
 
 
 def search_line(plan: SubmitPlan) -> str | None:

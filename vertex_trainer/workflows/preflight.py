@@ -9,6 +9,14 @@
   bucket whose metadata cannot be read (403, network) is a warning too: the job's service account
   may still have access. One metadata GET per distinct bucket. Skipped when Vertex AI is an
   emulator and no storage emulator is set: such a run is offline by construction.
+- Does each `gs://` (or `/gcs/`) data pattern the trainer will read (`trainer.train_data`,
+  `trainer.eval_data`; a comma-separated list is each of its patterns) match an object? One that
+  matches none is exit 2 naming the field, before the build: on Vertex AI the trainer would fail
+  only after the machines were provisioned. Matched as the trainer's `tf.io.gfile.glob` matches
+  (gcp/gcs_glob.py), over a bounded listing by the pattern's fixed prefix, stopping at the first
+  object; a listing that hits the bound, fails after retries or is denied is a warning (the
+  job's service account may read what this account cannot). The plan holds the checks
+  (`data_checks`, which `--dry-run` lists); the executor makes them (`check_data`).
 - A Reduction Server job's reducers need CPU quota (`reducer_cpus`): N x n1-highcpu-16 count
   against custom_model_training_cpus (spot and flex-start: custom_model_training_preemptible_cpus,
   the metric Vertex AI's refusals name) in the attempt's region; workflows/capacity.py reads it
@@ -22,8 +30,9 @@ import re
 from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
-from vertex_trainer.gcp import storage
-from vertex_trainer.settings import Settings
+from vertex_trainer.gcp import gcs_glob, storage
+from vertex_trainer.gcp.http import ApiClient, Refused, denial
+from vertex_trainer.settings import RetryPolicy, Settings
 
 # N1 and E2 vCPUs of custom training (the reducers' N1): on demand, and Spot / Flex Start.
 CPU_QUOTA = {
@@ -113,21 +122,29 @@ def location_mismatch(region: str, location: str, location_type: str | None) -> 
     return None
 
 
-def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> None:
-    """Refuse missing buckets (UserError), warn about far or unreadable ones."""
-    if settings.offline and not settings.storage_emulator:
-        return
-    buckets = buckets_of(spec)
-    if not buckets:
-        return
-    # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
-    short = dataclasses.replace(
+def _short_retry(settings: Settings) -> RetryPolicy:
+    """A pre-flight must not hold a submit for minutes: a short budget, then a warning."""
+    return dataclasses.replace(
         settings.retry,
         attempts=min(settings.retry.attempts, 3),
         deadline=min(settings.retry.deadline, 15.0),
         read_timeout=min(settings.retry.read_timeout, 10.0),
     )
-    api = storage.storage_api(settings, log=lambda _: None, retry=short)
+
+
+def _storage_checked(settings: Settings) -> bool:
+    """False when Vertex AI is an emulator and no storage emulator is set: an offline run."""
+    return not (settings.offline and not settings.storage_emulator)
+
+
+def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> None:
+    """Refuse missing buckets (UserError), warn about far or unreadable ones."""
+    if not _storage_checked(settings):
+        return
+    buckets = buckets_of(spec)
+    if not buckets:
+        return
+    api = storage.storage_api(settings, log=lambda _: None, retry=_short_retry(settings))
     for bucket, field in buckets.items():
         try:
             meta = storage.bucket_metadata(api, bucket)
@@ -173,6 +190,119 @@ def _check_attempt_regions(spec, bucket: str, field: str, meta: dict) -> None:
                 "region of the plan (e.g. --location=US), or set scheduling.allow_remote_data: "
                 "true to read across regions",
             )
+
+
+@dataclasses.dataclass(frozen=True)
+class DataCheck:
+    """A read a cloud submit makes before it builds or sends: `pattern`, one of `field`'s
+    comma-separated patterns (gs:// or /gcs/), must match at least one object."""
+
+    field: str
+    pattern: str
+
+    def describe(self) -> str:
+        """'trainer.train_data gs://b/train-* matches at least one object'."""
+        return f"{self.field} {self.pattern} matches at least one object"
+
+    def to_dict(self) -> dict:
+        """The dry run's JSON `checks[]` entry."""
+        return {"check": "data", "field": self.field, "pattern": self.pattern}
+
+
+def data_checks(spec, settings: Settings) -> tuple[DataCheck, ...]:
+    """The data checks of a cloud submit of `spec` (none for a script job, an offline run, or
+    data the trainer will not read: synthetic data with a set epoch length reads no train files,
+    and evaluates nothing)."""
+    from vertex_trainer.spec.rules import split_patterns
+
+    t = spec.trainer
+    if t is None or not _storage_checked(settings):  # script jobs (issue 32): their args are theirs
+        return ()
+    read = {"trainer.eval_data": t.eval_data if not t.synthetic_data else None}
+    if not (t.synthetic_data and (t.steps_per_epoch or t.train_examples)):
+        read = {"trainer.train_data": t.train_data, **read}
+    return tuple(
+        DataCheck(field, p)
+        for field, value in read.items()
+        for p in split_patterns(value or "")
+        if p.startswith(("gs://", "/gcs/"))  # (a local path in a cloud job: spec.cloud_problems)
+    )
+
+
+def check_data(
+    checks: tuple[DataCheck, ...],
+    *,
+    settings: Settings,
+    log: Callable[[str], None],
+    cap: int | None = None,
+) -> None:
+    """Make the plan's data checks: a pattern that matches no object (or, for a whole field,
+    only folders) is exit 2 naming the field, nothing built or created; a listing stopped by the
+    bound (`cap` objects a pattern), failing after retries, or denied is a warning.
+
+    Args:
+        checks: from `data_checks` (the plan's).
+        settings: the process settings (the storage endpoint, the retry policy).
+        log: where the warnings go.
+        cap: the most objects read for one pattern (default: gcs_glob.MAX_LISTED)."""
+    if not checks:
+        return
+    api = storage.storage_api(
+        settings, log=lambda _: None, retry=_short_retry(settings), final=lambda _op, err: err.code == 403
+    )
+    limit = cap or gcs_glob.MAX_LISTED
+    listed: dict[str, gcs_glob.GlobMatch | None] = {}  # pattern -> its match (None: not read)
+    by_field: dict[str, list[tuple[str, gcs_glob.GlobMatch | None]]] = {}
+    for check in checks:
+        if check.pattern not in listed:
+            listed[check.pattern] = _listing(api, check, limit, log)
+        by_field.setdefault(check.field, []).append((check.pattern, listed[check.pattern]))
+    missing: list[str] = []
+    for field, matches in by_field.items():
+        for pattern, m in matches:
+            if m is None or m.found:
+                continue
+            if m.unchecked:
+                log(f"warning: {field}: {pattern} not checked ({m.unchecked})")
+            elif m.capped:
+                log(
+                    f"warning: {field}: {pattern}: no match among the first {m.listed:,} objects "
+                    "under its prefix; not checked further (the trainer lists them all)"
+                )
+            elif not m.folder:
+                missing.append(f"{field}: {pattern} matches no object")
+        # The trainer drops folders from its matches: a field whose every pattern matched only
+        # folders leaves it no file to read.
+        if all(m is not None and m.folder and not m.capped for _, m in matches):
+            folders = ", ".join(f"{p} (the folder {m.folder})" for p, m in matches if m is not None)
+            missing.append(f"{field}: {folders} matches only folders, no object")
+    if missing:
+        raise UserError(
+            "; ".join(missing) + "; nothing was built or created",
+            hint="upload the data first, or fix the pattern (gcloud storage ls PATTERN lists what "
+            "it matches); the trainer matches as tf.io.gfile.glob does: * and ? stop at /, so "
+            "gs://BUCKET/DIR/* names the files in DIR, not DIR's subfolders",
+        )
+
+
+def _listing(
+    api: ApiClient, check: DataCheck, cap: int, log: Callable[[str], None]
+) -> gcs_glob.GlobMatch | None:
+    """The first match of one pattern, or None when it could not be listed (said in a warning:
+    a denial names the permission; the job's account may hold it)."""
+    bucket = storage.bucket_of(check.pattern)
+    try:
+        return gcs_glob.first_match(api, check.pattern, cap=cap)
+    except Refused as exc:  # a 403: say what this account lacks rather than refuse the data
+        permission = denial(exc.error)[1] or "storage.objects.list"
+        log(
+            f"warning: {check.field}: {check.pattern} not checked: permission {permission} denied "
+            f"on gs://{bucket} to this account; the job's service account may still read it "
+            "(roles/storage.objectViewer on the bucket lets this check run)"
+        )
+    except ServiceError as exc:
+        log(f"warning: {check.field}: {check.pattern} not checked: listing failed: {exc.message}")
+    return None
 
 
 _REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev/")
