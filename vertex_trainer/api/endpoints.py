@@ -1,4 +1,4 @@
-"""Endpoints (docs/contract.md sections 5 and 15): what is deployed, with what its nodes cost an
+"""Endpoints (docs/contract.md section 5): what is deployed, with what its nodes cost an
 hour, and taking one deployed model off."""
 
 from __future__ import annotations

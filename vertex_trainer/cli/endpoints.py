@@ -1,5 +1,5 @@
 """endpoints and undeploy: what is deployed (with the hourly price of its nodes), and taking one
-deployed model off (docs/contract.md sections 5 and 15)."""
+deployed model off (docs/contract.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`endpoints` and `undeploy` for people (docs/contract.md sections 5 and 15): each endpoint's
+"""`endpoints` and `undeploy` for people (docs/contract.md section 5): each endpoint's
 deployed models as a table (model@version, traffic, machines, replicas, the hourly price of their
 nodes), and what an undeploy did. The figures are vertex.endpoints' records; only the words are
 here."""

@@ -1,5 +1,5 @@
 """Endpoints: what is deployed on them, and taking a deployed model off (docs/contract.md
-sections 5 and 15).
+section 5).
 
 - `undeploy(client, endpoint, deployed_model_id)` looks before it acts: a deployed model that is
   not on the endpoint is already gone, and nothing is sent. One that takes traffic goes only

@@ -80,7 +80,7 @@ COMMANDS: dict[str, tuple[Need, ...]] = {
         "aiplatform.endpoints.create",
         "aiplatform.endpoints.get",
         "aiplatform.endpoints.deploy",
-        "aiplatform.endpoints.undeploy",  # the versions left at 0% (docs/contract.md section 15)
+        "aiplatform.endpoints.undeploy",  # the versions left at 0% (docs/contract.md section 5)
     ),
     "endpoints": _project(
         VERTEX, "aiplatform.endpoints.list", "aiplatform.endpoints.get", "aiplatform.models.get"
