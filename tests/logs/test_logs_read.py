@@ -265,17 +265,27 @@ def test_the_fake_is_strict_like_the_service(logging_fake):
 # -- the command ----------------------------------------------------------------------------------
 
 
-def _job_with_mixed_entries(fake) -> list[str]:
-    """Job 111's entries (two replicas, the service, equal times, both payloads) among 222's."""
+def _two_replica_job(vertex_fake) -> tuple[str, str]:
+    """A job on the fake Vertex AI with a chief and one worker (workerpool0-0, workerpool1-0):
+    (its name, its numeric id)."""
+    body = job_body()
+    pools = body["jobSpec"]["workerPoolSpecs"]
+    pools.append(dict(pools[0]))
+    name = vertex_fake.add_job(body)["name"]
+    return name, name.rsplit("/", 1)[1]
+
+
+def _job_with_mixed_entries(fake, job_id: str, other: str = "222") -> list[str]:
+    """The job's entries (two replicas, the service, equal times, both payloads) among another's."""
     t0 = time.time() - 60
-    fake.add("111", "Waiting for job to be provisioned.", replica="service", at=t0, text=True)
-    fake.add("222", "not mine", at=t0 + 0.5)
-    fake.add("111", "chief starts", at=t0 + 1)
-    fake.add("111", "worker starts", replica="workerpool1-0", at=t0 + 1)  # same time
-    fake.add("222", "not mine either", replica="workerpool1-0", at=t0 + 1.5)
-    fake.add("111", "epoch 1 loss=0.5", at=t0 + 2, text=True)
+    fake.add(job_id, "Waiting for job to be provisioned.", replica="service", at=t0, text=True)
+    fake.add(other, "not mine", at=t0 + 0.5)
+    fake.add(job_id, "chief starts", at=t0 + 1)
+    fake.add(job_id, "worker starts", replica="workerpool1-0", at=t0 + 1)  # same time
+    fake.add(other, "not mine either", replica="workerpool1-0", at=t0 + 1.5)
+    fake.add(job_id, "epoch 1 loss=0.5", at=t0 + 2, text=True)
     fake.add(
-        "111",
+        job_id,
         "Traceback (most recent call last):\n  File x",
         replica="workerpool1-0",
         at=t0 + 3,
@@ -292,13 +302,19 @@ def _job_with_mixed_entries(fake) -> list[str]:
 
 
 @pytest.mark.wire
-def test_logs_prints_each_entry_of_the_job_once_in_order_and_none_of_another(logging_fake, run_cli):
-    expected = _job_with_mixed_entries(logging_fake)
-    result = run_cli("logs", NAME.format(111))
+def test_logs_prints_each_entry_of_the_job_once_in_order_and_none_of_another(
+    logging_fake, vertex_fake, run_cli
+):
+    name, job_id = _two_replica_job(vertex_fake)
+    expected = _job_with_mixed_entries(logging_fake, job_id)
+    result = run_cli("logs", name)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == expected
 
-    by_id = run_cli("logs", "111", "--project", "test-project", "--replica", "workerpool1-0", "-o", "json")
+    by_id = run_cli(
+        "logs", job_id, "--project", "test-project", "--region", "us-central1",
+        "--replica", "workerpool1-0", "-o", "json",
+    )  # fmt: skip
     assert by_id.returncode == 0, by_id.stderr
     objects = [json.loads(line) for line in by_id.stdout.splitlines()]
     assert [o["message"] for o in objects] == [
@@ -308,16 +324,20 @@ def test_logs_prints_each_entry_of_the_job_once_in_order_and_none_of_another(log
     assert set(objects[0]) == {"timestamp", "replica", "severity", "message"}
     assert objects[1]["severity"] == "ERROR"
 
-    recent = run_cli("logs", NAME.format(111), "--since", "1h")
+    recent = run_cli("logs", name, "--since", "1h")
     assert recent.stdout.splitlines() == expected
-    assert run_cli("logs", NAME.format(111), "--since", "10s").stdout == ""
+    assert run_cli("logs", name, "--since", "10s").stdout == ""
 
 
 @pytest.mark.wire
-def test_logs_errors_exit_2_or_3(logging_fake, run_cli):
-    assert run_cli("logs", "111").returncode == 2  # an id needs --project
-    assert run_cli("logs", "111", "--project", "p", "--since", "later").returncode == 2
+def test_logs_errors_exit_2_or_3(logging_fake, vertex_fake, run_cli):
+    assert run_cli("logs", "111").returncode == 2  # an id needs --project and --region
+    assert (
+        run_cli("logs", "111", "--project", "p", "--region", "us-central1", "--since", "later").returncode
+        == 2
+    )
+    name, _ = _two_replica_job(vertex_fake)
     logging_fake.fail(403, times=10, message="Permission 'logging.logEntries.list' denied")
-    denied = run_cli("logs", NAME.format(111))
+    denied = run_cli("logs", name)
     # a denied permission is exit 2 (issue 33: the project's setup; `vertex-trainer check`)
     assert denied.returncode == 2 and "roles/logging.viewer" in denied.stderr

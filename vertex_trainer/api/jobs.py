@@ -3,6 +3,7 @@ list a project's jobs, read a job's log."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,17 @@ from vertex_trainer.vertex.jobs import JobsClient
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.hptuning import TuningJob
 
-__all__ = ["cancel", "find_local_run", "list_jobs", "logs", "status", "tuning_job"]
+__all__ = [
+    "cancel",
+    "check_replica",
+    "find_local_run",
+    "job_replicas",
+    "list_jobs",
+    "local_replicas",
+    "logs",
+    "status",
+    "tuning_job",
+]
 
 
 def status(
@@ -154,36 +165,108 @@ def logs(
     """A job's log in time order, each entry once (docs/contract.md section 7; see
     vertex_trainer.vertex.logs).
 
+    A Vertex AI job is looked up first (one GET), as :func:`status` does: a job that does not
+    exist is the same UserError (exit 2, its 404 and hint), not an empty log; and ``replica``
+    must be one the job has (its workerPoolSpecs' replicas), or one a local run ran.
+
     Args:
-        job: a Vertex AI job (a resource name, an id with ``project``, or a Job), or a local
-            run (its output directory, or its name).
+        job: a Vertex AI job (a resource name, an id with ``project`` and ``region``, or a Job),
+            or a local run (its output directory, or its name).
         follow: go on until the job has ended, with a JobEvent at each look at its state and,
             unless it succeeded, a Failure last.
         lines: False leaves the log entries out (only the events and the Failure).
         replica: only this replica's lines (e.g. ``workerpool1-0``).
         since: only entries after this (``30m``, or an RFC 3339 time).
         project: the project of a job id (default: the settings').
-        region: the region, to look the job up when following (default: the settings').
+        region: the region of a job id (default: the settings').
         settings: the process settings (default: read from the environment).
         log: where the client's notes (retries) go.
 
     Returns:
-        an iterable of LogEntry (and, with ``follow``, JobEvent and Failure).
+        an iterable of LogEntry (and, with ``follow``, JobEvent and Failure). Raises UserError
+        for a job that does not exist or a replica it does not have, before any log is read.
     """
     from vertex_trainer.local import runlog
-    from vertex_trainer.vertex.logs import LogsClient, job_of, parse_since
+    from vertex_trainer.vertex.logs import LogsClient, parse_since
 
     settings = settings or settings_from_env()
     start = parse_since(since)
     if isinstance(job, str) and (record := runlog.find_run(job)):
+        if replica is not None:
+            check_replica(replica, local_replicas(record), f"local run {job}")
         return runlog.entries(
             record, follow=follow, replica=replica, since_ns=start, interval=min(0.5, settings.poll.initial)
         )
+    found = job if isinstance(job, Job) else status(job, project=project, region=region, settings=settings)
+    if replica is not None:
+        check_replica(replica, job_replicas(found.data), f"job {found.name}")
+    client = LogsClient(found.client.project, settings=settings, log=log)
     if follow:
-        found = (
-            job if isinstance(job, Job) else status(job, project=project, region=region, settings=settings)
-        )
-        client = LogsClient(found.client.project, settings=settings, log=log)
         return client.follow(found, lines=lines, replica=replica, since=start)
-    project, job_id = job_of(job.name if isinstance(job, Job) else job, project)
-    return LogsClient(project, settings=settings, log=log).entries(job_id, replica=replica, since=start)
+    return client.entries(found.id, replica=replica, since=start)
+
+
+def job_replicas(job: Mapping[str, Any]) -> list[str]:
+    """The replicas of a CustomJob (REST JSON), as Cloud Logging names them: workerpool<i>-<j>
+    for each of pool i's replicaCount (an empty pool, e.g. an unused pool 1 before a Reduction
+    Server's pool 2, has none).
+
+    Args:
+        job: the CustomJob.
+
+    Returns:
+        the replica names, pool by pool.
+    """
+    pools = (job.get("jobSpec") or {}).get("workerPoolSpecs") or []
+    names = []
+    for i, pool in enumerate(pools):
+        count = int(pool.get("replicaCount") or (1 if pool else 0))
+        names += [f"workerpool{i}-{j}" for j in range(count)]
+    return names
+
+
+def local_replicas(record: str) -> list[str]:
+    """The replicas a local run ran, from its record: the log file each one writes from the
+    start, and the names the runner and the result list.
+
+    Args:
+        record: the run's record directory (:func:`find_local_run`).
+
+    Returns:
+        the replica names, sorted.
+    """
+    import json
+    from pathlib import Path
+
+    from vertex_trainer.local import runlog
+
+    logs = Path(record) / runlog.LOGS_DIR
+    names = {p.stem for p in logs.glob("*.log")}
+    for listed in (logs / runlog.RUNNER_FILE, Path(record) / runlog.RESULT_FILE):
+        try:
+            found = json.loads(listed.read_text(encoding="utf-8")).get("replicas")
+        except (OSError, ValueError, AttributeError):
+            continue
+        names.update(str(n) for n in found or () if isinstance(n, str))
+    return sorted(names, key=lambda n: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)])
+
+
+def check_replica(replica: str, replicas: list[str], what: str) -> None:
+    """`--replica NAME` must name one of `replicas` (exit 2 naming them).
+
+    Args:
+        replica: the name asked for.
+        replicas: the replicas there are.
+        what: the job or run, for the message.
+
+    Returns:
+        None; raises UserError when `replica` is not among them.
+    """
+    if replica in replicas or not replicas:
+        return
+    from vertex_trainer.errors import UserError
+
+    raise UserError(
+        f"--replica {replica}: {what} has no such replica; its replicas: {', '.join(replicas)}",
+        hint=f"pass one of them, e.g. --replica {replicas[0]}; without --replica, every replica's lines",
+    )

@@ -27,8 +27,8 @@ from vertex_trainer.present.logs import entry_lines, event_line
 LogJobArg = Annotated[
     str,
     typer.Argument(
-        help="a Vertex AI job (projects/P/locations/R/customJobs/ID, or an ID with --project), or a "
-        "local run (its output directory, or its name)",
+        help="a Vertex AI job (projects/P/locations/R/customJobs/ID, or an ID with --project and "
+        "--region), or a local run (its output directory, or its name)",
         show_default=False,
     ),
 ]
@@ -47,7 +47,12 @@ def logs(
         ),
     ] = False,
     replica: Annotated[
-        str | None, typer.Option("--replica", metavar="NAME", help="one replica's lines, e.g. workerpool0-0")
+        str | None,
+        typer.Option(
+            "--replica",
+            metavar="NAME",
+            help="one replica's lines, e.g. workerpool0-0 (one the job has: exit 2 naming them otherwise)",
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -67,11 +72,8 @@ def logs(
 
     cfg = settings()
     _check_reference(job)
-    if follow and cfg.offline and not cfg.logging_endpoint:
-        stderr_line(
-            "note: Vertex AI is an emulator and Cloud Logging is not "
-            "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only"
-        )
+    # (A Vertex AI job is looked up first: one that does not exist, or a --replica it does not
+    # have, is exit 2 here, as `status` answers, never an empty log.)
     items = api.logs(
         job,
         follow=follow,
@@ -81,6 +83,11 @@ def logs(
         log=stderr_line,
         **where(cfg, project, region),
     )
+    if follow and cfg.offline and not cfg.logging_endpoint and not api.find_local_run(job):
+        stderr_line(
+            "note: Vertex AI is an emulator and Cloud Logging is not "
+            "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only"
+        )
     last: Any = None  # the followed Job: its failure_message (JobEvent needs only a JobState)
     failure: Failure | None = None
     try:
