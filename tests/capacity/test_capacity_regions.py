@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.capacity.conftest import FAST_RETRY, H100, H100_SPOT, PROJECT, REGION
-from tests.shared import storage_emulator
+from tests.shared import put_object, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.errors import UserError
@@ -139,6 +139,7 @@ def test_a_fallback_region_without_the_accelerator_is_exit_2_naming_where_it_is(
 def storage():
     """The GCS emulator in-process (it puts every bucket in the US multi-region)."""
     with storage_emulator("test-bucket") as url:
+        put_object(url, "gs://test-bucket/data/train-00000")  # the data is there (submit checks it)
         yield url
 
 
