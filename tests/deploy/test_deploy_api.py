@@ -23,8 +23,10 @@ IMAGE = "us-central1-docker.pkg.dev/test-project/r/trainer:abc"
 
 @pytest.fixture
 def storage():
-    """gcp-storage-emulator in-process, with the bucket `out-bucket`. Yields its URL."""
+    """gcp-storage-emulator in-process, with the bucket `out-bucket` holding a training shard that
+    the spec's train_data matches (a cloud submit checks it first). Yields its URL."""
     with storage_emulator("out-bucket") as url:
+        put(url, "data/train-00000-of-00001", b"records")
         yield url
 
 
