@@ -285,3 +285,39 @@ def test_node_prices_come_from_a_prediction_section_and_are_unknown_without_one(
     assert node_price(book, **shape).hourly == pytest.approx(4 * 0.05 + 15 * 0.01)
     elsewhere = node_price(book, **{**shape, "region": "europe-west4"})
     assert elsewhere.hourly is None and "in the prediction prices" in (elsewhere.reason or "")
+
+
+def test_endpoints_prices_each_deployed_models_nodes_from_a_book_with_prediction_prices(fake, client):
+    """The arithmetic `endpoints` shows once the book has prediction prices: a node's price times
+    min_replicas (and max_replicas), summed over the endpoint; automatic resources are unpriced."""
+    from vertex_trainer.present.endpoints import endpoints_text
+    from vertex_trainer.pricing import PriceBook
+    from vertex_trainer.vertex.endpoints import describe
+
+    v1 = deploy(client, request("1"), **FAST)  # n1-standard-4, 1 to 2 replicas
+    rates = {"n1": {REGION: {"standard": {"core": 0.05, "ram": 0.01}}}}
+    book = PriceBook({"as_of": "2026-12-01", "prediction": {"families": rates, "accelerators": {}}})
+    view = describe(client, client.get_endpoint(v1.endpoint), book)
+    (only,) = view.deployed
+    assert only.hourly.hourly == pytest.approx(0.35) and only.hourly_at_max.hourly == pytest.approx(0.70)
+    assert view.hourly.hourly == pytest.approx(0.35)
+    text = endpoints_text([view], PROJECT, REGION)
+    assert "0.35 (up to 0.70)" in text and "hourly   0.35 USD at min replicas" in text
+
+    automatic = {
+        "name": v1.endpoint,
+        "deployedModels": [
+            {
+                "id": "9",
+                "model": v1.model,
+                "modelVersionId": "1",
+                "automaticResources": {"minReplicaCount": 2},
+            }
+        ],
+        "trafficSplit": {"9": 100},
+    }
+    (auto,) = describe(client, automatic, book).deployed
+    assert (auto.machine_type, auto.min_replicas, auto.max_replicas) == (None, 2, 2)
+    assert auto.hourly.hourly is None and "automatic or shared resources" in (auto.node.reason or "")
+    rows = endpoints_text([describe(client, automatic, book)], PROJECT, REGION).splitlines()
+    assert rows[2].split() == ["9", "digits@1", "100%", "automatic", "2", "unknown"]

@@ -319,17 +319,14 @@ def describe(client: RegistryClient, endpoint: dict[str, Any], book: PriceBook) 
         model, version = _model_of(d)
         if model and model not in names:
             names[model] = _display_name(client, model) or str(d.get("displayName") or "")
-        resources = d.get("dedicatedResources") or {}
+        # dedicatedResources (this tool's deploys), or automaticResources (AutoML's): replicas alike.
+        resources = d.get("dedicatedResources") or d.get("automaticResources") or {}
         machine = resources.get("machineSpec") or {}
         machine_type = machine.get("machineType")
         accelerator = machine.get("acceleratorType")
         count = int(machine.get("acceleratorCount") or 0)
-        low = int(
-            resources.get("minReplicaCount")
-            or (d.get("automaticResources") or {}).get("minReplicaCount")
-            or 1
-        )
-        high = int(resources.get("maxReplicaCount") or 0) or low
+        low = int(resources.get("minReplicaCount") or 1)
+        high = max(int(resources.get("maxReplicaCount") or 0), low)
         node = (
             node_price(
                 book,
