@@ -10,6 +10,11 @@ needs it and the one command that installs it, instead of an ImportError traceba
 
 `LIBRARIES` is the one table of them: the import name, the distribution, the vertex-trainer extra
 that installs it (pyproject.toml [project.optional-dependencies]) and what needs it.
+
+The message's `pip install 'vertex-trainer[EXTRA]'` works wherever the tool runs, although the
+package is on no registry: pip takes the installed vertex-trainer (a clone's, a wheel's, a git
+URL's) as the one satisfying the name and installs only the extra's libraries. A first install
+names the source instead (README.md, "Install").
 """
 
 from __future__ import annotations
@@ -46,10 +51,13 @@ class Library:
     distribution: str
     extra: str | None
     purpose: str
+    command: str | None = None  # how to install it, when neither an extra nor a plain pip install
 
     @property
     def install(self) -> str:
         """The command that installs it."""
+        if self.command:
+            return self.command
         if self.extra:
             return f"pip install 'vertex-trainer[{self.extra}]' (make installs every extra)"
         return f"pip install {self.distribution}"
@@ -74,8 +82,25 @@ LIBRARIES: dict[str, Library] = {
             "to_sdk() (the google-cloud-aiplatform SDK)",
         ),
         Library("tensorflow", "tensorflow-cpu", "trainer", "running the trainer on this machine"),
-        Library("hypertune", "cloudml-hypertune", None, "a local tuning run (each trial's metric)"),
+        # Not in the trainer extra: tf-keras names the `tensorflow` distribution, and its
+        # dependencies would install a second TensorFlow beside tensorflow-cpu. The version is
+        # the Makefile's TF_KERAS (tests/house/test_house_wheel.py keeps them equal).
+        Library(
+            "tf_keras",
+            "tf-keras",
+            None,
+            "running the trainer on this machine",
+            command="pip install --no-deps tf-keras==2.21.0 (after the trainer extra; --no-deps: "
+            "its dependencies would install a second TensorFlow; make installs it so)",
+        ),
+        Library("hypertune", "cloudml-hypertune", "trainer", "a local tuning run (each trial's metric)"),
         Library("matplotlib", "matplotlib", "report", "vertex-trainer report (its plots)"),
+        Library(
+            "gcp_storage_emulator",
+            "gcp-storage-emulator",
+            "sandbox",
+            "the Cloud Storage emulator (dev sandbox, dev gcs-emulator)",
+        ),
     )
 }
 

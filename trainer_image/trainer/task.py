@@ -51,9 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Quiet TensorFlow's C++ start-up banner unless the job's env asks otherwise; it must be set
     # before the first TensorFlow import (trainer.data imports it).
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from trainer.checkpoint import Preempted
-    from trainer.data import DataError
-    from trainer.strategy import ClusterError
+    try:
+        from trainer.checkpoint import Preempted
+        from trainer.data import DataError
+        from trainer.strategy import ClusterError
+    except ModuleNotFoundError as e:  # outside the image: trainer._keras says what to install
+        if e.name not in ("tensorflow", "tf_keras"):
+            raise
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 1
 
     try:
         run(cfg)

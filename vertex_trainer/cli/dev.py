@@ -49,7 +49,10 @@ def dev_gcs_emulator(
     With them exported, `submit --local`, `data synth` and TensorFlow read and write gs:// paths
     in the emulator (TF through a TLS proxy with a throwaway CA). Ctrl-C stops it; data is lost.
     """
+    from vertex_trainer import lazy
     from vertex_trainer.emulators.gcs import serve_forever
+
+    lazy.require("gcp_storage_emulator")  # the sandbox extra: its one message, not a traceback
 
     def show(exports: str) -> None:
         print(exports, flush=True)

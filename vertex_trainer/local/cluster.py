@@ -271,7 +271,9 @@ def keep_loopback_off_proxies(env: dict[str, str]) -> None:
 
 
 def check_importable(replicas: list[Replica], python: str = sys.executable) -> None:
-    """Fail fast, before starting processes, when `python -m X` cannot find X."""
+    """Fail fast, before starting processes, when `python -m X` cannot find X, or X is the bundled
+    trainer and TensorFlow or tf-keras is not installed (lazy's message: the extra, or tf-keras'
+    own command)."""
     import importlib.util
 
     for rep in replicas:
@@ -293,6 +295,12 @@ def check_importable(replicas: list[Replica], python: str = sys.executable) -> N
                     + " (local runs use the local environment, "
                     "not the image)",
                 )
+            if module.split(".")[0] == "trainer":
+                # The trainer imports TensorFlow and tf-keras first: without them a replica would
+                # only print a traceback. Looked up, not imported (seconds of start-up).
+                for library in ("tensorflow", "tf_keras"):
+                    if not lazy.available(library):
+                        raise lazy.missing(library)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
+from vertex_trainer import lazy
 from vertex_trainer.sandbox.jobs import JobRunner
 from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
@@ -139,6 +140,7 @@ class Sandbox:
         from vertex_trainer.emulators.registry import FakeRegistry
         from vertex_trainer.emulators.vertex import FakeVertex
 
+        lazy.require("gcp_storage_emulator")  # the sandbox extra: its one message, not a traceback
         try:
             self.gcs = GcsEmulator(host=self.host, project=self.project).start()
             for bucket in self.buckets:
