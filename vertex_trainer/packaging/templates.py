@@ -203,9 +203,14 @@ def bundled_trainer_dir() -> Path:
 def trainer_requirements(trainer_dir: Path) -> bytes:
     """The trainer's pip requirements (besides TensorFlow): trainer_image/requirements.txt in a
     source checkout; from an installed wheel, where that file does not travel, the `trainer` extra
-    of the vertex-trainer distribution minus the TensorFlow family (the image brings its own)."""
+    of the vertex-trainer distribution minus the TensorFlow family (the image brings its own).
+    The two hold the same requirements (tests/house/test_house_wheel.py), so an installed copy
+    builds the same image; its tag differs from a checkout's, the file's text being another."""
+    # The parent's file only in a checkout's layout: an installed trainer's parent is
+    # site-packages, where any distribution may have dropped a requirements.txt.
+    in_checkout = trainer_dir.parent.name == "trainer_image"
     for candidate in (trainer_dir.parent / "requirements.txt", trainer_dir / "requirements.txt"):
-        if candidate.is_file():
+        if candidate.is_file() and (in_checkout or candidate.parent == trainer_dir):
             return candidate.read_bytes()
     import importlib.metadata
 
