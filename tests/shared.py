@@ -10,6 +10,7 @@ spec, its other fakes) and overrides a shared fixture only where it needs someth
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,6 +67,19 @@ T4_JOB: dict[str, Any] = {
         "batch_size": 64,
     },
 }
+
+
+def latest_run(output_dir: Path | str) -> Path:
+    """The folder of the newest local run below `output_dir` (its `latest` link, docs/contract.md
+    section 15), as the runner spelt it (the link is relative, so no symlink of the path is resolved)."""
+    base = Path(output_dir)
+    return base / os.readlink(base / "latest")
+
+
+def records(run_dir: Path | str) -> Path:
+    """The tool's records of the run in `run_dir`: <base>/.vertex-trainer/<run> (beside it)."""
+    run = Path(run_dir)
+    return run.parent / ".vertex-trainer" / run.name
 
 
 def merged(base: dict, changes: dict) -> dict:

@@ -39,7 +39,35 @@ SERVE_MODULE = "trainer.serve"  # the prediction server in the same image (deplo
 SERVING_PORT = 8080  # AIP_HTTP_PORT Vertex AI gives the serving container
 PREDICT_ROUTE = "/predict"
 HEALTH_ROUTE = "/health"
-RECORD_DIR = "vertex-trainer"  # the resolved spec and job saved beside a run's outputs
+
+# -- runs (docs/contract.md section 15) -------------------------------------------------------------
+# Every submission runs in its own folder below the spec's output_dir (its base), as the SDK's
+# base_output_dir does: <output_dir>/<run>/ holds model/, checkpoints/, logs/ and metrics.json, and
+# is the CustomJob's baseOutputDirectory. The tool's own records of a run (the resolved spec, the
+# CustomJob, its result and logs) are kept beside it, never in it: <parent>/.vertex-trainer/<run>/,
+# so a script that empties its output folder empties only what is its own.
+RECORDS_DIR = ".vertex-trainer"
+RECORD_DIR = "vertex-trainer"  # where runs before the per-run folders kept their record (read only)
+LATEST_LINK = "latest"  # <output_dir>/latest -> the newest local run's folder
+RANDOM_KEY_PREFIX = "vt-"  # a key the tool made (vertex/names.new_key): vt-<UTC time>-<hex>
+
+
+def run_name(name: str, key: str) -> str:
+    """The folder of the submission with idempotency key `key` of the job `name`: `<name>-<key>`,
+    or `<name>-<UTC time>-<hex>` for a random key. The same key names the same folder, so an
+    adopted retry, every fallback attempt and a re-run with the key share it."""
+    return f"{name}-{key.removeprefix(RANDOM_KEY_PREFIX)}"
+
+
+def run_folder(output_dir: str, run: str) -> str:
+    """`<output_dir>/<run>` (no trailing slash)."""
+    return f"{output_dir.rstrip('/')}/{run}"
+
+
+def records_of(run_dir: str) -> str:
+    """Where the tool keeps its records of the run in `run_dir`: `<parent>/.vertex-trainer/<run>`."""
+    parent, _, run = run_dir.rstrip("/").rpartition("/")
+    return f"{parent}/{RECORDS_DIR}/{run}"
 
 
 # -- states (aiplatform_v1.JobState, PipelineState) ----------------------------------------------

@@ -16,7 +16,16 @@ from typing import Any
 import yaml
 
 from vertex_trainer import hardware as hardware_catalog
-from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, LOCAL_IMAGE, SPEC_LABEL, STRATEGIES, Artifact
+from vertex_trainer.contract import (
+    ATTEMPT_LABEL,
+    KEY_LABEL,
+    LOCAL_IMAGE,
+    SPEC_LABEL,
+    STRATEGIES,
+    Artifact,
+    run_folder,
+    run_name,
+)
 from vertex_trainer.spec import JobSpec, scaling, spec_hash
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 from vertex_trainer.spec.model import HardwareSpec
@@ -171,15 +180,31 @@ def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | Non
     return out
 
 
+def run_dir(spec: JobSpec, idempotency_key: str | None) -> str | None:
+    """The submission's own folder, its baseOutputDirectory (docs/contract.md section 15):
+    `<output_dir>/<name>-<key>` (contract.run_name), or output_dir itself with
+    fixed_output_dir: true or without a key (a body that is no submission's); None without
+    output_dir."""
+    if not spec.output_dir:
+        return None
+    if spec.fixed_output_dir or not idempotency_key:
+        return spec.output_dir.rstrip("/")
+    return run_folder(spec.output_dir, run_name(spec.name, idempotency_key))
+
+
 def custom_job(
     spec: JobSpec,
     artifact: Artifact | None = None,
     idempotency_key: str | None = None,
     attempt: int | None = None,
+    *,
+    output: str | None = None,
 ) -> dict[str, Any]:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
     scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th attempt (its
-    strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n."""
+    strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n.
+    Its baseOutputDirectory is `output` (a resumed run's folder) or the key's own folder
+    (`run_dir`)."""
     artifact = artifact or default_artifact(spec)
     plan = attempts(spec)
     n = attempt or 1
@@ -199,8 +224,9 @@ def custom_job(
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:
         job_spec["network"] = spec.network
-    if spec.output_dir:
-        job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.output_dir}
+    base = output or run_dir(spec, idempotency_key)
+    if base:
+        job_spec["baseOutputDirectory"] = {"outputUriPrefix": base}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
     job: dict[str, Any] = {

@@ -146,8 +146,8 @@ def test_dry_run_sends_nothing(fake, settings):
 
 
 def test_job_deploy_from_the_python_api(fake, storage, settings):
-    put(storage, "runs/digits/model/saved_model.pb")
-    job = api.submit(spec(), settings=settings, wait=True, log=lambda _: None)
+    put(storage, "runs/digits/digits-py-1/model/saved_model.pb")  # the job's own folder's model
+    job = api.submit(spec(), idempotency_key="py-1", settings=settings, wait=True, log=lambda _: None)
     deployment = job.deploy()
     assert deployment.model_version == "1" and deployment.endpoint.endswith("/endpoints/digits")
     assert sent(fake, "upload")[0].body["model"]["labels"]["vertex-trainer-job"] == job.id
@@ -214,8 +214,8 @@ def test_cli_deploy_prints_one_json_object(fake, storage, tmp_path):
 
 def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     """Issue 10's "done when": `submit --wait --deploy` makes exactly one upload (artifactUri under
-    the job's output_dir) and one deployModel; the same key again sends neither."""
-    put(storage, "runs/digits/model/saved_model.pb")
+    the job's own folder below output_dir) and one deployModel; the same key again sends neither."""
+    put(storage, "runs/digits/digits-ci-run-1/model/saved_model.pb")
     path, env = cli_setup(fake, storage, tmp_path)
     args = [
         "submit",
@@ -232,7 +232,7 @@ def test_submit_wait_deploy_trains_then_deploys_once(fake, storage, tmp_path):
     result = json.loads(out.stdout)  # exactly one JSON object
     assert result["state"] == "JOB_STATE_SUCCEEDED" and result["deploy"]["model_version"] == "1"
     (upload,) = sent(fake, "upload")
-    assert upload.body["model"]["artifactUri"] == "gs://out-bucket/runs/digits/model"
+    assert upload.body["model"]["artifactUri"] == "gs://out-bucket/runs/digits/digits-ci-run-1/model"
     (deploy_call,) = sent(fake, "deploy")
     assert sum(deploy_call.body["trafficSplit"].values()) == 100
 

@@ -24,7 +24,7 @@ SPEC = "job_specs/resnet50-a100x8.yaml"
     "args",
     [
         ["--help"],  # click's help, as wide as COLUMNS
-        ["render", SPEC, "--format", "yaml"],
+        ["render", SPEC, "--format", "yaml", "--idempotency-key", "k1"],  # (a fixed run folder)
         ["validate", "nope.yaml"],  # our one-line error, exit 2
         ["submitt"],  # typer's error panel (a rich console on stderr, COLUMNS from the environment)
     ],

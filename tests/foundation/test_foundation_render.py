@@ -96,8 +96,8 @@ def test_rest_shape_of_the_flex_start_job():
     }
     assert job["labels"]["vertex-trainer-key"] == "k1"
     assert job["labels"]["vertex-trainer-spec"] == spec_hash(spec)
-    assert job["jobSpec"]["baseOutputDirectory"] == {
-        "outputUriPrefix": "gs://my-bucket/runs/resnet50-h100x16"
+    assert job["jobSpec"]["baseOutputDirectory"] == {  # the submission's own folder (section 15)
+        "outputUriPrefix": "gs://my-bucket/runs/resnet50-h100x16/resnet50-h100x8-flex-k1"
     }
     args = pools[0]["containerSpec"]["args"]
     assert "--batch-size=8192" in args and "--steps-per-execution=200" in args

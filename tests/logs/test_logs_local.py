@@ -4,6 +4,7 @@ read back in the order they were shown; `--follow` tails a run until it ends."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import textwrap
@@ -11,6 +12,7 @@ import threading
 
 import pytest
 
+from tests.shared import records
 from vertex_trainer import api
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
 from vertex_trainer.local import run_local
@@ -60,7 +62,7 @@ def test_a_local_run_keeps_each_replicas_lines_and_logs_shows_them_in_order(tmp_
     out = tmp_path / "out"
     result, shown = _run(_job(out, _pool(CHIEF), _pool(WORKER)))
     assert result.succeeded
-    record = out / "vertex-trainer"
+    record = records(out)  # beside the run's folder, never in it (docs/contract.md section 15)
     chief = (record / "logs" / "workerpool0-0.log").read_text().splitlines()
     assert [line.split(" ", 1)[1] for line in chief] == ["chief 0", "chief 1", "chief 2"]
     assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ", line) for line in chief)
@@ -122,7 +124,34 @@ def test_follow_tails_a_local_run_until_it_ends(tmp_path):
     assert not any(isinstance(i, Failure) for i in items)
 
 
-def test_a_local_run_is_found_by_its_name(tmp_path):
+def test_a_local_run_is_found_by_its_name_its_folder_its_records_or_its_base(tmp_path):
+    """A spec's runs without output_dir go to <tmp>/vertex-trainer/<name>/<run>/: its name finds
+    the newest (by the start its run.json records, not the folder's name); so does the base, the
+    run's folder (or the base's `latest` link) and its records."""
+    from vertex_trainer.local import layout
+
+    base = tmp_path / "vertex-trainer" / "quickstart"
+    started = {"quickstart-b": 200.0, "quickstart-a": 300.0, "quickstart-c": 100.0}
+    for run, when in started.items():
+        record = base / ".vertex-trainer" / run
+        layout.write_run_file(str(record), run=run, run_dir=str(base / run), job_id="j")
+        data = json.loads((record / layout.RUN_FILE).read_text())
+        (record / layout.RUN_FILE).write_text(json.dumps({**data, "started": when}))
+        (base / run).mkdir()
+    (base / ".vertex-trainer" / "gcs").mkdir()  # the /gcs stand-in the runs share: no run
+    newest = str(base / ".vertex-trainer" / "quickstart-a")
+    assert find_run("quickstart", tmp=str(tmp_path)) == newest
+    assert find_run(str(base)) == newest
+    assert find_run(str(base / "quickstart-c")) == str(base / ".vertex-trainer" / "quickstart-c")
+    assert find_run(str(base / ".vertex-trainer" / "quickstart-b")) == str(
+        base / ".vertex-trainer" / "quickstart-b"
+    )
+    layout.link_latest(str(base / "quickstart-c"))
+    assert find_run(str(base / "latest")) == str(base / ".vertex-trainer" / "quickstart-c")
+    assert find_run(str(tmp_path / "empty")) is None
+
+
+def test_a_run_made_before_the_per_run_folders_is_found_by_its_name(tmp_path):
     root = tmp_path / "vertex-trainer"
     for stamp in ("20261129-101010", "20261130-090909"):
         (root / f"quickstart-{stamp}" / "vertex-trainer" / "logs").mkdir(parents=True)

@@ -7,6 +7,7 @@ import subprocess
 from types import SimpleNamespace
 
 from tests.cli_support import edge_env, invoke
+from tests.shared import records
 from vertex_trainer.local.runlog import RunLog
 
 BANNER = [
@@ -41,13 +42,14 @@ def test_neither_a_job_nor_a_run_directory_is_exit_2_saying_so(tmp_path):
 
 def test_a_runs_lines_show_without_the_tensorflow_banner(tmp_path):
     out = tmp_path / "runs" / "quick"
-    record = RunLog(str(out), ["workerpool0-0"])
+    out.mkdir(parents=True)
+    record = RunLog(str(records(out)), ["workerpool0-0"])
     record.write([("workerpool0-0", line) for line in [*BANNER, "epoch 1/1 loss 0.5"]])
     record.close(SimpleNamespace(name="quick", state="JOB_STATE_SUCCEEDED", exit_code=0))
     result = logs(tmp_path, "runs/quick")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[workerpool0-0] epoch 1/1 loss 0.5\n"
-    kept = (out / "vertex-trainer" / "logs" / "workerpool0-0.log").read_text()
+    kept = (records(out) / "logs" / "workerpool0-0.log").read_text()
     assert "absl::InitializeLog" in kept  # the record keeps every line
     as_json = logs(tmp_path, "runs/quick", "--output", "json")
     assert len(as_json.stdout.splitlines()) == len(BANNER) + 1  # the data, whole

@@ -1,6 +1,6 @@
 """`pipeline compile` and `trigger render` take a script job (issue 32 item 6): the pipeline's
 train step is the one rendered CustomJob (your code's image and args), its deploy step reads the
-model from AIP_MODEL_DIR (<output_dir>/model) and needs a serving image of your own; the trigger's
+model from AIP_MODEL_DIR (<the run's folder>/model) and needs a serving image of your own; the trigger's
 function runs the pinned image with the spec's args."""
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ def spec_file(tmp_path, code_dir):
 def test_the_pipeline_trains_your_code_and_deploys_from_aip_model_dir(run_cli, spec_file, tmp_path):
     out = tmp_path / "pipeline.yaml"
     deploy = ["--set", "deploy.endpoint=own", "--set", f"deploy.serving_image={SERVING}"]
-    result = run_cli("pipeline", "compile", spec_file, *deploy, "-o", out)
+    key = ["--idempotency-key", "k1"]  # the run's own folder: <output_dir>/<name>-<key>
+    result = run_cli("pipeline", "compile", spec_file, *deploy, *key, "-o", out)
     assert result.returncode == 0, result.stderr
     text = out.read_text()
     assert "--data=gs://my-bucket/d" in text and "training/own:" in text  # the script job's pool
-    assert "gs://my-bucket/runs/own/model" in text and SERVING in text  # AIP_MODEL_DIR, served
+    assert "gs://my-bucket/runs/own/own-k1/model" in text and SERVING in text  # AIP_MODEL_DIR, served
+    assert "gs://my-bucket/runs/own/model" not in text  # never the base, which every run shares
 
 
 def test_deploy_auto_is_refused_for_a_script_job(run_cli, spec_file, tmp_path):

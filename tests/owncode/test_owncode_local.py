@@ -14,7 +14,7 @@ import yaml
 from tests.cli_support import edge_env
 from tests.docs import harness
 from tests.owncode.conftest import script_data
-from tests.shared import cli_runner
+from tests.shared import cli_runner, latest_run, records
 from vertex_trainer.local import gcsfuse
 
 HERE = "tests/owncode/test_owncode_local.py"
@@ -51,17 +51,18 @@ def test_replicas_get_vertex_ais_environment_the_env_and_the_args(tmp_path, code
     )
     result = _local(tmp_path, data)
     assert result.returncode == 0, result.stderr
-    chief = json.loads((out / "model" / "chief-0.json").read_text())
-    worker = json.loads((out / "model" / "worker-0.json").read_text())
+    run = latest_run(out)  # the submission's own folder below output_dir
+    chief = json.loads((run / "model" / "chief-0.json").read_text())
+    worker = json.loads((run / "model" / "worker-0.json").read_text())
     for record in (chief, worker):
         assert record["argv"][1:] == ["--lr=0.25"]
         assert record["cwd"] == str(code_dir.resolve())  # as /opt/code in the image
         assert record["helper"] == "hello from helper"  # the script's siblings import
         env = record["env"]
         assert env["MODE"] == "own"
-        assert env["AIP_MODEL_DIR"] == f"{out}/model/"
-        assert env["AIP_CHECKPOINT_DIR"] == f"{out}/checkpoints/"
-        assert env["AIP_TENSORBOARD_LOG_DIR"] == f"{out}/logs/"
+        assert env["AIP_MODEL_DIR"] == f"{run}/model/"
+        assert env["AIP_CHECKPOINT_DIR"] == f"{run}/checkpoints/"
+        assert env["AIP_TENSORBOARD_LOG_DIR"] == f"{run}/logs/"
     tf_config = json.loads(worker["env"]["TF_CONFIG"])
     assert set(tf_config["cluster"]) == {"chief", "worker"} and tf_config["task"] == {
         "type": "worker",
@@ -80,7 +81,7 @@ def test_a_module_runs_with_dash_m_from_the_code(tmp_path, code_dir):
     data = script_data(code_dir, image={"script": None, "module": "trainer.task"}, output_dir=str(out))
     result = _local(tmp_path, data)
     assert result.returncode == 0, result.stderr
-    record = json.loads((out / "model" / "chief-0.json").read_text())
+    record = json.loads((latest_run(out) / "model" / "chief-0.json").read_text())
     assert record["argv"][1:] == ["--epochs=2"] and record["cwd"] == str(code_dir.resolve())
 
 
@@ -136,10 +137,10 @@ def test_the_example_trains_with_two_replicas(tmp_path, tmp_path_factory):
     block = harness.checked_block("README.md", EXAMPLE_RUN, HERE)
     work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
     stdout, _ = harness.run_block(block, work)
-    out = work / "runs" / "own-code"  # the spec's output_dir, from the repository's root
+    out = latest_run(work / "runs" / "own-code")  # below the spec's output_dir, from the repository's root
     assert (out / "model" / "model.keras").is_file()  # the chief's
     assert (out / "checkpoints" / "worker-0-model" / "model.keras").is_file()  # the worker's scratch save
-    logs = out / "vertex-trainer" / "logs"
+    logs = records(out) / "logs"
     assert "Epoch 2/2" in (logs / "workerpool0-0.log").read_text()
     assert "Epoch 2/2" in (logs / "workerpool1-0.log").read_text()
     assert "gcloud ai custom-jobs create" in stdout  # render --format gcloud
@@ -223,7 +224,7 @@ def test_only_the_bundled_trainers_unmounted_gcs_args_are_read_as_gs():
 
 @pytest.mark.skipif(gcsfuse.unavailable() is not None, reason=f"no /gcs mount here: {gcsfuse.unavailable()}")
 def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
-    """/gcs/BUCKET/path is <output_dir>/vertex-trainer/gcs/BUCKET/path for every replica of the
+    """/gcs/BUCKET/path is <output_dir>/.vertex-trainer/gcs/BUCKET/path for every replica of the
     run (each in a mount namespace of its own), and nothing else on the machine sees it. With no
     bucket to fetch the path from (no emulator, no credentials), the run is refused until the
     stand-in has the path (here: created, as the message says)."""
@@ -237,12 +238,12 @@ def test_gcs_paths_are_the_local_runs_stand_in_bucket(tmp_path, code_dir):
     (code_dir / "requirements.txt").unlink()
     out = tmp_path / "out"
     data = script_data(code_dir, replicas=2, output_dir=str(out), args=["/gcs/vt32-bucket/exports"])
-    standin = out / "vertex-trainer" / "gcs" / "vt32-bucket" / "exports"
+    standin = out / ".vertex-trainer" / "gcs" / "vt32-bucket" / "exports"  # shared by the runs below out
     refused = _local(tmp_path, data)
     assert refused.returncode == 2, refused.stderr
     assert "args[0] '/gcs/vt32-bucket/exports'" in refused.stderr
     assert f"mkdir -p {standin}" in refused.stderr
-    assert not (out / "vertex-trainer" / "logs").exists()  # no replica started
+    assert not list(out.glob(".vertex-trainer/*/logs"))  # no replica started
     standin.mkdir(parents=True)
     result = _local(tmp_path, data)
     assert result.returncode == 0, result.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.owncode.conftest import script_data, script_spec
-from tests.shared import ROOT
+from tests.shared import ROOT, records
 from vertex_trainer import api, render
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.packaging import plan_artifact
@@ -228,12 +228,15 @@ def test_a_local_study_runs_the_script_with_each_trials_args(tmp_path):
         ("2", {"optimizer": "adam", "layers": 3, "learning_rate": 0.1}, 0.95),
     ]
     assert study.best_trial().id == "2"
-    # Each trial reported to its own file, in cloudml-hypertune's JSON lines.
+    # The study has its own folder below output_dir, each trial a folder in it (as on Vertex AI);
+    # each trial reported to its own file, in cloudml-hypertune's JSON lines.
+    run = Path(study.output_dir)
+    assert run.parent == out and run.name.startswith(f"{spec.name}-")
     for trial_id, metric in (("1", 0.85), ("2", 0.95)):
-        (line,) = (out / trial_id / "hypertune" / "output.metrics").read_text().splitlines()
+        (line,) = (run / trial_id / "hypertune" / "output.metrics").read_text().splitlines()
         report = json.loads(line)
         assert report["trial"] == trial_id and round(float(report["accuracy"]), 4) == metric
-    saved = json.loads((out / "vertex-trainer" / "trials.json").read_text())
+    saved = json.loads((records(run) / "trials.json").read_text())
     assert saved["best_trial"]["parameters"]["learning_rate"] == 0.1
 
 

@@ -40,6 +40,8 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
             str(spec_file),
             "-o",
             str(out),
+            "--idempotency-key",
+            "k1",
         ],
         env=env,
         cwd=ROOT,
@@ -65,7 +67,8 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
     assert train["strategy"] == "FLEX_START" and train["max_wait_duration"] == "14400s"
     assert train["timeout"] == "86400s" and train["project"] == "test-project"
     assert train["location"] == "europe-west4"
-    assert train["base_output_directory"] == "gs://out-bucket/runs/digits"
+    # the run's own folder below output_dir (docs/contract.md section 15), named after the key
+    assert train["base_output_directory"] == "gs://out-bucket/runs/digits/digits-flex-k1"
     assert train["service_account"] == "trainer@test-project.iam.gserviceaccount.com"
     assert train["network"] == "projects/123/global/networks/vpc"
     pools = train["worker_pool_specs"]
@@ -80,7 +83,7 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
         )
 
     model = ir["deploymentSpec"]["executors"]["exec-importer"]["importer"]
-    assert model["artifactUri"]["constant"] == "gs://out-bucket/runs/digits/model"
+    assert model["artifactUri"]["constant"] == "gs://out-bucket/runs/digits/digits-flex-k1/model"
     assert model["typeSchema"]["schemaTitle"] == "google.UnmanagedContainerModel"
     container = model["metadata"]["containerSpec"]
     assert container["imageUri"] == IMAGE and container["command"] == ["python", "-m", "trainer.serve"]

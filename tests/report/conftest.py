@@ -2,10 +2,11 @@
 
 data/quickstart is a real `submit --local` run of job_specs/quickstart-local.yaml (3 epochs on
 the synthesized quickstart data, this repository's trainer, 2026-12-02): its metrics.json,
-trainer_config.json, run record (spec.yaml, custom_job.json, result.json), the chief's log (the
-TensorFlow start-up banner left out) and its TensorBoard event file, paths made relative. A
-study and a fallback plan are built around it the way workflows/tuning.py and
-workflows/fallback.py record them."""
+trainer_config.json and TensorBoard event file in its folder, and beside it, in
+data/.vertex-trainer/quickstart (docs/contract.md section 15), its record (spec.yaml,
+custom_job.json, result.json) and the chief's log (the TensorFlow start-up banner left out);
+paths made relative. A study and a fallback plan are built around it the way
+workflows/tuning.py and workflows/fallback.py record them."""
 
 from __future__ import annotations
 
@@ -22,17 +23,24 @@ ACCURACIES = (0.41, 0.78, 0.8926, 0.87, 0.1)  # 0.03 wins; 0.3 diverges to chanc
 
 @pytest.fixture
 def quickstart(tmp_path) -> Path:
-    """A copy of the real quickstart run directory."""
+    """A copy of the real quickstart run's folder, its records beside it."""
+    shutil.copytree(DATA / ".vertex-trainer", tmp_path / ".vertex-trainer")
     return Path(shutil.copytree(DATA / "quickstart", tmp_path / "quickstart"))
+
+
+def records(run: Path) -> Path:
+    """The tool's records of the run in `run`: beside it (local/layout.py)."""
+    return run.parent / ".vertex-trainer" / run.name
 
 
 @pytest.fixture
 def study(tmp_path, quickstart) -> Path:
-    """A local study's output directory (vertex-trainer/trials.json and the tuning job's body, as
+    """A local study's folder (its records beside it: trials.json and the tuning job's body, as
     workflows/tuning.py writes them) over five learning rates; the best trial's run is the
     quickstart run."""
     base = tmp_path / "study"
-    record = base / "vertex-trainer"
+    base.mkdir()
+    record = records(base)
     record.mkdir(parents=True)
     trials = []
     for n, (lr, acc) in enumerate(zip(LEARNING_RATES, ACCURACIES, strict=True), start=1):
@@ -106,7 +114,7 @@ ATTEMPTS = [
 def fallback_job(quickstart: Path) -> dict:
     """The CustomJob of a fallback plan's last attempt, as the REST API returns it, whose outputs
     are the quickstart run's."""
-    body = json.loads((quickstart / "vertex-trainer" / "custom_job.json").read_text())
+    body = json.loads((records(quickstart) / "custom_job.json").read_text())
     body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": str(quickstart)}
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {
         "machineType": "a2-highgpu-1g",

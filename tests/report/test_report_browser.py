@@ -15,7 +15,7 @@ from tests.report.browser import (
     look,
     metrics_of,
 )
-from tests.report.conftest import ATTEMPTS, fallback_job
+from tests.report.conftest import ATTEMPTS, fallback_job, records
 from vertex_trainer import api
 from vertex_trainer.settings import Settings
 from vertex_trainer.workflows import report_cloud, report_page
@@ -68,7 +68,7 @@ def test_a_studys_report_shows_the_trials_the_best_one_and_a_plot_per_parameter(
         cell.get_attribute("data-trial-metric"): cell.text
         for cell in browser.find_elements(By.CSS_SELECTOR, "[data-trial-metric]")
     }
-    trials = json.loads((study / "vertex-trainer" / "trials.json").read_text())["trials"]
+    trials = json.loads((records(study) / "trials.json").read_text())["trials"]
     assert shown == {t["id"]: f"{t['metric']:.4f}" for t in trials}
     assert assert_numbers_equal_metrics(seen.printed, metrics_of(quickstart)) >= 12  # the best trial's
 

@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from tests.report.conftest import ATTEMPTS, LEARNING_RATES, fallback_job
+from tests.report.conftest import ATTEMPTS, LEARNING_RATES, fallback_job, records
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.workflows import report, report_cloud
@@ -76,6 +76,19 @@ def test_the_wall_time_split_adds_up_to_the_runs_time(quickstart):
     assert report.time_split({}) == {}
 
 
+def test_a_run_is_read_from_its_base_its_folder_or_its_records_and_from_the_older_layout(quickstart):
+    """The base (output_dir) means its newest run; a run made before the per-run folders kept its
+    record inside its folder (vertex-trainer/): both read the same (docs/contract.md section 15)."""
+    first = report.from_run_dir(str(quickstart))
+    assert first.name == "quickstart-local" and first.epochs
+    for ref in (quickstart.parent, records(quickstart)):
+        again = report.from_run_dir(str(ref))
+        assert (again.source, again.name, again.epochs) == (first.source, first.name, first.epochs)
+    records(quickstart).rename(quickstart / "vertex-trainer")  # the layout before section 15
+    older = report.from_run_dir(str(quickstart))
+    assert (older.source, older.name, older.epochs) == (first.source, first.name, first.epochs)
+
+
 def test_a_directory_with_no_run_is_exit_2_naming_it(tmp_path):
     with pytest.raises(UserError) as err:
         report.from_run_dir(str(tmp_path / "nothing"))
@@ -93,7 +106,7 @@ def test_a_study_has_its_trials_goal_and_the_best_trials_curves(study, quickstar
 
 
 def test_the_event_files_are_read_only_when_the_log_has_no_epoch(quickstart):
-    (quickstart / "vertex-trainer" / "logs" / "workerpool0-0.log").unlink()
+    (records(quickstart) / "logs" / "workerpool0-0.log").unlink()
     asked = []
 
     def events(log_dir: str) -> list[report.Epoch]:

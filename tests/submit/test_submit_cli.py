@@ -25,8 +25,11 @@ def test_submit_json_prints_one_object_and_sends_the_render_output(fake, run_cli
     result = run_cli("submit", spec_file, "--output", "json", "--idempotency-key", "ci-1")
     assert result.returncode == 0, result.stderr
     out = one_json(result.stdout)
-    assert set(out) == {"name", "state", "console_url", "image", "idempotency_key", "adopted"}
+    assert set(out) == {"name", "state", "console_url", "image", "idempotency_key", "adopted", "output_dir"}
     assert out["name"] in fake.jobs and out["adopted"] is False and out["idempotency_key"] == "ci-1"
+    # the submission's own folder below output_dir, named after its key (docs/contract.md section 15)
+    sent_dir = fake.calls("create")[0].body["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"]
+    assert out["output_dir"] == sent_dir and sent_dir.endswith("/tiny-cnn-test-ci-1")
     assert out["image"] == "us-docker.pkg.dev/test-project/training/trainer:v1"
     assert out["console_url"].endswith(f"/training/{out['name'].rsplit('/', 1)[1]}/cpu?project=test-project")
 
@@ -346,9 +349,10 @@ trainer: {{model: tiny-cnn, train_data: "{quickstart_data}/train-*", num_classes
     result = run_cli("submit", spec, "--local", "--output", "json", "--idempotency-key", "loc-1", timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = one_json(result.stdout)  # exactly one JSON object on stdout
-    assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(tmp_path / "runs")
+    run = tmp_path / "runs" / "local-test-loc-1"  # its own folder below output_dir, named after its key
+    assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(run)
     assert out["metrics"]["steps"] == 2 and out["idempotency_key"] == "loc-1"
-    assert out["metrics"] == json.loads((tmp_path / "runs" / "metrics.json").read_text())
+    assert out["metrics"] == json.loads((run / "metrics.json").read_text())
     assert "workerpool0-0 | " in result.stderr and "JOB_STATE_SUCCEEDED" in result.stderr
     assert fake.connections == 0  # nothing went to Vertex AI
 

@@ -232,7 +232,11 @@ def test_job_fields_and_repr(fake, client, job_body):
         f"https://console.cloud.google.com/vertex-ai/locations/us-central1/"
         f"training/{job.id}/cpu?project=test-project"
     )
-    assert set(job.to_dict()) == {"name", "state", "console_url", "image", "idempotency_key", "adopted"}
+    assert set(job.to_dict()) == {
+        *("name", "state", "console_url", "image", "idempotency_key", "adopted", "output_dir")
+    }
+    base = job.data["jobSpec"].get("baseOutputDirectory")
+    assert job.output_dir == (base["outputUriPrefix"].rstrip("/") if base else None)
     assert f"state={job.state!r}" in repr(job) and job.id in repr(job)  # one state vocabulary
     assert "<a href=" in job._repr_html_()
     json.dumps(job.describe())

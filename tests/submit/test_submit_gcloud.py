@@ -42,7 +42,8 @@ def _normalised_job_spec(job_spec: dict) -> dict:
 def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(
     fake, run_cli, gcloud_env, spec_file, tmp_path, sets
 ):
-    set_args = [a for s in sets for a in ("--set", s)]
+    # one key for both renders: it names the run's folder (docs/contract.md section 15)
+    set_args = [a for s in sets for a in ("--set", s)] + ["--idempotency-key", "k1"]
     config = run_cli("render", spec_file, "--format", "gcloud", *set_args)
     assert config.returncode == 0, config.stderr
     config_file = tmp_path / "gcloud-config.yaml"
@@ -77,7 +78,7 @@ def test_gcloud_accepts_render_gcloud_and_sends_our_job_spec(
 
 def test_the_suggested_gcloud_command_in_the_header_works(fake, run_cli, gcloud_env, spec_file, tmp_path):
     """render --format gcloud prints the gcloud command to use; that command works as printed."""
-    config = run_cli("render", spec_file, "--format", "gcloud").stdout
+    config = run_cli("render", spec_file, "--format", "gcloud", "--idempotency-key", "k1").stdout
     (command,) = [
         line.removeprefix("#").strip()
         for line in config.splitlines()
@@ -96,6 +97,6 @@ def test_the_suggested_gcloud_command_in_the_header_works(fake, run_cli, gcloud_
     )
     assert created.returncode == 0, created.stderr
     (request,) = fake.calls("create")
-    ours = json.loads(run_cli("render", spec_file, "--format", "json").stdout)
+    ours = json.loads(run_cli("render", spec_file, "--format", "json", "--idempotency-key", "k1").stdout)
     assert request.body["labels"] == ours["labels"]
     assert _normalised_job_spec(request.body["jobSpec"]) == _normalised_job_spec(ours["jobSpec"])

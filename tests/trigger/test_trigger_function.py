@@ -17,6 +17,7 @@ from tests.trigger.conftest import (
     write_spec,
 )
 from vertex_trainer import api
+from vertex_trainer.contract import run_name
 from vertex_trainer.settings import Settings
 from vertex_trainer.trigger import event_key
 
@@ -84,7 +85,11 @@ def test_six_events_start_exactly_two_runs_each_reading_the_markers_folder(fake,
         event_key(BUCKET, "datasets/mnist/_SUCCESS", "105"),
     }
     outputs = sorted(j["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] for j in jobs)
-    assert outputs == ["gs://out-bucket/runs/mnist-103", "gs://out-bucket/runs/mnist-105"]
+    assert outputs == [  # each run's own folder below the templated output_dir, named after its key
+        f"gs://out-bucket/runs/mnist-{g}/"
+        + run_name(jobs[0]["displayName"], event_key(BUCKET, "datasets/mnist/_SUCCESS", g))
+        for g in ("103", "105")
+    ]
     for job in jobs:  # the rendered job, image pinned, Flex Start kept
         pool = job["jobSpec"]["workerPoolSpecs"][0]
         assert pool["containerSpec"]["imageUri"].endswith("/trainer:v1")

@@ -104,8 +104,11 @@ def test_a_spec_that_ignores_the_event_is_rendered_with_warnings(tmp_path):
         '"gs://out-bucket/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"', "gs://out-bucket/runs/x"
     )
     _, result, _logged = render(tmp_path, fixed)
-    assert any("output_dir does not use" in w for w in result["warnings"])
+    # each run has its own folder below output_dir (docs/contract.md section 15): no warning for it
+    assert not any("output_dir" in w for w in result["warnings"])
     assert any("every run reads the same data" in w for w in result["warnings"])
+    _, result, _logged = render(tmp_path / "fixed", fixed + "fixed_output_dir: true\n")
+    assert any("every run writes to the same directory" in w for w in result["warnings"])
 
 
 def test_a_spec_a_marker_would_make_invalid_fails_at_render(tmp_path):

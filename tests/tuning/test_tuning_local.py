@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.shared import latest_run, records
+
 # Two TensorFlow trials at once: over 150 s when the suite shares the two cores with a second
 # worker or another job, so the bounds leave room for that.
 pytestmark = [pytest.mark.trainer, pytest.mark.slow, pytest.mark.timeout(480)]
@@ -61,8 +63,8 @@ def test_a_local_search_of_two_digits_trials_prints_each_metric_and_picks_the_be
 ):
     result = run_cli("submit", _spec(tmp_path, digits_data), "--local", timeout=450)
     assert result.returncode == 0, result.stdout + result.stderr[-4000:]
-    runs = tmp_path / "runs"
-    record = json.loads((runs / "vertex-trainer" / "trials.json").read_text())
+    study = latest_run(tmp_path / "runs")  # the study's own folder below output_dir
+    record = json.loads((records(study) / "trials.json").read_text())
     trials = record["trials"]
     assert [t["id"] for t in trials] == ["1", "2"]
     assert [t["parameters"]["learning_rate"] for t in trials] == LEARNING_RATES
@@ -73,7 +75,7 @@ def test_a_local_search_of_two_digits_trials_prints_each_metric_and_picks_the_be
     for trial, line in zip(trials, table[header + 1 : header + 3], strict=True):
         # Each trial ran in its own output directory, reported its accuracy to its own
         # cloudml-hypertune file (as on Vertex AI), and that is the metric shown.
-        base = runs / trial["id"]
+        base = study / trial["id"]
         assert trial["state"] == "SUCCEEDED" and trial["output_dir"] == str(base)
         report = json.loads((base / "hypertune" / "output.metrics").read_text().splitlines()[-1])
         assert float(report["accuracy"]) == pytest.approx(trial["metric"])
@@ -84,7 +86,7 @@ def test_a_local_search_of_two_digits_trials_prints_each_metric_and_picks_the_be
         assert line.split()[0] == trial["id"] and f"{trial['metric']:.4f}" in line.split()
         # The trial's flag reached the trainer as Vertex AI passes it.
         assert f"--learning-rate={trial['parameters']['learning_rate']!r}" in json.dumps(
-            json.loads((base / "vertex-trainer" / "custom_job.json").read_text())
+            json.loads((records(base) / "custom_job.json").read_text())
         )
         assert f"trial {trial['id']} SUCCEEDED" in result.stderr
 

@@ -231,7 +231,7 @@ def test_gcloud_creates_the_same_tuning_job_from_render_format_gcloud(
     fake, run_cli, cli_env, spec_file, tmp_path
 ):
     config_dir = gcloud_config(tmp_path / "gcloud", fake.url)
-    config = run_cli("render", spec_file, "--format", "gcloud")
+    config = run_cli("render", spec_file, "--format", "gcloud", "--idempotency-key", "k1")  # one run folder
     assert config.returncode == 0, config.stderr
     (command,) = [
         line.removeprefix("#").strip()
@@ -249,7 +249,7 @@ def test_gcloud_creates_the_same_tuning_job_from_render_format_gcloud(
     )
     assert created.returncode == 0, created.stderr
     (request,) = fake.calls("tuning-create")
-    ours = json.loads(run_cli("render", spec_file, "--format", "json").stdout)
+    ours = json.loads(run_cli("render", spec_file, "--format", "json", "--idempotency-key", "k1").stdout)
     theirs = _normalised("HyperparameterTuningJob", request.body)
     mine = _normalised("HyperparameterTuningJob", ours)
     for key in (

@@ -12,6 +12,7 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.handles import Job
     from vertex_trainer.api.results import LocalJob
     from vertex_trainer.spec import JobSpec
 
@@ -105,22 +106,23 @@ def bench(
                 run.kind, here.name, here.state, here.result.output_dir, here.result.metrics
             )
         else:
-            job = submit(
-                run.spec,
-                wait=True,
-                idempotency_key=benchmark.run_key(key, run.kind),
-                log=log,
-                settings=settings,
-                options=SubmitOptions(
-                    client=client, on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}")
+            # a bench run has no tune: block (plan() drops it): a custom or fallback plan's Job
+            job = cast(
+                "Job",
+                submit(
+                    run.spec,
+                    wait=True,
+                    idempotency_key=benchmark.run_key(key, run.kind),
+                    log=log,
+                    settings=settings,
+                    options=SubmitOptions(
+                        client=client, on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}")
+                    ),
                 ),
             )
+            folder = job.output_dir  # the run's own folder below <output_dir>/bench/<kind>
             results[run.kind] = benchmark.Result(
-                run.kind,
-                job.name,
-                job.state,
-                run.spec.output_dir,
-                benchmark.read_metrics(settings, run.spec.output_dir),
+                run.kind, job.name, job.state, folder, benchmark.read_metrics(settings, folder)
             )
     report = benchmark.report(spec, plan, results)
     report["cost_per_epoch"] = _cost_per_epoch(spec, report, local=local, settings=settings)

@@ -202,16 +202,17 @@ def render_job(spec: JobSpec, idempotency_key: str | None = None) -> dict:
 
     Args:
         spec: the job spec.
-        idempotency_key: the key whose label the body carries (None: no key label).
+        idempotency_key: the key whose label the body carries, and which names the run's own
+            folder below output_dir (None: a fresh key, as submit makes one).
 
     Returns:
         the CustomJob as a dict, exactly as the REST API receives it (camelCase, enum names).
     """
     from vertex_trainer import render
+    from vertex_trainer.vertex.names import new_key
 
-    if idempotency_key is not None:
-        check_key(idempotency_key)
-    return render.custom_job(spec, plan_artifact(spec), idempotency_key=idempotency_key)
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    return render.custom_job(spec, plan_artifact(spec), idempotency_key=key)
 
 
 def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None = None) -> str:
@@ -224,7 +225,8 @@ def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None
             ``gcloud ai custom-jobs create``). json and gcloud are what Vertex AI is sent: a
             value that works only here (a local output_dir or data path, no image) is refused
             as :func:`check` refuses it for a cloud submit; yaml shows any spec's body.
-        idempotency_key: the key whose label the body carries (None: no key label).
+        idempotency_key: the key whose label the body carries and which names the run's folder
+            (None: a fresh key, as submit makes one).
 
     Returns:
         the text, ending with a newline. Raises SpecError (exit 2) for json or gcloud of a

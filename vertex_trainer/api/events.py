@@ -42,7 +42,9 @@ def compile_pipeline(
 
     Args:
         spec: the job spec.
-        idempotency_key: the key the training step's job carries (None: no key).
+        idempotency_key: the key the training step's job carries, which names the run's own
+            folder below output_dir (None: a fresh key: the compiled pipeline is one run's, as a
+            rendered job is one submission's; docs/contract.md section 15).
         resolve: look the model and endpoint up (read-only) as `pipeline_submit` does; without
             it no connection is opened and the deploy steps are those of a first deploy (a new
             model, a new endpoint unless deploy.endpoint names one, all of the traffic).
@@ -55,7 +57,9 @@ def compile_pipeline(
     from vertex_trainer.pipeline import pipeline_ir
 
     check(spec)
-    key = check_key(idempotency_key) if idempotency_key is not None else None
+    from vertex_trainer.vertex.names import new_key
+
+    key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     registry = registry_client(spec, settings or settings_from_env(), log) if resolve else None
     return pipeline_ir(spec, plan_artifact(spec), key, registry=registry)
 

@@ -48,6 +48,7 @@ def submit(
     dry_run: Literal[True],
     deploy: bool = ...,
     options: SubmitOptions | None = ...,
+    resume: str | None = ...,
     settings: Settings | None = ...,
     log: Log | None = ...,
     timeout: float | None = ...,
@@ -66,6 +67,7 @@ def submit(
     dry_run: Literal[False] = ...,
     deploy: bool = ...,
     options: SubmitOptions | None = ...,
+    resume: str | None = ...,
     settings: Settings | None = ...,
     log: Log | None = ...,
     timeout: float | None = ...,
@@ -84,6 +86,7 @@ def submit(
     dry_run: bool = ...,
     deploy: bool = ...,
     options: SubmitOptions | None = ...,
+    resume: str | None = ...,
     settings: Settings | None = ...,
     log: Log | None = ...,
     timeout: float | None = ...,
@@ -101,6 +104,7 @@ def submit(
     dry_run: bool = False,
     deploy: bool = False,
     options: SubmitOptions | None = None,
+    resume: str | None = None,
     settings: Settings | None = None,
     log: Log | None = None,
     timeout: float | None = None,
@@ -127,6 +131,9 @@ def submit(
             block, section 5); implies ``wait``. The Deployment is ``job.deployment`` (a dry run:
             ``DryRun.deploy``, the requests it would send).
         options: the less common knobs (:class:`SubmitOptions`).
+        resume: continue an earlier run in its own folder: its name below output_dir, or the
+            folder (``submit --resume RUN``). None: the submission runs in a folder of its own,
+            ``<output_dir>/<name>-<key>`` (docs/contract.md section 15).
         settings: the process settings (default: read from the environment).
         log: where progress lines and the plan's warnings go (default: stderr).
         timeout: shorthand for ``SubmitOptions.timeout`` (wins over ``options``).
@@ -160,6 +167,7 @@ def submit(
         local=local,
         deploy=deploy,
         wait=wait,
+        resume=resume,
         settings=settings,
         log=log,
     )
@@ -231,6 +239,7 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     spec = plan.spec
     preflight.check_buckets(spec, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
+    _check_resumed(plan, settings)
     skipped = capacity.before_submit(
         spec,
         settings=settings,
@@ -239,6 +248,23 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
         pools=plan.body["jobSpec"]["workerPoolSpecs"],  # (the resource must fit the job as rendered)
     )
     return skipped
+
+
+def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
+    """`--resume RUN` of a run in Cloud Storage: its folder must hold something (exit 2
+    otherwise, before anything is built or created)."""
+    if not (plan.resumed or "").startswith("gs://"):
+        return
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.gcp import storage
+
+    assert plan.resumed is not None
+    if not storage.holds_objects(settings, plan.resumed):
+        raise UserError(
+            f"--resume: {plan.resumed} holds nothing: no run to continue there",
+            hint="give the name of a run below output_dir (its folder: vertex-trainer status JOB), "
+            "or submit without --resume",
+        )
 
 
 def _build(plan: SubmitPlan, settings: Settings, log: Log) -> None:
@@ -345,7 +371,14 @@ def _run_here(plan: SubmitPlan, settings: Settings) -> LocalJob:
 
     opts = plan.options
     result = run_local(
-        plan.body, plan.spec, settings=settings, wait=plan.wait, console=opts.console, summary=opts.summary
+        plan.body,
+        plan.spec,
+        settings=settings,
+        wait=plan.wait,
+        console=opts.console,
+        summary=opts.summary,
+        run=plan.run,
+        latest=plan.resumed is None,
     )
     return LocalJob(result, plan.body, plan.image, plan.key)
 
@@ -364,4 +397,5 @@ def _run_local_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> LocalTu
         wait=plan.wait,
         log=log,
         planned=[dict(t.parameters) for t in plan.trials],
+        run=plan.run,
     )

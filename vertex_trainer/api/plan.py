@@ -213,6 +213,11 @@ class SubmitPlan:
         budget, budget_field: the budget the plan passed, and where it was given.
         wait: follow the job to its end (``deploy`` implies it); deploy_after: deploy then.
         options: the SubmitOptions the executors use (follow, client, timeout ...).
+        run: the run's name (`<name>-<key>`; a resumed run's own), which names its folder and
+            its records (docs/contract.md section 15).
+        output: the run's own folder below output_dir, every job's baseOutputDirectory (None:
+            no output_dir; a run here then gets one below the temp dir).
+        resumed: the run continued (``resume``), or None for a new one.
         checks: the reads a cloud submit makes before it builds or sends (the data patterns
             that must match an object: workflows/preflight.py); a dry run lists them.
     """
@@ -237,6 +242,9 @@ class SubmitPlan:
     wait: bool = False
     deploy_after: bool = False
     options: SubmitOptions = field(default_factory=SubmitOptions)
+    run: str = ""
+    output: str | None = None
+    resumed: str | None = None
     checks: tuple[DataCheck, ...] = ()
 
     @property
@@ -292,6 +300,7 @@ def plan_submit(
     pipeline_root: str | None = None,
     deploy: bool = False,
     wait: bool = False,
+    resume: str | None = None,
     settings: Settings | None = None,
     log: Log | None = None,
 ) -> SubmitPlan:
@@ -307,6 +316,9 @@ def plan_submit(
         pipeline_root: a pipeline's root (default: gs://<output bucket>/pipeline-root).
         deploy: plan the deploy after the job (a cloud custom job only; implies ``wait``).
         wait: the job is to be followed to its end.
+        resume: continue an earlier run in its folder (its name below output_dir, or the
+            folder itself): the new job reads and writes that run's checkpoints and model
+            (docs/contract.md section 15). None: the run gets a folder of its own.
         settings: the process settings (default: read from the environment).
         log: where the packager's planning notes go (default: nowhere).
 
@@ -351,9 +363,10 @@ def plan_submit(
         spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
     )
     clients = None if local or pipeline else _clients(opts.client, spec, settings)
+    run, output = _run_place(spec, key, resume, local=local)
     rendered = []
     for a in plan_of(spec) if kind in ("custom", "fallback") else plan_of(spec)[:1]:
-        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n)
+        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n, output=output)
         where = a.region or spec.region or ""  # (a cloud spec has a region: check() made sure)
         sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
         rendered.append(AttemptPlan(a, body, sent))
@@ -400,8 +413,24 @@ def plan_submit(
         wait=wait or deploy,
         deploy_after=deploy,
         options=opts,
+        run=run,
+        output=output,
+        resumed=output if resume is not None else None,
         checks=checks,
     )
+
+
+def _run_place(spec: JobSpec, key: str, resume: str | None, *, local: bool) -> tuple[str, str | None]:
+    """(the run's name, its folder) for the submission with `key`, or for the run `resume`
+    names (exit 2 when there is no such run to continue)."""
+    from vertex_trainer import render
+    from vertex_trainer.contract import run_name
+
+    if resume is None:
+        return run_name(spec.name, key), render.run_dir(spec, key)
+    from vertex_trainer.local.layout import resumed_run
+
+    return resumed_run(spec.output_dir, resume, fixed=spec.fixed_output_dir, local=local)
 
 
 def _quiet(_message: str) -> None:

@@ -116,6 +116,15 @@ def submit(
             "wins over scheduling.max_cost",
         ),
     ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN",
+            help="continue an earlier run in its own folder (its checkpoints, model and metrics): "
+            "the run's name below output_dir, or its folder. Default: a new folder for this submission",
+        ),
+    ] = None,
 ) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
@@ -137,6 +146,7 @@ def submit(
             deploy=deploy_after,
             quota_check=quota_check,
             max_cost=max_cost,
+            resume=resume,
         )
     watched: dict = {}
 
@@ -160,6 +170,7 @@ def submit(
         dry_run=dry_run,
         deploy=deploy_after,
         options=options,
+        resume=resume,
         settings=cfg,
         log=stderr_line,
     )
@@ -289,7 +300,12 @@ def _show_created(job, output: OutputFormat) -> None:
     if output is not OutputFormat.text:
         return
     verb = "adopted" if job.adopted else "created"
-    print(f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}", flush=True)
+    output_dir = getattr(job, "output_dir", None)
+    print(
+        f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}"
+        + (f"\noutput   {output_dir}" if output_dir else ""),
+        flush=True,
+    )
     if job.adopted:
         stderr_line(
             f"a job with idempotency key {job.idempotency_key} already existed: adopted, not re-created"
@@ -340,6 +356,7 @@ def _show_job(job, output: OutputFormat) -> None:
         ("started", d["start_time"]),
         ("ended", d["end_time"]),
         ("console", d["console_url"]),
+        ("output", d.get("output_dir")),
         ("error", d["error"]),
     ]
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))

@@ -74,6 +74,7 @@ def submit(
     deploy: bool = False,
     quota_check: bool = True,
     max_cost: float | None = None,
+    resume: str | None = None,
 ) -> None:
     """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit
     (the same plan, checks and budget as any submit), then the trials as they end (--wait) and
@@ -88,6 +89,7 @@ def submit(
         local=local,
         dry_run=dry_run,
         deploy=deploy,
+        resume=resume,
         log=stderr_line,
         settings=cfg,
         options=api.SubmitOptions(

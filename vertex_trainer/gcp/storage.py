@@ -108,6 +108,14 @@ def read_bytes(settings: Settings, uri: str) -> bytes | None:
         return None
 
 
+def holds_objects(settings: Settings, uri: str) -> bool:
+    """True when at least one object's name starts with `<uri>/` (a folder with something in it);
+    one list request of one item."""
+    bucket, prefix = split_uri(uri.rstrip("/"))
+    blobs = client(settings).list_blobs(bucket, prefix=f"{prefix}/" if prefix else None, max_results=1)
+    return any(True for _ in blobs)
+
+
 def read_json(settings: Settings, uri: str) -> dict[str, Any] | None:
     """A JSON object stored at `uri`, or None when it is absent or not JSON."""
     data = read_bytes(settings, uri)

@@ -17,7 +17,7 @@ Default Credentials) into the stand-in:
 * A file the stand-in already has is kept when an earlier run wrote or changed it (it is newer
   than anything fetched); a file fetched earlier and unchanged since is fetched again only when
   the object's generation changed. The record (`Fetched`, per file: generation, size, mtime) is
-  kept beside a local run's stand-in (`<output_dir>/vertex-trainer/gcs-fetched.json`).
+  kept beside a local run's stand-in (`<output_dir>/.vertex-trainer/gcs-fetched.json`).
 * Without an emulator or credentials, each path must already be in the stand-in (an earlier
   run wrote it, or you put it there); otherwise exit 2 before the run, naming the field and value.
 

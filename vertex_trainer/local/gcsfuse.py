@@ -5,7 +5,8 @@ write their model there (they turn AIP_MODEL_DIR's gs:// into /gcs/). Here, each
 script job runs in a mount namespace of its own (`unshare --mount`) in which a stand-in directory
 is bind-mounted at /gcs: the replicas of one run share it, and no other process on the machine
 sees it. The stand-in is a bucket kept as a directory tree, `<stand-in>/BUCKET/path`: for a run
-whose output directory is local it is `<output>/vertex-trainer/gcs/` and stays there; for a run
+whose output directory is local it is `<output_dir>/.vertex-trainer/gcs/`, shared by the runs below
+output_dir as a bucket would be, and stays there; for a run
 that writes to Cloud Storage (gs:// output_dir, e.g. in `dev sandbox`) it is a scratch directory.
 
 Before the replicas start, the objects under every /gcs/BUCKET/PATH the replicas are given (spec

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertex_trainer.contract import METRICS_FILE, RECORD_DIR, SUCCEEDED, JobState
+from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
-from vertex_trainer.local import cluster, gcsfill, gcsfuse, owncode
+from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
@@ -57,6 +57,8 @@ class LocalResult(JobState):
     replicas: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     failed_exit_code: int | None = None
+    run: str = ""  # the run's name: its folder's, and its records' (docs/contract.md section 15)
+    record_dir: str | None = None  # the tool's records of the run, beside its folder (local only)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +76,8 @@ def run_local(
     on_lines: Callable[[list[tuple[str, str]]], None] | None = None,
     summary: bool = True,
     code: owncode.Code | None = None,
+    run: str | None = None,
+    latest: bool = False,
 ) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
@@ -94,6 +98,12 @@ def run_local(
     a run that succeeded (model, output, metrics) to the caller (the CLI prints it on stdout); a
     failure is still summarised on the console. `code` (local/owncode.py) runs a script job's code
     instead of the image's entrypoint; a script job's `spec` gives it by default.
+
+    The run's folder is the job's baseOutputDirectory (the plan made it the submission's own,
+    docs/contract.md section 15), or <tmp>/vertex-trainer/<name>/<run> without one; `run` names
+    it there (default: the job id). The tool's records of the run go beside that folder
+    (local/layout.py), never into it. `latest` points <base>/latest at the run (a submission's
+    run; not a trial's).
     """
     name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
     project = getattr(spec, "project", None) or settings.project
@@ -126,9 +136,14 @@ def run_local(
         cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
-    base = resolve_output(job, name)
     job_id = job_id or local_job_id()
-    save_run_record(base, job, spec, job_id)
+    base = resolve_output(job, name, run or job_id)
+    run = run or base.rsplit("/", 1)[-1]
+    record = layout.record_dir(base)
+    if record is not None:
+        save_run_record(record, job, spec, job_id, run=run, run_dir=base)
+        if latest:
+            layout.link_latest(base)
     replicas = cluster.build_replicas(
         job, base, job_id=job_id, base_env=environ, project=project, region=region
     )
@@ -139,7 +154,7 @@ def run_local(
     if code is None or code.on_path:
         cluster.check_importable(replicas)
     # The stand-in at /gcs, filled with the objects the replicas' /gcs/ paths name (gcsfill.py).
-    standin = _standin(base) if mount else None
+    standin = _standin(record) if mount else None
     fill = gcsfill.fill_standin(job, spec, base, standin, settings) if standin is not None else gcsfill.Fill()
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
@@ -148,7 +163,7 @@ def run_local(
         replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
     )
     display = Display(console, [r.name for r in replicas], live=wait)
-    runlog = RunLog(base, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
+    runlog = RunLog(record, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
     shown = runlog.tee(display, on_lines)
     display.note(
         f"Running {name} locally: {len(replicas)} replica(s) "
@@ -198,10 +213,10 @@ def run_local(
         replicas=[r.name for r in replicas],
         elapsed_s=round(time.monotonic() - started, 3),
         failed_exit_code=failed.returncode if failed is not None else None,
+        run=run,
+        record_dir=record,
     )
     runlog.close(result)
-    if state == SUCCEEDED:
-        promote_run_record(base, job_id)
     if summary or state != SUCCEEDED:
         display.summary(result)
     return result
@@ -215,12 +230,14 @@ class _Shows(Protocol):
     def tick(self) -> None: ...
 
 
-def _standin(base: str) -> Path:
-    """The directory bind-mounted at /gcs: beside a local run's outputs, or a scratch directory
-    uploaded to the buckets when a run that writes to Cloud Storage ends."""
-    if base.startswith("gs://"):
+def _standin(record: str | None) -> Path:
+    """The directory bind-mounted at /gcs: the stand-in for the buckets of a local base's runs,
+    beside their records (<base>/.vertex-trainer/gcs: what one run writes there the next one
+    reads, as from a bucket), or a scratch directory uploaded to the buckets when a run that
+    writes to Cloud Storage ends."""
+    if record is None:
         return Path(tempfile.mkdtemp(prefix="vertex-trainer-gcs-"))
-    path = Path(base, RECORD_DIR, "gcs")
+    path = Path(record).parent / layout.STANDIN_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -299,14 +316,14 @@ def _supervise(supervisor: Supervisor, display: _Shows, cancel: Any = None) -> P
         display.tick()
 
 
-def resolve_output(job: dict[str, Any], name: str) -> str:
-    """The run's base output directory: gs:// as is; a local path made absolute and created;
-    none given: a fresh directory under the temp dir. /gcs/ (Cloud Storage FUSE) is refused."""
+def resolve_output(job: dict[str, Any], name: str, run: str) -> str:
+    """The run's folder: the job's baseOutputDirectory (gs:// as is; a local path made absolute
+    and created), or, when it names none, <tmp>/vertex-trainer/<name>/<run>. /gcs/ (Cloud
+    Storage FUSE) is refused."""
     spec = cluster.job_spec_of(job)
     base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").strip()
     if not base:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        base = os.path.join(tempfile.gettempdir(), "vertex-trainer", f"{name}-{stamp}")
+        base = layout.default_run_dir(name, run)
     if base.startswith("gs://"):
         return base.rstrip("/")
     if base.startswith("/gcs/"):
@@ -319,23 +336,13 @@ def resolve_output(job: dict[str, Any], name: str) -> str:
     return base.rstrip("/")
 
 
-RECORD_FILES = ("custom_job.json", "spec.yaml")
-LATEST_SUCCESS = "latest-success"
-
-
-def save_run_record(base: str, job: dict[str, Any], spec: Any, run_id: str) -> None:
-    """Keep what ran: <base>/vertex-trainer/runs/<run_id>/{custom_job.json,spec.yaml}.
-
-    Every run gets its own record; the record beside the outputs (<base>/vertex-trainer/
-    {custom_job.json,spec.yaml}) is only replaced when a run succeeds (`promote_run_record`),
-    so it always describes the model and metrics it sits beside, even after a failed rerun.
-    `spec` is an object with `.to_yaml()` or the YAML text (None: no spec.yaml). Local output
-    directories only; a cloud job's CustomJob is kept by Vertex AI.
-    """
-    if base.startswith("gs://"):
-        return
-    record = os.path.join(base, RECORD_DIR, "runs", run_id)
-    os.makedirs(record, exist_ok=True)
+def save_run_record(
+    record: str, job: dict[str, Any], spec: Any, job_id: str, *, run: str, run_dir: str
+) -> None:
+    """Keep what ran, in the run's records (beside its folder, local/layout.py): run.json,
+    custom_job.json and spec.yaml (`spec`: an object with `.to_yaml()` or the YAML text; None:
+    no spec.yaml). A cloud job's CustomJob is kept by Vertex AI."""
+    layout.write_run_file(record, run=run, run_dir=run_dir, job_id=job_id)
     with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
         json.dump(job, f, indent=2)
         f.write("\n")
@@ -346,22 +353,6 @@ def save_run_record(base: str, job: dict[str, Any], spec: Any, run_id: str) -> N
     if text is not None:
         with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
             f.write(text)
-
-
-def promote_run_record(base: str, run_id: str) -> None:
-    """The run `run_id` succeeded: its record becomes the one beside the outputs."""
-    if base.startswith("gs://"):
-        return
-    import shutil
-
-    root = os.path.join(base, RECORD_DIR)
-    for name in RECORD_FILES:
-        source = os.path.join(root, "runs", run_id, name)
-        if os.path.exists(source):
-            shutil.copyfile(source, os.path.join(root, name + ".tmp"))
-            os.replace(os.path.join(root, name + ".tmp"), os.path.join(root, name))
-    with open(os.path.join(root, LATEST_SUCCESS), "w", encoding="utf-8") as f:
-        f.write(run_id + "\n")
 
 
 def read_metrics(base_output: str, settings: Settings) -> dict[str, Any] | None:

@@ -1,10 +1,11 @@
-"""A local run's logs, kept beside its outputs so that `vertex-trainer logs RUN` can show them.
+"""A local run's logs, kept in its records so that `vertex-trainer logs RUN` can show them.
 
-While a run goes, every replica line is appended to `<output>/vertex-trainer/logs/<replica>.log`
-as `<UTC time, microseconds> <line>`. One writer stamps every line, strictly increasing, so the
-files merge back into the exact order the lines were shown. `logs/runner.json` names the running
-process; `vertex-trainer/result.json` is written when the run ends (state, exit codes, the
-failing replica and its last lines). A gs:// output directory keeps no log record.
+While a run goes, every replica line is appended to `<records>/logs/<replica>.log` (the records
+are beside the run's folder: local/layout.py) as `<UTC time, microseconds> <line>`. One writer
+stamps every line, strictly increasing, so the files merge back into the exact order the lines
+were shown. `logs/runner.json` names the running process; `<records>/result.json` is written when
+the run ends (state, exit codes, the failing replica and its last lines). A gs:// output directory
+keeps no log record.
 
 Reading (`entries`) merges the files in time order; `follow=True` keeps reading until
 result.json appears (or the runner is gone without one), then yields the end as a `JobEvent`
@@ -15,15 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, Failure, JobEvent, JobState, LogEntry
+from vertex_trainer.contract import SUCCEEDED, Failure, JobEvent, JobState, LogEntry
+from vertex_trainer.local.layout import find_run as _find
 
 LOGS_DIR = "logs"
 RESULT_FILE = "result.json"
@@ -39,10 +39,10 @@ def _stamp(ns: int) -> str:
 
 
 class RunLog:
-    """The writer: one file per replica under <base>/vertex-trainer/logs/."""
+    """The writer: one file per replica under <records>/logs/ (`record` None: no files)."""
 
-    def __init__(self, base: str, names: list[str]):
-        self.dir = None if base.startswith("gs://") else os.path.join(base, RECORD_DIR, LOGS_DIR)
+    def __init__(self, record: str | None, names: list[str]):
+        self.dir = None if record is None else os.path.join(record, LOGS_DIR)
         self._files: dict[str, Any] = {}
         self._last = 0
         if self.dir is None:
@@ -91,6 +91,8 @@ class RunLog:
             "replicas",
             "elapsed_s",
         )
+        # (the user's code may have removed a folder it thought its own: the result is kept anyway)
+        os.makedirs(os.path.dirname(self.dir), exist_ok=True)
         with open(os.path.join(os.path.dirname(self.dir), RESULT_FILE), "w", encoding="utf-8") as f:
             json.dump({k: getattr(result, k, None) for k in fields}, f, indent=2)
             f.write("\n")
@@ -114,24 +116,10 @@ class _Tee:
 
 
 def find_run(ref: str, *, tmp: str | None = None) -> str | None:
-    """The record directory (<output>/vertex-trainer) of a local run, or None.
-
-    `ref` is the run's output directory (or its vertex-trainer/ or logs/ directory), or the name
-    of a run whose output went to the default place (<tmp>/vertex-trainer/<name>-<time>): the
-    newest such run."""
-    path = Path(ref).expanduser()
-    for candidate in (path / RECORD_DIR, path, path.parent):
-        if path.exists() and ((candidate / LOGS_DIR).is_dir() or (candidate / "custom_job.json").is_file()):
-            return str(candidate.resolve())
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", ref):
-        return None
-    root = Path(tmp or tempfile.gettempdir()) / "vertex-trainer"
-    runs = sorted(
-        p
-        for p in root.glob(f"{ref}-*")
-        if re.fullmatch(re.escape(ref) + r"-\d{8}-\d{6}", p.name) and (p / RECORD_DIR / LOGS_DIR).is_dir()
-    )
-    return str((runs[-1] / RECORD_DIR).resolve()) if runs else None
+    """The records of a local run (local/layout.py `find_run`: its folder, its records, the base
+    folder of a spec's runs (the newest), or a spec's name), or None."""
+    found = _find(ref, tmp=tmp)
+    return str(found.record) if found is not None else None
 
 
 class LocalRun(JobState):

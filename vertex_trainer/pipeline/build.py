@@ -52,8 +52,10 @@ def pipeline_ir(
     job = job if job is not None else render.custom_job(spec, artifact, idempotency_key=key)
     request = target = None
     if spec.deploy is not None:
+        # the model the training step exports: <its own folder>/model (AIP_MODEL_DIR)
+        base = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
         request = deployment.request(
-            spec, f"{(spec.output_dir or '').rstrip('/')}/model", key or "compile", artifact.image_uri
+            spec, f"{(base or spec.output_dir or '').rstrip('/')}/model", key or "compile", artifact.image_uri
         )
         target = resolve_target(registry, request) if registry else first_deploy(request)
     return compile_ir(

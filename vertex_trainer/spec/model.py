@@ -360,8 +360,13 @@ class JobSpec(Strict):
     )
     output_dir: str | None = Field(
         None,
-        description="gs://BUCKET/PATH (Vertex AI writes the model, checkpoints and logs there); "
-        "a local path only with --local",
+        description="gs://BUCKET/PATH: each submission runs in its own folder below it, "
+        "<output_dir>/<name>-<key or time>/ (model/, checkpoints/, logs/); a local path only with --local",
+    )
+    fixed_output_dir: bool = Field(
+        False,
+        description="true: every submission writes to output_dir itself, not to a folder of its own "
+        "(a second run then overwrites the first one's model, checkpoints and metrics)",
     )
     service_account: str | None = Field(
         None,

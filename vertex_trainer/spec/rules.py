@@ -408,6 +408,13 @@ def split_patterns(value: str) -> list[str]:
 
 
 def _output_dir(spec: Spec) -> None:
+    if spec.fixed_output_dir and not spec.output_dir:
+        raise SpecError(
+            "fixed_output_dir",
+            "needs output_dir: it makes every submission write to output_dir itself",
+            value=True,
+            hint="set output_dir, or remove fixed_output_dir (each submission then gets a folder of its own)",
+        )
     if spec.output_dir:
         problem = _path_problem(spec.output_dir, allow_fuse=False)
         if problem:
@@ -443,10 +450,13 @@ def _trainer(spec: Spec) -> None:
     devices = spec.total_devices
     if t.batch_size is not None and t.batch_size % devices:
         fix = (t.batch_size // devices + 1) * devices
+        h = spec.hardware
+        machines = f" ({spec.replicas} machines x {h.devices})" if spec.replicas > 1 and h.devices > 1 else ""
         raise SpecError(
             "trainer.batch_size",
             f"the global batch {t.batch_size} does not split evenly over {devices} "
-            f"replicas ({spec.replicas} machine(s) x {spec.hardware.devices} device(s))",
+            f"{hw.device_noun(h.machine_type, h.accelerator_type)}s{machines}, one data-parallel "
+            "replica each",
             has_value=False,
             hint=f"use a multiple of {devices}, e.g. {fix}",
         )

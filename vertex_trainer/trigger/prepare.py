@@ -94,11 +94,13 @@ def prepare(
     if "git_sha" in used:  # the function has no git checkout: pin the commit rendered from
         stored["git_sha"] = resolve_data({"v": "{{ git_sha }}"}, base_dir=base)["v"]
     warnings = []
-    if not _uses_trigger(data.get("output_dir")):
+    # Each run has a folder of its own below output_dir (named after the event's key), unless
+    # the spec fixes it: then every run writes to the one directory.
+    if spec.fixed_output_dir and not _uses_trigger(data.get("output_dir")):
         warnings.append(
-            "output_dir does not use {{ trigger.* }}: every run writes to the same "
-            f"directory ({spec.output_dir}); e.g. output_dir: gs://BUCKET/runs/"
-            "{{ trigger.folder_name }}-{{ trigger.generation }}"
+            "fixed_output_dir: true and output_dir does not use {{ trigger.* }}: every run writes "
+            f"to the same directory ({spec.output_dir}); drop fixed_output_dir, or e.g. output_dir: "
+            "gs://BUCKET/runs/{{ trigger.folder_name }}-{{ trigger.generation }}"
         )
     if spec.trainer is None:  # your own code (issue 32): its data comes in args: or env:
         own = [*(data.get("args") or []), *(data.get("env") or {}).values()]

@@ -255,9 +255,22 @@ class Job(StatefulResource):
         enable_web_access (docs/contract.md section 11); {} otherwise. `refresh()` first for news."""
         return dict(self.data.get("webAccessUris") or {})
 
+    @property
+    def output_dir(self) -> str | None:
+        """The job's own folder (its baseOutputDirectory: model/, checkpoints/, logs/ and
+        metrics.json; docs/contract.md section 15), or None when it has none."""
+        base = ((self.data.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
+        return str(base).rstrip("/") if base else None
+
     def to_dict(self) -> dict[str, Any]:
-        """The docs/contract.md section 2 submit object (with "attempts" when the spec has a fallback)."""
+        """The docs/contract.md section 2 submit object, with the job's own folder
+        ("output_dir") and, when the spec has a fallback, "attempts"."""
         out = super().to_dict()
+        out["output_dir"] = self.output_dir
         if self.attempts is not None:
             out["attempts"] = self.attempts
         return out
+
+    def describe(self) -> dict[str, Any]:
+        """The status object (StatefulResource.describe) with the job's own folder."""
+        return {**super().describe(), "output_dir": self.output_dir}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 
+from vertex_trainer.contract import RANDOM_KEY_PREFIX
 from vertex_trainer.errors import UserError
 
 _KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
@@ -14,8 +16,10 @@ _LABEL_VALUE_RE = re.compile(r"[a-z0-9_-]{0,63}")
 
 
 def new_key() -> str:
-    """A random, label-safe idempotency key for one invocation."""
-    return "vt-" + secrets.token_hex(8)
+    """A random, label-safe idempotency key for one invocation: vt-<UTC yyyymmdd-hhmmss>-<6 hex>
+    (the run's folder is named after it: contract.run_name), so runs sort by time."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return f"{RANDOM_KEY_PREFIX}{stamp}-{secrets.token_hex(3)}"
 
 
 def check_key(key: str) -> str:

@@ -26,9 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from vertex_trainer.contract import METRICS_FILE, RECORD_DIR
+from vertex_trainer.contract import METRICS_FILE, records_of
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.display import parse_progress
+from vertex_trainer.local.layout import find_run
 
 __all__ = [
     "Epoch",
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 TRAINER_CONFIG = "trainer_config.json"
-# `<UTC stamp> <line>` in <output>/vertex-trainer/logs/<replica>.log (local/runlog.py)
+# `<UTC stamp> <line>` in <records>/logs/<replica>.log (local/runlog.py, local/layout.py)
 _STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) (.*)$")
 _VERDICT = re.compile(r"^(?:trainer: )?(throughput: .*)$")
 # The figures of a progress line the report reads (trainer/callbacks.py `progress_line`).
@@ -244,7 +245,7 @@ def time_split(metrics: Mapping[str, Any], elapsed_s: float | None = None) -> di
 
 
 def trials_from_record(record: Path) -> tuple[list[dict[str, Any]], str, str] | None:
-    """A local study's trials (vertex-trainer/trials.json), its goal and metric id (from
+    """A local study's trials (<records>/trials.json), its goal and metric id (from
     hyperparameter_tuning_job.json's studySpec); None when `record` holds no study."""
     study = _read_json(record / "trials.json")
     if not isinstance(study, dict):
@@ -259,10 +260,12 @@ def trials_from_record(record: Path) -> tuple[list[dict[str, Any]], str, str] | 
 
 
 def _record_of(path: Path) -> tuple[Path, Path]:
-    """(the output directory, its vertex-trainer/ record) of a run directory or its record."""
-    if path.name == RECORD_DIR and not (path / RECORD_DIR).exists():
-        return path.parent, path
-    return path, path / RECORD_DIR
+    """(the run's folder, its records) of a run's folder, its records, or the base folder of a
+    spec's runs (the newest run; local/layout.py)."""
+    found = find_run(str(path))
+    if found is not None:
+        return found.run_dir, found.record
+    return path, Path(records_of(str(path)))
 
 
 def from_run_dir(
@@ -273,7 +276,8 @@ def from_run_dir(
     """The report's data of a local run (or a local study) from its output directory.
 
     Args:
-        path: the output directory (or its vertex-trainer/ record).
+        path: the run's folder (or its records), or the base folder of a spec's runs (its
+            output_dir: the newest run there).
         events: reads the epochs of TensorBoard event files under a log dir, when the run's log
             has none (default: tensorboard's reader).
     Returns:
@@ -284,8 +288,8 @@ def from_run_dir(
     study = trials_from_record(record)
     if not isinstance(metrics, dict) and study is None and not record.is_dir():
         raise UserError(
-            f"report: {path} holds no run (no {METRICS_FILE}, no {RECORD_DIR}/ record)",
-            hint="give the output directory of `submit --local` (output_dir: in the spec) or a job name",
+            f"report: {path} holds no run (no {METRICS_FILE}, no record of a run)",
+            hint="give a run's folder, the output_dir of `submit --local` (its newest run) or a job name",
         )
     result = _read_json(record / "result.json") or {}
     spec_file = record / "spec.yaml"

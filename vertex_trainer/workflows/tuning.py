@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
 from vertex_trainer import lazy, render
-from vertex_trainer.contract import RECORD_DIR, SUCCEEDED, JobState
+from vertex_trainer.contract import SUCCEEDED, JobState
 from vertex_trainer.errors import SpecError
-from vertex_trainer.local import run_local
+from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
@@ -251,9 +251,12 @@ def run_trials(
     wait: bool = True,
     log: Log | None = None,
     planned: list[dict[str, Any]] | None = None,
+    run: str | None = None,
 ) -> LocalTuning:
     """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
-    (or the failures reached max_failed_trials, or the user interrupted)."""
+    (or the failures reached max_failed_trials, or the user interrupted). The study runs in its
+    own folder (the job's baseOutputDirectory, or <tmp>/vertex-trainer/<name>/<run>), each trial
+    in <folder>/<trial id>/ as on Vertex AI; the study's records go beside the folder."""
     # Each trial's metric is read from its report, as Vertex AI does: the bundled trainer reports
     # with cloudml-hypertune; your own code reports as it likes (its requirements are its own).
     if not own_args(spec) and not lazy.available("hypertune"):
@@ -261,8 +264,12 @@ def run_trials(
     tune = _tune(spec)
     planned = planned if planned is not None else plan_trials(spec)
     name = str(job.get("displayName") or spec.name)
-    base = resolve_output(job, name)
-    _save_record(base, render.tuning_job(spec, job), spec)
+    base = resolve_output(job, name, run or key)
+    record = layout.record_dir(base)
+    if record is not None:
+        layout.write_run_file(record, run=run or base.rsplit("/", 1)[-1], run_dir=base, job_id=key)
+        _save_record(record, render.tuning_job(spec, job), spec)
+        layout.link_latest(base)  # <output_dir>/latest: this study
     out = _Output(console)
     out.note(
         f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
@@ -339,7 +346,8 @@ def run_trials(
         succeeded = [t for t in study.found if t.state == TRIAL_SUCCEEDED]
         over = bool(tune.max_failed_trials) and failures >= tune.max_failed_trials
         study.state = FAILED if over or not succeeded else SUCCEEDED
-    _save_trials(base, study)
+    if record is not None:
+        _save_trials(record, study)
     out.summary(study)
     return study
 
@@ -424,10 +432,7 @@ def read_reported(path: str, metric: str) -> float | None:
     return None
 
 
-def _save_record(base: str, body: dict, spec: JobSpec) -> None:
-    if base.startswith("gs://"):
-        return
-    record = os.path.join(base, RECORD_DIR)
+def _save_record(record: str, body: dict, spec: JobSpec) -> None:
     os.makedirs(record, exist_ok=True)
     with open(os.path.join(record, "hyperparameter_tuning_job.json"), "w", encoding="utf-8") as f:
         json.dump(body, f, indent=2)
@@ -436,11 +441,9 @@ def _save_record(base: str, body: dict, spec: JobSpec) -> None:
         f.write(spec.to_yaml())
 
 
-def _save_trials(base: str, study: LocalTuning) -> None:
-    if base.startswith("gs://"):
-        return
-    path = os.path.join(base, RECORD_DIR, "trials.json")
-    with open(path, "w", encoding="utf-8") as f:
+def _save_trials(record: str, study: LocalTuning) -> None:
+    os.makedirs(record, exist_ok=True)  # (kept even if a trial's code removed what it could reach)
+    with open(os.path.join(record, "trials.json"), "w", encoding="utf-8") as f:
         json.dump(study.to_dict(), f, indent=2)
         f.write("\n")
 
@@ -483,7 +486,7 @@ class _Output:
     def summary(self, study: LocalTuning) -> None:
         best = study.best_trial()
         self.note(
-            f"{study.state} in {study.elapsed_s:.1f}s: {len(study.found)} trial(s)"
+            f"{study.state.removeprefix('JOB_STATE_')} in {study.elapsed_s:.1f}s: {len(study.found)} trial(s)"
             + (f", best trial {best.id} ({study.metric_id}={best.metric:.4f})" if best else ""),
             style="bold green" if study.state == SUCCEEDED else "bold red",
         )
