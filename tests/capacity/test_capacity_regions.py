@@ -172,7 +172,8 @@ def test_validate_answers_what_submit_answers_for_each_attempt(run_cli, spec_fil
     split = run_cli("validate", spec_file(scheduling=wide), "--set", "trainer.batch_size=24")
     assert split.returncode == 2
     assert (
-        "scheduling.fallback[0].hardware: a100x16 makes 16 replicas, and the global batch 24" in split.stderr
+        "scheduling.fallback[0].hardware: a100x16 has 16 GPUs (one data-parallel replica each), and the "
+        "global batch 24" in split.stderr
     )
     fits = run_cli("validate", spec_file(scheduling=wide), "--set", "trainer.batch_size=32")
     assert fits.returncode == 0, fits.stderr

@@ -227,7 +227,7 @@ def test_the_persistent_resource_body_is_a_real_persistent_resource():
         (
             {"strategy": "standard", "hardware": "a100x16"},
             {"trainer": {**SPEC["trainer"], "batch_size": 24}},
-            "a100x16 makes 16 replicas",
+            "a100x16 has 16 GPUs (one data-parallel replica each)",
         ),
     ],
 )

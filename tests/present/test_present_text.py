@@ -341,3 +341,63 @@ def test_local_summary_shows_the_metrics_the_run_display_names():
         "state    FAILED in 12.3s",
         "output   runs/quick",
     ]
+
+
+# -- Google's words (issue 40 item 6): machines, accelerators and states as Vertex AI says them -----
+def _plan(hardware, replicas: int = 1, region: str = "us-central1"):
+    from vertex_trainer import api
+    from vertex_trainer.settings import Settings
+    from vertex_trainer.spec import build_spec
+
+    spec = build_spec(
+        {
+            "name": "words",
+            "project": "my-project",
+            "region": region,
+            "hardware": hardware,
+            "replicas": replicas,
+            "image": {"uri": "us-docker.pkg.dev/my-project/r/trainer:v1"},
+            "output_dir": "gs://my-bucket/runs/words",
+            "trainer": {"train_data": "gs://my-bucket/train-*", "num_classes": 10, "model": "tiny-cnn"},
+        }
+    )
+    return api.plan_submit(spec, settings=Settings(vertex_endpoint="http://127.0.0.1:1"))
+
+
+def _hardware_line(plan) -> str:
+    from vertex_trainer.present.plan import validate_text
+
+    return next(x for x in validate_text(plan, "job.yaml").split("\n") if x.startswith("  hardware"))
+
+
+def test_validate_counts_machines_as_vertex_ai_does_and_the_gpus_or_tpu_chips_they_hold():
+    assert _hardware_line(_plan("h100x8", replicas=2)) == (
+        "  hardware  h100x8: 2 machines (workerpool0: 1, workerpool1: 1) of a3-highgpu-8g "
+        "with 8 x NVIDIA_H100_80GB each = 16 GPUs"
+    )
+    assert _hardware_line(_plan("t4x1")) == (
+        "  hardware  t4x1: 1 machine of n1-standard-8 with 1 x NVIDIA_TESLA_T4 = 1 GPU"
+    )
+    assert _hardware_line(_plan("cpu", replicas=3)) == (
+        "  hardware  cpu: 3 machines (workerpool0: 1, workerpool1: 2) of n1-standard-8"
+    )
+    assert _hardware_line(_plan("tpu-v5e-4")) == (
+        "  hardware  tpu-v5e-4: 1 machine of ct5lp-hightpu-4t with 4 x TPU_V5_LITEPOD (topology 2x2) "
+        "= 4 TPU chips"
+    )
+    assert _hardware_line(_plan("tpu-v3-8", region="us-central1")) == (
+        "  hardware  tpu-v3-8: 1 machine of cloud-tpu with 8 x TPU_V3 = 8 TPU cores"
+    )
+    assert "replica" not in _hardware_line(_plan("a100x8", replicas=2))
+
+
+def test_a_local_run_s_own_summary_says_the_state_as_the_console_does():
+    import rich.console
+
+    from vertex_trainer.local.display import Display
+    from vertex_trainer.local.run import LocalResult
+
+    out = io.StringIO()
+    display = Display(rich.console.Console(file=out, width=200), ["workerpool0-0"], live=False)
+    display.summary(LocalResult("quick", "JOB_STATE_CANCELLED", "runs/quick", "runs/quick/model", None, 1))
+    assert out.getvalue().startswith("CANCELLED in 0.0s  (quick, )")

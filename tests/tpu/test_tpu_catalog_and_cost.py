@@ -207,9 +207,20 @@ def test_v5p_and_v6e_are_machine_types_not_accelerator_types():
 @pytest.mark.parametrize(
     ("hardware", "line"),
     [
-        ("tpu-v5e-16", "tpu-v5e-16: ct5lp-hightpu-4t x 4 hosts (4x4, 16 chips)"),
-        ("tpu-v5e-4", "tpu-v5e-4: ct5lp-hightpu-4t x 1 host (2x2, 4 chips)"),
-        ("tpu-v5p-32", "tpu-v5p-32: ct5p-hightpu-4t x 4 hosts (2x2x4, 16 chips)"),
+        (
+            "tpu-v5e-16",
+            "tpu-v5e-16: 4 machines of ct5lp-hightpu-4t in one TPU slice (topology 4x4) "
+            "with 4 x TPU_V5_LITEPOD each = 16 TPU chips",
+        ),
+        (
+            "tpu-v5e-4",
+            "tpu-v5e-4: 1 machine of ct5lp-hightpu-4t with 4 x TPU_V5_LITEPOD (topology 2x2) = 4 TPU chips",
+        ),
+        (
+            "tpu-v5p-32",
+            "tpu-v5p-32: 4 machines of ct5p-hightpu-4t in one TPU slice (topology 2x2x4) "
+            "with 4 x TPU v5p each = 16 TPU chips",
+        ),
     ],
 )
 def test_validate_s_plan_names_a_slice_s_hosts(run_cli, tmp_path, hardware, line):

@@ -203,7 +203,9 @@ def web_access(
                 f"{found.name} ended {found.state.removeprefix('JOB_STATE_')} before a shell could be opened"
             )
         if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{found.name} is not RUNNING after {timeout:.0f}s ({found.state})")
+            raise TimeoutError(
+                f"{found.name} is not RUNNING after {timeout:.0f}s ({found.state.removeprefix('JOB_STATE_')})"
+            )
         time.sleep(next(intervals))
         found.refresh()
     uris = found.web_access_uris

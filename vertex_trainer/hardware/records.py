@@ -325,6 +325,18 @@ def default_precision(machine_type: str, accelerator_type: str | None) -> str:
     return acc.precision if acc else "float32"
 
 
+def device_noun(machine_type: str, accelerator_type: str | None) -> str:
+    """What one data-parallel device of this hardware is, as Vertex AI counts it: "GPU", "TPU
+    chip", "TPU core" (a v2/v3 board, sold by the core), or "machine" (CPU only). The trainer runs
+    one replica per device; Vertex AI's replicas (replicaCount) are machines."""
+    acc = accelerator_of(machine_type, accelerator_type)
+    if acc is None:
+        return "machine"
+    if acc.kind == "gpu":
+        return "GPU"
+    return "TPU core" if "per core" in acc.label else "TPU chip"
+
+
 def devices_per_machine(
     machine_type: str, accelerator_type: str | None, count: int, topology: str | None
 ) -> int:

@@ -13,7 +13,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.contract import SUCCEEDED
+from vertex_trainer.contract import SUCCEEDED, short_state
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -153,7 +153,7 @@ class Display(StatusLine):
         mins, secs = divmod(result.elapsed_s, 60)
         took = f"{int(mins)}m{secs:04.1f}s" if mins else f"{secs:.1f}s"
         style = {SUCCEEDED: "bold green", "JOB_STATE_FAILED": "bold red"}.get(result.state, "bold yellow")
-        self.note(f"{result.state} in {took}  ({result.name}, {result.job_id})", style=style)
+        self.note(f"{short_state(result.state)} in {took}  ({result.name}, {result.job_id})", style=style)
         if result.failed_replica is not None:
             self.note(
                 f"{result.failed_replica} exited with code {result.failed_exit_code}; its last lines:",

@@ -177,15 +177,36 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
 
 
 def _machines(job: JobSpec) -> str:
-    """The hardware line's machines: a TPU slice as its hosts ('ct5lp-hightpu-4t x 4 hosts (4x4,
-    16 chips)': one replica on Vertex AI, every TPU VM of the topology billed), else 'a2-highgpu-8g
-    (8 x NVIDIA_TESLA_A100) x 2 machine(s) = 16 replica(s)'."""
+    """The hardware line's machines, as Vertex AI counts them (a pool's replicaCount is machines):
+    '2 machines (workerpool0: 1, workerpool1: 1) of a3-highgpu-8g with 8 x NVIDIA_H100_80GB each
+    = 16 GPUs'; a TPU machine's chips (cores for a v2/v3 board); a multi-host TPU slice as its
+    hosts, one replica on Vertex AI, every TPU VM of the topology billed ('4 machines of
+    ct5lp-hightpu-4t in one TPU slice (topology 4x4) with 4 x TPU_V5_LITEPOD each = 16 TPU
+    chips')."""
     h = job.hardware
+    acc = h.accelerator
     s = hw.tpu_slice(h.machine_type, h.tpu_topology) if h.tpu_topology else None
-    if s is not None and job.replicas == 1:
-        hosts = f"{s.hosts} host" + ("s" if s.hosts != 1 else "")
-        return f"{h.machine_type} x {hosts} ({s.topology}, {s.chips} chips)"
-    return f"{h.describe()} x {job.replicas} machine(s) = {job.total_devices} replica(s)"
+    hosts = s.hosts if s is not None else 1
+    count = job.replicas * hosts  # (a TPU job is one replica: spec/rules.py)
+    text = _count(count, "machine")
+    if job.replicas > 1:  # the chief's pool and the workers' (render.py)
+        text += f" (workerpool0: 1, workerpool1: {job.replicas - 1})"
+    text += f" of {h.machine_type}"
+    if s is not None and hosts > 1:
+        text += f" in one TPU slice (topology {s.topology})"
+    if acc is None:
+        return text
+    total = job.total_devices
+    per = total // count
+    topology = f" (topology {h.tpu_topology})" if h.tpu_topology and hosts == 1 else ""
+    noun = hw.device_noun(h.machine_type, h.accelerator_type)
+    name = acc.name if acc.api_enum else acc.family  # (v5p, v6e: the machine type implies it)
+    return f"{text} with {per} x {name}{topology}{' each' if count > 1 else ''} = {_count(total, noun)}"
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 machine', '2 machines'."""
+    return f"{n} {noun}" + ("s" if n != 1 else "")
 
 
 def _reducer_lines(job: JobSpec, head: str) -> list[str]:

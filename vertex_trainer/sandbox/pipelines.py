@@ -114,7 +114,7 @@ class PipelineRunner(Runner[_Run]):
             if error:
                 root_detail["error"] = error
         self.echo(
-            f"[pipeline {entry.job_id}] {state.replace('PIPELINE_STATE_', '').lower()}"
+            f"[pipeline {entry.job_id}] {state.replace('PIPELINE_STATE_', '')}"  # (as the CLI says it)
             + (f": {error['message']}" if error else "")
         )
         self._report(entry, state, error)

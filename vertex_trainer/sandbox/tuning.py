@@ -79,7 +79,7 @@ class TuningRunner(Runner[_Study]):
             state, error = FAILED, {"code": 13, "message": internal_error(exc)}
         self._report(study, state, error)
         self.echo(
-            f"[tuning {study.job_id}] {state.replace('JOB_STATE_', '').lower()}"
+            f"[tuning {study.job_id}] {state.replace('JOB_STATE_', '')}"  # (as the CLI says it)
             + (f": {error['message']}" if error else "")
         )
 

@@ -82,10 +82,11 @@ def check_fallback(spec: Spec) -> None:
             if batch is not None and batch % devices:
                 raise SpecError(
                     hw_field,
-                    f"{a.hardware_name} makes {devices} replicas, and the global "
-                    f"batch {batch} does not split evenly over them",
+                    f"{a.hardware_name} has {devices} "
+                    f"{hw.device_noun(h.machine_type, h.accelerator_type)}s (one data-parallel "
+                    f"replica each), and the global batch {batch} does not split evenly over them",
                     has_value=False,
-                    hint="use a batch that is a multiple of every attempt's replicas, or "
+                    hint="use a batch that is a multiple of every attempt's device count, or "
                     "hardware with the same number of devices",
                 )
         try:

@@ -28,6 +28,7 @@ from typing import Any, Literal, get_args
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from trainer.flags import BY_NAME
+from vertex_trainer import hardware as hw
 from vertex_trainer.contract import MAX_USER_LABELS
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import Strict, problem
@@ -445,10 +446,12 @@ def _batch_split(spec: Spec, field: str, name: str, param: TuneParameter, kind: 
         return
     if devices <= 1:
         return
+    # one data-parallel replica per GPU or TPU chip (Vertex AI's replicas are machines)
+    over = f"{devices} {hw.device_noun(spec.hardware.machine_type, spec.hardware.accelerator_type)}s"
     if kind == "integer":
         raise SpecError(
             f"{field}.min",
-            f"a batch size range draws sizes that do not split over {devices} replicas",
+            f"a batch size range draws sizes that do not split over {over}",
             has_value=False,
             hint=f"list multiples of {devices}: values: [{devices * 32}, {devices * 64}]",
         )
@@ -456,7 +459,7 @@ def _batch_split(spec: Spec, field: str, name: str, param: TuneParameter, kind: 
         if float(value) % devices:
             raise SpecError(
                 f"{field}.{sub}",
-                f"the global batch {value:g} does not split evenly over {devices} replicas",
+                f"the global batch {value:g} does not split evenly over {over}",
                 has_value=False,
                 hint=f"use a multiple of {devices}",
             )

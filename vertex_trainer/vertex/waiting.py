@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vertex_trainer.contract import short_state
 from vertex_trainer.settings import PollPolicy
 
 
@@ -46,5 +47,5 @@ def bounded(delay: float, deadline: float | None, resource: Any, timeout: float 
         return delay
     remaining = deadline - time.monotonic()
     if remaining <= 0:
-        raise TimeoutError(f"{resource.name} is still {resource.state} after {timeout}s")
+        raise TimeoutError(f"{resource.name} is still {short_state(resource.state)} after {timeout}s")
     return min(delay, remaining)
