@@ -5,10 +5,12 @@ run here is results.LocalJob.)"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import settings_from_env
-from vertex_trainer.settings import Settings
+from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.jobs import Job as _VertexJob
 from vertex_trainer.vertex.service import CollectionClient
 
@@ -57,6 +59,96 @@ class Job(_VertexJob):
         if self.deployment is not None:
             out["deploy"] = self.deployment.to_dict()
         return out
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        *,
+        on_state: Callable[[Any], None] | None = None,
+        poll: PollPolicy | None = None,
+        check: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
+        quiet: bool = False,
+        stream: IO[str] | None = None,
+        logs: bool = True,
+    ) -> Job:
+        """Follow the job until it ends, showing on `stream` what `--wait` shows in a terminal:
+        each state change (the time and the state), the job's log lines as they come, prefixed
+        by replica (Cloud Logging, read as `logs --follow` reads it: docs/logs.md), and, for a
+        job that failed, the failing replica's last lines.
+
+        Args:
+            timeout: seconds before TimeoutError (None: no limit).
+            on_state: called with the job once at the start and at every state change; given,
+                it replaces what is shown (the caller shows the states; nothing is read from
+                Cloud Logging).
+            poll: the polling intervals (default: the client's settings).
+            check: raise JobFailed (exit 1, with the error and advice) unless it SUCCEEDED.
+            sleep: how to wait between looks.
+            quiet: show nothing (and read no logs).
+            stream: where the lines go (default: sys.stderr; a notebook shows it under the cell).
+            logs: False shows the state changes only (no Cloud Logging reads).
+
+        Returns:
+            self, ended.
+        """
+        if on_state is not None or quiet or not logs:
+            super().wait(
+                timeout, on_state=on_state, poll=poll, check=check, sleep=sleep, quiet=quiet, stream=stream
+            )
+            return self
+        return self._follow(timeout, poll=poll, check=check, sleep=sleep, stream=stream)
+
+    def _follow(
+        self,
+        timeout: float | None,
+        *,
+        poll: PollPolicy | None,
+        check: bool,
+        sleep: Callable[[float], None],
+        stream: IO[str] | None,
+    ) -> Job:
+        """wait()'s display: the job's states and log lines from vertex.logs' follow."""
+        import dataclasses
+
+        from vertex_trainer.contract import Failure, JobEvent, LogEntry
+        from vertex_trainer.errors import JobFailed
+        from vertex_trainer.local.display import is_banner
+        from vertex_trainer.vertex.logs import LogsClient
+        from vertex_trainer.vertex.stateful import StatePrinter
+
+        printer = StatePrinter(stream)
+        settings = self.client.settings
+        if poll is not None:
+            settings = dataclasses.replace(settings, poll=poll)
+        client = LogsClient(self.client.project, settings=settings, log=printer.write, sleep=sleep)
+        if client.offline:
+            printer.write(
+                "note: Vertex AI is an emulator and Cloud Logging is not "
+                "($VERTEX_TRAINER_LOGGING_ENDPOINT): following the job's state only"
+            )
+        width = len("workerpool0-0")
+        failure: Failure | None = None
+        for item in client.follow(self, timeout=timeout):
+            if isinstance(item, JobEvent):
+                if item.changed:
+                    printer(self, note=item.note)
+            elif isinstance(item, LogEntry):
+                width = max(width, len(item.replica))
+                for line in item.message.split("\n"):
+                    if not is_banner(line):
+                        printer.write(f"{item.replica:<{width}} | {line}")
+            elif isinstance(item, Failure):
+                failure = item
+        if failure is not None and failure.lines:
+            printer.write(f"{failure.replica or 'the job'}: its last lines:")
+            for line in failure.lines:
+                printer.write(f"  {line}")
+        if check and not self.succeeded:
+            if failure is None:
+                raise JobFailed(self.failure_message())
+            raise JobFailed(failure.message, hint=failure.advice)
+        return self
 
     def deploy(self, spec: JobSpec | None = None, **kwargs: Any) -> Deployment | dict:
         """Register this job's model and serve it (see :func:`deploy`).

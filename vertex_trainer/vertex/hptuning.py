@@ -13,13 +13,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
 from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
 from vertex_trainer.vertex.names import job_name
+from vertex_trainer.vertex.stateful import StatePrinter
 
 __all__ = [
     "Trial",
@@ -104,6 +105,15 @@ def _field(parameter_id: str, verbatim: bool = False) -> str:
     """The trainer field of a parameter id (render.parameter_id spells fields as flags); with
     `verbatim` (a job without trainer: tunes its code's own arguments) the id itself."""
     return parameter_id if verbatim else parameter_id.replace("-", "_")
+
+
+def _trial_line(trial: Trial, metric: str) -> str:
+    """A trial as `--wait` shows it when it ends."""
+    name = metric or "metric"
+    value = f"{name}={trial.metric:.4f}" if trial.metric is not None else f"no {name}"
+    return f"{time.strftime('%H:%M:%S')}  trial {trial.id} {trial.state}: {value}" + (
+        f"  ({trial.error})" if trial.error else ""
+    )
 
 
 def verbatim_ids(data: dict[str, Any]) -> bool:
@@ -218,13 +228,25 @@ class TuningJob(Job):
         check: bool = True,
         on_trial: Callable[[Trial], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        quiet: bool = False,
+        stream: IO[str] | None = None,
     ) -> TuningJob:
-        """`Job.wait`, and `on_trial(trial)` once for every trial as it ends (SUCCEEDED or
-        INFEASIBLE), including those that had ended before the wait began."""
+        """`Job.wait` (each state change shown unless `quiet` or `on_state`), and `on_trial(trial)`
+        once for every trial as it ends (SUCCEEDED or INFEASIBLE), including those that had ended
+        before the wait began; without `on_trial` (and unless `quiet` or `on_state`), a line per
+        trial on `stream`, as `--wait` shows them (`trial 3 SUCCEEDED: accuracy=0.9120`)."""
+        if on_state is None and not quiet:
+            printer = StatePrinter(stream)
+            on_state = printer
+            if on_trial is None:
+
+                def on_trial(trial: Trial) -> None:
+                    printer.write(_trial_line(trial, self.metric_id))
+
         self._on_trial = on_trial
         try:
             self._report_ended()
-            super().wait(timeout, on_state=on_state, poll=poll, check=check, sleep=sleep)
+            super().wait(timeout, on_state=on_state, poll=poll, check=check, sleep=sleep, quiet=quiet)
         finally:
             self._on_trial = None
         return self

@@ -2,13 +2,21 @@
 `base.StatefulResource`): custom jobs, hyperparameter tuning jobs, pipeline runs, and what the
 capacity work adds. They differ by collection, state family, console page and output fields, all
 class attributes; the fields, refresh, wait, cancel, describe and to_dict are written once here.
+
+`state` is current when read, as the SDK's is (its `state` property fetches the resource again):
+an answer older than `max_age` seconds is asked again, so a notebook that reads `job.state` a
+minute after submitting sees RUNNING, not the PENDING of the create. Unlike the SDK's it is not
+one GET per read: an answer younger than `max_age` is reused (a summary reads the state several
+times), and once the resource has ended its state can no longer change and is never asked again.
+`held_state` is the answer held, without a read.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import IO, Any, ClassVar, TypeVar
 
 from vertex_trainer.contract import JOB_STATES, KEY_LABEL, JobState, States
 from vertex_trainer.errors import JobFailed
@@ -38,6 +46,9 @@ class StatefulResource(JobState):
     console_page: ClassVar[str] = "training/{id}"
     output_fields: ClassVar[tuple[str, ...]] = ("name", "state", "console_url", "idempotency_key", "adopted")
     sdk_class: ClassVar[str] = ""
+    # The oldest answer `state` reuses before it asks Vertex AI again, in seconds (None: never on
+    # its own; `refresh()` only). An instance may set its own.
+    max_age: float | None = 1.0
 
     def __init__(
         self,
@@ -50,10 +61,20 @@ class StatefulResource(JobState):
         """Args: data: the resource's REST JSON (as get or create answered); client: its
         collection's client; idempotency_key: the key it was created with (default: its key
         label); adopted: True when a create found it instead of creating it."""
-        self.data = data
+        self.data = data  # (stamped: the answer's age counts from here)
         self.client = client
         self.idempotency_key = idempotency_key or (data.get("labels") or {}).get(KEY_LABEL)
         self.adopted = adopted
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The resource's REST JSON as Vertex AI last answered it (create, get or list)."""
+        return self._data
+
+    @data.setter
+    def data(self, value: dict[str, Any]) -> None:
+        self._data = value
+        self._answered = time.monotonic()
 
     @classmethod
     def get(
@@ -99,12 +120,37 @@ class StatefulResource(JobState):
 
     @property
     def state(self) -> str:
-        return self.states.name(self.data.get("state"))
+        """The current state (JOB_STATE_RUNNING, ...): asked of Vertex AI again when the answer
+        held is older than `max_age` seconds and the resource has not ended (see the module's
+        docstring); `held_state` is the answer held, without asking."""
+        self._current()
+        return self.held_state
+
+    @property
+    def held_state(self) -> str:
+        """The state in the answer held (`data`), as of the last create, get or refresh."""
+        return self.states.name(self._data.get("state"))
+
+    @property
+    def age(self) -> float:
+        """Seconds since Vertex AI's answer held in `data`."""
+        return time.monotonic() - self._answered
+
+    def _current(self) -> None:
+        """Refresh when the answer held is older than `max_age` and the resource has not ended."""
+        if self.max_age is None or self.held_state in self.states.terminal:
+            return
+        if self.age >= self.max_age:
+            self.refresh()
 
     @property
     def error(self) -> str | None:
-        """The resource's failure message, if it has one."""
-        return (self.data.get("error") or {}).get("message") or None
+        """The resource's failure message, if it has one (current, as `state`)."""
+        self._current()
+        return self._held_error()
+
+    def _held_error(self) -> str | None:
+        return (self._data.get("error") or {}).get("message") or None
 
     @property
     def labels(self) -> dict[str, str]:
@@ -144,17 +190,25 @@ class StatefulResource(JobState):
         poll: PollPolicy | None = None,
         check: bool = True,
         sleep: Callable[[float], None] = time.sleep,
+        quiet: bool = False,
+        stream: IO[str] | None = None,
     ) -> R:
-        """Poll until it ends.
+        """Poll until it ends, showing each state change as it comes (`--wait`'s lines: the time
+        and the state) on `stream`, unless `quiet` or the caller shows them itself (`on_state`).
 
         Args:
             timeout: seconds before TimeoutError (None: no limit).
-            on_state: called with the resource once at the start and at every state change.
+            on_state: called with the resource once at the start and at every state change
+                (given, it replaces the lines shown).
             poll: the polling intervals (default: the client's settings).
             check: raise JobFailed (exit 1) unless it succeeded.
             sleep: how to wait between looks.
+            quiet: show nothing.
+            stream: where the lines go (default: sys.stderr, as the CLI's; a notebook shows it).
 
         Returns: self, ended."""
+        if on_state is None and not quiet:
+            on_state = StatePrinter(stream)
         wait_until_done(
             self, poll=poll or self.client.settings.poll, timeout=timeout, on_state=on_state, sleep=sleep
         )
@@ -165,7 +219,8 @@ class StatefulResource(JobState):
     def failure_message(self) -> str:
         """`<kind> <name> ended <STATE>: <error>`."""
         text = f"{self.kind} {self.name} ended {self.states.short(self.state)}"
-        return f"{text}: {self.error}" if self.error else text
+        error = self._held_error()  # (the answer the state came from)
+        return f"{text}: {error}" if error else text
 
     def to_sdk(self) -> Any:
         """The google-cloud-aiplatform SDK object for the same resource (`aiplatform.CustomJob`,
@@ -186,17 +241,19 @@ class StatefulResource(JobState):
         return {field: getattr(self, field) for field in self.output_fields}
 
     def describe(self) -> dict[str, Any]:
-        """The status object: identity, state, times, error and labels."""
+        """The status object: identity, state, times, error and labels (one answer: current,
+        as `state`)."""
+        self._current()
         d = self.data
         return {
             "name": self.name,
             "display_name": self.display_name,
-            "state": self.state,
+            "state": self.held_state,
             "console_url": self.console_url,
             "create_time": d.get("createTime"),
             "start_time": d.get("startTime"),
             "end_time": d.get("endTime"),
-            "error": self.error,
+            "error": self._held_error(),
             "labels": self.labels,
         }
 
@@ -210,16 +267,46 @@ class StatefulResource(JobState):
     def _repr_html_(self) -> str:
         from html import escape
 
+        state = self.state  # (current: one answer for the whole table)
         rows = [
             ("name", escape(self.name)),
             ("display name", escape(self.display_name)),
-            ("state", f"<b>{escape(self.states.short(self.state))}</b>"),
+            ("state", f"<b>{escape(self.states.short(state))}</b>"),
             (
                 "console",
                 f'<a href="{escape(self.console_url)}" target="_blank">open in the Google Cloud console</a>',
             ),
         ]
-        if self.error:
-            rows.append(("error", escape(self.error)))
+        error = self._held_error()
+        if error:
+            rows.append(("error", escape(error)))
         body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows)
         return f"<table>{body}</table>"
+
+
+class StatePrinter:
+    """What `wait()` shows by default: the resource's state when the wait starts (with its name)
+    and at each change, one timestamped line each, as `--wait` shows them in a terminal
+    (`18:02:11  RUNNING`)."""
+
+    def __init__(self, stream: IO[str] | None = None):
+        """Args: stream: where the lines go (default: sys.stderr at the time of each line)."""
+        self.stream = stream
+        self._first = True
+
+    def __call__(self, resource: Any, note: str | None = None) -> None:
+        """Show `resource`'s state (its held answer: the caller has just looked), and `note`."""
+        state = resource.states.short(getattr(resource, "held_state", None) or resource.state)
+        line = f"{time.strftime('%H:%M:%S')}  {state}"
+        if self._first:
+            line += f"  {resource.kind} {resource.name}"
+            self._first = False
+        if note:
+            line += f"  ({note})"
+        self.write(line)
+
+    def write(self, line: str) -> None:
+        """One line on the stream, flushed (a notebook shows it at once)."""
+        out = self.stream or sys.stderr
+        out.write(line + "\n")
+        out.flush()
