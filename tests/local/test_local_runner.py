@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.process_support import pid_alive, processes_with_env
+from tests.shared import records
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import (
     CANCELLED,
@@ -454,7 +455,7 @@ def test_ctrl_c_with_two_replicas_stops_both_at_once_and_keeps_their_dying_outpu
     assert "Interrupted: stopping all replicas" in rest
     assert "DYING" not in rest, rest  # the screen: nothing after the note
     assert took < STOP_GRACE_S, f"the run took {took:.1f} s to stop"
-    logs = "".join(p.read_text() for p in (tmp_path / "out" / "vertex-trainer" / "logs").glob("*.log"))
+    logs = "".join(p.read_text() for p in (records(tmp_path / "out") / "logs").glob("*.log"))
     assert "DYING line 0" in logs  # the run's log keeps them
     assert not any(pid_alive(p) for p in pids) and processes_with_env(marker) == []
 
@@ -498,29 +499,32 @@ class _TextSpec:
         return "name: from-spec\n"
 
 
-def test_the_run_record_is_saved_beside_the_outputs(tmp_path):
-    job = custom_job(str(tmp_path), [worker_pool(command=python_command("print('ok')"))])
+def test_the_run_record_is_saved_beside_the_runs_folder(tmp_path):
+    """docs/contract.md section 15: <base>/.vertex-trainer/<run>/, never inside the run's folder."""
+    run = tmp_path / "run-1"
+    job = custom_job(str(run), [worker_pool(command=python_command("print('ok')"))])
     result = run_local(job, _TextSpec(), settings=local_settings(), console=_quiet_console()[0])
-    assert result.state == SUCCEEDED
-    assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
-    assert (tmp_path / "vertex-trainer" / "spec.yaml").read_text() == "name: from-spec\n"
+    assert result.state == SUCCEEDED and result.record_dir == str(records(run))
+    assert json.loads((records(run) / "custom_job.json").read_text()) == job
+    assert (records(run) / "spec.yaml").read_text() == "name: from-spec\n"
+    kept = json.loads((records(run) / "run.json").read_text())
+    assert kept["run"] == "run-1" and kept["job_id"] == result.job_id and kept["output_dir"] == str(run)
+    assert not (run / "vertex-trainer").exists() and not (run / ".vertex-trainer").exists()
 
 
-def test_a_failed_rerun_keeps_the_record_of_the_good_run_beside_its_outputs(tmp_path):
-    """Issue 15: the record beside the model always describes that model; every run keeps its own."""
-    good = custom_job(str(tmp_path), [worker_pool(command=python_command("print('ok')"))])
+def test_a_failed_run_leaves_the_good_runs_folder_and_record_as_they_were(tmp_path):
+    """Issue 15's promise (the record beside a model describes that model), kept by the folders:
+    every run has its own folder and its own record, so a failed later run touches neither."""
+    good = custom_job(str(tmp_path / "good"), [worker_pool(command=python_command("print('ok')"))])
     first = run_local(good, "name: good\n", settings=local_settings(), console=_quiet_console()[0])
-    bad = custom_job(str(tmp_path), [worker_pool(command=python_command("raise SystemExit(3)"))])
+    bad = custom_job(str(tmp_path / "bad"), [worker_pool(command=python_command("raise SystemExit(3)"))])
     second = run_local(bad, "name: bad\n", settings=local_settings(), console=_quiet_console()[0])
     assert (first.state, second.state) == (SUCCEEDED, "JOB_STATE_FAILED")
-    record = tmp_path / "vertex-trainer"
-    assert (record / "spec.yaml").read_text() == "name: good\n"
-    assert json.loads((record / "custom_job.json").read_text()) == good
-    assert (record / "latest-success").read_text().strip() == first.job_id
-    runs = record / "runs"
-    assert (runs / first.job_id / "spec.yaml").read_text() == "name: good\n"
-    assert (runs / second.job_id / "spec.yaml").read_text() == "name: bad\n"
-    assert json.loads((runs / second.job_id / "custom_job.json").read_text()) == bad
+    assert (records(tmp_path / "good") / "spec.yaml").read_text() == "name: good\n"
+    assert json.loads((records(tmp_path / "good") / "custom_job.json").read_text()) == good
+    assert json.loads((records(tmp_path / "good") / "result.json").read_text())["state"] == SUCCEEDED
+    assert (records(tmp_path / "bad") / "spec.yaml").read_text() == "name: bad\n"
+    assert json.loads((records(tmp_path / "bad") / "result.json").read_text())["exit_code"] == 1
 
 
 def test_the_recorded_spec_reproduces_the_run(tmp_path):
@@ -543,8 +547,10 @@ def test_the_recorded_spec_reproduces_the_run(tmp_path):
     job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = python_command("print('ok')")
     result = run_local(job, spec, settings=local_settings(), console=_quiet_console()[0])
     assert result.state == SUCCEEDED
-    assert json.loads((tmp_path / "vertex-trainer" / "custom_job.json").read_text()) == job
-    assert build_spec(yaml.safe_load((tmp_path / "vertex-trainer" / "spec.yaml").read_text())) == spec
+    assert result.output_dir == str(tmp_path / "record-k")  # the key's own folder below output_dir
+    record = records(tmp_path / "record-k")
+    assert json.loads((record / "custom_job.json").read_text()) == job
+    assert build_spec(yaml.safe_load((record / "spec.yaml").read_text())) == spec
 
 
 def test_local_run_checks_the_bundled_trainer_flags_first(tmp_path):
@@ -581,5 +587,5 @@ def test_tensorflow_start_up_banner_is_kept_in_the_log_not_on_screen(tmp_path):
     assert result.state == SUCCEEDED
     shown = buf.getvalue()
     assert "trainer: real output" in shown and "oneDNN" not in shown and "absl" not in shown
-    kept = (tmp_path / "vertex-trainer" / "logs" / "workerpool0-0.log").read_text()
+    kept = (records(tmp_path) / "logs" / "workerpool0-0.log").read_text()
     assert "oneDNN custom operations" in kept and "trainer: real output" in kept

@@ -15,6 +15,7 @@ import pytest
 
 from tests.docs import harness
 from tests.process_support import processes_with_env
+from tests.shared import latest_run
 from vertex_trainer.local import FAILED, SUCCEEDED, run_local
 
 from .conftest import local_settings
@@ -34,7 +35,8 @@ import json, os, urllib.request
 host = os.environ["STORAGE_EMULATOR_HOST"]
 get = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
 names = [o["name"] for o in json.load(get(f"{host}/storage/v1/b/demo/o")).get("items", [])]
-metrics = json.load(get(f"{host}/storage/v1/b/demo/o/runs%2Fquickstart%2Fmetrics.json?alt=media"))
+run = "runs%2Fquickstart%2Fquickstart-local-demo-1"  # the run's own folder: the block's key names it
+metrics = json.load(get(f"{host}/storage/v1/b/demo/o/{run}%2Fmetrics.json?alt=media"))
 with open("bucket.json", "w") as f:
     json.dump({"objects": names, "metrics": metrics}, f)
 END
@@ -101,7 +103,7 @@ def test_the_readmes_quickstart_trains_here_and_writes_its_report(tmp_path: Path
     block = harness.checked_block("README.md", README_RUN, HERE)
     work = harness.workdir(tmp_path / "work", local_data)
     stdout, stderr = harness.run_block(block, work)
-    output_dir = work / "runs" / "quickstart"
+    output_dir = latest_run(work / "runs" / "quickstart")  # the run's own folder below output_dir
     out = _summary(stdout)
     assert list(out) == ["local", "state", "model", "output", "metrics", "report"], stdout[-3000:]
     assert out["local"].startswith("quickstart-") and out["state"].startswith("SUCCEEDED in ")
@@ -131,13 +133,14 @@ def test_gs_data_and_gs_output_through_the_emulator(tmp_path: Path, local_data: 
     stdout, stderr = harness.run_block(dataclasses.replace(block, body=block.body + READ_BUCKET), work)
     out = _summary(stdout)
     assert out["state"].startswith("SUCCEEDED in "), stdout[-3000:] + stderr[-3000:]
-    assert out["model"] == "gs://demo/runs/quickstart/model/"
-    assert out["output"] == "gs://demo/runs/quickstart"
+    run = "runs/quickstart/quickstart-local-demo-1"  # its own folder below output_dir, named by its key
+    assert out["model"] == f"gs://demo/{run}/model/"
+    assert out["output"] == f"gs://demo/{run}"
     bucket = json.loads((work / "bucket.json").read_text())
     objects = set(bucket["objects"])
     assert {"quickstart/train-00000-of-00004", "quickstart/validation-00000-of-00001"} <= objects, objects
-    assert "runs/quickstart/model/saved_model.pb" in objects
-    assert "runs/quickstart/metrics.json" in objects
+    assert f"{run}/model/saved_model.pb" in objects
+    assert f"{run}/metrics.json" in objects
     # What the run read back and showed is the bucket's metrics.json.
     metrics = bucket["metrics"]
     _shown_metrics(out, metrics)

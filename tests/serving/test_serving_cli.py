@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs import harness
+from tests.shared import latest_run
 
 from .conftest import call, tf_env, wait_healthy
 
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = "tests/serving/test_serving_cli.py"
 # The command that picks each page's block this file runs.
 README_BLOCK, PAGE_BLOCK = (
-    "--port 8090 &      # GET /health",
+    "--port 8090 &   # GET /health",
     "curl -s --retry 20 --retry-connrefused localhost:8090/health",
 )
 
@@ -65,7 +66,7 @@ def test_the_pages_train_the_quickstart_once_and_serve_it(tmp_path, tmp_path_fac
     shape, from both."""
     work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
     readme, _ = harness.run_block(harness.checked_block("README.md", README_BLOCK, HERE), work)
-    run = work / "runs" / "quickstart"  # the spec's output_dir, from the repository's root
+    run = latest_run(work / "runs" / "quickstart")  # the run's own folder below the spec's output_dir
     assert (run / "model" / "saved_model.pb").is_file() and (run / "model" / "serving_config.json").is_file()
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["epochs"] == 3 and 0.0 <= metrics["eval_accuracy"] <= 1.0, metrics

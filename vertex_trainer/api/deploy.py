@@ -124,7 +124,8 @@ def serve_model(
     Vertex AI gives a serving container: AIP_HTTP_PORT, AIP_HEALTH_ROUTE, AIP_PREDICT_ROUTE.
 
     Args:
-        model_dir: the export, ``<output_dir>/model`` of a run (a local path or gs://).
+        model_dir: the export, a run's ``model/`` (a local path or gs://); a local run's folder
+            or a spec's output_dir (its newest run) is taken for its ``model/``.
         host: the address to listen on.
         port: the port (None: $AIP_HTTP_PORT, else 8080; 0: any free port).
         ready: called once the model answers, with its URL, the health and the predict routes.
@@ -144,10 +145,15 @@ def serve_model(
     from vertex_trainer.errors import UserError
 
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
-        raise UserError(
-            f"no exported model in {model_dir} (saved_model.pb is missing)",
-            hint="pass a run's <output_dir>/model, e.g. runs/quickstart/model",
-        )
+        from vertex_trainer.local.layout import find_run
+
+        found = find_run(model_dir)  # a run's folder, or a base: its newest run (section 15)
+        if found is None or not (found.run_dir / "model" / "saved_model.pb").is_file():
+            raise UserError(
+                f"no exported model in {model_dir} (saved_model.pb is missing)",
+                hint="pass a run's model/, e.g. runs/quickstart/latest/model (the newest run's)",
+            )
+        model_dir = str(found.run_dir / "model")
     env = (settings or settings_from_env()).environ
     try:
         port = port if port is not None else int(env.get("AIP_HTTP_PORT") or 8080)

@@ -255,6 +255,8 @@ def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
     otherwise, before anything is built or created)."""
     if not (plan.resumed or "").startswith("gs://"):
         return
+    if settings.offline and not settings.storage_emulator:  # Vertex AI a stand-in, no bucket to read
+        return
     from vertex_trainer.errors import UserError
     from vertex_trainer.gcp import storage
 

@@ -286,6 +286,7 @@ class SubmitPlan:
             attempts=[a.to_dict() for a in self.attempts] if self.kind == "fallback" else None,
             trials=[t.to_dict() for t in self.trials] if self.kind == "local-tuning" else None,
             checks=[c.to_dict() for c in self.checks] or None,
+            output_dir=self.output,
             plan=self,
         )
 

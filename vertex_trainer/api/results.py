@@ -28,6 +28,7 @@ class DryRun:
     attempts: list[dict] | None = None  # scheduling.fallback: each attempt's requests
     trials: list[dict] | None = None  # a local tuning study: the trials it would run
     checks: list[dict] | None = None  # a cloud submit's reads before it builds or sends
+    output_dir: str | None = None  # the run's own folder below output_dir (docs/contract.md section 15)
     plan: Any = field(default=None, repr=False, compare=False)  # the SubmitPlan
 
     def to_dict(self) -> dict:
@@ -39,6 +40,7 @@ class DryRun:
             "image": self.image,
             "idempotency_key": self.idempotency_key,
             "adopted": False,
+            "output_dir": self.output_dir,
             "dry_run": True,
             "local": self.local,
             "package": self.package,

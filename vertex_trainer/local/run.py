@@ -140,10 +140,6 @@ def run_local(
     base = resolve_output(job, name, run or job_id)
     run = run or base.rsplit("/", 1)[-1]
     record = layout.record_dir(base)
-    if record is not None:
-        save_run_record(record, job, spec, job_id, run=run, run_dir=base)
-        if latest:
-            layout.link_latest(base)
     replicas = cluster.build_replicas(
         job, base, job_id=job_id, base_env=environ, project=project, region=region
     )
@@ -158,6 +154,12 @@ def run_local(
     fill = gcsfill.fill_standin(job, spec, base, standin, settings) if standin is not None else gcsfill.Fill()
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
+    # Every check passed: the run's folder and its records, from now on (a refused run leaves none).
+    if record is not None:
+        os.makedirs(base, exist_ok=True)
+        save_run_record(record, job, spec, job_id, run=run, run_dir=base)
+        if latest:
+            layout.link_latest(base)
 
     supervisor = Supervisor(
         replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
@@ -317,9 +319,9 @@ def _supervise(supervisor: Supervisor, display: _Shows, cancel: Any = None) -> P
 
 
 def resolve_output(job: dict[str, Any], name: str, run: str) -> str:
-    """The run's folder: the job's baseOutputDirectory (gs:// as is; a local path made absolute
-    and created), or, when it names none, <tmp>/vertex-trainer/<name>/<run>. /gcs/ (Cloud
-    Storage FUSE) is refused."""
+    """The run's folder: the job's baseOutputDirectory (gs:// as is; a local path made absolute,
+    created once the run's checks passed), or, when it names none,
+    <tmp>/vertex-trainer/<name>/<run>. /gcs/ (Cloud Storage FUSE) is refused."""
     spec = cluster.job_spec_of(job)
     base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").strip()
     if not base:
@@ -331,9 +333,7 @@ def resolve_output(job: dict[str, Any], name: str, run: str) -> str:
             f"output directory {base!r} is a Cloud Storage FUSE path, which exists only on Vertex AI",
             hint="use a local path or gs:// for local runs",
         )
-    base = os.path.abspath(os.path.expanduser(base.removeprefix("file://")))
-    os.makedirs(base, exist_ok=True)
-    return base.rstrip("/")
+    return os.path.abspath(os.path.expanduser(base.removeprefix("file://"))).rstrip("/")
 
 
 def save_run_record(

@@ -267,6 +267,7 @@ def run_trials(
     base = resolve_output(job, name, run or key)
     record = layout.record_dir(base)
     if record is not None:
+        os.makedirs(base, exist_ok=True)
         layout.write_run_file(record, run=run or base.rsplit("/", 1)[-1], run_dir=base, job_id=key)
         _save_record(record, render.tuning_job(spec, job), spec)
         layout.link_latest(base)  # <output_dir>/latest: this study
