@@ -353,7 +353,7 @@ trainer: {{model: tiny-cnn, train_data: "{quickstart_data}/train-*", num_classes
     assert out["state"] == "JOB_STATE_SUCCEEDED" and out["output_dir"] == str(run)
     assert out["metrics"]["steps"] == 2 and out["idempotency_key"] == "loc-1"
     assert out["metrics"] == json.loads((run / "metrics.json").read_text())
-    assert "workerpool0-0 | " in result.stderr and "JOB_STATE_SUCCEEDED" in result.stderr
+    assert "workerpool0-0 | " in result.stderr and "\nSUCCEEDED in " in result.stderr  # (text: short)
     assert fake.connections == 0  # nothing went to Vertex AI
 
 
