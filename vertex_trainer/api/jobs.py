@@ -3,7 +3,6 @@ list a project's jobs, read a job's log."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -138,11 +137,12 @@ def find_local_run(reference: str) -> str | None:
     """The record of a local run (``submit --local``), which ``logs`` reads instead of Cloud Logging.
 
     Args:
-        reference: the run's output directory (or its vertex-trainer/ or logs/ directory), or
-            the name of a run whose output went to the default place (the newest such run).
+        reference: the run's folder (or its records, or their logs/), its spec's output_dir
+            (the newest run there), or the name of a spec whose runs went to the default place
+            (the newest such run; docs/contract.md section 15).
 
     Returns:
-        the run's record directory (<output>/vertex-trainer), or None when no local run wrote
+        the run's records (<output_dir>/.vertex-trainer/<run>), or None when no local run wrote
         there (the reference may still name a Vertex AI job).
     """
     from vertex_trainer.local import runlog
@@ -235,20 +235,9 @@ def local_replicas(record: str) -> list[str]:
     Returns:
         the replica names, sorted.
     """
-    import json
-    from pathlib import Path
-
     from vertex_trainer.local import runlog
 
-    logs = Path(record) / runlog.LOGS_DIR
-    names = {p.stem for p in logs.glob("*.log")}
-    for listed in (logs / runlog.RUNNER_FILE, Path(record) / runlog.RESULT_FILE):
-        try:
-            found = json.loads(listed.read_text(encoding="utf-8")).get("replicas")
-        except (OSError, ValueError, AttributeError):
-            continue
-        names.update(str(n) for n in found or () if isinstance(n, str))
-    return sorted(names, key=lambda n: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)])
+    return runlog.replicas(record)
 
 
 def check_replica(replica: str, replicas: list[str], what: str) -> None:

@@ -122,7 +122,7 @@ def _check_reference(job: str) -> None:
     if job_name or api.find_local_run(text):
         return
     if os.path.isdir(text):
-        what = f"{job!r} is a directory, but no local run wrote to it (no vertex-trainer/logs/ inside)"
+        what = f"{job!r} is a directory, but no local run wrote to it (no record of a run beside or in it)"
     elif os.path.exists(text):
         what = f"{job!r} is a file, neither a job nor a local run's output directory"
     else:
@@ -130,8 +130,8 @@ def _check_reference(job: str) -> None:
     raise UserError(
         what,
         hint="pass a Vertex AI job (projects/P/locations/R/customJobs/ID, or its "
-        "numeric id with --project and --region), or a local run's output_dir "
-        "(e.g. runs/quickstart) or name",
+        "numeric id with --project and --region), a local run's folder, or its spec's "
+        "output_dir for the newest run (e.g. runs/quickstart), or the spec's name",
     )
 
 

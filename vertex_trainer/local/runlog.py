@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -122,6 +123,20 @@ def find_run(ref: str, *, tmp: str | None = None) -> str | None:
     return str(found.record) if found is not None else None
 
 
+def replicas(record: str) -> list[str]:
+    """The replicas a local run ran, from its records: the log file each one writes from the
+    start, and the names the runner and the result list; sorted as workerpool0-0, ..., 1-10."""
+    logs = Path(record) / LOGS_DIR
+    names = {p.stem for p in logs.glob("*.log")}
+    for listed in (logs / RUNNER_FILE, Path(record) / RESULT_FILE):
+        try:
+            found = json.loads(listed.read_text(encoding="utf-8")).get("replicas")
+        except (OSError, ValueError, AttributeError):
+            continue
+        names.update(str(n) for n in found or () if isinstance(n, str))
+    return sorted(names, key=lambda n: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", n)])
+
+
 class LocalRun(JobState):
     """A local run as `logs --follow` sees it: its state, and how it ended."""
 
@@ -222,4 +237,4 @@ def _runner_alive(record: str) -> bool:
         return False
 
 
-__all__ = ["SUCCEEDED", "LocalRun", "RunLog", "entries", "find_run"]
+__all__ = ["SUCCEEDED", "LocalRun", "RunLog", "entries", "find_run", "replicas"]
