@@ -232,9 +232,11 @@ def on_object_finalized(
     event: Any, function_dir, *, settings: Settings | None = None, emit: Callable[[dict], None] | None = None
 ) -> dict:
     """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object
-    asks for, at most once per (bucket, object, generation); acknowledge every other object. An
-    invalid event or spec is permanent: logged, acknowledged. Anything else raises: the function
-    answers 500 and Eventarc redelivers.
+    asks for, at most once per (bucket, object, generation), and at most the trigger's
+    max_runs_per_folder runs of one folder in its folder_window (trigger/runs.py); acknowledge
+    every other object, and a marker whose folder is not one folder of the bucket. An invalid
+    event or spec, or a capped re-upload, is permanent: logged, acknowledged. Anything else
+    raises: the function answers 500 and Eventarc redelivers.
 
     Args:
         event: the CloudEvent of a finalized object (google.cloud.storage.object.v1.finalized).
@@ -243,7 +245,7 @@ def on_object_finalized(
         emit: where the one JSON log line goes (default: stdout, as Cloud Logging reads it).
 
     Returns:
-        what happened (started, adopted, ignored or refused), as the dict it emitted.
+        what happened (started, adopted, ignored, capped or refused), as the dict it emitted.
     """
     from pathlib import Path
 
@@ -257,10 +259,20 @@ def on_object_finalized(
         return log.last
     try:
         spec = load_spec(
-            Path(function_dir) / config.spec_file, vars=runs.spec_vars(config, decision), settings=settings
+            Path(function_dir) / config.spec_file,
+            set=runs.folder_set(decision),  # the folder's label: what the cap counts by
+            vars=runs.spec_vars(config, decision),
+            settings=settings,
         )
+        cap = runs.FolderCap(config, decision, spec, settings)
+        why = cap.before()
+        if why is not None:  # acknowledged: a re-upload past the cap starts nothing
+            return log.capped(decision, why)
         start = pipeline_submit if spec.deploy is not None else submit
         run = runs.keep_oldest(start(spec, idempotency_key=decision.key, settings=settings, log=_stderr))
+        why = cap.after(run)
+        if why is not None:
+            return log.capped(decision, why, run)
     except UserError as exc:  # the same event would fail the same way: acknowledge it
         return log.refused(decision, exc)
     except Exception as exc:

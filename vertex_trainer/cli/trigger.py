@@ -56,6 +56,18 @@ RuntimeSaOpt = Annotated[
         "--runtime-service-account", help="the function's identity (default: vt-run-...@PROJECT, created)"
     ),
 ]
+MaxRunsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-runs-per-folder",
+        help="at most this many runs of one folder in --folder-window: a re-upload of its marker "
+        "beyond it is acknowledged and starts nothing (1-1000)",
+    ),
+]
+WindowOpt = Annotated[
+    str,
+    typer.Option("--folder-window", help="the window --max-runs-per-folder counts in (1m-30d, e.g. 24h)"),
+]
 # -o is the function directory here (docs/contract.md section 6), so --output has no short form.
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text for people, json for scripts")]
 TriggerSaOpt = Annotated[
@@ -78,6 +90,8 @@ def _options(
     function: str | None,
     runtime_sa: str | None,
     trigger_sa: str | None,
+    max_runs: int,
+    window: str,
 ) -> dict[str, Any]:
     from vertex_trainer import api
 
@@ -92,6 +106,8 @@ def _options(
         "function": function,
         "runtime_service_account": runtime_sa,
         "trigger_service_account": trigger_sa,
+        "max_runs_per_folder": max_runs,
+        "folder_window": window,
     }
 
 
@@ -112,6 +128,8 @@ def render(
     function: FunctionOpt = None,
     runtime_service_account: RuntimeSaOpt = None,
     trigger_service_account: TriggerSaOpt = None,
+    max_runs_per_folder: MaxRunsOpt = 3,
+    folder_window: WindowOpt = "24h",
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Write a deployable Cloud Run function that starts the spec's run for each completed folder."""
@@ -134,6 +152,8 @@ def render(
             function,
             runtime_service_account,
             trigger_service_account,
+            max_runs_per_folder,
+            folder_window,
         ),
     )
     if output is OutputFormat.json:
@@ -141,7 +161,8 @@ def render(
     what = "a PipelineJob (train, register, deploy)" if result["pipeline"] else "a CustomJob"
     print(
         f"wrote    {result['directory']} ({len(result['files'])} files)\n"
-        f"fires on gs://{bucket}/{prefix}<folder>/{marker}: {what}\n"
+        f"fires on gs://{bucket}/{prefix}<folder>/{marker}: {what}, at most "
+        f"{result['max_runs_per_folder']} per folder in {result['folder_window']}\n"
         f"image    {result['image']}\n"
         f"deploy   vertex-trainer trigger deploy {spec} --bucket {bucket} ... "
         f"(or {Path(result['directory']) / 'deploy.sh'})"
@@ -166,6 +187,8 @@ def deploy(
     function: FunctionOpt = None,
     runtime_service_account: RuntimeSaOpt = None,
     trigger_service_account: TriggerSaOpt = None,
+    max_runs_per_folder: MaxRunsOpt = 3,
+    folder_window: WindowOpt = "24h",
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="print the gcloud commands; write, build and run nothing")
     ] = False,
@@ -192,6 +215,8 @@ def deploy(
             function,
             runtime_service_account,
             trigger_service_account,
+            max_runs_per_folder,
+            folder_window,
         ),
     )
     if output is OutputFormat.json:

@@ -15,10 +15,11 @@ from typing import Any
 
 from vertex_trainer import packaging
 from vertex_trainer.errors import UserError
-from vertex_trainer.gcp import storage
+from vertex_trainer.gcp import names, storage
 from vertex_trainer.pipeline import default_root, pipeline_ir
 from vertex_trainer.settings import Settings
-from vertex_trainer.trigger import bundle, gcloud
+from vertex_trainer.trigger import bundle, gcloud, manifest
+from vertex_trainer.trigger.events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, check_trigger_args
 from vertex_trainer.trigger.prepare import Prepared, prepare
 from vertex_trainer.workflows.preflight import buckets_of
 
@@ -41,8 +42,20 @@ def plan(
     function: str | None = None,
     runtime_service_account: str | None = None,
     trigger_service_account: str | None = None,
+    max_runs_per_folder: int = MAX_RUNS_PER_FOLDER,
+    folder_window: str = FOLDER_WINDOW,
 ) -> tuple[Prepared, gcloud.Deployment]:
-    """The prepared spec and the deployment it needs (no connection)."""
+    """The prepared spec and the deployment it needs (no connection). Every name is checked
+    against Google's grammar here, before anything is written or run (exit 2 naming the flag)."""
+    check_flags(
+        bucket,
+        prefix=prefix,
+        marker=marker,
+        function=function,
+        runtime_service_account=runtime_service_account,
+        trigger_service_account=trigger_service_account,
+        trigger_location=trigger_location,
+    )
     prepared = prepare(
         spec_path,
         bucket=bucket,
@@ -52,6 +65,8 @@ def plan(
         vars=vars,
         project=project,
         region=region,
+        max_runs_per_folder=max_runs_per_folder,
+        folder_window=folder_window,
         settings=settings,
     )
     spec = prepared.pinned
@@ -79,6 +94,31 @@ def plan(
         pipeline_root_bucket=storage.bucket_of(root) if root else None,
     )
     return prepared, deployment
+
+
+def check_flags(
+    bucket: str,
+    *,
+    prefix: str = "",
+    marker: str = "_SUCCESS",
+    function: str | None = None,
+    runtime_service_account: str | None = None,
+    trigger_service_account: str | None = None,
+    trigger_location: str | None = None,
+    **_: Any,
+) -> None:
+    """The names a person typed, by Google's grammar (gcp/names.py): UserError naming the flag."""
+    check_trigger_args(bucket, prefix, marker)
+    if function is not None:
+        names.check_function(function, "--function")
+    for flag, account in (
+        ("--runtime-service-account", runtime_service_account),
+        ("--trigger-service-account", trigger_service_account),
+    ):
+        if account is not None:
+            names.check_service_account(account, flag)
+    if trigger_location:
+        names.check_location(trigger_location, "--trigger-location")
 
 
 def render(
@@ -114,6 +154,8 @@ def _write(
         "prefix": prepared.config.prefix,
         "marker": prepared.config.marker,
         "trigger_location": deployment.trigger_location,
+        "max_runs_per_folder": prepared.config.max_runs_per_folder,
+        "folder_window": prepared.config.folder_window,
         "files": files,
         "warnings": list(prepared.warnings),
     }
@@ -130,6 +172,9 @@ def deploy(
     **options: Any,
 ) -> dict[str, Any]:
     """Deploy the function (or, with `dry_run`, return the script and touch nothing)."""
+    check_flags(bucket, **options)  # before the bucket's look-up: a bad name is sent nowhere
+    if out_dir is not None and not dry_run:
+        manifest.previous(Path(out_dir))  # a directory it may not write to: before anything is sent
     if dry_run:
         _, deployment = plan(
             spec_path, bucket=bucket, source=str(out_dir or "FUNCTION_DIR"), settings=settings, **options

@@ -13,6 +13,12 @@ Who does what (least privilege; docs/events.md draws it):
   pipeline root.
 
 `plan()` is pure; `run()` executes a plan with subprocess, stopping at the first failure.
+
+Quoting (issue 41): every value a person typed reaches deploy.sh as one `shlex.quote`d word; the
+only shell expansions are the script's own captured variables (`var()`: a marker no value can
+hold, since every name is checked against Google's grammar first, gcp/names.py, and NUL cannot
+be in an argument), written as "${NAME}". Comment lines hold no value's line break or control
+character (`_comment`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp import names
 from vertex_trainer.trigger.events import FINALIZED
 
 APIS = (
@@ -39,8 +46,16 @@ APIS = (
     "aiplatform.googleapis.com",
     "storage.googleapis.com",
 )
-GCS_AGENT, PROJECT_NUMBER = "${GCS_AGENT}", "${PROJECT_NUMBER}"
 RUNTIME = "python312"
+_VAR = "\0"  # around a captured variable's name inside an argument: NUL is in no argument
+
+
+def var(name: str) -> str:
+    """A reference to the captured shell variable `name` (a step's `capture`) inside an argument."""
+    return f"{_VAR}{name}{_VAR}"
+
+
+GCS_AGENT, PROJECT_NUMBER = var("GCS_AGENT"), var("PROJECT_NUMBER")
 
 
 @dataclass(frozen=True)
@@ -64,7 +79,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Deployment:
-    """Everything `trigger deploy` needs to know (resolved by api.trigger_deploy)."""
+    """Everything `trigger deploy` needs to know (resolved by api.trigger_deploy); each name is
+    checked against Google's grammar when it is made (exit 2 naming the flag)."""
 
     function: str
     project: str
@@ -78,6 +94,20 @@ class Deployment:
     read_buckets: tuple[str, ...]
     pipeline: bool
     pipeline_root_bucket: str | None = None
+
+    def __post_init__(self) -> None:
+        names.check_function(self.function, "--function")
+        names.check_service_account(self.runtime_sa, "--runtime-service-account")
+        names.check_service_account(self.trigger_sa, "--trigger-service-account")
+        names.check_bucket(self.bucket, "--bucket")
+        for bucket in (*self.read_buckets, *filter(None, [self.pipeline_root_bucket])):
+            names.check_bucket(bucket, "a bucket the spec names")
+        if self.job_sa:
+            names.check_service_account(self.job_sa, "service_account")
+        if self.trigger_location:
+            names.check_location(self.trigger_location, "--trigger-location")
+        if _VAR in self.source:
+            raise UserError(f"-o {names.shown(self.source)}: not a directory name")
 
 
 def _slug(text: str) -> str:
@@ -281,15 +311,20 @@ def script(d: Deployment, steps: Sequence[Step]) -> str:
     """The plan as a bash script (deploy.sh, and `trigger deploy --dry-run`)."""
     lines = [
         "#!/usr/bin/env bash",
-        f"# Deploys {d.function}: a Cloud Run function (gen2) on {FINALIZED}",
-        f"# in gs://{d.bucket}, its Eventarc trigger and the IAM they need. Written by",
+        _comment(f"Deploys {d.function}: a Cloud Run function (gen2) on {FINALIZED}"),
+        _comment(f"in gs://{d.bucket}, its Eventarc trigger and the IAM they need. Written by"),
         "# `vertex-trainer trigger render` / `trigger deploy --dry-run`; see docs/events.md.",
         "set -euo pipefail",
         "",
     ]
     for step in steps:
-        lines += [f"# {step.why}", step.shell(), ""]
+        lines += [_comment(re.sub(f"{_VAR}(\\w+){_VAR}", r"${\1}", step.why)), step.shell(), ""]
     return "\n".join(lines)
+
+
+def _comment(text: str) -> str:
+    """One comment line: a line break or control character in `text` is shown escaped."""
+    return "# " + "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def run(
@@ -329,11 +364,23 @@ def run(
 
 
 def _expand(arg: str, captured: dict[str, str]) -> str:
-    for name, value in captured.items():
-        arg = arg.replace("${" + name + "}", value)
-    return arg
+    """`arg` with each var() replaced by its captured value (UserError for one not captured)."""
+    parts = arg.split(_VAR)
+    for i in range(1, len(parts), 2):
+        if parts[i] not in captured:
+            raise UserError(f"deploy plan: ${parts[i]} is used before a step captures it")
+        parts[i] = captured[parts[i]]
+    return "".join(parts)
+
+
+def _word(arg: str) -> str:
+    """One shell word: the literal parts `shlex.quote`d, each var() as "${NAME}"."""
+    parts = arg.split(_VAR)
+    if len(parts) % 2 == 0:
+        raise ValueError(f"unbalanced variable marker in {arg!r}")
+    out = [shlex.quote(p) if i % 2 == 0 else f'"${{{p}}}"' for i, p in enumerate(parts) if p or i % 2]
+    return "".join(out) or "''"
 
 
 def _quote(argv: Sequence[str]) -> str:
-    # Arguments with a ${VAR} are double-quoted so that the shell expands them.
-    return " ".join(f'"{a}"' if "${" in a else shlex.quote(a) for a in argv)
+    return " ".join(_word(a) for a in argv)

@@ -22,7 +22,14 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, check_trainer_flags, cloud_problems
 from vertex_trainer.spec.load import build_spec, read_yaml, resolve_data, template_variables
-from vertex_trainer.trigger.events import TriggerConfig, check_trigger_args, sample_vars
+from vertex_trainer.trigger.events import (
+    FOLDER_WINDOW,
+    MAX_RUNS_PER_FOLDER,
+    TriggerConfig,
+    check_cap,
+    check_trigger_args,
+    sample_vars,
+)
 
 
 @dataclass(frozen=True)
@@ -53,9 +60,12 @@ def prepare(
     vars: Mapping[str, Any] | None = None,
     project: str | None = None,
     region: str | None = None,
+    max_runs_per_folder: int = MAX_RUNS_PER_FOLDER,
+    folder_window: str = FOLDER_WINDOW,
     settings: Settings,
 ) -> Prepared:
     check_trigger_args(bucket, prefix, marker)
+    check_cap(max_runs_per_folder, folder_window)
     base = Path(spec_path).parent
     given = dict(vars or {})
     if "trigger" in given:
@@ -122,6 +132,8 @@ def prepare(
         image=artifact.image_uri,
         pipeline=pinned.deploy is not None,
         version=_version(),
+        max_runs_per_folder=max_runs_per_folder,
+        folder_window=folder_window,
     )
     return Prepared(data, spec, pinned, artifact, config, str(spec_path), tuple(warnings))
 
