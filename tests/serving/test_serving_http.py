@@ -229,4 +229,4 @@ def test_main_without_model_or_with_a_bad_port_exits_2(capsys):
     assert serve.main([], environ={}) == 2
     assert capsys.readouterr().err == "error: no model directory: pass MODEL_DIR or set AIP_STORAGE_URI\n"
     assert serve.main(["/some/model"], environ={"AIP_HTTP_PORT": "http"}) == 2
-    assert capsys.readouterr().err == "error: AIP_HTTP_PORT='http' is not a port number\n"
+    assert capsys.readouterr().err == "error: AIP_HTTP_PORT='http' is not a port number (0 to 65535)\n"

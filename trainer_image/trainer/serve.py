@@ -34,9 +34,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from trainer.http_body import BadRequest, declared_length, parse_json, read_body
 
 DEFAULT_PORT = 8080
 DEFAULT_HEALTH_ROUTE = "/health"
@@ -54,16 +57,10 @@ class Limits:
     max_instances: int = 1024
     max_image_bytes: int = 10 * 1024 * 1024
     max_pixels: int = 40_000_000  # width x height of one image, checked from its header
-    max_body_bytes: int = 64 * 1024 * 1024
+    max_body_bytes: int = 64 * 1024 * 1024  # read from the socket, whatever the framing
+    max_json_depth: int = 32  # a request nests 4: {"instances": [{"image_bytes": {"b64": ...}}]}
+    max_json_values: int = 65_536  # commas, [ and { in the body: a few per instance
     load_wait_s: float = 600.0  # how long a request that comes while loading is held
-
-
-class BadRequest(Exception):
-    """The client's fault: answered with this status and {"error": message}."""
-
-    def __init__(self, message: str, status: int = 400):
-        super().__init__(message)
-        self.status = status
 
 
 class ServeError(Exception):
@@ -155,12 +152,9 @@ class Model:
 # The request
 
 
-def parse_request(body: bytes, limits: Limits, *, input_name: str = "image_bytes") -> list[bytes]:
+def parse_request(body: bytes | bytearray, limits: Limits, *, input_name: str = "image_bytes") -> list[bytes]:
     """The encoded images of a predict request body, each checked; BadRequest naming the bad one."""
-    try:
-        request = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadRequest(f"the request body is not JSON ({e})") from None
+    request = parse_json(body, max_depth=limits.max_json_depth, max_values=limits.max_json_values)
     usage = 'send {"instances": [{"b64": "<base64 JPEG or PNG>"}, ...]}'
     if not isinstance(request, dict):
         raise BadRequest(f"the request body must be a JSON object: {usage}")
@@ -280,9 +274,14 @@ class PredictionServer(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """The routes. Every answer is JSON, http.server's own refusals included (send_error); a
+    request whose body is not read (refused, or a route that takes none) closes the connection, so
+    its bytes are never taken for the next request."""
+
     protocol_version = "HTTP/1.1"
     timeout = 120  # a stalled client frees its thread
     server: PredictionServer
+    _body_read = False
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
@@ -291,26 +290,62 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(503, {"status": "loading"})
             else:
                 self._reply(200, {"status": "ready"})
-        elif path == self.server.predict_route:
-            self._reply(405, {"error": f"use POST {path}"}, allow="POST")
         else:
-            self._not_found("GET", path)
+            self._refuse_method()
 
     def do_POST(self) -> None:
-        path = urlsplit(self.path).path
-        if path == self.server.health_route:
-            self._reply(405, {"error": f"use GET {path}"}, allow="GET")
-        elif path != self.server.predict_route:
-            self._not_found("POST", path)
-        else:
+        if urlsplit(self.path).path == self.server.predict_route:
             self._predict()
+        else:
+            self._refuse_method()
+
+    def do_HEAD(self) -> None:
+        self._refuse_method()
+
+    def _refuse_method(self) -> None:
+        """405 naming the route's one method (Allow), or 404 for a path that is no route."""
+        path = urlsplit(self.path).path
+        allowed = {self.server.health_route: "GET", self.server.predict_route: "POST"}.get(path)
+        if allowed is None:
+            self._reply(
+                404,
+                {
+                    "error": f"no route {self.command} {path}; this server answers GET "
+                    f"{self.server.health_route} and POST {self.server.predict_route}"
+                },
+            )
+        else:
+            self._reply(405, {"error": f"use {allowed} {path}"}, allow=allowed)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's refusals (a malformed request line or header, an unknown method) as the
+        contract's JSON, never its HTML page; an unknown method on a route is 405, as any other."""
+        self.close_connection = True
+        if getattr(self, "request_version", "") == "HTTP/0.9":  # a request line it could not read
+            self.request_version = self.protocol_version  # answered with a status line all the same
+        command = getattr(self, "command", "")
+        if code == HTTPStatus.NOT_IMPLEMENTED and command and not hasattr(self, f"do_{command}"):
+            self._refuse_method()
+            return
+        self._reply(code, {"error": message or HTTPStatus(code).phrase})
+
+    def handle_expect_100(self) -> bool:
+        """`Expect: 100-continue`: a body that would be refused is refused before it is sent."""
+        if self.command == "POST" and urlsplit(self.path).path == self.server.predict_route:
+            try:
+                declared_length(self.headers, self.server.limits.max_body_bytes)
+            except BadRequest as e:
+                self._reply(e.status, {"error": str(e)})
+                return False
+        return super().handle_expect_100()
 
     def _predict(self) -> None:
         started = time.perf_counter()
         model, limits, count = self.server.model, self.server.limits, 0
         answer: dict[str, Any]
         try:
-            body = self._read_body(limits.max_body_bytes)
+            body = read_body(self.rfile, self.headers, limits.max_body_bytes)
+            self._body_read = True
             if model is None:  # held until the model is loaded: the first request gets an answer
                 self.server.settled.wait(limits.load_wait_s)
                 model = self.server.model
@@ -337,55 +372,14 @@ class _Handler(BaseHTTPRequestHandler):
         log(f"POST {self.path} {status} {detail} {1000 * (time.perf_counter() - started):.1f}ms")
         self._reply(status, answer)
 
-    def _read_body(self, limit: int) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return self._read_chunked(limit)
-        length = self.headers.get("Content-Length")
-        if length is None:
-            self.close_connection = True
-            raise BadRequest("a Content-Length header is required", status=411)
-        try:
-            size = int(length)
-        except ValueError:
-            self.close_connection = True
-            raise BadRequest(f"bad Content-Length {length!r}") from None
-        if size > limit:
-            self.close_connection = True  # the unread body must not be taken for the next request
-            raise BadRequest(f"the request body is {size} bytes; the limit is {limit}", status=413)
-        return self.rfile.read(size)
-
-    def _read_chunked(self, limit: int) -> bytes:
-        parts: list[bytes] = []
-        total = 0
-        while True:
-            line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";")[0].strip(), 16)
-            except ValueError:
-                self.close_connection = True
-                raise BadRequest("bad chunked request body") from None
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers
-                return b"".join(parts)
-            total += size
-            if total > limit:
-                self.close_connection = True
-                raise BadRequest(f"the request body exceeds the limit of {limit} bytes", status=413)
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(8)  # the CRLF after each chunk
-
-    def _not_found(self, method: str, path: str) -> None:
-        self._reply(
-            404,
-            {
-                "error": f"no route {method} {path}; this server answers GET "
-                f"{self.server.health_route} and POST {self.server.predict_route}"
-            },
-        )
-
     def _reply(self, status: int, answer: dict[str, Any], **headers: str) -> None:
         data = json.dumps(answer).encode()
+        request_headers = getattr(self, "headers", None)
+        if not self._body_read and request_headers is not None:
+            length = request_headers.get("Content-Length", "0").strip()
+            if "Transfer-Encoding" in request_headers or length != "0":
+                self.close_connection = True  # its unread body must not be taken for a request
+        self._body_read = False
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -394,7 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if getattr(self, "command", "") != "HEAD" and status >= 200 and status not in (204, 304):
+            self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # predict requests are logged by _predict; health checks (every few seconds) are not
@@ -418,9 +413,13 @@ def serve(
     called (from the loading thread) with the running
     PredictionServer: `server.url` is where to reach it (port 0 picks a free port), and
     `server.shutdown()` from any other thread makes serve() return. KeyboardInterrupt propagates
-    after the socket is closed. Raises ServeError if the model cannot be loaded, OSError if the
-    address cannot be bound.
+    after the socket is closed. Raises ServeError if the model cannot be loaded or the port is
+    not one (0 to 65535), OSError if the address cannot be bound.
     """
+    try:
+        port_number(port)
+    except ValueError:
+        raise ServeError(f"port {port} is not a port number ({PORTS})") from None
     server = PredictionServer(
         (host, port),
         health_route=health_route,
@@ -472,13 +471,31 @@ def serve(
 # The container's entrypoint
 
 
+PORTS = "0 to 65535"
+
+
+def port_number(text: str | int) -> int:
+    """A TCP port (0: any free one); ValueError for anything else."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{text} is not a port number ({PORTS})")
+    return port
+
+
+def _port_arg(text: str) -> int:
+    try:
+        return port_number(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number ({PORTS})") from None
+
+
 def settings_from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """The Vertex AI serving variables (defaults for a local run): serve()'s keyword arguments."""
     port_text = environ.get("AIP_HTTP_PORT") or str(DEFAULT_PORT)
     try:
-        port = int(port_text)
+        port = port_number(port_text)
     except ValueError:
-        raise ServeError(f"AIP_HTTP_PORT={port_text!r} is not a port number") from None
+        raise ServeError(f"AIP_HTTP_PORT={port_text!r} is not a port number ({PORTS})") from None
     return {
         "model_dir": environ.get("AIP_STORAGE_URI") or None,
         "port": port,
@@ -495,7 +512,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     )
     parser.add_argument("model_dir", nargs="?", help="the export (local or gs://); default $AIP_STORAGE_URI")
     parser.add_argument(
-        "--port", type=int, help=f"default $AIP_HTTP_PORT, else {DEFAULT_PORT}; 0 = any free port"
+        "--port", type=_port_arg, help=f"default $AIP_HTTP_PORT, else {DEFAULT_PORT}; 0 = any free port"
     )
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     args = parser.parse_args(argv)

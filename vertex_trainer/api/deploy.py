@@ -127,7 +127,7 @@ def serve_model(
         model_dir: the export, a run's ``model/`` (a local path or gs://); a local run's folder
             or a spec's output_dir (its newest run) is taken for its ``model/``.
         host: the address to listen on.
-        port: the port (None: $AIP_HTTP_PORT, else 8080; 0: any free port).
+        port: the port, 0 to 65535 (None: $AIP_HTTP_PORT, else 8080; 0: any free port).
         ready: called once the model answers, with its URL, the health and the predict routes.
         settings: the process settings (default: read from the environment).
 
@@ -135,15 +135,24 @@ def serve_model(
         None, once the server stops.
 
     Raises:
-        UserError: no export in model_dir, a bad AIP_HTTP_PORT, a model that does not load, or a
-            port that cannot be listened on (exit 2).
+        UserError: a port out of 0 to 65535 (or such an AIP_HTTP_PORT), no export in model_dir, a
+            model that does not load, or a port that cannot be listened on (exit 2).
     """
     from pathlib import Path
 
-    from trainer.serve import ServeError
+    from trainer.serve import PORTS, ServeError, port_number
     from trainer.serve import serve as run_server
     from vertex_trainer.errors import UserError
 
+    env = (settings or settings_from_env()).environ
+    given = port if port is not None else env.get("AIP_HTTP_PORT") or 8080
+    try:
+        port = port_number(given)
+    except ValueError:
+        what = f"port {given}" if port is not None else f"AIP_HTTP_PORT={given!r}"
+        raise UserError(
+            f"{what} is not a port number ({PORTS})", hint="--port 0 picks any free port"
+        ) from None
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
         from vertex_trainer.local.layout import find_run
 
@@ -154,11 +163,6 @@ def serve_model(
                 hint="pass a run's model/, e.g. runs/quickstart/latest/model (the newest run's)",
             )
         model_dir = str(found.run_dir / "model")
-    env = (settings or settings_from_env()).environ
-    try:
-        port = port if port is not None else int(env.get("AIP_HTTP_PORT") or 8080)
-    except ValueError:
-        raise UserError(f"AIP_HTTP_PORT={env.get('AIP_HTTP_PORT')!r} is not a port number") from None
     health = env.get("AIP_HEALTH_ROUTE") or "/health"
     predict = env.get("AIP_PREDICT_ROUTE") or "/predict"
 

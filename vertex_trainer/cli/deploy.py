@@ -95,12 +95,20 @@ def serve(
     ],
     port: Annotated[
         int | None,
-        typer.Option("--port", help="port on 127.0.0.1 (default: $AIP_HTTP_PORT, else 8080; 0 = any free)"),
+        typer.Option(
+            "--port", help="port on 127.0.0.1, 0 to 65535 (default: $AIP_HTTP_PORT, else 8080; 0 = any free)"
+        ),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
 ) -> None:
     """Serve an exported model here, behind the same prediction contract as the Vertex endpoint."""
     from vertex_trainer import api
+    from vertex_trainer.errors import UserError
+
+    if port is not None and not 0 <= port <= 65535:
+        raise UserError(
+            f"--port {port} is not a port number (0 to 65535)", hint="--port 0 picks any free port"
+        )
 
     def ready(url: str, health: str, predict: str) -> None:
         stderr_line(f"serving {model_dir} on {url}  (POST {predict}, GET {health}; Ctrl-C stops)")
