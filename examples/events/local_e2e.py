@@ -5,7 +5,8 @@
 1. starts gcp-storage-emulator (Cloud Storage) and the fake Vertex AI on loopback;
 2. renders the spec's Cloud Run function (`vertex-trainer trigger render`) and serves it with
    functions-framework, exactly as Cloud Run does;
-3. uploads a dataset folder (two shards, then the _SUCCESS marker) to the emulator and, playing
+3. uploads a dataset folder (two train shards and the validation shard, then the _SUCCESS marker:
+   a run's data must be there before it is created) to the emulator and, playing
    Eventarc, POSTs each object's finalized CloudEvent (binary mode, the object's own metadata as
    StorageObjectData) to the function; then redelivers the marker's event once;
 4. prints what the function did with each event, and the one run it started.
@@ -76,6 +77,7 @@ def main() -> int:
             uploads = [
                 f"{PREFIX}mnist/train-00000-of-00002",
                 f"{PREFIX}mnist/train-00001-of-00002",
+                f"{PREFIX}mnist/validation-00000-of-00001",
                 f"{PREFIX}mnist/_SUCCESS",
             ]
             for name in uploads:

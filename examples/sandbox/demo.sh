@@ -22,18 +22,18 @@ step "1. upload a small dataset to the (emulated) bucket"
 step "2. submit: build the image with Cloud Build, create the CustomJob, follow its logs, deploy"
 "$VT" submit "$SPEC" --deploy | tee "$out"
 job=$(awk '$1 == "created" || $1 == "adopted" {print $2; exit}' "$out")
+folder=$(awk '$1 == "output" {print $2; exit}' "$out")   # the job's own folder below output_dir
 
 step "3. the job's log in Cloud Logging"
 "$VT" logs "$job" | tail -n 4
 
-step "4. metrics.json, read back from the bucket"
-"$PY" - <<'EOF'
+step "4. metrics.json, read back from the bucket (the job's own folder)"
+FOLDER="$folder" "$PY" - <<'EOF'
 import json, os
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
-metrics = storage.read_json(Settings.from_environ(os.environ),
-                            "gs://sandbox-demo/runs/digits/metrics.json")
+metrics = storage.read_json(Settings.from_environ(os.environ), os.environ["FOLDER"] + "/metrics.json")
 print(json.dumps({k: metrics[k] for k in ("eval_accuracy", "epochs", "steps", "train_examples_per_sec")}))
 EOF
 

@@ -20,7 +20,7 @@ import yaml
 
 from tests.cli_support import edge_env
 from tests.docs import harness
-from tests.shared import ROOT, THROUGHPUT_FIELDS, cli_runner
+from tests.shared import ROOT, THROUGHPUT_FIELDS, cli_runner, latest_run
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local import owncode
 from vertex_trainer.local.cluster import Replica
@@ -271,7 +271,7 @@ def test_the_example_factory_trains_through_the_bundled_trainer(tmp_path, tmp_pa
     work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
     harness.run_block(block, work)
     trainer = yaml.safe_load((EXAMPLE / "model-factory.yaml").read_text())["trainer"]
-    out = work / "runs" / "model-factory"  # the spec's output_dir, from the repository's root
+    out = latest_run(work / "runs" / "model-factory")  # the run's own folder below the spec's output_dir
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["model"] == "models.small_net:build"
     assert metrics["steps"] == trainer["epochs"] * trainer["steps_per_epoch"]

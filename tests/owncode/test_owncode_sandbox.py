@@ -70,12 +70,15 @@ def test_the_example_trains_in_the_sandbox_from_its_built_image(sandbox_env):
     assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout
     assert "(built and pushed with cloud-build)" in submit.stderr
     job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
+    folder = re.search(r"^output\s+(\S+)", submit.stdout, re.M)[1]  # the run's own, below output_dir
+    run = folder.removeprefix(f"gs://{BUCKET}/")
+    assert run.startswith("runs/own-code/own-code-"), folder
     logs = _run(["logs", job], sandbox_env).stdout
     # The script wrote /gcs/own-code/... (Cloud Storage FUSE's path); the objects are the bucket's.
-    assert "[workerpool0-0] saved the model to /gcs/own-code/runs/own-code/model/" in logs
+    assert f"[workerpool0-0] saved the model to /gcs/{BUCKET}/{run}/model/" in logs
     assert "[workerpool1-0] Epoch 2/2" in logs
     blobs = {b.name for b in storage.client(Settings.from_environ(sandbox_env)).list_blobs(BUCKET)}
-    assert "runs/own-code/model/model.keras" in blobs
+    assert f"{run}/model/model.keras" in blobs
 
 
 @pytest.mark.slow

@@ -90,6 +90,9 @@ def test_two_submits_have_two_folders_and_a_retry_adopts_the_first(fake, run, tm
     assert f"output   {BASE}/digits-ci-10\n" in created.stdout
     dry = run("submit", spec, "--dry-run", "--idempotency-key", "ci-11")
     assert f'"outputUriPrefix": "{BASE}/digits-ci-11"' in dry.stdout
+    assert f"#    output: {BASE}/digits-ci-11 (this submission's own folder" in dry.stdout
+    planned = run("validate", spec)
+    assert f"  output    {BASE}/digits-<key or UTC time>/ (each submission its own folder)" in planned.stdout
 
 
 def test_resume_sends_the_job_into_an_earlier_runs_folder_that_holds_something(fake, gcs, run, tmp_path):

@@ -114,13 +114,15 @@ def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box, 
     job = tasks["train"]["executorDetail"]["customJobDetail"]["job"]
     status = json.loads(_run([*cli(), "status", job, "--output", "json"], env).stdout)
     assert status["state"] == "JOB_STATE_SUCCEEDED"
-    metrics = storage.read_json(settings, f"gs://{BUCKET}/runs/digits/metrics.json")
+    folder = status["output_dir"]  # the run's own folder below output_dir (docs/contract.md section 15)
+    assert folder.startswith(f"gs://{BUCKET}/runs/digits/sandbox-digits-"), folder
+    metrics = storage.read_json(settings, f"{folder}/metrics.json")
     assert metrics["eval_accuracy"] >= 0.9, metrics
     assert tasks["train"]["endTime"] <= tasks["upload-model"]["startTime"]
 
     registry = RegistryClient("sandbox", "us-central1", settings=settings)
     model = registry.find_model("sandbox-digits")
-    assert model["artifactUri"].rstrip("/") == f"gs://{BUCKET}/runs/digits/model"  # the job's model dir
+    assert model["artifactUri"].rstrip("/") == f"{folder}/model"  # the job's own model dir
     endpoint = registry.find_endpoint("digits")
     assert [d["model"].split("@")[0] for d in endpoint["deployedModels"]] == [model["name"].split("@")[0]]
 
@@ -143,8 +145,9 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     assert [t["state"] for t in trials] == ["SUCCEEDED"] * 3
     assert sorted(t["parameters"]["learning_rate"] for t in trials) == [0.05, 0.1, 0.2]
     settings = Settings.from_environ(env)
+    assert result["output_dir"].startswith(f"gs://{BUCKET}/runs/digits-tune/"), result["output_dir"]
     for trial in trials:  # each trial's own output directory, as Vertex AI lays trials out
-        base = f"gs://{BUCKET}/runs/digits-tune/{trial['id']}"
+        base = f"{result['output_dir']}/{trial['id']}"  # below the tuning job's own folder
         written = storage.read_json(settings, f"{base}/metrics.json")
         assert abs(written["eval_accuracy"] - trial["metric"]) < 1e-6
         # Each trial trained with its own flag: the trainer's own record of what it ran (not
@@ -175,7 +178,5 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     assert seen.figures.get("param-learning_rate", 0) >= 2 and seen.figures.get("loss", 0) >= 2, seen.figures
     # the best trial's curves, from its TensorBoard event files on gs:// (2 epochs: the spec's)
     assert 'data-epochs="2">2 epoch(s) from its TensorBoard event files' in page.read_text(), seen.text[:3000]
-    winner = storage.read_json(
-        settings, f"gs://{BUCKET}/runs/digits-tune/{result['best_trial']['id']}/metrics.json"
-    )
+    winner = storage.read_json(settings, f"{result['output_dir']}/{result['best_trial']['id']}/metrics.json")
     assert assert_numbers_equal_metrics(seen.printed, winner) >= 12

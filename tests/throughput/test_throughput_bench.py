@@ -17,6 +17,7 @@ import re
 import pytest
 
 from tests.docs import harness
+from tests.shared import latest_run
 from tests.throughput.conftest import STEPS, TrainerRuns
 
 pytestmark = [pytest.mark.trainer, pytest.mark.slow]
@@ -31,11 +32,11 @@ RATE = re.compile(r"^(synthetic|real data)\s+([\d,]+) examples/s", re.M)
 def readme_bench(tmp_path_factory) -> TrainerRuns:
     """README.md's bench block, run as the docs harness runs it, in a scratch workdir with the
     quickstart data: the dry run's JSON and the local bench's report on stdout, both runs' lines
-    on stderr; its runs in runs/quickstart/bench/<kind> (the spec's output_dir)."""
+    on stderr; its runs each in their own folder below runs/quickstart/bench/<kind>."""
     block = harness.checked_block("README.md", BENCH_RUN, HERE)
     work = harness.workdir(tmp_path_factory.mktemp("readme-bench"), harness.quickstart_data(tmp_path_factory))
     stdout, stderr = harness.run_block(block, work)
-    runs = {kind: work / "runs" / "quickstart" / "bench" / kind for kind in ("synthetic", "real")}
+    runs = {kind: latest_run(work / "runs" / "quickstart" / "bench" / kind) for kind in ("synthetic", "real")}
     job = re.search(r"^bench +(\S+) on ", stdout, re.M)
     assert job, stdout[-3000:]
     names = {"synthetic": f"{job.group(1)}-bench-syn", "real": f"{job.group(1)}-bench-real"}

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from vertex_trainer import api
+from vertex_trainer.contract import run_name
 from vertex_trainer.emulators.gcs import GcsEmulator
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.gcp import storage
@@ -41,10 +42,14 @@ def test_a_cloud_bench_runs_two_short_jobs_once_per_key():
                 ("trainer.train_data", f"gs://{BUCKET}/imagenet/train-*"),
             ],
         )
+        # The data a cloud submit checks is there before it creates anything (issue 40 item 5).
+        storage.client(settings).bucket(BUCKET).blob("imagenet/train-00000").upload_from_string(b"x")
         # What the two jobs' chiefs write when they finish (trainer/task.py, metrics.json).
         for kind, rate, wait in (("synthetic", 18_000.0, 0.01), ("real", 12_000.0, 0.3)):
+            short = {"synthetic": "syn", "real": "real"}[kind]  # each run's own folder (section 15)
+            run = run_name(f"{spec.name}-bench-{short}", f"ci-7-bench-{short}")
             storage.client(settings).bucket(BUCKET).blob(
-                f"a100/bench/{kind}/metrics.json"
+                f"a100/bench/{kind}/{run}/metrics.json"
             ).upload_from_string(
                 json.dumps(
                     {

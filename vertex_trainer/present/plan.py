@@ -59,6 +59,7 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     if plan.image:
         code = plan.spec.image.code if plan.spec.image is not None else None
         lines.append(f"#    image: {plan.image}" + (f" (with image.code {code})" if code else ""))
+    lines.append(f"#    output: {_output_words(plan)}")
     lines += _reducer_lines(plan.spec, "#    reducers (workerPoolSpecs[2], Reduction Server): ")
     lines.append(f"{create['method']} {create['url']}")
     lines.append(json.dumps(create["body"], indent=2))
@@ -129,6 +130,23 @@ def search_line(plan: SubmitPlan) -> str | None:
     )
 
 
+def _output_words(plan: SubmitPlan, planned: bool = False) -> str:
+    """Where the run writes (docs/contract.md section 15): its own folder below output_dir
+    (`planned`: validate, which submits nothing: the folder's form, not a key's)."""
+    spec = plan.spec
+    if plan.output is None:
+        return "(no output_dir: a run here writes below the temp dir)" if plan.local else "(no output_dir)"
+    if plan.resumed is not None:
+        return f"{plan.output} (continuing that run, --resume)"
+    if spec.fixed_output_dir:
+        return f"{plan.output} (fixed_output_dir: every submission writes here)"
+    if planned and spec.output_dir:
+        return (
+            f"{spec.output_dir.rstrip('/')}/{spec.name}-<key or UTC time>/ (each submission its own folder)"
+        )
+    return f"{plan.output} (this submission's own folder; the next one gets its own)"
+
+
 def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None) -> str:
     """`validate`: OK and what the plan runs: where, hardware, schedule (and the fallback's
     attempts), image, trainer, the price (a cloud job; a tuning job's whole search too) and the
@@ -156,6 +174,7 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         + (f", timeout {fmt_duration(s.timeout)}" if s.timeout else "")
         + (f"; then {', then '.join(_fallback_words(plan))} if refused" if s.fallback else ""),
         f"  image     {image}",
+        f"  output    {_output_words(plan, planned=True)}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}"
         if job.trainer  # script jobs (issue 32): your own code and its args
         else f"  code      {_code(job)} {' '.join(job.args)}".rstrip(),

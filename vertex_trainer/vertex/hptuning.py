@@ -193,6 +193,14 @@ class TuningJob(Job):
         return self.data.get("studySpec") or {}
 
     @property
+    def output_dir(self) -> str | None:
+        """The tuning job's own folder (its trials' baseOutputDirectory; each trial writes to
+        <folder>/<trial id>/, docs/contract.md section 15), or None without one."""
+        spec = self.data.get("trialJobSpec") or {}
+        base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
+        return str(base).rstrip("/") if base else None
+
+    @property
     def metric_id(self) -> str:
         metrics = self.study_spec.get("metrics") or [{}]
         return str(metrics[0].get("metricId", ""))

@@ -94,8 +94,9 @@ class Plan:
 def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> Plan:
     """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation and no
     learning-rate warmup (it changes no step's cost), first with
-    `trainer.synthetic_data: true`, then on the spec's data. Each writes to its own output
-    directory (<output_dir>/bench/<kind>) and is named <name>-bench-<kind>."""
+    `trainer.synthetic_data: true`, then on the spec's data. Each has its own output_dir
+    (<output_dir>/bench/<kind>, below which each run gets its own folder) and is named
+    <name>-bench-<kind>."""
     if spec.trainer is None:  # script jobs (issue 32): bench drives the bundled trainer's flags
         raise UserError(
             "bench needs the bundled trainer or a model factory (a trainer: block, e.g. "
