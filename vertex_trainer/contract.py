@@ -66,8 +66,8 @@ def run_folder(output_dir: str, run: str) -> str:
 
 def records_of(run_dir: str) -> str:
     """Where the tool keeps its records of the run in `run_dir`: `<parent>/.vertex-trainer/<run>`."""
-    parent, _, run = run_dir.rstrip("/").rpartition("/")
-    return f"{parent}/{RECORDS_DIR}/{run}"
+    parent, slash, run = run_dir.rstrip("/").rpartition("/")
+    return f"{parent}{slash}{RECORDS_DIR}/{run}"  # (a bare name: beside it in the current directory)
 
 
 # -- states (aiplatform_v1.JobState, PipelineState) ----------------------------------------------
