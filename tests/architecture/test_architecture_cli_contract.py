@@ -28,6 +28,7 @@ ALLOWED = {
     "vertex_trainer.settings",
     "vertex_trainer.lazy",
     "vertex_trainer.catalog",
+    "vertex_trainer.redact",
 }
 
 

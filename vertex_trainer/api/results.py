@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_trainer.contract import JobState, short_state
+from vertex_trainer.redact import hidden, redact
 
 __all__ = ["DryRun", "LocalJob"]
 
@@ -32,7 +33,10 @@ class DryRun:
     plan: Any = field(default=None, repr=False, compare=False)  # the SubmitPlan
 
     def to_dict(self) -> dict:
-        """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked)."""
+        """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked),
+        as printed: env values and flags whose names look secret are `***`, and "redacted" names
+        them (vertex_trainer/redact.py; `job` and `requests` keep the real values, which submit
+        sends)."""
         out = {
             "name": None,
             "state": None,
@@ -54,7 +58,10 @@ class DryRun:
             out["trials"] = self.trials
         if self.checks is not None:
             out["checks"] = self.checks
-        return out
+        names = hidden(out)
+        if not names:
+            return out
+        return {**redact(out), "redacted": list(names)}
 
     def __repr__(self) -> str:  # the body is in .job and .requests; don't flood a notebook
         steps = ", ".join(r.get("method", "local") for r in self.requests)

@@ -29,6 +29,7 @@ from vertex_trainer.cli.common import (
     where,
 )
 from vertex_trainer.errors import JobFailed
+from vertex_trainer.redact import note
 
 app = typer.Typer(
     help="The job as a Vertex AI Pipelines run: train on the spec's hardware (Flex Start "
@@ -195,10 +196,13 @@ def _show(run: Any, output: OutputFormat, wait: bool) -> None:
 
 
 def _show_dry_run(plan: Any, output: OutputFormat) -> None:
+    shown = plan.to_dict()  # as printed: secret-looking env values and flags *** (redact.py)
     if output is OutputFormat.json:
-        return emit_json(plan.to_dict())
-    lookup, create = plan.requests
+        return emit_json(shown)
+    lookup, create = shown["requests"]
     print("# dry run: nothing was sent, built or looked up. pipeline submit would:")
+    if shown.get("redacted"):
+        print(f"# {note(shown['redacted'])}")
     for check in plan.checks or ():  # the data is there before anything is built (exit 2)
         print(f"# - would check: {check['field']} {check['pattern']} matches at least one object")
     if plan.package:

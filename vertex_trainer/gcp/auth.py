@@ -64,7 +64,12 @@ def credentials() -> Credentials:
 
     try:
         creds, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
+    except (DefaultCredentialsError, OSError, ValueError, AttributeError, TypeError) as exc:
+        bad = _bad_file(exc)
+        if bad is not None:
+            raise bad from exc
+        if not isinstance(exc, DefaultCredentialsError):
+            raise
         raise UserError(
             "no Google Cloud credentials found (Application Default Credentials); nothing was sent",
             hint="run `gcloud auth application-default login` on a workstation; in CI use Workload "
@@ -82,6 +87,77 @@ def credentials() -> Credentials:
             iam_endpoint_override=_IMPERSONATE["token_url"],
         )
     return creds
+
+
+# google-auth's loaders of a credentials file, by the source they read it for.
+_SOURCES = {
+    "_get_explicit_environ_credentials": "GOOGLE_APPLICATION_CREDENTIALS",
+    "_get_gcloud_sdk_credentials": "gcloud",
+}
+
+
+def _bad_file(exc: BaseException) -> UserError | None:
+    """The exit-2 message for a credentials file that google-auth found but could not load: its
+    source (GOOGLE_APPLICATION_CREDENTIALS or gcloud's ADC file), its path and what is wrong with
+    it; None when no file was at fault (nothing found at all). google-auth names the file only in
+    its message's words, so the path is read from its loader's frame (`filename`), which the
+    traceback keeps."""
+    import traceback
+
+    source = path = None
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        if not str(frame.f_globals.get("__name__", "")).startswith("google.auth"):
+            continue
+        source = _SOURCES.get(frame.f_code.co_name, source)
+        filename = frame.f_locals.get("filename")
+        if isinstance(filename, str) and path is None:
+            path = filename
+    if path is None:
+        return None
+    wrong = _what_is_wrong(path, exc)
+    if source == "gcloud":
+        return UserError(
+            f"gcloud's Application Default Credentials file {path}: {wrong}; nothing was sent",
+            hint="run `gcloud auth application-default login` to write it again",
+        )
+    return UserError(
+        f"GOOGLE_APPLICATION_CREDENTIALS={path}: {wrong}; nothing was sent",
+        hint="run `gcloud auth application-default login` and unset GOOGLE_APPLICATION_CREDENTIALS, "
+        "or point it at a credentials file (a service account key, or a Workload Identity "
+        "Federation configuration in CI)",
+    )
+
+
+def _what_is_wrong(path: str, exc: BaseException) -> str:
+    """What keeps the credentials file at `path` from loading, in a few words."""
+    import json
+    import os
+
+    if not os.path.lexists(path):
+        return "no such file"
+    if os.path.isdir(path):
+        return "is a directory, not a credentials file"
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    except ValueError:  # (UnicodeDecodeError too)
+        return "is not JSON (a credentials file is a JSON object with a \"type\")"
+    if not isinstance(info, dict):
+        return f"holds a JSON {_json_kind(info)}, not a credentials object"
+    kind = info.get("type")
+    if kind is None:
+        return 'has no "type" (a service account key has "type": "service_account")'
+    cause = exc.__cause__ or exc.__context__
+    if "does not have a valid type" in str(exc):
+        return f"\"type\": {json.dumps(kind)} is not a kind of credentials google-auth knows"
+    detail = str(cause) if cause is not None else str(exc.args[0] if exc.args else exc)
+    return f"is not valid {kind} credentials: {detail.rstrip('.')}"
+
+
+def _json_kind(value: object) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def plain_session() -> requests.Session:

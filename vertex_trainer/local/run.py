@@ -30,6 +30,7 @@ from vertex_trainer.local.supervisor import (
     Process,
     Supervisor,
 )
+from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec.factory import runs_factory
 
@@ -341,10 +342,12 @@ def save_run_record(
 ) -> None:
     """Keep what ran, in the run's records (beside its folder, local/layout.py): run.json,
     custom_job.json and spec.yaml (`spec`: an object with `.to_yaml()` or the YAML text; None:
-    no spec.yaml). A cloud job's CustomJob is kept by Vertex AI."""
+    no spec.yaml). A cloud job's CustomJob is kept by Vertex AI. Both copies show env values and
+    flags whose names look secret as `***` (vertex_trainer/redact.py): the replicas got the real
+    ones, the records are for reading."""
     layout.write_run_file(record, run=run, run_dir=run_dir, job_id=job_id)
     with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
-        json.dump(job, f, indent=2)
+        json.dump(redact(job), f, indent=2)
         f.write("\n")
     text = spec if isinstance(spec, str) else None
     to_yaml = getattr(spec, "to_yaml", None)
@@ -352,7 +355,7 @@ def save_run_record(
         text = to_yaml()
     if text is not None:
         with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write(redact_yaml(text))
 
 
 def read_metrics(base_output: str, settings: Settings) -> dict[str, Any] | None:

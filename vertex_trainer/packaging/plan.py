@@ -43,6 +43,7 @@ from vertex_trainer.packaging.templates import (
     requirement_lines,
     trainer_requirements,
 )
+from vertex_trainer.redact import redact_yaml
 from vertex_trainer.sizes import human_size
 from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
 from vertex_trainer.spec.images import code_root
@@ -194,7 +195,7 @@ def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
     """The build context as uploaded (image) or the sdist (python package); with `spec`, the
     resolved spec rides along under .vertex-trainer/ (outside the hash)."""
     buf = io.BytesIO()
-    extra = [entry_from_bytes(SPEC_ENTRY, spec_yaml(spec).encode())] if spec is not None else []
+    extra = [entry_from_bytes(SPEC_ENTRY, redact_yaml(spec_yaml(spec)).encode())] if spec is not None else []
     root = (plan.archive_root or SDIST_ROOT) if plan.kind == "python-package" else ""
     write_archive(plan.entries, buf, root=root, extra=extra)
     return buf.getvalue()

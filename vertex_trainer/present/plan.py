@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from vertex_trainer import hardware as hw
 from vertex_trainer.durations import fmt_duration
 from vertex_trainer.present.cost import price_line
+from vertex_trainer.redact import hidden, note, redact, redact_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.plan import QuotaLook, SubmitPlan
@@ -21,25 +22,30 @@ __all__ = ["dry_run_text", "quota_lines", "search_line", "validate_text"]
 
 def dry_run_text(plan: SubmitPlan) -> str:
     """`submit --dry-run`: the steps submit would take, the exact requests with the body, each
-    fallback attempt, the deploy's requests and the prices (a cloud job)."""
+    fallback attempt, the deploy's requests and the prices (a cloud job). Env values and flags
+    whose names look secret are `***`, said in a line under the first (vertex_trainer/redact.py)."""
     if plan.kind in ("tuning", "local-tuning"):
         lines = _tuning_dry_run(plan)
     elif plan.local:
         lines = [
             "# dry run: nothing runs. submit --local would run this CustomJob on this machine:",
-            json.dumps(plan.body, indent=2),
+            json.dumps(redact(plan.body), indent=2),
         ]
     else:
         lines = _custom_dry_run(plan)
     if plan.deploy is not None:  # --deploy: what the deploy after the job would send
         from vertex_trainer.present.deploy import dry_run_text as deploy_text
 
-        lines.append(deploy_text(plan.deploy))
+        lines.append(deploy_text(redact(plan.deploy)))
     if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
         lines.append(f"# {price_line(plan.estimate)}")
         search = search_line(plan)
         if search:
             lines.append(f"# {search}")
+    job = plan.tuning if plan.tuning is not None else plan.body
+    names = hidden([job, plan.deploy, [{"args": t.args} for t in plan.trials]])
+    if names:
+        lines.insert(1, f"# {note(names)}")
     return "\n".join(lines)
 
 
@@ -62,7 +68,7 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     lines.append(f"#    output: {_output_words(plan)}")
     lines += _reducer_lines(plan.spec, "#    reducers (workerPoolSpecs[2], Reduction Server): ")
     lines.append(f"{create['method']} {create['url']}")
-    lines.append(json.dumps(create["body"], indent=2))
+    lines.append(json.dumps(redact(create["body"]), indent=2))
     later = plan.attempts[1:] if plan.kind == "fallback" else ()
     if later:  # scheduling.fallback (docs/contract.md section 11)
         lines.append(
@@ -82,8 +88,8 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
             "# dry run: nothing runs. submit --local would run these trials on this machine, each "
             "the CustomJob of the tuning job's trialJobSpec with its flags appended:"
         ]
-        lines += [f"#   trial {t.id}: {' '.join(t.args)}" for t in plan.trials]
-        lines.append(json.dumps(plan.job, indent=2))
+        lines += [f"#   trial {t.id}: {' '.join(redact_args(t.args))}" for t in plan.trials]
+        lines.append(json.dumps(redact(plan.job), indent=2))
         return lines
     lookup, create = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
@@ -100,7 +106,7 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     lines.append(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
     lines.append(f"# {step + 1}. if there is none, create it")
     lines.append(f"{create['method']} {create['url']}")
-    lines.append(json.dumps(create["body"], indent=2))
+    lines.append(json.dumps(redact(create["body"]), indent=2))
     return lines
 
 
@@ -177,7 +183,7 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         f"  output    {_output_words(plan, planned=True)}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}"
         if job.trainer  # script jobs (issue 32): your own code and its args
-        else f"  code      {_code(job)} {' '.join(job.args)}".rstrip(),
+        else f"  code      {_code(job)} {' '.join(redact_args(job.args))}".rstrip(),
     ]
     if job.trainer and job.image is not None and job.image.code:  # a model factory's directory
         lines.append(f"  code      {job.image.code}")

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.workflows import report_plots
 from vertex_trainer.workflows.report import RunData, time_split
 
@@ -95,6 +96,13 @@ def html(data: RunData, *, now: datetime | None = None) -> str:
     """
     from markupsafe import Markup
 
+    # Shown, never sent: secret-looking env values and flags as *** (vertex_trainer/redact.py),
+    # also in a record written before they were masked, or a cloud job's CustomJob as Vertex AI
+    # holds it.
+    data = data.with_(
+        spec_yaml=redact_yaml(data.spec_yaml) if data.spec_yaml else data.spec_yaml,
+        custom_job=redact(data.custom_job),
+    )
     figures = [
         {"id": c.id, "title": c.title, "svg": Markup(report_plots.svg(c))} for c in report_plots.charts(data)
     ]

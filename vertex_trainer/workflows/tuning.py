@@ -39,6 +39,7 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
+from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import TuneSpec, category, own_args, parameter_id
@@ -435,11 +436,12 @@ def read_reported(path: str, metric: str) -> float | None:
 
 def _save_record(record: str, body: dict, spec: JobSpec) -> None:
     os.makedirs(record, exist_ok=True)
+    # Records for reading: secret-looking values as *** (vertex_trainer/redact.py).
     with open(os.path.join(record, "hyperparameter_tuning_job.json"), "w", encoding="utf-8") as f:
-        json.dump(body, f, indent=2)
+        json.dump(redact(body), f, indent=2)
         f.write("\n")
     with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
-        f.write(spec.to_yaml())
+        f.write(redact_yaml(spec.to_yaml()))
 
 
 def _save_trials(record: str, study: LocalTuning) -> None:

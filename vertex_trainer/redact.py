@@ -1,0 +1,226 @@
+"""Secret-looking values shown as `***` wherever the tool prints or saves them (issue 41 item 7;
+docs/security-notes/redaction.md). A leaf: plain functions over JSON-like values.
+
+What looks secret is decided by the NAME, never by guessing at a value: an env variable's name, a
+flag's (`--api-key=VALUE`, `--api-key VALUE`) or a `NAME=VALUE` argument's (`env API_KEY=x ...`,
+Hydra's `db.password=x`). A name is split into words at `_`, `-`, `.` and camelCase
+(`WANDB_API_KEY` -> WANDB, API, KEY; `apiKey` -> api, Key), and looks secret when
+
+- a word is one of WORDS (KEY, TOKEN, SECRET, PASSWORD, CREDENTIALS, AUTH, ...), or
+- a word ends with one of ENDINGS (`GHTOKEN`, `DBPASSWORD`, `APIKEY`), or
+- two words in a row are one of PAIRS (`CONN_STR`, `CONNECTION_STRING`).
+
+Whole words, so `KEYBOARD`, `MONKEY`, `TOKENIZER_PATH`, `MAX_TOKENS` and `TF_CPP_MIN_LOG_LEVEL`
+stay visible. A value that is a URL with a password (`postgres://me:pw@db/x`) has the password
+masked whatever its name (as pip shows an index URL).
+
+Only copies are masked: what is sent to Vertex AI, what a local replica receives and what
+`render` prints (the body you send yourself) keep the real values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, TypeVar
+
+__all__ = ["MASK", "hidden", "looks_secret", "note", "redact", "redact_args", "redact_yaml"]
+
+T = TypeVar("T")
+
+MASK = "***"
+
+WORDS = frozenset(
+    {
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASS",
+        "PASSPHRASE",
+        "PWD",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CREDS",
+        "PRIVATE",
+        "AUTH",
+        "AUTHORIZATION",
+        "SAS",  # Azure's shared access signatures
+        "DSN",  # Sentry's carries its key
+        "COOKIE",
+        "WEBHOOK",  # a Slack or Teams webhook URL is its own credential
+    }
+)
+ENDINGS = (
+    "PASSWORD",
+    "PASSWD",
+    "SECRET",
+    "TOKEN",
+    "APIKEY",
+    "ACCESSKEY",
+    "SECRETKEY",
+    "PRIVATEKEY",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CONNSTR",
+    "CONNECTIONSTRING",
+)
+PAIRS = frozenset({("CONN", "STR"), ("CONNECTION", "STRING")})
+
+# Keys whose value is a list of command-line words: containerSpec/pythonPackageSpec `args` and
+# `command`, the spec's `args:`, `command:` and `trainer.extra_args`, a dry run's trial args.
+_ARG_KEYS = frozenset({"args", "command", "extra_args"})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_ASSIGNMENT = re.compile(r"^(-{0,2})([A-Za-z_][A-Za-z0-9_.-]*)=(.+)$", re.DOTALL)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)")
+
+
+def _words(name: str) -> list[str]:
+    return [w.upper() for w in re.split(r"[^A-Za-z0-9]+", _CAMEL.sub("_", name)) if w]
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a value named `name` (an env variable, a flag without its dashes, a `NAME=` key)
+    is masked: a word of it in WORDS, a word ending in one of ENDINGS, or two words in PAIRS.
+    `PWD` alone is the shell's working directory, not a password."""
+    words = _words(name)
+    if words == ["PWD"]:
+        return False
+    if any(w in WORDS or w.endswith(ENDINGS) for w in words):
+        return True
+    return any(pair in PAIRS for pair in itertools.pairwise(words))
+
+
+def _url_masked(value: str) -> str:
+    return _URL_PASSWORD.sub(lambda m: m["head"] + MASK, value)
+
+
+def redact_args(args: list[str] | tuple[str, ...], found: list[str] | None = None) -> list[str]:
+    """Command-line words with the values of secret-looking flags masked: `--api-key=V`,
+    `--api-key V` (the next word, unless it is a flag itself) and `API_KEY=V`; a URL's password in
+    any word. `found` collects the names masked."""
+    out: list[str] = []
+    hide_next = ""
+    for word in args:
+        if not isinstance(word, str):
+            out.append(word)
+            hide_next = ""
+            continue
+        if hide_next and not word.startswith("-"):
+            out.append(MASK)
+            _note(found, hide_next)
+            hide_next = ""
+            continue
+        hide_next = ""
+        assignment = _ASSIGNMENT.match(word)
+        if assignment and looks_secret(assignment[2]):
+            out.append(f"{assignment[1]}{assignment[2]}={MASK}")
+            _note(found, assignment[1] + assignment[2])
+        elif word.startswith("-") and "=" not in word and looks_secret(word.lstrip("-")):
+            out.append(word)
+            hide_next = word
+        else:
+            out.append(_masked_value(word, assignment[1] + assignment[2] if assignment else "args", found))
+    return out
+
+
+def _masked_value(value: str, name: str, found: list[str] | None) -> str:
+    masked = _url_masked(value)
+    if masked != value:
+        _note(found, name)
+    return masked
+
+
+def _note(found: list[str] | None, name: str) -> None:
+    if found is not None and name not in found:
+        found.append(name)
+
+
+def _env_list(entries: list[Any], found: list[str] | None) -> list[Any]:
+    """Vertex AI's EnvVar list ([{"name", "value"}], REST or proto field names alike)."""
+    out = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
+            name, value = entry["name"], entry["value"]
+            if looks_secret(name) and value not in (None, ""):
+                entry = {**entry, "value": MASK}
+                _note(found, name)
+            elif isinstance(value, str):
+                entry = {**entry, "value": _masked_value(value, name, found)}
+        out.append(entry)
+    return out
+
+
+def _env_map(env: dict[Any, Any], found: list[str] | None) -> dict[Any, Any]:
+    """The spec's `env:` mapping."""
+    out = {}
+    for name, value in env.items():
+        if isinstance(name, str) and looks_secret(name) and value not in (None, ""):
+            out[name] = MASK
+            _note(found, name)
+        elif isinstance(value, str):
+            out[name] = _masked_value(value, str(name), found)
+        else:
+            out[name] = value
+    return out
+
+
+def _walk(node: Any, found: list[str] | None) -> Any:
+    if isinstance(node, dict):
+        out: dict[Any, Any] = {}
+        for key, value in node.items():
+            if key == "env" and isinstance(value, list):
+                out[key] = _env_list(value, found)
+            elif key == "env" and isinstance(value, dict):
+                out[key] = _env_map(value, found)
+            elif key in _ARG_KEYS and isinstance(value, (list, tuple)):
+                out[key] = redact_args(value, found)
+            else:
+                out[key] = _walk(value, found)
+        return out
+    if isinstance(node, (list, tuple)):
+        return [_walk(v, found) for v in node]
+    return node
+
+
+def redact(node: T) -> T:
+    """A copy of `node` (a CustomJob, HyperparameterTuningJob or PipelineJob body, a spec's dict,
+    a dry run's object: any JSON-like value) with every secret-looking value masked: the env
+    entries (`env: [{name, value}]` of a containerSpec or pythonPackageSpec, a spec's `env:`
+    mapping) and the words of `args`, `command` and `extra_args` (see redact_args). `node`
+    itself is never changed."""
+    return _walk(node, None)  # type: ignore[no-any-return]
+
+
+def hidden(node: Any) -> tuple[str, ...]:
+    """The names whose values `redact(node)` masks, first seen first (env names as written,
+    flags with their dashes, "args" for a URL's password in an argument)."""
+    found: list[str] = []
+    _walk(node, found)
+    return tuple(found)
+
+
+def note(names: tuple[str, ...] | list[str]) -> str:
+    """The one line a printed dry run adds when it masked something."""
+    return (
+        f"values that look secret are shown as {MASK} ({', '.join(names)}); the job receives the "
+        "real values. Keep real secrets in Secret Manager"
+    )
+
+
+def redact_yaml(text: str) -> str:
+    """A spec's YAML text with secret-looking values masked (re-dumped as JobSpec.to_yaml dumps
+    it); unchanged when nothing is masked. Text that is not YAML is returned as it is."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    masked = redact(data)
+    if masked == data:
+        return text
+    return str(yaml.safe_dump(masked, sort_keys=False, default_flow_style=False))
