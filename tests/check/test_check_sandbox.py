@@ -1,7 +1,7 @@
 """Issue 33's "done when", in the sandbox: the Vertex AI API disabled and actAs denied give
-exactly those two FAILs, each with its fix; setup --dry-run lists the enablement and the
-binding; after setup (--grant) check passes and a submit is accepted; a second setup changes
-nothing."""
+exactly those two FAILs, each with its fix; setup --dry-run sends nothing and lists every step
+it could take, if missing; setup --plan reads and lists the enablement and the binding; after
+setup (--grant) check passes and a submit is accepted; a second setup changes nothing."""
 
 from __future__ import annotations
 
@@ -56,9 +56,21 @@ def test_check_names_the_disabled_api_and_the_denied_act_as_and_setup_dry_run_li
     ]
     assert all(i["fix"] for i in report["items"] if i["status"] == "FAIL")
 
+    seen = (len(box.serviceusage.requests), len(box.iam.requests), len(box.vertex.requests))
     result = run_box("setup", spec_file, "--dry-run")
     assert result.returncode == 0, result.stderr
     out = result.stdout
+    assert (len(box.serviceusage.requests), len(box.iam.requests), len(box.vertex.requests)) == seen
+    assert out.startswith("# dry run: nothing was sent, not even a read, and no credentials were loaded.")
+    assert f"#   GET {box.serviceusage.url}/v1/projects/sandbox/services:batchGet" in out  # would read
+    assert "would, if missing: enable aiplatform.googleapis.com, storage.googleapis.com" in out
+    assert "to grant, if missing: grant roles/iam.serviceAccountUser to MEMBER on " in out
+
+    result = run_box("setup", spec_file, "--plan")  # reads, and says so; changes nothing
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("# plan: read the project's state (")
+    assert "no change was sent" in out
     assert "would: enable aiplatform.googleapis.com" in out
     assert f"POST {box.serviceusage.url}/v1/projects/sandbox/services:batchEnable" in out
     assert "gcloud: gcloud services enable aiplatform.googleapis.com --project sandbox" in out

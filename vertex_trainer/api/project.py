@@ -75,6 +75,7 @@ def project_setup(
     spec,
     *,
     dry_run: bool = False,
+    plan: bool = False,
     grant: bool = False,
     member: str | None = None,
     spec_path: str | None = None,
@@ -85,37 +86,56 @@ def project_setup(
 
     Args:
         spec: a JobSpec from :func:`load_spec`.
-        dry_run: send nothing; return every request and its gcloud line.
+        dry_run: send nothing at all, not even a read (nor load the credentials): return the
+            reads setup would make and every step it could take, each if missing.
+        plan: read what `project_check` reads, change nothing, return the steps for what is
+            missing.
         grant: also grant the bindings (project roles, actAs on the job's service account).
-        member: whom to grant ("user:EMAIL"); default: the credentials' identity.
+        member: whom to grant (user:, serviceAccount:, group: EMAIL; domain:DOMAIN; principal://
+            or principalSet://); default: the credentials' identity. A public principal
+            (allUsers, allAuthenticatedUsers) is refused.
         spec_path: the spec's path as typed.
         settings: the process settings (default: read from the environment).
 
     Returns:
-        a SetupResult: the steps, each `done` when it was sent. A second run has no steps.
+        a SetupResult: the steps, each `done` when it was sent, and the reads. A second run has
+        no steps.
 
     Raises:
-        UserError: no project, or --grant without a known member (exit 2, nothing sent).
+        UserError: no project, a member that is not a named principal, dry_run with plan, or
+            --grant without a known member (exit 2, nothing sent).
     """
     from vertex_trainer.api.core import settings_from_env
     from vertex_trainer.errors import UserError
+    from vertex_trainer.gcp import names
     from vertex_trainer.workflows import check as _check
     from vertex_trainer.workflows import project_setup as _setup
 
+    if member is not None:
+        names.check_member(member, "--member")
+    if dry_run and plan:
+        raise UserError(
+            "setup: --dry-run sends nothing and --plan reads the project; give one; nothing was sent"
+        )
     settings = settings or settings_from_env()
     name, source = project_source(settings, spec)
     if not name:
         raise UserError("setup: no project; nothing was sent", hint="pass --project or set it in the spec")
+    reads = _setup.reads(spec, project=name, settings=settings)
+    if dry_run:  # no request, no credentials: every step it could take, if missing
+        items = _setup.unread(spec, project=name, settings=settings, spec_path=spec_path)
+        steps = _setup.plan(items, project=name, settings=settings, member=member or "MEMBER")
+        return _setup.SetupResult(name, steps, mode=_setup.DRY, reads=reads)
     who = _check.identity(settings)
     items = _check.run(
         spec, project=name, project_source=source, settings=settings, spec_path=spec_path, who=who
     )
     whom = _setup.member_of(who, member)
     steps = _setup.plan(items, project=name, settings=settings, member=whom)
-    if dry_run:
-        return _setup.SetupResult(name, steps, dry_run=True)
+    if plan:
+        return _setup.SetupResult(name, steps, mode=_setup.PLAN, reads=reads)
     return _setup.SetupResult(
-        name, _setup.apply(steps, project=name, settings=settings, member=whom, grant=grant)
+        name, _setup.apply(steps, project=name, settings=settings, member=whom, grant=grant), reads=reads
     )
 
 

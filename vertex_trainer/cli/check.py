@@ -65,7 +65,18 @@ def setup(
     project: ProjectOpt = None,
     region: RegionOpt = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="print every request and its gcloud line; send nothing")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="send nothing, not even a read: print the reads setup would make and every step "
+            "it could take, if missing",
+        ),
+    ] = False,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan", help="read the project (as check does), change nothing: print what setup would do"
+        ),
     ] = False,
     grant: Annotated[
         bool,
@@ -73,14 +84,18 @@ def setup(
     ] = False,
     member: Annotated[
         str | None,
-        typer.Option("--member", help="whom to grant (user:EMAIL; default: the credentials' identity)"),
+        typer.Option(
+            "--member",
+            help="whom to grant: user:, serviceAccount:, group:EMAIL or domain:DOMAIN "
+            "(default: the credentials' identity; public principals are refused)",
+        ),
     ] = None,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Make what `check` finds missing: enable the APIs, create the bucket and the Docker repository.
 
     The IAM bindings are printed for someone with the right to grant them; --grant grants them.
-    A second run changes nothing.
+    A second run changes nothing. --dry-run sends nothing at all; --plan reads and changes nothing.
     """
     from vertex_trainer import api
     from vertex_trainer.present.check import setup_text
@@ -88,7 +103,13 @@ def setup(
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
     result = api.project_setup(
-        job_spec, dry_run=dry_run, grant=grant, member=member, spec_path=str(spec), settings=cfg
+        job_spec,
+        dry_run=dry_run,
+        plan=plan,
+        grant=grant,
+        member=member,
+        spec_path=str(spec),
+        settings=cfg,
     )
     if output is OutputFormat.json:
         return emit_json(result.to_dict())

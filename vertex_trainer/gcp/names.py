@@ -1,7 +1,7 @@
 """Google's grammars for the names a person types (issue 41): checked at the edge, before a value
 reaches generated code, a shell script or a request. Each check raises UserError (exit 2) naming
-the flag, the value (as `ascii()` shows it: a newline or a terminal escape in a value is shown,
-never acted on) and the fix. Pure: the standard library only.
+the flag, the value (as `repr()` shows it: a newline, a terminal escape or a bidirectional
+override in a value is shown escaped, never acted on) and the fix. Pure: the standard library only.
 
 Sources (read 2026): Cloud Storage bucket names (cloud.google.com/storage/docs/buckets#naming)
 and object names (cloud.google.com/storage/docs/objects#naming); Cloud Run service names, which a
@@ -43,8 +43,8 @@ MEMBER_FORMS = (
 
 
 def shown(value: str) -> str:
-    """A value as a message shows it: quoted, every control character and non-ASCII escaped."""
-    return ascii(value)
+    """A value as a message shows it: quoted, every character that is not printable escaped."""
+    return repr(value)
 
 
 def check_bucket(value: str, flag: str = "--bucket") -> str:
@@ -129,9 +129,10 @@ def folder_problem(folder: str) -> str:
     refuses."""
     if not folder.strip("/"):
         return "names no folder"
-    if any(p in ("", ".", "..") for p in folder.split("/")):
-        return f"the folder {shown(folder)} has an empty, '.' or '..' part"
-    return _name_problem(folder, f"the folder {shown(folder)}")
+    problem = _name_problem(folder, f"the folder {shown(folder)}")
+    if not problem and any(p in ("", ".", "..") for p in folder.split("/")):
+        problem = f"the folder {shown(folder)} has an empty, '.' or '..' part"
+    return problem
 
 
 def check_function(value: str, flag: str = "--function") -> str:

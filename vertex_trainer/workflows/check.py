@@ -194,18 +194,102 @@ def _apis(
     except VertexTrainerError as exc:
         return [_not_checked("api", ", ".join(wanted), exc)]
     return [
-        Item("api", service, OK, "enabled")
-        if on
-        else Item(
-            "api",
-            service,
-            FAIL,
-            "not enabled in the project",
-            f"gcloud services enable {service} --project {project}" + (f" (or {setup})" if setup else ""),
-            {"kind": "enable", "service": service},
-        )
+        Item("api", service, OK, "enabled") if on else api_missing(service, project, setup)
         for service, on in states.items()
     ]
+
+
+# -- the FAIL items setup acts on, one constructor each (setup's dry run makes them unread) -------
+def api_missing(service: str, project: str, setup: str | None) -> Item:
+    return Item(
+        "api",
+        service,
+        FAIL,
+        "not enabled in the project",
+        f"gcloud services enable {service} --project {project}" + (f" (or {setup})" if setup else ""),
+        {"kind": "enable", "service": service},
+    )
+
+
+def permission_missing(need: permissions.Need, project: str, who: Identity) -> Item:
+    return Item(
+        "permission",
+        need.permission,
+        FAIL,
+        f"not held on projects/{project} ({need.role} carries it)",
+        _binding_fix(project, who.member, need.role),
+        {"kind": "binding", "resource": f"projects/{project}", "api": "v3", "role": need.role},
+    )
+
+
+def act_as_missing(email: str, project: str, who: Identity) -> Item:
+    return Item(
+        "permission",
+        f"iam.serviceAccounts.actAs on {email}",
+        FAIL,
+        f"not held: a job that runs as {email} is refused ({permissions.ACT_AS.role} carries it)",
+        f"gcloud iam service-accounts add-iam-policy-binding {email} --member={who.member} "
+        f"--role={permissions.ACT_AS.role} --project {project}",
+        {
+            "kind": "binding",
+            "resource": access.service_account_resource(project, email),
+            "api": "v1",
+            "role": permissions.ACT_AS.role,
+        },
+    )
+
+
+def bucket_missing(bucket: str, field: str, spec, project: str, setup: str | None) -> Item:
+    create = (
+        f"gcloud storage buckets create gs://{bucket} --location={spec.region} "
+        f"--uniform-bucket-level-access --project {project}"
+    )
+    fix = f"{setup} (or {create})" if setup else create
+    make = {"kind": "bucket", "bucket": bucket, "location": spec.region}
+    return Item("resource", f"gs://{bucket} ({field})", FAIL, "does not exist", fix, make)
+
+
+def objects_missing(bucket: str, missing: list[str], who: Identity) -> Item:
+    return Item(
+        "permission",
+        f"objects in gs://{bucket}",
+        FAIL,
+        f"not held: {', '.join(missing)}",
+        f"gcloud storage buckets add-iam-policy-binding gs://{bucket} --member={who.member} "
+        f"--role={permissions.OBJECTS[0].role}",
+        {"kind": "binding", "resource": f"b/{bucket}", "api": "storage", "role": permissions.OBJECTS[0].role},
+    )
+
+
+def repository_missing(project: str, location: str, repo: str, setup: str | None) -> Item:
+    create = (
+        f"gcloud artifacts repositories create {repo} --repository-format=docker "
+        f"--location={location} --project={project}"
+    )
+    fix = f"{setup} (or {create})" if setup else create
+    make = {"kind": "repository", "project": project, "location": location, "repository": repo}
+    return Item(
+        "resource", access.repository_name(project, location, repo), FAIL, "does not exist", fix, make
+    )
+
+
+def repository_permission_missing(
+    need: permissions.Need, project: str, location: str, repo: str, who: Identity
+) -> Item:
+    return Item(
+        "permission",
+        f"{need.permission} on {repo}",
+        FAIL,
+        f"not held ({need.role} carries it)",
+        f"gcloud artifacts repositories add-iam-policy-binding {repo} --location={location} "
+        f"--project={project} --member={who.member} --role={need.role}",
+        {
+            "kind": "binding",
+            "resource": access.repository_name(project, location, repo),
+            "api": "artifactregistry",
+            "role": need.role,
+        },
+    )
 
 
 def _binding_fix(project: str, member: str, role: str) -> str:
@@ -229,17 +313,7 @@ def _project_permissions(
     if len(missing) < len(wanted):
         ok = [n.permission for n in wanted if n.permission in held]
         items.append(Item("permission", f"projects/{project}", OK, f"{len(ok)} held: {', '.join(ok)}"))
-    items += [
-        Item(
-            "permission",
-            n.permission,
-            FAIL,
-            f"not held on projects/{project} ({n.role} carries it)",
-            _binding_fix(project, who.member, n.role),
-            {"kind": "binding", "resource": f"projects/{project}", "api": "v3", "role": n.role},
-        )
-        for n in missing
-    ]
+    items += [permission_missing(n, project, who) for n in missing]
     return items
 
 
@@ -267,22 +341,7 @@ def _service_account(
         return [_not_checked("permission", name, exc)]
     if permissions.ACT_AS.permission in held:
         return [Item("permission", name, OK, "held: the job may run as this service account")]
-    return [
-        Item(
-            "permission",
-            name,
-            FAIL,
-            f"not held: a job that runs as {email} is refused ({permissions.ACT_AS.role} carries it)",
-            f"gcloud iam service-accounts add-iam-policy-binding {email} --member={who.member} "
-            f"--role={permissions.ACT_AS.role} --project {project}",
-            {
-                "kind": "binding",
-                "resource": access.service_account_resource(project, email),
-                "api": "v1",
-                "role": permissions.ACT_AS.role,
-            },
-        )
-    ]
+    return [act_as_missing(email, project, who)]
 
 
 def _buckets(
@@ -302,13 +361,7 @@ def _buckets(
             items.append(_not_checked("resource", name, exc))
             continue
         if meta is None:
-            create = (
-                f"gcloud storage buckets create gs://{bucket} --location={spec.region} "
-                f"--uniform-bucket-level-access --project {project}"
-            )
-            fix = f"{setup} (or {create})" if setup else create
-            make = {"kind": "bucket", "bucket": bucket, "location": spec.region}
-            items.append(Item("resource", name, FAIL, "does not exist", fix, make))
+            items.append(bucket_missing(bucket, field, spec, project, setup))
             continue
         location = str(meta.get("location", ""))
         far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
@@ -326,20 +379,7 @@ def _buckets(
         items.append(
             Item("permission", f"objects in gs://{bucket}", OK, "create, get, list held")
             if not missing
-            else Item(
-                "permission",
-                f"objects in gs://{bucket}",
-                FAIL,
-                f"not held: {', '.join(missing)}",
-                f"gcloud storage buckets add-iam-policy-binding gs://{bucket} --member={who.member} "
-                f"--role={permissions.OBJECTS[0].role}",
-                {
-                    "kind": "binding",
-                    "resource": f"b/{bucket}",
-                    "api": "storage",
-                    "role": permissions.OBJECTS[0].role,
-                },
-            )
+            else objects_missing(bucket, missing, who)
         )
     return items
 
@@ -378,13 +418,7 @@ def _repository(
     except VertexTrainerError as exc:
         return [_not_checked("resource", name, exc)]
     if meta is None:
-        create = (
-            f"gcloud artifacts repositories create {repo} --repository-format=docker "
-            f"--location={location} --project={project}"
-        )
-        fix = f"{setup} (or {create})" if setup else create
-        make = {"kind": "repository", "project": project, "location": location, "repository": repo}
-        return [Item("resource", name, FAIL, "does not exist", fix, make)]
+        return [repository_missing(project, location, repo, setup)]
     if meta.get("format") != "DOCKER":
         return [
             Item(
@@ -409,19 +443,10 @@ def _repository(
     except VertexTrainerError as exc:
         return [*items, _not_checked("permission", f"{len(wanted)} on {repo}", exc)]
     for need in wanted:
-        what = f"{need.permission} on {repo}"
         items.append(
-            Item("permission", what, OK, "held")
+            Item("permission", f"{need.permission} on {repo}", OK, "held")
             if need.permission in held
-            else Item(
-                "permission",
-                what,
-                FAIL,
-                f"not held ({need.role} carries it)",
-                f"gcloud artifacts repositories add-iam-policy-binding {repo} --location={location} "
-                f"--project={project} --member={who.member} --role={need.role}",
-                {"kind": "binding", "resource": name, "api": "artifactregistry", "role": need.role},
-            )
+            else repository_permission_missing(need, project, location, repo, who)
         )
     return items
 

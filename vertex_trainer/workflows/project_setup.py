@@ -18,7 +18,11 @@ from typing import Any
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import access
 from vertex_trainer.settings import Settings
+from vertex_trainer.workflows import check, permissions
 from vertex_trainer.workflows.check import FAIL, Identity, Item
+
+DRY, PLAN, APPLY = "dry-run", "plan", "apply"
+NOT_READ = Identity("not read in a dry run", None, "a dry run loads no credentials")
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,109 @@ class Step:
 
 @dataclass
 class SetupResult:
+    """What setup did or would do: the `steps`, the `mode` (dry-run, plan, apply) and `reads`:
+    the reads made (plan, apply) or, in a dry run, the reads it would make (none was sent)."""
+
     project: str
     steps: list[Step] = field(default_factory=list)
-    dry_run: bool = False
+    mode: str = APPLY
+    reads: list[str] = field(default_factory=list)
+
+    @property
+    def dry_run(self) -> bool:
+        return self.mode == DRY
+
+    @property
+    def sent(self) -> bool:
+        """Whether any request was sent (a read included)."""
+        return self.mode != DRY
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "dry_run": self.dry_run, "steps": [s.to_dict() for s in self.steps]}
+        return {
+            "project": self.project,
+            "dry_run": self.dry_run,
+            "mode": self.mode,
+            "sent": self.sent,
+            "reads": list(self.reads),
+            "steps": [{**s.to_dict(), "if_missing": self.dry_run} for s in self.steps],
+        }
+
+
+def reads(spec, *, project: str, settings: Settings) -> list[str]:
+    """The reads `check` makes for `spec` (None: the project alone), in words: what a plan or an
+    apply sends before it changes anything. Opens no connection."""
+    parts = permissions.parts(spec)
+    out = ["the credentials (Application Default Credentials; on Google Cloud, the metadata server)"]
+    if not check.stand_in_missing(settings, settings.serviceusage_endpoint):
+        out.append(
+            f"GET {settings.serviceusage_url()}/v1/projects/{project}/services:batchGet "
+            f"({', '.join(permissions.apis(parts))})"
+        )
+    iam = not check.stand_in_missing(settings, settings.iam_endpoint)
+    wanted = permissions.needs(parts, "project")
+    if iam and wanted:
+        out.append(
+            f"POST {settings.iam_url('cloudresourcemanager')}/v3/projects/{project}:testIamPermissions "
+            f"({len(wanted)} permissions)"
+        )
+    if spec is None:
+        return out
+    if iam and spec.service_account:
+        resource = access.service_account_resource(project, spec.service_account)
+        out.append(f"POST {settings.iam_url('iam')}/v1/{resource}:testIamPermissions (actAs)")
+    if not (settings.offline and not settings.storage_emulator):
+        from vertex_trainer.workflows.preflight import buckets_of
+
+        for bucket in buckets_of(spec):
+            out.append(f"GET {settings.storage_url()}/storage/v1/b/{bucket} (exists, where)")
+            out.append(f"GET {settings.storage_url()}/storage/v1/b/{bucket}/iam/testPermissions")
+    found = check.repository_of(spec)
+    if iam and found:
+        name = access.repository_name(*found)
+        base = settings.iam_url("artifactregistry")
+        out += [f"GET {base}/v1/{name}", f"POST {base}/v1/{name}:testIamPermissions"]
+    if spec.persistent_resource:
+        out.append(f"GET Vertex AI {spec.persistent_resource}")
+    if spec.tensorboard:
+        out.append(f"GET Vertex AI {spec.tensorboard}")
+    if spec.hardware.accelerator is not None:
+        out.append(f"GET {settings.quotas_url()}: the accelerator quota of each region of the plan")
+    return out
+
+
+def unread(spec, *, project: str, settings: Settings, spec_path: str | None) -> list[Item]:
+    """Every FAIL item setup could act on for `spec`, as if each look found it missing: what a dry
+    run plans from, with nothing read (check.py's constructors, so the steps are the same)."""
+    setup = f"vertex-trainer setup {spec_path}" if spec_path else None
+    who, parts = NOT_READ, permissions.parts(spec)
+    items: list[Item] = []
+    if not check.stand_in_missing(settings, settings.serviceusage_endpoint):
+        items += [check.api_missing(a, project, setup) for a in permissions.apis(parts)]
+    iam = not check.stand_in_missing(settings, settings.iam_endpoint)
+    if iam:
+        items += [check.permission_missing(n, project, who) for n in permissions.needs(parts, "project")]
+    if spec is None:
+        return items
+    if iam and spec.service_account:
+        items.append(check.act_as_missing(spec.service_account, project, who))
+    if not (settings.offline and not settings.storage_emulator):
+        from vertex_trainer.workflows.preflight import buckets_of
+
+        objects = [n.permission for n in permissions.OBJECTS]
+        for bucket, field_name in buckets_of(spec).items():
+            items += [
+                check.bucket_missing(bucket, field_name, spec, project, setup),
+                check.objects_missing(bucket, objects, who),
+            ]
+    found = check.repository_of(spec)
+    if iam and found:
+        rproject, location, repo = found
+        items.append(check.repository_missing(rproject, location, repo, setup))
+        items += [
+            check.repository_permission_missing(n, rproject, location, repo, who)
+            for n in permissions.needs(parts, "repository")
+        ]
+    return items
 
 
 def plan(items: list[Item], *, project: str, settings: Settings, member: str) -> list[Step]:
