@@ -300,13 +300,11 @@ def _needs_templates(data: Any) -> bool:
 
 
 def _template_env() -> Environment:
-    import jinja2  # only specs that template pay for jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+    from vertex_trainer.spec import templating  # only specs that template pay for jinja2
 
-    # Sandboxed: a template can format values, not reach Python internals.
-    return SandboxedEnvironment(
-        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False
-    )
+    # Sandboxed and bounded: a template formats values; it cannot reach Python internals, nor run
+    # for minutes or make gigabytes (templating.py's bounds).
+    return templating.environment()
 
 
 def _names_in(env: Environment, text: str) -> set[str]:
@@ -342,19 +340,33 @@ def template_variables(data: Any) -> set[str]:
 
 
 def _render_templates(
-    data: Any, context: dict[str, Any], path: str = "", defer: frozenset[str] = frozenset()
+    data: Any,
+    context: dict[str, Any],
+    path: str = "",
+    defer: frozenset[str] = frozenset(),
+    env: Environment | None = None,
 ) -> Any:
-    """Render every template in `data`; one that uses a variable in `defer` is kept as it is."""
+    """Render every template in `data`; one that uses a variable in `defer` is kept as it is.
+    `env` (_template_env) holds the bounds' budget: one for all of a spec's templates."""
     import jinja2
 
-    env = _template_env()
+    from vertex_trainer.spec import templating
+
+    env = env or _template_env()
 
     def render(node: str, where: str) -> str:
         try:
-            text: str = env.from_string(node).render(**context)
-            return text
+            return templating.render(env, node, context)
         except UserError:
             raise
+        except templating.TemplateBound as e:
+            raise SpecError(
+                where,
+                f"template {shown(node)}: {e}",
+                has_value=False,
+                hint=f"a spec's templates are bounded ({templating.LIMITS}); they format values "
+                "such as {{ env.USER }} or {{ git_sha }}",
+            ) from None
         except jinja2.UndefinedError as e:
             names = ", ".join(sorted(k for k in context if k != "env"))
             hint = (
@@ -502,12 +514,13 @@ def resolve_data(
             **(vars or {}),
         }
         deferred = frozenset(defer)
+        env = _template_env()  # one budget for the whole spec
         if isinstance(raw_name, str):
-            if deferred and _is_template(raw_name) and _names_in(_template_env(), raw_name) & deferred:
+            if deferred and _is_template(raw_name) and _names_in(env, raw_name) & deferred:
                 deferred |= {"name"}  # a name known only later defers the values that use it
             else:
-                context["name"] = _render_templates(raw_name, context, "name")
-        plain = _render_templates(plain, context, defer=deferred)
+                context["name"] = _render_templates(raw_name, context, "name", env=env)
+        plain = _render_templates(plain, context, defer=deferred, env=env)
 
     if not plain.get("project") and default_project:
         plain["project"] = default_project
