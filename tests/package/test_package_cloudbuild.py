@@ -239,12 +239,15 @@ def test_a_refused_create_names_the_role(make_spec, trainer_dir, cloudbuild, set
 
 
 def test_submit_packages_first_then_submits_that_tag(
-    tmp_path, pk, cloudbuild, registry, edge_env, monkeypatch, capsys
+    tmp_path, pk, storage, cloudbuild, registry, edge_env, monkeypatch, capsys
 ):
     """`vertex-trainer submit` on a spec that names image.repository: build, then create the job
     with that exact tag; the second submit reuses the image and says so."""
     from vertex_trainer import cli
     from vertex_trainer.emulators.vertex import FakeVertex
+
+    # A cloud submit checks that train_data matches an object before it builds (preflight.check_data).
+    storage.bucket(pk.BUCKET).blob("data/train-00000-of-00001").upload_from_string(b"records")
 
     ctx = tmp_path / "ctx"
     ctx.mkdir()

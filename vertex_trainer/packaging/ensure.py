@@ -71,6 +71,7 @@ class PackageResult:
             out["dry_run"] = True
             out["files"] = [{"path": e.name, "size": e.size} for e in self.plan.entries]
             out["size"] = self.plan.size
+            out["left_out"] = [s.to_json() for s in self.plan.screened]
         return out
 
     def summary(self) -> str:
@@ -86,6 +87,22 @@ class PackageResult:
             what["built"] = "packaged and uploaded"
             return f"{self.plan.target} on {self.image} ({what[self.action]})"
         return f"{self.image} ({what[self.action]})"
+
+
+def credential_line(plan: BuildPlan, *, most: int = 8) -> str | None:
+    """One line naming what was left out of your folders as a credential (None when nothing was),
+    so a build says why a key file is not in the image."""
+    found = [s for s in plan.screened if s.credential and not s.kept]
+    if not found:
+        return None
+    fields = ", ".join(dict.fromkeys(s.field for s in found))
+    names = ", ".join(s.path for s in found[:most]) + (
+        f" and {len(found) - most} more" if len(found) > most else ""
+    )
+    return (
+        f"package: left out of {fields} as credentials: {names} (image.include_secrets names one to "
+        "package anyway; `package --dry-run` lists what was left out and why)"
+    )
 
 
 def ensure_artifact(
@@ -117,6 +134,9 @@ def _ensure(
     artifact = artifact_of(spec, plan)
     if plan is None:
         return PackageResult(artifact, "given", artifact.image_uri)
+    line = credential_line(plan)
+    if line and not dry_run:  # the dry run lists them all, with the rest of what was left out
+        log(line)
     if plan.kind == "python-package":
         return _ensure_package(spec, settings, plan, artifact, dry_run, log)
 

@@ -36,6 +36,7 @@ from vertex_trainer.packaging.context import (
     entry_from_bytes,
     walk_context,
 )
+from vertex_trainer.packaging.screen import DOCKERIGNORE, Screen, Screened, read_ignore_file
 from vertex_trainer.packaging.templates import _template
 from vertex_trainer.spec import validate_image_reference
 from vertex_trainer.spec.images import (
@@ -47,16 +48,6 @@ from vertex_trainer.spec.images import (
     script_image,
 )
 
-# What never belongs to a build or a package: caches a local run leaves beside the code (they
-# would change the content hash, and so the tag, of code that did not change), VCS metadata, and
-# the saved spec that rides in every archive.
-ALWAYS_IGNORED = (
-    "**/__pycache__",
-    "**/*.pyc",
-    "**/.ipynb_checkpoints",
-    ".git",
-    ".vertex-trainer",
-)
 # Vertex AI's prebuilt training images, as gcloud recognises them (googlecloudsdk/command_lib/ai/
 # docker/build.py, _IsVertexTrainingPrebuiltImage).
 PREBUILT_RE = re.compile(
@@ -71,18 +62,33 @@ SCRIPT_PACKAGE = "vertex_trainer_script"  # the generated wrapper of a script (p
 SCRIPT_MODULE = f"{SCRIPT_PACKAGE}.task"
 
 
-def _ignore(root: Path) -> DockerIgnore:
-    own = root / ".dockerignore"
-    text = own.read_text(encoding="utf-8") if own.is_file() else ""
-    return DockerIgnore(text + "\n" + "\n".join(ALWAYS_IGNORED) + "\n")
+def code_entries(
+    spec: Any, root: Path | None = None, *, prefix: str = "", screened: list[Screened] | None = None
+) -> list[ContextEntry]:
+    """The files of image.code that are built or packaged: through the screen (packaging/screen.py:
+    built-in rules, credentials, its .gcloudignore), then its own .dockerignore.
 
-
-def code_entries(spec: Any, root: Path | None = None, *, prefix: str = "") -> list[ContextEntry]:
-    """The files of image.code that are built or packaged: its own .dockerignore honoured,
-    caches and VCS metadata left out."""
+    Args:
+        spec: a job spec with image.code.
+        root: image.code, resolved (default: code_root(spec)).
+        prefix: the folder's place in the context or sdist.
+        screened: collects what the screen left out (or let in on purpose), for the dry run.
+    Returns:
+        The entries, named prefix + their path in image.code.
+    Raises:
+        SpecError: a bound is passed, an ignore file is unreadable, or an image.include_secrets
+            entry names no credential (exit 2).
+    """
     root = root or code_root(spec)
+    image = script_image(spec)
+    screen = Screen(root, field="image.code", include_secrets=tuple(getattr(image, "include_secrets", ())))
     # The code's own .dockerignore speaks of paths inside image.code: match before the prefix.
-    return [dataclasses.replace(e, name=prefix + e.name) for e in walk_context(root, _ignore(root))]
+    ignore = DockerIgnore(read_ignore_file(root / DOCKERIGNORE, "image.code"))
+    entries = walk_context(root, ignore, screen=screen)
+    found = screen.finish()
+    if screened is not None:
+        screened.extend(found)
+    return [dataclasses.replace(e, name=prefix + e.name) for e in entries]
 
 
 # -- the base image --------------------------------------------------------------------------
@@ -151,8 +157,11 @@ def render_code_dockerfile(spec: Any, *, base: str, requirements: bool) -> str:
     return text
 
 
-def image_context(spec: Any, variant: str) -> tuple[list[ContextEntry], str, str]:
+def image_context(
+    spec: Any, variant: str, *, screened: list[Screened] | None = None
+) -> tuple[list[ContextEntry], str, str]:
     """The build context of a script job's image: Dockerfile, requirements, code/**.
+    `screened` collects what was left out of image.code.
 
     Returns:
         (entries sorted by name, the code directory, the base image).
@@ -168,7 +177,7 @@ def image_context(spec: Any, variant: str) -> tuple[list[ContextEntry], str, str
     ]
     if reqs:
         entries.append(entry_from_bytes(REQUIREMENTS_ENTRY, ("\n".join(reqs) + "\n").encode()))
-    entries += code_entries(spec, root, prefix=CODE_DIR)
+    entries += code_entries(spec, root, prefix=CODE_DIR, screened=screened)
     return sorted(entries, key=lambda e: e.name), str(root), base
 
 
@@ -194,8 +203,11 @@ if __name__ == "__main__":
 '''
 
 
-def package_entries(spec: Any) -> tuple[list[ContextEntry], str, str]:
-    """The files of a script job's sdist (pyproject.toml, PKG-INFO, the code).
+def package_entries(
+    spec: Any, *, screened: list[Screened] | None = None
+) -> tuple[list[ContextEntry], str, str]:
+    """The files of a script job's sdist (pyproject.toml, PKG-INFO, the code); `screened`
+    collects what was left out of image.code.
 
     A module job's code sits at the sdist's top, so `python -m MODULE` finds it once installed;
     a script job's code goes under vertex_trainer_script/code/ beside the generated wrapper.
@@ -208,7 +220,7 @@ def package_entries(spec: Any) -> tuple[list[ContextEntry], str, str]:
     check_entry(spec, root)
     reqs = code_requirements(spec, root)
     if image.script:
-        code = code_entries(spec, root, prefix=f"{SCRIPT_PACKAGE}/code/")
+        code = code_entries(spec, root, prefix=f"{SCRIPT_PACKAGE}/code/", screened=screened)
         generated = [
             entry_from_bytes(f"{SCRIPT_PACKAGE}/__init__.py", b""),
             entry_from_bytes(f"{SCRIPT_PACKAGE}/task.py", _WRAPPER.format(script=image.script).encode()),
@@ -219,7 +231,7 @@ def package_entries(spec: Any) -> tuple[list[ContextEntry], str, str]:
         )
         module = SCRIPT_MODULE
     else:
-        code = code_entries(spec, root)
+        code = code_entries(spec, root, screened=screened)
         generated = []
         modules = sorted(
             e.name[:-3] for e in code if "/" not in e.name and e.name.endswith(".py") and e.name != "setup.py"

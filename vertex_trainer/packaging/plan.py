@@ -7,7 +7,8 @@ subprocess). `plan_artifact(spec)` is what `render`, `submit --dry-run` and `--l
 - Bundled trainer: the context mirrors the repository root (Dockerfile, .dockerignore,
   trainer_image/requirements*.txt, trainer_image/trainer/**), so the root Dockerfile builds the
   same image with `docker build .`. Tag: `<repository>:<first 24 hex of the content hash>`.
-- `image.context`: the user's directory, filtered by its own .dockerignore.
+- `image.context`: the user's directory, through the screen (packaging/screen.py: no credential,
+  VCS data or virtual environment; its .gcloudignore), then its own .dockerignore.
 - `image.python_package`: an sdist of the trainer, staged at
   `<staging>/packages/<hash>/vertex_trainer_task-1.0.tar.gz`, run on a prebuilt executor image.
 """
@@ -34,6 +35,7 @@ from vertex_trainer.packaging.context import (
     walk_context,
     write_archive,
 )
+from vertex_trainer.packaging.screen import DOCKERIGNORE, Screen, Screened, read_ignore_file
 from vertex_trainer.packaging.templates import (
     VARIANTS,
     bundled_trainer_dir,
@@ -166,6 +168,7 @@ class BuildPlan:
     executor_image: str | None = None
     python_module: str | None = None  # a python package's module (default: the bundled trainer's)
     archive_root: str | None = None  # the sdist's top directory (default: SDIST_ROOT)
+    screened: tuple[Screened, ...] = ()  # what was left out of your folders, and why
 
     @property
     def tag(self) -> str:
@@ -188,6 +191,24 @@ class BuildPlan:
         if self.executor_image:
             lines.append(f"executor image: {self.executor_image}")
         lines += [f"  {e.size:>9}  {e.name}" for e in self.entries]
+        return lines + self.screened_lines()
+
+    def screened_lines(self) -> list[str]:
+        """What was left out of each folder of yours, and why; what was let in on purpose."""
+        lines: list[str] = []
+        for field in dict.fromkeys(s.field for s in self.screened):
+            mine = [s for s in self.screened if s.field == field]
+            for kept, head in ((False, "left out of"), (True, "packaged on purpose from")):
+                shown = sorted((s for s in mine if s.kept == kept), key=lambda s: s.path)
+                if not shown:
+                    continue
+                width = min(40, max(len(s.path) for s in shown))
+                lines.append(f"{head} {field} ({len(shown)}):")
+                lines += [f"  {s.path:<{width}}  {s.reason}" for s in shown]
+            if any(s.credential and not s.kept for s in mine):
+                lines.append(
+                    "  (a credential the job needs: name it in image.include_secrets; better, Secret Manager)"
+                )
         return lines
 
 
@@ -209,10 +230,12 @@ def plan_bundled_context(
     pip_packages: Iterable[str] = (),
     trainer_dir: Path | None = None,
     user_code: Iterable[ContextEntry] = (),
+    screened: list[Screened] | None = None,
 ) -> tuple[list[ContextEntry], str]:
     """The bundled trainer's build context, laid out like the repository root (so the root
     Dockerfile builds the very same image with `docker build .`). Returns (entries, source).
-    `user_code`: a model factory's image.code under code/ (packaging/factory.py)."""
+    `user_code`: a model factory's image.code under code/ (packaging/factory.py); `screened`
+    collects what was left out (a file of user_code the bundled .dockerignore leaves out)."""
     trainer_dir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
     pip_packages, user_code = list(pip_packages), list(user_code)
     dockerignore = render_dockerignore(user_code=bool(user_code))
@@ -237,13 +260,40 @@ def plan_bundled_context(
                 "trainer_image/requirements-extra.txt", ("\n".join(pip_packages) + "\n").encode()
             )
         )
-    entries += walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/") + user_code
+    entries += _trainer_files(trainer_dir, ignore, "trainer_image/trainer/", screened) + user_code
+    if screened is not None:
+        screened.extend(
+            Screened(
+                "image.code",
+                e.name[len(factory.CODE_PREFIX) :],
+                f"the bundled trainer's .dockerignore: {why}",
+            )
+            for e in user_code
+            if (why := ignore.deciding(e.name)) is not None
+        )
     entries = [e for e in entries if e.name in ("Dockerfile", ".dockerignore") or not ignore.excluded(e.name)]
     return sorted(entries, key=lambda e: e.name), str(trainer_dir)
 
 
-def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
-    """A user's directory with its own Dockerfile, filtered by its own .dockerignore."""
+def _trainer_files(
+    trainer_dir: Path, ignore: DockerIgnore, prefix: str, screened: list[Screened] | None
+) -> list[ContextEntry]:
+    """The bundled trainer's files its .dockerignore template keeps, credentials screened out
+    (none in the trainer shipped: a fork's would be named)."""
+    screen = Screen(trainer_dir, field="the bundled trainer", own_rules=False)
+    entries = walk_context(trainer_dir, ignore, prefix=prefix, screen=screen)
+    found = screen.finish()
+    if screened is not None:
+        screened.extend(found)
+    return entries
+
+
+def plan_custom_context(
+    context: str | Path, *, include_secrets: tuple[str, ...] = (), screened: list[Screened] | None = None
+) -> tuple[list[ContextEntry], str]:
+    """A user's directory with its own Dockerfile, through the screen (packaging/screen.py), then
+    its own .dockerignore. `include_secrets`: image.include_secrets; `screened` collects what was
+    left out."""
     root = Path(context).expanduser().resolve()
     if not root.is_dir():
         raise SpecError("image.context", "is not a directory", value=str(context))
@@ -255,11 +305,14 @@ def plan_custom_context(context: str | Path) -> tuple[list[ContextEntry], str]:
             hint="add a Dockerfile at the top of the directory, or drop image.context "
             "to build the bundled trainer",
         )
-    ignore_file = root / ".dockerignore"
-    ignore_text = ignore_file.read_text() if ignore_file.is_file() else ""
-    # The saved spec rides along in the archive; it must never reach the image or the hash.
-    ignore = DockerIgnore(ignore_text + "\n.vertex-trainer\n")
-    entries = walk_context(root, ignore)
+    # The saved spec rides along in the archive under .vertex-trainer/: the screen's built-in
+    # rules keep it from the image and the hash.
+    screen = Screen(root, field="image.context", include_secrets=include_secrets)
+    ignore = DockerIgnore(read_ignore_file(root / DOCKERIGNORE, "image.context"))
+    entries = walk_context(root, ignore, screen=screen)
+    found = screen.finish()
+    if screened is not None:
+        screened.extend(found)
     # Docker always reads the Dockerfile and .dockerignore, whatever the patterns say.
     names = {e.name for e in entries}
     for special in ("Dockerfile", ".dockerignore"):
@@ -273,14 +326,16 @@ def sdist_entries(
     pip_packages: list[str],
     executor_keras: str | None,
     user_code: Iterable[ContextEntry] = (),
+    screened: list[Screened] | None = None,
 ) -> list[ContextEntry]:
     """The files of the trainer's sdist (pyproject.toml, PKG-INFO, trainer/**); `user_code`, a
-    model factory's image.code at the sdist's top, is installed beside the trainer."""
+    model factory's image.code at the sdist's top, is installed beside the trainer; `screened`
+    collects what was left out."""
     user_code = list(user_code)
     packages, modules = factory.top_level(user_code)
     include = [f"{name}{tail}" for name in ("trainer", *packages) for tail in ("", ".*")]
     ignore = DockerIgnore(render_dockerignore())
-    code = walk_context(trainer_dir, ignore, prefix="trainer_image/trainer/")
+    code = _trainer_files(trainer_dir, ignore, "trainer_image/trainer/", screened)
     requirements = [
         r
         for r in requirement_lines(trainer_requirements(trainer_dir).decode())
@@ -335,11 +390,14 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         for i, r in enumerate(attr(image, "pip_packages") or ())
     ]
     user_code: list[ContextEntry] = []
+    screened: list[Screened] = []
     if attr(image, "code"):  # a model factory (trainer.model: package.module:function)
-        user_code, requirements = factory.factory_files(spec, package=bool(attr(image, "python_package")))
+        user_code, requirements = factory.factory_files(
+            spec, package=bool(attr(image, "python_package")), screened=screened
+        )
         pip_packages += requirements
     if attr(image, "python_package"):
-        return _plan_python_package(spec, image, pip_packages, trainer_dir, user_code)
+        return _plan_python_package(spec, image, pip_packages, trainer_dir, user_code, screened)
     repository = attr(image, "repository")
     if not repository:
         raise SpecError(
@@ -352,7 +410,9 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
     if builder not in BUILDERS:
         raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
     if attr(image, "context"):
-        entries, source = plan_custom_context(image.context)
+        entries, source = plan_custom_context(
+            image.context, include_secrets=tuple(attr(image, "include_secrets") or ()), screened=screened
+        )
         variant = base = None
     else:
         variant = resolve_variant(spec)
@@ -363,6 +423,7 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
             pip_packages=pip_packages,
             trainer_dir=trainer_dir,
             user_code=user_code,
+            screened=screened,
         )
         source += f" and image.code {code_root(spec)}" if user_code else ""
         base = _given_base(image) or VARIANTS[variant].base_image
@@ -379,6 +440,7 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         variant=variant,
         base_image=base,
         builder=builder,
+        screened=tuple(screened),
     )
 
 
@@ -388,13 +450,15 @@ def _plan_python_package(
     pip_packages: list[str],
     trainer_dir: Path | None,
     user_code: list[ContextEntry] | None = None,
+    screened: list[Screened] | None = None,
 ) -> BuildPlan:
     tdir = Path(trainer_dir) if trainer_dir else bundled_trainer_dir()
     variant = resolve_variant(spec)
     # tf-keras matched to the default executor's TensorFlow; with an image of your own,
     # bring tf-keras in it (or in image.pip_packages).
     keras = None if attr(image, "executor_image") else VARIANTS[variant].executor_keras
-    entries = sdist_entries(tdir, pip_packages, keras, user_code or ())
+    screened = screened if screened is not None else []
+    entries = sdist_entries(tdir, pip_packages, keras, user_code or (), screened)
     context_hash = hash_entries(entries)
     bucket, prefix = staging_location(spec)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
@@ -407,6 +471,7 @@ def _plan_python_package(
         str(tdir) + (f" and image.code {code_root(spec)}" if user_code else ""),
         variant=variant,
         executor_image=executor_image(spec),
+        screened=tuple(screened),
     )
 
 
@@ -421,8 +486,9 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
     from vertex_trainer.packaging import owncode
 
     variant = resolve_variant(spec)
+    screened: list[Screened] = []
     if attr(image, "python_package"):
-        entries, source, module = owncode.package_entries(spec)
+        entries, source, module = owncode.package_entries(spec, screened=screened)
         context_hash = hash_entries(entries)
         bucket, prefix = staging_location(spec)
         tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
@@ -440,11 +506,12 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
             executor_image=executor,
             python_module=module,
             archive_root=owncode.SDIST_ROOT,
+            screened=tuple(screened),
         )
     builder = builder or attr(image, "builder") or DEFAULT_BUILDER
     if builder not in BUILDERS:
         raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
-    entries, source, base = owncode.image_context(spec, variant)
+    entries, source, base = owncode.image_context(spec, variant, screened=screened)
     context_hash = hash_entries(entries)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
     return BuildPlan(
@@ -456,6 +523,7 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
         variant=variant,
         base_image=base,
         builder=builder,
+        screened=tuple(screened),
     )
 
 

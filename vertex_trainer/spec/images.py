@@ -261,6 +261,43 @@ def validate_code_values(image: Any) -> None:
         validate_module("image.module", image.module)
     for i, req in enumerate(_get(image, "requirements") or ()):
         validate_requirement(f"image.requirements[{i}]", req)
+    validate_include_secrets(image)
+
+
+def validate_include_secrets(image: Any) -> None:
+    """image.include_secrets: each entry names credential files of image.code or image.context by
+    path or glob (packaging/screen.py); never a blanket pattern, never without such a folder."""
+    entries = _get(image, "include_secrets") or ()
+    if entries and not (_get(image, "code") or _get(image, "context")):
+        raise SpecError(
+            "image.include_secrets",
+            "only applies to a folder of yours: image.code or image.context",
+            value=list(entries),
+            hint="remove image.include_secrets: the bundled trainer holds no credential",
+        )
+    for i, entry in enumerate(entries):
+        field = f"image.include_secrets[{i}]"
+        parts = str(entry).split("/")
+        if (
+            not isinstance(entry, str)
+            or not entry.strip()
+            or any(ord(c) < 32 or ord(c) == 127 for c in entry)
+            or entry.startswith(("/", "!"))
+            or ".." in parts
+        ):
+            raise SpecError(
+                field,
+                "must be a path inside the folder, relative to it (no leading / or !, no ..)",
+                value=entry,
+                hint="e.g. certs/server.pem, as `vertex-trainer package SPEC --dry-run` lists it",
+            )
+        if not any(part.strip("*?.[]") for part in parts):
+            raise SpecError(
+                field,
+                "matches anything: name the credential files to package, never all of them",
+                value=entry,
+                hint="e.g. certs/server.pem or certs/*.pem; keep other secrets in Secret Manager",
+            )
 
 
 # -- a script job's directory: what packaging and a local run both check first --------------------
@@ -350,6 +387,9 @@ def check_entry(spec: Any, root: Path | None = None) -> None:
         )
 
 
+REQUIREMENTS_BYTES = 1024 * 1024  # image.code/requirements.txt: pip requirements, not data
+
+
 def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
     """image.requirements, then the lines of image.code/requirements.txt, each a plain pip
     requirement (checked as every value that reaches a Dockerfile or a shell).
@@ -367,6 +407,13 @@ def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
     out = [validate_requirement(f"image.requirements[{i}]", r) for i, r in enumerate(image.requirements)]
     path = root / "requirements.txt"
     if path.is_file():
+        if path.stat().st_size > REQUIREMENTS_BYTES:  # never read a huge file whole
+            raise SpecError(
+                "image.code",
+                f"holds a requirements.txt of {path.stat().st_size} bytes, over the 1.0 MiB one may be",
+                value=str(root),
+                hint="image.code/requirements.txt lists pip requirements, one per line (NAME==VERSION)",
+            )
         for n, line in enumerate(requirement_lines(path.read_text(encoding="utf-8")), 1):
             out.append(validate_requirement(f"image.code: requirements.txt line {n}", line))
     return list(dict.fromkeys(out))

@@ -159,6 +159,11 @@ class ImageSpec(Strict):
         description="with image.code: pip requirements of your code (plus image.code/requirements.txt "
         "when present)",
     )
+    include_secrets: tuple[str, ...] = Field(
+        (),
+        description="files of image.code or image.context that look like credentials (left out by "
+        "default, docs/packager.md) to package anyway, each named by its path or a glob",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> ImageSpec:
@@ -473,8 +478,9 @@ class JobSpec(Strict):
         for key in ("args", "command"):
             if not data.get(key):
                 data.pop(key, None)
-        if "image" in data and not data["image"].get("requirements"):
-            data["image"].pop("requirements", None)
+        for key in ("requirements", "include_secrets"):  # (include_secrets: issue 41, the same way)
+            if "image" in data and not data["image"].get(key):
+                data["image"].pop(key, None)
         return data
 
     def to_yaml(self) -> str:
