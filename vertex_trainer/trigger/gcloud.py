@@ -99,9 +99,7 @@ class Deployment:
         names.check_function(self.function, "--function")
         names.check_service_account(self.runtime_sa, "--runtime-service-account")
         names.check_service_account(self.trigger_sa, "--trigger-service-account")
-        names.check_bucket(self.bucket, "--bucket")
-        for bucket in (*self.read_buckets, *filter(None, [self.pipeline_root_bucket])):
-            names.check_bucket(bucket, "a bucket the spec names")
+        names.check_bucket(self.bucket, "--bucket")  # the spec's own buckets: quoted, as every word
         if self.job_sa:
             names.check_service_account(self.job_sa, "service_account")
         if self.trigger_location:
