@@ -167,3 +167,117 @@ def test_snake_keys_turns_rest_json_into_proto_field_names():
     assert steps.snake_keys(
         {"machineSpec": {"acceleratorCount": 8}, "env": [{"name": "A_B", "value": "1"}]}
     ) == {"machine_spec": {"accelerator_count": 8}, "env": [{"name": "A_B", "value": "1"}]}
+
+
+# -- endpoint hygiene (issue 40 item 3): the models left at 0% are undeployed after the deploy ---
+
+
+def _deploy_two_versions(spec, settings) -> tuple:
+    """Two versions of the spec's model serving on its endpoint, 50% each (the second deployed
+    with traffic 50, so the first is kept)."""
+    import dataclasses
+
+    from vertex_trainer.vertex.deploy import deploy
+    from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.workflows import deployment
+
+    client = RegistryClient("test-project", "europe-west4", settings=settings)
+    request = deployment.request(spec, "gs://out-bucket/old/model", "old-job-1", IMAGE)
+    first = deploy(client, dataclasses.replace(request, traffic=100), poll=settings.poll)
+    second = deploy(
+        client,
+        dataclasses.replace(
+            request, artifact_uri="gs://out-bucket/old2/model", job_id="old-job-2", traffic=50
+        ),
+        poll=settings.poll,
+    )
+    assert second.traffic_split == {first.deployed_model_id: 50, second.deployed_model_id: 50}
+    return first, second
+
+
+def _with_deploy(spec, **changes):
+    return spec.model_copy(update={"deploy": spec.deploy.model_copy(update=changes)})
+
+
+def _load_back(ir: dict, tmp_path: Path) -> dict:
+    """The IR as kfp reads the compiled file back."""
+    from google.protobuf import json_format
+    from kfp import components
+
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(api.pipeline_yaml(ir))
+    loaded = components.load_component_from_file(str(path))
+    return json_format.MessageToDict(loaded.pipeline_spec, preserving_proto_field_name=False)
+
+
+def test_at_traffic_100_the_models_deployed_now_are_undeployed_after_the_deploy_step(
+    spec, settings, fake, tmp_path
+):
+    first, second = _deploy_two_versions(spec, settings)
+    full = _with_deploy(spec, traffic=100)
+    ir = _load_back(
+        api.compile_pipeline(full, resolve=True, idempotency_key="k-2", settings=settings), tmp_path
+    )
+    tasks = _tasks(ir)
+    by_name = {t["taskInfo"]["name"]: key for key, t in tasks.items()}
+    assert _params(tasks[by_name["deploy-model"]])["traffic_split"] == {"0": 100}
+    old = [first, second]
+    undeploys = [by_name[f"undeploy-{d.deployed_model_id}"] for d in old]
+    # one after the other, the first once the new version serves (the deploy step succeeded)
+    assert by_name["deploy-model"] in tasks[undeploys[0]]["dependentTasks"]
+    assert undeploys[0] in tasks[undeploys[1]]["dependentTasks"]
+    executors = ir["deploymentSpec"]["executors"]
+    for d, key in zip(old, undeploys, strict=True):
+        task = tasks[key]
+        command = executors[task["componentRef"]["name"].replace("comp-", "exec-", 1)]["container"]["command"]
+        assert command[-1] == "google_cloud_pipeline_components.container.v1.endpoint.undeploy_model.launcher"
+        inputs = task["inputs"]["artifacts"]
+        assert inputs["endpoint"]["taskOutputArtifact"]["producerTask"] == by_name["endpoint"]
+        importer = inputs["model"]["taskOutputArtifact"]["producerTask"]
+        assert tasks[importer]["taskInfo"]["name"] == f"previous-model-{d.deployed_model_id}"
+        imported = executors[tasks[importer]["componentRef"]["name"].replace("comp-", "exec-", 1)]["importer"]
+        # GCPC's launcher finds the deployed model by the artifact's model@version
+        assert imported["typeSchema"]["schemaTitle"] == "google.VertexModel"
+        assert imported["metadata"]["resourceName"] == f"{d.model}@{d.model_version}"
+        assert imported["artifactUri"]["constant"].endswith(f"/v1/{d.model}@{d.model_version}")
+    assert not any(t.get("cachingOptions") for t in tasks.values())
+    description = ir["pipelineInfo"]["description"]
+    assert f"{first.deployed_model_id} ({first.model}@{first.model_version})" in description
+    assert "left at 0% are undeployed" in description
+
+    # The same inputs (registry included) compile to the same bytes.
+    again = api.compile_pipeline(full, resolve=True, idempotency_key="k-2", settings=settings)
+    assert api.pipeline_yaml(again) == (tmp_path / "pipeline.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    "changes, says",
+    [
+        ({"traffic": 50}, "the new version takes 50% of the traffic and the deployed models keep the rest"),
+        (
+            {"traffic": 100, "keep_previous": True},
+            "the other deployed models are kept (deploy.keep_previous)",
+        ),
+    ],
+)
+def test_with_less_traffic_or_keep_previous_nothing_is_undeployed(spec, settings, fake, changes, says):
+    _deploy_two_versions(spec, settings)
+    ir = api.compile_pipeline(_with_deploy(spec, **changes), resolve=True, settings=settings)
+    names = [t["taskInfo"]["name"] for t in _tasks(ir).values()]
+    assert "deploy-model" in names
+    assert not [n for n in names if n.startswith(("undeploy-", "previous-model-"))]
+    assert says in ir["pipelineInfo"]["description"]
+
+
+def test_without_the_look_up_no_deployed_model_is_known(spec, settings, fake):
+    _deploy_two_versions(spec, settings)
+    requests = len(fake.requests)
+    ir = api.compile_pipeline(_with_deploy(spec, traffic=100), idempotency_key="k-3")
+    assert len(fake.requests) == requests  # no connection
+    assert not [t for t in _tasks(ir).values() if t["taskInfo"]["name"].startswith("undeploy-")]
+    assert ir["pipelineInfo"]["description"].endswith(
+        "left at 0% are undeployed: none known at compile time "
+        "(pipeline submit and compile --resolve look them up)"
+    )
+    again = api.compile_pipeline(_with_deploy(spec, traffic=100), idempotency_key="k-3")
+    assert api.pipeline_yaml(again) == api.pipeline_yaml(ir)  # deterministic

@@ -124,3 +124,29 @@ def test_other_keys_get_a_readable_id_with_a_hash_of_the_exact_key():
     for value in ids:
         assert value[0].isalpha() and value[-1].isalnum() and len(value) <= 128
         assert all(c.islower() or c.isdigit() or c == "-" for c in value)
+
+
+def test_submit_looks_up_what_is_deployed_and_the_run_undeploys_it_the_dry_run_says_none_known(
+    fake, spec, settings
+):
+    from vertex_trainer.vertex.deploy import deploy
+    from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.workflows import deployment
+
+    client = RegistryClient("test-project", "europe-west4", settings=settings)
+    image = "us-central1-docker.pkg.dev/test-project/training/trainer:v1"
+    old = deploy(
+        client, deployment.request(spec, "gs://out-bucket/old/model", "old", image), poll=settings.poll
+    )
+    full = spec.model_copy(update={"deploy": spec.deploy.model_copy(update={"traffic": 100})})
+
+    dry = api.pipeline_submit(full, idempotency_key="hygiene-1", dry_run=True, settings=settings)
+    shown = dry.requests[1]["body"]["pipelineSpec"]
+    assert "left at 0% are undeployed: none known at compile time" in shown["pipelineInfo"]["description"]
+
+    api.pipeline_submit(full, idempotency_key="hygiene-1", settings=settings, log=lambda _: None)
+    (create,) = fake.calls("pipeline-create")
+    tasks = create.body["pipelineSpec"]["root"]["dag"]["tasks"]
+    names = sorted(t["taskInfo"]["name"] for t in tasks.values())
+    assert f"undeploy-{old.deployed_model_id}" in names and f"previous-model-{old.deployed_model_id}" in names
+    assert f"{old.model}@{old.model_version}" in create.body["pipelineSpec"]["pipelineInfo"]["description"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from vertex_trainer import render
@@ -45,7 +46,10 @@ def pipeline_ir(
     job: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The compiled pipeline of `spec` run with `artifact`. With a `registry` client the model
-    and endpoint are looked up (read-only); without, the deploy steps are those of a first deploy.
+    and endpoint are looked up (read-only), and the models deployed on the endpoint now are
+    undeployed after the deploy step when the new version takes all the traffic (unless
+    deploy.keep_previous); without, the deploy steps are those of a first deploy and no model
+    deployed is known.
     `job`: the CustomJob the training step creates, as the submit plan rendered it (None:
     rendered here)."""
     check_pipeline(spec)
@@ -57,6 +61,9 @@ def pipeline_ir(
         request = deployment.request(
             spec, f"{(base or spec.output_dir or '').rstrip('/')}/model", key or "compile", artifact.image_uri
         )
+        # at traffic 100 the endpoint's other deployed models are undeployed after the deploy
+        # step unless kept, as `vertex-trainer deploy` does (docs/serving.md)
+        request = dataclasses.replace(request, keep_previous=deployment.deploy_block(spec).keep_previous)
         target = resolve_target(registry, request) if registry else first_deploy(request)
     return compile_ir(
         job,

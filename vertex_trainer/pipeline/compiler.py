@@ -5,10 +5,15 @@
       -> upload (ModelUploadOp; a new version of the parent model when one exists)
       -> endpoint (an existing one imported as google.VertexEndpoint, or EndpointCreateOp)
       -> deploy (ModelDeployOp with the traffic split)
+      -> undeploy <id>, one after the other (ModelUndeployOp of each model deployed on the
+         endpoint when the pipeline was compiled, imported as google.VertexModel `model@version`)
 
-The upload and deploy steps exist only when the spec has `deploy:`. Every GCPC step that has
-`project` and `location` gets them explicitly (ModelUploadOp and EndpointCreateOp default to
-us-central1). kfp and GCPC (about 1 s to import) are imported inside `compile_ir` only.
+The upload and deploy steps exist only when the spec has `deploy:`; the undeploy steps only when
+the new version takes all the traffic, the others are not kept (deploy.keep_previous) and the
+registry was looked at (job.resolve_target): without the look-up none is known, and the
+pipeline's description says so. Every GCPC step that has `project` and `location` gets them
+explicitly (ModelUploadOp and EndpointCreateOp default to us-central1). kfp and GCPC (about 1 s
+to import) are imported inside `compile_ir` only.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ TRAIN, IMPORT_MODEL, PARENT_MODEL, UPLOAD, ENDPOINT, DEPLOY = (
     "endpoint",
     "deploy-model",
 )
+PREVIOUS_MODEL, UNDEPLOY = "previous-model-", "undeploy-"  # + the deployed model id
 
 
 def _kfp() -> tuple[Any, ...]:
@@ -50,6 +56,7 @@ def _kfp() -> tuple[Any, ...]:
         model.ModelUploadOp,
         endpoint.EndpointCreateOp,
         endpoint.ModelDeployOp,
+        endpoint.ModelUndeployOp,
     )
 
 
@@ -64,8 +71,18 @@ def compile_ir(
     target: DeployTarget | None = None,
 ) -> dict[str, Any]:
     """The compiled pipeline (KFP IR, the PipelineJob's `pipelineSpec`) for the rendered CustomJob
-    `job`, plus the upload and deploy steps when `deploy` is given."""
-    dsl, compiler, types, CustomTrainingJobOp, ModelUploadOp, EndpointCreateOp, ModelDeployOp = _kfp()
+    `job`, plus the upload and deploy steps when `deploy` is given, and an undeploy step for each
+    of `target.undeploy` after them."""
+    (
+        dsl,
+        compiler,
+        types,
+        CustomTrainingJobOp,
+        ModelUploadOp,
+        EndpointCreateOp,
+        ModelDeployOp,
+        ModelUndeployOp,
+    ) = _kfp()
     train_args = steps.training_inputs(job, project=project, location=location)
     target = target or DeployTarget()
 
@@ -74,11 +91,11 @@ def compile_ir(
         # match an earlier run's (an event-driven run must never be answered from a cache).
         return task.set_display_name(display_name).set_caching_options(False)
 
-    @dsl.pipeline(
-        name=name,
-        description=f"vertex-trainer: train {name}"
-        + (", then register and deploy the model" if deploy else ""),
-    )
+    description = f"vertex-trainer: train {name}"
+    if deploy:
+        description += f", then register and deploy the model; {steps.undeploy_note(deploy, target)}"
+
+    @dsl.pipeline(name=name, description=description)
     def pipeline():  # type: ignore[no-untyped-def]  # no annotation: kfp reads a return annotation as an output
         train = step(CustomTrainingJobOp(**train_args), TRAIN)
         if deploy is None:
@@ -112,12 +129,25 @@ def compile_ir(
         else:
             created = EndpointCreateOp(**steps.endpoint_inputs(deploy, project=project, location=location))
             endpoint_out = step(created, ENDPOINT).outputs["endpoint"]
-        step(
+        last = step(
             ModelDeployOp(
                 model=upload.outputs["model"], endpoint=endpoint_out, **steps.deploy_inputs(deploy, target)
             ),
             DEPLOY,
         )
+        # Only once the new version serves with all the traffic (the deploy step succeeded), and
+        # one at a time, as `vertex-trainer deploy` does (endpoints.retire): each step reads the
+        # endpoint as the one before left it, and the launcher takes the first deployed model of
+        # the version it is given (two of one version: two steps, one each).
+        for previous in target.undeploy:
+            old = dsl.importer(
+                artifact_uri=steps.resource_uri(location, previous.resource_name),
+                artifact_class=types.VertexModel,
+                metadata={"resourceName": previous.resource_name},
+            )
+            old_model = step(old, PREVIOUS_MODEL + previous.deployed_model_id).output
+            undeploy = ModelUndeployOp(model=old_model, endpoint=endpoint_out)
+            last = step(undeploy, UNDEPLOY + previous.deployed_model_id).after(last)
 
     with tempfile.TemporaryDirectory(prefix="vertex-trainer-pipeline-") as tmp:
         path = Path(tmp) / "pipeline.yaml"

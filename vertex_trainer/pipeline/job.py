@@ -3,9 +3,15 @@
 `resolve_target` is the one place that reads the Model Registry and Endpoints before a pipeline
 is compiled: an existing model of the same display name gets a new version (parentModel), an
 existing endpoint is deployed to (not created again), and the traffic split keeps the serving
-versions' ratio for what `traffic` leaves them. It is read when the pipeline is submitted; a
-Flex Start run may deploy days later, so a version undeployed in between fails the deploy step
-(run the pipeline again, or `vertex-trainer deploy --job`).
+versions' ratio for what `traffic` leaves them. When the new version takes all the traffic and
+the others are not kept (DeployRequest.retires_others), every model deployed on the endpoint now
+is undeployed after the deploy step, as `vertex-trainer deploy` does (docs/serving.md).
+
+It is read when the pipeline is submitted; a Flex Start run may deploy days later. A version
+undeployed in between fails the deploy step when it is in the traffic split (run the pipeline
+again, or `vertex-trainer deploy --job`), or its undeploy step (the new version already serves);
+a model deployed in between is not undeployed (`vertex-trainer endpoints` shows it, `undeploy`
+removes it).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.storage import bucket_of
-from vertex_trainer.pipeline.steps import DeployTarget
+from vertex_trainer.pipeline.steps import DeployTarget, Previous
 from vertex_trainer.vertex.deploy import DeployRequest, split_traffic
 from vertex_trainer.vertex.models import RegistryClient
 
@@ -81,4 +87,15 @@ def resolve_target(client: RegistryClient, request: DeployRequest) -> DeployTarg
         endpoint=endpoint["name"] if endpoint else None,
         traffic_split=split_traffic(current, request.traffic),
         resolved=True,
+        undeploy=_previous(endpoint) if endpoint and request.retires_others else (),
     )
+
+
+def _previous(endpoint: dict[str, Any]) -> tuple[Previous, ...]:
+    """The endpoint's deployed models, in its order: all of them are left at 0% once the new
+    version takes all the traffic."""
+    found = []
+    for d in endpoint.get("deployedModels") or []:
+        model, _, version = str(d.get("model") or "").partition("@")
+        found.append(Previous(str(d["id"]), model, str(d.get("modelVersionId") or version)))
+    return tuple(found)

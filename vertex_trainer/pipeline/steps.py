@@ -84,17 +84,40 @@ def training_inputs(job: dict[str, Any], *, project: str, location: str) -> dict
 
 
 @dataclass(frozen=True)
+class Previous:
+    """A model deployed on the endpoint when the pipeline was compiled, which the pipeline
+    undeploys once the new version serves with all the traffic. GCPC's ModelUndeployOp finds it
+    on the endpoint by its model and version (the first deployed model of that version)."""
+
+    deployed_model_id: str
+    model: str  # projects/P/locations/L/models/ID
+    version: str
+
+    @property
+    def resource_name(self) -> str:
+        """The google.VertexModel's resourceName, `model@version`, as ModelUploadOp outputs it."""
+        return f"{self.model}@{self.version}"
+
+
+@dataclass(frozen=True)
 class DeployTarget:
     """Where the upload and deploy steps go, as known when the pipeline is compiled.
 
     `parent_model`: upload as a new version of this model (else a new model); `endpoint`: deploy
     to this existing endpoint (else the pipeline creates one); `traffic_split`: deployModel's split,
-    "0" being the new version."""
+    "0" being the new version; `undeploy`: the endpoint's deployed models to undeploy after the
+    deploy step, one after the other (those left at 0% when the new version takes all the
+    traffic and they are not kept: docs/serving.md)."""
 
     parent_model: str | None = None
     endpoint: str | None = None
     traffic_split: dict[str, int] = field(default_factory=lambda: {"0": 100})
     resolved: bool = False  # True when the registry was looked at (else: a first deploy)
+    undeploy: tuple[Previous, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.undeploy and not self.endpoint:
+            raise ValueError("models to undeploy need the endpoint they are deployed on")
 
 
 def upload_inputs(request: DeployRequest, *, key: str | None, project: str, location: str) -> dict[str, Any]:
@@ -139,6 +162,26 @@ def deploy_inputs(request: DeployRequest, target: DeployTarget) -> dict[str, Any
     if request.service_account:
         out["service_account"] = request.service_account
     return out
+
+
+def undeploy_note(request: DeployRequest, target: DeployTarget) -> str:
+    """What the pipeline does with the endpoint's other deployed models, in words: the compiled
+    pipeline's description, so `pipeline compile` and the dry run say it beside the steps."""
+    if request.traffic < 100:
+        return (
+            f"the new version takes {request.traffic}% of the traffic and the deployed models keep "
+            "the rest: none is undeployed"
+        )
+    if request.keep_previous:
+        return "the other deployed models are kept (deploy.keep_previous)"
+    head = "once it serves with all the traffic, the other deployed models left at 0% are undeployed: "
+    if not target.resolved:
+        return head + "none known at compile time (pipeline submit and compile --resolve look them up)"
+    if not target.endpoint:
+        return head + "none (the pipeline creates the endpoint)"
+    if not target.undeploy:
+        return head + "none was deployed on the endpoint when the pipeline was compiled"
+    return head + ", ".join(f"{p.deployed_model_id} ({p.resource_name})" for p in target.undeploy)
 
 
 def resource_uri(location: str, name: str) -> str:
