@@ -373,6 +373,9 @@ def test_an_object_name_that_would_inject_a_second_data_path_starts_nothing(fake
         "datasets/a/../b/_SUCCESS",
         "datasets/a//_SUCCESS",
         "datasets/a\tb/_SUCCESS",
+        "datasets/$(touch PWNED)/_SUCCESS",  # a spec may paste {{ trigger.folder }} into sh -c
+        "datasets/x;touch PWNED/_SUCCESS",
+        "datasets/it's data/_SUCCESS",
     ]
     for name in hostile:
         answer = send_event(url, name, 11)
@@ -382,6 +385,11 @@ def test_an_object_name_that_would_inject_a_second_data_path_starts_nothing(fake
     assert {r["action"] for r in records} == {"ignored"} and {r["severity"] for r in records} == {"WARNING"}
     comma = next(r for r in records if "," in r["object"])
     assert "splits its data paths on ','" in comma["ignored"]
+    shell = next(r for r in records if "$(" in r["object"])
+    assert "a folder's name is letters, digits and" in shell["ignored"]
+    # What a folder may be named: letters of any script, digits, - _ . = + @ % ~ : and /
+    assert send_event(url, "datasets/2026-11/année=1+x@y~z:v%20/_SUCCESS", 19).status_code == 200
+    assert len(fake.jobs) == before + 1
 
 
 def test_another_bucket_or_a_bucket_named_twice_starts_nothing(fake, capped_function):

@@ -123,15 +123,29 @@ def check_marker(value: str, flag: str = "--marker") -> str:
     return value
 
 
+FOLDER_PUNCTUATION = "-_.=+@%~:/"
+
+
 def folder_problem(folder: str) -> str:
-    """Why `folder` (an object name's part between the prefix and the marker) cannot be one data
-    folder of the bucket ("" when it can): empty, '.' or '..' parts, or what `_name_problem`
-    refuses."""
+    """Why `folder` (an object name's part between the prefix and the marker: whoever may upload
+    to the bucket chooses it) cannot be one data folder of the bucket ("" when it can): what
+    `_name_problem` refuses, an empty, '.' or '..' part, or a character other than a letter, a
+    digit or one of FOLDER_PUNCTUATION. The folder reaches the run's flags and, through a spec's
+    `{{ trigger.folder }}`, whatever the spec pastes it into (a `sh -c` command included), so it
+    holds no quote, space, `;`, `$`, backtick or other shell, glob or split character."""
     if not folder.strip("/"):
         return "names no folder"
-    problem = _name_problem(folder, f"the folder {shown(folder)}")
+    what = f"the folder {shown(folder)}"
+    problem = _name_problem(folder, what)
     if not problem and any(p in ("", ".", "..") for p in folder.split("/")):
-        problem = f"the folder {shown(folder)} has an empty, '.' or '..' part"
+        problem = f"{what} has an empty, '.' or '..' part"
+    other = sorted({c for c in folder if not c.isalnum() and c not in FOLDER_PUNCTUATION})
+    if not problem and other:
+        problem = (
+            f"{what} holds {' '.join(map(repr, other))}: a folder's name is letters, digits and "
+            f"{' '.join(FOLDER_PUNCTUATION)} (it reaches the run's flags, and a spec may paste it "
+            "into a command)"
+        )
     return problem
 
 
