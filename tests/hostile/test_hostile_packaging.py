@@ -249,7 +249,7 @@ def test_a_key_shipped_on_purpose_needs_include_secrets_naming_it(secrets_dir):
     assert all("image.include_secrets" in why for why in kept.values())
 
 
-@pytest.mark.parametrize("entry", ["*", "**", "**/*", "/", ""])
+@pytest.mark.parametrize("entry", ["*", "**", "**/*", ".*", "/", ""])
 def test_include_secrets_is_never_a_blanket_switch(secrets_dir, entry):
     with pytest.raises(SpecError) as err:
         build_spec(script_data(secrets_dir, include_secrets=[entry]))

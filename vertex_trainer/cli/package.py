@@ -37,7 +37,11 @@ def package(
     ] = None,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="print the plan (files, size, hash, tag, builder); touch nothing"),
+        typer.Option(
+            "--dry-run",
+            help="print the plan (files, size, hash, tag, builder; what was left out of your folders "
+            "and why); touch nothing",
+        ),
     ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:

@@ -92,7 +92,7 @@ class PackageResult:
 def credential_line(plan: BuildPlan, *, most: int = 8) -> str | None:
     """One line naming what was left out of your folders as a credential (None when nothing was),
     so a build says why a key file is not in the image."""
-    found = [s for s in plan.screened if s.credential and not s.kept]
+    found = sorted((s for s in plan.screened if s.credential and not s.kept), key=lambda s: s.path)
     if not found:
         return None
     fields = ", ".join(dict.fromkeys(s.field for s in found))
