@@ -117,6 +117,7 @@ def test_setup_dry_run_json_says_nothing_was_sent(tmp_path, no_socket_env):
     assert grants and all("group:ml@example.com" in s["what"] for s in grants)
 
 
+@pytest.mark.wire
 @pytest.mark.parametrize(
     "member",
     [

@@ -116,6 +116,7 @@ def test_a_prefix_or_marker_holding_python_is_data_in_main_py(tmp_path, prefix, 
     assert (config["prefix"], config["marker"]) == (prefix, marker)
 
 
+@pytest.mark.wire
 def test_the_rendered_main_py_imports_without_running_the_value(tmp_path, fake):
     out = tmp_path / "fn"
     prefix, marker = HOSTILE_VALUES[0]
@@ -364,6 +365,7 @@ def capped_function(tmp_path_factory, fake):
         yield url, lines, out
 
 
+@pytest.mark.wire
 def test_an_object_name_that_would_inject_a_second_data_path_starts_nothing(fake, capped_function):
     url, lines, _ = capped_function
     before = len(fake.jobs)
@@ -392,6 +394,7 @@ def test_an_object_name_that_would_inject_a_second_data_path_starts_nothing(fake
     assert len(fake.jobs) == before + 1
 
 
+@pytest.mark.wire
 def test_another_bucket_or_a_bucket_named_twice_starts_nothing(fake, capped_function):
     url, _, _ = capped_function
     before = len(fake.jobs)
@@ -399,6 +402,7 @@ def test_another_bucket_or_a_bucket_named_twice_starts_nothing(fake, capped_func
     assert len(fake.jobs) == before
 
 
+@pytest.mark.wire
 def test_an_event_without_a_type_or_with_two_buckets_starts_nothing(fake, capped_function):
     """Through the function's own body (functions-framework refuses an HTTP CloudEvent without
     ce-type before the function sees it; a direct caller of the API does not)."""
@@ -423,6 +427,7 @@ def test_an_event_without_a_type_or_with_two_buckets_starts_nothing(fake, capped
     assert len(fake.jobs) == before
 
 
+@pytest.mark.wire
 def test_re_uploads_of_one_marker_are_capped_per_folder_and_counted_by_key(fake, capped_function):
     url, lines, _ = capped_function
     name = "datasets/reupload/_SUCCESS"
@@ -444,6 +449,7 @@ def test_re_uploads_of_one_marker_are_capped_per_folder_and_counted_by_key(fake,
     assert len(_jobs_for(fake, {event_key(BUCKET, "datasets/another/_SUCCESS", "25")})) == 1
 
 
+@pytest.mark.wire
 def test_runs_older_than_the_window_do_not_count(fake, capped_function):
     """Two runs of the folder two days ago (the window is 24h): a new upload still runs."""
     from tests.trigger.conftest import IMAGE  # noqa: F401  (the spec's image)
@@ -465,6 +471,7 @@ def test_runs_older_than_the_window_do_not_count(fake, capped_function):
     assert len(_jobs_for(fake, {event_key(BUCKET, "datasets/weekly/_SUCCESS", "31")})) == 1
 
 
+@pytest.mark.wire
 def test_two_uploads_at_the_same_instant_the_newer_run_cancels_itself(tmp_path, fake):
     """The race the look before cannot see: another upload's run is created between this event's
     look and its create. The look after sees both; the newer one (this) is cancelled."""
