@@ -389,3 +389,68 @@ def test_a_fifo_in_image_code_is_left_out_not_waited_on(tmp_path):
     plan, names = _packaged(script_data(code))
     assert "code/pipe" not in names and "code/task.py" in names
     assert "not a regular file" in {s.path: s.reason for s in plan.screened}["pipe"]
+
+
+def test_a_key_let_in_by_name_but_left_out_by_dockerignore_is_not_said_to_be_packaged(secrets_dir):
+    (secrets_dir / ".dockerignore").write_text("server.pem\n")
+    plan, names = _packaged(script_data(secrets_dir, include_secrets=["server.pem"]))
+    assert "code/server.pem" not in names
+    said = [s for s in plan.screened if s.path == "server.pem"]
+    assert [(s.kept, s.reason) for s in said] == [(False, ".dockerignore: server.pem")]
+
+
+# -- recognised by content, and what is not -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        (_pem("", 1), "a PKCS #8 private key"),
+        (_pem("RSA", 1), "an RSA private key"),
+        (_pem("EC", 1), "an EC private key"),
+        (_pem("OPENSSH", 1), "an OpenSSH private key"),
+        (_pem("ENCRYPTED", 1), "an encrypted private key"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00FF\n\n"
+            + _key_body(2)
+            + "\n-----END RSA PRIVATE KEY-----\n",
+            "an RSA private key",
+        ),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\n" + _key_body(3) + "\n",
+            "a PGP private key",
+        ),
+        (json.dumps({"type": "service_account", "private_key": _pem("", 4)}), "a service-account key"),
+        (
+            json.dumps(
+                {
+                    "type": "authorized_user",
+                    "client_secret": "d-FL95Q19q7M",
+                    "refresh_token": "1//0" + "x" * 40,
+                }
+            ),
+            "OAuth credentials with a refresh token (authorized_user)",
+        ),
+    ],
+)
+def test_credentials_are_recognised_by_content(text, what):
+    from vertex_trainer.packaging.screen import recognise
+
+    assert recognise(text.encode()) == what
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'if line.startswith("-----BEGIN RSA PRIVATE KEY-----"):\n    kind = "rsa"\n',  # code that parses keys
+        "-----BEGIN CERTIFICATE-----\n" + _key_body(5) + "\n-----END CERTIFICATE-----\n",  # public
+        "-----BEGIN PUBLIC KEY-----\n" + _key_body(6) + "\n-----END PUBLIC KEY-----\n",
+        json.dumps({"type": "service_account", "client_email": "a@b.iam.gserviceaccount.com"}),  # no key
+        json.dumps({"type": "authorized_user", "client_secret": "", "refresh_token": ""}),  # emptied
+        json.dumps({"type": "external_account", "credential_source": {"file": "/var/run/token"}}),
+    ],
+)
+def test_ordinary_files_are_not_taken_for_credentials(text):
+    from vertex_trainer.packaging.screen import recognise
+
+    assert recognise(text.encode()) is None

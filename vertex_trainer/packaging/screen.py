@@ -89,7 +89,7 @@ def recognise(head: bytes) -> str | None:
     """What credential the start of a file holds, by its content; None for anything else.
 
     Args:
-        head: the file's first HEAD_BYTES.
+        head: the file's first bytes (context.HEAD_BYTES of them).
     Returns:
         e.g. "a service-account key", or None.
     """
@@ -310,8 +310,15 @@ class Screen:
         if self.gcloudignore is not None:
             own = self.gcloudignore.match(rel, False)
             if own:
+                self._drop_kept(rel)
                 return self._out(rel, own)
         return None
+
+    def _drop_kept(self, rel: str) -> None:
+        """A credential let in by name that a later rule leaves out after all: not 'packaged'."""
+        if rel in self._kept:
+            self._kept.discard(rel)
+            self.screened = [s for s in self.screened if not (s.kept and s.path == rel)]
 
     def _inside_credential_dir(self, rel: str) -> str | None:
         """A file in a credential directory walked only because include_secrets reaches in."""
@@ -332,6 +339,7 @@ class Screen:
     def left_out(self, rel: str, reason: str) -> None:
         """Record a file the caller's own rules left out (the .dockerignore)."""
         if self.own_rules:
+            self._drop_kept(rel)
             self._out(rel, reason)
 
     def finish(self) -> tuple[Screened, ...]:
