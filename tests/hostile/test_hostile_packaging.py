@@ -454,3 +454,14 @@ def test_ordinary_files_are_not_taken_for_credentials(text):
     from vertex_trainer.packaging.screen import recognise
 
     assert recognise(text.encode()) is None
+
+
+def test_submit_dry_run_names_what_was_left_out_in_its_package_step(tmp_path, secrets_dir):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(script_data(secrets_dir)))
+    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
+    done = run("submit", path, "--dry-run", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    step = json.loads(done.stdout)["package"]
+    left = {item["path"] for item in step["left_out"] if item["credential"]}
+    assert {".env", "sa-key.json", "creds.json", ".ssh/", "server.pem", "notes/deploy.txt"} <= left

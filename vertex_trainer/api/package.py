@@ -81,4 +81,6 @@ def package_step(plan: Any) -> dict | None:
         "context_hash": plan.context_hash,
         "files": len(plan.entries),
         "bytes": plan.size,
+        # what was left out of your folders and why (packaging/screen.py; package --dry-run lists it)
+        "left_out": [s.to_json() for s in plan.screened if not s.kept],
     }
