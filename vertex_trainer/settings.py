@@ -17,6 +17,8 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_IAM_ENDPOINT | iam_endpoint (Resource Manager, IAM, Artifact Registry: one stand-in) |
 | VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT, else gcloud's (env, config) | impersonate_service_account |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
+| VERTEX_TRAINER_EMULATOR_TOKEN | emulator_token (the Bearer token a sandbox's stand-ins require) |
+| VERTEX_TRAINER_REPLICA_NETWORK | replica_network ("private", the default, or "host": docs/local.md) |
 | VERTEX_TRAINER_RETRY | retry ("attempts=4,initial=0.01,deadline=5") |
 | VERTEX_TRAINER_POLL_INTERVAL | poll (first interval in seconds) |
 | VERTEX_TRAINER_DEBUG | debug ("1") |
@@ -49,6 +51,9 @@ STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
 POLL_ENV = "VERTEX_TRAINER_POLL_INTERVAL"
 DEBUG_ENV = "VERTEX_TRAINER_DEBUG"
+EMULATOR_TOKEN_ENV = "VERTEX_TRAINER_EMULATOR_TOKEN"
+REPLICA_NETWORK_ENV = "VERTEX_TRAINER_REPLICA_NETWORK"
+REPLICA_NETWORKS = ("private", "host")
 
 STORAGE_URL = "https://storage.googleapis.com"
 CLOUDBUILD_URL = "https://cloudbuild.googleapis.com"
@@ -142,6 +147,12 @@ class Settings:
     # caller's ADC as the source); None: as the ADC themselves.
     impersonate_service_account: str | None = None
     storage_emulator: str | None = None  # host:port or URL of a Cloud Storage emulator
+    # What every http:// endpoint (an emulator) is sent as `Authorization: Bearer`: the token
+    # `dev sandbox` prints; None: nothing (a plain stand-in needs none).
+    emulator_token: str | None = field(default=None, repr=False)
+    # A local run's replicas, when they are more than one: in a private network ("private") or on
+    # this machine's ("host"; their TensorFlow servers then listen on every interface).
+    replica_network: str = "private"
     retry: RetryPolicy = RetryPolicy()
     poll: PollPolicy = PollPolicy()
     debug: bool = False
@@ -202,6 +213,12 @@ class Settings:
         gcloud = _gcloud_properties(env)
         retry = env.get(RETRY_ENV, "").strip()
         poll = env.get(POLL_ENV, "").strip()
+        network = env.get(REPLICA_NETWORK_ENV, "").strip().lower() or "private"
+        if network not in REPLICA_NETWORKS:
+            raise UserError(
+                f"${REPLICA_NETWORK_ENV}={env[REPLICA_NETWORK_ENV]!r} is not a replica network",
+                hint=f"use one of: {', '.join(REPLICA_NETWORKS)} (docs/local.md)",
+            )
         return cls(
             vertex_endpoint=text(ENDPOINT_ENV),
             cloudbuild_endpoint=text(CLOUDBUILD_ENV),
@@ -219,6 +236,8 @@ class Settings:
                 or None
             ),
             storage_emulator=text(STORAGE_EMULATOR_ENV),
+            emulator_token=env.get(EMULATOR_TOKEN_ENV, "").strip() or None,
+            replica_network=network,
             retry=RetryPolicy.parse(retry) if retry else RetryPolicy(),
             poll=PollPolicy.parse(poll) if poll else PollPolicy(),
             debug=env.get(DEBUG_ENV, "").strip() == "1",

@@ -8,9 +8,11 @@ read back into the `LocalResult`.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
-from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, owncode
+from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
 from vertex_trainer.local.supervisor import (
@@ -155,18 +157,25 @@ def run_local(
     fill = gcsfill.fill_standin(job, spec, base, standin, settings) if standin is not None else gcsfill.Fill()
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
-    # Every check passed: the run's folder and its records, from now on (a refused run leaves none).
-    if record is not None:
-        os.makedirs(base, exist_ok=True)
-        save_run_record(record, job, spec, job_id, run=run, run_dir=base)
-        if latest:
-            layout.link_latest(base)
+    # A cluster's servers listen on every interface: its replicas share a private network.
+    replicas, network = _network(replicas, settings, console)
+    try:
+        # Every check passed: the run's folder and its records, from now on (a refused run leaves none).
+        if record is not None:
+            os.makedirs(base, exist_ok=True)
+            save_run_record(record, job, spec, job_id, run=run, run_dir=base)
+            if latest:
+                layout.link_latest(base)
 
-    supervisor = Supervisor(
-        replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
-    )
-    display = Display(console, [r.name for r in replicas], live=wait)
-    runlog = RunLog(record, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
+        supervisor = Supervisor(
+            replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
+        )
+        display = Display(console, [r.name for r in replicas], live=wait)
+        runlog = RunLog(record, [r.name for r in replicas])  # for `vertex-trainer logs RUN_DIR`
+    except BaseException:
+        if network is not None:
+            network.stop()
+        raise
     shown = runlog.tee(display, on_lines)
     display.note(
         f"Running {name} locally: {len(replicas)} replica(s) "
@@ -190,6 +199,8 @@ def run_local(
             # Ctrl-C: every replica's group at once, killed after a short grace (a trainer saves a
             # checkpoint on SIGTERM; the user asked to stop, not to wait for it).
             supervisor.stop(INTERRUPT_GRACE_S if cancelled else None)
+            if network is not None:
+                network.stop()
             # Whatever the readers queued after the loop: the failing replica's last words are
             # shown; after Ctrl-C the replicas' dying output (epochs that were still running, a
             # collective's "aborted" traceback) goes only to the run's log.
@@ -223,6 +234,34 @@ def run_local(
     if summary or state != SUCCEEDED:
         display.summary(result)
     return result
+
+
+def _network(
+    replicas: list[cluster.Replica], settings: Settings, console: Console
+) -> tuple[list[cluster.Replica], netns.Network | None]:
+    """The replicas as they run, in their private network (started here; None: this machine's
+    network, said in one line when they are a cluster, local/netns.py). UserError when the
+    network cannot start."""
+    replicas, network, chosen = netns.prepare(replicas, settings.replica_network)
+    if chosen.line:
+        console.print(chosen.line, markup=False, highlight=False, style="bold yellow")
+    if network is None:
+        return replicas, None
+    for rep in replicas:  # nsenter runs the command: say what Popen would have said
+        if shutil.which(rep.argv[0]) is None:
+            missing = not os.path.exists(rep.argv[0]) or os.sep not in rep.argv[0]
+            raise UserError(
+                f"{rep.name}: cannot start {rep.argv[0]!r}: "
+                f"{os.strerror(errno.ENOENT if missing else errno.EACCES)}",
+                hint="containerSpec.command runs from the local environment",
+            )
+    try:
+        network.start()
+    except RuntimeError as exc:
+        raise UserError(
+            str(exc), hint="VERTEX_TRAINER_REPLICA_NETWORK=host runs them on this machine's network"
+        ) from None
+    return [dataclasses.replace(r, argv=tuple(network.wrap(r.argv))) for r in replicas], network
 
 
 class _Shows(Protocol):

@@ -86,7 +86,7 @@ class Supervisor:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()),
+                preexec_fn=die_with_parent(os.getpid()),
             )
         except OSError as e:
             raise UserError(
@@ -188,8 +188,9 @@ def _signal_group(proc: subprocess.Popen[Any], sig: int) -> None:
         pass
 
 
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    """preexec_fn: die with the parent, even if it is SIGKILLed (Linux prctl)."""
+def die_with_parent(parent_pid: int) -> Callable[[], None]:
+    """preexec_fn: die with the parent, even if it is SIGKILLed (Linux prctl); a child that finds
+    its parent gone already exits at once."""
     libc = None
     if sys.platform.startswith("linux"):
         try:
