@@ -309,15 +309,19 @@ def test_a_real_build_says_which_credentials_stayed_out(secrets_dir):
 
 # -- bounds: a huge file is refused from its size, never read ------------------------------------
 
+# The CLI in a fresh process that reports its own peak RSS: VmHWM is this process image's own
+# (getrusage's ru_maxrss is not: Linux carries the parent's high-water mark across fork and exec).
 WRAPPER = """
-import resource, sys
+import sys
 from vertex_trainer.cli import main
 try:
     main(sys.argv[1:])
     code = 0
 except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else 1
-print(f"peak-rss-kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+print(f"peak-rss-kib={peak}", file=sys.stderr)
 sys.exit(code)
 """
 
