@@ -16,7 +16,6 @@ trainer_config.json, one point per step: warmup and decay are visible at any epo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -30,6 +29,7 @@ from vertex_trainer.contract import METRICS_FILE, records_of
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.display import parse_progress
 from vertex_trainer.local.layout import find_run
+from vertex_trainer.workflows import report_read as read
 
 __all__ = [
     "Epoch",
@@ -112,13 +112,6 @@ class RunData:
         return replace(self, **changes)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _number(value: str | None) -> float | None:
     try:
         out = float(value) if value is not None else None
@@ -137,7 +130,7 @@ def parse_log(lines: list[str]) -> tuple[list[Epoch], list[Point], str | None]:
     for raw in lines:
         m = _STAMPED.match(raw.rstrip("\n"))
         stamp, line = (m[1], m[2]) if m else (None, raw.rstrip("\n"))
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+        when = _when(stamp)
         start = start or when
         found = _VERDICT.match(line)
         if found:
@@ -159,16 +152,42 @@ def parse_log(lines: list[str]) -> tuple[list[Epoch], list[Point], str | None]:
         )
         if step == steps:
             epochs[epoch] = Epoch(epoch, **values)
+    if len(points) > read.MAX_POINTS:  # evenly kept, the last one too
+        stride = math.ceil(len(points) / read.MAX_POINTS)
+        points = points[-1::-stride][::-1]
     return [epochs[e] for e in sorted(epochs)], points, verdict
 
 
-def chief_log(record: Path) -> list[str]:
-    """The chief's log lines (workerpool0-0: the replica that writes metrics and TensorBoard)."""
-    logs = sorted((record / "logs").glob("*.log"))
+def _when(stamp: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+    except ValueError:  # a stamp of the right shape that is no time (month 13)
+        return None
+
+
+def chief_log(record: Path, notes: read.Notes | None = None) -> list[str]:
+    """The chief's log lines (workerpool0-0: the replica that writes metrics and TensorBoard),
+    of its last report_read.MAX_LOG_BYTES."""
+    try:
+        logs = sorted((record / "logs").glob("*.log"))
+    except OSError:
+        return []
     chief = next((p for p in logs if p.stem == "workerpool0-0"), logs[0] if logs else None)
     if chief is None:
         return []
-    return chief.read_text(encoding="utf-8", errors="replace").splitlines()
+    return read.read_log(chief, notes or read.Notes())
+
+
+def event_epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[list[Epoch], str | None]:
+    """The epochs of the event files under `log_dir`, and why there are none (None: there are)."""
+    try:
+        found = events(log_dir)
+    except Exception as e:  # no event files there, corrupt ones, or a file system TensorFlow cannot read
+        return [], f"no curves: the TensorBoard event files under {log_dir} could not be read ({e})"
+    return (
+        found,
+        None if found else f"no curves: no epoch in the TensorBoard event files under {log_dir}/train",
+    )
 
 
 def read_event_epochs(log_dir: str) -> list[Epoch]:
@@ -244,19 +263,20 @@ def time_split(metrics: Mapping[str, Any], elapsed_s: float | None = None) -> di
     return {k: round(v, 3) for k, v in split.items() if v > 0}
 
 
-def trials_from_record(record: Path) -> tuple[list[dict[str, Any]], str, str] | None:
-    """A local study's trials (<records>/trials.json), its goal and metric id (from
-    hyperparameter_tuning_job.json's studySpec); None when `record` holds no study."""
-    study = _read_json(record / "trials.json")
-    if not isinstance(study, dict):
+def trials_from_record(
+    record: Path, notes: read.Notes | None = None
+) -> tuple[list[dict[str, Any]], str, str] | None:
+    """A local study's trials (<records>/trials.json, checked: report_read.clean_trials), its goal
+    and metric id (from hyperparameter_tuning_job.json's studySpec); None when `record` holds no
+    study."""
+    notes = notes or read.Notes()
+    path = record / "trials.json"
+    study = read.read_json(path, notes)
+    if study is None:
         return None
-    body = _read_json(record / "hyperparameter_tuning_job.json") or {}
-    metric = ((body.get("studySpec") or {}).get("metrics") or [{}])[0]
-    return (
-        list(study.get("trials") or []),
-        str(metric.get("goal") or "MAXIMIZE"),
-        str(metric.get("metricId") or "accuracy"),
-    )
+    body_path = record / "hyperparameter_tuning_job.json"
+    goal, metric_id = read.clean_study(read.read_json(body_path, notes) or {}, str(body_path), notes)
+    return read.clean_trials(study.get("trials") or [], str(path), notes), goal, metric_id
 
 
 def _record_of(path: Path) -> tuple[Path, Path]:
@@ -273,7 +293,8 @@ def from_run_dir(
     *,
     events: Callable[[str], list[Epoch]] = read_event_epochs,
 ) -> RunData:
-    """The report's data of a local run (or a local study) from its output directory.
+    """The report's data of a local run (or a local study) from its output directory. What cannot
+    be read is left out and said in `notes` (workflows/report_read.py's bounds and checks).
 
     Args:
         path: the run's folder (or its records), or the base folder of a spec's runs (its
@@ -283,40 +304,36 @@ def from_run_dir(
     Returns:
         the RunData. Raises UserError (exit 2) when `path` holds no run.
     """
+    notes = read.Notes()
     base, record = _record_of(Path(path).expanduser().resolve())
-    metrics = _read_json(base / METRICS_FILE)
-    study = trials_from_record(record)
-    if not isinstance(metrics, dict) and study is None and not record.is_dir():
+    study = trials_from_record(record, notes)
+    if not (base / METRICS_FILE).exists() and study is None and not record.is_dir():
         raise UserError(
             f"report: {path} holds no run (no {METRICS_FILE}, no record of a run)",
             hint="give a run's folder, the output_dir of `submit --local` (its newest run) or a job name",
         )
-    result = _read_json(record / "result.json") or {}
-    spec_file = record / "spec.yaml"
-    data = RunData(
-        source=str(base),
-        name=str(result.get("name") or base.name),
-        state=result.get("state"),
-        metrics=metrics if isinstance(metrics, dict) else {},
-        config=_read_json(base / TRAINER_CONFIG) or {},
-        spec_yaml=spec_file.read_text(encoding="utf-8") if spec_file.is_file() else None,
-        custom_job=_read_json(record / "custom_job.json")
-        or _read_json(record / "hyperparameter_tuning_job.json"),
-        elapsed_s=result.get("elapsed_s"),
+    data = _run(base, record, notes, events, curves=study is None)
+    if study is None:
+        return data.with_(notes=notes.all())
+    trials, goal, metric_id = study
+    name = (read.read_json(record / "trials.json", read.Notes()) or {}).get("name")
+    data = data.with_(
+        kind="tuning",
+        name=str(name or data.name),
+        trials=tuple(trials),
+        goal=goal,
+        metric_id=metric_id,
     )
-    if study is not None:
-        trials, goal, metric_id = study
-        study_name = (_read_json(record / "trials.json") or {}).get("name")
-        data = data.with_(
-            kind="tuning",
-            name=str(study_name or data.name),
-            trials=tuple(trials),
-            goal=goal,
-            metric_id=metric_id,
-        )
-        best = data.best_trial()
-        if best is not None and best.get("output_dir") and Path(best["output_dir"]).is_dir():
-            inner = from_run_dir(best["output_dir"], events=events)  # the curves of the best trial
+    best = data.best_trial() or {}
+    folder = Path(best["output_dir"]) if best.get("output_dir") else None
+    if folder is not None and folder.is_dir():
+        inner_base, inner_record = _record_of(folder.expanduser().resolve())
+        if trials_from_record(inner_record) is not None:  # read as a run, never a study: no loop
+            notes.add(
+                f"trial {best['id']}'s output_dir {folder} is a study, not a run; its curves are left out"
+            )
+        else:
+            inner = _run(inner_base, inner_record, notes, events, curves=True)  # the best trial's curves
             data = data.with_(
                 metrics=inner.metrics,
                 config=inner.config,
@@ -325,8 +342,38 @@ def from_run_dir(
                 verdict=inner.verdict,
                 elapsed_s=data.elapsed_s or inner.elapsed_s,
             )
+    return data.with_(notes=notes.all())
+
+
+def _run(
+    base: Path, record: Path, notes: read.Notes, events: Callable[[str], list[Epoch]], *, curves: bool
+) -> RunData:
+    """One run's figures, records and (with `curves`) its log's epochs or its event files'."""
+    metrics_path, config_path, result_path = (
+        base / METRICS_FILE,
+        base / TRAINER_CONFIG,
+        record / "result.json",
+    )
+    metrics = read.clean_figures(read.read_json(metrics_path, notes) or {}, str(metrics_path), notes)
+    config = read.clean_config(read.read_json(config_path, notes) or {}, str(config_path), notes)
+    result = read.clean_result(read.read_json(result_path, notes) or {}, str(result_path), notes)
+    job_path = record / "custom_job.json"
+    if not job_path.exists():
+        job_path = record / "hyperparameter_tuning_job.json"
+    job = read.read_json(job_path, notes)
+    data = RunData(
+        source=str(base),
+        name=str(result.get("name") or base.name),
+        state=result.get("state"),
+        metrics=metrics,
+        config=config,
+        spec_yaml=read.read_text(record / "spec.yaml", notes),
+        custom_job=read.clean_job(job, str(job_path), notes) if job is not None else None,
+        elapsed_s=result.get("elapsed_s"),
+    )
+    if not curves:
         return data
-    epochs, points, verdict = parse_log(chief_log(record))
+    epochs, points, verdict = parse_log(chief_log(record, notes))
     data = data.with_(epochs=tuple(epochs), points=tuple(points), verdict=verdict)
     if not epochs:
         # beside the run (<output>/logs, where AIP_TENSORBOARD_LOG_DIR points locally), or where
@@ -334,6 +381,9 @@ def from_run_dir(
         flags = data.config.get("flags") or {}
         for log_dir in (str(base / "logs"), str(flags.get("tensorboard_dir") or "")):
             if log_dir and os.path.isdir(log_dir.rstrip("/") + "/train"):
-                data = data.with_(epochs=tuple(events(log_dir)), epochs_from="tensorboard")
+                found, note = event_epochs(log_dir, events)
+                if note:
+                    notes.add(note)
+                data = data.with_(epochs=tuple(found), epochs_from="tensorboard")
                 break
     return data

@@ -9,15 +9,16 @@ of a job still running, or of a job whose bucket this machine cannot read, shows
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from vertex_trainer.contract import METRICS_FILE
 from vertex_trainer.settings import Settings
 from vertex_trainer.workflows import cost as costs
-from vertex_trainer.workflows.report import TRAINER_CONFIG, Epoch, RunData, read_event_epochs
+from vertex_trainer.workflows import report_read
+from vertex_trainer.workflows.report import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
 
 __all__ = ["from_custom_job", "from_tuning_job", "run_cost", "spec_max_cost"]
 
@@ -33,12 +34,7 @@ def _reader(settings: Settings) -> Reader:
                 return storage.read_json(settings, uri)
             except Exception:  # an unreadable bucket leaves the figures out, not the report
                 return None
-        try:
-            with open(uri, encoding="utf-8") as f:
-                value = json.load(f)
-        except (OSError, ValueError):
-            return None
-        return value if isinstance(value, dict) else None
+        return report_read.read_json(Path(uri), report_read.Notes())  # bounded, a regular file
 
     return read
 
@@ -48,18 +44,6 @@ def base_output(data: Mapping[str, Any]) -> str | None:
     spec = data.get("jobSpec") or (data.get("trialJobSpec") or {})
     prefix = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
     return str(prefix).rstrip("/") if prefix else None
-
-
-def _epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[list[Epoch], str | None]:
-    """The epochs of the event files under `log_dir`, and why there are none (None: there are)."""
-    try:
-        found = events(log_dir)
-    except Exception as e:  # no event files there, or a file system this TensorFlow cannot read
-        return [], f"no curves: the TensorBoard event files under {log_dir} could not be read ({e})"
-    return (
-        found,
-        None if found else f"no curves: no epoch in the TensorBoard event files under {log_dir}/train",
-    )
 
 
 def from_custom_job(
@@ -83,13 +67,18 @@ def from_custom_job(
     Returns:
         the RunData.
     """
-    read = read or _reader(settings)
+    reader = read or _reader(settings)
+    notes = report_read.Notes()
     base = base_output(data)
-    metrics = (read(f"{base}/{METRICS_FILE}") if base else None) or {}
-    config = (read(f"{base}/{TRAINER_CONFIG}") if base else None) or {}
+    metrics = (reader(f"{base}/{METRICS_FILE}") if base else None) or {}
+    metrics = report_read.clean_figures(metrics, f"{base}/{METRICS_FILE}", notes)
+    config = (reader(f"{base}/{TRAINER_CONFIG}") if base else None) or {}
+    config = report_read.clean_config(config, f"{base}/{TRAINER_CONFIG}", notes)
     # The bundled trainer writes trainer_config.json first and TensorBoard's files under <base>/logs;
     # a job without it (your own code, a stand-in) has no such files to look for (no TensorFlow).
-    epochs, note = _epochs(f"{base}/logs", events) if base and config else ([], None)
+    epochs, note = event_epochs(f"{base}/logs", events) if base and config else ([], None)
+    if note:
+        notes.add(note)
     book = _book()
     return RunData(
         source=str(data.get("name") or ""),
@@ -100,7 +89,7 @@ def from_custom_job(
         config=config,
         epochs=tuple(epochs),
         epochs_from="tensorboard",
-        notes=(note,) if note else (),
+        notes=notes.all(),
         custom_job=dict(data),
         elapsed_s=_elapsed(data),
         attempts=tuple(dict(a) for a in attempts),
@@ -128,6 +117,7 @@ def from_tuning_job(
     Returns:
         the RunData.
     """
+    notes = report_read.Notes()
     out = RunData(
         source=str(data.get("name") or ""),
         name=str(data.get("displayName") or data.get("name") or "tuning job"),
@@ -135,7 +125,8 @@ def from_tuning_job(
         state=data.get("state"),
         custom_job=dict(data),
         elapsed_s=_elapsed(data),
-        trials=tuple(dict(t) for t in trials),
+        trials=tuple(report_read.clean_trials([dict(t) for t in trials], "the trials", notes)),
+        notes=notes.all(),
         goal=goal,
         metric_id=metric_id,
     )
@@ -146,7 +137,7 @@ def from_tuning_job(
             epochs=best.epochs,
             points=best.points,
             verdict=best.verdict,
-            notes=best.notes,
+            notes=(*out.notes, *best.notes),
             epochs_from=best.epochs_from,
         )
     return out
@@ -176,27 +167,18 @@ def _book() -> Any:
 
 def spec_max_cost(spec_yaml: str | None) -> tuple[str | None, float | None]:
     """(region, scheduling.max_cost) of a recorded spec (its YAML); (None, None) without one."""
-    if not spec_yaml:
-        return None, None
-    import yaml
-
-    try:
-        spec = yaml.safe_load(spec_yaml) or {}
-    except yaml.YAMLError:
-        return None, None
-    if not isinstance(spec, dict):
-        return None, None
-    budget = (spec.get("scheduling") or {}).get("max_cost")
-    return spec.get("region"), float(budget) if isinstance(budget, int | float) else None
+    return report_read.spec_budget(spec_yaml, "spec.yaml", report_read.Notes())
 
 
 def run_cost(run: RunData) -> RunData:
     """A local run's cost: what its time (elapsed_s) on its CustomJob's machines would cost on
     Vertex AI at list price in its spec's region, and the spec's max_cost. Unchanged when the
-    run has no recorded CustomJob or time."""
-    region, budget = spec_max_cost(run.spec_yaml)
+    run has no recorded CustomJob or time (RunData's figures are checked: report_read)."""
+    notes = report_read.Notes()
+    region, budget = report_read.spec_budget(run.spec_yaml, "spec.yaml", notes)
+    run = run.with_(max_cost=budget, notes=(*run.notes, *notes.all()))
     if not run.custom_job or not run.elapsed_s or "jobSpec" not in run.custom_job:
-        return run.with_(max_cost=budget)
+        return run
     end = datetime.now(timezone.utc)
     start = end - timedelta(seconds=float(run.elapsed_s))
     data = {
@@ -208,7 +190,7 @@ def run_cost(run: RunData) -> RunData:
     cost = costs.job_cost(data, _book())
     if cost is not None:
         cost = {**cost, "what": f"this run's time on Vertex AI in {region or 'us-central1'}"}
-    return run.with_(cost=cost, max_cost=budget)
+    return run.with_(cost=cost)
 
 
 def reference_of(spec: Any) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from vertex_trainer.errors import UserError
 from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.workflows import report_plots
 from vertex_trainer.workflows.report import RunData, time_split
@@ -129,9 +130,16 @@ def html(data: RunData, *, now: datetime | None = None) -> str:
 def write(data: RunData, out: str, fmt: str = "html") -> str:
     """Write the report of `data` to `out` as `fmt` ("html" or "png"); the path written."""
     path = Path(out).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "png":
-        path.write_bytes(report_plots.png(data, f"{data.name}: run report"))
-    else:
-        path.write_text(html(data), encoding="utf-8")
+    content = (
+        report_plots.png(data, f"{data.name}: run report")
+        if fmt == "png"
+        else html(data).encode("utf-8", "replace")
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    except OSError as e:
+        raise UserError(
+            f"report: cannot write {path}: {e.strerror or e}", hint="give -o a file in a folder you can write"
+        ) from None
     return str(path)

@@ -23,6 +23,8 @@ TRAIN, EVAL, REF, WAIT = "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 _SPLIT_COLOURS = ("#9467bd", "#1f77b4", "#8c564b", "#d62728", "#7f7f7f")
 _SVG_METADATA = ("Creator", "Date", "Format", "Type")
 _OUTCOME = {"SUCCEEDED": "#2ca02c", "FAILED": "#d62728", "CANCELLED": "#7f7f7f"}
+LABEL_CHARS = 60  # a name in a plot (a metric, a parameter); longer ones end with "..."
+MAX_EPOCH_LINES = 100  # the learning-rate plot marks each epoch up to this many
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,19 @@ class Chart:
 def _pyplot() -> Any:
     matplotlib = lazy.require("matplotlib", "vertex-trainer report")
     matplotlib.use("Agg", force=True)
-    matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10})
+    # text.parse_math off: every label is drawn as written, never read as mathtext, so a metric or
+    # parameter named "$x_1$" (or holding a lone "$" or "\\") cannot break the drawing
+    matplotlib.rcParams.update(
+        {"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10, "text.parse_math": False}
+    )
     return lazy.require("matplotlib.pyplot", "vertex-trainer report")
+
+
+def _label(text: object, limit: int = LABEL_CHARS) -> str:
+    """A name from a run's files as a plot shows it: one line, no control characters, at most
+    `limit` characters (the page's tables show it whole)."""
+    line = "".join(c if c.isprintable() else " " for c in str(text))
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _per_epoch(data: RunData, attr: str) -> tuple[list[int], list[float]]:
@@ -75,8 +88,10 @@ def _lr(data: RunData) -> Callable[[Any], None]:
         if warmup:
             ax.axvline(warmup, color=WAIT, linestyle="--", linewidth=1, label=f"warmup ends (step {warmup})")
             ax.legend(loc="best", fontsize=8)
-        if per_epoch:
-            for n in range(1, int(data.config.get("total_steps", 0)) // int(per_epoch)):
+        per_epoch = int(per_epoch or 0)
+        epochs = int(data.config.get("total_steps", 0)) // per_epoch if per_epoch else 0
+        if epochs <= MAX_EPOCH_LINES:
+            for n in range(1, epochs):
                 ax.axvline(n * per_epoch, color="#cccccc", linewidth=0.6)
         ax.set_xlabel("step")
         ax.set_ylabel("learning rate")
@@ -160,7 +175,14 @@ def _attempts(data: RunData) -> Callable[[Any], None]:
             ax.text(
                 i + 0.5,
                 0,
-                f"{a.get('attempt', i + 1)}. {a.get('strategy')}\n{a.get('region') or ''}\n{outcome}",
+                "\n".join(
+                    _label(line, 30)
+                    for line in (
+                        f"{a.get('attempt', i + 1)}. {a.get('strategy')}",
+                        a.get("region") or "",
+                        outcome,
+                    )
+                ),
                 ha="center",
                 va="center",
                 fontsize=8,
@@ -208,14 +230,14 @@ def _parameter(data: RunData, name: str) -> Callable[[Any], None]:
                 "*",
                 color=EVAL,
                 markersize=14,
-                label=f"best (trial {best['id']})",
+                label=_label(f"best (trial {best.get('id')})"),
             )
             ax.legend(loc="best", fontsize=8)
         values = [r[0] for r in rows]
         if values and min(values) > 0 and max(values) / min(values) >= 10:
             ax.set_xscale("log")
-        ax.set_xlabel(name)
-        ax.set_ylabel(data.metric_id)
+        ax.set_xlabel(_label(name))
+        ax.set_ylabel(_label(data.metric_id))
         ax.grid(alpha=0.3)
 
     return draw
@@ -293,10 +315,10 @@ def png(data: RunData, title: str) -> bytes:
     try:
         for ax, chart in zip(axes.flat, shown, strict=False):
             chart.draw(ax)
-            ax.set_title(chart.title)
+            ax.set_title(_label(chart.title, 2 * LABEL_CHARS))
         for ax in list(axes.flat)[len(shown) :]:
             ax.axis("off")
-        fig.suptitle(title)
+        fig.suptitle(_label(title, 2 * LABEL_CHARS))
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=100)
