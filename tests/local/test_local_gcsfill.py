@@ -165,3 +165,33 @@ def test_more_than_the_bound_and_a_missing_bucket_are_refused_before_any_downloa
     assert "cannot be listed" in missing.value.message
     assert not standin.exists() or not any(standin.rglob("*"))
     assert not os.path.exists(Path(standin, gcs_bucket))
+
+
+def test_an_object_and_a_folder_of_the_same_name_are_shown_as_cloud_storage_fuse_shows_them(
+    tmp_path, gcs_emulator, gcs_bucket
+):
+    # gs://B/data/sub is an object and the folder of data/sub/c.txt. Cloud Storage FUSE
+    # (docs/semantics.md "Name conflicts") shows the folder under the name and the object as the
+    # file "sub\n" beside it (a line feed, which no object name can hold, ends its name).
+    _put(gcs_emulator, gcs_bucket, "data/sub", b"the object")
+    _put(gcs_emulator, gcs_bucket, "data/sub/c.txt", b"c")
+    _put(gcs_emulator, gcs_bucket, "data/other.txt", b"o")
+    settings = Settings(storage_emulator=gcs_emulator.endpoint)
+    standin = tmp_path / "gcs"
+    fill = gcsfill.prefill([_ref(gcs_bucket, "data")], standin, settings, route="emulator")
+    data = standin / gcs_bucket / "data"
+    assert (data / "sub" / "c.txt").read_bytes() == b"c" and (data / "other.txt").read_bytes() == b"o"
+    assert (data / "sub\n").read_bytes() == b"the object"
+    assert fill.downloaded == 3
+    line = fill.line()
+    assert line is not None and "\n" not in line
+    assert f"gs://{gcs_bucket}/data/sub is an object and a folder" in line and "data/sub\\n" in line
+    # Unchanged, nothing goes back; changed, the file "sub\n" is the object data/sub again.
+    sent: list[str] = []
+    assert gcsfuse.upload(standin, lambda b, o, p: sent.append(o), fill.fetched) == 0
+    (data / "sub\n").write_bytes(b"changed by the run")
+    assert gcsfuse.upload(standin, lambda b, o, p: sent.append(o), fill.fetched) == 1
+    assert sent == ["data/sub"]
+    (data / "sub\n").unlink()
+    generation = _generation(gcs_emulator, gcs_bucket, "data/sub")
+    assert gcsfuse.deleted(standin, fill.fetched) == [(gcs_bucket, "data/sub", generation)]

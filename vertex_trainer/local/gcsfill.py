@@ -14,6 +14,11 @@ Default Credentials) into the stand-in:
   before anything is downloaded. Above either the run is refused (exit 2) naming the field and
   value: a partial copy would make reads silently wrong, and `/gcs/BUCKET/` must not copy a bucket.
 * The paths under the job's own AIP_* directories are not fetched: the run writes them.
+* An object whose name is also a folder of others (gs://B/data/sub and gs://B/data/sub/c.txt),
+  or a folder in the stand-in already: as Cloud Storage FUSE shows it (its docs/semantics.md,
+  "Name conflicts"), the folder has the name and the object is the file `sub\n` beside it (a line
+  feed, which no object name can hold, ends its name); the run's log says so in one line, and
+  gcsfuse.upload maps the file back to its object.
 * A file the stand-in already has is kept when an earlier run wrote or changed it (it is newer
   than anything fetched); a file fetched earlier and unchanged since is fetched again only when
   the object's generation changed. The record (`Fetched`, per file: generation, size, mtime) is
@@ -43,6 +48,7 @@ from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.local import cluster
 from vertex_trainer.local.cluster import FUSE_ROOT, FuseRef
+from vertex_trainer.local.gcsfuse import CONFLICT_SUFFIX
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
 
@@ -79,6 +85,7 @@ class Fill:
     downloaded: int = 0
     downloaded_bytes: int = 0
     kept: int = 0  # files an earlier run wrote or changed, kept over the bucket's objects
+    conflicts: list[str] = field(default_factory=list)  # BUCKET/NAME: an object and a folder
 
     def line(self) -> str | None:
         """One line for the run's log; None when nothing was fetched or kept."""
@@ -88,6 +95,14 @@ class Fill:
         text = f"/gcs: {self.downloaded} object(s) ({size}) fetched into the stand-in"
         if self.kept:
             text += f"; {self.kept} file(s) earlier runs wrote kept over the bucket's objects"
+        if self.conflicts:
+            first = self.conflicts[0]
+            more = f" (and {len(self.conflicts) - 1} more)" if len(self.conflicts) > 1 else ""
+            text += (
+                f"; gs://{first} is an object and a folder{more}: as Cloud Storage FUSE shows them, "
+                f"/gcs/{first} is the folder and the object is the file /gcs/{first}\\n (its name "
+                "ends with a line feed)"
+            )
         return text
 
 
@@ -175,27 +190,34 @@ def prefill(
     if len(objects) > max_objects or total > max_bytes or any(cut for *_, cut in listed):
         _refuse_too_much(listed, max_objects, max_bytes)
     earlier = record or {}
-    todo: list[tuple[str, dict[str, Any]]] = []
+    folders = {key.rsplit("/", n)[0] for key in objects for n in range(1, key.count("/"))}
+    todo: list[tuple[str, str, dict[str, Any]]] = []
     for key, item in sorted(objects.items()):
-        path = _file_of(standin, key)
-        if path is None or key.endswith("/"):  # a name no file can have, a folder placeholder
-            if path is not None:
+        if key.endswith("/"):  # a folder placeholder
+            if (path := _file_of(standin, key)) is not None:
                 path.mkdir(parents=True, exist_ok=True)
             continue
-        known = earlier.get(key)
+        name = key
+        if key in folders or (standin / key).is_dir():  # the folder has the name (gcsfuse's rule)
+            name = key + CONFLICT_SUFFIX
+            fill.conflicts.append(key)
+        path = _file_of(standin, name)
+        if path is None:  # a name no file can have here
+            continue
+        known = earlier.get(name)
         generation = str(item.get("generation") or "")
         if path.exists() or path.is_symlink():
             if known is None or not known.same_file(path):
                 fill.kept += 1  # an earlier run wrote or changed it
                 continue
             if known.generation == generation:
-                fill.fetched[key] = known
+                fill.fetched[name] = known
                 continue
-        todo.append((key, item))
+        todo.append((key, name, item))
     with ThreadPoolExecutor(_THREADS) as pool:
-        for key, done in pool.map(lambda t: (t[0], _download(settings, standin, *t)), todo):
+        for name, done in pool.map(lambda t: (t[1], _download(settings, standin, *t)), todo):
             if done is not None:
-                fill.fetched[key] = done
+                fill.fetched[name] = done
                 fill.downloaded += 1
                 fill.downloaded_bytes += done.size
     return fill
@@ -247,8 +269,8 @@ def _list(
 
 def _file_of(standin: Path, key: str) -> Path | None:
     """The stand-in file (or folder, for a name ending in /) of object BUCKET/NAME; None for a
-    name no path here can have: '.', '..' or empty segments, a name under another object's file,
-    an object whose name is also a folder of others."""
+    name no path here can have: '.', '..' or empty segments, a name under a file an earlier run
+    left where the bucket has a folder."""
     parts = key.rstrip("/").split("/")
     if any(p in ("", ".", "..") for p in parts):
         return None
@@ -260,13 +282,14 @@ def _file_of(standin: Path, key: str) -> Path | None:
     return path
 
 
-def _download(settings: Settings, standin: Path, key: str, item: dict[str, Any]) -> Fetched | None:
-    """One object to its stand-in file; its Fetched (None: it was deleted since the listing)."""
+def _download(settings: Settings, standin: Path, key: str, name: str, item: dict[str, Any]) -> Fetched | None:
+    """Object BUCKET/`key` to the stand-in file BUCKET/`name`; its Fetched (None: it was deleted
+    since the listing)."""
     from google.api_core import exceptions as gexc
 
     from vertex_trainer.gcp import storage
 
-    path = standin / key
+    path = standin / name
     try:
         data = storage.read_bytes(settings, f"gs://{key}")
     except gexc.GoogleAPIError as exc:

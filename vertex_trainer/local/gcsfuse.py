@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Protocol
 
 MOUNT_POINT = "/gcs"
+# Ends the stand-in file of an object whose name is also a folder of others, as Cloud Storage FUSE
+# names it (its docs/semantics.md, "Name conflicts"); no object name holds a line feed.
+CONFLICT_SUFFIX = "\n"
 # $0 is the stand-in, "$@" the replica's argv: the shell only mounts, then becomes the replica.
 _MOUNT_THEN_RUN = f'mount --bind "$0" {MOUNT_POINT} && exec "$@"'
 
@@ -115,7 +118,7 @@ def upload(
         bucket, _, obj = key.partition("/")
         known = fetched.get(key)
         if bucket and obj and not (known is not None and known.same_file(path)):
-            put(bucket, obj, path)
+            put(bucket, obj.removesuffix(CONFLICT_SUFFIX), path)
             count += 1
     return count
 
@@ -128,5 +131,5 @@ def deleted(standin: Path, fetched: Mapping[str, Unchanged]) -> list[tuple[str, 
         bucket, _, obj = key.partition("/")
         path = standin / key
         if bucket and obj and not path.exists() and not path.is_symlink():
-            gone.append((bucket, obj, fetched[key].generation))
+            gone.append((bucket, obj.removesuffix(CONFLICT_SUFFIX), fetched[key].generation))
     return gone
