@@ -15,7 +15,11 @@ from tests.cli_support import edge_env
 from tests.docs import harness
 from tests.owncode.conftest import script_data
 from tests.shared import cli_runner, latest_run, records
+from vertex_trainer.api import plan_artifact
+from vertex_trainer.errors import SpecError
 from vertex_trainer.local import gcsfuse
+from vertex_trainer.spec import build_spec
+from vertex_trainer.spec.images import code_requirements
 
 HERE = "tests/owncode/test_owncode_local.py"
 EXAMPLE_RUN = "submit examples/own-code/own-code.yaml --local"  # README.md, "Your own code"
@@ -102,6 +106,23 @@ def test_a_requirement_at_the_wrong_version_is_named(tmp_path, code_dir):
     (code_dir / "requirements.txt").write_text("PyYAML<1\n")
     result = _local(tmp_path, script_data(code_dir, output_dir=str(tmp_path / "out")))
     assert result.returncode == 2 and "PyYAML<1 (" in result.stderr and "installed)" in result.stderr
+
+
+def test_a_requirements_txt_that_is_not_utf8_is_exit_2_naming_the_file_and_the_byte(tmp_path, code_dir):
+    (code_dir / "requirements.txt").write_bytes(b"PyYAML>=6\nnumpy # caf\xe9\n")  # Latin-1
+    out = tmp_path / "out"
+    result = _local(tmp_path, script_data(code_dir, output_dir=str(out)))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    message = "image.code: requirements.txt: not UTF-8 text (invalid continuation byte at byte 21: b'\\xe9')"
+    assert message in result.stderr
+    assert "iconv -f latin1 -t utf-8" in result.stderr and not out.exists()
+    # The image's build reads it the same way: the same exit 2 before anything is built.
+    with pytest.raises(SpecError) as e:
+        plan_artifact(build_spec(script_data(code_dir)))
+    assert e.value.field == "image.code" and "not UTF-8 text" in e.value.message
+    # UTF-8 with a byte-order mark (Windows' editors write one) is read, as pip reads it.
+    (code_dir / "requirements.txt").write_bytes(b"\xef\xbb\xbfPyYAML>=6\n")
+    assert code_requirements(build_spec(script_data(code_dir))) == ["PyYAML>=6"]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ too (vertex_trainer.packaging imports them from here), so both sides agree on wh
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -414,6 +415,23 @@ def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
                 value=str(root),
                 hint="image.code/requirements.txt lists pip requirements, one per line (NAME==VERSION)",
             )
-        for n, line in enumerate(requirement_lines(path.read_text(encoding="utf-8")), 1):
+        for n, line in enumerate(requirement_lines(_utf8(path)), 1):
             out.append(validate_requirement(f"image.code: requirements.txt line {n}", line))
     return list(dict.fromkeys(out))
+
+
+def _utf8(path: Path) -> str:
+    """A requirements file's text: UTF-8 (a byte-order mark allowed, as pip allows one); other
+    bytes are exit 2 naming the file, the first bad byte and its offset."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        quoted, bad = shlex.quote(str(path)), raw[e.start : e.start + 1]
+        raise SpecError(
+            "image.code",
+            f"requirements.txt: not UTF-8 text ({e.reason} at byte {e.start}: {bad!r})",
+            has_value=False,
+            hint=f"save it as UTF-8, e.g. from Latin-1: iconv -f latin1 -t utf-8 {quoted} -o {quoted}.utf8 "
+            f"&& mv {quoted}.utf8 {quoted}",
+        ) from None
