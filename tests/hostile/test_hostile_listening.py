@@ -26,10 +26,9 @@ from vertex_trainer.local import SUCCEEDED, netns, run_local
 from vertex_trainer.settings import Settings
 
 # A replica that listens as TensorFlow's worker server does: gRPC's "0.0.0.0:PORT" is the
-# dual-stack wildcard [::] (else 0.0.0.0), at the port TF_CONFIG gives it. It then reaches its
-# peers (the cluster's own ports), the service its environment names (VT_SERVICE) and, through
-# https_proxy, a server of this machine by CONNECT; then waits for the test's go-ahead.
-REPLICA = textwrap.dedent("""
+# dual-stack wildcard [::] (else 0.0.0.0), at the port TF_CONFIG gives it; then it reaches its
+# peers (the cluster's own ports).
+LISTEN_AS_TF = textwrap.dedent("""
     import json, os, socket, time, urllib.request
     cfg = json.loads(os.environ["TF_CONFIG"])
     me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
@@ -53,6 +52,10 @@ REPLICA = textwrap.dedent("""
                 time.sleep(0.01)
         else:
             raise SystemExit("peer unreachable: " + peer)
+""")
+# Then the service its environment names (VT_SERVICE) and, through https_proxy, a server of
+# this machine by CONNECT (VT_OUTSIDE); then it waits for the test's go-ahead (VT_GO).
+REPLICA = LISTEN_AS_TF + textwrap.dedent("""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     said = opener.open(os.environ["VT_SERVICE"], timeout=10).read().decode()
     proxy = os.environ.get("https_proxy", "")

@@ -68,6 +68,7 @@ def settings(sandbox) -> Settings:
         vertex_endpoint=base.vertex_endpoint,
         logging_endpoint=base.logging_endpoint,
         storage_emulator=base.storage_emulator,
+        emulator_token=base.emulator_token,  # the sandbox's, handed out in its variables
         project=PROJECT,
         region=REGION,
         retry=FAST_RETRY,

@@ -25,8 +25,8 @@ from .conftest import BUCKET, PROJECT, REGION, echo_deploy_request, python_job
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_the_aiplatform_sdk_lists_jobs_reads_a_pipeline_run_and_predicts(sandbox, settings):
-    from google.auth.credentials import AnonymousCredentials
     from google.cloud import aiplatform
+    from google.oauth2.credentials import Credentials
 
     jobs = JobsClient(PROJECT, REGION, settings=settings)
     job = Job(jobs.create_once(python_job("print('hello')", name="sdk-job")), jobs)
@@ -50,7 +50,7 @@ def test_the_aiplatform_sdk_lists_jobs_reads_a_pipeline_run_and_predicts(sandbox
     aiplatform.init(
         project=PROJECT,
         location=REGION,
-        credentials=AnonymousCredentials(),
+        credentials=Credentials(token=sandbox.token),  # the sandbox's token (docs/sandbox.md)
         api_endpoint=sandbox.vertex.url,
         api_transport="rest",
     )
@@ -96,7 +96,7 @@ def test_fake_logging_takes_every_timestamp_form(sandbox, form):
         f"{sandbox.logging.url}/v2/entries:list",
         method="POST",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {sandbox.token}"},
     )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         entries = json.loads(resp.read()).get("entries", [])

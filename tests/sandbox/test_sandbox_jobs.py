@@ -173,7 +173,10 @@ def test_the_plain_fake_still_scripts_its_jobs_and_serves_no_predictions():
 
     def call(url: str, body=None) -> dict:
         data = json.dumps(body).encode() if body is not None else None
-        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as resp:
+        headers = {"Content-Type": "application/json"}  # a JSON method's body is JSON, as clients send it
+        with urllib.request.urlopen(
+            urllib.request.Request(url, data=data, headers=headers), timeout=10
+        ) as resp:
             return json.loads(resp.read())
 
     with FakeVertex(validate=False) as fake:

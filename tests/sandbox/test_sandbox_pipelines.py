@@ -58,7 +58,7 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     scheduling = jobs[0]["jobSpec"]["scheduling"]
     assert scheduling["strategy"] == "FLEX_START" and scheduling["maxWaitDuration"] == "3600s"
     create = [r for r in sandbox.vertex.calls("create") if r.body.get("displayName") == "stand-in"]
-    assert create[0].headers.get("Authorization") == "Bearer sandbox-token"  # google-auth, metadata
+    assert create[0].headers.get("Authorization") == f"Bearer {sandbox.token}"  # google-auth, metadata
     assert any(LAUNCHER in line for line in echoed), [x for x in echoed if "pipeline" in x]
     # GCPC's launcher polls at the sandbox's pace (sandbox/launcher.py), not its own 20 s.
     looks = [r.at for r in sandbox.vertex.calls("get") if r.path.endswith(jobs[0]["name"])]

@@ -34,7 +34,7 @@ def _create(sandbox, body: dict) -> dict:
         f"{sandbox.vertex.url}/v1/projects/{PROJECT}/locations/{REGION}/hyperparameterTuningJobs",
         method="POST",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {sandbox.token}"},
     )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         return json.loads(resp.read())

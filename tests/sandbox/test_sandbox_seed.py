@@ -158,7 +158,10 @@ def test_a_grid_tune_runs_three_real_trials_and_names_the_best(box, tmp_path):
     assert result["best_trial"]["id"] in best, (result["best_trial"], trials)  # one of them on a tie
 
     # parallelTrialCount 2: trials 1 and 2 ran together, trial 3 only once one of them had ended.
-    request = urllib.request.Request(f"{env['VERTEX_TRAINER_API_ENDPOINT']}/v1/{result['name']}")
+    request = urllib.request.Request(
+        f"{env['VERTEX_TRAINER_API_ENDPOINT']}/v1/{result['name']}",
+        headers={"Authorization": f"Bearer {env['VERTEX_TRAINER_EMULATOR_TOKEN']}"},  # the sandbox's
+    )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         served = {t["id"]: t for t in json.loads(resp.read())["trials"]}
     assert served["2"]["startTime"] < served["1"]["endTime"]

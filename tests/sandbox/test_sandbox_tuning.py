@@ -29,7 +29,7 @@ def _call(sandbox, method: str, path: str, body=None) -> dict:
         f"{sandbox.vertex.url}/v1/{path}",
         method=method,
         data=json.dumps(body).encode() if body is not None else None,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {sandbox.token}"},
     )
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as resp:
         return json.loads(resp.read() or b"{}")

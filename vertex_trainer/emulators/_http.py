@@ -1,16 +1,18 @@
 """What the loopback fakes share: the server's lifecycle (a ThreadingHTTPServer on a daemon
-thread), the JSON answer and Google's error envelope, offset pages, and routing a request to a
-service's handler."""
+thread), who may send a request (`Guard`), the JSON answer and Google's error envelope, offset
+pages, and routing a request to a service's handler."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 # HTTP status -> the google.rpc code name the error envelope carries.
@@ -39,13 +41,138 @@ def query_of(path: str) -> dict[str, str]:
     return {k: v[-1] for k, v in parse_qs(urlsplit(path).query).items()}
 
 
-class JsonHandler(BaseHTTPRequestHandler):
-    """A request handler that answers JSON and keeps test output quiet."""
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+# Hosts a stand-in is also reached as: the sandbox's own TLS proxies (the Cloud Storage route,
+# the pipelines' gateway) hand it the requests clients address to Google's hosts. A web page
+# cannot make a browser send them to this machine (it does not own their names).
+_GOOGLE_HOST = re.compile(r"^([a-z0-9-]+\.)*googleapis\.com$")
+JSON_METHODS = ("POST", "PUT", "PATCH")
+_MISSING = (
+    "Request is missing required authentication credential. Expected OAuth 2 access token, login "
+    "cookie or other valid authentication credential."
+)
+_INVALID = (
+    "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie "
+    "or other valid authentication credential."
+)
+SANDBOX_HINT = (
+    "the sandbox's token is VERTEX_TRAINER_EMULATOR_TOKEN in the lines it printed (docs/sandbox.md)"
+)
 
-    content_type = "application/json; charset=UTF-8"
+
+def _hostname(authority: str) -> str:
+    """'127.0.0.1:8080', '[::1]:80', 'localhost' -> the host name, lower case, no port."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1:].split("]", 1)[0]
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def local_host(host: str | None) -> bool:
+    """Is a Host header this machine's loopback (any port), or a Google host the sandbox's own
+    proxies forward? A missing one is refused too (HTTP/1.1 requires it; every client sends it)."""
+    if not host:
+        return False
+    name = _hostname(host)
+    return name in LOOPBACK_NAMES or bool(_GOOGLE_HOST.match(name))
+
+
+def local_origin(origin: str | None) -> bool:
+    """Is an Origin header absent (clients that are not browsers send none) or a page of this
+    machine's loopback?"""
+    if origin is None:
+        return True
+    parts = urlsplit(origin.strip().lower())
+    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK_NAMES
+
+
+class HeaderLookup(Protocol):
+    """A request's headers, looked up case-insensitively (http.server's, Flask's)."""
+
+    def get(self, name: str, /) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Who may send a stand-in a request (docs/security-notes/listening.md).
+
+    Always: the Host must be loopback (or a Google host the sandbox's proxies forward: no DNS
+    rebinding) and an Origin, when present, a loopback page (no web page elsewhere). With
+    `token` (a sandbox's), `Authorization: Bearer <token>`, as Google's clients send their
+    credential. With `json_only`, a POST, PUT or PATCH with a body must be application/json, as
+    every client of a JSON API sends it (a form or text/plain is what a page can send without
+    asking)."""
+
+    token: str | None = None
+    json_only: bool = True
+
+    def refusal(self, method: str, headers: HeaderLookup) -> tuple[int, str] | None:
+        """(HTTP status, message) when the request must be refused; None when it may go on.
+        `headers` is case-insensitive (http.client's HTTPMessage)."""
+        host, origin = headers.get("Host"), headers.get("Origin")
+        if not local_host(host):
+            return 403, f"Host {host!r} is not this machine's loopback; refused (DNS rebinding)."
+        if not local_origin(origin):
+            return 403, f"Origin {origin!r} is not a page of this machine's loopback; refused."
+        if self.token is not None:
+            given = headers.get("Authorization") or ""
+            if not given:
+                return 401, f"{_MISSING} ({SANDBOX_HINT})"
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return 401, f"{_INVALID} ({SANDBOX_HINT})"
+        if self.json_only and method.upper() in JSON_METHODS and _has_body(headers):
+            kind = (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                return 400, (
+                    f"Invalid JSON payload received. Content-Type {kind or 'none'!r} is not "
+                    "application/json; refused."
+                )
+        return None
+
+
+def _has_body(headers: HeaderLookup) -> bool:
+    length = (headers.get("Content-Length") or "").strip()
+    return bool(headers.get("Transfer-Encoding")) or (length not in ("", "0"))
+
+
+class GuardedHandler(BaseHTTPRequestHandler):
+    """A handler whose requests pass the server's `guard` (a `Guard`; none set: Host and Origin
+    only, JSON bodies) before any method runs: a refused request is answered with Google's error
+    envelope and the connection closed, its body unread, nothing done."""
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        guard = getattr(self.server, "guard", None) or Guard()
+        refused = guard.refusal(self.command, self.headers)
+        if refused is not None:
+            refuse(self, *refused)
+        return refused is None
+
+
+def refuse(handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
+    """Answer a refused request with Google's error envelope and close the connection (its body,
+    unread, goes with it)."""
+    data = json.dumps(envelope(status, message)).encode()
+    handler.close_connection = True
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json; charset=UTF-8")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.send_header("Connection", "close")
+    if status == 401:
+        handler.send_header("WWW-Authenticate", 'Bearer realm="https://accounts.google.com/"')
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(data)
+
+
+class JsonHandler(GuardedHandler):
+    """A request handler that answers JSON and keeps test output quiet."""
+
+    content_type = "application/json; charset=UTF-8"
 
     def send_json(self, status: int, payload: Any) -> None:
         """Answer `status` with `payload` as the JSON body."""
@@ -153,11 +280,13 @@ class LoopbackServer:
     """Mixin: `_serve(Handler)` starts the server; `url`, `stop()` and `with` come for free.
 
     The class using it sets `host`, `port` (0 = any free port) and `self._server = None`; for
-    fault injection also `faults` (a list) and `_lock` (a threading.Lock).
+    fault injection also `faults` (a list) and `_lock` (a threading.Lock). `require(token)`
+    before `start()` makes every request carry `Authorization: Bearer <token>` (the sandbox).
     """
 
     host: str
     port: int
+    sandbox_token: str | None = None  # what requests must carry as their Bearer token (None: nothing)
     _server: ThreadingHTTPServer | None
     faults: list[tuple[str | None, int]]  # (method or None, status) answered instead, in order
     _lock: threading.Lock | threading.Condition
@@ -179,8 +308,14 @@ class LoopbackServer:
                     return status
         return None
 
+    def require(self: _Fake, token: str | None) -> _Fake:
+        """Refuse (401) every request without `Authorization: Bearer <token>`; call before start()."""
+        self.sandbox_token = token
+        return self
+
     def _serve(self: _Fake, handler: type[BaseHTTPRequestHandler]) -> _Fake:
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
+        self._server.guard = Guard(self.sandbox_token)  # type: ignore[attr-defined]
         self._server.daemon_threads = True
         threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

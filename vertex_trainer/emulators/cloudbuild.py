@@ -148,8 +148,10 @@ class FakeCloudBuild(LoopbackServer):
             f"{self.storage_host.rstrip('/')}/storage/v1/b/{source['bucket']}/o/"
             f"{urllib.parse.quote(source['object'], safe='')}?alt=media"
         )
+        # The sandbox's storage emulator takes the same token as this stand-in (services.py).
+        headers = {"Authorization": f"Bearer {self.sandbox_token}"} if self.sandbox_token else {}
         try:
-            with urllib.request.urlopen(url, timeout=30) as resp:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as resp:
                 data = resp.read()
         except urllib.error.HTTPError as exc:
             return f"source gs://{source['bucket']}/{source['object']}: HTTP {exc.code}"

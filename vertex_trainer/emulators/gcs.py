@@ -29,12 +29,11 @@ only and its key never leaves the temporary directory, which is removed on stop(
 
 from __future__ import annotations
 
-import datetime
 import http.client
+import http.server
 import io
 import json
 import logging
-import os
 import shutil
 import socket
 import socketserver
@@ -48,6 +47,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from vertex_trainer.emulators._http import Guard, refuse
+from vertex_trainer.emulators.tls import make_ca_and_leaf
 
 # The hosts TensorFlow (and the JSON API in general) uses for Cloud Storage.
 INTERCEPTED_HOSTS = ("storage.googleapis.com", "www.googleapis.com")
@@ -68,77 +70,6 @@ _HOP_BY_HOP = {
 }
 
 log = logging.getLogger(__name__)
-
-
-def _make_ca_and_leaf(directory: str, hosts: tuple[str, ...]) -> tuple[str, str, str]:
-    """Write ca.pem, leaf.pem (cert chain) and leaf.key into `directory`; return their paths."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    not_before, not_after = now - datetime.timedelta(hours=1), now + datetime.timedelta(days=7)
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vertex-trainer throwaway GCS emulator CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca_name)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    pem = serialization.Encoding.PEM
-    ca_path = os.path.join(directory, "ca.pem")
-    leaf_path = os.path.join(directory, "leaf.pem")
-    key_path = os.path.join(directory, "leaf.key")
-    with open(ca_path, "wb") as f:
-        f.write(ca_cert.public_bytes(pem))
-    with open(leaf_path, "wb") as f:
-        f.write(leaf_cert.public_bytes(pem) + ca_cert.public_bytes(pem))
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    return ca_path, leaf_path, key_path
 
 
 class _BadRequest(Exception):
@@ -394,7 +325,10 @@ class GcsEmulator:
     port: int = 0
     proxy_port: int = 0
     project: str = "local-emulator"
-    _server: Any = field(default=None, init=False, repr=False)  # gcp_storage_emulator's (untyped)
+    # A sandbox's token: every request must carry it as its Bearer credential (None: none needed);
+    # Host and Origin are checked whatever it is (emulators/_http.py `Guard`).
+    token: str | None = field(default=None, repr=False)
+    _server: Any = field(default=None, init=False, repr=False)  # the emulator's HTTPServer
     _proxy: _ProxyServer | None = field(default=None, init=False, repr=False)
     _proxy_thread: threading.Thread | None = field(default=None, init=False, repr=False)
     _tmp: str | None = field(default=None, init=False, repr=False)
@@ -402,18 +336,19 @@ class GcsEmulator:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> GcsEmulator:
-        from gcp_storage_emulator.server import create_server
-
         # The emulator logs every request at INFO; keep a user's terminal readable.
         logging.getLogger("gcp_storage_emulator").setLevel(logging.WARNING)
         self._tmp = tempfile.mkdtemp(prefix="vertex-trainer-gcs-")
-        self.ca_path, leaf, key = _make_ca_and_leaf(self._tmp, INTERCEPTED_HOSTS)
+        self.ca_path, leaf, key = make_ca_and_leaf(self._tmp, INTERCEPTED_HOSTS)
         try:
-            self._server = create_server(self.host, self.port, in_memory=True)
-            self._server.start()
-            # create_server(port=0) binds an ephemeral port; the server object does not expose
-            # it publicly, so read it from the bound socket.
-            self.port = self._server._api._httpd.server_address[1]
+            self._server = _emulator_server(self.host, self.port, Guard(self.token, json_only=False))
+            self.port = self._server.server_address[1]
+            threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.2},
+                name="gcs-emulator",
+                daemon=True,
+            ).start()
 
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(leaf, key)
@@ -438,7 +373,8 @@ class GcsEmulator:
             self._proxy.server_close()
             self._proxy = None
         if self._server is not None:
-            self._server.stop()
+            self._server.shutdown()
+            self._server.server_close()
             self._server = None
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -467,7 +403,10 @@ class GcsEmulator:
 
     def env(self) -> dict[str, str]:
         """Environment for a process that should see this emulator as Cloud Storage."""
-        return emulator_env(self.endpoint, self.proxy_url, self.ca_path or "", self.project)
+        return emulator_env(self.endpoint, self.proxy_url, self.ca_path or "", self.project, self.token)
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     # -- conveniences for tests and `dev gcs-emulator` -------------------------------------
     def create_bucket(self, name: str) -> None:
@@ -476,7 +415,7 @@ class GcsEmulator:
             f"{self.endpoint}/storage/v1/b?project={urllib.parse.quote(self.project)}",
             data=json.dumps({"name": name}).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **self._headers()},
         )
         with _no_proxy_opener().open(req, timeout=30) as resp:
             resp.read()
@@ -491,7 +430,8 @@ class GcsEmulator:
                 f"{self.endpoint}/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o?"
                 + urllib.parse.urlencode(q)
             )
-            with _no_proxy_opener().open(url, timeout=30) as resp:
+            request = urllib.request.Request(url, headers=self._headers())
+            with _no_proxy_opener().open(request, timeout=30) as resp:
                 data = json.loads(resp.read() or b"{}")
             names += [item["name"] for item in data.get("items", [])]
             token = data.get("nextPageToken")
@@ -503,9 +443,32 @@ class GcsEmulator:
             f"{self.endpoint}/download/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o/"
             f"{urllib.parse.quote(name, safe='')}?alt=media"
         )
-        with _no_proxy_opener().open(url, timeout=30) as resp:
+        with _no_proxy_opener().open(
+            urllib.request.Request(url, headers=self._headers()), timeout=30
+        ) as resp:
             data: bytes = resp.read()
             return data
+
+
+def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServer:
+    """gcp-storage-emulator's own request handler (in memory, unchanged), served by a server whose
+    every request first passes `guard`: the emulator has no check of its own, and its port is
+    the only one it listens on, so nothing reaches it around the guard."""
+    from functools import partial
+
+    from gcp_storage_emulator.server import RequestHandler
+    from gcp_storage_emulator.storage import Storage
+
+    class Guarded(RequestHandler):  # type: ignore[misc]
+        def parse_request(self) -> bool:
+            if not super().parse_request():
+                return False
+            refused = guard.refusal(self.command, self.headers)
+            if refused is not None:
+                refuse(self, *refused)
+            return refused is None
+
+    return http.server.HTTPServer((host, port), partial(Guarded, Storage(use_memory_fs=True)))
 
 
 def _no_proxy_opener() -> urllib.request.OpenerDirector:
@@ -514,13 +477,14 @@ def _no_proxy_opener() -> urllib.request.OpenerDirector:
 
 
 def emulator_env(
-    endpoint: str, proxy_url: str, ca_path: str, project: str = "local-emulator"
+    endpoint: str, proxy_url: str, ca_path: str, project: str = "local-emulator", token: str | None = None
 ) -> dict[str, str]:
     """The variables that route google-cloud-storage and TensorFlow's gs:// to an emulator.
 
     Both spellings of the proxy variables are set (curl reads lower case, many Python tools
     either). no_proxy keeps loopback traffic (the emulator itself, TF's gRPC collectives between
-    local replicas) off the proxy.
+    local replicas) off the proxy. `token`: the Bearer token TensorFlow sends (a sandbox's, which
+    its emulator requires; else any word).
     """
     no_proxy = "localhost,127.0.0.1,::1"
     return {
@@ -535,7 +499,7 @@ def emulator_env(
         # TF: skip the GCE metadata probe and use this bearer token instead of looking for
         # credentials (the emulator accepts any token).
         "NO_GCE_CHECK": "true",
-        "GOOGLE_AUTH_TOKEN_FOR_TESTING": "emulator-token",
+        "GOOGLE_AUTH_TOKEN_FOR_TESTING": token or "emulator-token",
         # TF: without this, a failing gs:// request is retried for minutes.
         "GCS_RETRY_CONFIG_MAX_RETRIES": "2",
         # TF buffers this much per open gs:// file (default 64 MB).

@@ -19,10 +19,10 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from vertex_trainer.emulators._http import LoopbackServer
+from vertex_trainer.emulators._http import GuardedHandler, LoopbackServer
 
 
 @dataclass
@@ -61,10 +61,7 @@ class FakeRegistry(LoopbackServer):
     def start(self) -> FakeRegistry:
         registry = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-                pass
-
+        class Handler(GuardedHandler):  # Host and Origin; its own tokens below
             def _record(self) -> None:
                 registry.requests.append(RegistryRequest(self.command, self.path, dict(self.headers)))
 

@@ -45,7 +45,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from vertex_trainer.emulators._http import JsonHandler, envelope, query_of, serve_until_interrupted
+from vertex_trainer.emulators._http import Guard, JsonHandler, envelope, query_of, serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome, region_of
 from vertex_trainer.emulators.vertex_models import ModelService, labels_filter, list_page
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
@@ -182,6 +182,12 @@ class FakeVertex(CapacityScripts):
     def url(self) -> str:
         host, port = self._server.socket.getsockname()[:2]
         return f"http://{host}:{port}"
+
+    def require(self, token: str | None) -> FakeVertex:
+        """Refuse (401) every request without `Authorization: Bearer <token>` (the sandbox's);
+        Host, Origin and JSON bodies are checked whatever it is (emulators/_http.py `Guard`)."""
+        self._server.guard = Guard(token)
+        return self
 
     def start(self) -> FakeVertex:
         self._thread = threading.Thread(
@@ -496,6 +502,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     fake: FakeVertex
+    guard: Guard | None = None  # who may send requests (require(); None: Host, Origin, JSON only)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         request = super().get_request()

@@ -44,7 +44,12 @@ class AccessApis:
 
         def client(url: str, service: str, api: str) -> ApiClient:
             return ApiClient(
-                url, retry=retry, log=log, service=service, hints=default_hint(service, api, settings.project)
+                url,
+                retry=retry,
+                log=log,
+                service=service,
+                hints=default_hint(service, api, settings.project),
+                token=settings.emulator_token,
             )
 
         return cls(

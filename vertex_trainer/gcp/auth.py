@@ -1,9 +1,12 @@
 """Credentials and HTTP sessions for every Google API the tool calls (Vertex AI, Cloud Build,
 Artifact Registry, Cloud Storage, Cloud Logging).
 
-One rule everywhere: an `http://` endpoint is a local emulator and gets an anonymous plain
-session; anything else gets Application Default Credentials, or a clear exit-2 message saying how
-to log in (nothing is sent). google-auth and requests are imported only when a session is made.
+One rule everywhere: an `http://` endpoint is a local emulator and gets a plain session, which
+carries `Authorization: Bearer <token>` when the settings hold a sandbox's token
+(`Settings.emulator_token`, `emulator_headers`; the storage client's `emulator_credentials`), as
+Google's clients send their credential; anything else gets Application Default Credentials, or a
+clear exit-2 message saying how to log in (nothing is sent). google-auth and requests are imported
+only when a session is made.
 
 Impersonation (issue 33): the edge calls `use(settings)` once; with
 `settings.impersonate_service_account` set, `credentials()` (and so every session, the storage
@@ -29,6 +32,8 @@ __all__ = [
     "SCOPES",
     "access_token",
     "credentials",
+    "emulator_credentials",
+    "emulator_headers",
     "impersonating",
     "is_emulator",
     "plain_session",
@@ -158,6 +163,31 @@ def _what_is_wrong(path: str, exc: BaseException) -> str:
 
 def _json_kind(value: object) -> str:
     return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def emulator_headers(token: str | None) -> dict[str, str]:
+    """The headers a request to an emulator carries: a sandbox's token as its Bearer credential
+    (docs/sandbox.md), or none."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def emulator_credentials(token: str | None) -> Credentials:
+    """google-auth credentials for an emulator: a static token credential carrying a sandbox's
+    token (it never expires, and has nothing to refresh), else anonymous ones."""
+    from google.auth.credentials import AnonymousCredentials, Credentials
+
+    if not token:
+        return AnonymousCredentials()
+
+    class _Static(Credentials):
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.token = token
+
+        def refresh(self, request: object) -> None:  # a sandbox's token is the same all its life
+            pass
+
+    return _Static()
 
 
 def plain_session() -> requests.Session:

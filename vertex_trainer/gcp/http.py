@@ -248,8 +248,12 @@ class ApiClient:
         retry_hint: str | None = None,
         user_error: Callable[[str, ApiError], bool] | None = None,
         final: Callable[[str, ApiError], bool] | None = None,
+        token: str | None = None,
     ):
         self.endpoint = endpoint.rstrip("/")
+        # A sandbox's token (Settings.emulator_token): sent to an emulator (http://) endpoint
+        # only, as Google's clients send their credential (gcp/auth.py).
+        self.token = token
         self.retry = retry or RetryPolicy()
         self.log = log if log is not None else silent
         self.service = service
@@ -289,6 +293,8 @@ class ApiClient:
         import requests
 
         kwargs.setdefault("timeout", (self.retry.connect_timeout, self.retry.read_timeout))
+        if self.token and self.emulator:
+            kwargs["headers"] = {**auth.emulator_headers(self.token), **(kwargs.get("headers") or {})}
         try:
             response: requests.Response = self.session.request(method, self.url(path), **kwargs)
         except requests.Timeout as exc:  # a read timeout: sent, unanswered, maybe still running

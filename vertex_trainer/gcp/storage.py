@@ -1,8 +1,9 @@
 """Cloud Storage: the one client factory, content-addressed uploads, reads and bucket metadata.
 
 With `Settings.storage_emulator` set (STORAGE_EMULATOR_HOST at the edge) every call goes to the
-emulator with anonymous credentials; otherwise to Cloud Storage with Application Default
-Credentials. google-cloud-storage (0.25 s to import) is imported only by the functions that need it.
+emulator with anonymous credentials (a sandbox's token when `Settings.emulator_token` holds one);
+otherwise to Cloud Storage with Application Default Credentials. google-cloud-storage (0.25 s to
+import) is imported only by the functions that need it.
 """
 
 from __future__ import annotations
@@ -39,12 +40,10 @@ def client(settings: Settings, project: str | None = None) -> Any:  # google.clo
     """A google.cloud.storage.Client for the emulator or the real service."""
     import google.cloud.storage as storage
 
-    if settings.storage_emulator:
-        from google.auth.credentials import AnonymousCredentials
-
+    if settings.storage_emulator:  # anonymous, or a sandbox's token (gcp/auth.py)
         return storage.Client(
             project=project or settings.project or "vertex-trainer",
-            credentials=AnonymousCredentials(),
+            credentials=auth.emulator_credentials(settings.emulator_token),
             client_options={"api_endpoint": settings.storage_url()},
         )
     return storage.Client(project=project, credentials=auth.credentials())
@@ -144,6 +143,7 @@ def storage_api(
         service="Cloud Storage",
         hints=default_hint("Cloud Storage", "storage.googleapis.com"),
         final=final,
+        token=settings.emulator_token,
     )
 
 

@@ -51,6 +51,7 @@ def cloudbuild_api(settings: Settings, *, log: Log | None = None) -> ApiClient:
         log=log,
         service="Cloud Build",
         hints=default_hint("Cloud Build", "cloudbuild.googleapis.com"),
+        token=settings.emulator_token,
     )
 
 

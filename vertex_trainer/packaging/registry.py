@@ -74,8 +74,8 @@ def registry_tag_exists(
     op = f"checking {image} in the registry"
     headers = {"Accept": _MANIFEST_TYPES}
     google = is_google_registry(host)
-    if token is None and google and not api.emulator:
-        token = auth.access_token()
+    if token is None and google:
+        token = settings.emulator_token if api.emulator else auth.access_token()
     if token:
         headers["Authorization"] = f"Bearer {token}"
     resp = api.call(op, "HEAD", url, headers=headers, allow=_ANSWERS)

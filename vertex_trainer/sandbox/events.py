@@ -13,6 +13,12 @@ there, a new object or a new generation of one, is delivered as a CloudEvent in 
              {"bucket", "name", "generation", "metageneration", "size", "id", "contentType",
               "md5Hash", "crc32c", "timeCreated", "updated", ...}   (StorageObjectData)
 
+The function is served behind the sandbox's own checks (`_GUARDED`, a source file of the
+sandbox's that loads main.py unchanged): an event must carry the sandbox's token as its Bearer
+credential (as Eventarc sends its OIDC token to Cloud Run), a loopback Host and no foreign Origin,
+as JSON; the events come from the sandbox itself, and nothing else can start a run through the
+function's port.
+
 Delivery is at least once, as Eventarc's (Pub/Sub underneath): `redeliver` sends each event that
 many times (the same message id), to show the function's dedupe; a non-2xx answer or no answer is
 delivered again after a backoff that doubles (`BACKOFF_S`, at most `MAX_ATTEMPTS` attempts, where
@@ -26,6 +32,7 @@ import itertools
 import json
 import socket
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -39,7 +46,7 @@ from typing import Any
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import ApiClient
 from vertex_trainer.sandbox.runner import Echo
-from vertex_trainer.settings import RetryPolicy
+from vertex_trainer.settings import EMULATOR_TOKEN_ENV, RetryPolicy
 
 FINALIZED = "google.cloud.storage.object.v1.finalized"
 TARGET = "on_object_finalized"
@@ -50,6 +57,33 @@ START_TIMEOUT_S = 120.0
 DELIVERY_TIMEOUT_S = 300.0  # a function that submits (and builds nothing) answers in seconds
 _ONE_TRY = RetryPolicy(attempts=1, read_timeout=30.0)
 _LIST = {"maxResults": 1000}  # the JSON API's page size (pageSize is the pager's, for other APIs)
+# The source functions-framework serves: main.py of DIRECTORY as it is, its function called only
+# for an event that passes the sandbox's guard (emulators/_http.py), else answered 401/403/400.
+_GUARDED = """\
+import importlib.util, json, os, sys
+
+import flask
+
+from vertex_trainer.emulators._http import Guard, envelope
+
+DIRECTORY = {directory!r}
+sys.path.append(DIRECTORY)
+_spec = importlib.util.spec_from_file_location(
+    "main", os.path.join(DIRECTORY, "main.py"), submodule_search_locations=[DIRECTORY]
+)
+_main = importlib.util.module_from_spec(_spec)
+sys.modules["main"] = _main
+_spec.loader.exec_module(_main)
+_GUARD = Guard(os.environ.get({token_env!r}) or None)
+
+
+def {target}(cloud_event):
+    refused = _GUARD.refusal(flask.request.method, flask.request.headers)
+    if refused is not None:
+        body = json.dumps(envelope(*refused))
+        flask.abort(flask.Response(body, status=refused[0], content_type="application/json"))
+    return _main.{target}(cloud_event)
+"""
 
 
 @dataclass(frozen=True)
@@ -69,7 +103,8 @@ class FunctionHost:
 
     `directory`: the `trigger render` output; `environ`: the function's environment (the
     sandbox's variables); `storage`: the Cloud Storage emulator's http://host:port; `redeliver`:
-    how many times each event is sent."""
+    how many times each event is sent; `token`: the sandbox's, which the bucket's listing and
+    every event carry (and the function requires); by default the one `environ` holds."""
 
     def __init__(
         self,
@@ -81,6 +116,7 @@ class FunctionHost:
         echo: Echo | None = None,
         backoff_s: float = BACKOFF_S,
         max_attempts: int = MAX_ATTEMPTS,
+        token: str | None = None,
     ):
         from vertex_trainer.trigger.events import TriggerConfig
 
@@ -91,9 +127,12 @@ class FunctionHost:
             )
         self.config = TriggerConfig.load(self.directory)
         self.environ = dict(environ)
+        token = token if token is not None else self.environ.get(EMULATOR_TOKEN_ENV) or None
         self.storage = storage.rstrip("/")
         # One attempt per listing: a failed poll is repeated by the next one, POLL_S later.
-        self._api = ApiClient(self.storage, retry=_ONE_TRY, service="the Cloud Storage emulator")
+        self._api = ApiClient(self.storage, retry=_ONE_TRY, service="the Cloud Storage emulator", token=token)
+        self.token = token
+        self._guarded = tempfile.TemporaryDirectory(prefix="vertex-trainer-function-")
         self.redeliver = max(1, int(redeliver))
         self.echo = echo if echo is not None else (lambda text: None)
         self.backoff_s, self.max_attempts = backoff_s, max_attempts
@@ -125,7 +164,7 @@ class FunctionHost:
             "--target",
             TARGET,
             "--source",
-            str(self.directory / "main.py"),
+            self._guarded_source(),
             "--signature-type",
             "cloudevent",
             "--host",
@@ -135,6 +174,7 @@ class FunctionHost:
         )
         env = {
             **self.environ,
+            EMULATOR_TOKEN_ENV: self.token or "",
             "PORT": str(port),
             "K_SERVICE": self.directory.name,
             "K_REVISION": f"{self.directory.name}-00001",
@@ -163,6 +203,16 @@ class FunctionHost:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=30)
+        self._guarded.cleanup()
+
+    def _guarded_source(self) -> str:
+        """The source functions-framework serves: main.py behind the sandbox's guard."""
+        path = Path(self._guarded.name) / "sandbox_function.py"
+        path.write_text(
+            _GUARDED.format(directory=str(self.directory), token_env=EMULATOR_TOKEN_ENV, target=TARGET),
+            encoding="utf-8",
+        )
+        return str(path)
 
     def wait_deliveries(self, count: int, timeout: float) -> list[Delivery]:
         """Block until `count` attempts were made (or `timeout`); every attempt so far."""
@@ -226,6 +276,7 @@ class FunctionHost:
             "ce-subject": f"objects/{data['name']}",
             "ce-time": data.get("updated", ""),
             "Content-Type": "application/json; charset=utf-8",
+            **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
         }
         body = json.dumps(data).encode()
         delay = self.backoff_s

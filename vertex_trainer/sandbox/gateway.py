@@ -15,7 +15,10 @@ variables those libraries honour:
   the same REST calls). Any other host is tunnelled on to `upstream_proxy` (the Cloud Storage
   route), or refused.
 - `GCE_METADATA_HOST` / `GCE_METADATA_IP` -> a metadata server: the project, and an access token
-  for the default service account (the fake services accept any token).
+  for the default service account: the sandbox's token, which its stand-ins require. It answers
+  only what GCE's own answers (`Metadata-Flavor: Google`, no foreign Host or Origin) and only
+  processes of this user (the peer's socket owner, from /proc/net/tcp): the token is not for
+  other users of the machine.
 
 The gRPC face runs in a process of its own (`python -m vertex_trainer.sandbox.gateway URL`): a
 gRPC server's threads in the sandbox's process would break the processes it forks meanwhile
@@ -39,6 +42,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from vertex_trainer.emulators._http import Guard
 
 _VERTEX_HOST = re.compile(r"^[a-z0-9-]+-aiplatform\.googleapis\.com$|^aiplatform\.googleapis\.com$")
 _JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
@@ -69,7 +74,8 @@ class Gateway:
 
     `vertex_url`: the fake Vertex AI's http://127.0.0.1:PORT; `project`: what the metadata
     server answers; `upstream_proxy`: host:port of the proxy other hosts are tunnelled to;
-    `environ`: the environment the gRPC face's process starts from."""
+    `environ`: the environment the gRPC face's process starts from; `token`: the sandbox's, the
+    access token the metadata server hands out."""
 
     def __init__(
         self,
@@ -79,7 +85,9 @@ class Gateway:
         upstream_proxy: str | None = None,
         host: str = "127.0.0.1",
         environ: Mapping[str, str] | None = None,
+        token: str | None = None,
     ):
+        self.token = token
         self.vertex_url = vertex_url.rstrip("/")
         self.environ = dict(environ or {})  # the gRPC face's process starts from it
         self.project, self.host = project, host
@@ -93,9 +101,9 @@ class Gateway:
         self.ca_path = ""
 
     def start(self) -> Gateway:
-        from vertex_trainer.emulators.gcs import _make_ca_and_leaf
+        from vertex_trainer.emulators.tls import make_ca_and_leaf
 
-        self.ca_path, leaf, key = _make_ca_and_leaf(
+        self.ca_path, leaf, key = make_ca_and_leaf(
             self._dir.name, ("*.googleapis.com", "aiplatform.googleapis.com")
         )
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -115,6 +123,7 @@ class Gateway:
         self._metadata = ThreadingHTTPServer((self.host, 0), _Metadata)
         self._metadata.daemon_threads = True
         self._metadata.project = self.project  # type: ignore[attr-defined]
+        self._metadata.token = self.token or "sandbox-token"  # type: ignore[attr-defined]
         threading.Thread(
             target=self._metadata.serve_forever,
             kwargs={"poll_interval": 0.1},
@@ -319,6 +328,13 @@ class _Metadata(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        refused = Guard(json_only=False).refusal(self.command, self.headers)
+        if refused is None and self.headers.get("Metadata-Flavor") != "Google":
+            refused = 403, "Missing Metadata-Flavor:Google header."
+        if refused is None and not same_user(self.client_address, self.server.server_address):
+            refused = 403, "Not a process of the sandbox's user."
+        if refused is not None:
+            return self._send(refused[0], "text/plain", refused[1].encode())
         path = self.path.split("?", 1)[0].rstrip("/")
         account = "/computeMetadata/v1/instance/service-accounts/default"
         answers: dict[str, Any] = {
@@ -327,7 +343,11 @@ class _Metadata(BaseHTTPRequestHandler):
             "/computeMetadata/v1/project/project-id": self.server.project,  # type: ignore[attr-defined]
             "/computeMetadata/v1/project/numeric-project-id": "123456789012",
             "/computeMetadata/v1/universe/universe-domain": "googleapis.com",
-            f"{account}/token": {"access_token": "sandbox-token", "expires_in": 3600, "token_type": "Bearer"},
+            f"{account}/token": {
+                "access_token": self.server.token,  # type: ignore[attr-defined]
+                "expires_in": 3600,
+                "token_type": "Bearer",
+            },
             f"{account}/email": SERVICE_ACCOUNT,
             account: {
                 "aliases": ["default"],
@@ -350,6 +370,38 @@ class _Metadata(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def same_user(peer: Any, ours: Any) -> bool:
+    """Is the loopback TCP connection from `peer` (address, port) to `ours` a process of this
+    process's user? The peer's socket is the row of /proc/net/tcp{,6} whose local end is `peer`
+    and remote end `ours`; its owner is that row's uid. Without /proc (not Linux): True."""
+    import os
+
+    want = {(peer[0], int(peer[1])), (f"::ffff:{peer[0]}", int(peer[1]))}
+    found = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        found = True
+        for row in rows:
+            cols = row.split()
+            if _endpoint(cols[1]) in want and _endpoint(cols[2])[1] == int(ours[1]):
+                return int(cols[7]) == os.geteuid()
+    return not found
+
+
+def _endpoint(hex_address: str) -> tuple[str, int]:
+    """/proc/net/tcp's 0100007F:1F90 -> ('127.0.0.1', 8080) (tcp6's 32 hex digits too)."""
+    address, port = hex_address.rsplit(":", 1)
+    raw = bytes.fromhex(address)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1]), int(port, 16)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words), int(port, 16)
 
 
 def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:

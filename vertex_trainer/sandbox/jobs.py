@@ -57,7 +57,8 @@ class JobRunner(Runner[_Run]):
 
     `environ` is the replicas' base environment (the sandbox's, with its Cloud Storage route);
     `storage_emulator` reads a gs:// metrics.json back; `logging` (a FakeLogging) receives the
-    log entries; `registry` (a FakeRegistry, optional) says which images were pushed.
+    log entries; `registry` (a FakeRegistry, optional) says which images were pushed; `token` is
+    the sandbox's, which its storage emulator requires.
     """
 
     kind = "job"
@@ -72,8 +73,10 @@ class JobRunner(Runner[_Run]):
         registry: Any = None,
         echo: Echo | None = None,
         cloudbuild: Any = None,
+        token: str | None = None,
     ):
         super().__init__(echo=echo)
+        self.token = token
         self.environ = dict(environ)
         self.storage_emulator = storage_emulator
         self.logging = logging
@@ -117,6 +120,7 @@ class JobRunner(Runner[_Run]):
             project=run.project,
             region=run.location,
             storage_emulator=self.storage_emulator,
+            emulator_token=self.token,
             environ=self.environ,
         )
         scratch = tempfile.mkdtemp(prefix="vertex-trainer-code-")
@@ -130,7 +134,7 @@ class JobRunner(Runner[_Run]):
                 cancel=run.cancel,
                 job_id=run.job_id,
                 on_lines=lambda items: self._lines(run, items),
-                code=built_code(run.body, self.cloudbuild, self.storage_emulator, Path(scratch)),
+                code=built_code(run.body, self.cloudbuild, self.storage_emulator, Path(scratch), self.token),
             )
         except VertexTrainerError as exc:  # the job cannot start here (e.g. a module not installed)
             return FAILED, exc.message + (f" ({exc.hint})" if exc.hint else "")
@@ -175,10 +179,13 @@ class JobRunner(Runner[_Run]):
         return bool(self.vertex.report(name, state, error)) if self.vertex is not None else False
 
 
-def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratch: Path) -> Any:
+def built_code(
+    job: dict[str, Any], cloudbuild: Any, storage: str | None, scratch: Path, token: str | None = None
+) -> Any:
     """Script jobs (issue 32): the code a job's image or package holds, as it was built (the
     fake Cloud Build's context, the staged sdist), extracted under `scratch`; None for the
-    bundled trainer or an image the sandbox did not build (the installed code runs then)."""
+    bundled trainer or an image the sandbox did not build (the installed code runs then).
+    `token`: the storage emulator's."""
     from vertex_trainer.local import owncode
 
     pools = [p for p in (job.get("jobSpec") or {}).get("workerPoolSpecs") or [] if p]
@@ -187,10 +194,12 @@ def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratc
     package = pools[0].get("pythonPackageSpec") or {}
     for uri in package.get("packageUris") or []:
         if storage and "/vertex_trainer_code-" in uri:
-            return owncode.code_in_sdist(_object(storage, uri), scratch, package.get("pythonModule") or "")
+            return owncode.code_in_sdist(
+                _object(storage, uri, token), scratch, package.get("pythonModule") or ""
+            )
         if storage and "/vertex_trainer_task-" in uri:  # the trainer's, maybe with a factory's code
             try:
-                archive = _object(storage, uri)
+                archive = _object(storage, uri, token)
             except urllib.error.HTTPError:  # not staged here: the installed trainer runs
                 return None
             return owncode.factory_in_sdist(archive, scratch)
@@ -203,11 +212,12 @@ def built_code(job: dict[str, Any], cloudbuild: Any, storage: str | None, scratc
     return None
 
 
-def _object(storage: str, uri: str) -> bytes:
-    """The bytes of gs://BUCKET/OBJECT in the storage emulator."""
+def _object(storage: str, uri: str, token: str | None) -> bytes:
+    """The bytes of gs://BUCKET/OBJECT in the storage emulator (`token`: the one it requires)."""
     bucket, obj = uri[len("gs://") :].split("/", 1)
     url = f"{storage.rstrip('/')}/storage/v1/b/{bucket}/o/{urllib.parse.quote(obj, safe='')}?alt=media"
-    with urllib.request.urlopen(url, timeout=60) as resp:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as resp:
         data: bytes = resp.read()
     return data
 

@@ -82,8 +82,10 @@ class PipelineRunner(Runner[_Run]):
         vertex_url: str,
         echo: Echo | None = None,
         launcher_poll_s: float = 1.0,
+        token: str | None = None,
     ):
         super().__init__(echo=echo)
+        self.token = token  # the sandbox's, which its Vertex AI requires
         self.launcher_poll_s = launcher_poll_s
         self.environ = dict(environ)
         self.vertex_url = vertex_url.rstrip("/")
@@ -464,7 +466,7 @@ class PipelineRunner(Runner[_Run]):
                 self.service.report(entry.name, state, error=error, job_detail=detail)
 
     def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        return call(self.vertex_url, method, path, body, timeout=30)
+        return call(self.vertex_url, method, path, body, timeout=30, token=self.token)
 
 
 def _upstream(task: dict[str, Any]) -> set[str]:

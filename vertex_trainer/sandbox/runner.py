@@ -141,15 +141,21 @@ class Runner(Generic[R]):
             run.ended.set()
 
 
-def call(base_url: str, method: str, path: str, body: Any = None, *, timeout: float = 60) -> tuple[int, Any]:
+def call(
+    base_url: str, method: str, path: str, body: Any = None, *, timeout: float = 60, token: str | None = None
+) -> tuple[int, Any]:
     """One JSON request to a loopback fake (no proxy): `base_url` + `path`, `method`, `body`
-    (None for none), `timeout` seconds. Returns (HTTP status, the JSON answer or an error's JSON
-    body, else None); status 0 when the fake cannot be reached."""
+    (None for none), `timeout` seconds, `token` (the sandbox's) as its Bearer credential. Returns
+    (HTTP status, the JSON answer or an error's JSON body, else None); status 0 when the fake
+    cannot be reached."""
     request = urllib.request.Request(
         base_url + path,
         method=method,
         data=json.dumps(body).encode() if body is not None else None,
-        headers={"Content-Type": "application/json"},
+        headers={
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        },
     )
     try:
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=timeout) as r:

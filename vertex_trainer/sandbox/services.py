@@ -32,14 +32,21 @@ Capacity and quota faults are the fake Vertex AI's own (`sandbox.vertex.no_capac
 `no_quota("SPOT")`): a job whose strategy is scripted so plays its script instead of running.
 
 All on 127.0.0.1, in memory: stopping the sandbox loses everything, and leaves no process and no
-port behind. The environment is data here as everywhere below the edge: the CLI passes its own
-(`environ`), which becomes, with the Cloud Storage route, the base environment of every replica
-and model server.
+port behind. Only its user can drive it (docs/security-notes/listening.md): every stand-in
+requires the sandbox's own random token as `Authorization: Bearer` (VERTEX_TRAINER_EMULATOR_TOKEN
+in `env()`; TensorFlow's GOOGLE_AUTH_TOKEN_FOR_TESTING, the pipelines' metadata server and the
+served function's events carry it), refuses a foreign Host or Origin, and JSON methods take only
+JSON (emulators/_http.py `Guard`).
+
+The environment is data here as everywhere below the edge: the CLI passes its own (`environ`),
+which becomes, with the Cloud Storage route, the base environment of every replica and model
+server.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -55,6 +62,7 @@ from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
     BILLING_ENV,
     CLOUDBUILD_ENV,
+    EMULATOR_TOKEN_ENV,
     ENDPOINT_ENV,
     IAM_ENV,
     LOGGING_ENV,
@@ -107,6 +115,8 @@ class Sandbox:
         disable_apis: Sequence[str] = (),
     ):
         self.function_dir, self.redeliver = function, redeliver
+        # What every client must send as its Bearer token: this sandbox's own, random.
+        self.token = secrets.token_urlsafe(32)
         self.function: Any = None  # sandbox.events.FunctionHost (with `function`)
         self.parent_environ = dict(environ)
         self.environ = {k: v for k, v in environ.items() if not k.startswith(_NOT_INHERITED)}
@@ -142,16 +152,19 @@ class Sandbox:
 
         lazy.require("gcp_storage_emulator")  # the sandbox extra: its one message, not a traceback
         try:
-            self.gcs = GcsEmulator(host=self.host, project=self.project).start()
+            self.gcs = GcsEmulator(host=self.host, project=self.project, token=self.token).start()
             for bucket in self.buckets:
                 self.gcs.create_bucket(bucket)
-            self.registry = FakeRegistry(host=self.host).start()
-            self.cloudbuild = FakeCloudBuild(
-                host=self.host, storage_host=self.gcs.endpoint, registry=self.registry
-            ).start()
-            self.logging = FakeLogging(host=self.host, project=self.project).start()
-            self.quotas = FakeQuotas(host=self.host).start()
-            self.billing = FakeBilling(host=self.host).start()
+            # The registry's own protocol: the token exchanged for itself (Basic oauth2accesstoken).
+            self.registry = FakeRegistry(host=self.host, token=self.token, access_token=self.token).start()
+            self.cloudbuild = (
+                FakeCloudBuild(host=self.host, storage_host=self.gcs.endpoint, registry=self.registry)
+                .require(self.token)
+                .start()
+            )
+            self.logging = FakeLogging(host=self.host, project=self.project).require(self.token).start()
+            self.quotas = FakeQuotas(host=self.host).require(self.token).start()
+            self.billing = FakeBilling(host=self.host).require(self.token).start()
             base = {**self.environ, **self.gcs.env()}
             self.jobs = JobRunner(
                 environ=base,
@@ -160,13 +173,19 @@ class Sandbox:
                 registry=self.registry,
                 echo=self.echo,
                 cloudbuild=self.cloudbuild,  # script jobs (issue 32): run what it built
+                token=self.token,
             )
             self.models = ModelServers(environ=base, echo=self.echo)
             # Jobs stay PENDING until the runner reports; no script advances them.
-            self.vertex = FakeVertex(
-                self.host, 0, script=("JOB_STATE_PENDING",), runner=self.jobs, predictor=self.models
-            ).start()
+            self.vertex = (
+                FakeVertex(
+                    self.host, 0, script=("JOB_STATE_PENDING",), runner=self.jobs, predictor=self.models
+                )
+                .require(self.token)
+                .start()
+            )
             self.jobs.vertex = self.vertex
+            self._say_network()
             self._start_access()
             self._start_pipelines()
             if self.function_dir:
@@ -176,13 +195,26 @@ class Sandbox:
             raise
         return self
 
+    def _say_network(self) -> None:
+        """Where a job's replicas cannot have a private network, say so once, at start."""
+        from vertex_trainer.local import netns
+
+        why = netns.unavailable()
+        if why is not None:
+            self.echo(
+                "warning: a job's replicas, when more than one, run on this machine's network: their "
+                f"TensorFlow servers listen on every interface ({why}; docs/local.md)"
+            )
+
     def _start_access(self) -> None:
         """Service Usage and the IAM side (issue 33); a disabled Vertex AI API refuses requests."""
         from vertex_trainer.emulators.iam import FakeIam
         from vertex_trainer.emulators.serviceusage import FakeServiceUsage
 
-        self.iam = FakeIam(host=self.host, denied=set(self.deny)).start()
-        self.serviceusage = FakeServiceUsage(host=self.host, on_change=self._api_changed).start()
+        self.iam = FakeIam(host=self.host, denied=set(self.deny)).require(self.token).start()
+        self.serviceusage = (
+            FakeServiceUsage(host=self.host, on_change=self._api_changed).require(self.token).start()
+        )
         for api in self.disable_apis:
             self.serviceusage.disable(api)
 
@@ -214,16 +246,20 @@ class Sandbox:
             project=self.project,
             upstream_proxy=self.gcs.proxy_url.split("://", 1)[-1],
             environ=self.environ,
+            token=self.token,
         ).start()
         self.pipelines = PipelineRunner(
             environ=self.gateway.task_env(self.environ),
             vertex_url=self.vertex.url,
             echo=self.echo,
             launcher_poll_s=float(POLL_INTERVAL),
+            token=self.token,
         )
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
-        self.tuning = TuningRunner(vertex_url=self.vertex.url, jobs=self.jobs, echo=self.echo)
+        self.tuning = TuningRunner(
+            vertex_url=self.vertex.url, jobs=self.jobs, echo=self.echo, token=self.token
+        )
         self.tuning.service = self.vertex.tuning
         self.vertex.tuning.runner = self.tuning
 
@@ -238,14 +274,17 @@ class Sandbox:
             storage=self.gcs.endpoint,
             redeliver=self.redeliver,
             echo=self.echo,
+            token=self.token,
         )
         if host.bucket not in self.buckets:  # the bucket the function watches exists from the start
             self.gcs.create_bucket(host.bucket)
         self.function = host.start()
 
     def env(self) -> dict[str, str]:
-        """The variables that point vertex-trainer, google-cloud-storage and TensorFlow here."""
+        """The variables that point vertex-trainer, google-cloud-storage and TensorFlow here, with
+        the token every stand-in requires (docs/sandbox.md, "Only you can drive it")."""
         return {
+            EMULATOR_TOKEN_ENV: self.token,
             ENDPOINT_ENV: self.vertex.url,
             CLOUDBUILD_ENV: self.cloudbuild.url,
             REGISTRY_ENV: self.registry.url,
@@ -398,7 +437,9 @@ def _end(proc: subprocess.Popen[Any]) -> int:
 
 
 def _write_atomically(path: str, text: str) -> None:
+    """`text` to `path`, readable by this user only (it holds the sandbox's token)."""
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)

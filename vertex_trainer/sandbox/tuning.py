@@ -45,12 +45,14 @@ class TuningRunner(Runner[_Study]):
     """The runner hook of TuningService (`start`, `cancel`); `service` is set by the sandbox.
 
     `vertex_url`: the fake Vertex AI, where each trial's CustomJob is created; `jobs`: the
-    sandbox's JobRunner (to wait for a trial's job); `echo`: the study's notes."""
+    sandbox's JobRunner (to wait for a trial's job); `echo`: the study's notes; `token`: the
+    sandbox's, which its Vertex AI requires."""
 
     kind = "tuning"
 
-    def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None):
+    def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None, token: str | None = None):
         super().__init__(echo=echo)
+        self.token = token
         self.vertex_url = vertex_url.rstrip("/")
         self.jobs = jobs
         self.service: Any = None
@@ -202,7 +204,7 @@ class TuningRunner(Runner[_Study]):
             self.service.report(study.name, state=state, trials=copy.deepcopy(study.trials), error=error)
 
     def _call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        return call(self.vertex_url, method, path, body, timeout=60)
+        return call(self.vertex_url, method, path, body, timeout=60, token=self.token)
 
 
 def as_tune_spec(study: dict[str, Any], max_trials: int, verbatim: bool = False) -> Any:

@@ -50,6 +50,7 @@ class BillingClient:
             log=log,
             session=session,
             service="Cloud Billing Catalog",
+            token=settings.emulator_token,
             hints=default_hint("Cloud Billing", "cloudbilling.googleapis.com"),
         )
 

@@ -252,6 +252,7 @@ class LogsClient:
             log=log,
             session=session,
             service="Cloud Logging",
+            token=self.settings.emulator_token,
             hints=lambda op, err: shared(op, err) or self._hint(err),
             retry_hint="Cloud Logging is unreachable or over its read quota "
             "(about 60 reads a minute per project); try again later",

@@ -70,6 +70,7 @@ class QuotasClient:
             log=log,
             session=session,
             service="Cloud Quotas",
+            token=settings.emulator_token,
             hints=lambda op, err: shared(op, err) or _hint(err),
         )
         self._infos: list[dict[str, Any]] | None = None

@@ -70,6 +70,7 @@ def vertex_api(
         log=log,
         session=session,
         service="Vertex AI",
+        token=settings.emulator_token,
         hints=hint,
         retry_hint=retry_hint,
         user_error=user_error,
@@ -80,16 +81,17 @@ def vertex_api(
 def aiplatform_sdk(project: str, region: str, settings: Settings) -> tuple[Any, Any]:
     """The google-cloud-aiplatform SDK (imported here, on first use) for `project` and `region`,
     and the credentials to pass it: None (the SDK's own, Application Default Credentials), or,
-    against a stand-in (`settings.vertex_endpoint`), anonymous ones, after pointing the SDK's
-    global configuration at the stand-in over REST (`aiplatform.init(api_endpoint=...)`).
+    against a stand-in (`settings.vertex_endpoint`), anonymous ones (a sandbox's token when the
+    settings hold one), after pointing the SDK's global configuration at the stand-in over REST
+    (`aiplatform.init(api_endpoint=...)`).
 
     Returns: (the `google.cloud.aiplatform` module, credentials or None)."""
     aiplatform = lazy.require("google.cloud.aiplatform")
     if not settings.vertex_endpoint:
         return aiplatform, None
-    from google.auth.credentials import AnonymousCredentials
+    from vertex_trainer.gcp import auth
 
-    credentials = AnonymousCredentials()
+    credentials = auth.emulator_credentials(settings.emulator_token)  # a sandbox's token, if any
     aiplatform.init(
         project=project,
         location=region,
