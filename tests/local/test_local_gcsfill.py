@@ -171,7 +171,7 @@ def test_an_object_and_a_folder_of_the_same_name_are_shown_as_cloud_storage_fuse
     tmp_path, gcs_emulator, gcs_bucket
 ):
     # gs://B/data/sub is an object and the folder of data/sub/c.txt. Cloud Storage FUSE
-    # (docs/semantics.md "Name conflicts") shows the folder under the name and the object as the
+    # (its semantics page, "Name conflicts") shows the folder under the name and the object as the
     # file "sub\n" beside it (a line feed, which no object name can hold, ends its name).
     _put(gcs_emulator, gcs_bucket, "data/sub", b"the object")
     _put(gcs_emulator, gcs_bucket, "data/sub/c.txt", b"c")

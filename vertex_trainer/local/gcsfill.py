@@ -15,7 +15,7 @@ Default Credentials) into the stand-in:
   value: a partial copy would make reads silently wrong, and `/gcs/BUCKET/` must not copy a bucket.
 * The paths under the job's own AIP_* directories are not fetched: the run writes them.
 * An object whose name is also a folder of others (gs://B/data/sub and gs://B/data/sub/c.txt),
-  or a folder in the stand-in already: as Cloud Storage FUSE shows it (its docs/semantics.md,
+  or a folder in the stand-in already: as Cloud Storage FUSE shows it (its semantics page,
   "Name conflicts"), the folder has the name and the object is the file `sub\n` beside it (a line
   feed, which no object name can hold, ends its name); the run's log says so in one line, and
   gcsfuse.upload maps the file back to its object.

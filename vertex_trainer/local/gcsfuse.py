@@ -39,7 +39,7 @@ from typing import Protocol
 
 MOUNT_POINT = "/gcs"
 # Ends the stand-in file of an object whose name is also a folder of others, as Cloud Storage FUSE
-# names it (its docs/semantics.md, "Name conflicts"); no object name holds a line feed.
+# names it (its semantics page, "Name conflicts"); no object name holds a line feed.
 CONFLICT_SUFFIX = "\n"
 # $0 is the stand-in, "$@" the replica's argv: the shell only mounts, then becomes the replica.
 _MOUNT_THEN_RUN = f'mount --bind "$0" {MOUNT_POINT} && exec "$@"'
