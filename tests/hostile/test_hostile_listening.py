@@ -218,3 +218,48 @@ def test_the_replica_network_setting_is_read_at_the_edge_and_checked():
         Settings.from_environ({"VERTEX_TRAINER_REPLICA_NETWORK": "public"})
     assert "VERTEX_TRAINER_REPLICA_NETWORK='public'" in str(refused.value)
     assert "private, host" in refused.value.hint
+
+
+@pytest.mark.parametrize("command", ["fake-vertex", "fake-logging"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.10", "example.com"])
+def test_a_stand_in_is_never_started_beyond_loopback(command, host):
+    """`dev fake-vertex --host 0.0.0.0`: exit 2 naming the flag, nothing started (a stand-in runs
+    what it is sent, without credentials)."""
+    from tests.shared import cli_runner
+
+    run = cli_runner(dict(os.environ))
+    done = run("dev", command, "--host", host, "--port", "0")
+    assert done.returncode == 2, done.stderr
+    assert f"--host {host}: a stand-in listens on this machine's loopback only" in done.stderr
+    assert "--host 127.0.0.1" in done.stderr
+
+
+def test_the_services_relayed_into_the_network_are_the_loopback_ones_the_environment_names():
+    from vertex_trainer.local.cluster import Replica
+
+    env = {
+        "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9023",
+        "https_proxy": "http://127.0.0.1:9024",
+        "VERTEX_TRAINER_API_ENDPOINT": "http://localhost:8765/",
+        "OTHER": "user@[::1]:7000,gs://bucket/x,127.0.0.10:80,example.com:443",
+        "TF_CONFIG": '{"cluster": {"chief": ["127.0.0.1:5000"]}}',
+    }
+    replicas = [
+        Replica(0, 0, "127.0.0.1:5000", ("python",), env),
+        Replica(1, 0, "127.0.0.1:5001", ("python",), {**env, "PEER": "127.0.0.1:5001"}),
+    ]
+    assert netns.services(replicas) == [
+        ("127.0.0.1", 9023),
+        ("127.0.0.1", 9024),
+        ("127.0.0.1", 8765),
+        ("::1", 8765),  # localhost may resolve to either
+        ("::1", 7000),
+    ]  # never the cluster's own ports, nor another host
+    one = netns.choose(replicas[:1])
+    assert one.mode == netns.HOST and one.line is None  # one replica: no cluster server, nothing to say
+    behind = [
+        Replica(r.pool, r.index, r.address, r.argv, {"https_proxy": "http://proxy.corp:3128"})
+        for r in replicas
+    ]
+    chosen = netns.choose(behind)
+    assert chosen.mode == netns.HOST and "https_proxy=http://proxy.corp:3128" in (chosen.line or "")

@@ -14,7 +14,29 @@ app = typer.Typer(
 
 # The options of the commands that serve one fake (each its own default port).
 Port = Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")]
-Host = Annotated[str, typer.Option("--host", help="address to listen on")]
+Host = Annotated[
+    str, typer.Option("--host", help="loopback address to listen on (127.0.0.1, ::1 or localhost)")
+]
+
+
+def _loopback(host: str) -> str:
+    """`--host` as given when it is this machine's loopback; else exit 2: a stand-in takes any
+    request it is sent (docs/security-notes/listening.md), so it never listens beyond loopback."""
+    import ipaddress
+
+    from vertex_trainer.errors import UserError
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UserError(
+            f"--host {host}: a stand-in listens on this machine's loopback only (it runs what it "
+            "is sent, without credentials)",
+            hint="use --host 127.0.0.1 (the default) or ::1",
+        )
+    return host
 
 
 @app.command("fake-vertex")
@@ -22,7 +44,7 @@ def dev_fake_vertex(port: Port = 8765, host: Host = "127.0.0.1") -> None:
     """Run a fake Vertex AI JobService (REST) for offline submit/status/cancel/list."""
     from vertex_trainer.emulators.vertex import serve
 
-    serve(host, port)
+    serve(_loopback(host), port)
 
 
 @app.command("fake-logging")
@@ -30,7 +52,7 @@ def dev_fake_logging(port: Port = 8766, host: Host = "127.0.0.1") -> None:
     """Run a fake Cloud Logging (entries:list, entries:write) for offline `logs` and `--wait`."""
     from vertex_trainer.emulators.logging import serve
 
-    serve(host, port)
+    serve(_loopback(host), port)
 
 
 @app.command("gcs-emulator")
@@ -137,7 +159,9 @@ def dev_sandbox(
     gs:// route), Cloud Build, the image registry, Cloud Logging and Cloud Quotas, on 127.0.0.1,
     in memory.
     Prints `export NAME=value` lines, then `# ready`, and serves until Ctrl-C or SIGTERM, which
-    stop everything it started. With a command (`dev sandbox --bucket b -- make check`) the
+    stop everything it started. Only its user can drive it: every request must carry the
+    sandbox's own token (VERTEX_TRAINER_EMULATOR_TOKEN, printed with the rest) as
+    `Authorization: Bearer`; gcloud reads it from CLOUDSDK_AUTH_ACCESS_TOKEN_FILE. With a command (`dev sandbox --bucket b -- make check`) the
     variables reach only that command. PipelineJobs run their tasks (GCPC's launchers) and
     tuning jobs their trials; with --function DIR, uploads to the function's bucket start runs as
     on Google Cloud. See docs/sandbox.md.

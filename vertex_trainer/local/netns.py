@@ -71,16 +71,20 @@ probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 request = struct.pack("16sH14x", b"lo", 0)
 flags = struct.unpack("16sH14x", fcntl.ioctl(probe, 0x8913, request))[1]  # SIOCGIFFLAGS
 fcntl.ioctl(probe, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))  # SIOCSIFFLAGS: IFF_UP
-listeners = []
-for arg in sys.argv[2:]:
+listeners, bound = [], []
+for i, arg in enumerate(sys.argv[2:]):
     host, port = arg.rsplit(":", 1)
     host = host.strip("[]")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.bind((host, int(port)))
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((host, int(port)))
+    except OSError:  # ::1 where the namespace has no IPv6: that address is not relayed
+        sock.close()
+        continue
     sock.listen(128)
     listeners.append(sock)
-socket.send_fds(channel, [b"ready"], [s.fileno() for s in listeners])
+    bound.append(str(i))
+socket.send_fds(channel, [("ready " + ",".join(bound)).encode()], [s.fileno() for s in listeners])
 channel.recv(1)
 """
 
@@ -234,18 +238,22 @@ class Network:
         self._channel = ours
         ours.settimeout(_HOLDER_START_S)
         try:
-            message, fds, _, _ = socket.recv_fds(ours, 16, max(1, len(wanted)))
+            message, fds, _, _ = socket.recv_fds(ours, 4096, max(1, len(wanted)))
         except OSError as exc:
             message, fds = b"", []
             error = str(exc)
         else:
             error = ""
-        if message != b"ready" or len(fds) != len(wanted):
+        # "ready I,J,...": the indexes of `wanted` bound (an IPv6 one may be missing: no IPv6).
+        word, _, indexes = message.decode("ascii", "replace").partition(" ")
+        bound = [wanted[int(i)] for i in indexes.split(",") if i.isdigit() and int(i) < len(wanted)]
+        required = {w for w in wanted if w[0] != "::1"}
+        if word != "ready" or len(fds) != len(bound) or not required <= set(bound):
             for fd in fds:
                 os.close(fd)
             said = self._end_holder()
             raise RuntimeError(f"the replicas' private network did not start: {said or error or 'no answer'}")
-        for (host, port), fd in zip(wanted, fds, strict=True):
+        for (host, port), fd in zip(bound, fds, strict=True):
             listener = socket.socket(fileno=fd)
             self._listeners.append(listener)
             target = None if (host, port) == ("127.0.0.1", self.connect) else (host, port)
