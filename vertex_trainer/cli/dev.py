@@ -163,8 +163,8 @@ def dev_sandbox(
     sandbox's own token (VERTEX_TRAINER_EMULATOR_TOKEN, printed with the rest) as
     `Authorization: Bearer`; gcloud reads it from CLOUDSDK_AUTH_ACCESS_TOKEN_FILE. With a command
     (`dev sandbox --bucket b -- make check`) the variables reach only that command. PipelineJobs
-    run their tasks (GCPC's launchers) and tuning jobs their trials; with --function DIR, uploads to the function's bucket start runs as
-    on Google Cloud. See docs/sandbox.md.
+    run their tasks (GCPC's launchers) and tuning jobs their trials; with --function DIR, uploads
+    to the function's bucket start runs as on Google Cloud. See docs/sandbox.md.
     """
     import os
     from pathlib import Path
