@@ -7,6 +7,8 @@ becomes a local process with the environment Vertex AI sets. One job per module,
   AIP_* directories), and the preconditions (gs:// route, importable command);
 - `supervisor`: the processes (own sessions, PR_SET_PDEATHSIG, stop with SIGTERM then SIGKILL,
   signal handling); knows nothing about display;
+- `netns`: the private network a cluster's replicas share (TensorFlow's servers bind every
+  interface; only loopback exists there), the relays into it, or the line saying why not;
 - `display`: prefixed lines, live progress, the summary;
 - `run`: `run_local` over the three, the run record, `metrics.json`, `LocalResult`.
 

@@ -12,7 +12,9 @@ Vertex AI documents what each replica sees:
 * CLOUD_ML_JOB_ID, CLOUD_ML_PROJECT_ID, CLOUD_ML_REGION and the pool's env list. Vertex's own
   variables win over a spec variable of the same name (on Vertex they are reserved).
 
-Hosts are 127.0.0.1 with a free port per replica (Vertex uses each VM's hostname and port 2222).
+Hosts are 127.0.0.1 with a free port per replica (Vertex uses each VM's hostname and port 2222);
+their servers bind every interface whatever the host, so a cluster runs in a private network
+(local/netns.py).
 Everything here is pure except `free_ports` (binds sockets, reads the kernel's ephemeral port
 range) and `check_gcs_route` (reads the credential files the environment names). The environment
 is always a mapping passed in: nothing here reads the process environment.
