@@ -9,8 +9,8 @@ network could reach two replicas training here.
 How: the replicas of a run with more than one replica run in one network namespace of their own,
 in which only `lo` exists and is up: their servers listen there, and nothing outside the
 namespace can connect to them. A small holder process makes the namespace (util-linux's
-`unshare --net`; without root, inside a user namespace of its own: `--user --map-current-user`)
-and each replica enters it (`nsenter --target HOLDER --net`). What the replicas need beyond each
+`unshare --net`; without root, inside a user namespace of its own: `--user --map-current-user
+--keep-caps`) and each replica enters it (`nsenter --target HOLDER --net`). What the replicas need beyond each
 other goes through this process, which stays outside:
 
 * every loopback service their environment names (`STORAGE_EMULATOR_HOST`, the Cloud Storage
@@ -104,7 +104,13 @@ def _probe() -> tuple[tuple[str, ...], str | None]:
         if shutil.which(tool) is None:
             return (), f"util-linux's {tool} is not installed"
     choices: list[tuple[str, ...]] = [("--net",)] if os.geteuid() == 0 else []
-    choices += [("--user", "--map-current-user", "--net"), ("--user", "--map-root-user", "--net")]
+    # Without root: a user namespace of its own, in which the holder keeps the capabilities that
+    # bring lo up (--keep-caps; the replicas keep your uid), else (older util-linux) maps you to
+    # root there (the replicas then see uid 0).
+    choices += [
+        ("--user", "--map-current-user", "--keep-caps", "--net"),
+        ("--user", "--map-root-user", "--net"),
+    ]
     said = ""
     for options in choices:
         try:
