@@ -172,6 +172,7 @@ def _two_replica_run(tmp_path, marker, service, outside, network="private"):
     return result, seen, buf.getvalue()
 
 
+@pytest.mark.wire
 @pytest.mark.skipif(netns.unavailable() is not None, reason=f"no private network here: {netns.unavailable()}")
 def test_two_replicas_listening_on_every_interface_are_reachable_only_from_each_other(
     tmp_path, marker, loopback_server
@@ -196,6 +197,7 @@ def test_two_replicas_listening_on_every_interface_are_reachable_only_from_each_
     assert processes_with_env(marker) == []
 
 
+@pytest.mark.wire
 def test_on_this_machines_network_the_run_says_the_servers_are_reachable(tmp_path, marker, loopback_server):
     """VERTEX_TRAINER_REPLICA_NETWORK=host (or no namespace on the machine): the wildcard is this
     machine's, and the run's first line says so, naming the ports and why."""

@@ -22,6 +22,8 @@ from tests.hostile.test_hostile_listening import LISTEN_AS_TF, LOOPBACK, _addres
 from tests.process_support import processes_with_env
 from vertex_trainer.local import netns
 
+pytestmark = pytest.mark.wire  # a sandbox in this process, its servers on loopback
+
 PROJECT, REGION, BUCKET = "sandbox", "us-central1", "hostile"
 VERTEX = "aiplatform.googleapis.com"
 # The function under `--function`: records each event it is handed (the guard in front of it
