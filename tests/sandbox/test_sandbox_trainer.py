@@ -105,10 +105,12 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         last_line = max(to_ns(json.loads(e)["timestamp"]) for e in entries)
         described = json.loads(_run([*cli(), "status", job, "--output", "json"], env).stdout)
         assert to_ns(described["end_time"]) - last_line < 30 * 10**9, described
-        assert "[workerpool0-0] trainer: exported model to gs://sandbox-demo/runs/digits/model/" in logs
+        folder = f"gs://{BUCKET}/runs/digits/sandbox-digits-notebook-1"  # the key's own (section 15)
+        assert described["output_dir"] == folder
+        assert f"[workerpool0-0] trainer: exported model to {folder}/model/" in logs
         assert re.search(r"^\[workerpool0-0\] progress epoch=10/10 step=30/30 ", logs, re.M)
 
-        metrics = storage.read_json(Settings.from_environ(env), f"gs://{BUCKET}/runs/digits/metrics.json")
+        metrics = storage.read_json(Settings.from_environ(env), f"{folder}/metrics.json")
         # Ten epochs (the spec's): these digits are learnt (about 0.98 held out).
         assert metrics["epochs"] == 10 and metrics["steps"] == 300, metrics
         assert metrics["eval_accuracy"] >= 0.95, metrics
