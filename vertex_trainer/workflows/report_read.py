@@ -106,16 +106,24 @@ def _regular(path: Path, notes: Notes) -> bool:
     return False
 
 
-def read_json(path: Path, notes: Notes) -> dict[str, Any] | None:
-    """The JSON object in `path`; None when it is absent, or (with a note) unreadable, over
-    MAX_JSON_BYTES, not JSON, or not an object."""
+def _head(path: Path, notes: Notes, limit: int) -> bytes | None:
+    """The first `limit` + 1 bytes of a regular file (one more than the limit tells a longer
+    file); None when it is absent, or (with a note) not a regular file or unreadable."""
     if not _regular(path, notes):
         return None
     try:
         with open(path, "rb") as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
+            return f.read(limit + 1)
     except OSError as e:
         notes.add(f"{path}: cannot be read ({e.strerror or e}); left out")
+        return None
+
+
+def read_json(path: Path, notes: Notes) -> dict[str, Any] | None:
+    """The JSON object in `path`; None when it is absent, or (with a note) unreadable, over
+    MAX_JSON_BYTES, not JSON, or not an object."""
+    raw = _head(path, notes, MAX_JSON_BYTES)
+    if raw is None:
         return None
     if len(raw) > MAX_JSON_BYTES:
         notes.add(f"{path}: more than {_mib(MAX_JSON_BYTES)}, more than the report reads; left out")
@@ -144,13 +152,8 @@ def _kind(value: Any) -> str:
 
 def read_text(path: Path, notes: Notes, limit: int = MAX_TEXT_BYTES) -> str | None:
     """A text file's first `limit` bytes as text (other bytes than UTF-8 replaced)."""
-    if not _regular(path, notes):
-        return None
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(limit + 1)
-    except OSError as e:
-        notes.add(f"{path}: cannot be read ({e.strerror or e}); left out")
+    raw = _head(path, notes, limit)
+    if raw is None:
         return None
     if len(raw) > limit:
         notes.add(f"{path}: more than {_mib(limit)}; the page shows its first {_mib(limit)}")
