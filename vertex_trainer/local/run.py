@@ -377,15 +377,23 @@ def resolve_output(job: dict[str, Any], name: str, run: str) -> str:
 
 
 def save_run_record(
-    record: str, job: dict[str, Any], spec: Any, job_id: str, *, run: str, run_dir: str
+    record: str,
+    job: dict[str, Any],
+    spec: Any,
+    job_id: str,
+    *,
+    run: str,
+    run_dir: str,
+    body_file: str = "custom_job.json",
 ) -> None:
     """Keep what ran, in the run's records (beside its folder, local/layout.py): run.json,
-    custom_job.json and spec.yaml (`spec`: an object with `.to_yaml()` or the YAML text; None:
-    no spec.yaml). A cloud job's CustomJob is kept by Vertex AI. Both copies show env values and
-    flags whose names look secret as `***` (vertex_trainer/redact.py): the replicas got the real
-    ones, the records are for reading."""
+    the body (`body_file`: custom_job.json, or a local study's hyperparameter_tuning_job.json)
+    and spec.yaml (`spec`: an object with `.to_yaml()` or the YAML text; None: no spec.yaml). A
+    cloud job's CustomJob is kept by Vertex AI. Both copies show env values and flags whose names
+    look secret as `***` (vertex_trainer/redact.py): the replicas got the real ones, the records
+    are for reading."""
     layout.write_run_file(record, run=run, run_dir=run_dir, job_id=job_id)
-    with open(os.path.join(record, "custom_job.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(record, body_file), "w", encoding="utf-8") as f:
         json.dump(redact(job), f, indent=2)
         f.write("\n")
     text = spec if isinstance(spec, str) else None

@@ -37,9 +37,8 @@ from vertex_trainer import lazy, render
 from vertex_trainer.contract import SUCCEEDED, JobState
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local import layout, run_local
-from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output
+from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output, save_run_record
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
-from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import TuneSpec, category, own_args, parameter_id
@@ -269,8 +268,15 @@ def run_trials(
     record = layout.record_dir(base)
     if record is not None:
         os.makedirs(base, exist_ok=True)
-        layout.write_run_file(record, run=run or base.rsplit("/", 1)[-1], run_dir=base, job_id=key)
-        _save_record(record, render.tuning_job(spec, job), spec)
+        save_run_record(
+            record,
+            render.tuning_job(spec, job),
+            spec,
+            key,
+            run=run or base.rsplit("/", 1)[-1],
+            run_dir=base,
+            body_file="hyperparameter_tuning_job.json",
+        )
         layout.link_latest(base)  # <output_dir>/latest: this study
     out = _Output(console)
     out.note(
@@ -432,16 +438,6 @@ def read_reported(path: str, metric: str) -> float | None:
         except (ValueError, AttributeError):
             continue
     return None
-
-
-def _save_record(record: str, body: dict, spec: JobSpec) -> None:
-    os.makedirs(record, exist_ok=True)
-    # Records for reading: secret-looking values as *** (vertex_trainer/redact.py).
-    with open(os.path.join(record, "hyperparameter_tuning_job.json"), "w", encoding="utf-8") as f:
-        json.dump(redact(body), f, indent=2)
-        f.write("\n")
-    with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
-        f.write(redact_yaml(spec.to_yaml()))
 
 
 def _save_trials(record: str, study: LocalTuning) -> None:
