@@ -90,7 +90,6 @@ class Found:
 
     run_dir: Path
     record: Path
-    legacy: bool = False  # a run made before the per-run folders (its record inside it)
 
 
 def _started(record: Path) -> float:
@@ -119,7 +118,7 @@ def runs_in(base: Path) -> list[Found]:
 def _as_run(path: Path) -> Found | None:
     """`path` as a run's folder, its records or (the older layout) its vertex-trainer/ record."""
     own = Path(records_of(str(path)))
-    if own.is_dir() and own.parent.name == RECORDS_DIR:
+    if own.is_dir():
         return Found(path, own)
     if path.parent.name == RECORDS_DIR and path.is_dir():  # the records themselves
         return Found(path.parent.parent / path.name, path)
@@ -127,7 +126,7 @@ def _as_run(path: Path) -> Found | None:
         if record.name == RECORD_DIR and (
             (record / "logs").is_dir() or (record / "custom_job.json").is_file()
         ):
-            return Found(run_dir, record, legacy=True)
+            return Found(run_dir, record)
     return None
 
 
@@ -156,7 +155,7 @@ def find_run(ref: str, *, tmp: str | None = None) -> Found | None:
         for p in root.glob(f"{ref}-*")
         if re.fullmatch(re.escape(ref) + r"-\d{8}-\d{6}", p.name) and (p / RECORD_DIR / "logs").is_dir()
     )
-    return Found(legacy[-1], legacy[-1] / RECORD_DIR, legacy=True) if legacy else None
+    return Found(legacy[-1], legacy[-1] / RECORD_DIR) if legacy else None
 
 
 def resumed_run(output_dir: str | None, resume: str, *, fixed: bool, local: bool) -> tuple[str, str]:
