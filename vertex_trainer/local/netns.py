@@ -39,10 +39,10 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vertex_trainer.local.cluster import Replica, free_ports
+from vertex_trainer.local.cluster import LOOPBACK, Replica, free_ports, keep_loopback_off_proxies
 
 PRIVATE, HOST = "private", "host"
 # Keys whose loopback addresses are the cluster's own (the replicas' servers), not services.
@@ -149,7 +149,7 @@ def _foreign_proxy(env: Mapping[str, str]) -> str | None:
     for key in _PROXY_KEYS:
         value = (env.get(key) or "").strip()
         m = _ANY_HOST.match(value) if value else None
-        if m and m[1].strip("[]").lower() not in ("127.0.0.1", "localhost", "::1"):
+        if m and m[1].strip("[]").lower() not in LOOPBACK:
             return f"{key}={value}"
     return None
 
@@ -202,7 +202,6 @@ class Network:
     _listeners: list[socket.socket] = field(default_factory=list, init=False, repr=False)
     _open: set[socket.socket] = field(default_factory=set, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _stopping: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     @property
     def pid(self) -> int:
@@ -217,7 +216,7 @@ class Network:
         if why is not None:
             raise RuntimeError(why)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        wanted = [(h, p) for h, p in self.relayed]
+        wanted = list(self.relayed)
         if self.connect is not None:
             wanted.append(("127.0.0.1", self.connect))
         argv = [
@@ -275,7 +274,6 @@ class Network:
 
     def stop(self) -> None:
         """Close the relays (open connections included) and end the holder."""
-        self._stopping.set()
         for listener in self._listeners:
             _close(listener)
         with self._lock:
@@ -309,8 +307,9 @@ class Network:
         return lines[-1] if lines else ""
 
     def _accept(self, listener: socket.socket, target: tuple[str, int] | None) -> None:
-        """Relay each connection to `target`; None: the CONNECT proxy (the target is asked)."""
-        while not self._stopping.is_set():
+        """Relay each connection to `target`; None: the CONNECT proxy (the target is asked). Ends
+        when stop() closes `listener` (accept() then raises)."""
+        while True:
             try:
                 inside, _ = listener.accept()
             except OSError:
@@ -418,23 +417,20 @@ def prepare(
 
     In a private network a replica's environment gets `https_proxy` (the CONNECT relay) when it
     names no proxy of its own; `no_proxy` already keeps loopback direct (cluster.build_replicas)."""
-    import dataclasses
-
-    from vertex_trainer.local.cluster import keep_loopback_off_proxies
-
     choice = choose(replicas, requested)
     if choice.mode != PRIVATE:
         return list(replicas), None, choice
+    relayed = services(replicas)
     connect = None
     if not any((replicas[0].env.get(k) or "").strip() for k in _PROXY_KEYS):
-        taken = {p for _, p in services(replicas)}
+        taken = {p for _, p in relayed}
         connect = next(p for p in free_ports(len(taken) + 1) if p not in taken)
-    network = Network(relayed=services(replicas), connect=connect)
+    network = Network(relayed=relayed, connect=connect)
     out = []
     for rep in replicas:
         env: dict[str, Any] = dict(rep.env)
         if connect is not None:
             env["https_proxy"] = env["HTTPS_PROXY"] = f"http://127.0.0.1:{connect}"
             keep_loopback_off_proxies(env)
-        out.append(dataclasses.replace(rep, env=env))
+        out.append(replace(rep, env=env))
     return out, network, choice
