@@ -169,7 +169,6 @@ class _Rules:
 
     def __init__(self, lines: list[tuple[str, str]]):
         self.origins = [origin for _, origin in lines]
-        self.texts = [text.strip() for text, _ in lines]
         self.spec = _gitignore([text for text, _ in lines])
 
     def match(self, rel: str, is_dir: bool) -> str | None:
@@ -304,7 +303,9 @@ class Screen:
             builtin = _BUILTIN.match(rel, False)
             if builtin:
                 return self._out(rel, builtin)
-        credential = _CREDENTIALS.match(rel, False) or self._inside_credential_dir(rel)
+        # (a file inside a credential directory, walked because include_secrets reaches in, matches
+        # that directory's pattern: gitignore rules match what a directory holds)
+        credential = _CREDENTIALS.match(rel, False)
         if credential and self._credential(rel, credential):
             return credential
         if self.gcloudignore is not None:
@@ -319,15 +320,6 @@ class Screen:
         if rel in self._kept:
             self._kept.discard(rel)
             self.screened = [s for s in self.screened if not (s.kept and s.path == rel)]
-
-    def _inside_credential_dir(self, rel: str) -> str | None:
-        """A file in a credential directory walked only because include_secrets reaches in."""
-        parts = rel.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            why = _CREDENTIALS.match("/".join(parts[:i]), True)
-            if why:
-                return why
-        return None
 
     def content(self, rel: str, head: bytes) -> str | None:
         """Why the file `rel` is left out by its first bytes, or None."""
