@@ -146,11 +146,16 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False
-        guard = getattr(self.server, "guard", None) or Guard()
-        refused = guard.refusal(self.command, self.headers)
-        if refused is not None:
-            refuse(self, *refused)
-        return refused is None
+        return admit(self, getattr(self.server, "guard", None) or Guard())
+
+
+def admit(handler: BaseHTTPRequestHandler, guard: Guard) -> bool:
+    """Does the request `handler` has just parsed pass `guard`? A refused one is answered here
+    (`refuse`)."""
+    refused = guard.refusal(handler.command, handler.headers)
+    if refused is not None:
+        refuse(handler, *refused)
+    return refused is None
 
 
 def refuse(handler: BaseHTTPRequestHandler, status: int, message: str) -> None:

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vertex_trainer.emulators._http import Guard, refuse
+from vertex_trainer.emulators._http import Guard, admit
 from vertex_trainer.emulators.tls import make_ca_and_leaf
 
 # The hosts TensorFlow (and the JSON API in general) uses for Cloud Storage.
@@ -463,10 +463,7 @@ def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServ
         def parse_request(self) -> bool:
             if not super().parse_request():
                 return False
-            refused = guard.refusal(self.command, self.headers)
-            if refused is not None:
-                refuse(self, *refused)
-            return refused is None
+            return admit(self, guard)
 
     return http.server.HTTPServer((host, port), partial(Guarded, Storage(use_memory_fs=True)))
 
