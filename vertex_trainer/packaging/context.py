@@ -81,6 +81,15 @@ class _Pattern:
     exclusion: bool  # True for "!pattern" (re-include)
     static_prefix: str
 
+    def reaches_into(self, directory: str) -> bool:
+        """Could this pattern name something inside `directory` (so a walk must enter it)?"""
+        prefix = directory + "/"
+        return (
+            self.static_prefix.startswith(prefix)
+            or prefix.startswith(self.static_prefix)
+            or self.text == directory
+        )
+
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     out, i, n = ["^"], 0, len(pattern)
@@ -158,15 +167,7 @@ class DockerIgnore:
         """Can the walk skip this directory whole (excluded, and no `!` pattern reaches inside)?"""
         if not self.excluded(directory):
             return False
-        prefix = directory + "/"
-        for p in self.patterns:
-            if p.exclusion and (
-                p.static_prefix.startswith(prefix)
-                or prefix.startswith(p.static_prefix)
-                or p.text == directory
-            ):
-                return False
-        return True
+        return not any(p.exclusion and p.reaches_into(directory) for p in self.patterns)
 
 
 # -- entries and the hash ----------------------------------------------------------------------

@@ -227,13 +227,7 @@ class _OptIn:
 
     def reaches_into(self, directory: str) -> bool:
         """Could an entry name something inside this directory (so it must be walked)?"""
-        prefix = directory + "/"
-        for rules in self.each:
-            for p in rules.patterns:
-                static = p.static_prefix
-                if p.text == directory or static.startswith(prefix) or prefix.startswith(static):
-                    return True
-        return False
+        return any(p.reaches_into(directory) for rules in self.each for p in rules.patterns)
 
 
 class Screen:
