@@ -28,12 +28,19 @@ from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERV
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import Log, Transient, look_after_lost, silent
 from vertex_trainer.settings import PollPolicy
-from vertex_trainer.vertex.endpoints import Undeployment, retire
+from vertex_trainer.vertex.endpoints import (
+    ENDPOINT_NAME,
+    Undeployment,
+    apportion,
+    change,
+    model_of,
+    retire,
+    traffic_of,
+)
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.service import aiplatform_sdk
 
 _ENDPOINT_ID = re.compile(r"^[a-z][a-z0-9-]{0,61}[a-z0-9]$")
-_ENDPOINT_NAME = re.compile(r"^projects/[^/]+/locations/[^/]+/endpoints/[^/]+$")
 
 
 @dataclass(frozen=True)
@@ -187,14 +194,7 @@ def split_traffic(current: dict[str, int], share: int) -> dict[str, int]:
     serving = {k: int(v) for k, v in current.items() if int(v) > 0}
     if not serving or share >= 100:
         return {"0": 100}
-    rest = 100 - share
-    total = sum(serving.values())
-    exact = {k: rest * v / total for k, v in serving.items()}
-    out = {k: int(x) for k, x in exact.items()}
-    # Largest remainders get the percents that rounding down left over.
-    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: rest - sum(out.values())]:
-        out[k] += 1
-    split = {"0": share, **{k: v for k, v in out.items() if v}}
+    split = {"0": share, **apportion(serving, 100 - share)}
     return split if share else {k: v for k, v in split.items() if k != "0"}
 
 
@@ -219,34 +219,22 @@ def deploy(
             f"(deployed model {existing['id']}): nothing to deploy"
         )
         return _finish(client, request, endpoint, model, version, existing["id"], not uploaded, wait)
-    split = split_traffic(_ints(endpoint.get("trafficSplit")), request.traffic)
+    split = split_traffic(traffic_of(endpoint), request.traffic)
     log(
         f"deploy: {model}@{version} to {endpoint['name']} on {request.machine_type} "
         f"(traffic: {describe_split(split)})"
     )
     body = request.deployed_model(model, version)
-    budget = client.api.budget()
-    while True:
-        try:
-            operation = client.deploy_once(endpoint["name"], body, split)
-            break
-        except Transient as exc:  # committed or not? look before trying again
-            log(f"deploy: {exc}; checking whether the model was deployed")
-            # A committed deploy shows on the endpoint only when its operation ends: wait for
-            # the endpoint's unfinished operations first, then look.
-            for pending in client.operations(endpoint["name"]):
-                if not pending.get("done"):
-                    try:
-                        _wait(client, pending, "an earlier deploy", **wait)
-                    except ServiceError as failed:
-                        log(f"deploy: an earlier operation failed ({failed.message})")
-            found = _deployed(client.get_endpoint(endpoint["name"]), model, version)
-            if found is not None:
-                operation = None
-                break
-            budget.backoff("deploy", str(exc))
-    if operation is not None:
-        _wait(client, operation, "deploying the model", **wait)
+    change(
+        client,
+        endpoint["name"],
+        "deploy",
+        lambda: client.deploy_once(endpoint["name"], body, split),
+        lambda now: _deployed(now, model, version) is not None,
+        what="deploying the model",
+        earlier="an earlier deploy",
+        **wait,
+    )
     endpoint = client.get_endpoint(endpoint["name"])
     found = _deployed(endpoint, model, version)
     if found is None:
@@ -279,7 +267,7 @@ def _finish(
         version,
         endpoint["name"],
         deployed_id,
-        _ints(endpoint.get("trafficSplit")),
+        traffic_of(endpoint),
         adopted=adopted,
         undeployed=undeployed,
         client=client,
@@ -320,7 +308,7 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
                 parent_now, version = found
                 return parent_now, str(version["versionId"]), True
             budget.backoff("upload", str(exc))
-    response = _wait(client, operation, "uploading the model", **wait)
+    response = client.wait(operation, "uploading the model", **wait)
     model, version_id = response.get("model"), str(response.get("modelVersionId") or "")
     if not model or not version_id:
         raise ServiceError(f"the model upload finished without a model version: {response}")
@@ -330,7 +318,7 @@ def _ensure_version(client: RegistryClient, request: DeployRequest, **wait: Any)
 
 def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any) -> dict[str, Any]:
     log = wait["log"]
-    if _ENDPOINT_NAME.match(request.endpoint):
+    if ENDPOINT_NAME.match(request.endpoint):
         return client.get_endpoint(request.endpoint)
     found = client.find_endpoint(request.endpoint)
     if found is not None:
@@ -342,7 +330,7 @@ def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any
     )
     if operation is None:  # created by an earlier attempt whose answer was lost
         return client.get_endpoint(f"{client.parent}/endpoints/{endpoint_id}")
-    created = _wait(client, operation, "creating the endpoint", **wait)
+    created = client.wait(operation, "creating the endpoint", **wait)
     name = created.get("name") or (f"{client.parent}/endpoints/{endpoint_id}" if endpoint_id else "")
     if not name:
         raise ServiceError(f"creating endpoint {request.endpoint!r} finished without a name")
@@ -351,16 +339,7 @@ def _ensure_endpoint(client: RegistryClient, request: DeployRequest, **wait: Any
 
 def _deployed(endpoint: dict[str, Any], model: str, version: str) -> dict[str, Any] | None:
     for d in endpoint.get("deployedModels") or []:
-        ref, _, ref_version = str(d.get("model", "")).partition("@")
-        if ref == model and str(d.get("modelVersionId") or ref_version) == str(version):
+        if model_of(d) == (model, str(version)):
             found: dict[str, Any] = d
             return found
     return None
-
-
-def _wait(client: RegistryClient, operation: dict[str, Any], what: str, **wait: Any) -> dict[str, Any]:
-    return client.wait(operation, what, **wait)
-
-
-def _ints(split: dict[str, Any] | None) -> dict[str, int]:
-    return {str(k): int(v) for k, v in (split or {}).items()}

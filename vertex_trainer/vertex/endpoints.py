@@ -11,6 +11,9 @@ section 5).
 - `retire(client, endpoint, keep)`: after a deploy whose version took all the traffic, every
   other deployed model left at 0% is undeployed, so its nodes stop billing; never the one kept,
   and nothing while the kept one does not take all the traffic.
+- `change(client, endpoint, step, send, landed, ...)`: one deployModel or undeployModel (deploy.py
+  sends its deploy through it), sent once and followed to its end, an answer lost in transit
+  checked as above.
 - `describe(client, endpoint, book)`: an endpoint as typed records, each deployed model with its
   machines and the hourly list price of its nodes (pricing.serving), for `endpoints`.
 """
@@ -155,12 +158,23 @@ def remaining_split(split: dict[str, int], removed: str) -> dict[str, int]:
     Returns:
         The new split, integers summing to 100, or {}."""
     others = {k: int(v) for k, v in split.items() if k != removed and int(v) > 0}
-    total = sum(others.values())
-    if not total:
-        return {}
-    exact = {k: 100 * v / total for k, v in others.items()}
+    return apportion(others, 100) if others else {}
+
+
+def apportion(shares: dict[str, int], total: int) -> dict[str, int]:
+    """`total` percent shared in the ratio of `shares` (positive), in integers summing to it:
+    each gets its exact share rounded down, and the largest remainders the percents left over
+    (ties to the smaller key). Those that get none are left out.
+
+    Args:
+        shares: key -> its current share (positive).
+        total: the percent to share out.
+    Returns:
+        key -> its share of `total`."""
+    whole = sum(shares.values())
+    exact = {k: total * v / whole for k, v in shares.items()}
     out = {k: int(x) for k, x in exact.items()}
-    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: 100 - sum(out.values())]:
+    for k in sorted(exact, key=lambda k: (out[k] - exact[k], k))[: total - sum(out.values())]:
         out[k] += 1
     return {k: v for k, v in out.items() if v}
 
@@ -208,13 +222,13 @@ def undeploy(
     current = client.get_endpoint(endpoint)
     deployed = {str(d["id"]): d for d in current.get("deployedModels") or []}
     target = deployed.get(str(deployed_model_id))
-    split = _ints(current.get("trafficSplit"))
+    split = traffic_of(current)
     if target is None:
         log(f"undeploy: deployed model {deployed_model_id} is not on {endpoint}: nothing to undeploy")
         return Undeployment(
             endpoint, str(deployed_model_id), undeployed=False, traffic_split=split, remaining=len(deployed)
         )
-    model, version = _model_of(target)
+    model, version = model_of(target)
     others = [k for k in deployed if k != target["id"]]
     share = split.get(target["id"], 0)
     moved = None
@@ -234,21 +248,19 @@ def undeploy(
             f"their ratio: " + ", ".join(f"{v}% to {k}" for k, v in moved.items())
         )
     log(f"undeploy: {model}@{version} (deployed model {target['id']}) from {endpoint}")
-    budget = client.api.budget()
-    operation: dict[str, Any] | None
-    while True:
-        try:
-            operation = client.undeploy_once(endpoint, target["id"], moved)
-            break
-        except Transient as exc:  # committed or not? look before trying again
-            log(f"undeploy: {exc}; checking whether the model was undeployed")
-            _settle(client, endpoint, poll=poll, timeout=timeout, log=log, sleep=sleep)
-            if target["id"] not in _ids(client.get_endpoint(endpoint)):
-                operation = None
-                break
-            budget.backoff("undeploy", str(exc))
-    if operation is not None:
-        client.wait(operation, "undeploying the model", poll=poll, timeout=timeout, log=log, sleep=sleep)
+    change(
+        client,
+        endpoint,
+        "undeploy",
+        lambda: client.undeploy_once(endpoint, target["id"], moved),
+        lambda now: target["id"] not in _ids(now),
+        what="undeploying the model",
+        earlier="an earlier operation",
+        poll=poll,
+        timeout=timeout,
+        log=log,
+        sleep=sleep,
+    )
     after = client.get_endpoint(endpoint)
     if target["id"] in _ids(after):
         raise ServiceError(
@@ -262,7 +274,7 @@ def undeploy(
         version,
         str(target.get("displayName") or ""),
         undeployed=True,
-        traffic_split=_ints(after.get("trafficSplit")),
+        traffic_split=traffic_of(after),
         moved=moved,
         remaining=len(_ids(after)),
     )
@@ -287,7 +299,7 @@ def retire(
         poll, timeout, log, sleep: how each operation is followed.
     Returns:
         What was undeployed, in the endpoint's order (empty when nothing was left at 0%)."""
-    split = _ints(endpoint.get("trafficSplit"))
+    split = traffic_of(endpoint)
     if split.get(keep, 0) != 100:  # something else still serves: leave the endpoint as it is
         return ()
     idle = [str(d["id"]) for d in endpoint.get("deployedModels") or [] if str(d["id"]) != keep]
@@ -311,12 +323,12 @@ def describe(client: RegistryClient, endpoint: dict[str, Any], book: PriceBook) 
         book: the prices.
     Returns:
         The EndpointView."""
-    split = _ints(endpoint.get("trafficSplit"))
+    split = traffic_of(endpoint)
     region = (m["region"] if (m := ENDPOINT_NAME.match(endpoint.get("name", ""))) else None) or client.region
     names: dict[str, str] = {}
     views = []
     for d in endpoint.get("deployedModels") or []:
-        model, version = _model_of(d)
+        model, version = model_of(d)
         if model and model not in names:
             names[model] = _display_name(client, model) or str(d.get("displayName") or "")
         # dedicatedResources (this tool's deploys), or automaticResources (AutoML's): replicas alike.
@@ -365,15 +377,49 @@ def describe(client: RegistryClient, endpoint: dict[str, Any], book: PriceBook) 
     )
 
 
-def _settle(client: RegistryClient, endpoint: str, **wait: Any) -> None:
-    """Follow the endpoint's unfinished operations to their end (a committed undeploy shows on
-    the endpoint only when its operation ends)."""
-    for pending in client.operations(endpoint):
-        if not pending.get("done"):
-            try:
-                client.wait(pending, "an earlier operation", **wait)
-            except ServiceError as failed:
-                wait["log"](f"undeploy: an earlier operation failed ({failed.message})")
+def change(
+    client: RegistryClient,
+    endpoint: str,
+    step: str,
+    send: Callable[[], dict[str, Any]],
+    landed: Callable[[dict[str, Any]], bool],
+    *,
+    what: str,
+    earlier: str,
+    **wait: Any,
+) -> None:
+    """Send one change of an endpoint (deployModel, undeployModel) and follow its operation to
+    its end, sending it once: an answer lost in transit is checked before another try (the
+    endpoint's unfinished operations followed to their end, since a committed change shows on
+    the endpoint only then; then the endpoint read again).
+
+    Args:
+        client: the endpoint's project and region.
+        endpoint: the endpoint's resource name.
+        step: "deploy" or "undeploy", for the log lines and the retry budget.
+        send: one attempt (`client.deploy_once(...)`); returns the Operation.
+        landed: whether the endpoint, read again, shows the change made.
+        what: the operation's progress lines ("deploying the model").
+        earlier: an earlier operation's progress lines ("an earlier deploy").
+        **wait: poll, timeout, log, sleep: how the operations are followed."""
+    log = wait["log"]
+    budget = client.api.budget()
+    while True:
+        try:
+            operation = send()
+            break
+        except Transient as exc:  # committed or not? look before trying again
+            log(f"{step}: {exc}; checking whether the model was {step}ed")
+            for pending in client.operations(endpoint):
+                if not pending.get("done"):
+                    try:
+                        client.wait(pending, earlier, **wait)
+                    except ServiceError as failed:
+                        log(f"{step}: an earlier operation failed ({failed.message})")
+            if landed(client.get_endpoint(endpoint)):
+                return
+            budget.backoff(step, str(exc))
+    client.wait(operation, what, **wait)
 
 
 def _display_name(client: RegistryClient, model: str) -> str:
@@ -383,7 +429,8 @@ def _display_name(client: RegistryClient, model: str) -> str:
         return ""  # deleted since, or not readable: the deployed model's own name stands in
 
 
-def _model_of(deployed: dict[str, Any]) -> tuple[str, str]:
+def model_of(deployed: dict[str, Any]) -> tuple[str, str]:
+    """(the Model resource, its version id) a deployed model serves."""
     ref, _, ref_version = str(deployed.get("model", "")).partition("@")
     return ref, str(deployed.get("modelVersionId") or ref_version)
 
@@ -392,5 +439,6 @@ def _ids(endpoint: dict[str, Any]) -> list[str]:
     return [str(d["id"]) for d in endpoint.get("deployedModels") or []]
 
 
-def _ints(split: dict[str, Any] | None) -> dict[str, int]:
-    return {str(k): int(v) for k, v in (split or {}).items()}
+def traffic_of(endpoint: dict[str, Any]) -> dict[str, int]:
+    """An Endpoint resource's trafficSplit: deployed model id -> percent (integers)."""
+    return {str(k): int(v) for k, v in (endpoint.get("trafficSplit") or {}).items()}
