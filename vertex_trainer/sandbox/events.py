@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from vertex_trainer.errors import ServiceError
+from vertex_trainer.gcp.auth import emulator_headers
 from vertex_trainer.gcp.http import ApiClient
 from vertex_trainer.sandbox.runner import Echo
 from vertex_trainer.settings import EMULATOR_TOKEN_ENV, RetryPolicy
@@ -276,7 +277,7 @@ class FunctionHost:
             "ce-subject": f"objects/{data['name']}",
             "ce-time": data.get("updated", ""),
             "Content-Type": "application/json; charset=utf-8",
-            **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
+            **emulator_headers(self.token),
         }
         body = json.dumps(data).encode()
         delay = self.backoff_s

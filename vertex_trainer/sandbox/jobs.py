@@ -36,6 +36,7 @@ from typing import Any
 
 from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.gcp.auth import emulator_headers
 from vertex_trainer.sandbox.runner import Echo, Run, Runner, internal_error
 from vertex_trainer.settings import Settings
 
@@ -216,8 +217,8 @@ def _object(storage: str, uri: str, token: str | None) -> bytes:
     """The bytes of gs://BUCKET/OBJECT in the storage emulator (`token`: the one it requires)."""
     bucket, obj = uri[len("gs://") :].split("/", 1)
     url = f"{storage.rstrip('/')}/storage/v1/b/{bucket}/o/{urllib.parse.quote(obj, safe='')}?alt=media"
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as resp:
+    request = urllib.request.Request(url, headers=emulator_headers(token))
+    with urllib.request.urlopen(request, timeout=60) as resp:
         data: bytes = resp.read()
     return data
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
+from vertex_trainer.gcp.auth import emulator_headers
 from vertex_trainer.regions import region_of
 
 Echo = Callable[[str], None]
@@ -152,10 +153,7 @@ def call(
         base_url + path,
         method=method,
         data=json.dumps(body).encode() if body is not None else None,
-        headers={
-            "Content-Type": "application/json",
-            **({"Authorization": f"Bearer {token}"} if token else {}),
-        },
+        headers={"Content-Type": "application/json", **emulator_headers(token)},
     )
     try:
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=timeout) as r:
