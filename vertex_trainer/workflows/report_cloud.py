@@ -20,7 +20,7 @@ from vertex_trainer.workflows import cost as costs
 from vertex_trainer.workflows import report_read
 from vertex_trainer.workflows.report import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
 
-__all__ = ["from_custom_job", "from_tuning_job", "run_cost", "spec_max_cost"]
+__all__ = ["from_custom_job", "from_tuning_job", "run_cost"]
 
 Reader = Callable[[str], dict[str, Any] | None]
 
@@ -163,11 +163,6 @@ def _book() -> Any:
     from vertex_trainer import pricing
 
     return pricing.load_snapshot()
-
-
-def spec_max_cost(spec_yaml: str | None) -> tuple[str | None, float | None]:
-    """(region, scheduling.max_cost) of a recorded spec (its YAML); (None, None) without one."""
-    return report_read.spec_budget(spec_yaml, "spec.yaml", report_read.Notes())
 
 
 def run_cost(run: RunData) -> RunData:
