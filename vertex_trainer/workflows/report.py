@@ -265,10 +265,10 @@ def time_split(metrics: Mapping[str, Any], elapsed_s: float | None = None) -> di
 
 def trials_from_record(
     record: Path, notes: read.Notes | None = None
-) -> tuple[list[dict[str, Any]], str, str] | None:
+) -> tuple[list[dict[str, Any]], str, str, Any] | None:
     """A local study's trials (<records>/trials.json, checked: report_read.clean_trials), its goal
-    and metric id (from hyperparameter_tuning_job.json's studySpec); None when `record` holds no
-    study."""
+    and metric id (from hyperparameter_tuning_job.json's studySpec) and its name as trials.json
+    holds it; None when `record` holds no study."""
     notes = notes or read.Notes()
     path = record / "trials.json"
     study = read.read_json(path, notes)
@@ -276,7 +276,7 @@ def trials_from_record(
         return None
     body_path = record / "hyperparameter_tuning_job.json"
     goal, metric_id = read.clean_study(read.read_json(body_path, notes) or {}, str(body_path), notes)
-    return read.clean_trials(study.get("trials") or [], str(path), notes), goal, metric_id
+    return read.clean_trials(study.get("trials") or [], str(path), notes), goal, metric_id, study.get("name")
 
 
 def _record_of(path: Path) -> tuple[Path, Path]:
@@ -315,8 +315,7 @@ def from_run_dir(
     data = _run(base, record, notes, events, curves=study is None)
     if study is None:
         return data.with_(notes=notes.all())
-    trials, goal, metric_id = study
-    name = (read.read_json(record / "trials.json", read.Notes()) or {}).get("name")
+    trials, goal, metric_id, name = study
     data = data.with_(
         kind="tuning",
         name=str(name or data.name),
