@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vertex_trainer.errors import ServiceError, UserError
@@ -51,17 +51,8 @@ class Undeployment:
     remaining: int = 0  # deployed models left on the endpoint
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.endpoint,
-            "deployed_model_id": self.deployed_model_id,
-            "model": self.model,
-            "model_version": self.model_version,
-            "display_name": self.display_name,
-            "undeployed": self.undeployed,
-            "traffic_split": self.traffic_split,
-            "moved": self.moved,
-            "remaining": self.remaining,
-        }
+        """`undeploy --output json`: every field, by name."""
+        return asdict(self)
 
     def summary(self) -> dict[str, str]:
         """What `deploy --output json` lists under "undeployed"."""
