@@ -104,8 +104,8 @@ class FunctionHost:
 
     `directory`: the `trigger render` output; `environ`: the function's environment (the
     sandbox's variables); `storage`: the Cloud Storage emulator's http://host:port; `redeliver`:
-    how many times each event is sent; `token`: the sandbox's, which the bucket's listing and
-    every event carry (and the function requires); by default the one `environ` holds."""
+    how many times each event is sent. The sandbox's token, which the bucket's listing and every
+    event carry (and the function requires), is the one `environ` holds."""
 
     def __init__(
         self,
@@ -117,7 +117,6 @@ class FunctionHost:
         echo: Echo | None = None,
         backoff_s: float = BACKOFF_S,
         max_attempts: int = MAX_ATTEMPTS,
-        token: str | None = None,
     ):
         from vertex_trainer.trigger.events import TriggerConfig
 
@@ -128,7 +127,7 @@ class FunctionHost:
             )
         self.config = TriggerConfig.load(self.directory)
         self.environ = dict(environ)
-        token = token if token is not None else self.environ.get(EMULATOR_TOKEN_ENV) or None
+        token = self.environ.get(EMULATOR_TOKEN_ENV) or None
         self.storage = storage.rstrip("/")
         # One attempt per listing: a failed poll is repeated by the next one, POLL_S later.
         self._api = ApiClient(self.storage, retry=_ONE_TRY, service="the Cloud Storage emulator", token=token)

@@ -274,7 +274,6 @@ class Sandbox:
             storage=self.gcs.endpoint,
             redeliver=self.redeliver,
             echo=self.echo,
-            token=self.token,
         )
         if host.bucket not in self.buckets:  # the bucket the function watches exists from the start
             self.gcs.create_bucket(host.bucket)
