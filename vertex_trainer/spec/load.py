@@ -342,17 +342,15 @@ def template_variables(data: Any) -> set[str]:
 def _render_templates(
     data: Any,
     context: dict[str, Any],
+    env: Environment,
     path: str = "",
     defer: frozenset[str] = frozenset(),
-    env: Environment | None = None,
 ) -> Any:
     """Render every template in `data`; one that uses a variable in `defer` is kept as it is.
     `env` (_template_env) holds the bounds' budget: one for all of a spec's templates."""
     import jinja2
 
     from vertex_trainer.spec import templating
-
-    env = env or _template_env()
 
     def render(node: str, where: str) -> str:
         try:
@@ -519,8 +517,8 @@ def resolve_data(
             if deferred and _is_template(raw_name) and _names_in(env, raw_name) & deferred:
                 deferred |= {"name"}  # a name known only later defers the values that use it
             else:
-                context["name"] = _render_templates(raw_name, context, "name", env=env)
-        plain = _render_templates(plain, context, defer=deferred, env=env)
+                context["name"] = _render_templates(raw_name, context, env, "name")
+        plain = _render_templates(plain, context, env, defer=deferred)
 
     if not plain.get("project") and default_project:
         plain["project"] = default_project
