@@ -80,14 +80,17 @@ def server() -> Iterator[Server]:
 
 
 def exchange(
-    port: int, head: bytes, body: bytes = b"", *, flood: int = 0
+    port: int, head: bytes, body: bytes = b"", *, flood: int = 0, end: bool = False
 ) -> tuple[int, dict[str, str], dict]:
     """Send `head` (the request line and headers, CRLF-ended) and `body`, then `flood` more bytes
-    from another thread (a 1 MiB block sent again and again: the client holds no copy), and read
-    the one answer: (status, headers, JSON)."""
+    from another thread (a 1 MiB block sent again and again: the client holds no copy), or with
+    `end` nothing more (the sending side shut: a body cut short), and read the one answer:
+    (status, headers, JSON)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     try:
         sock.sendall(head + body)
+        if end:
+            sock.shutdown(socket.SHUT_WR)
         if flood:
 
             def pump() -> None:
@@ -159,20 +162,8 @@ def test_framings_that_disagree_or_are_not_supported(server):
 
 
 def test_a_body_shorter_than_its_length_is_400(server):
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    try:
-        sock.sendall(post("Content-Length: 100") + b'{"instances": []}')
-        sock.shutdown(socket.SHUT_WR)
-        response = http.client.HTTPResponse(sock)
-        response.begin()
-        answer = json.loads(response.read())
-    finally:
-        sock.close()
-    assert response.status == 400 and answer["error"].startswith("the body ended after 17 of the 100 bytes")
-
-
-def chunked(*parts: bytes) -> bytes:
-    return b"".join(parts)
+    status, _, answer = exchange(server.port, post("Content-Length: 100"), b'{"instances": []}', end=True)
+    assert status == 400 and answer["error"].startswith("the body ended after 17 of the 100 bytes")
 
 
 @pytest.mark.parametrize(
@@ -195,16 +186,10 @@ def test_chunked_bodies_that_are_malformed_or_too_large(server, body, status, me
 
 
 def test_a_chunked_body_cut_short_is_400(server):
-    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-    try:
-        sock.sendall(post("Transfer-Encoding: chunked") + b"100\r\n" + b"x" * 10)
-        sock.shutdown(socket.SHUT_WR)
-        response = http.client.HTTPResponse(sock)
-        response.begin()
-        answer = json.loads(response.read())
-    finally:
-        sock.close()
-    assert response.status == 400 and answer["error"].startswith("bad chunked body: it ended inside a chunk")
+    status, _, answer = exchange(
+        server.port, post("Transfer-Encoding: chunked"), b"100\r\n" + b"x" * 10, end=True
+    )
+    assert status == 400 and answer["error"].startswith("bad chunked body: it ended inside a chunk")
 
 
 def test_trailing_garbage_after_a_request_is_answered_in_json(server):
