@@ -22,9 +22,9 @@ from typing import Any
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import access
 from vertex_trainer.regions import region_of
-from vertex_trainer.settings import RetryPolicy, Settings, is_emulator
+from vertex_trainer.settings import Settings, is_emulator
 from vertex_trainer.workflows import permissions
-from vertex_trainer.workflows.preflight import buckets_of, location_mismatch
+from vertex_trainer.workflows.preflight import buckets_of, location_mismatch, short_retry
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -103,16 +103,6 @@ def identity(settings: Settings) -> Identity:
         return Identity("service account", email, how)
     account = getattr(creds, "account", None) or None
     return Identity("user", account, how + " (gcloud auth application-default login)")
-
-
-def short_retry(settings: Settings) -> RetryPolicy:
-    """A short retry budget: a check must not hang on one look."""
-    return dataclasses.replace(
-        settings.retry,
-        attempts=min(settings.retry.attempts, 3),
-        deadline=min(settings.retry.deadline, 15.0),
-        read_timeout=min(settings.retry.read_timeout, 10.0),
-    )
 
 
 def _not_checked(area: str, name: str, exc: VertexTrainerError) -> Item:

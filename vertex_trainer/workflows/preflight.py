@@ -122,8 +122,9 @@ def location_mismatch(region: str, location: str, location_type: str | None) -> 
     return None
 
 
-def _short_retry(settings: Settings) -> RetryPolicy:
-    """A pre-flight must not hold a submit for minutes: a short budget, then a warning."""
+def short_retry(settings: Settings) -> RetryPolicy:
+    """A short retry budget: a pre-flight must not hold a submit for minutes, nor a check hang
+    on one look (a short budget, then a warning)."""
     return dataclasses.replace(
         settings.retry,
         attempts=min(settings.retry.attempts, 3),
@@ -144,7 +145,7 @@ def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> No
     buckets = buckets_of(spec)
     if not buckets:
         return
-    api = storage.storage_api(settings, log=lambda _: None, retry=_short_retry(settings))
+    api = storage.storage_api(settings, log=lambda _: None, retry=short_retry(settings))
     for bucket, field in buckets.items():
         try:
             meta = storage.bucket_metadata(api, bucket)
@@ -248,7 +249,7 @@ def check_data(
     if not checks:
         return
     api = storage.storage_api(
-        settings, log=lambda _: None, retry=_short_retry(settings), final=lambda _op, err: err.code == 403
+        settings, log=lambda _: None, retry=short_retry(settings), final=lambda _op, err: err.code == 403
     )
     limit = cap or gcs_glob.MAX_LISTED
     listed: dict[str, gcs_glob.GlobMatch | None] = {}  # pattern -> its match (None: not read)
