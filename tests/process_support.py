@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
@@ -28,3 +30,29 @@ def processes_with_env(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def tcp_listeners(table_dir: str = "/proc/self/net") -> list[tuple[str, int, str]]:
+    """(address, port, socket inode) of every TCP socket listening in the network namespace that
+    `table_dir` belongs to (its tcp and tcp6 tables; /proc/PID/net for a process's)."""
+    found = []
+    for name in ("tcp", "tcp6"):
+        try:
+            rows = Path(table_dir, name).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A":  # LISTEN
+                address, port = cols[1].rsplit(":", 1)
+                found.append((_address(address), int(port, 16), cols[9]))
+    return found
+
+
+def _address(hex_address: str) -> str:
+    """/proc/net/tcp's 0100007F -> '127.0.0.1' (tcp6's 32 hex digits too)."""
+    raw = bytes.fromhex(hex_address)
+    if len(raw) == 4:
+        return socket.inet_ntop(socket.AF_INET, raw[::-1])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+    return socket.inet_ntop(socket.AF_INET6, words)

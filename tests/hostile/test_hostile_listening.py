@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
-import socket
 import textwrap
 import threading
 import uuid
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.local.conftest import custom_job, local_settings, python_command, worker_pool
-from tests.process_support import processes_with_env
+from tests.process_support import processes_with_env, tcp_listeners
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import SUCCEEDED, netns, run_local
 from vertex_trainer.settings import Settings
@@ -114,26 +113,14 @@ def loopback_server():
 def listening(table_dir: str = "/proc/self/net") -> dict[int, set[str]]:
     """port -> the addresses listening on it, in the network namespace `table_dir` belongs to."""
     found: dict[int, set[str]] = {}
-    for name in ("tcp", "tcp6"):
-        try:
-            rows = Path(table_dir, name).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if cols[3] != "0A":  # LISTEN
-                continue
-            address, port = cols[1].rsplit(":", 1)
-            found.setdefault(int(port, 16), set()).add(_address(address))
+    for address, port, _ in tcp_listeners(table_dir):
+        found.setdefault(port, set()).add(address)
     return found
 
 
-def _address(hex_address: str) -> str:
-    raw = bytes.fromhex(hex_address)
-    if len(raw) == 4:
-        return socket.inet_ntop(socket.AF_INET, raw[::-1])
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(socket.AF_INET6, words)
+def interfaces_of(pid: int) -> list[str]:
+    """The network interfaces of `pid`'s network namespace (/proc/PID/net/dev)."""
+    return [row.split(":")[0].strip() for row in Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]]
 
 
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
@@ -154,12 +141,7 @@ def _two_replica_run(tmp_path, marker, service, outside, network="private"):
             pids = processes_with_env(marker)
             seen["host"] = listening()
             seen["replicas"] = {pid: listening(f"/proc/{pid}/net") for pid in pids}
-            seen["interfaces"] = {
-                pid: [
-                    r.split(":")[0].strip() for r in Path(f"/proc/{pid}/net/dev").read_text().splitlines()[2:]
-                ]
-                for pid in pids
-            }
+            seen["interfaces"] = {pid: interfaces_of(pid) for pid in pids}
             seen["netns"] = {os.readlink(f"/proc/{pid}/ns/net") for pid in pids}
             go.write_text("go")
 

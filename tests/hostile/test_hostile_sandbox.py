@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.test_hostile_listening import LISTEN_AS_TF, LOOPBACK, _address
-from tests.process_support import processes_with_env
+from tests.hostile.test_hostile_listening import LISTEN_AS_TF, LOOPBACK, interfaces_of
+from tests.process_support import processes_with_env, tcp_listeners
 from vertex_trainer.local import netns
 
 pytestmark = pytest.mark.wire  # a sandbox in this process, its servers on loopback
@@ -276,14 +276,7 @@ def _socket_inodes(pids: list[int]) -> set[str]:
 
 
 def _listeners_by_inode(table_dir: str = "/proc/self/net") -> dict[str, tuple[str, int]]:
-    found = {}
-    for name in ("tcp", "tcp6"):
-        for row in Path(table_dir, name).read_text().splitlines()[1:]:
-            cols = row.split()
-            if cols[3] == "0A":
-                address, port = cols[1].rsplit(":", 1)
-                found[cols[9]] = (_address(address), int(port, 16))
-    return found
+    return {inode: (address, port) for address, port, inode in tcp_listeners(table_dir)}
 
 
 def test_during_a_two_replica_sandbox_job_every_server_of_the_tool_listens_on_loopback_only(box, tmp_path):
@@ -330,10 +323,7 @@ def test_during_a_two_replica_sandbox_job_every_server_of_the_tool_listens_on_lo
         replicas = [p for p in family if "CLUSTER_SPEC=" in _environ(p)]
         nets = {p: os.readlink(f"/proc/{p}/ns/net") for p in replicas}
         theirs = {p: _listeners_by_inode(f"/proc/{p}/net") for p in replicas}
-        interfaces = {
-            p: [r.split(":")[0].strip() for r in Path(f"/proc/{p}/net/dev").read_text().splitlines()[2:]]
-            for p in replicas
-        }
+        interfaces = {p: interfaces_of(p) for p in replicas}
     finally:
         go.write_text("go")
     from vertex_trainer.vertex.jobs import Job

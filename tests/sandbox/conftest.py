@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.process_support import processes_with_env
+from tests.process_support import processes_with_env, tcp_listeners
 from tests.shared import FAST_RETRY as LOOPBACK_RETRY
 from vertex_trainer.sandbox import READY, Sandbox
 from vertex_trainer.settings import PollPolicy, Settings
@@ -262,11 +262,7 @@ def listening_sockets(ports: list[int]) -> dict[int, set[str]]:
     A socket a port had when the sandbox stopped that is still there afterwards outlived it; a
     new socket on the same port is another test's server (the workers bind ephemeral ports)."""
     found: dict[int, set[str]] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            for row in f.read().splitlines()[1:]:
-                cols = row.split()
-                port = int(cols[1].rsplit(":", 1)[1], 16)
-                if cols[3] == "0A" and port in ports:  # 0A: LISTEN
-                    found.setdefault(port, set()).add(cols[9])
+    for _, port, inode in tcp_listeners():
+        if port in ports:
+            found.setdefault(port, set()).add(inode)
     return found
