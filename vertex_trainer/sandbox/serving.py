@@ -45,7 +45,6 @@ class _Server:
     supervisor: Any
     ready: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
-    stopped: bool = False  # undeployed: never (re)started
 
 
 class ModelServers:
@@ -100,12 +99,11 @@ class ModelServers:
     def undeployed(self, endpoint: str, deployed_model_id: str) -> None:
         """An undeployModel completed: stop that deployed model's server (SIGTERM, then SIGKILL)
         and return once its process is gone."""
-        with self._lock:  # _watch starts a process under this lock: it sees `stopped`, or we see it
+        with self._lock:  # _watch starts a process under this lock: it sees the id, or we see it
             self._undeployed.add(str(deployed_model_id))
             server = self._servers.pop(str(deployed_model_id), None)
             if server is None:
                 return
-            server.stopped = True
         server.supervisor.stop()
         server.error = server.error or "the model was undeployed"
         server.ready.set()
@@ -195,7 +193,7 @@ class ModelServers:
             try:
                 if self._closed:
                     raise RuntimeError("the sandbox is shutting down")
-                if server.stopped:
+                if server.deployed_id in self._undeployed:
                     raise RuntimeError("the model was undeployed")
                 server.supervisor.start()
             except Exception as exc:
