@@ -19,7 +19,7 @@ from vertex_trainer.gcp import names, storage
 from vertex_trainer.pipeline import default_root, pipeline_ir
 from vertex_trainer.settings import Settings
 from vertex_trainer.trigger import bundle, gcloud, manifest
-from vertex_trainer.trigger.events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, check_trigger_args
+from vertex_trainer.trigger.events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, check_cap, check_trigger_args
 from vertex_trainer.trigger.prepare import Prepared, prepare
 from vertex_trainer.workflows.preflight import buckets_of
 
@@ -55,6 +55,8 @@ def plan(
         runtime_service_account=runtime_service_account,
         trigger_service_account=trigger_service_account,
         trigger_location=trigger_location,
+        max_runs_per_folder=max_runs_per_folder,
+        folder_window=folder_window,
     )
     prepared = prepare(
         spec_path,
@@ -105,10 +107,14 @@ def check_flags(
     runtime_service_account: str | None = None,
     trigger_service_account: str | None = None,
     trigger_location: str | None = None,
+    max_runs_per_folder: int = MAX_RUNS_PER_FOLDER,
+    folder_window: str = FOLDER_WINDOW,
     **_: Any,
 ) -> None:
-    """The names a person typed, by Google's grammar (gcp/names.py): UserError naming the flag."""
+    """The names a person typed, by Google's grammar (gcp/names.py), and the cap's flags:
+    UserError naming the flag."""
     check_trigger_args(bucket, prefix, marker)
+    check_cap(max_runs_per_folder, folder_window)
     if function is not None:
         names.check_function(function, "--function")
     for flag, account in (

@@ -22,14 +22,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, check_trainer_flags, cloud_problems
 from vertex_trainer.spec.load import build_spec, read_yaml, resolve_data, template_variables
-from vertex_trainer.trigger.events import (
-    FOLDER_WINDOW,
-    MAX_RUNS_PER_FOLDER,
-    TriggerConfig,
-    check_cap,
-    check_trigger_args,
-    sample_vars,
-)
+from vertex_trainer.trigger.events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, TriggerConfig, sample_vars
 
 
 @dataclass(frozen=True)
@@ -64,8 +57,8 @@ def prepare(
     folder_window: str = FOLDER_WINDOW,
     settings: Settings,
 ) -> Prepared:
-    check_trigger_args(bucket, prefix, marker)
-    check_cap(max_runs_per_folder, folder_window)
+    """The spec as the function will load it, and the trigger's configuration. The flags are
+    checked before (function.check_flags, its one caller's first step) and again by TriggerConfig."""
     base = Path(spec_path).parent
     given = dict(vars or {})
     if "trigger" in given:
