@@ -66,7 +66,8 @@ def py_literal(value: Any) -> PyLiteral:
     if value is not None and not isinstance(value, (str, int, bool)):
         raise TypeError(f"trigger_main.py.j2: {type(value).__name__} has no literal here")
     text = ascii(value) if isinstance(value, str) else repr(value)
-    if ast.literal_eval(text) != value or type(ast.literal_eval(text)) is not type(value):
+    back = ast.literal_eval(text)
+    if back != value or type(back) is not type(value):
         raise ValueError(f"trigger_main.py.j2: {text} does not read back as {value!r}")
     return PyLiteral(text)
 

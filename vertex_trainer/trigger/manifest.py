@@ -100,10 +100,11 @@ def write_files(out_dir: Path, files: Files, *, executable: Iterable[str] = ()) 
     """Write `files` into `out_dir` with their manifest; returns what was written (relative)."""
     before = previous(out_dir)
     new = {rel: _sha(data) for rel, data in files.items()}
+    now_of: dict[str, str | None] = {}  # each file's digest as found, read once
     stale = []
     for rel in sorted(set(new) | set(before)):
         path = _inside(out_dir, rel)
-        now = _current(path) if path.exists() else None
+        now = now_of[rel] = _current(path)
         if path.exists() and now is None:
             raise _refuse(out_dir, f"{shown(rel)} is there and is not a file")
         if path.exists() and rel not in before:
@@ -115,7 +116,7 @@ def write_files(out_dir: Path, files: Files, *, executable: Iterable[str] = ()) 
     for rel, data in files.items():
         path = out_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        if _current(path) != new[rel]:
+        if now_of[rel] != new[rel]:
             path.write_bytes(data)
         if rel in executable:
             path.chmod(0o755)
