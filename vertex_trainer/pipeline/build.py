@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from vertex_trainer import render
@@ -61,9 +60,6 @@ def pipeline_ir(
         request = deployment.request(
             spec, f"{(base or spec.output_dir or '').rstrip('/')}/model", key or "compile", artifact.image_uri
         )
-        # at traffic 100 the endpoint's other deployed models are undeployed after the deploy
-        # step unless kept, as `vertex-trainer deploy` does (docs/serving.md)
-        request = dataclasses.replace(request, keep_previous=deployment.deploy_block(spec).keep_previous)
         target = resolve_target(registry, request) if registry else first_deploy(request)
     return compile_ir(
         job,

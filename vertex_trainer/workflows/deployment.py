@@ -95,6 +95,7 @@ def request(spec: JobSpec, artifact_uri: str, job_label: str, image: str) -> Dep
         min_replicas=d.min_replicas,
         max_replicas=d.max_replicas or d.min_replicas,
         traffic=d.traffic,
+        keep_previous=d.keep_previous,
         labels=dict(spec.labels),
         service_account=spec.service_account,
     )
