@@ -23,6 +23,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.storage import bucket_of
 from vertex_trainer.pipeline.steps import DeployTarget, Previous
 from vertex_trainer.vertex.deploy import DeployRequest, split_traffic
+from vertex_trainer.vertex.endpoints import model_of
 from vertex_trainer.vertex.models import RegistryClient
 
 ROOT_FOLDER = "pipeline-root"
@@ -94,8 +95,4 @@ def resolve_target(client: RegistryClient, request: DeployRequest) -> DeployTarg
 def _previous(endpoint: dict[str, Any]) -> tuple[Previous, ...]:
     """The endpoint's deployed models, in its order: all of them are left at 0% once the new
     version takes all the traffic."""
-    found = []
-    for d in endpoint.get("deployedModels") or []:
-        model, _, version = str(d.get("model") or "").partition("@")
-        found.append(Previous(str(d["id"]), model, str(d.get("modelVersionId") or version)))
-    return tuple(found)
+    return tuple(Previous(str(d["id"]), *model_of(d)) for d in endpoint.get("deployedModels") or [])
