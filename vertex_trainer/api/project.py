@@ -121,9 +121,10 @@ def project_setup(
     name, source = project_source(settings, spec)
     if not name:
         raise UserError("setup: no project; nothing was sent", hint="pass --project or set it in the spec")
-    reads = _setup.reads(spec, project=name, settings=settings)
+    looks = _setup.looks(spec, project=name, settings=settings, spec_path=spec_path)
+    reads = [read for read, _ in looks]
     if dry_run:  # no request, no credentials: every step it could take, if missing
-        items = _setup.unread(spec, project=name, settings=settings, spec_path=spec_path)
+        items = [item for _, missing in looks for item in missing]
         steps = _setup.plan(items, project=name, settings=settings, member=member or "MEMBER")
         return _setup.SetupResult(name, steps, mode=_setup.DRY, reads=reads)
     who = _check.identity(settings)

@@ -75,81 +75,71 @@ class SetupResult:
         }
 
 
-def reads(spec, *, project: str, settings: Settings) -> list[str]:
-    """The reads `check` makes for `spec` (None: the project alone), in words: what a plan or an
-    apply sends before it changes anything. Opens no connection."""
-    parts = permissions.parts(spec)
-    out = ["the credentials (Application Default Credentials; on Google Cloud, the metadata server)"]
+Look = tuple[str, list[Item]]  # one read, in words, and what setup acts on when it finds it missing
+
+
+def looks(spec, *, project: str, settings: Settings, spec_path: str | None = None) -> list[Look]:
+    """The reads `check` makes for `spec` (None: the project alone), each in words (what a plan or
+    an apply sends before it changes anything) with the FAIL items setup could act on were that
+    read to find everything missing (what a dry run plans from, with nothing read: check.py's
+    constructors, so the steps are the same). Opens no connection."""
+    setup = f"vertex-trainer setup {spec_path}" if spec_path else None
+    who, parts = NOT_READ, permissions.parts(spec)
+    out: list[Look] = []
+
+    def look(read: str, *missing: Item) -> None:
+        out.append((read, list(missing)))
+
+    look("the credentials (Application Default Credentials; on Google Cloud, the metadata server)")
     if not check.stand_in_missing(settings, settings.serviceusage_endpoint):
-        out.append(
-            f"GET {settings.serviceusage_url()}/v1/projects/{project}/services:batchGet "
-            f"({', '.join(permissions.apis(parts))})"
+        apis = permissions.apis(parts)
+        look(
+            f"GET {settings.serviceusage_url()}/v1/projects/{project}/services:batchGet ({', '.join(apis)})",
+            *(check.api_missing(a, project, setup) for a in apis),
         )
     iam = not check.stand_in_missing(settings, settings.iam_endpoint)
     wanted = permissions.needs(parts, "project")
     if iam and wanted:
-        out.append(
+        look(
             f"POST {settings.iam_url('cloudresourcemanager')}/v3/projects/{project}:testIamPermissions "
-            f"({len(wanted)} permissions)"
+            f"({len(wanted)} permissions)",
+            *(check.permission_missing(n, project, who) for n in wanted),
         )
     if spec is None:
         return out
     if iam and spec.service_account:
         resource = access.service_account_resource(project, spec.service_account)
-        out.append(f"POST {settings.iam_url('iam')}/v1/{resource}:testIamPermissions (actAs)")
-    if not (settings.offline and not settings.storage_emulator):
-        from vertex_trainer.workflows.preflight import buckets_of
-
-        for bucket in buckets_of(spec):
-            out.append(f"GET {settings.storage_url()}/storage/v1/b/{bucket} (exists, where)")
-            out.append(f"GET {settings.storage_url()}/storage/v1/b/{bucket}/iam/testPermissions")
-    found = check.repository_of(spec)
-    if iam and found:
-        name = access.repository_name(*found)
-        base = settings.iam_url("artifactregistry")
-        out += [f"GET {base}/v1/{name}", f"POST {base}/v1/{name}:testIamPermissions"]
-    if spec.persistent_resource:
-        out.append(f"GET Vertex AI {spec.persistent_resource}")
-    if spec.tensorboard:
-        out.append(f"GET Vertex AI {spec.tensorboard}")
-    if spec.hardware.accelerator is not None:
-        out.append(f"GET {settings.quotas_url()}: the accelerator quota of each region of the plan")
-    return out
-
-
-def unread(spec, *, project: str, settings: Settings, spec_path: str | None) -> list[Item]:
-    """Every FAIL item setup could act on for `spec`, as if each look found it missing: what a dry
-    run plans from, with nothing read (check.py's constructors, so the steps are the same)."""
-    setup = f"vertex-trainer setup {spec_path}" if spec_path else None
-    who, parts = NOT_READ, permissions.parts(spec)
-    items: list[Item] = []
-    if not check.stand_in_missing(settings, settings.serviceusage_endpoint):
-        items += [check.api_missing(a, project, setup) for a in permissions.apis(parts)]
-    iam = not check.stand_in_missing(settings, settings.iam_endpoint)
-    if iam:
-        items += [check.permission_missing(n, project, who) for n in permissions.needs(parts, "project")]
-    if spec is None:
-        return items
-    if iam and spec.service_account:
-        items.append(check.act_as_missing(spec.service_account, project, who))
+        look(
+            f"POST {settings.iam_url('iam')}/v1/{resource}:testIamPermissions (actAs)",
+            check.act_as_missing(spec.service_account, project, who),
+        )
     if not (settings.offline and not settings.storage_emulator):
         from vertex_trainer.workflows.preflight import buckets_of
 
         objects = [n.permission for n in permissions.OBJECTS]
         for bucket, field_name in buckets_of(spec).items():
-            items += [
-                check.bucket_missing(bucket, field_name, spec, project, setup),
-                check.objects_missing(bucket, objects, who),
-            ]
+            url = f"{settings.storage_url()}/storage/v1/b/{bucket}"
+            look(f"GET {url} (exists, where)", check.bucket_missing(bucket, field_name, spec, project, setup))
+            look(f"GET {url}/iam/testPermissions", check.objects_missing(bucket, objects, who))
     found = check.repository_of(spec)
     if iam and found:
         rproject, location, repo = found
-        items.append(check.repository_missing(rproject, location, repo, setup))
-        items += [
-            check.repository_permission_missing(n, rproject, location, repo, who)
-            for n in permissions.needs(parts, "repository")
-        ]
-    return items
+        url = f"{settings.iam_url('artifactregistry')}/v1/{access.repository_name(*found)}"
+        look(f"GET {url}", check.repository_missing(rproject, location, repo, setup))
+        look(
+            f"POST {url}:testIamPermissions",
+            *(
+                check.repository_permission_missing(n, rproject, location, repo, who)
+                for n in permissions.needs(parts, "repository")
+            ),
+        )
+    if spec.persistent_resource:
+        look(f"GET Vertex AI {spec.persistent_resource}")
+    if spec.tensorboard:
+        look(f"GET Vertex AI {spec.tensorboard}")
+    if spec.hardware.accelerator is not None:
+        look(f"GET {settings.quotas_url()}: the accelerator quota of each region of the plan")
+    return out
 
 
 def plan(items: list[Item], *, project: str, settings: Settings, member: str) -> list[Step]:
