@@ -30,13 +30,8 @@ from typing import Any
 
 from vertex_trainer import catalog
 from vertex_trainer.errors import SpecError
-from vertex_trainer.packaging.context import (
-    ContextEntry,
-    DockerIgnore,
-    entry_from_bytes,
-    walk_context,
-)
-from vertex_trainer.packaging.screen import DOCKERIGNORE, Screen, Screened, read_ignore_file
+from vertex_trainer.packaging.context import ContextEntry, entry_from_bytes
+from vertex_trainer.packaging.screen import Screened, walk_screened
 from vertex_trainer.packaging.templates import _template
 from vertex_trainer.spec import validate_image_reference
 from vertex_trainer.spec.images import (
@@ -80,14 +75,9 @@ def code_entries(
             entry names no credential (exit 2).
     """
     root = root or code_root(spec)
-    image = script_image(spec)
-    screen = Screen(root, field="image.code", include_secrets=tuple(getattr(image, "include_secrets", ())))
+    include_secrets = tuple(getattr(script_image(spec), "include_secrets", ()))
     # The code's own .dockerignore speaks of paths inside image.code: match before the prefix.
-    ignore = DockerIgnore(read_ignore_file(root / DOCKERIGNORE, "image.code"))
-    entries = walk_context(root, ignore, screen=screen)
-    found = screen.finish()
-    if screened is not None:
-        screened.extend(found)
+    entries = walk_screened(root, field="image.code", include_secrets=include_secrets, screened=screened)
     return [dataclasses.replace(e, name=prefix + e.name) for e in entries]
 
 

@@ -32,10 +32,9 @@ from vertex_trainer.packaging.context import (
     entry_from_bytes,
     entry_from_file,
     hash_entries,
-    walk_context,
     write_archive,
 )
-from vertex_trainer.packaging.screen import DOCKERIGNORE, Screen, Screened, read_ignore_file
+from vertex_trainer.packaging.screen import Screened, walk_screened
 from vertex_trainer.packaging.templates import (
     VARIANTS,
     bundled_trainer_dir,
@@ -280,12 +279,14 @@ def _trainer_files(
 ) -> list[ContextEntry]:
     """The bundled trainer's files its .dockerignore template keeps, credentials screened out
     (none in the trainer shipped: a fork's would be named)."""
-    screen = Screen(trainer_dir, field="the bundled trainer", own_rules=False)
-    entries = walk_context(trainer_dir, ignore, prefix=prefix, screen=screen)
-    found = screen.finish()
-    if screened is not None:
-        screened.extend(found)
-    return entries
+    return walk_screened(
+        trainer_dir,
+        field="the bundled trainer",
+        ignore=ignore,
+        prefix=prefix,
+        own_rules=False,
+        screened=screened,
+    )
 
 
 def plan_custom_context(
@@ -307,12 +308,7 @@ def plan_custom_context(
         )
     # The saved spec rides along in the archive under .vertex-trainer/: the screen's built-in
     # rules keep it from the image and the hash.
-    screen = Screen(root, field="image.context", include_secrets=include_secrets)
-    ignore = DockerIgnore(read_ignore_file(root / DOCKERIGNORE, "image.context"))
-    entries = walk_context(root, ignore, screen=screen)
-    found = screen.finish()
-    if screened is not None:
-        screened.extend(found)
+    entries = walk_screened(root, field="image.context", include_secrets=include_secrets, screened=screened)
     # Docker always reads the Dockerfile and .dockerignore, whatever the patterns say.
     names = {e.name for e in entries}
     for special in ("Dockerfile", ".dockerignore"):

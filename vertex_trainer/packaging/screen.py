@@ -16,7 +16,7 @@ order, the first rule that matches leaves it out, and says why:
    default also includes `.gitignore`; here only a `.gcloudignore` that says so does, since a
    .gitignore often lists generated files a job needs, and what it lists as secret the
    credential rules already cover.
-4. its `.dockerignore` (Docker's rules, context.DockerIgnore), applied by the caller.
+4. its `.dockerignore` (Docker's rules, context.DockerIgnore; `walk_screened` reads it).
 5. credentials by content (`recognise`, the first `context.HEAD_BYTES` of each file): a service-account
    key, OAuth user credentials with a refresh token, a PEM / OpenSSH / PGP private key.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertex_trainer.errors import SpecError
-from vertex_trainer.packaging.context import DockerIgnore
+from vertex_trainer.packaging.context import ContextEntry, DockerIgnore, walk_context
 
 if TYPE_CHECKING:
     import pathspec
@@ -344,3 +344,41 @@ class Screen:
                     "(its 'left out' lines), or remove the entry",
                 )
         return tuple(self.screened)
+
+
+def walk_screened(
+    root: Path,
+    *,
+    field: str,
+    ignore: DockerIgnore | None = None,
+    prefix: str = "",
+    include_secrets: tuple[str, ...] = (),
+    own_rules: bool = True,
+    screened: list[Screened] | None = None,
+) -> list[ContextEntry]:
+    """The files of a folder that pass its `Screen`, then Docker's rules (context.walk_context).
+
+    Args:
+        root: the folder.
+        field: its spec field (as `Screen`'s).
+        ignore: Docker's rules (default: the folder's own .dockerignore, read after its
+            .gcloudignore).
+        prefix: the folder's place in the context or sdist (`ignore` matches the prefixed names).
+        include_secrets: image.include_secrets (as `Screen`'s).
+        own_rules: as `Screen`'s.
+        screened: collects what was left out (or let in on purpose), for the dry run.
+    Returns:
+        The entries, sorted by name.
+    Raises:
+        UserError: a bound is passed, an ignore file is unreadable, or an image.include_secrets
+            entry names no credential (exit 2; a SpecError naming `field` but for a bound in
+            the bundled trainer).
+    """
+    screen = Screen(root, field=field, include_secrets=include_secrets, own_rules=own_rules)
+    if ignore is None:
+        ignore = DockerIgnore(read_ignore_file(root / DOCKERIGNORE, field))
+    entries = walk_context(root, ignore, prefix=prefix, screen=screen)
+    found = screen.finish()
+    if screened is not None:
+        screened.extend(found)
+    return entries
