@@ -87,6 +87,10 @@ CASES: dict[str, tuple[Callable[[Path], Path | None], str]] = {
         lambda r: write(r / "metrics.json", (r / "metrics.json").read_text()[:100]),
         "metrics.json: not JSON",
     ),
+    "metrics an integer of 5,000 digits": (
+        lambda r: write(r / "metrics.json", '{"epochs": ' + "9" * 5000 + "}"),
+        "metrics.json: not JSON this report reads",
+    ),
     "metrics a list": (
         lambda r: write(r / "metrics.json", "[1, 2]"),
         "metrics.json: a JSON list, not an object",

@@ -136,6 +136,9 @@ def read_json(path: Path, notes: Notes) -> dict[str, Any] | None:
     except json.JSONDecodeError as e:
         notes.add(f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno}); left out")
         return None
+    except ValueError as e:  # what json's parser refuses past the grammar: an integer over 4,300 digits
+        notes.add(f"{path}: not JSON this report reads ({e}); left out")
+        return None
     except RecursionError:
         notes.add(f"{path}: nested too deeply to read; left out")
         return None
