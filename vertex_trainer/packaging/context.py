@@ -206,14 +206,17 @@ def entry_from_file(name: str, path: Path) -> ContextEntry:
     return entry
 
 
-def _read_entry(name: str, path: Path, screen: Screen | None = None, rel: str = "") -> ContextEntry | None:
-    """The entry of a file, or None when `screen` leaves it out by its first bytes."""
+def _read_entry(
+    name: str, path: Path, screen: Screen | None = None, rel: str = "", st: os.stat_result | None = None
+) -> ContextEntry | None:
+    """The entry of a file, or None when `screen` leaves it out by its first bytes; `st`: its
+    lstat, when the caller has it."""
     if "\n" in name or "\r" in name or "\\" in name:
         raise UserError(
             f"build context file name {name!r} contains a newline or backslash",
             hint="rename the file or exclude it in .dockerignore",
         )
-    st = path.lstat()
+    st = st if st is not None else path.lstat()
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(path)
         return ContextEntry(
@@ -299,9 +302,8 @@ def walk_context(
                 if screen is not None:
                     screen.left_out(rel, "not a regular file (a FIFO, socket or device)")
                 continue
-            size = st.st_size
-            _check_bounds(root, rel, size, total, len(entries), sizes, screen, limits)
-            entry = _read_entry(name, path, screen, rel)
+            _check_bounds(root, rel, st.st_size, total, len(entries), sizes, screen, limits)
+            entry = _read_entry(name, path, screen, rel, st)
             if entry is not None:
                 entries.append(entry)
                 total += entry.size
