@@ -21,7 +21,6 @@ __all__ = [
     "find_local_run",
     "job_replicas",
     "list_jobs",
-    "local_replicas",
     "logs",
     "status",
     "tuning_job",
@@ -193,7 +192,7 @@ def logs(
     start = parse_since(since)
     if isinstance(job, str) and (record := runlog.find_run(job)):
         if replica is not None:
-            check_replica(replica, local_replicas(record), f"local run {job}")
+            check_replica(replica, runlog.replicas(record), f"local run {job}")
         return runlog.entries(
             record, follow=follow, replica=replica, since_ns=start, interval=min(0.5, settings.poll.initial)
         )
@@ -223,21 +222,6 @@ def job_replicas(job: Mapping[str, Any]) -> list[str]:
         count = int(pool.get("replicaCount") or (1 if pool else 0))
         names += [f"workerpool{i}-{j}" for j in range(count)]
     return names
-
-
-def local_replicas(record: str) -> list[str]:
-    """The replicas a local run ran, from its record: the log file each one writes from the
-    start, and the names the runner and the result list.
-
-    Args:
-        record: the run's record directory (:func:`find_local_run`).
-
-    Returns:
-        the replica names, sorted.
-    """
-    from vertex_trainer.local import runlog
-
-    return runlog.replicas(record)
 
 
 def check_replica(replica: str, replicas: list[str], what: str) -> None:
