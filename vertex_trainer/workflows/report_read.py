@@ -70,6 +70,8 @@ class Notes:
         self.more = 0
 
     def add(self, line: str) -> None:
+        if line in self.lines:  # (a file read twice, e.g. a study's body for its goal and its job)
+            return
         if len(self.lines) < MAX_NOTES:
             self.lines.append(line)
         else:
