@@ -197,13 +197,13 @@ def prefill(
             if (path := _file_of(standin, key)) is not None:
                 path.mkdir(parents=True, exist_ok=True)
             continue
-        name = key
-        if key in folders or (standin / key).is_dir():  # the folder has the name (gcsfuse's rule)
-            name = key + CONFLICT_SUFFIX
-            fill.conflicts.append(key)
+        conflict = key in folders or (standin / key).is_dir()  # the folder has the name (gcsfuse's rule)
+        name = key + CONFLICT_SUFFIX if conflict else key
         path = _file_of(standin, name)
         if path is None:  # a name no file can have here
             continue
+        if conflict:
+            fill.conflicts.append(key)
         known = earlier.get(name)
         generation = str(item.get("generation") or "")
         if path.exists() or path.is_symlink():
