@@ -294,9 +294,9 @@ class StatePrinter:
         self.stream = stream
         self._first = True
 
-    def __call__(self, resource: Any, note: str | None = None) -> None:
+    def __call__(self, resource: StatefulResource, note: str | None = None) -> None:
         """Show `resource`'s state (its held answer: the caller has just looked), and `note`."""
-        state = resource.states.short(getattr(resource, "held_state", None) or resource.state)
+        state = resource.states.short(resource.held_state)
         line = f"{time.strftime('%H:%M:%S')}  {state}"
         if self._first:
             line += f"  {resource.kind} {resource.name}"
