@@ -42,8 +42,7 @@ def dry_run_text(plan: SubmitPlan) -> str:
         search = search_line(plan)
         if search:
             lines.append(f"# {search}")
-    job = plan.tuning if plan.tuning is not None else plan.body
-    names = hidden([job, plan.deploy, [{"args": t.args} for t in plan.trials]])
+    names = hidden([plan.job, plan.deploy, [{"args": t.args} for t in plan.trials]])
     if names:
         lines.insert(1, f"# {note(names)}")
     return "\n".join(lines)
