@@ -55,6 +55,13 @@ def _spec(tmp_path: Path, **changes) -> Path:
     return path
 
 
+def _cloud_spec(tmp_path: Path, **changes) -> Path:
+    """The spec of a job on Vertex AI (a project, a region, a gs:// output_dir)."""
+    return _spec(
+        tmp_path, project="my-project-1", region="us-central1", output_dir="gs://out-bucket/runs", **changes
+    )
+
+
 def _shown(text: str) -> None:
     """Nothing secret in `text`; the value named like a secret but not one stays readable."""
     assert "s3cr3t" not in text, text
@@ -153,12 +160,7 @@ def test_a_cloud_dry_run_shows_no_secret_and_the_api_keeps_what_it_would_send(tm
     from vertex_trainer import api
 
     run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
-    spec = _spec(
-        tmp_path,
-        project="my-project-1",
-        region="us-central1",
-        output_dir="gs://out-bucket/runs",
-    )
+    spec = _cloud_spec(tmp_path)
     for output in ("text", "json"):
         dry = run("submit", spec, "--dry-run", "--output", output)
         assert dry.returncode == 0, dry.stderr
@@ -178,14 +180,7 @@ def test_a_pipeline_dry_run_shows_no_secret(tmp_path):
     """The PipelineJob carries the training step's worker pools (proto field names) in its
     compiled spec: masked there too."""
     run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
-    spec = _spec(
-        tmp_path,
-        project="my-project-1",
-        region="us-central1",
-        output_dir="gs://out-bucket/runs",
-        image={"uri": "us-docker.pkg.dev/my-project-1/t/d:v1"},
-        deploy={},
-    )
+    spec = _cloud_spec(tmp_path, image={"uri": "us-docker.pkg.dev/my-project-1/t/d:v1"}, deploy={})
     for output in ("text", "json"):
         dry = run("pipeline", "submit", spec, "--dry-run", "--output", output)
         assert dry.returncode == 0, dry.stderr
@@ -230,13 +225,7 @@ def test_the_report_masks_a_record_written_before_redaction(tmp_path):
 @pytest.mark.wire
 def test_the_job_on_vertex_ai_receives_the_real_values(fake, tmp_path):
     run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url), cwd=tmp_path)
-    spec = _spec(
-        tmp_path,
-        project="my-project-1",
-        region="us-central1",
-        output_dir="gs://out-bucket/runs",
-        image={"uri": "us-docker.pkg.dev/my-project-1/t/d:v1"},
-    )
+    spec = _cloud_spec(tmp_path, image={"uri": "us-docker.pkg.dev/my-project-1/t/d:v1"})
     for output in ("text", "json"):
         created = run("submit", spec, "--output", output, "--idempotency-key", f"k-{output}")
         assert created.returncode == 0, created.stderr
