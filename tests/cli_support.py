@@ -70,6 +70,24 @@ def gcloud_config(directory: Path, vertex_url: str, project: str = "test-project
     return directory
 
 
+_NO_SOCKET = """\
+import os, sys
+def _hook(event, args):
+    if event in ("socket.connect", "socket.getaddrinfo"):
+        sys.stderr.write(f"SOCKET USED: {event} {args[1:]!r}\\n"); sys.stderr.flush(); os._exit(99)
+sys.addaudithook(_hook)
+"""
+
+
+def no_socket_hook(directory: Path) -> str:
+    """A sitecustomize.py in `directory` (made here) whose audit hook ends a Python process that
+    has it on its PYTHONPATH (exit 99, "SOCKET USED: ..." on stderr) at its first socket connect
+    or name look-up: a command that must open no connection. Returns `directory`, for PYTHONPATH."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(_NO_SOCKET)
+    return str(directory)
+
+
 @dataclass
 class CliResult:
     """What an in-process run of the CLI gave: its exit code, stdout and stderr."""

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import textwrap
 
 import pytest
 
 from tests.check.conftest import BUCKET, REPO, SPEC, start_sandbox
-from tests.cli_support import cli_command, edge_env
+from tests.cli_support import cli_command, edge_env, no_socket_hook
 from tests.shared import cli_runner
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.names import check_member
@@ -48,35 +47,25 @@ def run_box(sandbox, tmp_path_factory):
 def no_socket_env(tmp_path) -> dict[str, str]:
     """No emulator, no credentials, no gcloud configuration, the metadata server not ruled out
     (NO_GCE_CHECK unset); an audit hook ends the process (exit 99) at any socket use."""
-    hook = tmp_path / "no-socket"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(
-        textwrap.dedent("""\
-        import os, sys
-        def _hook(event, args):
-            if event in ("socket.connect", "socket.getaddrinfo"):
-                sys.stderr.write(f"SOCKET USED: {event} {args[1:]!r}\\n"); sys.stderr.flush(); os._exit(99)
-        sys.addaudithook(_hook)
-        """)
-    )
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("VERTEX_TRAINER_", "GOOGLE_", "CLOUDSDK_", "STORAGE_EMULATOR", "GCE_", "NO_GCE"))
     }
-    return {**env, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "PYTHONPATH": str(hook), "COLUMNS": "200"}
+    hook = no_socket_hook(tmp_path / "no-socket")
+    return {**env, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "PYTHONPATH": hook, "COLUMNS": "200"}
+
+
+def _dry_run(tmp_path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`setup SPEC --dry-run ARGS` in its own process with `env`."""
+    spec = tmp_path / "job.yaml"
+    spec.write_text(SPEC)
+    command = [*cli_command(), "setup", str(spec), "--dry-run", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_setup_dry_run_opens_no_connection_and_says_so(tmp_path, no_socket_env):
-    spec = tmp_path / "job.yaml"
-    spec.write_text(SPEC)
-    done = subprocess.run(
-        [*cli_command(), "setup", str(spec), "--dry-run"],
-        capture_output=True,
-        text=True,
-        env=no_socket_env,
-        timeout=120,
-    )
+    done = _dry_run(tmp_path, no_socket_env)
     assert "SOCKET USED" not in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr
     out = done.stdout
@@ -91,24 +80,7 @@ def test_setup_dry_run_opens_no_connection_and_says_so(tmp_path, no_socket_env):
 def test_setup_dry_run_json_says_nothing_was_sent(tmp_path, no_socket_env):
     import json
 
-    spec = tmp_path / "job.yaml"
-    spec.write_text(SPEC)
-    done = subprocess.run(
-        [
-            *cli_command(),
-            "setup",
-            str(spec),
-            "--dry-run",
-            "--output",
-            "json",
-            "--member",
-            "group:ml@example.com",
-        ],
-        capture_output=True,
-        text=True,
-        env=no_socket_env,
-        timeout=120,
-    )
+    done = _dry_run(tmp_path, no_socket_env, "--output", "json", "--member", "group:ml@example.com")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert (result["dry_run"], result["mode"], result["sent"]) == (True, "dry-run", False)

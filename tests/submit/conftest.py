@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import cli_command
+from tests.cli_support import cli_command, no_socket_hook
 from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml, write_spec
 from tests.shared import job_body as make_job_body
 from vertex_trainer.settings import Settings
@@ -51,19 +50,7 @@ def cli() -> list[str]:
 @pytest.fixture
 def no_socket_env(cli_env, tmp_path) -> dict[str, str]:
     """cli_env plus an audit hook that kills the process (exit 99) on any socket connect."""
-    hook_dir = tmp_path / "no-socket"
-    hook_dir.mkdir()
-    (hook_dir / "sitecustomize.py").write_text(
-        textwrap.dedent("""\
-        import os, sys
-        def _hook(event, args):
-            if event in ("socket.connect", "socket.getaddrinfo"):
-                sys.stderr.write(f"SOCKET USED: {event} {args[1:]!r}\\n")
-                sys.stderr.flush()
-                os._exit(99)
-        sys.addaudithook(_hook)
-        """)
-    )
     env = dict(cli_env)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook_dir), env.get("PYTHONPATH")]))
+    hook = no_socket_hook(tmp_path / "no-socket")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [hook, env.get("PYTHONPATH")]))
     return env

@@ -7,11 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import no_socket_hook
 from tests.trigger.conftest import BUCKET, DEPLOY, SPEC, write_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,21 +21,11 @@ CLI = str(Path(sys.executable).parent / "vertex-trainer")
 @pytest.fixture
 def env(tmp_path) -> dict:
     """No gcloud configuration, and an audit hook that kills the process on any socket use."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(
-        textwrap.dedent("""\
-        import os, sys
-        def _hook(event, args):
-            if event in ("socket.connect", "socket.getaddrinfo"):
-                sys.stderr.write(f"SOCKET USED: {event}\\n"); sys.stderr.flush(); os._exit(99)
-        sys.addaudithook(_hook)
-        """)
-    )
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "CLOUDSDK_", "GOOGLE_"))
     }
-    return {**clean, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "PYTHONPATH": str(hook), "COLUMNS": "200"}
+    hook = no_socket_hook(tmp_path / "hook")
+    return {**clean, "CLOUDSDK_CONFIG": str(tmp_path / "gcloud"), "PYTHONPATH": hook, "COLUMNS": "200"}
 
 
 def run(env: dict, *args) -> subprocess.CompletedProcess:
