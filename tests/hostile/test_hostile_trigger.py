@@ -29,7 +29,6 @@ import yaml
 
 from tests.trigger.conftest import (
     BUCKET,
-    SPEC,
     function_env,
     send_event,
     served,
@@ -98,16 +97,8 @@ def _shape(tree: ast.Module) -> list[str]:
 def test_a_prefix_or_marker_holding_python_is_data_in_main_py(tmp_path, prefix, marker):
     out = tmp_path / "fn"
     render(tmp_path, out, prefix=prefix, marker=marker)
-    source = (out / "main.py").read_text()
-    tree = ast.parse(source)  # compiles
-    constants = {
-        node.targets[0].id: ast.literal_eval(node.value)
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        and isinstance(node.targets[0], ast.Name)
-        and isinstance(node.value, ast.Constant)
-    }
-    assert (constants["PREFIX"], constants["MARKER"], constants["BUCKET"]) == (prefix, marker, BUCKET)
+    tree = ast.parse((out / "main.py").read_text())  # compiles
+    assert [_constant(out / "main.py", n) for n in ("PREFIX", "MARKER", "BUCKET")] == [prefix, marker, BUCKET]
     # The same statements as a plain render's, but for the literals' values: no value became code.
     plain = tmp_path / "plain"
     render(tmp_path, plain)
@@ -352,15 +343,7 @@ def capped_function(tmp_path_factory, fake):
     """The function rendered with --max-runs-per-folder 2, served by functions-framework."""
     root = tmp_path_factory.mktemp("hostile-fn")
     out = root / "function"
-    api.trigger_render(
-        write_spec(root / "spec", SPEC),
-        out,
-        bucket=BUCKET,
-        prefix="datasets/",
-        max_runs_per_folder=2,
-        settings=Settings(),
-        log=lambda _: None,
-    )
+    render(root, out, max_runs_per_folder=2)
     with served(out, function_env(fake.url, root)) as (url, lines, _errors):
         yield url, lines, out
 
@@ -452,7 +435,6 @@ def test_re_uploads_of_one_marker_are_capped_per_folder_and_counted_by_key(fake,
 @pytest.mark.wire
 def test_runs_older_than_the_window_do_not_count(fake, capped_function):
     """Two runs of the folder two days ago (the window is 24h): a new upload still runs."""
-    from tests.trigger.conftest import IMAGE  # noqa: F401  (the spec's image)
     from vertex_trainer.trigger.events import folder_label
 
     url, _, _ = capped_function
@@ -492,23 +474,24 @@ def test_two_uploads_at_the_same_instant_the_newer_run_cancels_itself(tmp_path, 
         )
         return decide(config, event)
 
-    def start(decision):
-        spec = api.load_spec(
+    def spec_of(decision):  # as the function loads it (api.on_object_finalized)
+        return api.load_spec(
             out / config.spec_file,
             set=folder_set(decision),
             vars=spec_vars(config, decision),
             settings=settings,
         )
-        return spec, api.submit(spec, idempotency_key=decision.key, settings=settings, log=lambda _: None)
+
+    def start(decision):
+        return api.submit(
+            spec_of(decision), idempotency_key=decision.key, settings=settings, log=lambda _: None
+        )
 
     mine = event_of("41")
-    spec = api.load_spec(
-        out / config.spec_file, set=folder_set(mine), vars=spec_vars(config, mine), settings=settings
-    )
-    cap = FolderCap(config, mine, spec, settings)
+    cap = FolderCap(config, mine, spec_of(mine), settings)
     assert cap.before() is None  # no run of the folder yet
     start(event_of("40"))  # the other upload's run lands now
-    _, run = start(mine)
+    run = start(mine)
     why = cap.after(run)
     assert why is not None and "at most 1" in why
     assert run.refresh().state in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
