@@ -175,7 +175,7 @@ def trigger_render(
         settings: the process settings (default: read from the environment).
         log: where progress lines go (default: stderr).
         **options: prefix, marker, sets, vars, project, region, trigger_location, function,
-            runtime_service_account, trigger_service_account.
+            runtime_service_account, trigger_service_account, max_runs_per_folder, folder_window.
 
     Returns:
         what was written: the function's directory, files and configuration, as a dict.
