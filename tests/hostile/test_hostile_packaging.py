@@ -27,14 +27,13 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
+from tests.owncode.conftest import REPOSITORY, factory_data
+from tests.owncode.conftest import script_data as owncode_script_data
 from tests.shared import cli_runner
 from vertex_trainer.errors import SpecError
 from vertex_trainer.packaging import plan_build
 from vertex_trainer.packaging.plan import archive_bytes
 from vertex_trainer.spec import build_spec
-
-REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/own"
-OUTPUT = "gs://my-bucket/runs/own"
 
 
 def _key_body(seed: int) -> str:
@@ -110,29 +109,8 @@ def secrets_dir(tmp_path: Path) -> Path:
 
 
 def script_data(code: Path, **image: Any) -> dict:
-    return {
-        "name": "own",
-        "project": "my-project-1",
-        "region": "us-central1",
-        "hardware": "cpu",
-        "image": {"code": str(code), "script": "task.py", "repository": REPOSITORY, **image},
-        "output_dir": OUTPUT,
-    }
-
-
-def factory_data(code: Path, **image: Any) -> dict:
-    (code / "models").mkdir(exist_ok=True)
-    (code / "models" / "__init__.py").write_text("")
-    (code / "models" / "net.py").write_text("def build(num_classes, image_size, dtype):\n    return None\n")
-    return {
-        "name": "factory",
-        "project": "my-project-1",
-        "region": "us-central1",
-        "hardware": "cpu",
-        "image": {"code": str(code), "repository": REPOSITORY, **image},
-        "output_dir": OUTPUT,
-        "trainer": {"model": "models.net:build", "train_data": "gs://my-bucket/d/train-*", "num_classes": 3},
-    }
+    """tests/owncode's script job (task.py from `code`) without its args; `image`: more image fields."""
+    return owncode_script_data(code, args=None, image=image)
 
 
 def _names(archive: bytes) -> set[str]:

@@ -31,6 +31,23 @@ def script_data(code: Path | str, **changes: Any) -> dict:
     return {k: v for k, v in data.items() if v is not None}
 
 
+def factory_data(code: Path, **image: Any) -> dict:
+    """The raw data of a model factory job (trainer.model models.net:build), the factory written
+    into `code`; `image`: more image fields."""
+    (code / "models").mkdir(parents=True, exist_ok=True)
+    (code / "models" / "__init__.py").write_text("")
+    (code / "models" / "net.py").write_text("def build(num_classes, image_size, dtype):\n    return None\n")
+    return {
+        "name": "factory",
+        "project": "my-project-1",
+        "region": "us-central1",
+        "hardware": "cpu",
+        "image": {"code": str(code), "repository": REPOSITORY, **image},
+        "output_dir": "gs://my-bucket/runs/factory",
+        "trainer": {"model": "models.net:build", "train_data": "gs://my-bucket/d/train-*", "num_classes": 3},
+    }
+
+
 def script_spec(code: Path | str, **changes: Any) -> JobSpec:
     return build_spec(script_data(code, **changes))
 

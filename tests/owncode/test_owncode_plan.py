@@ -3,31 +3,12 @@ model factory job as for a script job: validate's `code` line, the dry run's ima
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.owncode.conftest import script_data
+from tests.owncode.conftest import factory_data, script_data
 from tests.shared import cli_runner
-
-REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/trainer"
-
-
-def factory_data(code: Path) -> dict:
-    (code / "models").mkdir(parents=True)
-    (code / "models" / "__init__.py").write_text("")
-    (code / "models" / "net.py").write_text("def build(num_classes, image_size, dtype):\n    return None\n")
-    return {
-        "name": "factory",
-        "project": "my-project-1",
-        "region": "us-central1",
-        "hardware": "cpu",
-        "image": {"code": str(code), "repository": REPOSITORY},
-        "output_dir": "gs://my-bucket/runs/factory",
-        "trainer": {"model": "models.net:build", "train_data": "gs://my-bucket/d/train-*", "num_classes": 3},
-    }
 
 
 @pytest.mark.parametrize("kind", ["factory", "script"])
