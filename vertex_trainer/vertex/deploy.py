@@ -257,17 +257,15 @@ def _finish(
 ) -> Deployment:
     """The Deployment of a version that serves, after the others left at 0% were undeployed
     (when the request retires them; a re-run finds nothing left to undeploy)."""
-    undeployed: tuple[Undeployment, ...] = ()
-    if request.retires_others:
-        undeployed = retire(client, endpoint, deployed_id, **wait)
-        if undeployed:
-            endpoint = client.get_endpoint(endpoint["name"])
+    undeployed = retire(client, endpoint, deployed_id, **wait) if request.retires_others else ()
+    # The last undeploy read the endpoint after it: its split is the endpoint's now.
+    split = undeployed[-1].traffic_split if undeployed else traffic_of(endpoint)
     return Deployment(
         model,
         version,
         endpoint["name"],
         deployed_id,
-        traffic_of(endpoint),
+        split,
         adopted=adopted,
         undeployed=undeployed,
         client=client,
