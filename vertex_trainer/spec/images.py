@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from vertex_trainer.errors import SpecError
+from vertex_trainer.sizes import human_size
 
 Builder = Literal["cloud-build", "docker"]
 VariantName = Literal["gpu", "cpu", "tpu"]  # the Dockerfile templates (image.variant, besides auto)
@@ -408,10 +409,12 @@ def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
     out = [validate_requirement(f"image.requirements[{i}]", r) for i, r in enumerate(image.requirements)]
     path = root / "requirements.txt"
     if path.is_file():
-        if path.stat().st_size > REQUIREMENTS_BYTES:  # never read a huge file whole
+        size = path.stat().st_size
+        if size > REQUIREMENTS_BYTES:  # never read a huge file whole
             raise SpecError(
                 "image.code",
-                f"holds a requirements.txt of {path.stat().st_size} bytes, over the 1.0 MiB one may be",
+                f"holds a requirements.txt of {size} bytes, "
+                f"over the {human_size(REQUIREMENTS_BYTES)} one may be",
                 value=str(root),
                 hint="image.code/requirements.txt lists pip requirements, one per line (NAME==VERSION)",
             )
