@@ -139,33 +139,28 @@ def _note(found: list[str] | None, name: str) -> None:
         found.append(name)
 
 
+def _env_value(name: Any, value: Any, found: list[str] | None) -> Any:
+    """One environment variable's value as shown: MASK when its name looks secret (and it is
+    set), else with a URL's password masked."""
+    if isinstance(name, str) and looks_secret(name) and value not in (None, ""):
+        _note(found, name)
+        return MASK
+    return _masked_value(value, str(name), found) if isinstance(value, str) else value
+
+
 def _env_list(entries: list[Any], found: list[str] | None) -> list[Any]:
     """Vertex AI's EnvVar list ([{"name", "value"}], REST or proto field names alike)."""
-    out = []
-    for entry in entries:
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry:
-            name, value = entry["name"], entry["value"]
-            if looks_secret(name) and value not in (None, ""):
-                entry = {**entry, "value": MASK}
-                _note(found, name)
-            elif isinstance(value, str):
-                entry = {**entry, "value": _masked_value(value, name, found)}
-        out.append(entry)
-    return out
+    return [
+        {**entry, "value": _env_value(entry["name"], entry["value"], found)}
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str) and "value" in entry
+        else entry
+        for entry in entries
+    ]
 
 
 def _env_map(env: dict[Any, Any], found: list[str] | None) -> dict[Any, Any]:
     """The spec's `env:` mapping."""
-    out = {}
-    for name, value in env.items():
-        if isinstance(name, str) and looks_secret(name) and value not in (None, ""):
-            out[name] = MASK
-            _note(found, name)
-        elif isinstance(value, str):
-            out[name] = _masked_value(value, str(name), found)
-        else:
-            out[name] = value
-    return out
+    return {name: _env_value(name, value, found) for name, value in env.items()}
 
 
 def _walk(node: Any, found: list[str] | None) -> Any:
