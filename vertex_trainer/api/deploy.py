@@ -75,10 +75,9 @@ def deploy(
     elif model_dir is not None:
         planned = plan_artifact(spec).image_uri if spec.image is not None else None
         artifact, label, image = deployment.from_model_dir(model_dir, planned)
-    request = deployment.request(spec, artifact, label, image)
-    request = dataclasses.replace(
-        request, keep_previous=keep_previous or deployment.deploy_block(spec).keep_previous
-    )
+    request = deployment.request(spec, artifact, label, image)  # (deploy.keep_previous in it)
+    if keep_previous:  # --keep-previous wins over the spec
+        request = dataclasses.replace(request, keep_previous=True)
     if dry_run:
         return _with_undeploys(deployment.dry_run(client, request), client, request)
     deployment.check_model_dir(settings, artifact, log=log)
