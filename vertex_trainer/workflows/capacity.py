@@ -170,14 +170,10 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
     if not groups:
         return []
     from vertex_trainer.vertex.quotas import QuotasClient
+    from vertex_trainer.workflows.preflight import short_retry
 
     # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
-    retry = dataclasses.replace(
-        settings.retry,
-        attempts=min(settings.retry.attempts, 3),
-        deadline=min(settings.retry.deadline, 15.0),
-        read_timeout=min(settings.retry.read_timeout, 10.0),
-    )
+    retry = short_retry(settings)
     client = QuotasClient(
         spec.project, settings=settings, retry=retry, log=log or (lambda _: None), session=session
     )
