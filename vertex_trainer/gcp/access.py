@@ -40,16 +40,14 @@ class AccessApis:
     def of(
         cls, settings: Settings, *, log: Log | None = None, retry: RetryPolicy | None = None
     ) -> AccessApis:
-        retry = retry or settings.retry
-
         def client(url: str, service: str, api: str) -> ApiClient:
-            return ApiClient(
+            return ApiClient.of(
+                settings,
                 url,
                 retry=retry,
                 log=log,
                 service=service,
                 hints=default_hint(service, api, settings.project),
-                token=settings.emulator_token,
             )
 
         return cls(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
-from vertex_trainer.settings import RetryPolicy
+from vertex_trainer.settings import RetryPolicy, Settings
 
 if TYPE_CHECKING:
     import requests
@@ -264,6 +264,15 @@ class ApiClient:
         # Refusals with a retryable status that are final all the same: Refused, no retry.
         self.final = final
         self._session = session
+
+    @classmethod
+    def of(
+        cls, settings: Settings, endpoint: str, *, retry: RetryPolicy | None = None, **kwargs: Any
+    ) -> ApiClient:
+        """A client of `endpoint` with what `settings` gives every client: its retry policy (unless
+        `retry`) and a sandbox's token (`emulator_token`, sent to emulator endpoints only).
+        `kwargs`: the constructor's other arguments."""
+        return cls(endpoint, retry=retry or settings.retry, token=settings.emulator_token, **kwargs)
 
     @property
     def emulator(self) -> bool:

@@ -136,14 +136,14 @@ def storage_api(
 ) -> ApiClient:
     """The Cloud Storage JSON API through the shared ApiClient (for metadata reads and listings);
     `final` picks the refusals the caller tells apart (ApiClient's hook: `Refused`, no retry)."""
-    return ApiClient(
+    return ApiClient.of(
+        settings,
         settings.storage_url(),
-        retry=retry or settings.retry,
+        retry=retry,
         log=log,
         service="Cloud Storage",
         hints=default_hint("Cloud Storage", "storage.googleapis.com"),
         final=final,
-        token=settings.emulator_token,
     )
 
 

@@ -45,13 +45,12 @@ def cloud_build_request(
 
 
 def cloudbuild_api(settings: Settings, *, log: Log | None = None) -> ApiClient:
-    return ApiClient(
+    return ApiClient.of(
+        settings,
         settings.cloudbuild_url(),
-        retry=settings.retry,
         log=log,
         service="Cloud Build",
         hints=default_hint("Cloud Build", "cloudbuild.googleapis.com"),
-        token=settings.emulator_token,
     )
 
 

@@ -44,13 +44,13 @@ class BillingClient:
         self.key = settings.billing_api_key
         if session is None and self.key:
             session = auth.plain_session()  # an API key needs no credentials
-        self.api = ApiClient(
+        self.api = ApiClient.of(
+            settings,
             settings.billing_url(),
-            retry=retry or settings.retry,
+            retry=retry,
             log=log,
             session=session,
             service="Cloud Billing Catalog",
-            token=settings.emulator_token,
             hints=default_hint("Cloud Billing", "cloudbilling.googleapis.com"),
         )
 

@@ -246,13 +246,12 @@ class LogsClient:
         self.settings = settings or Settings()
         self.policy = policy or FollowPolicy.for_settings(self.settings)
         shared = default_hint("Cloud Logging", "logging.googleapis.com", project)
-        self.api = ApiClient(
+        self.api = ApiClient.of(
+            self.settings,
             self.settings.logging_url(),
-            retry=self.settings.retry,
             log=log,
             session=session,
             service="Cloud Logging",
-            token=self.settings.emulator_token,
             hints=lambda op, err: shared(op, err) or self._hint(err),
             retry_hint="Cloud Logging is unreachable or over its read quota "
             "(about 60 reads a minute per project); try again later",

@@ -64,13 +64,13 @@ class QuotasClient:
     ):
         self.project = project
         shared = default_hint("Cloud Quotas", "cloudquotas.googleapis.com", project)
-        self.api = ApiClient(
+        self.api = ApiClient.of(
+            settings,
             settings.quotas_url(),
-            retry=retry or settings.retry,
+            retry=retry,
             log=log,
             session=session,
             service="Cloud Quotas",
-            token=settings.emulator_token,
             hints=lambda op, err: shared(op, err) or _hint(err),
         )
         self._infos: list[dict[str, Any]] | None = None

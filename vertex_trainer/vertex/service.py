@@ -64,13 +64,12 @@ def vertex_api(
             return f"not found in project {project}, region {region}: check the name and --region"
         return None
 
-    return ApiClient(
+    return ApiClient.of(
+        settings,
         settings.vertex_url(region),
-        retry=settings.retry,
         log=log,
         session=session,
         service="Vertex AI",
-        token=settings.emulator_token,
         hints=hint,
         retry_hint=retry_hint,
         user_error=user_error,
