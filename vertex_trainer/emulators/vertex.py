@@ -3,7 +3,8 @@
 It speaks the wire the real service speaks, for CustomJobs here, for models, endpoints and
 operations in vertex_models.py (`FakeVertex.models`) and for pipelineJobs in vertex_pipelines.py
 (`FakeVertex.pipelines`), and persistentResources in vertex_resources.py (`FakeVertex.resources`; jobs
-that name one must fit it):
+that name one must fit it), and TensorBoard instances in vertex_tensorboards.py (`FakeVertex.tensorboards`;
+jobs that name one must name one of their region):
 
 - ``POST   /v1/projects/P/locations/L/customJobs``            create (body: CustomJob JSON)
 - ``GET    /v1/projects/P/locations/L/customJobs``            list (``filter``, ``pageSize``, ``pageToken``)
@@ -51,6 +52,7 @@ from vertex_trainer.emulators.vertex_models import ModelService, labels_filter, 
 from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
 from vertex_trainer.emulators.vertex_resources import ResourceService
+from vertex_trainer.emulators.vertex_tensorboards import TensorboardService
 from vertex_trainer.emulators.vertex_tuning import TuningService
 
 TERMINAL_STATES = frozenset(
@@ -167,6 +169,7 @@ class FakeVertex(CapacityScripts):
         self.pipelines = PipelineService(self._lock)  # pipelineJobs (vertex_pipelines.py)
         self.tuning = TuningService(self._lock)  # hyperparameterTuningJobs (vertex_tuning.py)
         self.resources = ResourceService(self._lock, self.models)  # persistentResources (vertex_resources.py)
+        self.tensorboards = TensorboardService(self._lock, self.models)  # (vertex_tensorboards.py)
         # Hooks (the sandbox's, vertex_trainer/sandbox): `runner.start(job)` after each create
         # and `runner.cancel(name)` after each cancel; the runner reports states with report().
         # `predictor` serves `endpoints/ID:predict` (vertex_models.py). None: scripted, as ever.
@@ -332,6 +335,7 @@ class FakeVertex(CapacityScripts):
             data.pop(output_only, None)
         with self._lock:
             self.resources.check_job(parent, data)  # on a persistent resource: it must fit
+            self.tensorboards.check_job(parent, data)  # its TensorBoard instance: in its region
             outcome = self.outcome_of(data, parent.rsplit("/", 1)[-1])  # on_strategy() (vertex_capacity.py)
             if outcome.refuse:
                 raise _HttpError(outcome.refuse, outcome.message or "")  # outcome_of fills it in
@@ -420,7 +424,7 @@ class FakeVertex(CapacityScripts):
                 op, target = "cancel", m[1]
             elif not m[2] and method == "GET":
                 op, target = "get", m[1]
-        for service in (self.models, self.pipelines, self.tuning, self.resources):
+        for service in (self.models, self.pipelines, self.tuning, self.resources, self.tensorboards):
             if not op and (routed := service.route(method, path)):
                 (op, call), target = routed, path
         if not op:
