@@ -180,6 +180,25 @@ def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | Non
     return out
 
 
+_PENDING = "(found or created at submit: projects/{project}/locations/{region}/tensorboards/<id>)"
+
+
+def tensorboard_pending(project: str, region: str) -> str:
+    """What a body holds as its jobSpec.tensorboard for `tensorboard: auto` until the submit has
+    found or made the region's instance (api/execute.py puts its name there); a dry run and
+    `render` show it as it is."""
+    return _PENDING.format(project=project, region=region)
+
+
+def pending_region(value: Any) -> str | None:
+    """The region of a `tensorboard_pending` value, or None when `value` is not one."""
+    import re
+
+    pattern = re.escape(_PENDING).replace(r"\{project\}", "[^/]*").replace(r"\{region\}", "([^/]*)")
+    m = re.fullmatch(pattern, str(value))
+    return m[1] if m else None
+
+
 def run_dir(spec: JobSpec, idempotency_key: str | None) -> str | None:
     """The submission's own folder, its baseOutputDirectory (docs/contract.md section 15):
     `<output_dir>/<name>-<key>` (contract.run_name), or output_dir itself with
@@ -227,7 +246,10 @@ def custom_job(
     base = output or run_dir(spec, idempotency_key)
     if base:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": base}
-    if spec.tensorboard:
+    if spec.tensorboard == "auto":  # the instance of the attempt's region, found or made at submit
+        region = plan[n - 1].region or spec.region or ""
+        job_spec["tensorboard"] = tensorboard_pending(spec.project or "", region)
+    elif spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
     job: dict[str, Any] = {
         "displayName": spec.name,

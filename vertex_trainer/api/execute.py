@@ -203,6 +203,7 @@ def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:
     if plan.kind == "pipeline":
         return _run_pipeline(plan, settings, log)
     skipped = _before_sending(plan, settings, log)
+    plan = _with_tensorboards(plan, settings, log)
     if plan.kind == "tuning":
         return _run_tuning(plan, settings, log)
     if plan.kind == "fallback":
@@ -248,6 +249,24 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
         pools=plan.body["jobSpec"]["workerPoolSpecs"],  # (the resource must fit the job as rendered)
     )
     return skipped
+
+
+def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> SubmitPlan:
+    """`tensorboard: auto`: the instance of each region of the plan found, or made when there is
+    none (vertex/tensorboards.py, idempotent), after the reads and the build and before any job
+    is created; returns the plan with its name in the bodies (`SubmitPlan.with_tensorboards`)."""
+    if not plan.tensorboards:
+        return plan
+    from vertex_trainer.render import tensorboard_pending
+    from vertex_trainer.vertex.tensorboards import TensorboardsClient
+
+    names = {}
+    for step in plan.tensorboards:
+        client = TensorboardsClient(step.project, step.region, settings=settings, log=log)
+        got = client.ensure(timeout=plan.options.timeout)
+        log(f"tensorboard: {'created' if got.created else 'using'} {got.name}")
+        names[tensorboard_pending(step.project, step.region)] = got.name
+    return plan.with_tensorboards(names)
 
 
 def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
@@ -344,6 +363,9 @@ def _run_pipeline(plan: SubmitPlan, settings: Settings, log: Log) -> PipelineRun
     spec, opts, planned = plan.spec, plan.options, plan.pipeline
     assert planned is not None
     _reads(plan, settings, log)
+    plan = _with_tensorboards(plan, settings, log)
+    planned = plan.pipeline
+    assert planned is not None
     client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
 
     def body() -> dict:  # called only when no run has the id yet

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
     from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.vertex.tensorboards import FindOrCreate
     from vertex_trainer.workflows.capacity import QuotaCheck
     from vertex_trainer.workflows.cost import Estimate
     from vertex_trainer.workflows.preflight import DataCheck
@@ -220,6 +221,10 @@ class SubmitPlan:
         resumed: the run continued (``resume``), or None for a new one.
         checks: the reads a cloud submit makes before it builds or sends (the data patterns
             that must match an object: workflows/preflight.py); a dry run lists them.
+        tensorboards: with `tensorboard: auto`, the instance of each region of the plan found
+            or made before the job is created (vertex/tensorboards.py); the bodies hold
+            render.tensorboard_pending until then (`with_tensorboards`). A dry run lists them
+            among its checks.
     """
 
     kind: Kind
@@ -246,6 +251,7 @@ class SubmitPlan:
     output: str | None = None
     resumed: str | None = None
     checks: tuple[DataCheck, ...] = ()
+    tensorboards: tuple[FindOrCreate, ...] = ()
 
     @property
     def local(self) -> bool:
@@ -285,9 +291,34 @@ class SubmitPlan:
             deploy=self.deploy,
             attempts=[a.to_dict() for a in self.attempts] if self.kind == "fallback" else None,
             trials=[t.to_dict() for t in self.trials] if self.kind == "local-tuning" else None,
-            checks=[c.to_dict() for c in self.checks] or None,
+            checks=[c.to_dict() for c in (*self.checks, *self.tensorboards)] or None,
             output_dir=self.output,
             plan=self,
+        )
+
+    def with_tensorboards(self, names: dict[str, str]) -> SubmitPlan:
+        """This plan with each `tensorboard: auto` placeholder (render.tensorboard_pending) in
+        its bodies and requests replaced by the instance's name (`names`: placeholder -> name)."""
+        import dataclasses
+
+        def swap(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: swap(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(swap(v) for v in value)
+            return names.get(value, value) if isinstance(value, str) else value
+
+        return dataclasses.replace(
+            self,
+            attempts=tuple(
+                dataclasses.replace(a, body=swap(a.body), requests=swap(a.requests)) for a in self.attempts
+            ),
+            requests=swap(self.requests),
+            tuning=swap(self.tuning),
+            pipeline=dataclasses.replace(self.pipeline, job=swap(self.pipeline.job))
+            if self.pipeline is not None
+            else None,
+            tensorboards=(),
         )
 
 
@@ -372,6 +403,7 @@ def plan_submit(
         sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
         rendered.append(AttemptPlan(a, body, sent))
     tuning = render.tuning_job(spec, rendered[0].body) if tuned else None
+    boards = _tensorboards(spec, rendered, settings) if not local else ()
     trials: tuple[TrialPlan, ...] = ()
     if kind == "local-tuning":
         trials = _trials(spec)
@@ -418,7 +450,19 @@ def plan_submit(
         output=output,
         resumed=output if resume is not None else None,
         checks=checks,
+        tensorboards=boards,
     )
+
+
+def _tensorboards(spec: JobSpec, rendered: list[AttemptPlan], settings: Settings) -> tuple[FindOrCreate, ...]:
+    """With `tensorboard: auto`, the find-or-create step of each region the plan's jobs run in
+    (a fallback's attempts may name others), in attempt order; () otherwise."""
+    if spec.tensorboard != "auto":
+        return ()
+    from vertex_trainer.vertex.tensorboards import TensorboardsClient
+
+    places = dict.fromkeys(a.planned.region or spec.region or "" for a in rendered)
+    return tuple(TensorboardsClient(spec.project, r, settings=settings).plan() for r in places)
 
 
 def _run_place(spec: JobSpec, key: str, resume: str | None, *, local: bool) -> tuple[str, str | None]:

@@ -51,8 +51,9 @@ def dry_run_text(plan: SubmitPlan) -> str:
 def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     lookup, create = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
-    steps = iter(range(1, 5))
+    steps = iter(range(1, 6))
     lines += _check_lines(plan, next(steps) if plan.checks else 0)
+    lines += _tensorboard_lines(plan, next(steps) if plan.tensorboards else 0)
     pkg = plan.package
     if pkg:
         how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
@@ -96,6 +97,9 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     if plan.checks:
         lines += _check_lines(plan, step)
         step += 1
+    if plan.tensorboards:
+        lines += _tensorboard_lines(plan, step)
+        step += 1
     pkg = plan.package
     if pkg:
         how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
@@ -118,6 +122,23 @@ def _check_lines(plan: SubmitPlan, step: int) -> list[str]:
         "no object stops the submit (exit 2), nothing built or created",
         *(f"#    would check: {c.describe()}" for c in plan.checks),
     ]
+
+
+def _tensorboard_lines(plan: SubmitPlan, step: int) -> list[str]:
+    """`tensorboard: auto` (vertex/tensorboards.py): each region's find-or-create, as step `step`;
+    the job's `tensorboard` field holds the placeholder until then."""
+    if not plan.tensorboards:
+        return []
+    lines = [
+        f"# {step}. find or create the TensorBoard instance (tensorboard: auto); the job's "
+        "tensorboard field gets its name"
+    ]
+    for board in plan.tensorboards:
+        find, create = board.requests
+        lines.append(f"#    {board.describe()}")
+        lines.append(f"{find['method']} {find['url']}?{urlencode(find['params'])}")
+        lines.append(f"{create['method']} {create['url']}  {json.dumps(create['body'])}")
+    return lines
 
 
 def search_line(plan: SubmitPlan) -> str | None:

@@ -397,8 +397,9 @@ class JobSpec(Strict):
     )
     tensorboard: str | None = Field(
         None,
-        pattern=r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
-        description="projects/P/locations/REGION/tensorboards/ID; needs service_account",
+        pattern=r"^auto$|^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
+        description="projects/P/locations/REGION/tensorboards/ID, or auto: the region's instance "
+        "vertex-trainer finds or creates at submit; needs service_account and output_dir",
     )
     encryption_key: str | None = Field(
         None,

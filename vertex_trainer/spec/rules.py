@@ -324,7 +324,8 @@ def _env(spec: Spec) -> None:
 def _tensorboard(spec: Spec) -> None:
     if not spec.tensorboard:
         return
-    tb_region = regions.region_of(spec.tensorboard)
+    # auto: the instance of the job's region (each fallback attempt's own), found or made at submit.
+    tb_region = spec.region if spec.tensorboard == "auto" else regions.region_of(spec.tensorboard)
     if spec.region and tb_region != spec.region:
         raise SpecError(
             "tensorboard",
@@ -335,14 +336,15 @@ def _tensorboard(spec: Spec) -> None:
     if not spec.service_account:
         raise SpecError(
             "service_account",
-            "Vertex AI requires a service account when tensorboard is set",
+            f"Vertex AI requires a service account when tensorboard is set ({spec.tensorboard})",
             has_value=False,
-            hint="set service_account: NAME@PROJECT.iam.gserviceaccount.com",
+            hint="set service_account: NAME@PROJECT.iam.gserviceaccount.com (it uploads the logs: "
+            "`vertex-trainer setup SPEC` grants it what it needs)",
         )
     if not spec.output_dir:
         raise SpecError(
             "output_dir",
-            "tensorboard needs output_dir (the logs are written there)",
+            f"tensorboard ({spec.tensorboard}) needs output_dir (the logs are written there)",
             has_value=False,
             hint="set output_dir: gs://BUCKET/PATH",
         )
