@@ -15,6 +15,7 @@ the resulting frozen object (or the one value it needs) as an argument and never
 | VERTEX_TRAINER_BILLING_API_KEY | billing_api_key (an API key for the Catalog API instead of ADC) |
 | VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT | serviceusage_endpoint (Service Usage: `check`, `setup`) |
 | VERTEX_TRAINER_IAM_ENDPOINT | iam_endpoint (Resource Manager, IAM, Artifact Registry: one stand-in) |
+| VERTEX_TRAINER_MONITORING_ENDPOINT | monitoring_endpoint (Cloud Monitoring: `status --utilization`) |
 | VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT, else gcloud's (env, config) | impersonate_service_account |
 | STORAGE_EMULATOR_HOST | storage_emulator (google-cloud-storage's own switch) |
 | VERTEX_TRAINER_EMULATOR_TOKEN | emulator_token (the Bearer token a sandbox's stand-ins require) |
@@ -46,6 +47,7 @@ BILLING_ENV = "VERTEX_TRAINER_BILLING_ENDPOINT"
 BILLING_KEY_ENV = "VERTEX_TRAINER_BILLING_API_KEY"
 SERVICEUSAGE_ENV = "VERTEX_TRAINER_SERVICEUSAGE_ENDPOINT"
 IAM_ENV = "VERTEX_TRAINER_IAM_ENDPOINT"
+MONITORING_ENV = "VERTEX_TRAINER_MONITORING_ENDPOINT"
 IMPERSONATE_ENV = "VERTEX_TRAINER_IMPERSONATE_SERVICE_ACCOUNT"
 STORAGE_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 RETRY_ENV = "VERTEX_TRAINER_RETRY"
@@ -61,6 +63,7 @@ LOGGING_URL = "https://logging.googleapis.com"
 QUOTAS_URL = "https://cloudquotas.googleapis.com"
 BILLING_URL = "https://cloudbilling.googleapis.com"
 SERVICEUSAGE_URL = "https://serviceusage.googleapis.com"
+MONITORING_URL = "https://monitoring.googleapis.com"
 # `check` and `setup` (issue 33): one endpoint setting stands for these three APIs (the sandbox
 # serves them from one stand-in); unset, each is its own Google host.
 IAM_URLS = {
@@ -143,6 +146,7 @@ class Settings:
     billing_api_key: str | None = field(default=None, repr=False)  # else ADC
     serviceusage_endpoint: str | None = None  # None: https://serviceusage.googleapis.com
     iam_endpoint: str | None = None  # None: each of IAM_URLS
+    monitoring_endpoint: str | None = None  # None: https://monitoring.googleapis.com
     # Every request goes as this service account (google-auth's impersonated credentials, the
     # caller's ADC as the source); None: as the ADC themselves.
     impersonate_service_account: str | None = None
@@ -183,6 +187,9 @@ class Settings:
 
     def serviceusage_url(self) -> str:
         return (self.serviceusage_endpoint or SERVICEUSAGE_URL).rstrip("/")
+
+    def monitoring_url(self) -> str:
+        return (self.monitoring_endpoint or MONITORING_URL).rstrip("/")
 
     def iam_url(self, api: str) -> str:
         """Resource Manager, IAM or Artifact Registry (`api`: a key of IAM_URLS)."""
@@ -229,6 +236,7 @@ class Settings:
             billing_api_key=text(BILLING_KEY_ENV),
             serviceusage_endpoint=text(SERVICEUSAGE_ENV),
             iam_endpoint=text(IAM_ENV),
+            monitoring_endpoint=text(MONITORING_ENV),
             impersonate_service_account=(
                 text(IMPERSONATE_ENV)
                 or text("CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT")

@@ -33,13 +33,15 @@ def _methods(resource: dict, base: str):
         yield from _methods(sub, base)
 
 
-def discovery_methods() -> list[tuple[str, re.Pattern[str], dict, dict, set[str]]]:
+def discovery_methods(
+    documents: tuple[str, ...] = DOCUMENTS,
+) -> list[tuple[str, re.Pattern[str], dict, dict, set[str]]]:
     """(document, path pattern, method, schemas, the query parameters every method takes: fields,
-    alt, ...) of every method of the five documents."""
+    alt, ...) of every method of `documents` (default: the five of check and setup)."""
     googleapiclient = pytest.importorskip("googleapiclient")
     root = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
     out = []
-    for name in DOCUMENTS:
+    for name in documents:
         doc = json.loads((root / f"{name}.json").read_text())
         for base, method in _methods(doc, doc.get("servicePath", "")):
             flat = base + method.get("flatPath", method["path"])

@@ -19,13 +19,14 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     package.py  package: the image built once per content hash (or the Python package staged)
     deploy.py   deploy: a finished job's model registered and served
     endpoints.py endpoints and undeploy: what is deployed (with its hourly price), one taken off
-    jobs.py     jobs by name: status, tuning_job, cancel, list_jobs, logs
+    jobs.py     jobs by name: status, utilization, tuning_job, cancel, list_jobs, logs
     events.py   pipelines (compile, submit, status) and storage triggers (render, deploy, the function)
     bench.py    bench: the job on synthetic, then real data
     capacity.py the capacity plan, persistent resources, a shell on a replica (web access)
     catalog.py  the hardware catalog (presets, regions, sources) and the spec's JSON Schema
     cost.py     cost: prices, the estimate, the comparison, refresh-prices
     report.py   report: a run's or job's whole story as one HTML page (or PNG)
+    profile.py  profile and tensorboard: where the step time goes (the profiler trace), TensorBoard
     project.py  check and setup: is the project ready for the job (project_check, project_setup)
 """
 
@@ -64,7 +65,7 @@ from vertex_trainer.api.events import (
 from vertex_trainer.api.execute import Handle, submit
 from vertex_trainer.api.handles import Job
 from vertex_trainer.api.inputs import check_key, parse_assignments, parse_label
-from vertex_trainer.api.jobs import cancel, find_local_run, list_jobs, logs, status, tuning_job
+from vertex_trainer.api.jobs import cancel, find_local_run, list_jobs, logs, status, tuning_job, utilization
 from vertex_trainer.api.package import package
 from vertex_trainer.api.plan import (
     AttemptPlan,
@@ -75,6 +76,7 @@ from vertex_trainer.api.plan import (
     look_at_quota,
     plan_submit,
 )
+from vertex_trainer.api.profile import profile, tensorboard
 from vertex_trainer.api.project import ProjectCheck, project_check, project_setup
 from vertex_trainer.api.report import report
 from vertex_trainer.api.results import DryRun, LocalJob
@@ -122,6 +124,7 @@ __all__ = [
     "plan_artifact",
     "plan_submit",
     "prices",
+    "profile",
     "project_check",
     "project_setup",
     "refresh_prices",
@@ -135,10 +138,12 @@ __all__ = [
     "status",
     "submit",
     "synthesize_data",
+    "tensorboard",
     "trigger_deploy",
     "trigger_render",
     "tuning_job",
     "undeploy",
     "use_identity",
+    "utilization",
     "web_access",
 ]

@@ -13,7 +13,10 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import JobsClient
 
 if TYPE_CHECKING:  # pragma: no cover
+    from datetime import datetime
+
     from vertex_trainer.vertex.hptuning import TuningJob
+    from vertex_trainer.vertex.utilization import Utilization
 
 __all__ = [
     "cancel",
@@ -24,6 +27,7 @@ __all__ = [
     "logs",
     "status",
     "tuning_job",
+    "utilization",
 ]
 
 
@@ -55,6 +59,37 @@ def status(
         client=client,
         settings=settings or (client.settings if client else settings_from_env()),
     )
+
+
+def utilization(
+    job: str,
+    *,
+    project: str | None = None,
+    region: str | None = None,
+    settings: Settings | None = None,
+    now: datetime | None = None,
+) -> Utilization:
+    """A CustomJob's accelerator, accelerator-memory and CPU utilization from Cloud Monitoring,
+    per replica pool, and what it means (`status JOB --utilization`; vertex/utilization.py).
+
+    Args:
+        job: a resource name (projects/P/locations/R/customJobs/ID), or an id with project
+            and region; a job that does not exist is exit 2.
+        project: the project of an id (default: the settings').
+        region: the region of an id (default: the settings').
+        settings: the process settings (default: read from the environment).
+        now: the end of the interval read while the job runs (default: the clock).
+
+    Returns:
+        the Utilization: each pool's mean and peak figures, a verdict per pool, notes (empty
+        pools: no series yet).
+    """
+    from vertex_trainer.vertex.utilization import MonitoringClient, read
+
+    cfg = settings or settings_from_env()
+    found = status(job, project=project, region=region, settings=cfg)
+    owner = found.name.split("/")[1]
+    return read(found.data, MonitoringClient(owner, settings=cfg), now=now)
 
 
 def tuning_job(

@@ -201,6 +201,14 @@ def status(
     ] = False,
     output: OutputOpt = OutputFormat.text,
     show_logs: LogsOpt = True,
+    utilization: Annotated[
+        bool,
+        typer.Option(
+            "--utilization",
+            help="the job's accelerator, accelerator-memory and CPU utilization per replica pool "
+            "(Cloud Monitoring) and what it means; a bundled-trainer or script job alike",
+        ),
+    ] = False,
 ) -> None:
     """Show a job's state (and its error, if it failed)."""
     from vertex_trainer import api
@@ -209,14 +217,24 @@ def status(
     found = api.status(job, **where(cfg, project, region), settings=cfg)
     if wait and not found.done:
         # (status -o json is for scripts polling a job: its lines are not read; submit's are.)
-        return _follow(
+        _follow(
             found,
             output,
             cancel_on_interrupt=False,
             describe=True,
             show_logs=show_logs and output is OutputFormat.text,
         )
-    _show_job(found, output)
+        if utilization:
+            _show_utilization(api.utilization(found.name, settings=cfg), output)
+        return
+    if utilization:
+        use = api.utilization(found.name, settings=cfg)
+        if output is OutputFormat.json:
+            return emit_json({**found.describe(), "utilization": use.to_dict()})
+        _show_job(found, output)
+        _show_utilization(use, output)
+    else:
+        _show_job(found, output)
     if wait and not found.succeeded:
         raise JobFailed(found.failure_message())
 
@@ -342,6 +360,16 @@ def _report_line(job, ref: str | None = None) -> None:
     """An ended run's report command (docs/report.md): `report   vertex-trainer report JOB`."""
     if job.done:
         print(f"report   vertex-trainer report {ref or job.name}")
+
+
+def _show_utilization(use, output: OutputFormat) -> None:
+    """status --utilization: the figures after the job's lines (text), or their JSON."""
+    if output is OutputFormat.json:
+        return emit_json(use.to_dict())
+    from vertex_trainer.present.utilization import utilization_text
+
+    print()
+    print(utilization_text(use))
 
 
 def _show_job(job, output: OutputFormat) -> None:

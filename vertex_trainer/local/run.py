@@ -63,8 +63,14 @@ class LocalResult(JobState):
     run: str = ""  # the run's name: its folder's, and its records' (docs/contract.md section 15)
     record_dir: str | None = None  # the tool's records of the run, beside its folder (local only)
 
+    # Each replica's CPU samples (supervisor.Process.cpu): the sandbox's CPU utilization series;
+    # not part of the result's JSON.
+    cpu: dict[str, list[tuple[float, float]]] = field(default_factory=dict, repr=False)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["cpu"]
+        return d
 
 
 def run_local(
@@ -229,6 +235,7 @@ def run_local(
         failed_exit_code=failed.returncode if failed is not None else None,
         run=run,
         record_dir=record,
+        cpu={p.name: list(p.cpu) for p in supervisor.processes},
     )
     runlog.close(result)
     if summary or state != SUCCEEDED:

@@ -7,6 +7,10 @@
 * `stop()`: SIGTERM to every process group (all of them first, then the wait), SIGKILL after a
   grace period (STOP_GRACE_S; after Ctrl-C, INTERRUPT_GRACE_S), and it does not return until
   every group is empty (grandchildren included).
+* A sampler thread reads each replica's CPU time every `SAMPLE_S` (utime + stime of every
+  process of its group, from /proc/<pid>/stat) into `Process.cpu`: (wall time, the share of this
+  machine's vCPUs it used since the last sample). The sandbox serves them as the job's CPU
+  utilization (docs/sandbox.md); Linux only (elsewhere the list stays empty).
 * `InterruptGuard`: Ctrl-C, SIGTERM and SIGHUP raise `Interrupted` in the main thread, once; after
   `disarm()` further signals are swallowed so the clean-up runs to its end.
 """
@@ -33,6 +37,7 @@ from vertex_trainer.local.cluster import Replica
 LOG_TAIL = 40  # lines kept per replica for the failure report
 STOP_GRACE_S = 5.0  # SIGTERM -> SIGKILL
 INTERRUPT_GRACE_S = 0.5  # after Ctrl-C: the run exits within a second or two, whatever the trainer does
+SAMPLE_S = 1.0  # the CPU sampler's period (a /proc scan costs a few ms)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -45,6 +50,8 @@ class Process:
     tail: deque[Any] = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
     reader: threading.Thread | None = None
     ended: float | None = None  # time.monotonic() at exit, set by the waiter thread
+    # (time.time(), share of this machine's vCPUs busy since the previous sample): the sampler's
+    cpu: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -68,6 +75,7 @@ class Supervisor:
         self.processes: list[Process] = []
         # (replica name, line) for a log line, (replica name, None) for "it ended / closed output".
         self._events: queue.Queue[tuple[str, str | None]] = queue.Queue()
+        self._sampling = threading.Event()  # set: the sampler stops
 
     # -- starting ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -75,6 +83,21 @@ class Supervisor:
         started keep running until `stop()`)."""
         for rep in self.replicas:
             self.processes.append(self._start(rep))
+        threading.Thread(target=self._sample, name="cpu-sampler", daemon=True).start()
+
+    def _sample(self) -> None:
+        """Every SAMPLE_S until every replica ended (or stop()): each running replica's CPU share."""
+        vcpus = os.cpu_count() or 1
+        last = {p.name: (time.time(), group_cpu_seconds(p.proc.pid)) for p in self.processes}
+        while not self._sampling.wait(SAMPLE_S) and not self.all_ended():
+            for p in self.processes:
+                if p.ended is not None:
+                    continue
+                now, used = time.time(), group_cpu_seconds(p.proc.pid)
+                then, before = last[p.name]
+                if used is not None and before is not None and now > then:
+                    p.cpu.append((now, max(0.0, used - before) / ((now - then) * vcpus)))
+                last[p.name] = (now, used)
 
     def _start(self, rep: Replica) -> Process:
         try:
@@ -143,6 +166,7 @@ class Supervisor:
 
         Args:
             grace_s: seconds between SIGTERM and SIGKILL."""
+        self._sampling.set()
         stop_all([p.proc for p in self.processes], STOP_GRACE_S if grace_s is None else grace_s)
         for p in self.processes:
             if p.reader is not None:
@@ -169,6 +193,28 @@ def stop_all(procs: list[subprocess.Popen[Any]], grace_s: float = STOP_GRACE_S) 
         end = time.monotonic() + 5
         while _group_alive(proc.pid) and time.monotonic() < end:
             time.sleep(0.02)
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """The CPU seconds (user + system, with the children they reaped) of every process in the
+    group `pgid`, from /proc; None where /proc cannot be read (not Linux)."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                rest = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(rest[2]) == pgid:  # the fields after "(comm)": state ppid pgrp ... utime stime cutime cstime
+            total += int(rest[11]) + int(rest[12]) + int(rest[13]) + int(rest[14])
+    return total / _CLOCK_TICKS
 
 
 def _group_alive(pgid: int) -> bool:

@@ -37,6 +37,7 @@ from typing import Any
 from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.gcp.auth import emulator_headers
+from vertex_trainer.sandbox import utilization
 from vertex_trainer.sandbox.runner import Echo, Run, Runner, internal_error
 from vertex_trainer.settings import Settings
 
@@ -75,8 +76,10 @@ class JobRunner(Runner[_Run]):
         echo: Echo | None = None,
         cloudbuild: Any = None,
         token: str | None = None,
+        monitoring: Any = None,
     ):
         super().__init__(echo=echo)
+        self.monitoring = monitoring  # a FakeMonitoring: each run's utilization series (utilization.py)
         self.token = token
         self.environ = dict(environ)
         self.storage_emulator = storage_emulator
@@ -141,6 +144,8 @@ class JobRunner(Runner[_Run]):
             return FAILED, exc.message + (f" ({exc.hint})" if exc.hint else "")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if self.monitoring is not None:  # before the end is reported: a finished job has its series
+            utilization.record(self.monitoring, run.project, run.job_id, result)
         if result.state == SUCCEEDED:
             return SUCCEEDED, None
         if result.state == CANCELLED:

@@ -12,6 +12,8 @@ Each stand-in, with the variables that point the clients at it, and what it is:
   Artifact Registry (VERTEX_TRAINER_REGISTRY_ENDPOINT): emulators.registry.FakeRegistry (the
       content-hash tag check)
   Cloud Logging (VERTEX_TRAINER_LOGGING_ENDPOINT): emulators.logging.FakeLogging: every job's lines
+  Cloud Monitoring (VERTEX_TRAINER_MONITORING_ENDPOINT): emulators.monitoring.FakeMonitoring: each
+      job's utilization series, from what its local run measured (utilization.py)
   Cloud Quotas (VERTEX_TRAINER_QUOTAS_ENDPOINT): emulators.quotas.FakeQuotas: the quota
       pre-flight's answers (`sandbox.quotas.set(...)`)
   Vertex AI Pipelines, tuning (the tasks' own proxy, CA and metadata server): the fake's
@@ -66,6 +68,7 @@ from vertex_trainer.settings import (
     ENDPOINT_ENV,
     IAM_ENV,
     LOGGING_ENV,
+    MONITORING_ENV,
     POLL_ENV,
     QUOTAS_ENV,
     REGISTRY_ENV,
@@ -129,6 +132,7 @@ class Sandbox:
         self.cloudbuild: Any = None
         self.logging: Any = None
         self.quotas: Any = None
+        self.monitoring: Any = None  # emulators.monitoring.FakeMonitoring
         self.vertex: Any = None
         self.billing: Any = None
         self.deny, self.disable_apis = tuple(deny), tuple(_service_name(a) for a in disable_apis)
@@ -146,6 +150,7 @@ class Sandbox:
         from vertex_trainer.emulators.cloudbuild import FakeCloudBuild
         from vertex_trainer.emulators.gcs import GcsEmulator
         from vertex_trainer.emulators.logging import FakeLogging
+        from vertex_trainer.emulators.monitoring import FakeMonitoring
         from vertex_trainer.emulators.quotas import FakeQuotas
         from vertex_trainer.emulators.registry import FakeRegistry
         from vertex_trainer.emulators.vertex import FakeVertex
@@ -164,6 +169,7 @@ class Sandbox:
             )
             self.logging = FakeLogging(host=self.host, project=self.project).require(self.token).start()
             self.quotas = FakeQuotas(host=self.host).require(self.token).start()
+            self.monitoring = FakeMonitoring(host=self.host).require(self.token).start()
             self.billing = FakeBilling(host=self.host).require(self.token).start()
             base = {**self.environ, **self.gcs.env()}
             self.jobs = JobRunner(
@@ -174,6 +180,7 @@ class Sandbox:
                 echo=self.echo,
                 cloudbuild=self.cloudbuild,  # script jobs (issue 32): run what it built
                 token=self.token,
+                monitoring=self.monitoring,
             )
             self.models = ModelServers(environ=base, echo=self.echo)
             # Jobs stay PENDING until the runner reports; no script advances them.
@@ -289,6 +296,7 @@ class Sandbox:
             REGISTRY_ENV: self.registry.url,
             LOGGING_ENV: self.logging.url,
             QUOTAS_ENV: self.quotas.url,
+            MONITORING_ENV: self.monitoring.url,
             BILLING_ENV: self.billing.url,
             SERVICEUSAGE_ENV: self.serviceusage.url,
             IAM_ENV: self.iam.url,
@@ -321,6 +329,7 @@ class Sandbox:
             self.registry,
             self.logging,
             self.quotas,
+            self.monitoring,
             self.billing,
             self.serviceusage,
             self.iam,
@@ -329,7 +338,7 @@ class Sandbox:
             if server is not None:
                 server.stop()
         self.vertex = self.cloudbuild = self.registry = self.logging = self.quotas = self.gcs = None
-        self.billing = self.serviceusage = self.iam = self._disabled_vertex = None
+        self.billing = self.serviceusage = self.iam = self._disabled_vertex = self.monitoring = None
 
     def __enter__(self) -> Sandbox:
         return self.start()
