@@ -83,4 +83,7 @@ def package_step(plan: Any) -> dict | None:
         "bytes": plan.size,
         # what was left out of your folders and why (packaging/screen.py; package --dry-run lists it)
         "left_out": [s.to_json() for s in plan.screened if not s.kept],
+        # image.code's own package: its dependencies and where they are declared (setup.py ...)
+        "dependencies": list(plan.dependencies),
+        "dependencies_from": plan.dependencies_from,
     }

@@ -4,7 +4,8 @@ Each replica runs `python SCRIPT ARGS` (or `python -m MODULE ARGS`) with image.c
 working directory, as the generated image's ENTRYPOINT does from /opt/code; cluster.py gives it
 the environment Vertex AI sets (AIP_* directories, CLUSTER_SPEC, TF_CONFIG, the spec's env).
 Before anything starts, `preflight` checks what would otherwise end as a traceback in a
-replica's log: the directory, the script or module, and every requirement, in this interpreter.
+replica's log: the directory, the script or module, and every requirement, in this interpreter
+(a package folder's own dependencies too: spec/package_folder.py reads them as pypa build does).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from vertex_trainer.spec.images import (
     entry_argv,
     requirement_lines,
 )
+from vertex_trainer.spec.package_folder import read_package
 
 # Requirements the local TensorFlow satisfies whatever its distribution is called (tensorflow-cpu
 # here stands in for the image's tensorflow; tf-keras is the Keras 2 of that TensorFlow).
@@ -60,6 +62,8 @@ def missing_requirement(requirement: str) -> str | None:
     from packaging.requirements import Requirement  # pip's own parser: a dependency of pytest and pip
 
     req = Requirement(requirement)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        return None  # not for this interpreter (a python_version or platform marker)
     name = _normal(req.name)
     if name in _IMPORT_NAMES:
         return None if importlib.util.find_spec(_IMPORT_NAMES[name]) else "not installed"
@@ -83,6 +87,9 @@ class Code:
     entry: tuple[str, ...]  # after `python`: (SCRIPT,) or ("-m", MODULE)
     requirements: tuple[str, ...] = ()
     on_path: bool = False
+    # a package folder's own dependencies, and where they are declared (setup.py install_requires)
+    package_requirements: tuple[str, ...] = ()
+    declared_in: str | None = None
 
 
 def factory_code(spec: Any) -> Code:
@@ -111,13 +118,23 @@ def code_of(spec: Any) -> Code:
     Args:
         spec: a script job's JobSpec (image.code with image.script or image.module).
     Returns:
-        Its Code (the requirements: image.requirements, then image.code/requirements.txt).
+        Its Code (the requirements: image.requirements, then image.code/requirements.txt; a
+        package folder's own dependencies).
     Raises:
-        SpecError: the directory or the entry point is missing, a requirement is malformed (exit 2).
+        SpecError: the directory or the entry point is missing, a requirement is malformed, a
+            package folder's build backend is missing here or fails (exit 2).
     """
     root = code_root(spec)
     check_entry(spec, root)
-    return Code(root, tuple(entry_argv(spec)), tuple(code_requirements(spec, root)))
+    return _with_package(Code(root, tuple(entry_argv(spec)), tuple(code_requirements(spec, root))))
+
+
+def _with_package(code: Code, folder: Path | None = None) -> Code:
+    """`code` with the dependencies of its folder's own package (`folder`, default its directory)."""
+    own = read_package(folder or code.directory)
+    if own is None:
+        return code
+    return dataclasses.replace(code, package_requirements=own.requirements, declared_in=own.declared_in)
 
 
 def check_requirements(code: Code, python: str = sys.executable) -> None:
@@ -127,12 +144,14 @@ def check_requirements(code: Code, python: str = sys.executable) -> None:
         SpecError: naming each unmet requirement and the pip command that installs it (exit 2).
     """
     unmet = [(r, why) for r in code.requirements if (why := missing_requirement(r))]
+    declared = [(r, why) for r in code.package_requirements if (why := missing_requirement(r))]
+    unmet += [(r, f"{why}; declared in {code.declared_in}") for r, why in declared if r not in dict(unmet)]
     if not unmet:
         return
     names = ", ".join(f"{r} ({why})" for r, why in unmet)
     command = " ".join([shlex.quote(python), "-m", "pip", "install", *(shlex.quote(r) for r in dict(unmet))])
     raise SpecError(
-        "image.requirements",
+        "image.code" if declared else "image.requirements",
         f"{names}: a local run uses this interpreter ({python}), not the image, and your code "
         "needs " + ("it" if len(unmet) == 1 else "them"),
         has_value=False,
@@ -235,6 +254,8 @@ def code_replicas(code: Code, replicas: list[Replica], python: str = sys.executa
 
 # templates/Dockerfile.j2 with user_code (packaging/factory.py): image.code on the trainer's path.
 FACTORY_PATH_LINE = "ENV PYTHONPATH=/opt/trainer:/opt/code"
+# templates/Dockerfile.code.j2 with package: image.code is a package folder, pip-installed.
+PACKAGE_INSTALL_LINE = "RUN python3 -m pip install --no-cache-dir /opt/code"
 _ENTRYPOINT_RE = re.compile(r"^ENTRYPOINT (\[.*\])\s*$", re.M)
 
 
@@ -270,7 +291,9 @@ def code_in_image_context(archive: bytes, dest: Path) -> Code | None:
     argv = json.loads(m.group(1))
     reqs = dest / "vertex-trainer" / "requirements.txt"
     lines = requirement_lines(reqs.read_text(encoding="utf-8")) if reqs.is_file() else []
-    return Code(dest / "code", tuple(argv[1:]), tuple(lines))
+    code = Code(dest / "code", tuple(argv[1:]), tuple(lines))
+    # A package folder (templates/Dockerfile.code.j2 pip-installs /opt/code): its dependencies.
+    return _with_package(code) if PACKAGE_INSTALL_LINE in text else code
 
 
 def factory_in_sdist(archive: bytes, dest: Path) -> Code | None:
@@ -296,8 +319,9 @@ def factory_in_sdist(archive: bytes, dest: Path) -> Code | None:
 
 
 def code_in_sdist(archive: bytes, dest: Path, python_module: str) -> Code | None:
-    """The code of a script job's sdist (vertex_trainer_code-1.0.tar.gz), extracted under `dest`:
-    `python -m MODULE` from its top directory runs what the executor image would install.
+    """The code of a script job's sdist (vertex_trainer_code-1.0.tar.gz, or a package folder's
+    own, built by pypa build: packaging/owncode.py), extracted under `dest`: `python -m MODULE`
+    from its top directory runs what the executor image would install.
 
     Args:
         archive: the staged sdist.
@@ -308,8 +332,12 @@ def code_in_sdist(archive: bytes, dest: Path, python_module: str) -> Code | None
     """
     _extract(archive, dest)
     roots = [p for p in dest.iterdir() if (p / "PKG-INFO").is_file()]
-    if len(roots) != 1 or not roots[0].name.startswith("vertex_trainer_code-"):
+    if len(roots) != 1 or roots[0].name.startswith("vertex_trainer_task-"):
         return None
+    if not roots[0].name.startswith("vertex_trainer_code-"):  # a package folder's sdist
+        if not any((roots[0] / name).is_file() for name in ("setup.py", "pyproject.toml")):
+            return None
+        return _with_package(Code(roots[0], ("-m", python_module)))
     info = (roots[0] / "PKG-INFO").read_text(encoding="utf-8")
     reqs = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Requires-Dist:")]
     return Code(roots[0], ("-m", python_module), tuple(reqs))

@@ -72,6 +72,11 @@ class PackageResult:
             out["files"] = [{"path": e.name, "size": e.size} for e in self.plan.entries]
             out["size"] = self.plan.size
             out["left_out"] = [s.to_json() for s in self.plan.screened]
+            if self.plan.dependencies_from:  # image.code's own package (setup.py, pyproject.toml)
+                out["dependencies"] = {
+                    "from": self.plan.dependencies_from,
+                    "requirements": list(self.plan.dependencies),
+                }
         return out
 
     def summary(self) -> str:

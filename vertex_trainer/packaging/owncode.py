@@ -15,6 +15,12 @@ The two ways gcloud and the SDK package a local script (docs/own-code.md):
   script the same way (google/cloud/aiplatform/utils/source_utils.py, _TrainingScriptPythonPackager:
   the script copied into package `aiplatform_custom_trainer_script` as module `task`).
 
+A folder that is a package of its own (a setup.py, or a pyproject.toml with a project: spec/
+package_folder.py) is packaged as Google's samples submit it: the image pip-installs it after
+copying it (its dependencies with it), and python_package stages the sdist pypa `build` makes of
+it (`build_sdist`, from the screened copy of the folder, without build isolation) and runs
+image.module; its name is the content hash of the screened folder, as for the generated sdist.
+
 Pure, as plan.py: reads and hashes files, nothing else. The checks every later step relies on
 (the directory, the entry point, the requirements) are `code_root`, `check_entry` and
 `code_requirements`; `submit --local` runs them too (vertex_trainer.local.owncode).
@@ -25,11 +31,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vertex_trainer import catalog
-from vertex_trainer.errors import SpecError
+from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.packaging.context import ContextEntry, entry_from_bytes
 from vertex_trainer.packaging.screen import Screened, walk_screened
 from vertex_trainer.packaging.templates import _template
@@ -42,6 +50,7 @@ from vertex_trainer.spec.images import (
     entry_argv,
     script_image,
 )
+from vertex_trainer.spec.package_folder import PackageFolder, package_file, read_package
 
 # Vertex AI's prebuilt training images, as gcloud recognises them (googlecloudsdk/command_lib/ai/
 # docker/build.py, _IsVertexTrainingPrebuiltImage).
@@ -134,17 +143,30 @@ def base_image(spec: Any, variant: str) -> str:
     return base
 
 
-def render_code_dockerfile(spec: Any, *, base: str, requirements: bool) -> str:
-    """The generated Dockerfile of a script job (validated values only)."""
+def render_code_dockerfile(spec: Any, *, base: str, requirements: bool, package: bool = False) -> str:
+    """The generated Dockerfile of a script job (validated values only); `package`: image.code is
+    a package folder, pip-installed after it is copied."""
     validate_image_reference("image.base_image", base)
     text: str = _template("Dockerfile.code.j2").render(
         base_image=base,
         prebuilt=bool(PREBUILT_RE.fullmatch(base.split("@", 1)[0])),
         unpinned=base.endswith(":latest"),
         requirements=requirements,
+        package=package,
         argv=["python3", *entry_argv(spec)],
     )
     return text
+
+
+def dependencies_of(spec: Any) -> tuple[str, tuple[str, ...]] | None:
+    """Where image.code's own package declares its dependencies, and them, for the dry run of an
+    image (whose pip reads the package itself); None for a folder that is not a package, or one
+    whose build backend is not installed here (`--local` names it then)."""
+    try:
+        own = read_package(code_root(spec))
+    except SpecError:
+        return None
+    return (own.declared_in, own.requirements) if own is not None else None
 
 
 def image_context(
@@ -160,11 +182,10 @@ def image_context(
     check_entry(spec, root)
     reqs = code_requirements(spec, root)
     base = base_image(spec, variant)
-    entries = [
-        entry_from_bytes(
-            "Dockerfile", render_code_dockerfile(spec, base=base, requirements=bool(reqs)).encode()
-        )
-    ]
+    # The image's pip reads the package (with network and build isolation): nothing runs here.
+    package = package_file(root) is not None
+    dockerfile = render_code_dockerfile(spec, base=base, requirements=bool(reqs), package=package)
+    entries = [entry_from_bytes("Dockerfile", dockerfile.encode())]
     if reqs:
         entries.append(entry_from_bytes(REQUIREMENTS_ENTRY, ("\n".join(reqs) + "\n").encode()))
     entries += code_entries(spec, root, prefix=CODE_DIR, screened=screened)
@@ -193,21 +214,33 @@ if __name__ == "__main__":
 '''
 
 
-def package_entries(
-    spec: Any, *, screened: list[Screened] | None = None
-) -> tuple[list[ContextEntry], str, str]:
+@dataclass(frozen=True)
+class Sdist:
+    """A script job's sdist: its files (hashed, in archive order), where they came from, the
+    pythonModule it runs, its top directory (the file's name without .tar.gz), and `package`,
+    image.code's own package when the sdist is built from it with pypa build (build_sdist)."""
+
+    entries: list[ContextEntry]
+    source: str
+    module: str
+    root: str = SDIST_ROOT
+    package: PackageFolder | None = None
+
+
+def package_entries(spec: Any, *, screened: list[Screened] | None = None) -> Sdist:
     """The files of a script job's sdist (pyproject.toml, PKG-INFO, the code); `screened`
     collects what was left out of image.code.
 
     A module job's code sits at the sdist's top, so `python -m MODULE` finds it once installed;
-    a script job's code goes under vertex_trainer_script/code/ beside the generated wrapper.
-
-    Returns:
-        (entries sorted by name, the code directory, the pythonModule to run).
+    a script job's code goes under vertex_trainer_script/code/ beside the generated wrapper. A
+    package folder's sdist is its own (own_package).
     """
     image = script_image(spec)
     root = code_root(spec)
     check_entry(spec, root)
+    own = read_package(root)
+    if own is not None:
+        return own_package(spec, root, own, screened)
     reqs = code_requirements(spec, root)
     if image.script:
         code = code_entries(spec, root, prefix=f"{SCRIPT_PACKAGE}/code/", screened=screened)
@@ -247,14 +280,16 @@ def package_entries(
         f"Requires-Dist: {d}\n" for d in reqs
     )
     names = {e.name for e in code}
-    for clash in ("pyproject.toml", "PKG-INFO", "setup.py", "setup.cfg"):
+    for clash in ("pyproject.toml", "PKG-INFO", "setup.cfg"):
         if clash in names:
             raise SpecError(
                 "image.code",
-                f"holds its own {clash}: python_package builds the package from the directory itself",
+                f"holds a {clash} that declares no package (no [project] or [build-system], and no "
+                "setup.py): python_package would write its own in its place",
                 value=image.code,
-                hint=f"drop image.python_package to build an image instead, or exclude {clash} in "
-                "image.code/.dockerignore",
+                hint=f"make it a package (a setup.py, or [project] in pyproject.toml: docs/own-code.md "
+                f'"Your own package"), drop image.python_package to build an image, or exclude {clash} '
+                "in image.code/.dockerignore",
             )
     entries = [
         entry_from_bytes("pyproject.toml", pyproject.encode()),
@@ -262,4 +297,95 @@ def package_entries(
         *generated,
         *code,
     ]
-    return sorted(entries, key=lambda e: e.name), str(root), module
+    return Sdist(sorted(entries, key=lambda e: e.name), str(root), module)
+
+
+def own_package(spec: Any, root: Path, own: PackageFolder, screened: list[Screened] | None) -> Sdist:
+    """The sdist of a package folder: its screened files, built by build_sdist when staged.
+
+    Raises:
+        SpecError: image.script (pythonPackageSpec runs a module of the package), image.requirements,
+            or a requirements.txt line the package does not declare (Vertex AI installs only the
+            package and what it declares): exit 2.
+    """
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    image = script_image(spec)
+    if image.script:
+        raise SpecError(
+            "image.script",
+            f"cannot run in python_package mode from a package folder ({own.name} {own.version}, "
+            "image.code): pythonPackageSpec installs the package and runs one of its modules",
+            value=image.script,
+            hint=f"set image.module to the script's module instead (e.g. {_module_of(image.script)}), "
+            "or drop image.python_package to build an image that runs the script",
+        )
+    if image.requirements:
+        raise SpecError(
+            "image.requirements",
+            f"is not installed in python_package mode from a package folder ({own.name}): Vertex AI "
+            f"installs the package and its dependencies ({own.declared_in}) only",
+            value=list(image.requirements),
+            hint=f"declare them in {own.declared_in}, or drop image.python_package to build an image",
+        )
+    declared = {canonicalize_name(Requirement(r).name) for r in own.requirements}
+    extra = [
+        r for r in code_requirements(spec, root) if canonicalize_name(Requirement(r).name) not in declared
+    ]
+    if extra:
+        raise SpecError(
+            "image.code",
+            f"requirements.txt lists {', '.join(extra)}, which the package {own.name} does not "
+            f"declare ({own.declared_in}): python_package installs only the package and what it declares",
+            value=image.code,
+            hint=f"add {'it' if len(extra) == 1 else 'them'} to {own.declared_in}, or drop "
+            "image.python_package to build an image (which installs requirements.txt too)",
+        )
+    code = code_entries(spec, root, screened=screened)
+    return Sdist(sorted(code, key=lambda e: e.name), str(root), image.module, own.sdist_root, own)
+
+
+def _module_of(script: str) -> str:
+    return script[: -len(".py")].replace("/", ".")
+
+
+def build_sdist(entries: list[ContextEntry] | tuple[ContextEntry, ...], root: str) -> bytes:
+    """The sdist pypa `build` makes of a package folder's screened files, written to a scratch
+    folder first (so nothing the screen left out, and nothing of the build, touches the folder),
+    without build isolation: the backend (setuptools, usually) must be installed here.
+
+    Args:
+        entries: the screened files of the folder (Sdist.entries).
+        root: the sdist's expected top directory (named in an error).
+    Returns:
+        The .tar.gz's bytes.
+    Raises:
+        UserError: the backend is missing here or the build failed (exit 2, its last line).
+    """
+    import build
+    import pyproject_hooks
+
+    with tempfile.TemporaryDirectory(prefix="vertex-trainer-sdist-") as tmp:
+        src, out = Path(tmp) / "src", Path(tmp) / "dist"
+        for e in entries:
+            path = src / e.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if e.link is not None:
+                path.symlink_to(e.link)
+                continue
+            path.write_bytes(e.read())
+            path.chmod(e.mode)
+        try:
+            builder = build.ProjectBuilder(src, runner=pyproject_hooks.quiet_subprocess_runner)
+            built = Path(builder.build("sdist", out))
+        except (build.BuildBackendException, build.BuildException) as exc:
+            cause = getattr(exc, "exception", exc)
+            output = getattr(cause, "output", None) or b""
+            text = output.decode("utf-8", "replace") if isinstance(output, bytes) else str(output)
+            last = [line.strip() for line in text.splitlines() if line.strip()] or [str(cause)]
+            raise UserError(
+                f"image.code: building the sdist {root} with pypa build failed: {last[-1][:300]}",
+                hint="run `python -m build --sdist --no-isolation IMAGE_CODE` to see the whole error",
+            ) from None
+        return built.read_bytes()

@@ -168,6 +168,11 @@ class BuildPlan:
     python_module: str | None = None  # a python package's module (default: the bundled trainer's)
     archive_root: str | None = None  # the sdist's top directory (default: SDIST_ROOT)
     screened: tuple[Screened, ...] = ()  # what was left out of your folders, and why
+    # image.code is a package of its own (spec/package_folder.py): where its dependencies were
+    # declared, and them; built_sdist: the staged sdist is pypa build's of the entries
+    dependencies_from: str | None = None
+    dependencies: tuple[str, ...] = ()
+    built_sdist: bool = False
 
     @property
     def tag(self) -> str:
@@ -189,6 +194,8 @@ class BuildPlan:
             lines.append(f"builder: {self.builder}")
         if self.executor_image:
             lines.append(f"executor image: {self.executor_image}")
+        if self.dependencies_from:
+            lines.append(f"dependencies ({self.dependencies_from}): {', '.join(self.dependencies) or 'none'}")
         lines += [f"  {e.size:>9}  {e.name}" for e in self.entries]
         return lines + self.screened_lines()
 
@@ -213,7 +220,12 @@ class BuildPlan:
 
 def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
     """The build context as uploaded (image) or the sdist (python package); with `spec`, the
-    resolved spec rides along under .vertex-trainer/ (outside the hash)."""
+    resolved spec rides along under .vertex-trainer/ (outside the hash). A package folder's sdist
+    is pypa build's of its files, as the SDK and gcloud stage it (no spec inside)."""
+    if plan.built_sdist:
+        from vertex_trainer.packaging import owncode
+
+        return owncode.build_sdist(plan.entries, plan.archive_root or "")
     buf = io.BytesIO()
     extra = [entry_from_bytes(SPEC_ENTRY, redact_yaml(spec_yaml(spec)).encode())] if spec is not None else []
     root = (plan.archive_root or SDIST_ROOT) if plan.kind == "python-package" else ""
@@ -484,11 +496,12 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
     variant = resolve_variant(spec)
     screened: list[Screened] = []
     if attr(image, "python_package"):
-        entries, source, module = owncode.package_entries(spec, screened=screened)
+        sdist = owncode.package_entries(spec, screened=screened)
+        entries, source, module, own = sdist.entries, sdist.source, sdist.module, sdist.package
         context_hash = hash_entries(entries)
         bucket, prefix = staging_location(spec)
         tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
-        obj = "/".join(p for p in (prefix, "packages", tag, f"{owncode.SDIST_ROOT}.tar.gz") if p)
+        obj = "/".join(p for p in (prefix, "packages", tag, f"{sdist.root}.tar.gz") if p)
         executor = attr(image, "executor_image") or owncode.prebuilt_image(
             variant, attr(spec, "region"), field="image.executor_image"
         )
@@ -501,8 +514,11 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
             variant=variant,
             executor_image=executor,
             python_module=module,
-            archive_root=owncode.SDIST_ROOT,
+            archive_root=sdist.root,
             screened=tuple(screened),
+            dependencies_from=own.declared_in if own else None,
+            dependencies=own.requirements if own else (),
+            built_sdist=own is not None,
         )
     builder = builder or attr(image, "builder") or DEFAULT_BUILDER
     if builder not in BUILDERS:
@@ -510,6 +526,7 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
     entries, source, base = owncode.image_context(spec, variant, screened=screened)
     context_hash = hash_entries(entries)
     tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+    deps = owncode.dependencies_of(spec)  # a package folder's, for the dry run
     return BuildPlan(
         "image",
         tuple(entries),
@@ -520,6 +537,8 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
         base_image=base,
         builder=builder,
         screened=tuple(screened),
+        dependencies_from=deps[0] if deps else None,
+        dependencies=deps[1] if deps else (),
     )
 
 

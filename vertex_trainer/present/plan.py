@@ -59,6 +59,9 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
         how = f"build it with {pkg['builder']}" if pkg["kind"] == "image" else "upload the sdist"
         lines.append(f"# {next(steps)}. package: if {pkg['target']} does not exist yet, {how}")
         lines.append(f"#    (context: {pkg['files']} files, {pkg['bytes']:,} bytes, {pkg['context_hash']})")
+        if pkg.get("dependencies_from"):  # image.code is a package of its own (setup.py ...)
+            deps = ", ".join(pkg["dependencies"]) or "none"
+            lines.append(f"#    (its dependencies, from {pkg['dependencies_from']}: {deps})")
     lines.append(f"# {next(steps)}. look for a job already created with idempotency key {plan.key}")
     lines.append(f"{lookup['method']} {lookup['url']}?{urlencode(lookup['params'])}")
     lines.append(f"# {next(steps)}. if there is none, create it")

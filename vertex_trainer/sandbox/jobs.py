@@ -209,6 +209,12 @@ def built_code(
             except urllib.error.HTTPError:  # not staged here: the installed trainer runs
                 return None
             return owncode.factory_in_sdist(archive, scratch)
+        if storage and uri.endswith(".tar.gz"):  # a package folder's own sdist (setup.py)
+            try:
+                archive = _object(storage, uri, token)
+            except urllib.error.HTTPError:  # not staged here
+                continue
+            return owncode.code_in_sdist(archive, scratch, package.get("pythonModule") or "")
     image = (pools[0].get("containerSpec") or {}).get("imageUri")
     builds = getattr(cloudbuild, "builds", {})
     for build_id, build in list(builds.items()):
