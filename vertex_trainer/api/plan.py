@@ -291,7 +291,7 @@ class SubmitPlan:
             deploy=self.deploy,
             attempts=[a.to_dict() for a in self.attempts] if self.kind == "fallback" else None,
             trials=[t.to_dict() for t in self.trials] if self.kind == "local-tuning" else None,
-            checks=[c.to_dict() for c in (*self.checks, *self.tensorboards)] or None,
+            checks=[c.to_dict() for c in self.checks] + [t.to_dict() for t in self.tensorboards] or None,
             output_dir=self.output,
             plan=self,
         )

@@ -384,6 +384,7 @@ def _show_job(job, output: OutputFormat) -> None:
         ("started", d["start_time"]),
         ("ended", d["end_time"]),
         ("console", d["console_url"]),
+        ("tensorboard", d.get("tensorboard_url")),
         ("output", d.get("output_dir")),
         ("error", d["error"]),
     ]

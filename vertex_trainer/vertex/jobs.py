@@ -271,6 +271,19 @@ class Job(StatefulResource):
             out["attempts"] = self.attempts
         return out
 
+    @property
+    def tensorboard(self) -> str | None:
+        """The Vertex AI TensorBoard instance the job writes to (jobSpec.tensorboard), or None."""
+        return (self.data.get("jobSpec") or {}).get("tensorboard") or None
+
+    @property
+    def tensorboard_url(self) -> str | None:
+        """The job's page in Vertex AI TensorBoard (vertex/tensorboards.py), or None without one."""
+        from vertex_trainer.vertex.tensorboards import tensorboard_url
+
+        return tensorboard_url(self.tensorboard, self.name)
+
     def describe(self) -> dict[str, Any]:
-        """The status object (StatefulResource.describe) with the job's own folder."""
-        return {**super().describe(), "output_dir": self.output_dir}
+        """The status object (StatefulResource.describe) with the job's own folder and, when it
+        has a TensorBoard instance, its page there ("tensorboard_url"; None without one)."""
+        return {**super().describe(), "output_dir": self.output_dir, "tensorboard_url": self.tensorboard_url}

@@ -459,7 +459,7 @@ def _named_resources(spec, settings: Settings) -> list[Item]:
             items.append(Item("resource", name, FAIL, exc.message, exc.hint))
         except VertexTrainerError as exc:
             items.append(_not_checked("resource", name, exc))
-    if spec.tensorboard:
+    if spec.tensorboard and spec.tensorboard != "auto":  # (auto: workflows/check_tensorboard.py)
         from vertex_trainer.vertex.service import vertex_api
 
         region = region_of(spec.tensorboard)

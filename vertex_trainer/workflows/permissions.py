@@ -87,6 +87,10 @@ COMMANDS: dict[str, tuple[Need, ...]] = {
     ),
     "undeploy": _project(VERTEX, "aiplatform.endpoints.get", "aiplatform.endpoints.undeploy"),
     "pipeline submit": _project(VERTEX, "aiplatform.pipelineJobs.create", "aiplatform.pipelineJobs.get"),
+    # tensorboard: auto finds or makes the region's instance (vertex/tensorboards.py)
+    "submit (tensorboard: auto)": _project(
+        VERTEX, "aiplatform.tensorboards.list", "aiplatform.tensorboards.create"
+    ),
 }
 
 # The APIs (Service Usage names) of each part; `check` without a spec asks for BASE.
@@ -120,6 +124,8 @@ def parts(spec) -> tuple[str, ...]:
             found.append("package (cloud-build)" if image.builder == "cloud-build" else "package (docker)")
     if getattr(spec, "tune", None) is not None:
         found.append("submit (tune:)")
+    if getattr(spec, "tensorboard", None) == "auto":
+        found.append("submit (tensorboard: auto)")
     if getattr(spec, "deploy", None) is not None:
         found.append("deploy")
     return tuple(found)

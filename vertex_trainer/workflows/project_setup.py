@@ -5,6 +5,8 @@ batchEnable), the buckets created in the job's region with uniform bucket-level 
 Docker repository created; the IAM bindings are printed for someone with the right to grant them,
 and granted only with `grant=True` (project bindings through Resource Manager, actAs on the
 service account through IAM; a bucket's or a repository's binding is left to its gcloud line).
+With `tensorboard: auto` the region's instance is made too, and the job's service account is
+granted what its TensorBoard uploads need (workflows/check_tensorboard.py; a WARN of check's).
 `dry_run` sends nothing and returns every request with its gcloud equivalent. What `check` finds
 in order is left alone, so a second run changes nothing.
 """
@@ -18,8 +20,8 @@ from typing import Any
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import access
 from vertex_trainer.settings import Settings
-from vertex_trainer.workflows import check, permissions
-from vertex_trainer.workflows.check import FAIL, Identity, Item
+from vertex_trainer.workflows import check, check_tensorboard, permissions
+from vertex_trainer.workflows.check import OK, Identity, Item
 
 DRY, PLAN, APPLY = "dry-run", "plan", "apply"
 NOT_READ = Identity("not read in a dry run", None, "a dry run loads no credentials")
@@ -135,16 +137,18 @@ def looks(spec, *, project: str, settings: Settings, spec_path: str | None = Non
         )
     if spec.persistent_resource:
         look(f"GET Vertex AI {spec.persistent_resource}")
-    if spec.tensorboard:
+    if spec.tensorboard and spec.tensorboard != "auto":
         look(f"GET Vertex AI {spec.tensorboard}")
+    out += check_tensorboard.looks(spec, project=project, settings=settings, spec_path=spec_path)
     if spec.hardware.accelerator is not None:
         look(f"GET {settings.quotas_url()}: the accelerator quota of each region of the plan")
     return out
 
 
 def plan(items: list[Item], *, project: str, settings: Settings, member: str) -> list[Step]:
-    """The steps that fix the FAIL items of a check (those `setup` knows how to make)."""
-    makes = [(i, i.make) for i in items if i.status == FAIL and i.make]
+    """The steps that fix the FAIL items of a check (those `setup` knows how to make), and the
+    WARNs it can act on (`tensorboard: auto`'s instance, check_tensorboard.py)."""
+    makes = [(i, i.make) for i in items if i.status != OK and i.make]
     steps: list[Step] = []
     services = [m["service"] for _, m in makes if m["kind"] == "enable"]
     if services:
@@ -188,11 +192,15 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
                     make=m,
                 )
             )
-    bindings: dict[tuple[str, str], Step] = {}
+        elif m["kind"] == "tensorboard":
+            what, method, url, body, gcloud = check_tensorboard.create_step(m, settings)
+            steps.append(Step(what, method, url, body, gcloud, make=m))
+    bindings: dict[tuple[str, str, str], Step] = {}
     for item, m in makes:
         if m["kind"] != "binding":
             continue
-        key = (m["resource"], m["role"])
+        whom = m.get("member") or member  # (the job's service account names its own)
+        key = (m["resource"], m["role"], whom)
         if key in bindings:
             continue
         api = m["api"]
@@ -204,11 +212,11 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
             else ""
         )
         bindings[key] = Step(
-            f"grant {m['role']} to {member} on {m['resource']}",
+            f"grant {m['role']} to {whom} on {m['resource']}",
             "POST" if url else "",
             url,
-            {"policy": {"bindings": [{"role": m["role"], "members": [member]}]}} if url else None,
-            (item.fix or "").replace("--member=MEMBER", f"--member={member}"),
+            {"policy": {"bindings": [{"role": m["role"], "members": [whom]}]}} if url else None,
+            (item.fix or "").replace("--member=MEMBER", f"--member={whom}"),
             binding=True,
             make=m if url else {},
         )
@@ -218,7 +226,7 @@ def plan(items: list[Item], *, project: str, settings: Settings, member: str) ->
 def apply(steps: list[Step], *, project: str, settings: Settings, member: str, grant: bool) -> list[Step]:
     """Send the steps (bindings only with `grant`, and only those with a request); returns them
     with `done` set on what was sent."""
-    if grant and member == "MEMBER" and any(s.binding and s.url for s in steps):
+    if grant and member == "MEMBER" and any(s.binding and s.url and not s.make.get("member") for s in steps):
         raise UserError(
             "setup --grant: whom to grant is not known from the credentials; nothing was sent",
             hint="name the member: --member user:EMAIL (or serviceAccount:EMAIL)",
@@ -246,9 +254,11 @@ def _make(
         access.create_repository(
             apis.artifactregistry, m["project"], m["location"], m["repository"], poll=settings.poll
         )
+    elif m["kind"] == "tensorboard":
+        check_tensorboard.make_instance(m, settings)
     elif m["kind"] == "binding":
         api, version = (apis.resourcemanager, "v3") if m["api"] == "v3" else (apis.iam, "v1")
-        access.add_binding(api, m["resource"], m["role"], member, version=version)
+        access.add_binding(api, m["resource"], m["role"], m.get("member") or member, version=version)
 
 
 def member_of(who: Identity, member: str | None) -> str:

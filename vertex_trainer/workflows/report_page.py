@@ -123,8 +123,19 @@ def html(data: RunData, *, now: datetime | None = None) -> str:
             cost=cost,
             state=(data.state or "").removeprefix("JOB_STATE_"),
             custom_job=json.dumps(data.custom_job, indent=2) if data.custom_job else None,
+            tensorboard_url=_tensorboard_url(data.custom_job),
         )
     )
+
+
+def _tensorboard_url(job: dict[str, Any] | None) -> str | None:
+    """A Vertex AI job's page in its TensorBoard instance (jobSpec.tensorboard), or None (a local
+    run, a job without one)."""
+    from vertex_trainer.vertex.tensorboards import tensorboard_url
+
+    if not job:
+        return None
+    return tensorboard_url((job.get("jobSpec") or {}).get("tensorboard"), str(job.get("name") or ""))
 
 
 def write(data: RunData, out: str, fmt: str = "html") -> str:
