@@ -157,6 +157,7 @@ def test_every_stand_in_requires_the_token(box, tmp_path):
         "Cloud Quotas": f"{box.quotas.url}/v1/projects/{PROJECT}/locations/global/services/{VERTEX}/"
         "quotaInfos",
         "Cloud Billing": f"{box.billing.url}/v1/services",
+        "Cloud Monitoring": f"{box.monitoring.url}/v3/projects/{PROJECT}/timeSeries",
         "Service Usage": f"{box.serviceusage.url}/v1/projects/{PROJECT}/services/{VERTEX}",
         "IAM": f"{box.iam.url}/v1/projects/{PROJECT}:testIamPermissions",
         "the registry": f"{box.registry.url}/v2/p/r/trainer/manifests/v1",
