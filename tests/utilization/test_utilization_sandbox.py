@@ -1,7 +1,7 @@
 """A sandbox job's `status --utilization`: the sandbox serves the job's series from what its local
 run measured (each replica's CPU from /proc, the accelerator figure from the trainer's
 metrics.json, labelled as the sandbox's), and the CLI prints the figures, a verdict and the fix,
-as text and JSON; a job that does not exist is exit 2, as `status` is.
+as text and JSON, and the report shows them; a job that does not exist is exit 2, as `status` is.
 
 The job is the sandbox tests' own stand-in (tests/sandbox/conftest.py: a CustomJob whose replica is
 `python -c`), the smallest that runs for real: it burns 2.5 s of CPU time (not wall time: on a busy
@@ -16,9 +16,11 @@ import pytest
 
 from tests.cli_support import edge_env, invoke
 from tests.sandbox.conftest import REGION, echoed, marker, python_job, sandbox  # noqa: F401 (fixtures)
+from vertex_trainer.api.report import report_data
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.jobs import Job, JobsClient
 from vertex_trainer.vertex.utilization import THRESHOLDS, Figure, PoolUse, TrainerFlags, verdict
+from vertex_trainer.workflows.report_page import html
 
 pytestmark = pytest.mark.wire
 
@@ -76,6 +78,13 @@ def test_a_sandbox_jobs_utilization_gives_figures_a_verdict_and_where_they_come_
     # the words are the rules' on the figures served (nothing decided twice)
     use = PoolUse("workerpool0", 1, accelerator=Figure(**pool["accelerator"]), cpu=Figure(**cpu))
     assert pool["verdict"]["reason"] == verdict(use, TrainerFlags(bundled=False)).reason
+
+    # the report shows the same figures for the cloud job
+    data = report_data(name, settings=Settings.from_environ(env))
+    assert data.utilization["pools"][0]["accelerator"] == pool["accelerator"]
+    page = html(data)
+    assert 'id="utilization"' in page and 'data-utilization-verdict="workerpool0"' in page
+    assert f"{100 * (1 - WAITED):.0f}% / {100 * (1 - WAITED):.0f}%" in page
 
     missing = f"projects/{name.split('/')[1]}/locations/{REGION}/customJobs/999999"
     done = invoke(["status", missing, "--utilization"], env=env)

@@ -77,7 +77,9 @@ def report_data(
     # a handle from submit knows its attempts; a job by name: found by its key (a fallback plan's)
     attempts = getattr(job, "attempts", None) or report_cloud.attempts_of(job.data, settings)
     data = report_cloud.from_custom_job(job.data, settings, attempts=attempts, max_cost=budget)
-    return data.with_(reference=report_cloud.reference_of(spec))
+    use, note = report_cloud.utilization(job.data, settings)  # Cloud Monitoring, when it answers
+    notes = data.notes + ((note,) if note else ())
+    return data.with_(reference=report_cloud.reference_of(spec), utilization=use, notes=notes)
 
 
 def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:

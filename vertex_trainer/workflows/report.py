@@ -98,6 +98,8 @@ class RunData:
     reference: dict[str, Any] | None = None  # the published figure: examples_per_sec, setup, source
     epochs_from: str = "log"  # "log" (progress lines) or "tensorboard" (event files)
     notes: tuple[str, ...] = ()  # what could not be read, said on the page (never a failure)
+    # A cloud job's utilization (vertex/utilization.py's Utilization.to_dict()), when it could be read
+    utilization: dict[str, Any] | None = None
 
     def best_trial(self) -> dict[str, Any] | None:
         """The SUCCEEDED trial with the best metric (the earliest on a tie), or None."""

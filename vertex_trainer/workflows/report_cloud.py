@@ -20,7 +20,7 @@ from vertex_trainer.workflows import cost as costs
 from vertex_trainer.workflows import report_read
 from vertex_trainer.workflows.report import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
 
-__all__ = ["from_custom_job", "from_tuning_job", "run_cost"]
+__all__ = ["from_custom_job", "from_tuning_job", "run_cost", "utilization"]
 
 Reader = Callable[[str], dict[str, Any] | None]
 
@@ -96,6 +96,27 @@ def from_custom_job(
         cost=_cost_so_far(data, book),
         max_cost=max_cost,
     )
+
+
+def utilization(data: Mapping[str, Any], settings: Settings) -> tuple[dict[str, Any] | None, str | None]:
+    """A CustomJob's utilization from Cloud Monitoring (vertex/utilization.py) for the report, as
+    (its object, None) or (None, the note saying why not): no series yet, a refusal, an
+    unreachable service, or a stand-in Vertex AI without a Monitoring stand-in (never Google's)."""
+    from vertex_trainer.errors import VertexTrainerError
+    from vertex_trainer.vertex.utilization import MonitoringClient, read
+
+    if settings.offline and not settings.monitoring_endpoint:
+        return None, None
+    project = str(data.get("name") or "").split("/")[1:2]
+    if not project:
+        return None, None
+    try:
+        use = read(dict(data), MonitoringClient(project[0], settings=settings))
+    except VertexTrainerError as exc:
+        return None, f"utilization not read from Cloud Monitoring: {exc.message}"
+    if use.empty:
+        return None, "; ".join(use.notes) or None
+    return use.to_dict(), None
 
 
 def from_tuning_job(
