@@ -218,6 +218,9 @@ def test_python_package_stages_the_packages_own_sdist_and_runs_its_module(tmp_pa
 
 def test_the_staged_sdist_is_pypa_builds_of_the_screened_folder(folder):
     (folder / ".env").write_text("API_KEY=not-for-the-bucket\n")  # a credential: screened out
+    (folder.parent / "elsewhere.txt").write_text("a file out of the folder\n")
+    (folder / "elsewhere.txt").symlink_to(folder.parent / "elsewhere.txt")  # a link out of it
+    (folder / "MANIFEST.in").write_text("include elsewhere.txt\n")  # would read it into the sdist
     plan = plan_build(build_spec(_python_package(folder)))
     assert plan is not None and plan.built_sdist
     assert ".env" not in {e.name for e in plan.entries}
@@ -225,10 +228,16 @@ def test_the_staged_sdist_is_pypa_builds_of_the_screened_folder(folder):
         names = set(tar.getnames())
         info = tar.extractfile("ride_time_trainer-0.3/PKG-INFO").read().decode()
     assert {"ride_time_trainer-0.3/setup.py", "ride_time_trainer-0.3/trainer/task.py"} <= names
-    assert not [n for n in names if n.endswith(".env")]
+    assert not [n for n in names if n.endswith((".env", "elsewhere.txt"))]
     assert "Name: ride-time-trainer" in info and "Requires-Dist: pyyaml>=5" in info
     # The build ran on a copy: the folder holds what it held (no egg-info, no build/).
-    assert sorted(p.name for p in folder.iterdir()) == [".env", "setup.py", "trainer"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".env",
+        "MANIFEST.in",
+        "elsewhere.txt",
+        "setup.py",
+        "trainer",
+    ]
 
 
 def test_an_image_pip_installs_the_package_after_copying_it(tmp_path, folder):

@@ -372,6 +372,10 @@ def build_sdist(entries: list[ContextEntry] | tuple[ContextEntry, ...], root: st
             path = src / e.name
             path.parent.mkdir(parents=True, exist_ok=True)
             if e.link is not None:
+                # A link stays a link, as in an image's context; one out of the folder is not made
+                # (the backend would read what it points to into the sdist).
+                if not (path.parent / e.link).resolve().is_relative_to(src.resolve()):
+                    continue
                 path.symlink_to(e.link)
                 continue
             path.write_bytes(e.read())
