@@ -1,21 +1,19 @@
 """Every request `check` and `setup` send is one Google's API definitions accept: its method, its
 path, its query parameters and its body fields, held against the discovery documents shipped in
 google-api-python-client (serviceusage v1, cloudresourcemanager v3, iam v1, storage v1,
-artifactregistry v1). The requests are recorded on their way out (the transport is called
-through, nothing is faked) while check and setup --grant run against the stand-ins alone, with
-everything missing that setup can make."""
+artifactregistry v1; the checker is tests/discovery_support.py). The requests are recorded on
+their way out (the transport is called through, nothing is faked) while check and setup --grant
+run against the stand-ins alone, with everything missing that setup can make."""
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
-import requests
 
 from tests.check.conftest import BUCKET, PROJECT, SA, SPEC
+from tests.discovery_support import conforms, record_requests
+from tests.discovery_support import discovery_methods as _discovery_methods
 from tests.shared import FAST_POLL, FAST_RETRY
 from vertex_trainer import api
 from vertex_trainer.emulators.gcs import GcsEmulator
@@ -26,68 +24,14 @@ from vertex_trainer.settings import Settings
 DOCUMENTS = ("serviceusage.v1", "cloudresourcemanager.v3", "iam.v1", "storage.v1", "artifactregistry.v1")
 
 
-def _methods(resource: dict, base: str):
-    for method in resource.get("methods", {}).values():
-        yield base, method
-    for sub in resource.get("resources", {}).values():
-        yield from _methods(sub, base)
-
-
-def discovery_methods(
-    documents: tuple[str, ...] = DOCUMENTS,
-) -> list[tuple[str, re.Pattern[str], dict, dict, set[str]]]:
-    """(document, path pattern, method, schemas, the query parameters every method takes: fields,
-    alt, ...) of every method of `documents` (default: the five of check and setup)."""
-    googleapiclient = pytest.importorskip("googleapiclient")
-    root = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
-    out = []
-    for name in documents:
-        doc = json.loads((root / f"{name}.json").read_text())
-        for base, method in _methods(doc, doc.get("servicePath", "")):
-            flat = base + method.get("flatPath", method["path"])
-            pattern = re.compile("^/" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(flat)) + "$")
-            out.append((name, pattern, method, doc.get("schemas", {}), set(doc.get("parameters", {}))))
-    return out
-
-
-def conforms(method: str, url: str, body: object, found: list) -> str | None:
-    """The discovery method `method url body` is valid for ("doc: id"), or None."""
-    parts = urlsplit(url)
-    for name, pattern, spec, schemas, common in found:
-        if spec["httpMethod"] != method or not pattern.match(parts.path):
-            continue
-        params = spec.get("parameters", {})
-        query = set(parse_qs(parts.query))
-        if not query <= {p for p, v in params.items() if v.get("location") == "query"} | common:
-            continue
-        ref = spec.get("request", {}).get("$ref")
-        if body is not None and body != {}:
-            if ref is None:
-                continue
-            fields = set(schemas[ref].get("properties", {}))
-            if not set(body) <= fields:
-                continue
-            if ref.endswith("SetIamPolicyRequest"):
-                policy = schemas["Policy"]["properties"]
-                if not set(body["policy"]) <= set(policy):
-                    continue
-        return f"{name}: {spec['id']}"
-    return None
+def discovery_methods():
+    return _discovery_methods(DOCUMENTS)
 
 
 @pytest.fixture
 def sent(monkeypatch):
     """Every request sent through requests, recorded on its way out and then sent."""
-    seen: list[tuple[str, str, object]] = []
-    through = requests.Session.request
-
-    def record(self, method, url, *args, **kwargs):
-        prepared = requests.Request(method, url, params=kwargs.get("params")).prepare()
-        seen.append((method.upper(), prepared.url, kwargs.get("json")))
-        return through(self, method, url, *args, **kwargs)
-
-    monkeypatch.setattr(requests.Session, "request", record)
-    return seen
+    return record_requests(monkeypatch)
 
 
 def test_every_request_of_check_and_setup_is_in_googles_api_definitions(sent, tmp_path):

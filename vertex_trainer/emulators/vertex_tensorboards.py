@@ -9,8 +9,9 @@
 Bodies are parsed strictly with ``aiplatform_v1.Tensorboard`` (an unknown field is a 400); the
 output-only fields a client sends are dropped, as the service ignores them. The service picks the
 id (a long number; the create takes none). A new instance is listed at once (a create whose answer
-is lost has still made it). A CustomJob that names a `tensorboard` is refused unless the instance
-exists in the job's region (`check_job`), as the service refuses it.
+is lost has still made it; `race` makes another client's create land first). A CustomJob that
+names a `tensorboard` is refused unless the instance exists in the job's region (`check_job`), as
+the service refuses it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TensorboardService:
         self.tensorboards: dict[str, dict[str, Any]] = {}  # name -> Tensorboard (REST JSON)
         self._ids = itertools.count(6_000_000_000_000_000_001)
         self.page_size = 50
+        self.racing = 0  # creates still to be preceded by another client's (`race`)
 
     def route(
         self, method: str, path: str
@@ -63,6 +65,12 @@ class TensorboardService:
         """Store an instance directly (as if made earlier, by hand or by another tool)."""
         with self._lock:
             return dict(self._store(parent, body))
+
+    def race(self, times: int = 1) -> None:
+        """The next `times` creates are each preceded by another client's create of the same
+        body (a second submit that raced past the same empty list): two instances are made."""
+        with self._lock:
+            self.racing += times
 
     # -- jobs that name one (FakeVertex's create asks) -----------------------------------------
     def check_job(self, parent: str, job: dict[str, Any]) -> None:
@@ -102,6 +110,9 @@ class TensorboardService:
 
     def _create(self, parent: str, query: dict[str, Any], body: Any) -> dict[str, Any]:
         with self._lock:
+            if self.racing:
+                self.racing -= 1
+                self._store(parent, body)  # the other client's, made first
             data = self._store(parent, body)
             created: dict[str, Any] = self._operations._start(
                 "tensorboard-create", data["name"], {"@type": _TYPE, **data}, _CREATED

@@ -398,8 +398,7 @@ class JobSpec(Strict):
     tensorboard: str | None = Field(
         None,
         pattern=r"^auto$|^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[0-9]+$",
-        description="projects/P/locations/REGION/tensorboards/ID, or auto: the region's instance "
-        "vertex-trainer finds or creates at submit; needs service_account and output_dir",
+        description="projects/P/locations/R/tensorboards/ID, or auto (found or made); needs service_account",
     )
     encryption_key: str | None = Field(
         None,
