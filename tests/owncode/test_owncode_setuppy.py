@@ -20,7 +20,7 @@ from tests.cli_support import edge_env
 from tests.owncode.conftest import REPOSITORY
 from tests.package.conftest import hadolint_path
 from tests.shared import cli_runner
-from vertex_trainer.local.owncode import PACKAGE_INSTALL_LINE
+from vertex_trainer.local.owncode import PACKAGE_INSTALL_LINE, missing_requirement
 from vertex_trainer.packaging import archive_bytes, plan_artifact, plan_build
 from vertex_trainer.spec import build_spec
 
@@ -331,3 +331,20 @@ def test_a_setup_py_that_fails_is_exit_2_with_its_last_line(tmp_path, folder):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "image.code: is a package folder (setup.py) whose build backend failed" in result.stderr
     assert "ride-time: the version file is missing" in result.stderr
+
+
+def test_a_backend_not_installed_here_is_exit_2_naming_what_to_install(tmp_path, folder):
+    (folder / "setup.py").unlink()
+    (folder / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["no-such-backend-h42>=1"]\nbuild-backend = "no_such_backend_h42"\n\n'
+        '[project]\nname = "ride-time-trainer"\nversion = "0.5"\n'
+    )
+    result = _cli(tmp_path, "package", _spec_file(tmp_path, _python_package(folder)), "--dry-run")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "whose build backend no_such_backend_h42 is not installed in this interpreter" in result.stderr
+    assert "-m pip install no-such-backend-h42>=1" in result.stderr
+
+
+def test_a_dependency_whose_marker_excludes_this_interpreter_is_not_asked_for():
+    assert missing_requirement('no-such-dist-h42>=1; python_version < "3"') is None
+    assert missing_requirement('no-such-dist-h42>=1; python_version >= "3"') == "not installed"
