@@ -326,7 +326,7 @@ def test_local_summary_shows_the_metrics_the_run_display_names():
         succeeded=True,
         output_dir="runs/quick",
         metrics={"epochs": 2, "eval_accuracy": 0.5, "not_shown": 1},
-        result=SimpleNamespace(elapsed_s=12.34, model_dir="runs/quick/model"),
+        result=SimpleNamespace(elapsed_s=12.34, model_dir="runs/quick/model", model_written=True),
     )
     assert runs.local_summary(result).split("\n") == [
         "local    quick",
@@ -341,6 +341,11 @@ def test_local_summary_shows_the_metrics_the_run_display_names():
         "state    FAILED in 12.3s",
         "output   runs/quick",
     ]
+    # A run that wrote no model says so, not where a model would have been.
+    empty = SimpleNamespace(
+        **{**vars(result), "result": SimpleNamespace(elapsed_s=1.0, model_dir="m/", model_written=False)}
+    )
+    assert "model    none: nothing was written to AIP_MODEL_DIR (m/)" in runs.local_summary(empty).split("\n")
 
 
 # -- Google's words (issue 40 item 6): machines, accelerators and states as Vertex AI says them -----

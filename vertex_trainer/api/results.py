@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_trainer.contract import JobState, short_state
+from vertex_trainer.local.failure import exception_line
 from vertex_trainer.redact import hidden, redact
 
 __all__ = ["DryRun", "LocalJob"]
@@ -100,19 +101,25 @@ class LocalJob(JobState):
         """metrics.json of the run (None when it did not finish)."""
         return self.result.metrics
 
-    def failure_message(self) -> str:
+    def failure_message(self, lines: bool = True) -> str:
         """Why the run did not succeed, for an error message.
 
+        Args:
+            lines: add the failing replica's last lines (the CLI's summary has shown them).
         Returns:
-            the state, the failing replica and its exit code, and its last lines.
+            the state, the failing replica, its exit code and the exception it died of, and
+            (`lines`) its last lines.
         """
         r = self.result
         text = f"local job {r.name} ended {short_state(r.state)}"
+        tail = r.log_tail if not isinstance(r.log_tail, str) else r.log_tail.splitlines()
         if r.failed_replica:
-            text += f" ({r.failed_replica} exited with {r.failed_exit_code})"
-        tail = r.log_tail
-        if tail:
-            text += "\n" + (tail if isinstance(tail, str) else "\n".join(tail))
+            raised = exception_line(tail or [])
+            text += f" ({r.failed_replica} exited with {r.failed_exit_code}" + (
+                f": {raised})" if raised else ")"
+            )
+        if tail and lines:
+            text += "\n" + "\n".join(tail)
         return text
 
     def to_dict(self) -> dict:

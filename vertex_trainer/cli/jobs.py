@@ -470,8 +470,8 @@ def _show_local(result, output: OutputFormat) -> None:
 
         print(local_summary(result))
         _report_line(result, result.output_dir)
-    if result.done and not result.succeeded:
-        raise JobFailed(result.failure_message())
+    if result.done and not result.succeeded:  # its last lines are in the summary, on stderr
+        raise JobFailed(result.failure_message(lines=False))
 
 
 def register(app: typer.Typer) -> None:

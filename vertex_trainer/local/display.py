@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.contract import SUCCEEDED, short_state
+from vertex_trainer.local.failure import exception_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,6 +102,10 @@ class Display(StatusLine):
         self.progress: dict[str, dict[str, str]] = {}
         self.started = time.monotonic()
         self._status = None
+        # The replica whose lines were printed last, and how many of its lines in a row: a
+        # failing replica's last lines already on screen just above the summary are not repeated.
+        self._last: str | None = None
+        self._run = 0
 
     def _opening_status(self) -> str | None:
         return self._status_text() if self.live else None
@@ -138,6 +143,8 @@ class Display(StatusLine):
                 current, _, total = prog.get("step", "").partition("/")
                 if not (total and current == total):
                     return
+        self._run = self._run + 1 if name == self._last else 1
+        self._last = name
         text = self._Text()
         text.append(f"{name:<{self.width}} | ", style=self.colors.get(name, ""))
         text.append(line)
@@ -155,15 +162,25 @@ class Display(StatusLine):
         style = {SUCCEEDED: "bold green", "JOB_STATE_FAILED": "bold red"}.get(result.state, "bold yellow")
         self.note(f"{short_state(result.state)} in {took}  ({result.name}, {result.job_id})", style=style)
         if result.failed_replica is not None:
-            self.note(
-                f"{result.failed_replica} exited with code {result.failed_exit_code}; its last lines:",
-                style="red",
+            raised = exception_line(result.log_tail)
+            said = f"{result.failed_replica} exited with code {result.failed_exit_code}" + (
+                f": {raised}" if raised else ""
             )
-            for line in result.log_tail[-20:]:
-                self.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+            kept = [line for line in result.log_tail if not line.startswith("... (")]
+            if result.failed_replica == self._last and self._run >= len(kept):
+                self.note(f"{said} (its last lines are just above)", style="red")
+            else:
+                self.note(f"{said}; its last lines:", style="red")
+                for line in result.log_tail:
+                    self.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
         if result.state != SUCCEEDED:
             return
-        self.note(f"model:   {result.model_dir}", style="")
+        if result.model_written is False:
+            self.note(
+                f"model:   none: nothing was written to AIP_MODEL_DIR ({result.model_dir})", style="yellow"
+            )
+        else:
+            self.note(f"model:   {result.model_dir}", style="")
         self.note(f"output:  {result.output_dir}", style="")
         if result.metrics:
             shown = {k: result.metrics[k] for k in SUMMARY_METRICS if k in result.metrics}

@@ -62,6 +62,8 @@ class LocalResult(JobState):
     failed_exit_code: int | None = None
     run: str = ""  # the run's name: its folder's, and its records' (docs/contract.md section 15)
     record_dir: str | None = None  # the tool's records of the run, beside its folder (local only)
+    # Did the run write anything to AIP_MODEL_DIR? (None: not known, e.g. the run failed)
+    model_written: bool | None = None
 
     # Each replica's CPU samples (supervisor.Process.cpu): the sandbox's CPU utilization series;
     # not part of the result's JSON.
@@ -220,15 +222,16 @@ def run_local(
 
     if standin is not None and base.startswith("gs://"):
         _upload(standin, settings, display, fill)
+    model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
     result = LocalResult(
         name=name,
         state=state,
         output_dir=base,
-        model_dir=cluster.output_dirs(base)["AIP_MODEL_DIR"],
+        model_dir=model_dir,
         metrics=read_metrics(base, settings) if state == SUCCEEDED else None,
         exit_code=0 if state == SUCCEEDED else 1,
         failed_replica=failed.name if failed is not None else None,
-        log_tail=list(failed.tail) if failed is not None else [],
+        log_tail=failed.tail.excerpt() if failed is not None else [],
         job_id=job_id,
         replicas=[r.name for r in replicas],
         elapsed_s=round(time.monotonic() - started, 3),
@@ -236,6 +239,7 @@ def run_local(
         run=run,
         record_dir=record,
         cpu={p.name: list(p.cpu) for p in supervisor.processes},
+        model_written=_written(model_dir, settings) if state == SUCCEEDED else None,
     )
     runlog.close(result)
     if summary or state != SUCCEEDED:
@@ -317,6 +321,24 @@ def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.F
             f"/gcs: {removed} object(s) the replicas deleted deleted from their buckets"
             + (f"; {kept} kept: changed in the bucket since they were fetched" if kept else "")
         )
+
+
+def _written(model_dir: str, settings: Settings) -> bool | None:
+    """Whether anything is in `model_dir` (a local folder, or a gs:// prefix listed through the
+    run's storage route); None when Cloud Storage cannot say."""
+    if not model_dir.startswith("gs://"):
+        path = Path(model_dir)
+        return path.is_dir() and any(path.iterdir())
+    from google.api_core.exceptions import GoogleAPIError
+
+    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
+
+    bucket, _, prefix = model_dir.removeprefix("gs://").partition("/")
+    try:
+        found = storage.client(settings).list_blobs(bucket, prefix=prefix.rstrip("/") + "/", max_results=1)
+        return any(True for _ in found)
+    except (GoogleAPIError, OSError):
+        return None
 
 
 def _delete_fetched(client: Any, gone: list[tuple[str, str, str]]) -> tuple[int, int]:

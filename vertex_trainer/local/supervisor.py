@@ -25,7 +25,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -33,6 +32,7 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.cluster import Replica
+from vertex_trainer.local.failure import Tail
 
 LOG_TAIL = 40  # lines kept per replica for the failure report
 STOP_GRACE_S = 5.0  # SIGTERM -> SIGKILL
@@ -47,7 +47,7 @@ class Process:
 
     replica: Replica
     proc: subprocess.Popen[Any]
-    tail: deque[Any] = field(default_factory=lambda: deque(maxlen=LOG_TAIL))
+    tail: Tail = field(default_factory=lambda: Tail(LOG_TAIL))
     reader: threading.Thread | None = None
     ended: float | None = None  # time.monotonic() at exit, set by the waiter thread
     # (time.time(), share of this machine's vCPUs busy since the previous sample): the sampler's

@@ -37,6 +37,7 @@ from typing import Any
 from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.gcp.auth import emulator_headers
+from vertex_trainer.local.failure import exception_line
 from vertex_trainer.sandbox import utilization
 from vertex_trainer.sandbox.runner import Echo, Run, Runner, internal_error
 from vertex_trainer.settings import Settings
@@ -244,8 +245,9 @@ def replica_error(replica: str | None, code: int | None, tail: list[str]) -> str
         f"The replica {replica or 'workerpool0-0'} exited with a non-zero status of {code}. "
         f"Termination reason: {reason}."
     )
+    raised = exception_line(tail)  # the exception it died of, else its last line
     last = [line.strip() for line in tail if line.strip()]
-    return text + (f" Last line: {last[-1]}" if last else "")
+    return text + (f" Error: {raised}" if raised else f" Last line: {last[-1]}" if last else "")
 
 
 def _signal_name(number: int) -> str:
