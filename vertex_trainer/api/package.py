@@ -87,3 +87,40 @@ def package_step(plan: Any) -> dict | None:
         "dependencies": list(plan.dependencies),
         "dependencies_from": plan.dependencies_from,
     }
+
+
+def local_tensorflow_note(spec: JobSpec) -> str | None:
+    """`--local` runs your own code on this machine's TensorFlow, not its image's: one line
+    naming both versions when they differ (None when they agree, or either is not known)."""
+    import importlib.metadata
+
+    from vertex_trainer import catalog
+    from vertex_trainer.packaging.plan import resolve_variant
+    from vertex_trainer.spec.images import AUTO, image_tensorflow
+
+    image = spec.image
+    if image is None or not spec.is_script_job:
+        return None
+    base = image.executor_image if image.python_package else image.base_image
+    theirs: str | None
+    if not base or base == AUTO:
+        row = {r["variant"]: r for r in catalog.table("training_images")}.get(resolve_variant(spec))
+        if row is None:
+            return None
+        base, theirs = row["image"], row["tensorflow"]
+    else:
+        theirs = image_tensorflow(base)
+    ours = None
+    for distribution in ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-tpu"):
+        try:
+            ours = importlib.metadata.version(distribution)
+            break
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    if theirs is None or ours is None or ".".join(ours.split(".")[:2]) == theirs:
+        return None
+    return (
+        f"note: --local runs your code on this machine's TensorFlow {ours}; on Vertex AI it runs "
+        f"on its image's, TensorFlow {theirs} ({base.rsplit('/', 1)[-1]}): what differs between "
+        "the two shows there only"
+    )

@@ -391,6 +391,11 @@ def plan_submit(
         capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
         estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
         checks = preflight.data_checks(spec, settings)  # made by the executor (`_reads`)
+    else:
+        from vertex_trainer.api.package import local_tensorflow_note
+
+        note = local_tensorflow_note(spec)  # your code runs on this machine's TensorFlow
+        warnings = (note,) if note else ()
     artifact, image, build = artifact_for(
         spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
     )

@@ -12,6 +12,7 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.durations import fmt_duration
 from vertex_trainer.present.cost import price_line
 from vertex_trainer.redact import hidden, note, redact, redact_args
+from vertex_trainer.spec.factory import keras_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.plan import QuotaLook, SubmitPlan
@@ -191,6 +192,8 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
     elif plan.package:  # the exact tag (or package) submit runs, built or uploaded only when missing
         made = "built" if plan.package["kind"] == "image" else "uploaded"
         image = f"{plan.package['target']} ({made} by submit if missing)"
+    elif not (job.image.uri or job.image.builds):  # your own code, a spec for --local only
+        image = "(none: --local only; a cloud job needs image.repository or image.python_package)"
     else:
         image = job.image.uri or job.image.repository or "python package"
     machines = _machines(job)
@@ -206,10 +209,13 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         f"  output    {_output_words(plan, planned=True)}",
         f"  trainer   {job.trainer.model} on {job.trainer.train_data}"
         if job.trainer  # script jobs (issue 32): your own code and its args
-        else f"  code      {_code(job)} {' '.join(redact_args(job.args))}".rstrip(),
+        else f"  code      {_code(job)}".rstrip(),
     ]
+    if not job.trainer and job.args:  # as a list: one argument may hold spaces ("--nnsize=32 8")
+        lines.append(f"  args      {json.dumps(list(redact_args(job.args)))}")
     if job.trainer and job.image is not None and job.image.code:  # a model factory's directory
-        lines.append(f"  code      {job.image.code}")
+        keras = keras_words(job)  # the Keras that trains it (trainer.keras, or its imports)
+        lines.append(f"  code      {job.image.code}" + (f", trained with {keras}" if keras else ""))
     if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
         lines.append(f"  price     {price_line(plan.estimate).removeprefix('price: ')}")
         search = search_line(plan)
@@ -269,7 +275,11 @@ def _code(job: JobSpec) -> str:
     """A script job's code (issue 32): image.code, else the image it runs."""
     if job.image is None:
         return ""
-    return job.image.code or job.image.uri or ""
+    image = job.image
+    if image.code and (image.script or image.module):
+        run = f"python {image.script}" if image.script else f"python -m {image.module}"
+        return f"{image.code} ({run})"
+    return image.code or image.uri or ""
 
 
 def _fallback_words(plan: SubmitPlan) -> list[str]:

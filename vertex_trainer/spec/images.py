@@ -33,6 +33,42 @@ _IMAGE_RE = re.compile(
     rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
 )
 _DIGEST_RE = re.compile(rf"^{_DIGEST}$")
+# Vertex AI's prebuilt training images, as gcloud recognises them (googlecloudsdk/command_lib/ai/
+# docker/build.py, _IsVertexTrainingPrebuiltImage). Google tags them `:latest` only (and moves the
+# tag to new builds of the same framework version), so a pin cannot be asked of them.
+PREBUILT_RE = re.compile(
+    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(tf|scikit-learn|pytorch|xgboost)-[^:@]+"
+    r"(?::latest)?$"
+)
+# The TensorFlow of a prebuilt image (tf-cpu.2-17.py310, tf-gpu.2-9) or of TensorFlow's own
+# (tensorflow/tensorflow:2.21.0-gpu): major.minor.
+_PREBUILT_TF = re.compile(r"/vertex-ai/training/tf-(?:cpu|gpu)\.(?P<major>\d+)-(?P<minor>\d+)")
+_TENSORFLOW_TF = re.compile(r"^(?:docker\.io/)?tensorflow/tensorflow:(?P<major>\d+)\.(?P<minor>\d+)")
+
+
+def is_prebuilt(image: str) -> bool:
+    """A Vertex AI prebuilt training image as Google names it (a tag of :latest or none)."""
+    return bool(PREBUILT_RE.match(image or ""))
+
+
+def image_tensorflow(image: str) -> str | None:
+    """The TensorFlow major.minor a base image holds, read from its name (None: not known)."""
+    m = _PREBUILT_TF.search(image or "") or _TENSORFLOW_TF.match(image or "")
+    return f"{m.group('major')}.{m.group('minor')}" if m else None
+
+
+def latest_warning(image: Any) -> str | None:
+    """The warning for a base image given as Google's prebuilt training image at :latest."""
+    base = _get(image, "base_image")
+    if not base or base == AUTO or _get(image, "base_image_digest") or not is_prebuilt(base):
+        return None
+    return (
+        f"warning: image.base_image {base} is Google's prebuilt training image, which Google "
+        "tags :latest only and moves to each new build: an image built from it later may hold "
+        "other library versions (set image.base_image_digest to freeze the one you tested)"
+    )
+
+
 _REQ_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _REQ_OP = r"(?:===|==|!=|~=|>=|<=|>|<)"
 _REQ_VERSION = r"[A-Za-z0-9.*+!_-]+"
@@ -103,12 +139,18 @@ def validate_image_reference(
             value=value,
             hint=f"use {m.group('domain') + '/' if m.group('domain') else ''}{m.group('path')}",
         )
-    if require_pin and not m.group("digest") and m.group("tag") in (None, "latest"):
+    if (
+        require_pin
+        and not m.group("digest")
+        and m.group("tag") in (None, "latest")
+        and not is_prebuilt(value)
+    ):
         raise SpecError(
             field,
             "must be pinned to a version tag (or a digest), not latest",
             value=value,
-            hint="e.g. tensorflow/tensorflow:2.21.0-gpu, or set image.base_image_digest",
+            hint="e.g. tensorflow/tensorflow:2.21.0-gpu, or set image.base_image_digest (Google's "
+            "prebuilt training images, us-docker.pkg.dev/vertex-ai/training/..., may stay :latest)",
         )
     return m
 

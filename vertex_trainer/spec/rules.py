@@ -17,7 +17,7 @@ from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LAB
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
 from vertex_trainer.spec.deploy import deploy_rules
-from vertex_trainer.spec.images import validate_image_values
+from vertex_trainer.spec.images import latest_warning, validate_image_values
 from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_resource, check_reservations
 from vertex_trainer.spec.tune import tune_rules
 from vertex_trainer.suggest import nearest
@@ -83,6 +83,9 @@ def warnings(spec: Spec) -> list[str]:
             f"strategy is {s.strategy!r} (remove max_wait, or list flex-start in "
             "scheduling.fallback)"
         )
+    latest = latest_warning(spec.image) if spec.image is not None else None
+    if latest:
+        out.append(latest)
     m = hw.machine(spec.hardware.machine_type)
     if m is not None and m.arch != "amd64":  # A4X: Arm CPUs (catalog/machines.csv, `arch`)
         out.append(
@@ -121,6 +124,17 @@ def cloud_problems(spec: Spec) -> None:
                 has_value=False,
                 hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the "
                 "trainer; image.uri: an existing image; image.python_package: true: no Docker",
+            )
+        )
+    elif spec.image.code and not spec.image.builds:
+        found.append(
+            SpecError(
+                "image",
+                "has image.code but no way to package it for Vertex AI (a spec for --local needs "
+                "none; a cloud job does)",
+                has_value=False,
+                hint="add image.repository: REGION-docker.pkg.dev/PROJECT/REPO/NAME (an image of "
+                "your code, tagged by its content hash) or image.python_package: true (no Docker)",
             )
         )
     if spec.output_dir and not spec.output_dir.startswith("gs://"):
