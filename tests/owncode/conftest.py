@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.process_support import processes_with_env
+from tests.sandbox.conftest import SandboxProcess, cli_base_env
 from vertex_trainer.spec import JobSpec, build_spec
 
 REPOSITORY = "us-central1-docker.pkg.dev/my-project-1/training/own"
@@ -63,3 +65,23 @@ def code_dir(tmp_path: Path) -> Path:
     (code / "trainer" / "task.py").write_text("import sys\nprint('module', sys.argv[1:])\n")
     (code / "requirements.txt").write_text("# the code's own\nPyYAML>=6\n")
     return code
+
+
+BUCKET = "own-code"  # the sandbox's bucket in these tests
+
+
+@pytest.fixture
+def sandbox_env(tmp_path):
+    """`vertex-trainer dev sandbox --bucket own-code` for one test; its environment."""
+    marker = "VT_TEST_OWNCODE_" + tmp_path.name.replace("-", "_").upper()
+    base = cli_base_env(marker, tmp_path)
+    box = SandboxProcess("--bucket", BUCKET, env=base)
+    try:
+        yield box.env(base)
+        code, err = box.terminate()
+        assert code == 0
+        # A script job writes no metrics.json: looking for it is no emulator error on stderr.
+        assert "Resource not found" not in err, err[-2000:]
+    finally:
+        box.kill()
+    assert processes_with_env(marker) == []

@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.owncode.conftest import script_data
-from tests.process_support import processes_with_env
-from tests.sandbox.conftest import ROOT, SandboxProcess, cli, cli_base_env
+from tests.owncode.conftest import BUCKET, script_data
+from tests.sandbox.conftest import ROOT, cli
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
-BUCKET = "own-code"
 REPOSITORY = "us-central1-docker.pkg.dev/sandbox/training/own-code"
 
 
@@ -31,22 +29,6 @@ def _run(
         f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     )
     return done
-
-
-@pytest.fixture
-def sandbox_env(tmp_path):
-    marker = "VT_TEST_OWNCODE_" + tmp_path.name.replace("-", "_").upper()
-    base = cli_base_env(marker, tmp_path)
-    box = SandboxProcess("--bucket", BUCKET, env=base)
-    try:
-        yield box.env(base)
-        code, err = box.terminate()
-        assert code == 0
-        # A script job writes no metrics.json: looking for it is no emulator error on stderr.
-        assert "Resource not found" not in err, err[-2000:]
-    finally:
-        box.kill()
-    assert processes_with_env(marker) == []
 
 
 @pytest.mark.trainer
