@@ -19,7 +19,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[trainer,dev,sandbox,pipelines,trigger,data,report]'
+	$(BIN)/python -m pip install --quiet -e '.[trainer,dev,sandbox,pipelines,trigger,data,report,profile]'
 	$(BIN)/python -m pip install --quiet --no-deps '$(TF_KERAS)'
 	@touch $(STAMP)
 

@@ -95,6 +95,8 @@ LIBRARIES: dict[str, Library] = {
         ),
         Library("hypertune", "cloudml-hypertune", "trainer", "a local tuning run (each trial's metric)"),
         Library("matplotlib", "matplotlib", "report", "vertex-trainer report (its plots)"),
+        Library("xprof", "xprof", "profile", "vertex-trainer profile (reading the profiler trace)"),
+        Library("tensorboard", "tensorboard", "profile", "vertex-trainer tensorboard"),
         Library(
             "gcp_storage_emulator",
             "gcp-storage-emulator",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,4 +115,5 @@ def test_the_command_table_names_what_each_module_registers_and_help_lists_it_al
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()]
     assert listed == [name for names in COMMANDS.values() for name in names]
-    assert "  submit     Create the Vertex AI CustomJob (or run it here with --local)." in proc.stdout
+    submit = r"^  submit +Create the Vertex AI CustomJob \(or run it here with --local\)\.$"
+    assert re.search(submit, proc.stdout, re.M)

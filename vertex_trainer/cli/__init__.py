@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "jobs": ("submit", "status", "cancel", "list"),
     "logs": ("logs",),
     "report": ("report",),
+    "profile": ("profile", "tensorboard"),
     "package": ("package",),
     "deploy": ("deploy", "serve"),
     "endpoints": ("endpoints", "undeploy"),

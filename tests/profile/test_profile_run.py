@@ -1,0 +1,164 @@
+"""`vertex-trainer profile RUN` and `vertex-trainer tensorboard RUN` over one real profiled run:
+`submit --local` of a tiny CNN with `trainer.profile_steps`, trained once for this module (the
+trainer in its own process, as on Vertex AI). Its trace is read by xprof as a local run, and as a
+sandbox job's (a CustomJob in the fake Vertex AI whose outputs are in the storage emulator)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.cli_support import cli_command
+from tests.shared import latest_run, put_object, storage_emulator
+
+pytestmark = pytest.mark.trainer  # a real run of the bundled trainer (TensorFlow, in a subprocess)
+
+HOST_LINE = re.compile(
+    r"^verdict: host-bound: (\d+)% of the time between executions at steps_per_execution=1: "
+    r"use trainer\.steps_per_execution: "
+)
+SPEC = """\
+name: profiled
+hardware: cpu
+output_dir: runs
+env: {TF_CPP_MIN_LOG_LEVEL: "2"}
+trainer:
+  model: tiny-cnn
+  train_data: data/train-*
+  num_classes: 4
+  image_size: 16
+  epochs: 1
+  batch_size: 16
+  steps_per_execution: 1
+  profile_steps: "3,6"
+"""
+
+
+def _quiet(**extra: str) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIP_", "CLUSTER_SPEC", "TF_CONFIG"))}
+    return keep | {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""} | extra
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A finished local run that profiled its steps 3-6 (16 steps of 16 examples, one step an
+    execution): its folder."""
+    work = tmp_path_factory.mktemp("profiled")
+    synth = "data synth data --examples 256 --shards 2 --image-size 16 --num-classes 4 --seed 3"
+    made = subprocess.run(
+        [*cli_command(), *synth.split()], cwd=work, env=_quiet(), capture_output=True, text=True, timeout=300
+    )
+    assert made.returncode == 0, made.stderr[-3000:]
+    (work / "spec.yaml").write_text(SPEC)
+    done = subprocess.run(
+        [*cli_command(), "submit", "spec.yaml", "--local"],
+        cwd=work,
+        env=_quiet(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return latest_run(work / "runs")
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def test_a_profiled_run_shows_where_its_step_time_goes(run, run_cli):
+    traces = sorted(run.glob("logs/plugins/profile/*/*.xplane.pb"))
+    assert len(traces) == 1  # one session, one host
+    before = _files(run)
+    text = run_cli("profile", str(run))
+    assert text.returncode == 0, text.stderr
+    found = run_cli("profile", str(run), "--output", "json")
+    assert found.returncode == 0, found.stderr
+    data = json.loads(found.stdout)
+    assert _files(run) == before  # xprof's caches went to a scratch copy, not the run's folder
+
+    assert data["trace"]["files"] == [str(traces[0])] and data["hardware"] == "CPU_ONLY"
+    assert data["steps"] >= 1 and data["steps_per_execution"] == 1  # from trainer_config.json
+    shares = {c["name"]: c["fraction"] for c in data["breakdown"]}
+    assert {"compute", "host"} <= set(shares)  # a CPU's ops, the host between executions
+    assert abs(sum(shares.values()) - 1) < 0.005
+    step = data["step_time_ms"]
+    for c in data["breakdown"]:
+        assert abs(c["ms_per_step"] - c["fraction"] * step) <= 0.01 * step
+    ops = data["top_ops"]
+    assert ops and [o["self_ms"] for o in ops] == sorted((o["self_ms"] for o in ops), reverse=True)
+    assert any(o["type"].startswith("Conv2D") for o in ops)  # the CNN's own ops are there
+
+    # The verdict in the trainer's words, by the trainer's rule (trainer/throughput.py bound()).
+    host, waiting = shares.get("host", 0), shares.get("input", 0)
+    line = text.stdout.splitlines()[-1]
+    assert line == f"verdict: {data['verdict']}"
+    if host >= 0.10 and host >= waiting:
+        match = HOST_LINE.match(line)
+        assert match and int(match.group(1)) == round(100 * host), line
+    elif waiting >= 0.10:
+        assert line.startswith(f"verdict: input-bound: {100 * waiting:.0f}% of the time waiting for data")
+    else:
+        assert line.startswith(f"verdict: compute-bound: {100 * waiting:.0f}% of the time waiting for data")
+    # each category on its line, largest first, with its share
+    rows = [r for r in text.stdout.splitlines() if r.startswith("  ") and "% " in r and "a step" in r]
+    assert len(rows) == len(shares)
+    assert [float(re.search(r"([\d.]+)%", r).group(1)) for r in rows] == sorted(
+        (round(100 * f, 1) for f in shares.values()), reverse=True
+    )
+    assert (
+        "idle between steps (host round trips)" in text.stdout
+        and "top ops by self time (host):" in text.stdout
+    )
+
+
+def test_a_sandbox_jobs_trace_is_read_from_its_bucket(run, run_cli, fake):
+    """The job found by name in (the fake) Vertex AI, its base output directory listed and its
+    trace read through the storage client pointed at the emulator: the same breakdown."""
+    local = json.loads(run_cli("profile", str(run), "-o", "json").stdout)
+    with storage_emulator("sandbox-bucket") as url:
+        base = "gs://sandbox-bucket/runs/profiled-1"
+        for path in run.rglob("*"):
+            if path.is_file() and ("plugins" in path.parts or path.name == "trainer_config.json"):
+                put_object(url, f"{base}/{path.relative_to(run)}", path.read_bytes())
+        from tests.shared import job_body
+
+        body = job_body(name="profiled")
+        body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": base}
+        job = fake.add_job(body, state="JOB_STATE_SUCCEEDED")
+        proc = run_cli("profile", job["name"], "-o", "json", env={"STORAGE_EMULATOR_HOST": url})
+    assert proc.returncode == 0, proc.stderr
+    remote = json.loads(proc.stdout)
+    session = local["trace"]["session"]
+    assert remote["trace"]["files"] == [
+        f"{base}/logs/plugins/profile/{session}/{Path(local['trace']['files'][0]).name}"
+    ]
+    assert remote["source"] == job["name"]
+    for key in ("breakdown", "top_ops", "verdict", "steps_per_execution", "step_names"):
+        assert remote[key] == local[key], key
+
+
+def test_tensorboard_serves_the_run_on_loopback_until_ctrl_c(run, popen_cli):
+    proc = popen_cli("tensorboard", run, "--port", "0")
+    url = proc.stdout.readline().strip()
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url), url + proc.stderr.read()
+    try:
+        runs = requests.get(url + "data/runs", timeout=60).json()
+        assert "train" in runs  # the run's logs/train event files
+        sessions = requests.get(url + "data/plugin/profile/runs", timeout=60).json()
+        session = next(run.glob("logs/plugins/profile/*")).name
+        assert any(session in str(s) for s in sessions), sessions  # the Profile tab has the trace
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert err.rstrip().endswith("stopped")
+    with pytest.raises(requests.ConnectionError):  # TensorBoard ended with it
+        requests.get(url + "data/runs", timeout=10)

@@ -1,0 +1,165 @@
+"""`profile`'s rules without a run: xprof's step tables of the hardware this machine lacks (GPU,
+TPU) grouped as the docstring says, the verdict in the trainer's words and by the trainer's own
+thresholds and rule, the exit-2 answers (no trace, an empty one, no xprof)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from vertex_trainer import lazy
+from vertex_trainer.workflows import profile
+
+THROUGHPUT = Path(__file__).resolve().parents[2] / "trainer_image" / "trainer" / "throughput.py"
+
+
+def _table(hardware: str, rows: list[dict[str, float | str]]) -> dict:
+    """A step-time table as xprof's input_pipeline_analyzer gives it (gviz JSON)."""
+    ids = list(rows[0])
+    return {
+        "cols": [{"id": i, "label": i, "type": "number"} for i in ids],
+        "p": {"hardware_type": hardware},
+        "rows": [{"c": [{"v": r[i]} for i in ids]} for r in rows],
+    }
+
+
+def test_a_gpu_steps_columns_are_grouped_host_compute_apart_from_the_device():
+    row = {
+        "stepnum": "train 8",
+        "deviceComputeTimeMs": 6.0,
+        "deviceToDeviceTimeMs": 0.5,
+        "deviceCollectivesTimeMs": 0.5,
+        "hostComputeTimeMs": 1.0,
+        "kernelLaunchTimeMs": 0.5,
+        "infeedTimeMs": 0.5,
+        "outfeedTimeMs": 0.0,
+        "compileTimeMs": 0.0,
+        "otherTimeMs": 1.0,
+        "tooltip": "ignored",
+        "stepTimeMs": 10.0,
+    }
+    names, step, cats, hardware = profile.breakdown(_table("GPU", [row, row | {"stepnum": "train 16"}]))
+    assert (names, step, hardware) == (["train 8", "train 16"], 10.0, "GPU")
+    assert {c.name: c.fraction for c in cats} == {
+        "compute": 0.6,
+        "host": 0.15,  # kernel launch + all others: the host round trip
+        "input": 0.05,
+        "communication": 0.1,
+        "host_compute": 0.1,
+    }
+    assert profile.steps_per_execution(names) == 8
+
+
+def test_a_tpu_steps_idle_waiting_for_the_host_is_the_round_trip():
+    row = {
+        "stepnum": "3",
+        "tcComputeTimeMs": 4.0,
+        "scv0ComputeTimeMs": 0.0,
+        "scv0InfeedTimeMs": 0.0,
+        "tcInfeedTimeMs": 1.0,
+        "tcOutfeedTimeMs": 0.0,
+        "tcIdleTimeMs": 4.0,
+        "hostTransferTimeMs": 1.0,
+    }
+    _, step, cats, _ = profile.breakdown(_table("TPU", [row]))
+    assert step == 10.0  # no stepTimeMs column: the parts' sum
+    assert {c.name: c.fraction for c in cats} == {"compute": 0.4, "host": 0.4, "input": 0.1, "transfer": 0.1}
+    bound, line = profile.verdict(cats, 1, steps_per_epoch=1000)
+    assert bound == "host"
+    needed = profile.steps_per_execution_for(0.4, 1)
+    assert line == (
+        "host-bound: 40% of the time between executions at steps_per_execution=1: use "
+        f"trainer.steps_per_execution: 0 (auto: 100 here) or >= {needed}"
+    )
+    assert 0.4 / (0.4 + needed * 0.6) <= profile.HOST_TARGET  # that many steps per round trip suffice
+
+
+def _cats(**shares: float) -> list[profile.Category]:
+    return [profile.Category(k, profile.LABELS[k], v, v) for k, v in shares.items()]
+
+
+def test_the_verdict_is_the_trainers_rule_and_words():
+    assert profile.verdict(_cats(compute=0.7, input=0.2, host=0.1), 4)[1] == (
+        "input-bound: 20% of the time waiting for data, 10% between executions: try a machine "
+        "type with more vCPUs, or --read-parallelism/--data-threads"
+    )
+    assert profile.verdict(_cats(compute=0.9, input=0.05, host=0.05), 4)[1] == (
+        "compute-bound: 5% of the time waiting for data, 5% between executions; the device is busy "
+        "90% of the step time"
+    )
+    # the round trip beyond what a whole epoch per execution can hide
+    line = profile.verdict(_cats(compute=0.02, host=0.98), 1, steps_per_epoch=16)[1]
+    assert line.endswith("use trainer.steps_per_execution: 16 (the whole epoch) and fewer, longer epochs")
+    assert profile.verdict([], 1) == (None, None)
+
+
+def _trainer_module() -> tuple[dict[str, object], ast.Module]:
+    """trainer/throughput.py's constants and its steps_per_execution_for, without TensorFlow."""
+    tree = ast.parse(THROUGHPUT.read_text())
+    names: dict[str, object] = {"math": math}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            names[node.targets[0].id] = node.value.value  # type: ignore[attr-defined]
+    return names, tree
+
+
+def test_the_thresholds_and_the_fix_are_the_trainers_own():
+    names, tree = _trainer_module()
+    assert (names["INPUT_BOUND"], names["HOST_BOUND"], names["HOST_TARGET"]) == (
+        profile.INPUT_BOUND,
+        profile.HOST_BOUND,
+        profile.HOST_TARGET,
+    )
+    (function,) = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "steps_per_execution_for"
+    ]
+    exec(compile(ast.Module([function], []), str(THROUGHPUT), "exec"), names)
+    for fraction in (0.01, 0.1, 0.31, 0.5, 0.9, 0.99, 1.0):
+        for spe in (1, 8, 32):
+            assert profile.steps_per_execution_for(fraction, spe) == names["steps_per_execution_for"](
+                fraction, spe
+            )
+
+
+def test_no_trace_is_exit_2_saying_how_to_make_one(run_cli, tmp_path):
+    (tmp_path / "run" / "logs" / "train").mkdir(parents=True)
+    proc = run_cli("profile", str(tmp_path / "run"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        f"no TensorFlow profiler trace (plugins/profile/*/*.xplane.pb) under {tmp_path / 'run'}"
+        in proc.stderr
+    )
+    assert 'hint: profile some steps: set trainer.profile_steps: "A,B"' in proc.stderr
+    proc = run_cli("profile", str(tmp_path / "missing" / "run"))
+    assert proc.returncode == 2 and "no such directory" in proc.stderr
+
+
+def _empty_trace(root: Path) -> Path:
+    session = root / "logs" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    (session / "host.xplane.pb").write_bytes(b"")
+    return session
+
+
+def test_a_trace_that_captured_nothing_is_exit_2(run_cli, tmp_path):
+    session = _empty_trace(tmp_path / "run")
+    proc = run_cli("profile", str(tmp_path / "run"))
+    assert proc.returncode == 2, proc.stderr
+    assert f"the trace in {session} holds no step and no op" in proc.stderr
+
+
+def test_without_xprof_profile_names_the_extra(tmp_path, monkeypatch):
+    from vertex_trainer import api
+    from vertex_trainer.errors import UserError
+
+    _empty_trace(tmp_path)
+    for name in ("xprof", "xprof.convert", "xprof.convert.raw_to_tool_data"):
+        monkeypatch.setitem(sys.modules, name, None)  # as an environment without it
+    with pytest.raises(UserError) as e:
+        api.profile(str(tmp_path))
+    assert e.value.exit_code == 2 and e.value.hint.startswith("pip install 'vertex-trainer[profile]'")
+    assert lazy.LIBRARIES["xprof"].extra == "profile"

@@ -1,0 +1,94 @@
+"""profile and tensorboard: where a run's step time goes (its profiler trace), and TensorBoard
+on 127.0.0.1 over its logs (docs/cli.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vertex_trainer.cli.common import (
+    JobProjectOpt,
+    JobRegionOpt,
+    OutputFormat,
+    OutputOpt,
+    emit_json,
+    settings,
+    stderr_line,
+    where,
+)
+
+RunArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="RUN_OR_JOB",
+        help="a local run (its output directory, or its name), a folder holding a trace, or a "
+        "Vertex AI or sandbox job (projects/P/locations/R/customJobs/ID, or an ID with --project "
+        "and --region)",
+        show_default=False,
+    ),
+]
+
+
+def profile(
+    target: RunArg,
+    output: OutputOpt = OutputFormat.text,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+) -> None:
+    """Where a run's step time goes, from its newest profiler trace (trainer.profile_steps):
+    device busy, idle between steps, input, host-to-device, the top ops, and the verdict."""
+    from vertex_trainer import api
+    from vertex_trainer.present.profile import profile_text
+
+    cfg = settings()
+    found = api.profile(target, **where(cfg, project, region), settings=cfg)
+    if output is OutputFormat.json:
+        emit_json(found.to_dict())
+    else:
+        print(profile_text(found))
+
+
+def tensorboard(
+    target: RunArg,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            min=0,
+            max=65535,
+            help="the port on 127.0.0.1 (0: any free one; default: 6006, or the next free one)",
+        ),
+    ] = None,
+    project: JobProjectOpt = None,
+    region: JobRegionOpt = None,
+) -> None:
+    """Start TensorBoard on 127.0.0.1 over a run's logs (a local run, a sandbox job, or gs://)
+    and print its URL; Ctrl-C stops it."""
+    import signal
+
+    from vertex_trainer import api
+
+    cfg = settings()
+    board = api.tensorboard(target, port=port, **where(cfg, project, region), settings=cfg)
+    before = signal.signal(signal.SIGTERM, _interrupt)  # a kill ends TensorBoard too
+    try:
+        print(board.url, flush=True)
+        stderr_line(f"TensorBoard over {board.logdir}; Ctrl-C stops it")
+        if board.wait():
+            stderr_line("TensorBoard ended: " + " | ".join(list(board.output)[-3:]))
+            raise typer.Exit(1)
+    except KeyboardInterrupt:
+        stderr_line("stopped")
+    finally:
+        board.stop()
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(profile)
+    app.command()(tensorboard)
