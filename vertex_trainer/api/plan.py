@@ -298,7 +298,13 @@ class SubmitPlan:
 
     def with_tensorboards(self, names: dict[str, str]) -> SubmitPlan:
         """This plan with each `tensorboard: auto` placeholder (render.tensorboard_pending) in
-        its bodies and requests replaced by the instance's name (`names`: placeholder -> name)."""
+        its bodies and requests replaced by the instance's name.
+
+        Args:
+            names: each placeholder -> the name of the instance found or made for its region.
+
+        Returns:
+            the new plan (its `tensorboards` steps done: empty)."""
         import dataclasses
 
         def swap(value: Any) -> Any:
