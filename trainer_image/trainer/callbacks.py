@@ -29,7 +29,7 @@ class Progress(keras.callbacks.Callback):
     saving checkpoints (`checkpoint`, a trainer.checkpoint.PreemptionCheckpoint before this
     callback in fit's list); on a resumed run the first epoch counts only the steps it ran.
     With a `meter` (trainer.throughput, also before this callback) each line shows the epoch's
-    measured input wait.
+    measured input wait and host round trips (the share of the time between executions).
     """
 
     def __init__(
@@ -135,8 +135,14 @@ class Progress(keras.callbacks.Callback):
         )
 
     def _wait(self) -> dict[str, Any]:
-        fraction = self.meter.epoch_fraction() if self.meter is not None else None
-        return {} if fraction is None else {"input_wait_fraction": f"{fraction:.3f}"}
+        if self.meter is None:
+            return {}
+        saving = self.checkpoint.seconds_between if self.checkpoint is not None else None
+        shares = {
+            "input_wait_fraction": self.meter.epoch_fraction(),
+            "host_overhead_fraction": self.meter.epoch_host_fraction(saving),
+        }
+        return {name: f"{value:.3f}" for name, value in shares.items() if value is not None}
 
     @property
     def _epoch(self) -> int:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from trainer.executions import choose_steps_per_execution
+from trainer.executions import choose_steps_per_execution, parse_profile_steps
 from trainer.flags import FLAGS, OPTIMIZERS, Flag
 
 __all__ = ["OPTIMIZERS", "TrainConfig", "UsageError", "choose_steps_per_execution", "parse_flags"]
@@ -75,6 +75,7 @@ class TrainConfig:
     jit_compile: str = "auto"
     intra_op_threads: int = 0
     inter_op_threads: int = 0
+    profile_steps: str = ""  # "A,B": trainer.executions.parse_profile_steps
     log_interval_secs: float = 30.0
     checkpoint_interval_secs: float = 600.0  # trainer/checkpoint.py
     hypertune_metric: str = "accuracy"
@@ -200,5 +201,9 @@ def _validate(cfg: TrainConfig) -> None:
                 f"argument {flag.option}: invalid choice: {value!r} (choose from {choices}; "
                 "or package.module:function, your own model factory)"
             )
+    try:  # the window's steps against the run's, when the flags fix them
+        parse_profile_steps(cfg.profile_steps, cfg.steps_per_epoch * cfg.epochs)
+    except ValueError as e:
+        raise UsageError(f"--profile-steps {e}") from None
     if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
         raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")

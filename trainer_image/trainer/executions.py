@@ -1,4 +1,5 @@
-"""How an epoch is cut into executions: `steps_per_execution` and the epoch it divides.
+"""How an epoch is cut into executions: `steps_per_execution` and the epoch it divides; and which
+executions a `--profile-steps=A,B` window traces.
 
 Pure and import-free, so vertex-trainer's bench (workflows/benchmark.py, through spec/trainer.py)
 cuts its short epoch with this very function and the bench measures what the trainer would run.
@@ -6,7 +7,7 @@ cuts its short epoch with this very function and the bench measures what the tra
 
 from __future__ import annotations
 
-__all__ = ["choose_steps_per_execution"]
+__all__ = ["choose_steps_per_execution", "parse_profile_steps", "profile_executions"]
 
 
 def choose_steps_per_execution(
@@ -45,3 +46,32 @@ def choose_steps_per_execution(
     # Too few executions: the longest that leaves min_executions, the epoch rounded down to them.
     spe = max(1, steps_per_epoch // min_executions)
     return spe, (steps_per_epoch // spe) * spe
+
+
+def parse_profile_steps(text: str, total_steps: int = 0) -> tuple[int, int] | None:
+    """`--profile-steps` "A,B" -> (A, B): the steps (1-based, counted from the start of this
+    process's training) whose executions TensorFlow's profiler traces; "" -> None.
+
+    Raises:
+        ValueError: not two integers, A < 1, B < A, or B past `total_steps` (when known, > 0);
+            the message says what is wrong and how to write it.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"must be two step numbers 'A,B' (e.g. '10,20'), got {text!r}")
+    first, last = int(parts[0]), int(parts[1])
+    if first < 1 or last < first:
+        raise ValueError(f"must be 'A,B' with 1 <= A <= B (steps count from 1), got {text!r}")
+    if total_steps > 0 and last > total_steps:
+        raise ValueError(f"{text!r} ends past the run's {total_steps} steps: choose B <= {total_steps}")
+    return first, last
+
+
+def profile_executions(window: tuple[int, int], steps_per_execution: int) -> tuple[int, int]:
+    """The executions (1-based, as Keras' TensorBoard `profile_batch` counts them: its batch hooks
+    run once per execution) that hold steps A..B: the window widened to whole executions."""
+    spe = max(1, steps_per_execution)
+    return -(-window[0] // spe), -(-window[1] // spe)

@@ -107,7 +107,11 @@ FLAGS: tuple[Flag, ...] = (
         help="auto: mixed_bfloat16 on TPUs and Ampere+ GPUs, mixed_float16 on older GPUs, float32 on CPUs",
     ),
     Flag(
-        "steps_per_execution", int, 0, ge=0, help="steps per host round trip; 0: chosen from steps per epoch"
+        "steps_per_execution",
+        int,
+        0,
+        ge=0,
+        help="steps per host round trip; 0 (the spec's auto): chosen from steps per epoch",
     ),
     Flag("seed", int, 0, help="random seed"),
     Flag("label_offset", int, 0, ge=0, help="subtracted from stored labels (1 for 1-based ImageNet labels)"),
@@ -201,6 +205,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag("jit_compile", default="auto", choices=JIT_COMPILE, help="XLA; auto = on GPUs only"),
     Flag("intra_op_threads", int, 0, ge=0, help="TensorFlow intra-op threads; 0 = default"),
     Flag("inter_op_threads", int, 0, ge=0, help="TensorFlow inter-op threads; 0 = default"),
+    Flag(
+        "profile_steps",
+        default="",
+        help="'A,B': trace steps A to B (from 1) with TensorFlow's profiler into the TensorBoard "
+        "folder (plugins/profile/, TensorBoard's Profile tab); whole executions are traced, those "
+        "holding steps A..B; empty: no profile",
+    ),
     Flag("log_interval_secs", float, 30.0, help="seconds between progress lines"),
     Flag(
         "checkpoint_interval_secs",

@@ -320,6 +320,9 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
         meter=meter,
         checkpoint=checkpoint,
     )
+    profile = profile_batch(cfg, plan)
+    if profile is not None:
+        meter.profiling(*profile)
     # Made now, before fit() starts the training iterator: the threads that exist are the model's.
     priority = DataThreadPriority(cfg.data_nice)
     # The meter first (it times each execution before anything else runs after it), then the
@@ -329,7 +332,10 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
         # No graph: writing it lands after the first execution, inside the measured time.
         fit_callbacks.append(
             keras.callbacks.TensorBoard(
-                log_dir=cfg.tensorboard_dir, update_freq="epoch", profile_batch=0, write_graph=False
+                log_dir=cfg.tensorboard_dir,
+                update_freq="epoch",
+                profile_batch=profile or 0,
+                write_graph=False,
             )
         )
     checkpoint.install_sigterm_handler()
@@ -364,6 +370,27 @@ def fit_and_evaluate(cfg: TrainConfig, info, plan: Plan, model, train_ds, eval_d
         checkpoint,
         priority.niced,
     )
+
+
+def profile_batch(cfg: TrainConfig, plan: Plan) -> tuple[int, int] | None:
+    """Keras TensorBoard's `profile_batch` for --profile-steps=A,B (None: no profile): the
+    executions that hold steps A..B (its batch hooks count executions). The profiler writes
+    <tensorboard dir>/plugins/profile/<run>/<host>.xplane.pb (tf-keras; Keras 3: under train/)."""
+    from trainer.executions import parse_profile_steps, profile_executions
+
+    try:
+        window = parse_profile_steps(cfg.profile_steps, plan.total_steps)
+    except ValueError as e:
+        raise UsageError(f"--profile-steps {e}") from None
+    if window is None:
+        return None
+    first, last = profile_executions(window, plan.steps_per_execution)
+    log(
+        f"profiling steps {window[0]}-{window[1]}: executions {first}-{last} of "
+        f"{plan.steps_per_execution} steps (steps {(first - 1) * plan.steps_per_execution + 1}-"
+        f"{last * plan.steps_per_execution}) into {cfg.tensorboard_dir}"
+    )
+    return first, last
 
 
 def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Outcome, skipped) -> dict:
@@ -418,7 +445,8 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "model_dir": cfg.model_dir,
         "synthetic_data": cfg.synthetic_data,
         "data_threads_niced": outcome.data_threads_niced,  # trainer/priority.py (--data-nice)
-        **outcome.meter.summary(),  # input_wait_fraction, host_cpu_busy_fraction, what they cover
+        # input_wait_fraction, host_cpu_busy_fraction, host_overhead_fraction, what they cover
+        **outcome.meter.summary(outcome.checkpoint.seconds_between),
     }
 
 

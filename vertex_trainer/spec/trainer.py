@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, create_model
+from pydantic import BeforeValidator, Field, create_model
 
 # workflows/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
 # the trainer (docs/architecture.md), so the bench takes it from here
@@ -36,9 +36,10 @@ _SPEC_RULES: dict[str, dict[str, Any]] = {
     "train_data": {"required": True},
     "num_classes": {"required": True, "ge": 2},
     "image_size": {"ge": 8, "le": 1024},
-    # 0 (= automatic) is spelled by leaving them unset.
+    # 0 (= automatic) is spelled by leaving it unset.
     "steps_per_epoch": {"ge": 1},
-    "steps_per_execution": {"ge": 1},
+    # `auto` (or 0, or unset): the trainer chooses from the steps per epoch; auto is sent as 0.
+    "steps_per_execution": {"auto": 0},
 }
 _BOUNDS = ("ge", "gt", "le", "lt")
 
@@ -74,8 +75,15 @@ def _field(flag: Flag) -> tuple[Any, Any]:
         value = rules.get(bound, getattr(flag, bound))
         if value is not None:
             kw[bound] = value
-    if "pattern" in rules:
-        kw["pattern"] = rules["pattern"]
+    if "auto" in rules:  # the word `auto` besides the numbers: read as the trainer's value for it
+        auto = rules["auto"]
+        annotation = Annotated[
+            annotation,
+            BeforeValidator(
+                lambda value: auto if isinstance(value, str) and value.strip().lower() == "auto" else value,
+                json_schema_input_type=annotation | Literal["auto"],
+            ),
+        ]
     if rules.get("required"):
         return annotation, Field(**kw)
     if "default" in rules:
