@@ -163,3 +163,23 @@ def test_without_xprof_profile_names_the_extra(tmp_path, monkeypatch):
         api.profile(str(tmp_path))
     assert e.value.exit_code == 2 and e.value.hint.startswith("pip install 'vertex-trainer[profile]'")
     assert lazy.LIBRARIES["xprof"].extra == "profile"
+
+
+def test_on_a_cpu_the_host_between_executions_is_measured_from_the_steps_events():
+    def event(name: str, ts: float, dur: float, **args: str) -> dict:
+        return {"ph": "X", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 7, "args": args}
+
+    events = [
+        event("train 2", 0, 1000, epoch_num="0"),
+        event("train_function", 300, 600),
+        event("train 3", 1100, 900, epoch_num="0"),  # 100 us of the loop between the two
+        event("train_function", 1200, 700),
+        event("train_function", 5000, 700),  # outside the profiled steps: not counted
+        {**event("train_function", 100, 100), "tid": 8},  # another thread
+    ]
+    window, outside = profile.between_executions(events, ["train 2", "train 3"])
+    assert (window, outside) == (2.0, 0.7)  # ms: 2000 us of steps and loop, 1300 us executing
+    cats = profile.measured_host(_cats(compute=0.6, input=0.2, host=0.2), 2, window, outside)
+    assert {c.name: c.fraction for c in cats} == {"host": 0.35, "compute": 0.4875, "input": 0.1625}
+    assert [c.ms_per_step for c in cats] == [round(c.fraction * 1.0, 4) for c in cats]
+    assert profile.between_executions(events, ["train 9"]) is None

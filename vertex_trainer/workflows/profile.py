@@ -58,9 +58,11 @@ __all__ = [
     "Op",
     "Profile",
     "Trace",
+    "between_executions",
     "breakdown",
     "find_gcs",
     "find_local",
+    "measured_host",
     "no_trace",
     "read",
     "run_config",
@@ -87,6 +89,8 @@ MAX_TRACE_BYTES = 2 << 30  # a session's files, together
 TOP_OPS = 10
 TRAINER_CONFIG = "trainer_config.json"  # the bundled trainer's resolved run, beside its outputs
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
+# The training function's name in a trace: tf-keras's, Keras 3's (one step, or several a call).
+EXECUTIONS = frozenset({"train_function", "one_step_on_iterator", "multi_step_on_iterator"})
 
 # xprof's step-time columns (ids lowercased) -> our category. The generic table (CPU, GPU) and the
 # TPU table (op_stats_to_input_pipeline_analysis.cc); a column not named here is "other".
@@ -396,6 +400,59 @@ def top_ops(tables: Any, limit: int = TOP_OPS) -> tuple[list[Op], float]:
     return ops, h2d_us
 
 
+def between_executions(
+    events: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> tuple[float, float] | None:
+    """(the profiled steps' wall time, the part of it outside the training function), in ms, from
+    the trace's events (xprof's trace viewer): each step marker's time less the executions inside
+    it (Keras' callbacks, its Python loop, the dispatch), plus the gaps between consecutive steps
+    of one epoch. None when the trace has no step marker or no execution inside one."""
+    wanted = set(names)
+    steps = sorted(
+        (e for e in events if e.get("ph") == "X" and e.get("name") in wanted and e.get("dur")),
+        key=lambda e: float(e["ts"]),
+    )
+    if not steps:
+        return None
+    where = (steps[0].get("pid"), steps[0].get("tid"))
+    runs = [
+        e
+        for e in events
+        if e.get("ph") == "X" and e.get("name") in EXECUTIONS and (e.get("pid"), e.get("tid")) == where
+    ]
+    window = inside = 0.0
+    for n, step in enumerate(steps):
+        start, end = float(step["ts"]), float(step["ts"]) + float(step["dur"])
+        window += end - start
+        inside += sum(float(e.get("dur") or 0) for e in runs if start <= float(e["ts"]) <= end)
+        later = steps[n + 1] if n + 1 < len(steps) else None
+        epoch = (step.get("args") or {}).get("epoch_num")
+        if later is not None and (later.get("args") or {}).get("epoch_num") == epoch:
+            window += max(0.0, float(later["ts"]) - end)  # the loop between two steps of an epoch
+    if inside <= 0 or window <= 0:
+        return None
+    return window / 1000, max(0.0, window - inside) / 1000
+
+
+def measured_host(
+    cats: Sequence[Category], steps: int, window_ms: float, outside_ms: float
+) -> list[Category]:
+    """A CPU-only trace's categories with the host between executions measured (`between_executions`)
+    instead of xprof's "All others": there the host is the device, and xprof attributes the op time
+    of every thread (the input pipeline's beside the model's) to the step's categories. The rest of
+    the window is shared among xprof's other categories in their ratio."""
+    host = min(1.0, outside_ms / window_ms)
+    rest = [c for c in cats if c.name != "host"]
+    total = sum(c.fraction for c in rest)
+    step_ms = window_ms / steps
+    shares = {"host": host} | {c.name: (1 - host) * c.fraction / total for c in rest if total > 0}
+    return [
+        Category(name, LABELS[name], round(shares[name] * step_ms, 4), round(shares[name], 4))
+        for name in _ORDER
+        if shares.get(name, 0.0) >= 0.0005
+    ]
+
+
 def steps_per_execution(names: Sequence[str]) -> int | None:
     """Keras names each profiled execution after its first step ("train 32"): the common
     difference of consecutive numbers is the steps per execution (None with fewer than two)."""
@@ -499,7 +556,17 @@ def read(
         paths = _fetch(trace, Path(scratch), settings)
         table = _step_table(_tool(paths, "input_pipeline_analyzer"))
         ops, h2d_us = top_ops(_tool(paths, "framework_op_stats"))
-    names, step_ms, cats, hardware = breakdown(table) if table else ([], None, [], None)
+        names, step_ms, cats, hardware = breakdown(table) if table else ([], None, [], None)
+        if hardware == "CPU_ONLY" and names:  # the chief's events: the trace viewer reads one host
+            events = _tool(paths[:1], "trace_viewer").get("traceEvents") or []
+            measured = between_executions(events, names)
+            if measured:
+                cats = measured_host(cats, len(names), *measured)
+                step_ms = round(measured[0] / len(names), 4)
+                notes.append(
+                    "CPU only: idle between steps is the steps' wall time outside the training "
+                    "function (callbacks, the Python loop, dispatch), measured from the trace's events"
+                )
     if not names and not ops:
         raise UserError(
             f"profile: the trace in {trace.folder} holds no step and no op: the profiler captured nothing",
