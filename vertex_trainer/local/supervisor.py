@@ -94,8 +94,10 @@ class Supervisor:
             now, used = time.time(), groups_cpu_seconds([p.proc.pid for p in self.processes])
             for p in self.processes:
                 pid = p.proc.pid
-                if p.ended is None and pid in used and pid in before and now > then:
-                    p.cpu.append((now, max(0.0, used[pid] - before[pid]) / ((now - then) * vcpus)))
+                spent = used.get(pid, -1.0) - before.get(pid, float("inf"))
+                # (negative: /proc unreadable, or a process of the group gone with its time: no figure)
+                if p.ended is None and spent >= 0 and now > then:
+                    p.cpu.append((now, spent / ((now - then) * vcpus)))
             then, before = now, used
 
     def _start(self, rep: Replica) -> Process:
