@@ -183,3 +183,21 @@ def test_on_a_cpu_the_host_between_executions_is_measured_from_the_steps_events(
     assert {c.name: c.fraction for c in cats} == {"host": 0.35, "compute": 0.4875, "input": 0.1625}
     assert [c.ms_per_step for c in cats] == [round(c.fraction * 1.0, 4) for c in cats]
     assert profile.between_executions(events, ["train 9"]) is None
+
+
+def test_a_sandbox_jobs_logs_are_copied_out_of_the_storage_emulator(tmp_path):
+    """What `tensorboard JOB` serves for a sandbox job: its logs/ objects, as files in a folder."""
+    from tests.shared import put_object, storage_emulator
+    from vertex_trainer.settings import Settings
+    from vertex_trainer.workflows.tensorboard import copy_prefix
+
+    objects = {"train/events.out.tfevents.1": b"e1", "plugins/profile/s/host.xplane.pb": b"x" * 10}
+    with storage_emulator("sandbox") as url:
+        for name, data in objects.items():
+            put_object(url, f"gs://sandbox/runs/r1/logs/{name}", data)
+        put_object(url, "gs://sandbox/runs/r1/metrics.json", b"{}")  # beside logs/: not copied
+        copied = copy_prefix(Settings(storage_emulator=url), "gs://sandbox/runs/r1/logs", tmp_path)
+    assert copied == 2
+    assert {
+        str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
+    } == objects

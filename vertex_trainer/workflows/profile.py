@@ -18,9 +18,12 @@ How xprof's step-time columns are grouped (xprof/convert/op_stats_to_input_pipel
 * compute, "device busy": device compute (GPU; the host's own ops on a CPU-only trace, where the
   host is the device); TensorCore and SparseCore compute (TPU);
 * host, "idle between steps": the step's time that is neither compute, input, output nor
-  compilation: xprof's "All others" and "Kernel launch" (CPU, GPU: Python, Keras' callbacks and
-  the dispatch of the next execution) and TensorCore idle (TPU: waiting for the host, not for
-  input). This is the host round trip a larger steps_per_execution removes;
+  compilation: xprof's "All others" and "Kernel launch" (GPU: Python, Keras' callbacks and the
+  dispatch of the next execution) and TensorCore idle (TPU: waiting for the host, not for
+  input). This is the host round trip a larger steps_per_execution removes. On a CPU-only trace
+  xprof's table counts every thread's op time (the input pipeline's beside the model's), so
+  there it is measured from the trace's events instead (`between_executions`: the steps' wall
+  time outside the training function, and the loop between them);
 * input: waiting for data (on GPUs xprof's "Input" includes the host-to-device copies);
 * transfer: host-to-device transfers (TPU: host send/recv; GPU: the device's MemcpyHToD ops,
   also counted in input);
