@@ -1,8 +1,8 @@
 """Every request the utilization client sends is one Google's API definition accepts (monitoring
-v3's discovery document, shipped in google-api-python-client: the method, its path and query
-parameters, the aligner among its enum, the period a google-duration of at least 60 s), it pages
-through nextPageToken, a refusal names the role to ask for, and a job that has not started is not
-read at all."""
+v3's discovery document, shipped in google-api-python-client, held by tests/discovery_support.py:
+the method, its path and query parameters, the aligner among its enum, the period a
+google-duration of at least 60 s), it pages through nextPageToken, a refusal names the role to
+ask for, and a job that has not started is not read at all."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.check.test_check_requests import conforms, discovery_methods, sent  # noqa: F401 (a fixture)
+from tests.discovery_support import conforms, discovery_methods, record_requests
 from tests.shared import FAST_RETRY
 from vertex_trainer.emulators.monitoring import FakeMonitoring
 from vertex_trainer.errors import ServiceError
@@ -43,7 +43,8 @@ def _enum(name: str) -> list[str]:
     ]
 
 
-def test_every_request_is_in_the_monitoring_api_definition_and_pages_are_followed(sent):  # noqa: F811
+def test_every_request_is_in_the_monitoring_api_definition_and_pages_are_followed(monkeypatch):
+    sent = record_requests(monkeypatch)
     found = discovery_methods(("monitoring.v3",))
     now = time.time()
     with FakeMonitoring() as fake:  # two series a page: three replicas take two pages
