@@ -69,6 +69,12 @@ def test_the_dry_run_lists_the_find_or_create_and_the_jobs_field(fake, run_cli, 
     assert "1. find or create the TensorBoard instance (tensorboard: auto)" in text.stdout
     assert f"GET {collection}?filter=labels.vertex-trainer-managed%3D%22true%22" in text.stdout
     assert "(found or created at submit:" in text.stdout
+    shown = run_cli("validate", auto_spec)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "tensorboard auto: the instance labelled vertex-trainer-managed=true in us-central1" in shown.stdout
+    )
+    assert fake.requests == []
 
 
 def test_the_checker_refuses_a_tensorboard_request_google_would_refuse():

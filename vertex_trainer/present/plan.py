@@ -145,6 +145,16 @@ def _tensorboard_lines(plan: SubmitPlan, step: int) -> list[str]:
     return lines
 
 
+def _tensorboard_words(plan: SubmitPlan) -> str:
+    """The spec's TensorBoard as validate says it: the instance, or auto's find-or-make."""
+    if plan.spec.tensorboard != "auto":
+        return str(plan.spec.tensorboard)
+    if plan.local:
+        return "auto (not used by a run here)"
+    places = ", ".join(b.region for b in plan.tensorboards)
+    return f"auto: the instance labelled vertex-trainer-managed=true in {places}, found or made at submit"
+
+
 def search_line(plan: SubmitPlan) -> str | None:
     """A tuning job's whole worst case: 'search: up to 8 trials, worst case 12.34 USD (8 x one
     trial's)'; None for other kinds."""
@@ -216,6 +226,8 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
     if job.trainer and job.image is not None and job.image.code:  # a model factory's directory
         keras = keras_words(job)  # the Keras that trains it (trainer.keras, or its imports)
         lines.append(f"  code      {job.image.code}" + (f", trained with {keras}" if keras else ""))
+    if job.tensorboard:  # Vertex AI TensorBoard (auto: vertex/tensorboards.py, at submit)
+        lines.append(f"  tensorboard {_tensorboard_words(plan)}")
     if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
         lines.append(f"  price     {price_line(plan.estimate).removeprefix('price: ')}")
         search = search_line(plan)
