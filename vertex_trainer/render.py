@@ -28,6 +28,7 @@ from vertex_trainer.contract import (
 )
 from vertex_trainer.spec import JobSpec, scaling, spec_hash
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
+from vertex_trainer.spec.factory import trainer_args
 from vertex_trainer.spec.model import HardwareSpec
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM, category, own_args
 from vertex_trainer.spec.tune import parameter_id as tuned_id
@@ -81,7 +82,7 @@ def disk_spec(spec: JobSpec, hardware: HardwareSpec | None = None) -> dict[str, 
 def job_args(spec: JobSpec) -> list[str]:
     """The arguments every replica gets: the bundled trainer's flags (trainer:), or the job's own
     `args:` (a script job, or an image of your own)."""
-    return spec.trainer.to_args() if spec.trainer is not None else list(spec.args)
+    return trainer_args(spec) if spec.trainer is not None else list(spec.args)
 
 
 def _code(spec: JobSpec, artifact: Artifact) -> tuple[str, dict[str, Any]]:

@@ -71,7 +71,8 @@ class ServingConfig:
 
 
 def save(model: Any, target: str, serving: ServingConfig, *, traces: bool | None = None) -> None:
-    """model.save(target) with the serving signatures, then serving_config.json beside it.
+    """model.save(target) with the serving signatures, then serving_config.json beside it (a Keras 3
+    model: tf.saved_model.save with the same signatures).
 
     A built-in model is saved without its layers' traced call functions (save_traces=False): it
     is made of Keras's own layers, which load back from their config, and tracing every layer
@@ -83,17 +84,23 @@ def save(model: Any, target: str, serving: ServingConfig, *, traces: bool | None
     import tensorflow as tf
 
     from trainer import factory
+    from trainer._keras import KERAS3
 
     if traces is None:
         traces = factory.is_factory(serving.model)
 
-    model.save(
-        target,
-        save_format="tf",
-        include_optimizer=False,
-        signatures=signatures(model, serving),
-        save_traces=traces,
-    )
+    if KERAS3:
+        # Keras 3 saves .keras files only; the SavedModel is TensorFlow's own, with the very same
+        # signatures (a server loads it with tf.saved_model.load, never with Keras).
+        tf.saved_model.save(model, target, signatures=signatures(model, serving))
+    else:
+        model.save(
+            target,
+            save_format="tf",
+            include_optimizer=False,
+            signatures=signatures(model, serving),
+            save_traces=traces,
+        )
     with tf.io.gfile.GFile(posixpath.join(target.rstrip("/"), SERVING_CONFIG), "w") as f:
         f.write(json.dumps(serving.to_json(tf.__version__), indent=2) + "\n")
 

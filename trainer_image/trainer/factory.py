@@ -5,6 +5,10 @@ mixed-precision policy already set:
 
     function(num_classes: int, image_size: int, dtype: str) -> keras.Model
 
+The model is tf-keras (Keras 2) or Keras 3, as the module imports it (`import tf_keras as
+keras` or `import keras`; trainer/keras_choice.py reads it before TensorFlow loads, --keras
+overrides it); the trainer frames and trains it with that same Keras.
+
 `dtype` is the policy's compute dtype (float32, float16 or bfloat16). The model it returns takes
 float images [N, image_size, image_size, 3] scaled to [-1, 1] and returns logits
 [N, num_classes] (no softmax). The trainer wraps it as it builds its own models: uint8 pixels in,
@@ -105,15 +109,21 @@ def build(model: str, *, num_classes: int, image_size: int) -> Any:
 
 
 def check_model(model: str, inner: Any, *, num_classes: int, image_size: int) -> None:
-    """What the factory returned must be a Keras model of the agreed shapes (UsageError if not)."""
-    from trainer._keras import keras
+    """What the factory returned must be a Keras model of the agreed shapes (UsageError if not):
+    a model of the Keras the trainer runs (tf-keras or Keras 3, trainer._keras)."""
+    from trainer._keras import KERAS3, NAME, keras
 
     where = f"--model={model}"
     if not isinstance(inner, keras.Model):
         hint = ""
-        if type(inner).__module__.startswith("keras"):
-            hint = " (a Keras 3 model? import Keras as the trainer does: `import tf_keras as keras`)"
-        raise UsageError(f"{where}: returned {type(inner).__name__}, not a tf-keras Model{hint}")
+        top = type(inner).__module__.split(".")[0]
+        if top in ("keras", "tf_keras") and (top == "keras") != KERAS3:
+            other = "3" if top == "keras" else "2"
+            hint = (
+                f" (a {'Keras 3' if top == 'keras' else 'tf-keras'} model, while the trainer runs "
+                f"{NAME}: set trainer.keras: {other} (--keras={other}), or import one Keras only)"
+            )
+        raise UsageError(f"{where}: returned {type(inner).__name__}, not a {NAME} Model{hint}")
     try:
         out = inner.compute_output_shape((None, image_size, image_size, 3))
     except Exception as e:  # a model that cannot take [N, S, S, 3] at all

@@ -39,6 +39,8 @@ AUGMENTATIONS = ("standard", "flip", "none")
 # How the pipeline decodes (trainer.data): auto sniffs the data's first records.
 IMAGE_FORMATS = ("auto", "jpeg", "png", "any")
 JIT_COMPILE = ("auto", "true", "false")
+# The Keras that trains the model (trainer.keras_choice): auto reads a factory's imports.
+KERAS = ("auto", "2", "3")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,6 +224,13 @@ FLAGS: tuple[Flag, ...] = (
         "end and on SIGTERM); 0 = epoch ends only",
     ),
     Flag("hypertune_metric", default="accuracy", help="tag reported to Vertex hyperparameter tuning"),
+    Flag(
+        "keras",
+        default="auto",
+        choices=KERAS,
+        help="the Keras that trains the model: 2 (tf-keras) or 3; auto: a factory's own imports "
+        "(import keras: 3; tf_keras or tf.keras: 2), tf-keras for the built-in models",
+    ),
 )
 
 BY_NAME = {flag.name: flag for flag in FLAGS}

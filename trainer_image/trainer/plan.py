@@ -121,7 +121,9 @@ def plan_training(cfg: TrainConfig, info: StrategyInfo) -> Plan:
         )
     with data_errors(train_files + eval_files, train_cfg):
         steps_per_epoch, eval_steps = count_steps(cfg, train_files, eval_files)
-    spe, steps_per_epoch = choose_steps_per_execution(steps_per_epoch, cfg.steps_per_execution)
+    spe, steps_per_epoch = choose_steps_per_execution(
+        steps_per_epoch, _steps_per_execution(cfg, info.replicas, info.workers)
+    )
     total_steps = steps_per_epoch * cfg.epochs
     warmup_steps = round(cfg.warmup_epochs * steps_per_epoch)
     if warmup_steps >= total_steps:
@@ -140,6 +142,32 @@ def plan_training(cfg: TrainConfig, info: StrategyInfo) -> Plan:
         peak_lr=schedules.scaled_learning_rate(cfg.learning_rate, cfg.batch_size, cfg.base_batch_size),
         jit_compile={"true": True, "false": False}.get(cfg.jit_compile, info.device == "gpu"),
     )
+
+
+def _steps_per_execution(cfg: TrainConfig, replicas: int, workers: int) -> int:
+    """--steps-per-execution, or 1 where the model's Keras needs it (Keras 3 on several replicas:
+    trainer/keras_choice.py); UsageError where that Keras cannot train here at all."""
+    from trainer import keras_choice
+
+    major = cfg.keras if cfg.keras in keras_choice.NAMES else keras_choice.DEFAULT
+    refusal = keras_choice.limits(
+        major, replicas=replicas, workers=workers, steps_per_execution=cfg.steps_per_execution
+    )
+    if refusal:
+        fix = (
+            "train on one machine (MirroredStrategy over its devices), or write the model with tf_keras"
+            if workers > 1
+            else "use --steps-per-execution=1 (or leave it to the trainer), or write the model with tf_keras"
+        )
+        raise UsageError(
+            f"--model={cfg.model} is a {keras_choice.NAMES[major]} model on {replicas} replicas "
+            f"({workers} workers) with --steps-per-execution={cfg.steps_per_execution}: {refusal}; {fix}"
+        )
+    cap = keras_choice.cap_steps_per_execution(major, replicas) if not cfg.steps_per_execution else None
+    if cap:
+        log(f"{keras_choice.NAMES[major]} on {replicas} replicas: {cap}")
+        return 1
+    return cfg.steps_per_execution
 
 
 def count_steps(cfg: TrainConfig, train_files: list[str], eval_files: list[str]) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainer._keras import keras
+from trainer._keras import KERAS3, keras
 from trainer.config import OPTIMIZERS
 
 
@@ -55,7 +55,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
 class LAMB(keras.optimizers.Optimizer):
     """LAMB (You et al. 2019): Adam moments with a per-layer trust ratio, for very large batches.
 
-    tf-keras ships no LAMB (Keras 3 does, but see docs/trainer.md for why we use tf-keras).
+    tf-keras ships no LAMB; a Keras 3 model gets Keras 3's own (keras.optimizers.Lamb).
     Weight decay is added to the update before the trust ratio, as in the paper; variables
     excluded with `exclude_from_weight_decay` get none.
     """
@@ -124,6 +124,8 @@ def make_optimizer(name: str, schedule: Any, *, momentum: float = 0.9, weight_de
         opt = keras.optimizers.SGD(
             schedule, momentum=momentum, nesterov=True, weight_decay=weight_decay or None
         )
+    elif name == "lamb" and KERAS3:  # Keras 3 ships LAMB (its weight decay is decoupled)
+        opt = keras.optimizers.Lamb(schedule, weight_decay=weight_decay or None)
     elif name == "lamb":
         opt = LAMB(schedule, lamb_weight_decay=weight_decay)
     elif name == "adamw":

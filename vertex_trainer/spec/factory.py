@@ -9,6 +9,12 @@ block whose `model` names a Keras model factory found in DIR. The bundled traine
 the check that the factory imports and takes those arguments (`check_factory`, before anything
 is built or run): a short Python process with DIR first on its path imports the module and
 inspects the function, so TensorFlow is imported only if the module imports it at its top.
+
+The model may be tf-keras or Keras 3: `trainer.keras: auto` (the default) is the Keras the
+factory's module imports, read from its source (trainer/keras_choice.py, nothing imported), and
+resolved in the rendered args (`trainer_args`: `--keras=3`), so a dry run shows what is sent.
+`check_factory` refuses, naming the field and the fix, where Keras 3 cannot train: several
+machines (`replicas`), or steps_per_execution > 1 on several devices.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainer import keras_choice
 from trainer.flags import FACTORY_PATTERN
 from vertex_trainer.errors import SpecError
 
@@ -28,7 +35,7 @@ from vertex_trainer.errors import SpecError
 Spec = Any
 FACTORY_RE = re.compile(FACTORY_PATTERN)
 RESERVED = ("trainer",)  # the bundled trainer's own package: a factory's package may not shadow it
-SIGNATURE = "function(num_classes: int, image_size: int, dtype: str) -> tf_keras.Model"
+SIGNATURE = "function(num_classes: int, image_size: int, dtype: str) -> keras.Model (tf-keras or Keras 3)"
 CHECK_TIMEOUT_S = 300.0  # a module that imports TensorFlow at its top takes seconds
 
 
@@ -122,6 +129,89 @@ def check_factory(spec: Spec) -> None:
             hint=f"the factory is {SIGNATURE}, in a module under image.code: models/net.py "
             "holding build() is models.net:build (docs/own-code.md)",
         )
+    keras_rules(spec)
+
+
+def keras_of(spec: Spec) -> tuple[str, str]:
+    """(major, why): the Keras that trains a factory job's model, "2" or "3" (trainer.keras, or
+    auto: what the factory's module imports under image.code).
+
+    Raises:
+        SpecError: auto, and the module imports both Keras 3 and tf-keras (field trainer.keras).
+    """
+    from vertex_trainer.spec.images import code_root
+
+    requested = spec.trainer.keras or "auto"
+    if requested != "auto":
+        return requested, f"trainer.keras: {requested}"
+    try:
+        return keras_choice.choose(requested, spec.trainer.model, [str(code_root(spec))], is_factory=True)
+    except ValueError as e:
+        raise SpecError(
+            "trainer.keras",
+            f"is auto, and {e}",
+            value=requested,
+            hint="trainer.keras: 3 (import keras) or 2 (tf_keras); better, import one Keras only",
+        ) from None
+
+
+def keras_rules(spec: Spec) -> None:
+    """Keras 3 trains on one machine, at steps_per_execution 1 when it has several devices
+    (measured with Keras 3.15.1: trainer/keras_choice.py). Where it cannot: SpecError naming
+    `replicas` or `trainer.steps_per_execution`, the reason and the fix (exit 2)."""
+    major, why = keras_of(spec)
+    trainer = spec.trainer
+    devices = max(spec.hardware.devices, trainer.cpu_replicas or 1)
+    refusal = keras_choice.limits(
+        major,
+        replicas=devices * spec.replicas,
+        workers=spec.replicas,
+        steps_per_execution=trainer.steps_per_execution or 0,
+    )
+    if refusal is None:
+        return
+    if spec.replicas > 1:
+        raise SpecError(
+            "replicas",
+            f"{spec.replicas} machines train trainer.model {trainer.model}, a Keras 3 model ({why}): "
+            f"{refusal}",
+            value=spec.replicas,
+            hint="replicas: 1 (one machine trains on all its GPUs, MirroredStrategy, at "
+            "steps_per_execution 1); or write the model with tf_keras (`import tf_keras as keras`)",
+        )
+    raise SpecError(
+        "trainer.steps_per_execution",
+        f"{trainer.steps_per_execution} on {devices} devices, for trainer.model {trainer.model}, a "
+        f"Keras 3 model ({why}): {refusal}",
+        value=trainer.steps_per_execution,
+        hint="remove it (the trainer then runs Keras 3 at 1 here) or set 1; or write the model with "
+        "tf_keras (`import tf_keras as keras`) to keep steps_per_execution > 1",
+    )
+
+
+def trainer_args(spec: Spec) -> list[str]:
+    """The bundled trainer's args of a job (trainer.to_args()), with a factory job's trainer.keras
+    resolved (auto -> --keras=2 or 3, what the factory imports), so what is sent says it."""
+    args: list[str] = spec.trainer.to_args()
+    if not runs_factory(spec) or spec.trainer.keras not in (None, "auto"):
+        return args
+    try:
+        major, _ = keras_of(spec)
+    except SpecError:  # refused by check_factory before anything is sent; the trainer decides
+        return args
+    own = len(args) - len(spec.trainer.extra_args)  # the flags' args, then extra_args verbatim
+    return [*args[:own], f"--keras={major}", *args[own:]]
+
+
+def keras_words(spec: Spec) -> str:
+    """'Keras 3 (models/net.py line 2: import keras)' for a factory job ('' if not one)."""
+    if not runs_factory(spec):
+        return ""
+    try:
+        major, why = keras_of(spec)
+    except SpecError:
+        return ""
+    return f"{keras_choice.NAMES[major]} ({why})"
 
 
 def _stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
