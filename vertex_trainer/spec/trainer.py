@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, create_model
+from pydantic import BeforeValidator, Field, create_model, field_validator
 
 # workflows/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
 # the trainer (docs/architecture.md), so the bench takes it from here
@@ -49,6 +49,12 @@ class _TrainerBase(Strict):
 
     if TYPE_CHECKING:  # a field of every TrainerArgs, added by _build
         extra_args: tuple[str, ...]
+
+    @field_validator("keras", mode="before", check_fields=False)
+    @classmethod
+    def _keras_as_text(cls, v: Any) -> Any:
+        # `keras: 3` in YAML is the integer 3; the flag's choices are text (auto, 2, 3).
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
     def to_args(self) -> list[str]:
         """The container args: `--kebab-case=value`, in field order, then extra_args."""
