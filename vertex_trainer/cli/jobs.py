@@ -215,26 +215,19 @@ def status(
 
     cfg = settings()
     found = api.status(job, **where(cfg, project, region), settings=cfg)
+    # --utilization: read from Cloud Monitoring once the job's own lines are shown (after a wait)
+    usage = (lambda: api.utilization(found.name, settings=cfg)) if utilization else None
     if wait and not found.done:
         # (status -o json is for scripts polling a job: its lines are not read; submit's are.)
-        _follow(
+        return _follow(
             found,
             output,
             cancel_on_interrupt=False,
             describe=True,
             show_logs=show_logs and output is OutputFormat.text,
+            usage=usage,
         )
-        if utilization:
-            _show_utilization(api.utilization(found.name, settings=cfg), output)
-        return
-    if utilization:
-        use = api.utilization(found.name, settings=cfg)
-        if output is OutputFormat.json:
-            return emit_json({**found.describe(), "utilization": use.to_dict()})
-        _show_job(found, output)
-        _show_utilization(use, output)
-    else:
-        _show_job(found, output)
+    _show_job(found, output, usage)
     if wait and not found.succeeded:
         raise JobFailed(found.failure_message())
 
@@ -362,19 +355,13 @@ def _report_line(job, ref: str | None = None) -> None:
         print(f"report   vertex-trainer report {ref or job.name}")
 
 
-def _show_utilization(use, output: OutputFormat) -> None:
-    """status --utilization: the figures after the job's lines (text), or their JSON."""
+def _show_job(job, output: OutputFormat, usage=None) -> None:
+    """A job's status; `usage` (status --utilization) reads its utilization, shown after it
+    (text) or as its "utilization" (JSON)."""
     if output is OutputFormat.json:
-        return emit_json(use.to_dict())
-    from vertex_trainer.present.utilization import utilization_text
-
-    print()
-    print(utilization_text(use))
-
-
-def _show_job(job, output: OutputFormat) -> None:
-    if output is OutputFormat.json:
-        return emit_json(_with_cost(job.describe(), job))
+        return emit_json(
+            {**_with_cost(job.describe(), job), **({"utilization": usage().to_dict()} if usage else {})}
+        )
     d = job.describe()
     rows = [
         ("name", d["name"]),
@@ -391,15 +378,26 @@ def _show_job(job, output: OutputFormat) -> None:
     print("\n".join(f"{k:8} {v}" for k, v in rows if v))
     _cost_line(job)
     _report_line(job)
+    if usage is not None:
+        from vertex_trainer.present.utilization import utilization_text
+
+        print()
+        print(utilization_text(usage()))
 
 
 def _follow(
-    job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False, show_logs: bool = True
+    job,
+    output: OutputFormat,
+    cancel_on_interrupt: bool,
+    describe: bool = False,
+    show_logs: bool = True,
+    usage=None,
 ) -> None:
     """submit/status --wait: show each state change and (text output) the job's log lines until
-    it ends; a failure ends with the failing replica's last lines, its error and advice."""
+    it ends; a failure ends with the failing replica's last lines, its error and advice. `usage`:
+    status --utilization's reader (with `describe`)."""
     view, failure = _watch(job, output, cancel_on_interrupt, describe=describe, show_logs=show_logs)
-    _end(job, output, view, failure, describe=describe)
+    _end(job, output, view, failure, describe=describe, usage=usage)
 
 
 def _watch(
@@ -432,13 +430,13 @@ def _watch(
     return view, failure
 
 
-def _end(job, output: OutputFormat, view, failure, describe: bool = False) -> None:
+def _end(job, output: OutputFormat, view, failure, describe: bool = False, usage=None) -> None:
     """The end of a followed job: the JSON object or the final line; JobFailed unless it
-    SUCCEEDED (after the failing replica's last lines)."""
-    if output is OutputFormat.json:
-        emit_json(_with_cost(job.describe() if describe else job.to_dict(), job))
-    elif describe:
-        _show_job(job, output)
+    SUCCEEDED (after the failing replica's last lines). `usage`: as _show_job's."""
+    if describe:
+        _show_job(job, output, usage)
+    elif output is OutputFormat.json:
+        emit_json(_with_cost(job.to_dict(), job))
     else:
         print(f"final    {short_state(job.state)}")
         _cost_line(job)
