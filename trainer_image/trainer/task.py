@@ -151,6 +151,7 @@ def _train(cfg: TrainConfig) -> dict:
     from trainer import (
         _keras,  # selects the Keras (TF_USE_LEGACY_KERAS, set by choose_keras) before TensorFlow loads
         callbacks,
+        synthetic,
         throughput,
     )
     from trainer._keras import keras
@@ -163,7 +164,9 @@ def _train(cfg: TrainConfig) -> dict:
 
     meter = throughput.InputWaitMeter(cfg.batch_size)  # host counters: outside the strategy's scope
     train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
-    train_ds = keras3_view(train_ds, meter.wrap(train_ds)) if _keras.KERAS3 else meter.wrap(train_ds)
+    # a synthetic run's steps read its one batch, captured (trainer/synthetic.py): no tf.data in the step
+    timed = meter.wrap(synthetic.source(train_ds, info.kind) if cfg.synthetic_data else train_ds)
+    train_ds = keras3_view(train_ds, timed) if _keras.KERAS3 else timed
     with strat.scope():
         model = build_and_compile(
             cfg,
