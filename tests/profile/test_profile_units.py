@@ -201,3 +201,19 @@ def test_a_sandbox_jobs_logs_are_copied_out_of_the_storage_emulator(tmp_path):
     assert {
         str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
     } == objects
+
+
+def test_keras_3s_profiled_batches_are_split_into_executions_and_the_host_between():
+    """Keras 3 marks each profiled execution "Profiled batch" (no epoch): xprof's step table skips
+    them, the trace's events still tell the host's share; the verdict claims no input split."""
+    events = [
+        {"ph": "X", "name": "Profiled batch", "ts": 0, "dur": 1000, "tid": 3, "args": {"step_num": "2"}},
+        {"ph": "X", "name": "multi_step_on_iterator", "ts": 100, "dur": 800, "tid": 3},
+        {"ph": "X", "name": "Profiled batch", "ts": 1000, "dur": 1000, "tid": 3, "args": {"step_num": "4"}},
+        {"ph": "X", "name": "multi_step_on_iterator", "ts": 1050, "dur": 900, "tid": 3},
+    ]
+    assert profile.between_executions(events, [profile.BATCH_MARKER]) == (2.0, 0.3)
+    assert profile.steps_per_execution(["Profiled batch 2", "Profiled batch 4"]) == 2
+    bound, line = profile.verdict(_cats(execution=0.95, host=0.05), 2)
+    assert bound is None and line.startswith("not host-bound: 5% of the time between executions; ")
+    assert profile.verdict(_cats(execution=0.7, host=0.3), 2)[0] == "host"

@@ -6,7 +6,7 @@ the run's TensorBoard folder:
 
     <run's TensorBoard dir>/plugins/profile/<session: YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb
 
-`find_local` / `find_gcs` find the newest session's files below a local folder or a gs:// prefix;
+`find_local` / `find_gcs` (profile_trace.py) find the newest session below a local folder or a gs:// prefix;
 `read` copies them into a scratch folder (xprof writes its caches beside a trace; a run's folder
 is left as it was) and reads them with xprof's own converters (`xspace_to_tool_data`, the code
 behind TensorBoard's Profile tab; `lazy`: the `profile` extra): the input-pipeline analyzer's
@@ -29,6 +29,10 @@ How xprof's step-time columns are grouped (xprof/convert/op_stats_to_input_pipel
   also counted in input);
 * communication, output, compile and the host's own ops on a GPU: each its own line.
 
+Keras 3 marks its profiled executions "Profiled batch", which xprof's step table does not take
+as steps: there the trace's events give the host between executions and the executions (not
+split into compute and input), and the verdict says only whether the run is host-bound.
+
 The verdict uses the trainer's words (trainer/throughput.py `verdict`): host-bound, input-bound or
 compute-bound, with the measured share and what to try.
 """
@@ -39,7 +43,6 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,6 +55,15 @@ from typing import Any
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
+from vertex_trainer.workflows.profile_trace import (
+    NO_TRACE_HINT,
+    Trace,
+    fetch,
+    find_gcs,
+    find_local,
+    no_trace,
+    run_config,
+)
 
 __all__ = [
     "HOST_BOUND",
@@ -79,21 +91,12 @@ __all__ = [
 INPUT_BOUND = 0.10
 HOST_BOUND = 0.10
 HOST_TARGET = 0.05  # the share of host round trips the recommended steps_per_execution brings them to
-NO_TRACE_HINT = (
-    'profile some steps: set trainer.profile_steps: "A,B" in the spec (e.g. "10,20") and run '
-    "it again; a script of yours: tf.profiler.experimental.start(LOGDIR)/stop() around a few "
-    "steps, or Keras' TensorBoard(log_dir, profile_batch=(10, 20))"
-)
-TRACE_SUFFIX = ".xplane.pb"
-# <anything>/plugins/profile/<session>/<host>.xplane.pb
-_TRACE = re.compile(r"(?:^|/)plugins/profile/([^/]+)/([^/]+)\.xplane\.pb$")
-MAX_LISTED = 20_000  # entries looked at below a folder or prefix before giving up
-MAX_TRACE_BYTES = 2 << 30  # a session's files, together
 TOP_OPS = 10
-TRAINER_CONFIG = "trainer_config.json"  # the bundled trainer's resolved run, beside its outputs
 _STEP_NUMBER = re.compile(r"(\d+)\s*$")
 # The training function's name in a trace: tf-keras's, Keras 3's (one step, or several a call).
 EXECUTIONS = frozenset({"train_function", "one_step_on_iterator", "multi_step_on_iterator"})
+# Keras 3's TensorBoard callback marks each profiled execution so; xprof's step table skips them.
+BATCH_MARKER = "Profiled batch"
 
 # xprof's step-time columns (ids lowercased) -> our category. The generic table (CPU, GPU) and the
 # TPU table (op_stats_to_input_pipeline_analysis.cc); a column not named here is "other".
@@ -123,25 +126,12 @@ LABELS = {
     "transfer": "host-to-device transfers",
     "communication": "device to device, collectives",
     "host_compute": "host compute (ops on the host)",
+    "execution": "executing the training function (compute and input)",
     "output": "output (device to host)",
     "compile": "compilation",
     "other": "other",
 }
 _ORDER = tuple(LABELS)
-
-
-@dataclass(frozen=True)
-class Trace:
-    """One profiler session found: its folder (local path or gs:// URI), its name and its files
-    (one per host)."""
-
-    folder: str
-    session: str
-    files: tuple[str, ...]
-
-    @property
-    def hosts(self) -> list[str]:
-        return [os.path.basename(f)[: -len(TRACE_SUFFIX)] for f in self.files]
 
 
 @dataclass(frozen=True)
@@ -192,95 +182,6 @@ class Profile:
         out = asdict(self)
         out["trace"] = {**asdict(self.trace), "hosts": self.trace.hosts}
         return out
-
-
-def no_trace(where: str) -> UserError:
-    """The exit-2 answer when `where` holds no profiler trace."""
-    return UserError(
-        f"profile: no TensorFlow profiler trace (plugins/profile/*/*{TRACE_SUFFIX}) under {where}",
-        hint=NO_TRACE_HINT,
-    )
-
-
-def _newest(found: Mapping[tuple[str, str], list[str]], where: str) -> Trace:
-    if not found:
-        raise no_trace(where)
-    (folder, session) = max(found, key=lambda key: (key[1], key[0]))
-    return Trace(folder, session, tuple(sorted(found[(folder, session)])))
-
-
-def find_local(root: str | os.PathLike[str]) -> Trace:
-    """The newest profiler session below a local folder (walked, at most MAX_LISTED entries).
-
-    Args:
-        root: a run's folder, its TensorBoard folder, or any folder above a trace.
-    Returns:
-        the Trace. Raises UserError (exit 2, `no_trace`) when there is none.
-    """
-    base = Path(root)
-    found: dict[tuple[str, str], list[str]] = {}
-    seen = 0
-    for folder, dirs, files in os.walk(base):
-        seen += len(dirs) + len(files)
-        if seen > MAX_LISTED:
-            break
-        dirs.sort()
-        parent = Path(folder)
-        if parent.parent.name == "profile" and parent.parent.parent.name == "plugins":
-            for name in files:
-                if name.endswith(TRACE_SUFFIX):
-                    found.setdefault((str(parent), parent.name), []).append(str(parent / name))
-    return _newest(found, str(base))
-
-
-def find_gcs(settings: Settings, uri: str) -> Trace:
-    """The newest profiler session below a gs:// prefix, listed through the project's storage
-    client (the sandbox's emulator when the settings point at it).
-
-    Args:
-        settings: the process settings (the storage endpoint).
-        uri: gs://bucket/prefix (a job's base output directory, or its logs).
-    Returns:
-        the Trace (its files are gs:// URIs). Raises UserError (exit 2) when there is none.
-    """
-    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
-    bucket, prefix = storage.split_uri(uri.rstrip("/"))
-    prefix = f"{prefix}/" if prefix else ""
-    found: dict[tuple[str, str], list[str]] = {}
-    for blob in storage.client(settings).list_blobs(bucket, prefix=prefix, max_results=MAX_LISTED):
-        match = _TRACE.search(blob.name)
-        if match:
-            folder = f"gs://{bucket}/{blob.name.rsplit('/', 1)[0]}"
-            found.setdefault((folder, match.group(1)), []).append(f"gs://{bucket}/{blob.name}")
-    return _newest(found, uri)
-
-
-def _fetch(trace: Trace, scratch: Path, settings: Settings | None) -> list[str]:
-    """Copies of the trace's files in `scratch` (xprof writes caches beside what it reads)."""
-    copies, total = [], 0
-    for source in trace.files:
-        target = scratch / os.path.basename(source)
-        if source.startswith("gs://"):
-            from vertex_trainer.gcp import storage
-
-            if settings is None:
-                raise ValueError("a gs:// trace needs the settings (the storage endpoint)")
-            data = storage.read_bytes(settings, source)
-            if data is None:
-                raise no_trace(trace.folder)
-            target.write_bytes(data)
-        else:
-            shutil.copyfile(source, target)
-        total += target.stat().st_size
-        if total > MAX_TRACE_BYTES:
-            raise UserError(
-                f"profile: the trace in {trace.folder} is over {MAX_TRACE_BYTES >> 30} GiB",
-                hint="profile fewer steps (trainer.profile_steps), or open it in TensorBoard's "
-                "Profile tab (vertex-trainer tensorboard RUN)",
-            )
-        copies.append(str(target))
-    return copies
 
 
 @contextmanager
@@ -456,30 +357,38 @@ def measured_host(
     ]
 
 
+def _batches(paths: Sequence[str]) -> tuple[list[str], float, list[Category]] | None:
+    """Keras 3's profiled batches from the trace's events: their names, the mean wall time (ms)
+    and the split into the host between executions and the executions; None without them."""
+    events = _tool(paths, "trace_viewer").get("traceEvents") or []
+    measured = between_executions(events, [BATCH_MARKER])
+    if not measured:
+        return None
+    found = sorted(
+        int(n)
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("name") == BATCH_MARKER
+        and str(n := (e.get("args") or {}).get("step_num", "")).isdigit()
+    )
+    window, outside = measured
+    names = [f"{BATCH_MARKER} {n}" for n in found] or [BATCH_MARKER]
+    step_ms = window / len(names)
+    host = min(1.0, outside / window)
+    cats = [
+        Category(name, LABELS[name], round(share * step_ms, 4), round(share, 4))
+        for name, share in (("execution", 1 - host), ("host", host))
+        if share >= 0.0005
+    ]
+    return names, round(step_ms, 4), cats
+
+
 def steps_per_execution(names: Sequence[str]) -> int | None:
     """Keras names each profiled execution after its first step ("train 32"): the common
     difference of consecutive numbers is the steps per execution (None with fewer than two)."""
     numbers = [int(m.group(1)) for m in map(_STEP_NUMBER.search, names) if m]
     gaps = {b - a for a, b in pairwise(numbers)}
     return gaps.pop() if len(gaps) == 1 and min(gaps) > 0 else None
-
-
-def run_config(folder: str, settings: Settings) -> dict[str, Any]:
-    """The bundled trainer's trainer_config.json in `folder` (a local path or gs://): its
-    steps_per_execution and steps_per_epoch feed the verdict; {} when there is none (a script
-    job) or it cannot be read."""
-    path = f"{folder.rstrip('/')}/{TRAINER_CONFIG}"
-    config: Any = None
-    try:
-        if path.startswith("gs://"):
-            from vertex_trainer.gcp import storage
-
-            config = storage.read_json(settings, path)
-        elif os.path.getsize(path) <= 1 << 20:
-            config = json.loads(Path(path).read_text(encoding="utf-8"))
-    except Exception:  # unreadable: the steps' numbers tell steps_per_execution instead
-        return {}
-    return config if isinstance(config, dict) else {}
 
 
 def steps_per_execution_for(fraction: float, steps_per_execution: int, target: float = HOST_TARGET) -> int:
@@ -527,6 +436,11 @@ def verdict(
         fix = _host_fix(host, spe, steps_per_epoch)
         return "host", f"host-bound: {100 * host:.0f}% of the time between executions{at}: {fix}"
     between = f", {100 * host:.0f}% between executions"
+    if "execution" in share:  # Keras 3's batches: no split of the execution into compute and input
+        return None, (
+            f"not host-bound: {100 * host:.0f}% of the time between executions; the rest executes "
+            "the training function (xprof splits compute from input only at tf-keras' steps)"
+        )
     if waiting >= INPUT_BOUND:
         return "input", (
             f"input-bound: {data}{between}: try a machine type with more vCPUs, or "
@@ -556,10 +470,11 @@ def read(
     notes: list[str] = []
     _converter()  # a missing extra is said before anything is copied
     with tempfile.TemporaryDirectory(prefix="vertex-trainer-profile-") as scratch:
-        paths = _fetch(trace, Path(scratch), settings)
+        paths = fetch(trace, Path(scratch), settings)
         table = _step_table(_tool(paths, "input_pipeline_analyzer"))
         ops, h2d_us = top_ops(_tool(paths, "framework_op_stats"))
         names, step_ms, cats, hardware = breakdown(table) if table else ([], None, [], None)
+        marked = None if names else _batches(paths[:1])
         if hardware == "CPU_ONLY" and names:  # the chief's events: the trace viewer reads one host
             events = _tool(paths[:1], "trace_viewer").get("traceEvents") or []
             measured = between_executions(events, names)
@@ -574,6 +489,13 @@ def read(
         raise UserError(
             f"profile: the trace in {trace.folder} holds no step and no op: the profiler captured nothing",
             hint=NO_TRACE_HINT,
+        )
+    if not names and marked:
+        names, step_ms, cats = marked
+        notes.append(
+            "xprof's step table has no step (Keras 3 marks profiled batches only): the time is "
+            "split from the trace's events into executing the training function and the host "
+            "between executions"
         )
     if not names:
         notes.append(
