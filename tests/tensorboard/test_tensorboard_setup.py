@@ -64,9 +64,9 @@ def test_check_then_setup_make_the_instance_once_and_grant_the_account(
     assert any("tensorboards (labels.vertex-trainer-managed" in r for r in dry.reads)
 
     sent = record_requests(monkeypatch)
-    before = _by_name(api.project_check(spec, settings=settings).items)
+    before = _by_name(api.project_check(spec, settings=settings, spec_path="job.yaml").items)
     assert (before[instance].status, before[uploads].status) == ("WARN", "FAIL")
-    assert before[instance].fix.startswith("gcloud ai tensorboards create")
+    assert before[instance].fix.startswith("vertex-trainer setup job.yaml (or gcloud ai tensorboards create")
     done = api.project_setup(spec, grant=True, member="user:dev@example.com", settings=settings)
     assert [s.done for s in done.steps if s.make.get("kind") == "tensorboard"] == [True]
     (board,) = fake.tensorboards.tensorboards

@@ -68,15 +68,19 @@ def project_check(
     settings = settings or settings_from_env()
     name, source = project_source(settings, spec, project)
     items = _check.run(spec, project=name, project_source=source, settings=settings, spec_path=spec_path)
-    items += _tensorboard_items(spec, name, settings, items)
+    items += _tensorboard_items(spec, name, settings, items, spec_path)
     return ProjectCheck(name, tuple(items))
 
 
-def _tensorboard_items(spec, project: str | None, settings: Settings, found: list[Item]) -> list[Item]:
+def _tensorboard_items(
+    spec, project: str | None, settings: Settings, found: list[Item], spec_path: str | None
+) -> list[Item]:
     """The spec's TensorBoard items (workflows/check_tensorboard.py), after check.py's."""
     from vertex_trainer.workflows import check_tensorboard
 
-    return check_tensorboard.items(spec, project=project or "", settings=settings, found=found)
+    return check_tensorboard.items(
+        spec, project=project or "", settings=settings, found=found, spec_path=spec_path
+    )
 
 
 def project_setup(
@@ -139,7 +143,7 @@ def project_setup(
     items = _check.run(
         spec, project=name, project_source=source, settings=settings, spec_path=spec_path, who=who
     )
-    items += _tensorboard_items(spec, name, settings, items)
+    items += _tensorboard_items(spec, name, settings, items, spec_path)
     whom = _setup.member_of(who, member)
     steps = _setup.plan(items, project=name, settings=settings, member=whom)
     if plan:

@@ -18,12 +18,14 @@ Two looks, each an `Item` as check.py's (api/project.py adds them to its items):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.settings import Settings
 from vertex_trainer.workflows import permissions
 from vertex_trainer.workflows.check import FAIL, OK, WARN, Item, stand_in_missing
+from vertex_trainer.workflows.preflight import short_retry
 
 __all__ = ["create_step", "instance_missing", "items", "looks", "make_instance", "uploader_missing"]
 
@@ -100,9 +102,12 @@ def _bucket(spec: Any) -> str | None:
     return out[len("gs://") :].split("/", 1)[0] if out.startswith("gs://") else None
 
 
-def items(spec: Any, *, project: str, settings: Settings, found: list[Item]) -> list[Item]:
+def items(
+    spec: Any, *, project: str, settings: Settings, found: list[Item], spec_path: str | None = None
+) -> list[Item]:
     """The TensorBoard items of `check` for `spec` in `project`, after check.py's `found` (none
-    when those could not start: no credentials, no project)."""
+    when those could not start: no credentials, no project); `spec_path` as typed, for the
+    `vertex-trainer setup SPEC` fix. Each look has check's short retry budget."""
     if (
         spec is None
         or not spec.tensorboard
@@ -110,16 +115,18 @@ def items(spec: Any, *, project: str, settings: Settings, found: list[Item]) -> 
     ):
         return []
     out: list[Item] = []
+    short = dataclasses.replace(settings, retry=short_retry(settings))
     if spec.tensorboard == "auto":
         from vertex_trainer.vertex.tensorboards import TensorboardsClient
 
         name = f"tensorboard auto in {spec.region}"
+        setup = f"vertex-trainer setup {spec_path}" if spec_path else None
         try:
-            board = TensorboardsClient(project, spec.region, settings=settings).find()
+            board = TensorboardsClient(project, spec.region, settings=short).find()
             out.append(
                 Item("resource", name, OK, board["name"])
                 if board
-                else instance_missing(project, spec.region, None)
+                else instance_missing(project, spec.region, setup)
             )
         except VertexTrainerError as exc:
             out.append(Item("resource", name, WARN, f"not checked: {exc.message}"))
@@ -127,7 +134,7 @@ def items(spec: Any, *, project: str, settings: Settings, found: list[Item]) -> 
     if email and not stand_in_missing(settings, settings.iam_endpoint):
         from vertex_trainer.gcp import access
 
-        api = access.AccessApis.of(settings).resourcemanager
+        api = access.AccessApis.of(settings, retry=short.retry).resourcemanager
         try:
             policy = api.json("read the IAM policy", "POST", f"v3/projects/{project}:getIamPolicy", json={})
         except VertexTrainerError as exc:
