@@ -121,3 +121,25 @@ def test_a_running_job_with_no_series_yet_says_so():
         )
         use = utilization.read(_job(datetime.now(timezone.utc) - timedelta(seconds=5), None), client)
     assert use.empty and use.notes and "no utilization series yet" in use.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "refusal"),
+    [
+        ({"filter": f'metric.type = "{utilization.CPU}"'}, "interval.endTime"),
+        (
+            {
+                "filter": f'metric.type = "{utilization.CPU}"',
+                "interval.endTime": "2026-01-01T00:00:00Z",
+                "aggregation.perSeriesAligner": "ALIGN_MEAN",
+                "aggregation.alignmentPeriod": "10s",
+            },
+            "at least 60 seconds",
+        ),
+        ({"filter": "metric.type = one_of(a)", "interval.endTime": "2026-01-01T00:00:00Z"}, "filter"),
+    ],
+)
+def test_the_stand_in_refuses_what_the_api_refuses(query, refusal):
+    """The stand-in is no looser than the API where the client could go wrong."""
+    with pytest.raises(ValueError, match=refusal):
+        FakeMonitoring().answer(PROJECT, query)

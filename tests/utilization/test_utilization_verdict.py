@@ -126,3 +126,13 @@ def test_trainer_flags_tell_the_bundled_trainer_from_a_script_job():
         "jobSpec": {"workerPoolSpecs": [{"pythonPackageSpec": {"pythonModule": "trainer.task", "args": []}}]}
     }
     assert trainer_flags(package).bundled
+
+
+def test_a_job_without_figures_says_why():
+    from vertex_trainer.present.utilization import utilization_lines
+    from vertex_trainer.vertex.utilization import Utilization
+
+    use = Utilization(
+        "projects/p/locations/r/customJobs/1", "1", "JOB_STATE_PENDING", None, None, notes=("why",)
+    )
+    assert utilization_lines(use)[1:] == ["no figures yet", "note: why"]

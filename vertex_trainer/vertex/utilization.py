@@ -53,10 +53,10 @@ SOURCE_LABEL = "measured_by"
 class Thresholds:
     """The bounds of every verdict, stated once.
 
-    - accelerator_busy 0.75: below it the accelerator waits a quarter of the time or more, which
-      a step's own launch and sync gaps do not explain (a compute-bound step keeps a GPU or TPU
-      at 80-95% on Vertex AI's figures); at or above it, more input or fewer round trips gain
-      little and the step's own cost is what is left.
+    - accelerator_busy 0.75: below it the accelerator waits a quarter of the time or more, more
+      than a step's own kernel-launch and synchronisation gaps account for; at or above it, more
+      input or fewer round trips can win back at most a quarter, and the step's own cost is what
+      is left to cut.
     - cpu_busy 0.6: the trainer's CPU work is the input pipeline (decode, augment) plus the
       launch of each execution; with 60% or more of the vCPUs busy while the accelerator waits,
       the pipeline is what it waits for; below it the host has cycles to spare, so the wait is
