@@ -248,8 +248,8 @@ def custom_job(
     if base:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": base}
     if spec.tensorboard == "auto":  # the instance of the attempt's region, found or made at submit
-        region = plan[n - 1].region or spec.region or ""
-        job_spec["tensorboard"] = tensorboard_pending(spec.project or "", region)
+        region = plan[n - 1].region or spec.region or "REGION"
+        job_spec["tensorboard"] = tensorboard_pending(spec.project or "PROJECT", region)
     elif spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
     job: dict[str, Any] = {
