@@ -170,8 +170,7 @@ class ImageSpec(Strict):
         given = [k for k in ("uri", "repository") if getattr(self, k)] + (
             ["python_package"] if self.python_package else []
         )
-        # Your own code (image.code) with none of them runs with --local only: the cloud check
-        # (spec.rules.cloud_problems) asks for repository or python_package before a submit.
+        # image.code with none of them: a spec for --local only (spec.rules.cloud_problems refuses it)
         if len(given) > 1 or (not given and not self.code):
             what = "none is set" if not given else f"{' and '.join(given)} are set"
             raise problem(
@@ -358,8 +357,7 @@ class JobSpec(Strict):
     image: ImageSpec | None = Field(
         None,
         description="exactly one of uri (an image), repository (build the trainer) "
-        "or python_package: true; a cloud job needs one, --local does not (with image.code, "
-        "a spec for --local only needs none of the three)",
+        "or python_package: true; a cloud job needs one, --local does not (image.code neither)",
     )
     scheduling: Scheduling = Field(
         Scheduling(),
