@@ -112,10 +112,11 @@ def test_keras_3_is_for_factories_only(tmp_path):
     data["image"] = {"repository": data["image"]["repository"]}
     data["trainer"].update(model="tiny-cnn", keras=3)
     with pytest.raises(SpecError) as e:
-        check_trainer_flags(build_spec(data))
-    assert e.value.field == "trainer.keras" and "tiny-cnn is a built-in model, which is tf-keras" in (
-        e.value.message
-    )
+        build_spec(data)
+    assert e.value.field == "trainer.keras" and "tiny-cnn is a built-in model" in e.value.message
+    assert e.value.exit_code == 2 and "remove trainer.keras" in (e.value.hint or "")
+    with pytest.raises(ValueError, match="--keras=3 is for a model factory"):  # the trainer's exit 2
+        keras_choice.choose("3", "tiny-cnn", [], is_factory=False)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from trainer.executions import choose_steps_per_execution, parse_profile_steps
-from trainer.flags import FACTORY_PATTERN, FLAGS, OPTIMIZERS, Flag
+from trainer.flags import FLAGS, OPTIMIZERS, Flag
 
 __all__ = ["OPTIMIZERS", "TrainConfig", "UsageError", "choose_steps_per_execution", "parse_flags"]
 
@@ -206,10 +206,5 @@ def _validate(cfg: TrainConfig) -> None:
         parse_profile_steps(cfg.profile_steps, cfg.steps_per_epoch * cfg.epochs)
     except ValueError as e:
         raise UsageError(f"--profile-steps {e}") from None
-    if cfg.keras == "3" and not re.fullmatch(FACTORY_PATTERN, cfg.model):
-        raise UsageError(
-            f"--keras=3 is for a model factory (package.module:function); {cfg.model} is a built-in "
-            "model, which is tf-keras: leave --keras out"
-        )
     if cfg.sync_batch_norm and cfg.model != "tiny-cnn":
         raise UsageError(f"--sync-batch-norm is only implemented for tiny-cnn, not {cfg.model}")

@@ -40,6 +40,11 @@ SEVERAL_REPLICAS = (
     "'You must feed a value for placeholder tensor')"
 )
 
+BUILT_IN_3 = (
+    "--keras=3 is for a model factory (package.module:function); {model} is a built-in model, "
+    "which is tf-keras: leave --keras out"
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Found:
@@ -168,9 +173,12 @@ def choose(requested: str, model: str, roots: Sequence[str], *, is_factory: bool
         roots: where a factory's module is found.
         is_factory: whether `model` names a factory.
     Raises:
-        ValueError: auto, and the factory's source imports both Keras 3 and tf-keras.
+        ValueError: auto, and the factory's source imports both Keras 3 and tf-keras; or 3 for a
+            built-in model.
     """
-    if not is_factory:  # trainer.config refuses --keras=3 for them
+    if not is_factory:
+        if requested == "3":
+            raise ValueError(BUILT_IN_3.format(model=model))
         return DEFAULT, "a built-in model"
     found = detect(model, roots)
     if requested in NAMES:  # said: it wins; the line it agrees with, if any, is the reason shown

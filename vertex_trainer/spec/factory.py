@@ -62,6 +62,7 @@ def factory_rules(spec: Spec) -> None:
     - trainer.model: package.module:function needs image.code (the directory holding it), or
       image.uri (an image built elsewhere that holds it: a factory job's image, pinned);
     - image.code with neither image.script nor image.module needs such a trainer.model;
+    - trainer.keras: 3 needs such a trainer.model (the built-in models are tf-keras);
 
     Raises:
         SpecError: the field, its value and the fix (exit 2).
@@ -69,6 +70,13 @@ def factory_rules(spec: Spec) -> None:
     image, trainer = spec.image, spec.trainer
     model = trainer.model if trainer is not None else None
     code = image.code if image is not None else None
+    if trainer is not None and trainer.keras == "3" and not is_factory(model) and spec.runs_bundled_trainer:
+        raise SpecError(
+            "trainer.keras",
+            f"is 3, but trainer.model {model} is a built-in model of the bundled trainer, which is tf-keras",
+            value="3",
+            hint="remove trainer.keras (Keras 3 is for your own model factory: package.module:function)",
+        )
     if is_factory(model):
         if not code and image is not None and image.uri:
             return  # an image built elsewhere (e.g. a factory job's, pinned by `trigger`) holds it
