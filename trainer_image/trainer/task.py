@@ -96,7 +96,7 @@ def choose_keras(cfg: TrainConfig) -> TrainConfig:
         major, why = keras_choice.choose(
             cfg.keras, cfg.model, roots, is_factory=factory.is_factory(cfg.model)
         )
-    except ValueError as e:
+    except ValueError as e:  # both Kerases imported; --keras=3 for a built-in model
         raise UsageError(f"--model={cfg.model}: {e}") from None
     loaded = sys.modules.get("trainer._keras")
     if loaded is not None and loaded.MAJOR != major:  # in-process callers (tests): one Keras a process
