@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.handles import Job
     from vertex_trainer.api.results import LocalJob
     from vertex_trainer.spec import JobSpec
+    from vertex_trainer.workflows import benchmark
 
 __all__ = ["bench"]
 
@@ -30,9 +31,11 @@ def bench(
     client: JobsClient | None = None,
     settings: Settings | None = None,
     dry_run: bool = False,
+    sweep: str | None = None,
 ) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md
-    section 9; vertex_trainer.workflows.benchmark).
+    section 9; vertex_trainer.workflows.benchmark); with `sweep`, once per value of one field
+    (vertex_trainer.workflows.sweep).
 
     Args:
         spec: the job spec.
@@ -46,18 +49,37 @@ def bench(
         client: the JobsClient to create with (default: one for the spec's project and region).
         settings: the process settings (default: read from the environment).
         dry_run: send, build and run nothing; return the requests each of the two jobs would send.
+        sweep: "FIELD=V1,V2,..." (steps_per_execution: integers and auto; batch_size: integers,
+            the learning rate scaled as the trainer scales it): one brief job per value on the
+            spec's data instead of the two, and the value to use (UserError, exit 2, for a bad
+            one).
 
     Returns:
         ``{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
         "bound", "reference", ...}``; with ``dry_run``, ``{"dry_run": true, "runs": {kind: the
-        submit dry run of that job}, ...}``.
+        submit dry run of that job}, ...}``. With ``sweep``: ``{"field", "rows": [{"value",
+        "examples_per_sec", "input_wait_fraction", "host_overhead_fraction", ...}],
+        "recommendation": {"value", "rule", ...}, ...}``; its dry run ``{"dry_run": true,
+        "runs": {value: the submit dry run}, ...}``.
     """
-    from vertex_trainer.errors import JobFailed
     from vertex_trainer.workflows import benchmark
 
     settings = settings or (client.settings if client else settings_from_env())
     log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
+    if sweep is not None:
+        return _sweep(
+            spec,
+            sweep,
+            local=local,
+            steps=steps,
+            key=key,
+            log=log,
+            console=console,
+            client=client,
+            settings=settings,
+            dry_run=dry_run,
+        )
     plan = benchmark.plan(spec, steps=steps or benchmark.DEFAULT_STEPS, local=local)
     for note in plan.notes:
         log(f"bench: {note}")
@@ -87,46 +109,135 @@ def bench(
     results = {}
     for run in plan.runs:
         log(f"bench: the {run.kind}-data run ({run.spec.name}, {plan.steps} steps)")
-        if local:
-            # a bench run has no tune: block (plan() drops it), so a local submit is one LocalJob
-            here = cast(
-                "LocalJob",
-                submit(
-                    run.spec,
-                    local=True,
-                    wait=True,
-                    options=SubmitOptions(console=console),
-                    log=log,
-                    settings=settings,
-                ),
-            )
-            if not here.succeeded:
-                raise JobFailed(here.failure_message())
-            results[run.kind] = benchmark.Result(
-                run.kind, here.name, here.state, here.result.output_dir, here.result.metrics
-            )
-        else:
-            # a bench run has no tune: block (plan() drops it): a custom or fallback plan's Job
-            job = cast(
-                "Job",
-                submit(
-                    run.spec,
-                    wait=True,
-                    idempotency_key=benchmark.run_key(key, run.kind),
-                    log=log,
-                    settings=settings,
-                    options=SubmitOptions(
-                        client=client, on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}")
-                    ),
-                ),
-            )
-            folder = job.output_dir  # the run's own folder below <output_dir>/bench/<kind>
-            results[run.kind] = benchmark.Result(
-                run.kind, job.name, job.state, folder, benchmark.read_metrics(settings, folder)
-            )
+        results[run.kind] = _run(
+            run.spec,
+            run.kind,
+            local=local,
+            key=benchmark.run_key(key, run.kind),
+            log=log,
+            console=console,
+            client=client,
+            settings=settings,
+        )
     report = benchmark.report(spec, plan, results)
     report["cost_per_epoch"] = _cost_per_epoch(spec, report, local=local, settings=settings)
     return {**report, "idempotency_key": None if local else key}
+
+
+def _run(
+    spec: JobSpec,
+    kind: str,
+    *,
+    local: bool,
+    key: str,
+    log: Log,
+    console: Any,
+    client: JobsClient | None,
+    settings: Settings,
+) -> benchmark.Result:
+    """One brief job, run here (a LocalJob) or as a CustomJob with idempotency key `key`, to its
+    end; JobFailed (exit 1) when a local run fails."""
+    from vertex_trainer.errors import JobFailed
+    from vertex_trainer.workflows import benchmark
+
+    if local:
+        # a bench run has no tune: block (brief_sets drops it), so a local submit is one LocalJob
+        here = cast(
+            "LocalJob",
+            submit(
+                spec,
+                local=True,
+                wait=True,
+                options=SubmitOptions(console=console),
+                log=log,
+                settings=settings,
+            ),
+        )
+        if not here.succeeded:
+            raise JobFailed(here.failure_message())
+        return benchmark.Result(kind, here.name, here.state, here.result.output_dir, here.result.metrics)
+    # a bench run has no tune: block (brief_sets drops it): a custom or fallback plan's Job
+    job = cast(
+        "Job",
+        submit(
+            spec,
+            wait=True,
+            idempotency_key=key,
+            log=log,
+            settings=settings,
+            options=SubmitOptions(
+                client=client, on_state=lambda j: log(f"bench: {j.name}: {short_state(j.state)}")
+            ),
+        ),
+    )
+    folder = job.output_dir  # the run's own folder below <output_dir>/bench/<kind>
+    return benchmark.Result(kind, job.name, job.state, folder, benchmark.read_metrics(settings, folder))
+
+
+def _sweep(
+    spec: JobSpec,
+    text: str,
+    *,
+    local: bool,
+    steps: int | None,
+    key: str,
+    log: Log,
+    console: Any,
+    client: JobsClient | None,
+    settings: Settings,
+    dry_run: bool,
+) -> dict:
+    """bench(sweep=...): one brief job per value, then the table and the recommendation."""
+    from vertex_trainer.workflows import benchmark, sweep
+
+    swept = sweep.plan(spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local)
+    for note in swept.notes:
+        log(f"bench: {note}")
+    head = {
+        "local": local,
+        "spec": spec.name,
+        "field": swept.field,
+        "steps": swept.steps,
+        "idempotency_key": None if local else key,
+    }
+    if dry_run:
+        runs = {
+            run.value: submit(
+                run.spec,
+                local=local,
+                dry_run=True,
+                log=log,
+                settings=settings,
+                client=client,
+                idempotency_key=None if local else sweep.run_key(key, i),
+            ).to_dict()
+            for i, run in enumerate(swept.runs)
+        }
+        values = {
+            run.value: {
+                "steps_per_execution": run.steps_per_execution,
+                "batch_size": run.batch_size,
+                "peak_learning_rate": run.peak_learning_rate,
+            }
+            for run in swept.runs
+        }
+        return {"dry_run": True, **head, "notes": list(swept.notes), "values": values, "runs": runs}
+    results = []
+    for i, run in enumerate(swept.runs):
+        log(f"bench: {swept.field}={run.value} ({run.spec.name}, {swept.steps} steps)")
+        results.append(
+            _run(
+                run.spec,
+                run.value,
+                local=local,
+                key=sweep.run_key(key, i),
+                log=log,
+                console=console,
+                client=client,
+                settings=settings,
+            )
+        )
+    return {**sweep.report(spec, swept, results), **head}
 
 
 def _cost_per_epoch(spec: JobSpec, report: dict, *, local: bool, settings: Settings) -> dict | None:

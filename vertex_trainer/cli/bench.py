@@ -47,11 +47,22 @@ def bench(
             "adopted, never created twice. Default: random",
         ),
     ] = None,
+    sweep: Annotated[
+        str | None,
+        typer.Option(
+            "--sweep",
+            metavar="FIELD=V1,V2,...",
+            help="run the job briefly once per value instead (steps_per_execution=1,8,32,auto or "
+            "batch_size=256,512,1024, the learning rate scaled): each value's examples/s, input wait "
+            "and host overhead, and the value to use (within 5% of the best rate)",
+        ),
+    ] = None,
 ) -> None:
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
-    input wait, input- or compute-bound, and the published reference for known hardware."""
+    input wait, input- or compute-bound, and the published reference for known hardware. With
+    --sweep, once per value of one field, and the value to use."""
     from vertex_trainer import api
-    from vertex_trainer.present.bench import bench_text, dry_run_text
+    from vertex_trainer.present.bench import bench_text, dry_run_text, sweep_dry_run_text, sweep_text
 
     if idempotency_key is not None:
         api.check_key(idempotency_key)
@@ -66,9 +77,12 @@ def bench(
         settings=cfg,
         dry_run=dry_run,
         console=None if output is OutputFormat.json else err_console(),
+        sweep=sweep,
     )
     if output is OutputFormat.json:
         emit_json(result)
+    elif sweep is not None:
+        print(sweep_dry_run_text(result) if dry_run else sweep_text(result))
     elif dry_run:
         print(dry_run_text(result))
     else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["bench_text", "dry_run_text"]
+__all__ = ["bench_text", "dry_run_text", "sweep_dry_run_text", "sweep_text"]
 
 
 def _rate(value: float | None) -> str:
@@ -94,5 +94,98 @@ def dry_run_text(result: dict[str, Any]) -> str:
         lines.append(
             f"# key {result['idempotency_key']} (the jobs' keys: "
             f"{result['idempotency_key']}-bench-syn, -bench-real)"
+        )
+    return "\n".join(lines)
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def sweep_text(result: dict[str, Any]) -> str:
+    """`bench --sweep` for people: one line per value (examples/s, input wait, host overhead;
+    "-" where the trainer wrote no such figure), then the recommendation and its rule."""
+    field = result["field"]
+    data = "synthetic data" if result.get("synthetic_data") else "the spec's data"
+    lines = [
+        f"sweep      {result['spec']} on {result['hardware']}: {result['model']} {result['image_size']} px, "
+        f"{field}, {result['steps']} steps per run on {data}",
+    ]
+    batch = field == "batch_size"
+    header = [
+        "value",
+        "steps/exec",
+        "batch",
+        *(["peak lr"] if batch else []),
+        "examples/s",
+        "input wait",
+        "host overhead",
+    ]
+    table = [header]
+    for row in result["rows"]:
+        table.append(
+            [
+                row["value"],
+                str(row["steps_per_execution"]),
+                str(row["batch_size"]),
+                *([f"{row['peak_learning_rate']:g}"] if batch else []),
+                f"{row['examples_per_sec']:,.0f}" if row["examples_per_sec"] else "-",
+                _share(row["input_wait_fraction"]),
+                _share(row["host_overhead_fraction"]),
+            ]
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines += [
+        "  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table
+    ]
+    rec = result["recommendation"]
+    if rec:
+        best = (
+            ""
+            if rec["value"] == rec["best_value"]
+            else f"; the best, {rec['best_value']}, ran {rec['best_examples_per_sec']:,.0f}"
+        )
+        lines.append(
+            f"recommend  {field}: {rec['value']} ({rec['examples_per_sec']:,.0f} examples/s, "
+            f"{100 * rec['of_best']:.0f}% of the best rate{best}): {rec['rule']}"
+        )
+    else:
+        lines.append("recommend  none: no run measured a rate")
+    lines += [f"note       {n}" for n in result["notes"]]
+    if result.get("idempotency_key"):
+        lines.append(
+            f"key        {result['idempotency_key']} (sweep again with --idempotency-key "
+            f"{result['idempotency_key']} to adopt these jobs, not create new ones)"
+        )
+    return "\n".join(lines)
+
+
+def sweep_dry_run_text(result: dict[str, Any]) -> str:
+    """`bench --sweep ... --dry-run` for people: each value's job as `submit --dry-run`
+    describes it, then the keys the jobs would carry."""
+    where = "this machine (submit --local)" if result["local"] else "Vertex AI"
+    lines = [
+        f"# dry run: nothing was sent, built or run. bench --sweep would run {len(result['runs'])} jobs "
+        f"of {result['steps']} steps, one per {result['field']}, on {where}:"
+    ]
+    lines += [f"# note: {n}" for n in result["notes"]]
+    for value, run in result["runs"].items():
+        v = result["values"][value]
+        lines.append(
+            f"# {result['field']}={value}: {v['steps_per_execution']} steps per execution, batch "
+            f"{v['batch_size']}, peak learning rate {v['peak_learning_rate']:g}"
+            + (f", image {run['image']}" if run.get("image") else "")
+        )
+        for request in run["requests"]:
+            if request.get("method") == "POST":
+                lines.append(f"{request['method']} {request['url']}")
+                lines.append(json.dumps(request["body"], indent=2))
+            if request.get("local"):  # a local run: the trainer's arguments, what differs between values
+                for pool in request["body"]["jobSpec"]["workerPoolSpecs"]:
+                    lines.append("#   trainer " + " ".join(pool["containerSpec"].get("args", [])))
+    if result["idempotency_key"]:
+        lines.append(
+            f"# key {result['idempotency_key']} (the jobs' keys: "
+            f"{result['idempotency_key']}-sweep-0, -1, ...)"
         )
     return "\n".join(lines)

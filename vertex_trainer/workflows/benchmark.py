@@ -14,7 +14,7 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
-from vertex_trainer.spec import JobSpec, build_spec
+from vertex_trainer.spec import JobSpec, TrainerArgs, build_spec
 from vertex_trainer.spec.trainer import choose_steps_per_execution
 
 DEFAULT_STEPS = 400
@@ -91,12 +91,9 @@ class Plan:
     notes: tuple[str, ...] = ()
 
 
-def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> Plan:
-    """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation and no
-    learning-rate warmup (it changes no step's cost), first with
-    `trainer.synthetic_data: true`, then on the spec's data. Each has its own output_dir
-    (<output_dir>/bench/<kind>, below which each run gets its own folder) and is named
-    <name>-bench-<kind>."""
+def require_trainer(spec: JobSpec) -> TrainerArgs:
+    """The spec's trainer: block; UserError (exit 2) for a script job, whose steps, synthetic
+    data and input pipeline a bench cannot set."""
     if spec.trainer is None:  # script jobs (issue 32): bench drives the bundled trainer's flags
         raise UserError(
             "bench needs the bundled trainer or a model factory (a trainer: block, e.g. "
@@ -106,13 +103,55 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
             "measure your code's examples per second yourself and price it with `cost SPEC "
             "--throughput EX_PER_S --examples-per-epoch N`",
         )
+    return spec.trainer
+
+
+def check_steps(steps: int) -> None:
     if steps < MIN_EXECUTIONS:
         raise UserError(
             f"--steps {steps} is too few: the bench needs at least {MIN_EXECUTIONS} steps",
             hint=f"the default is {DEFAULT_STEPS}",
         )
+
+
+def brief_sets(
+    spec: JobSpec, *, name: str, steps: int, steps_per_execution: int, label: str, output: str
+) -> list[tuple[str, str]]:
+    """The `--set`s that make the spec's job a bench's brief one: named `name`, one epoch of
+    `steps` steps at `steps_per_execution`, no evaluation and no learning-rate warmup (it changes
+    no step's cost), labelled vertex-trainer-bench=`label`, its output below
+    <output_dir>/bench/`output`, with nothing registered, deployed or tuned."""
+    timeout = min(spec.scheduling.timeout or BENCH_TIMEOUT_S, BENCH_TIMEOUT_S)
+    sets = [
+        ("name", name),
+        ("trainer.epochs", "1"),
+        ("trainer.steps_per_epoch", str(steps)),
+        # warmup shapes the learning rate, not the cost of a step: the spec's warmup epochs
+        # would outlast the bench's one epoch (the rule "warmup < epochs"), so none here
+        ("trainer.warmup_epochs", "0"),
+        ("trainer.steps_per_execution", str(steps_per_execution)),
+        ("trainer.eval_data", "null"),
+        ("labels.vertex-trainer-bench", label),
+        ("scheduling.timeout", str(timeout)),
+    ]
+    if spec.output_dir:
+        sets.append(("output_dir", f"{spec.output_dir.rstrip('/')}/bench/{output}"))
+    data = spec.to_dict()
+    for optional in ("deploy", "tune"):  # a bench registers, deploys and tunes nothing
+        if optional in data:
+            sets.append((optional, "null"))
+    return sets
+
+
+def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> Plan:
+    """The two short jobs: the spec's own, one epoch of `steps` steps, no evaluation and no
+    learning-rate warmup (brief_sets), first with `trainer.synthetic_data: true`, then on the
+    spec's data. Each has its own output_dir (<output_dir>/bench/<kind>, below which each run
+    gets its own folder) and is named <name>-bench-<kind>."""
+    trainer = require_trainer(spec)
+    check_steps(steps)
     notes = []
-    requested = spec.trainer.steps_per_execution or 0
+    requested = trainer.steps_per_execution or 0
     # The trainer's own choice (trainer/executions.py), so the bench measures what the job would run.
     spe, steps = choose_steps_per_execution(steps, requested, min_executions=MIN_EXECUTIONS)
     if requested and spe != requested:
@@ -122,27 +161,17 @@ def plan(spec: JobSpec, *, steps: int = DEFAULT_STEPS, local: bool = False) -> P
             f"(or pass --steps {requested * MIN_EXECUTIONS})"
         )
     data = spec.to_dict()
-    timeout = min(spec.scheduling.timeout or BENCH_TIMEOUT_S, BENCH_TIMEOUT_S)
     runs = []
     for kind in KINDS:
-        sets = [
-            ("name", f"{spec.name[:88]}-bench-{_SHORT[kind]}"),
-            ("trainer.epochs", "1"),
-            ("trainer.steps_per_epoch", str(steps)),
-            # warmup shapes the learning rate, not the cost of a step: the spec's warmup epochs
-            # would outlast the bench's one epoch (the rule "warmup < epochs"), so none here
-            ("trainer.warmup_epochs", "0"),
-            ("trainer.steps_per_execution", str(spe)),
-            ("trainer.synthetic_data", "true" if kind == "synthetic" else "false"),
-            ("trainer.eval_data", "null"),
-            ("labels.vertex-trainer-bench", kind),
-            ("scheduling.timeout", str(timeout)),
-        ]
-        if spec.output_dir:
-            sets.append(("output_dir", f"{spec.output_dir.rstrip('/')}/bench/{kind}"))
-        for optional in ("deploy", "tune"):  # a bench registers, deploys and tunes nothing
-            if optional in data:
-                sets.append((optional, "null"))
+        sets = brief_sets(
+            spec,
+            name=f"{spec.name[:88]}-bench-{_SHORT[kind]}",
+            steps=steps,
+            steps_per_execution=spe,
+            label=kind,
+            output=kind,
+        )
+        sets.append(("trainer.synthetic_data", "true" if kind == "synthetic" else "false"))
         runs.append(Run(kind, build_spec(data, sets=sets)))
     if not local and not spec.runs_bundled_trainer:
         notes.append(
@@ -185,7 +214,7 @@ class Result:
     metrics: dict | None = field(default=None)
 
 
-def _rate(metrics: dict) -> float | None:
+def rate(metrics: dict) -> float | None:
     # Steady state (executions after the first); older trainers: the epoch's rate.
     value = metrics.get("steady_examples_per_sec") or metrics.get("train_examples_per_sec")
     return float(value) if value else None
@@ -202,7 +231,7 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
         )
     # the check above: both runs left their metrics
     syn, real = results["synthetic"].metrics or {}, results["real"].metrics or {}
-    syn_rate, real_rate = _rate(syn), _rate(real)
+    syn_rate, real_rate = rate(syn), rate(real)
     wait = real.get("input_wait_fraction")
     bound = real.get("bound") or (None if wait is None else "input" if wait >= INPUT_BOUND else "compute")
     devices = int(real.get("replicas") or spec.total_devices)
