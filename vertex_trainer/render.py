@@ -191,13 +191,14 @@ def tensorboard_pending(project: str, region: str) -> str:
     return _PENDING.format(project=project, region=region)
 
 
-def pending_region(value: Any) -> str | None:
-    """The region of a `tensorboard_pending` value, or None when `value` is not one."""
-    import re
-
-    pattern = re.escape(_PENDING).replace(r"\{project\}", "[^/]*").replace(r"\{region\}", "([^/]*)")
-    m = re.fullmatch(pattern, str(value))
-    return m[1] if m else None
+def resolve_tensorboards(value: Any, names: dict[str, str]) -> Any:
+    """A copy of `value` (a body, a request, a list of them) with each `tensorboard_pending`
+    placeholder replaced by its instance's name (`names`: placeholder -> name)."""
+    if isinstance(value, dict):
+        return {k: resolve_tensorboards(v, names) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(resolve_tensorboards(v, names) for v in value)
+    return names.get(value, value) if isinstance(value, str) else value
 
 
 def run_dir(spec: JobSpec, idempotency_key: str | None) -> str | None:

@@ -307,12 +307,10 @@ class SubmitPlan:
             the new plan (its `tensorboards` steps done: empty)."""
         import dataclasses
 
+        from vertex_trainer.render import resolve_tensorboards
+
         def swap(value: Any) -> Any:
-            if isinstance(value, dict):
-                return {k: swap(v) for k, v in value.items()}
-            if isinstance(value, (list, tuple)):
-                return type(value)(swap(v) for v in value)
-            return names.get(value, value) if isinstance(value, str) else value
+            return resolve_tensorboards(value, names)
 
         return dataclasses.replace(
             self,
