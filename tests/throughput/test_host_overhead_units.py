@@ -153,13 +153,17 @@ def test_the_share_leaves_out_start_up_checkpoints_and_profiling():
     ]
     assert meter.host_fraction() == pytest.approx(0.2)
     # start-up round trips are never counted, however long
-    meter.executions[START_UP - 1] = Execution(8.0, 0.0, 4, started=12, host=9.0, cycle=17.0, round_started=10)
+    meter.executions[START_UP - 1] = Execution(
+        8.0, 0.0, 4, started=12, host=9.0, cycle=17.0, round_started=10
+    )
     assert meter.host_fraction() == pytest.approx(0.2)
     # a 1 s checkpoint inside the round trip of the execution starting at t = 30: left out of both
     saving = lambda start, end: 1.0 if start <= 30.5 < end else 0.0  # noqa: E731
     assert meter.host_fraction(saving=saving) == pytest.approx((2 + 1 + 2 + 2) / (10 + 9 + 10 + 10))
     # profiler start/stop round trips: left out
-    meter.executions[3] = Execution(8.0, 0.0, 4, started=32, host=6.0, cycle=14.0, round_started=30, profiled=True)
+    meter.executions[3] = Execution(
+        8.0, 0.0, 4, started=32, host=6.0, cycle=14.0, round_started=30, profiled=True
+    )
     assert meter.host_fraction() == pytest.approx(0.2)
     out = meter.summary()
     assert out["host_overhead_fraction"] == pytest.approx(0.2)
@@ -185,11 +189,13 @@ def test_the_verdict_names_the_fix_when_round_trips_dominate():
     assert say(metrics) == (
         "throughput: host-bound: 31% of the time between executions at steps_per_execution=1: "
         f"use trainer.steps_per_execution: 0 (auto: {auto} here) or >= {needed} "
-        "(1,234 examples/s, 2% of the time waiting for data)"
+        "(1,234 examples/s; waiting for data: 2% of the executions' time)"
     )
     # waiting for data more than between executions: input-bound, with both shares
     waiting = say({**metrics, "input_wait_fraction": 0.4})
-    assert waiting.startswith("throughput: input-bound: 40% of the time waiting for data, 31% between executions")
+    assert waiting.startswith(
+        "throughput: input-bound: 40% of the time waiting for data, 31% between executions"
+    )
     # below the threshold: compute-bound, the share still shown
     low = say({**metrics, "host_overhead_fraction": throughput.HOST_BOUND / 2})
     assert low.startswith("throughput: compute-bound: 2% of the time waiting for data, 5% between executions")

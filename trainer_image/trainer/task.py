@@ -162,7 +162,8 @@ def _train(cfg: TrainConfig) -> dict:
     plan = plan_training(cfg, info)
     save_resolved_config(cfg, info, plan, policy, capability)
 
-    meter = throughput.InputWaitMeter(cfg.batch_size)  # host counters: outside the strategy's scope
+    # host counters: outside the strategy's scope
+    meter = throughput.InputWaitMeter(cfg.batch_size, plan.steps_per_execution)
     train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
     # a synthetic run's steps read its one batch, captured (trainer/synthetic.py): no tf.data in the step
     timed = meter.wrap(synthetic.source(train_ds, info.kind) if cfg.synthetic_data else train_ds)

@@ -39,9 +39,10 @@ tf.timestamp() in the graph both read the wall clock):
 The meter is fit()'s first callback, so the other callbacks, Keras' loop, the batch-begin hooks,
 the tf.function call and the graph up to its first get_next are in the round trip; the function
 returning its outputs and Keras converting the logs, before the meter runs, are not: the figure
-is a lower bound (benchmarks/RESULTS-host-overhead.md measures that part). The first step's
-start is kept in the graph (the smallest start since the callback last reset it: one read and
-one write of a host variable per execution, where the meter read two before).
+is a lower bound (benchmarks/RESULTS-host-overhead.md measures that part). Each step's start
+goes to a ring of steps_per_execution slots in the meter's one host variable, which the callback
+reads once per execution (it read two before) and never writes: the execution's first step is
+the batch count at the previous read.
 `host_overhead_fraction` = the round trips / their cycles (round trip + execution), summed over
 the executions but the first START_UP (the first traces and compiles; the round trip after it
 holds the callbacks' first calls, e.g. ~0.5 s once for the TensorBoard callback's summary ops).
@@ -114,14 +115,20 @@ class InputWaitMeter(keras.callbacks.Callback):
     callback before the progress callback.
     """
 
-    def __init__(self, global_batch: int):
+    def __init__(self, global_batch: int, steps_per_execution: int = 1):
         super().__init__()
         self.global_batch = global_batch
+        self._ring = max(1, steps_per_execution)
         with tf.device("/device:CPU:0"):
-            # [seconds waited in get_next, batches, the first step's start since the last reset]:
-            # one host variable, so the callback reads it once per execution
+            # [seconds waited in get_next, batches, then the start of step b at 2 + b % ring]: one
+            # host variable, read once per execution and never written from the host; an
+            # execution's first step is the batch count at the previous read, and its start stays
+            # in the ring until steps_per_execution more steps have run
             self._state = tf.Variable(
-                [0.0, 0.0, _NOT_STARTED], dtype=tf.float64, trainable=False, name="input_wait_state"
+                [0.0, 0.0] + [_NOT_STARTED] * self._ring,
+                dtype=tf.float64,
+                trainable=False,
+                name="input_wait_state",
             )
         self._host = self._state.device
         self._device_variable: Any = None
@@ -166,7 +173,10 @@ class InputWaitMeter(keras.callbacks.Callback):
             waited = tf.timestamp() - start
         with tf.device(self._host):
             state = self._state.read_value()
-            self._state.assign(tf.stack([state[0] + waited, state[1] + 1.0, tf.minimum(state[2], start)]))
+            slot = 2 + tf.cast(tf.math.floormod(state[1], self._ring), tf.int32)
+            where = tf.reshape(tf.stack([0, 1, slot]), [3, 1])
+            now = tf.stack([state[0] + waited, state[1] + 1.0, start])
+            self._state.assign(tf.tensor_scatter_nd_update(state, where, now))
         return batch
 
     def profiling(self, first: int, last: int) -> None:
@@ -178,12 +188,15 @@ class InputWaitMeter(keras.callbacks.Callback):
     # -- the callback: per execution ------------------------------------------------------------
 
     def _read(self) -> tuple[float, int, float]:
-        """(seconds waited, batches, the first step's start since the last read); resets the last."""
-        waited, batches, first = (float(x) for x in self._state.numpy())
-        self._state.assign([waited, batches, _NOT_STARTED], read_value=False)
-        return waited, int(batches), first
+        """(seconds waited, batches, the start of the first step after the previous read: inf
+        if more steps than the ring holds ran since, when it is overwritten)."""
+        state = self._state.numpy()
+        waited, batches = float(state[0]), int(state[1])
+        first = float(state[2 + self._last[1] % self._ring])
+        return waited, batches, first if batches - self._last[1] <= self._ring else _NOT_STARTED
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._last = (0.0, 0)
         self._last = self._read()[:2]
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
@@ -468,8 +481,9 @@ def verdict(
             "compare a real-data run (vertex-trainer bench runs both)"
         )
         return f"{text}; {trips}" if trips else text
-    if trips:
-        return f"throughput: {trips} ({speed}, {share})"
+    if trips:  # the wait's share is of the executions' time, the round trips' of the whole cycle
+        waiting = f"waiting for data: {100 * fraction:.0f}% of the executions' time"
+        return f"throughput: {trips} ({speed}; {waiting})"
     if bound(fraction) == "input":
         threads = f" (now {data_threads})" if data_threads else ""
         return (
