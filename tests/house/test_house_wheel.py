@@ -47,6 +47,7 @@ NOT_IN_THE_CORE = (
     "matplotlib",
     "gcp_storage_emulator",
     "hypertune",
+    "xprof",
 )
 
 
@@ -347,12 +348,16 @@ def test_submit_and_status_against_the_installed_fake_vertex(installed):
 def test_each_command_that_needs_an_extra_says_which(installed, quickstart):
     images = quickstart / "images" / "cat"
     images.mkdir(parents=True)
+    session = quickstart / "trace" / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    (session / "host.xplane.pb").write_bytes(b"")
     cases = {
         ("submit", str(LOCAL_SPEC), "--local"): "pip install 'vertex-trainer[trainer]'",
         ("dev", "sandbox", "--", "true"): "pip install 'vertex-trainer[sandbox]'",
         ("dev", "gcs-emulator"): "pip install 'vertex-trainer[sandbox]'",
         ("data", "convert", "images", "out"): "pip install 'vertex-trainer[data]'",
         ("pipeline", "compile", str(SPEC)): "pip install 'vertex-trainer[pipelines]'",
+        ("profile", "trace"): "pip install 'vertex-trainer[profile]'",
     }
     for args, hint in cases.items():
         done = installed.run(*args, cwd=quickstart)
