@@ -204,3 +204,42 @@ def test_the_verdict_names_the_fix_when_round_trips_dominate():
     assert say(metrics, synthetic=True).endswith(f"or >= {needed}")
     # not measured (a run of too few executions): no share, no fix
     assert "between executions" not in say({**metrics, "host_overhead_fraction": None})
+
+
+@pytest.mark.trainer
+@pytest.mark.parametrize("ring", [2, 1])
+def test_a_fit_records_every_round_trip_with_the_gpu_sync_exercised_on_cpu(ring):
+    """The meter in a real fit (10 steps, 2 per execution) with sync_on (the GPU path, run on
+    the CPU: the step-start read and the end-of-execution read); a ring too small for the
+    executions (1 slot for 2 steps) measures no round trip rather than a wrong one."""
+    import tensorflow as tf
+
+    from trainer._keras import keras
+    from trainer.model import build_model
+    from trainer.throughput import START_UP, InputWaitMeter
+
+    batch = (tf.zeros([8, 8, 8, 3], tf.uint8), tf.zeros([8], tf.int32))
+    data = tf.distribute.get_strategy().experimental_distribute_dataset(
+        tf.data.Dataset.from_tensors(batch).repeat()
+    )
+    meter = InputWaitMeter(8, steps_per_execution=ring)
+    model = build_model("tiny-cnn", num_classes=4, image_size=8)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(),
+        steps_per_execution=2,
+    )
+    meter.sync_on(model)
+    model.fit(meter.wrap(data), epochs=1, steps_per_epoch=10, callbacks=[meter], verbose=0)
+    assert [e.steps for e in meter.executions] == [2] * 5
+    measured = meter.executions[START_UP:]
+    summary = meter.summary()
+    if ring == 2:
+        assert all(0 < e.host < e.cycle for e in measured)
+        assert summary["host_overhead_measured_executions"] == len(measured)
+        assert 0 < summary["host_overhead_fraction"] < 1
+    else:
+        assert all(e.cycle == 0 for e in measured)
+        assert summary["host_overhead_fraction"] is None
+        assert summary["host_overhead_measured_executions"] == 0
+    assert summary["input_wait_measured_steps"] == 8  # the wait is measured either way
