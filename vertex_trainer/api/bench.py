@@ -32,6 +32,7 @@ def bench(
     settings: Settings | None = None,
     dry_run: bool = False,
     sweep: str | None = None,
+    repeat: int = 1,
 ) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md
     section 9; vertex_trainer.workflows.benchmark); with `sweep`, once per value of one field
@@ -53,6 +54,8 @@ def bench(
             the learning rate scaled as the trainer scales it): one brief job per value on the
             spec's data instead of the two, and the value to use (UserError, exit 2, for a bad
             one).
+        repeat: with `sweep`, run each value this many times, every other round in reverse, and
+            report the median of each value's runs (evens out a load that changes).
 
     Returns:
         ``{"synthetic_examples_per_sec", "real_examples_per_sec", "input_wait_fraction",
@@ -79,6 +82,7 @@ def bench(
             client=client,
             settings=settings,
             dry_run=dry_run,
+            repeat=repeat,
         )
     plan = benchmark.plan(spec, steps=steps or benchmark.DEFAULT_STEPS, local=local)
     for note in plan.notes:
@@ -186,11 +190,15 @@ def _sweep(
     client: JobsClient | None,
     settings: Settings,
     dry_run: bool,
+    repeat: int,
 ) -> dict:
-    """bench(sweep=...): one brief job per value, then the table and the recommendation."""
+    """bench(sweep=...): one brief job per value (`repeat` times each), then the table and the
+    recommendation."""
     from vertex_trainer.workflows import benchmark, sweep
 
-    swept = sweep.plan(spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local)
+    swept = sweep.plan(
+        spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local, repeat=repeat
+    )
     for note in swept.notes:
         log(f"bench: {note}")
     head = {
@@ -198,6 +206,8 @@ def _sweep(
         "spec": spec.name,
         "field": swept.field,
         "steps": swept.steps,
+        "repeat": swept.repeat,
+        "order": [swept.runs[i].value for i in swept.order],
         "idempotency_key": None if local else key,
     }
     if dry_run:
@@ -223,8 +233,10 @@ def _sweep(
         }
         return {"dry_run": True, **head, "notes": list(swept.notes), "values": values, "runs": runs}
     results = []
-    for i, run in enumerate(swept.runs):
-        log(f"bench: {swept.field}={run.value} ({run.spec.name}, {swept.steps} steps)")
+    for i, index in enumerate(swept.order):
+        run = swept.runs[index]
+        of = f", run {i + 1} of {len(swept.order)}" if swept.repeat > 1 else ""
+        log(f"bench: {swept.field}={run.value} ({run.spec.name}, {swept.steps} steps{of})")
         results.append(
             _run(
                 run.spec,

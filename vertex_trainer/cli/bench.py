@@ -57,6 +57,16 @@ def bench(
             "and host overhead, and the value to use (within 5% of the best rate)",
         ),
     ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            min=1,
+            max=5,
+            help="with --sweep: run each value N times, every other round in reverse (1,8,auto,auto,8,1), "
+            "and compare the medians: evens out a machine whose load changes",
+        ),
+    ] = 1,
 ) -> None:
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
     input wait, input- or compute-bound, and the published reference for known hardware. With
@@ -78,6 +88,7 @@ def bench(
         dry_run=dry_run,
         console=None if output is OutputFormat.json else err_console(),
         sweep=sweep,
+        repeat=repeat,
     )
     if output is OutputFormat.json:
         emit_json(result)

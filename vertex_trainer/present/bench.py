@@ -109,8 +109,10 @@ def sweep_text(result: dict[str, Any]) -> str:
     data = "synthetic data" if result.get("synthetic_data") else "the spec's data"
     lines = [
         f"sweep      {result['spec']} on {result['hardware']}: {result['model']} {result['image_size']} px, "
-        f"{field}, {result['steps']} steps per run on {data}",
+        f"{field}, {result['steps']} steps per run on {data}"
+        + (f", {result['repeat']} runs per value (medians)" if result.get("repeat", 1) > 1 else ""),
     ]
+    each = result.get("repeat", 1) > 1
     batch = field == "batch_size"
     header = [
         "value",
@@ -120,6 +122,7 @@ def sweep_text(result: dict[str, Any]) -> str:
         "examples/s",
         "input wait",
         "host overhead",
+        *(["each run (examples/s)"] if each else []),
     ]
     table = [header]
     for row in result["rows"]:
@@ -132,6 +135,7 @@ def sweep_text(result: dict[str, Any]) -> str:
                 f"{row['examples_per_sec']:,.0f}" if row["examples_per_sec"] else "-",
                 _share(row["input_wait_fraction"]),
                 _share(row["host_overhead_fraction"]),
+                *([" ".join(f"{r['examples_per_sec'] or 0:,.0f}" for r in row["runs"])] if each else []),
             ]
         )
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -165,9 +169,11 @@ def sweep_dry_run_text(result: dict[str, Any]) -> str:
     describes it, then the keys the jobs would carry."""
     where = "this machine (submit --local)" if result["local"] else "Vertex AI"
     lines = [
-        f"# dry run: nothing was sent, built or run. bench --sweep would run {len(result['runs'])} jobs "
+        f"# dry run: nothing was sent, built or run. bench --sweep would run {len(result['order'])} jobs "
         f"of {result['steps']} steps, one per {result['field']}, on {where}:"
     ]
+    if result.get("repeat", 1) > 1:
+        lines.append(f"# each value {result['repeat']} times, in this order: {', '.join(result['order'])}")
     lines += [f"# note: {n}" for n in result["notes"]]
     for value, run in result["runs"].items():
         v = result["values"][value]

@@ -23,6 +23,7 @@ needs less memory and changes the optimisation least).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ AUTO = ("auto", "0")  # steps_per_execution: the trainer's own choice
 WITHIN = 0.05  # the recommendation is within this share of the best rate
 RULE = "the smallest value within 5% of the best rate measured"
 MAX_VALUES = 8  # a sweep is a handful of brief jobs, not a search
+MAX_REPEAT = 5
 _EXAMPLE = "--sweep steps_per_execution=1,8,32,auto (or --sweep batch_size=256,512,1024)"
 
 
@@ -93,21 +95,41 @@ class SweepRun:
 @dataclass(frozen=True)
 class SweepPlan:
     field: str
-    runs: tuple[SweepRun, ...]
+    runs: tuple[SweepRun, ...]  # one per value, in the order given
     steps: int
     local: bool = False
     notes: tuple[str, ...] = ()
+    repeat: int = 1
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The jobs to run, as indexes into `runs`: each value `repeat` times, every other round
+        in reverse (1, 8, auto, auto, 8, 1, ...), so that a load that rises or falls through the
+        sweep weighs on every value alike."""
+        forward = list(range(len(self.runs)))
+        return tuple(i for r in range(self.repeat) for i in (forward if r % 2 == 0 else forward[::-1]))
 
 
 def plan(
-    spec: JobSpec, sweep: Sweep, *, steps: int = benchmark.DEFAULT_STEPS, local: bool = False
+    spec: JobSpec,
+    sweep: Sweep,
+    *,
+    steps: int = benchmark.DEFAULT_STEPS,
+    local: bool = False,
+    repeat: int = 1,
 ) -> SweepPlan:
     """One brief job per value: the bench's job (benchmark.brief_sets: one epoch of `steps`
     steps, no evaluation or warmup) on the spec's data (trainer.synthetic_data as the spec says),
     with the field set to the value. Each has its own output_dir (<output_dir>/bench/sweep/
-    <field>-<value>) and is named <name>-sweep-<value>."""
+    <field>-<value>) and is named <name>-sweep-<value>; with `repeat` > 1 each runs that many
+    times (SweepPlan.order)."""
     trainer = benchmark.require_trainer(spec)
     benchmark.check_steps(steps)
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise UserError(
+            f"--repeat {repeat}: runs each value 1 to {MAX_REPEAT} times",
+            hint="--repeat 3 evens out a machine whose load changes (the median of each value's runs)",
+        )
     notes: list[str] = []
     numbers = [int(v) for v in sweep.values if v != "auto"]
     if sweep.field == "steps_per_execution" and numbers:
@@ -151,11 +173,12 @@ def plan(
             f"run here, not on {spec.hardware.describe()}: the figures are this machine's; run "
             "without --local to measure the spec's hardware"
         )
-    return SweepPlan(sweep.field, tuple(runs), steps, local, tuple(notes))
+    return SweepPlan(sweep.field, tuple(runs), steps, local, tuple(notes), repeat)
 
 
 def run_key(key: str, index: int) -> str:
-    """The idempotency key of the sweep's `index`-th job, derived from the sweep's key."""
+    """The idempotency key of the sweep's `index`-th job (in SweepPlan.order), derived from the
+    sweep's key."""
     suffix = f"-sweep-{index}"
     return key[: 63 - len(suffix)] + suffix
 
@@ -185,24 +208,43 @@ def recommend(field: str, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+def _median(values: list[Any]) -> float | None:
+    found = [float(v) for v in values if v is not None]
+    return round(statistics.median(found), 4) if found else None
+
+
 def report(spec: JobSpec, swept: SweepPlan, results: list[benchmark.Result]) -> dict[str, Any]:
-    """The sweep's answer: one row per value (in the order given) and the recommendation."""
+    """The sweep's answer: one row per value (in the order given; with repeats, the median of its
+    runs' figures, each run listed) and the recommendation. `results` follow SweepPlan.order."""
+    by_run: dict[int, list[benchmark.Result]] = {}
+    for index, result in zip(swept.order, results, strict=True):
+        by_run.setdefault(index, []).append(result)
     rows: list[dict[str, Any]] = []
-    for run, result in zip(swept.runs, results, strict=True):
-        m = result.metrics or {}
+    for index, run in enumerate(swept.runs):
+        done = by_run.get(index, [])
+        metrics = [r.metrics or {} for r in done]
+        spe = next((m["steps_per_execution"] for m in metrics if m.get("steps_per_execution")), None)
+        batch = next((m["global_batch_size"] for m in metrics if m.get("global_batch_size")), None)
+        rate = _median([benchmark.rate(m) for m in metrics])
         rows.append(
             {
                 "value": run.value,
-                "steps_per_execution": int(m.get("steps_per_execution") or run.steps_per_execution),
-                "batch_size": int(m.get("global_batch_size") or run.batch_size),
+                "steps_per_execution": int(spe or run.steps_per_execution),
+                "batch_size": int(batch or run.batch_size),
                 "peak_learning_rate": run.peak_learning_rate,
-                "examples_per_sec": benchmark.rate(m),
-                "input_wait_fraction": m.get("input_wait_fraction"),
-                "host_overhead_fraction": m.get("host_overhead_fraction"),
-                "bound": m.get("bound"),
-                "name": result.name,
-                "state": result.state,
-                "output_dir": result.output_dir,
+                "examples_per_sec": round(rate, 2) if rate else None,
+                "input_wait_fraction": _median([m.get("input_wait_fraction") for m in metrics]),
+                "host_overhead_fraction": _median([m.get("host_overhead_fraction") for m in metrics]),
+                "bound": next((m["bound"] for m in metrics if m.get("bound")), None),
+                "runs": [
+                    {
+                        "name": r.name,
+                        "state": r.state,
+                        "output_dir": r.output_dir,
+                        "examples_per_sec": benchmark.rate(m),
+                    }
+                    for r, m in zip(done, metrics, strict=True)
+                ],
             }
         )
     missing = [r["value"] for r in rows if not r["examples_per_sec"]]
@@ -220,6 +262,7 @@ def report(spec: JobSpec, swept: SweepPlan, results: list[benchmark.Result]) -> 
         "synthetic_data": bool(m.get("synthetic_data")),
         "field": swept.field,
         "steps": swept.steps,
+        "repeat": swept.repeat,
         "rows": rows,
         "recommendation": recommend(swept.field, rows),
         "notes": notes,
