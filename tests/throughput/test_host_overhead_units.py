@@ -191,15 +191,14 @@ def test_the_verdict_names_the_fix_when_round_trips_dominate():
         f"use trainer.steps_per_execution: 0 (auto: {auto} here) or >= {needed} "
         "(1,234 examples/s; waiting for data: 2% of the executions' time)"
     )
-    # waiting for data more than between executions: input-bound, with both shares
+    # waiting for data more than between executions: input-bound, the round trips' share last
     waiting = say({**metrics, "input_wait_fraction": 0.4})
-    assert waiting.startswith(
-        "throughput: input-bound: 40% of the time waiting for data, 31% between executions"
-    )
+    assert waiting.startswith("throughput: input-bound: 40% of the time waiting for data (1,234 examples/s)")
+    assert waiting.endswith("--read-parallelism/--data-threads; 31% of the time between executions")
     # below the threshold: compute-bound, the share still shown
     low = say({**metrics, "host_overhead_fraction": throughput.HOST_BOUND / 2})
-    assert low.startswith("throughput: compute-bound: 2% of the time waiting for data, 5% between executions")
-    assert "steps_per_execution" not in low
+    assert low.startswith("throughput: compute-bound: 2% of the time waiting for data (1,234 examples/s)")
+    assert low.endswith("; 5% of the time between executions") and "steps_per_execution" not in low
     # a synthetic run says the same fix after its ceiling
     assert say(metrics, synthetic=True).endswith(f"or >= {needed}")
     # not measured (a run of too few executions): no share, no fix

@@ -475,28 +475,28 @@ def verdict(
         return "throughput: no training step ran in this process, so no input wait was measured"
     share = f"{100 * fraction:.0f}% of the time waiting for data"
     host = summary.get("host_overhead_fraction")
-    between = f", {100 * host:.0f}% between executions" if host is not None else ""
+    # the round trips' share, last (the lines before it keep their words for their readers)
+    between = f"; {100 * host:.0f}% of the time between executions" if host is not None else ""
     speed = f"{rate:,.0f} examples/s" if rate else "throughput unknown"
     trips = host_clause(summary)
     if synthetic:
         text = (
-            f"throughput: synthetic data, the compute ceiling of {what}: {speed}, {share}{between}; "
+            f"throughput: synthetic data, the compute ceiling of {what}: {speed}, {share}; "
             "compare a real-data run (vertex-trainer bench runs both)"
         )
-        return f"{text}; {trips}" if trips else text
+        return f"{text}; {trips}" if trips else text + between
     if trips:  # the wait's share is of the executions' time, the round trips' of the whole cycle
         waiting = f"waiting for data: {100 * fraction:.0f}% of the executions' time"
         return f"throughput: {trips} ({speed}; {waiting})"
     if bound(fraction) == "input":
         threads = f" (now {data_threads})" if data_threads else ""
         return (
-            f"throughput: input-bound: {share}{between} ({speed}); this machine has {cpus} vCPUs "
-            f"for {what}: try a machine type with more vCPUs, or --read-parallelism/--data-threads"
-            f"{threads}"
+            f"throughput: input-bound: {share} ({speed}); this machine has {cpus} vCPUs for {what}: "
+            f"try a machine type with more vCPUs, or --read-parallelism/--data-threads{threads}{between}"
         )
     text = (
-        f"throughput: compute-bound: {share}{between} ({speed}); the input pipeline keeps up with "
-        f"{what} ({cpus} vCPUs)"
+        f"throughput: compute-bound: {share} ({speed}); the input pipeline keeps up with {what} "
+        f"({cpus} vCPUs)"
     )
     busy = summary.get("host_cpu_busy_fraction")
     if device == "cpu" and busy is not None and busy >= CPU_CONTENDED:
@@ -505,4 +505,4 @@ def verdict(
             f", but the vCPUs are {100 * busy:.0f}% busy: decoding shares them with the model "
             "(CPU contention, not waiting; --synthetic-data shows the ceiling without it)"
         )
-    return text
+    return text + between
