@@ -159,7 +159,7 @@ class InputWaitMeter(keras.callbacks.Callback):
 
     def timed(self, get_next: Callable[[], Any]) -> Any:
         """`get_next()` between two host timestamps; the difference goes to the wait counter, the
-        first timestamp to the execution's first start if it is the first since the reset."""
+        first timestamp (the step's start) to the ring slot of its batch number."""
         deps: list[Any] = []
         if self._device_variable is not None:
             piece = tf.reshape(tf.convert_to_tensor(self._device_variable), [-1])[:1]
