@@ -5,8 +5,9 @@ README.md's bench block (`<!-- docs-test: checked-by tests/throughput/test_throu
 as the docs harness runs it: its synthetic run, its real run on the quickstart data and its report.
 A job starved of input (conftest.py `starved_run`: 512 px JPEGs decoded by one thread for a 32 px
 tiny-cnn) is the bench's real-data run of that job. Timing on a shared 2-core machine is noisy, so
-the bounds below are wide; the starved run waits ~80 % of its step time here, a synthetic one a
-few percent.
+the bounds below are wide; the starved run waits ~80 % of its step time here. A synthetic run's
+steps read no iterator (trainer/synthetic.py), so its wait is ~0 with both cores busy too (these
+tests were run beside two `yes > /dev/null` loops: benchmarks/RESULTS-sweep.md).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def test_this_file_runs_every_block_of_the_docs_that_names_it():
 def test_a_synthetic_run_waits_for_input_near_zero(readme_bench):
     m = readme_bench.metrics("synthetic")
     assert m["synthetic_data"] is True and m["eval_accuracy"] is None  # no files, no evaluation
-    assert 0.0 <= m["input_wait_fraction"] < 0.2, m
+    # its steps read one captured batch (trainer/synthetic.py), no tf.data get_next: ~0 under load too
+    assert 0.0 <= m["input_wait_fraction"] < 0.02, m
     assert m["steps"] == STEPS and m["steps_per_execution"] == 8  # the spec's own
     assert m["input_wait_measured_steps"] == STEPS - 8  # every execution but the first (tracing)
     assert m["steady_examples_per_sec"] > 0

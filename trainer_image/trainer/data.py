@@ -257,10 +257,13 @@ def _decode_whole(encoded, cfg: PipelineConfig):
 
 def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int = 0) -> tf.data.Dataset:
     """One random batch of the pipeline's shape and dtypes (uint8 images, int32 labels), made
-    once, cached and repeated forever: no files, no decode, next to no host work per step.
+    once, cached and repeated forever: no files, no decode.
 
-    It leaves through the same distributed iterator (and copy to the device) as a real batch,
-    so a run on it measures everything but reading and decoding: the compute ceiling.
+    The strategy distributes it as a real batch (to each replica's device); the trainer then
+    takes that batch once and every step reads it as a captured tensor (trainer/synthetic.py:
+    no get_next in the step, whose hand-off to a tf.data thread counted as input wait on a busy
+    machine), so a run on it measures everything but reading and decoding: the compute ceiling.
+    TPUs read this dataset itself.
     """
     seed = cfg.seed * 1009 + shard_index  # different pipelines, different (fixed) noise
 
@@ -277,7 +280,7 @@ def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int 
     options = tf.data.Options()
     # One element per pipeline: auto-sharding would leave other workers with none.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-    # No prefetch thread: get_next returns the cached batch inline, with no thread hand-off.
+    # No prefetch thread where the steps read it (TPUs): get_next takes the cached batch.
     options.autotune.enabled = False
     options.experimental_optimization.inject_prefetch = False
     return ds.with_options(options)
