@@ -52,7 +52,7 @@ class Found:
 
     major: str | None  # "2", "3" or None
     where: str  # e.g. "models/net.py line 3: import keras"; "" when major is None
-    conflict: str = ""  # both named: "models/net.py line 3 imports keras, line 5 tf_keras"
+    conflict: str = ""  # both: "models/net.py line 3: import keras (Keras 3) and ... (tf-keras)"
 
 
 def detect(model: str, roots: Sequence[str]) -> Found:
@@ -83,7 +83,8 @@ def detect(model: str, roots: Sequence[str]) -> Found:
             continue
         path, root, is_package = found
         try:
-            tree = ast.parse(open(path, encoding="utf-8").read(), filename=path)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), filename=path)
         except (OSError, SyntaxError, ValueError):
             continue  # the import fails, and says why, where it is checked
         package = name if is_package else name.rpartition(".")[0]
