@@ -25,6 +25,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from trainer import keras_choice
 from trainer.config import TrainConfig, UsageError, parse_flags
 from trainer.log import log
 from trainer.plan import Plan, check_local_data, plan_training
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host = slice_host(cfg.strategy, os.environ)
         if host is None or host.is_chief:  # the host that lists the files (plan_training)
             check_local_data(cfg)
-        cfg = choose_keras(cfg)  # before anything imports TensorFlow or Keras
+        cfg = keras_choice.select(cfg)  # before anything imports TensorFlow or Keras
     except (UsageError, SliceError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
@@ -85,31 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def choose_keras(cfg: TrainConfig) -> TrainConfig:
-    """cfg with --keras resolved to 2 or 3 (trainer/keras_choice.py), and TF_USE_LEGACY_KERAS set
-    to match, so trainer._keras, and TensorFlow's tf.keras, load that Keras (UsageError if a
-    factory's source imports both, or if this process already loaded the other one)."""
-    from trainer import factory, keras_choice
-
-    roots = [p or os.getcwd() for p in sys.path]
-    try:
-        major, why = keras_choice.choose(
-            cfg.keras, cfg.model, roots, is_factory=factory.is_factory(cfg.model)
-        )
-    except ValueError as e:  # both Kerases imported; --keras=3 for a built-in model
-        raise UsageError(f"--model={cfg.model}: {e}") from None
-    loaded = sys.modules.get("trainer._keras")
-    if loaded is not None and loaded.MAJOR != major:  # in-process callers (tests): one Keras a process
-        raise UsageError(
-            f"--model={cfg.model} trains with {keras_choice.NAMES[major]} ({why}), but this process "
-            f"already loaded {loaded.NAME}; run it in a process of its own"
-        )
-    os.environ["TF_USE_LEGACY_KERAS"] = "1" if major == "2" else "0"
-    if major != keras_choice.DEFAULT:
-        log(f"{keras_choice.NAMES[major]} trains {cfg.model} ({why})")
-    return dataclasses.replace(cfg, keras=major)
-
-
 def run(cfg: TrainConfig) -> dict:
     """Train, evaluate and export as `cfg` says; returns the metrics (written by the chief).
 
@@ -120,7 +96,7 @@ def run(cfg: TrainConfig) -> dict:
     from trainer import strategy, tpu_slice
 
     if cfg.keras == "auto":  # main() resolves it; a direct caller gets the same choice
-        cfg = choose_keras(cfg)
+        cfg = keras_choice.select(cfg)
     host = strategy.slice_host(cfg.strategy, os.environ)
     if host is None:
         return _train(cfg)
@@ -149,7 +125,7 @@ def _train(cfg: TrainConfig) -> dict:
     # Bound the read-ahead buffer of every open gs:// file before TF's GCS filesystem starts.
     os.environ.setdefault("GCS_READ_CACHE_BLOCK_SIZE_MB", str(cfg.gcs_read_block_mb))
     from trainer import (
-        _keras,  # selects the Keras (TF_USE_LEGACY_KERAS, set by choose_keras) before TensorFlow loads
+        _keras,  # the Keras keras_choice.select chose (TF_USE_LEGACY_KERAS), before TensorFlow loads
         callbacks,
         synthetic,
         throughput,
@@ -167,7 +143,7 @@ def _train(cfg: TrainConfig) -> dict:
     train_ds, eval_ds, skipped = make_datasets(cfg, strat, plan)
     # a synthetic run's steps read its one batch, captured (trainer/synthetic.py): no tf.data in the step
     timed = meter.wrap(synthetic.source(train_ds, info.kind) if cfg.synthetic_data else train_ds)
-    train_ds = keras3_view(train_ds, timed) if _keras.KERAS3 else timed
+    train_ds = keras_choice.fit_view(train_ds, timed) if _keras.KERAS3 else timed
     with strat.scope():
         model = build_and_compile(
             cfg,
@@ -213,19 +189,6 @@ def _train(cfg: TrainConfig) -> dict:
         )
     )
     return metrics
-
-
-def keras3_view(dataset: Any, timed: Any) -> Any:
-    """`dataset` (a distributed dataset) as Keras 3 accepts it, iterating as `timed` does (the
-    meter's wrapper: every get_next timed). Keras 3's fit takes only TensorFlow's own dataset
-    classes (by their names), so this is a copy of `dataset` of a subclass of its class whose
-    iterators are `timed`'s; `timed` itself reads the original."""
-    import copy
-
-    base = type(dataset)
-    view = copy.copy(dataset)
-    view.__class__ = type(base.__name__, (base,), {"__iter__": lambda self: iter(timed)})
-    return view
 
 
 def setup_runtime(cfg: TrainConfig):
