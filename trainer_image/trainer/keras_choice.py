@@ -16,15 +16,22 @@ Keras 3 (3.15.1, with TensorFlow 2.21) trains on one replica and on several repl
 machine (MirroredStrategy) with steps_per_execution 1; it fails with steps_per_execution > 1 on
 several replicas, and under MultiWorkerMirroredStrategy (several machines) at any
 steps_per_execution. `limits` says so before anything is built. Stdlib only: vertex-trainer
-imports this module (spec/factory.py).
+imports this module (spec/factory.py). `select` (trainer.task, before TensorFlow loads) and
+`fit_view` are the trainer's own uses.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import os
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainer.config import TrainConfig
 
 # The Keras of the built-in models, and of a factory whose module names no Keras at all.
 DEFAULT = "2"
@@ -213,3 +220,44 @@ def cap_steps_per_execution(major: str, replicas: int) -> str | None:
     if major == "3" and replicas > 1:
         return f"steps_per_execution 1: {SEVERAL_REPLICAS}"
     return None
+
+
+def select(cfg: TrainConfig) -> TrainConfig:
+    """cfg with --keras resolved to 2 or 3, and TF_USE_LEGACY_KERAS set to match, so
+    trainer._keras, and TensorFlow's tf.keras, load that Keras (trainer.task calls it before
+    anything imports TensorFlow).
+
+    Raises:
+        UsageError: a factory's source imports both Kerases; --keras=3 for a built-in model; or
+            this process already loaded the other Keras (in-process callers: one Keras a process).
+    """
+    from trainer import factory
+    from trainer.config import UsageError
+    from trainer.log import log
+
+    roots = [p or os.getcwd() for p in sys.path]
+    try:
+        major, why = choose(cfg.keras, cfg.model, roots, is_factory=factory.is_factory(cfg.model))
+    except ValueError as e:  # both Kerases imported; --keras=3 for a built-in model
+        raise UsageError(f"--model={cfg.model}: {e}") from None
+    loaded = sys.modules.get("trainer._keras")
+    if loaded is not None and loaded.MAJOR != major:
+        raise UsageError(
+            f"--model={cfg.model} trains with {NAMES[major]} ({why}), but this process "
+            f"already loaded {loaded.NAME}; run it in a process of its own"
+        )
+    os.environ["TF_USE_LEGACY_KERAS"] = "1" if major == "2" else "0"
+    if major != DEFAULT:
+        log(f"{NAMES[major]} trains {cfg.model} ({why})")
+    return dataclasses.replace(cfg, keras=major)
+
+
+def fit_view(dataset: Any, timed: Any) -> Any:
+    """`dataset` (a distributed dataset) as Keras 3's fit accepts it, iterating as `timed` does
+    (the input-wait meter's wrapper: every get_next timed). Keras 3 takes only TensorFlow's own
+    dataset classes (it checks their names), so this is a copy of `dataset` whose class is a
+    subclass of its own with `timed`'s iterators; `timed` itself reads the original."""
+    base = type(dataset)
+    view = copy.copy(dataset)
+    view.__class__ = type(base.__name__, (base,), {"__iter__": lambda self: iter(timed)})
+    return view
