@@ -225,7 +225,8 @@ def test_a_cloud_sweep_runs_one_job_per_value_once_per_key():
         settings = Settings(
             vertex_endpoint=fake.url,
             storage_emulator=gcs.endpoint,
-            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=10, read_timeout=5),
+            # generous bounds: the fake server answers slowly with both cores busy (a 5 s read timed out)
+            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=120, read_timeout=60),
             poll=PollPolicy(initial=0.01, maximum=0.05),
         )
         spec = load_spec(
