@@ -69,6 +69,13 @@ def test_a_bad_sweep_is_exit_2_before_anything_runs(tmp_path):
     assert "--sweep 'learning_rate=0.1,0.2': 'learning_rate' cannot be swept" in done.stderr
 
 
+def test_repeat_without_a_sweep_is_exit_2(tmp_path):
+    env = edge_env(tmp_path, GOOGLE_CLOUD_PROJECT="my-project")
+    done = invoke(["bench", A100, "--repeat", "3", "--dry-run"], env=env, cwd=REPO)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "--repeat 3 is for --sweep" in done.stderr
+
+
 def test_each_steps_per_execution_runs_as_named_with_enough_steps():
     spec = load_spec(QUICKSTART)
     swept = sweep.plan(spec, sweep.parse("steps_per_execution=1,8,32,auto"), steps=64, local=True)

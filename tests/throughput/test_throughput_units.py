@@ -145,6 +145,30 @@ def test_a_local_run_of_a_gpu_spec_is_not_compared_with_the_gpu_reference():
     assert out["reference"]["real_vs_reference"] is None  # shown, not compared
 
 
+def test_a_synthetic_run_measured_below_the_real_one_is_noted_as_a_changed_machine():
+    """The synthetic steps do strictly less than the real ones (issue 43: under load a bench once
+    measured 636 synthetic against 1,017 real examples/s): the report says the load changed."""
+    spec = a100_spec()
+    plan = benchmark.plan(spec, local=True)
+
+    def notes(syn, real):
+        return benchmark.report(
+            spec, plan, _results(_metrics("cpu", syn, 0.0, 1), _metrics("cpu", real, 0.0, 1))
+        )["notes"]
+
+    below = [n for n in notes(636, 1017) if "measured below the real one" in n]
+    assert below == [
+        "the synthetic run (636 examples/s) measured below the real one (1,017): a synthetic step does "
+        "less than a real one, so other work on this machine changed between the two runs; bench again "
+        "when the load is steady"
+    ]
+    assert below[0] in bench_text(
+        benchmark.report(spec, plan, _results(_metrics("cpu", 636, 0.0, 1), _metrics("cpu", 1017, 0.0, 1)))
+    )
+    # within 5% (noise) or the expected order: no note
+    assert not [n for n in notes(1000, 1040) + notes(1000, 900) if "measured below" in n]
+
+
 def test_a_run_without_metrics_is_a_clear_error():
     spec = a100_spec()
     results = _results(_metrics("gpu", 1, 0), None)

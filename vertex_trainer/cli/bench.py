@@ -76,6 +76,13 @@ def bench(
 
     if idempotency_key is not None:
         api.check_key(idempotency_key)
+    if repeat != 1 and sweep is None:
+        from vertex_trainer.errors import UserError
+
+        raise UserError(
+            f"--repeat {repeat} is for --sweep: bench without it runs the synthetic and real jobs once",
+            hint="add --sweep FIELD=V1,V2,... (e.g. steps_per_execution=1,auto), or drop --repeat",
+        )
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)
     result = api.bench(

@@ -21,6 +21,7 @@ DEFAULT_STEPS = 400
 MIN_EXECUTIONS = 4  # the first (tracing, compilation) is not measured: 3 are
 BENCH_TIMEOUT_S = 2 * 3600  # a brief job: a cloud bench never runs longer than this
 INPUT_BOUND = 0.10  # the trainer's threshold (trainer/throughput.py), for old metrics files
+SLACK = 0.05  # a real run measured this much faster than the synthetic one is noted (report)
 KINDS = ("synthetic", "real")
 _SHORT = {"synthetic": "syn", "real": "real"}  # in job names and idempotency keys
 
@@ -261,9 +262,22 @@ def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
         "runs": {
             k: {"name": r.name, "state": r.state, "output_dir": r.output_dir} for k, r in results.items()
         },
-        "notes": list(bench.notes),
+        "notes": list(bench.notes) + _below_ceiling(syn_rate, real_rate, local=bench.local),
     }
     return out
+
+
+def _below_ceiling(syn_rate: float | None, real_rate: float | None, *, local: bool) -> list[str]:
+    """A note when the synthetic run, the ceiling, measured below the real one: the synthetic
+    steps do strictly less (no reading, no decoding), so the machine changed between the runs."""
+    if not syn_rate or not real_rate or real_rate <= (1 + SLACK) * syn_rate:
+        return []
+    where = "other work on this machine" if local else "the machines or their neighbours"
+    return [
+        f"the synthetic run ({syn_rate:,.0f} examples/s) measured below the real one "
+        f"({real_rate:,.0f}): a synthetic step does less than a real one, so {where} changed "
+        "between the two runs; bench again when the load is steady"
+    ]
 
 
 def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, local: bool) -> dict | None:
