@@ -27,7 +27,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import keras_choice
 from trainer.flags import FACTORY_PATTERN
 from vertex_trainer.errors import SpecError
 
@@ -147,6 +146,7 @@ def keras_of(spec: Spec) -> tuple[str, str]:
     Raises:
         SpecError: auto, and the module imports both Keras 3 and tf-keras (field trainer.keras).
     """
+    from trainer import keras_choice  # pure (ast), imported when a factory is checked
     from vertex_trainer.spec.images import code_root
 
     requested = spec.trainer.keras or "auto"
@@ -167,6 +167,8 @@ def keras_rules(spec: Spec) -> None:
     """Keras 3 trains on one machine, at steps_per_execution 1 when it has several devices
     (measured with Keras 3.15.1: trainer/keras_choice.py). Where it cannot: SpecError naming
     `replicas` or `trainer.steps_per_execution`, the reason and the fix (exit 2)."""
+    from trainer import keras_choice
+
     major, why = keras_of(spec)
     trainer = spec.trainer
     devices = max(spec.hardware.devices, trainer.cpu_replicas or 1)
@@ -215,6 +217,8 @@ def keras_words(spec: Spec) -> str:
     """'Keras 3 (models/net.py line 2: import keras)' for a factory job ('' if not one)."""
     if not runs_factory(spec):
         return ""
+    from trainer import keras_choice
+
     try:
         major, why = keras_of(spec)
     except SpecError:
