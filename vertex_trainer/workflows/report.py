@@ -47,7 +47,14 @@ TRAINER_CONFIG = "trainer_config.json"
 _STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z) (.*)$")
 _VERDICT = re.compile(r"^(?:trainer: )?(throughput: .*)$")
 # The figures of a progress line the report reads (trainer/callbacks.py `progress_line`).
-_FIELDS = ("loss", "accuracy", "examples_per_sec", "input_wait_fraction", "step_time_ms")
+_FIELDS = (
+    "loss",
+    "accuracy",
+    "examples_per_sec",
+    "input_wait_fraction",
+    "host_overhead_fraction",
+    "step_time_ms",
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class Epoch:
     accuracy: float | None = None
     examples_per_sec: float | None = None
     input_wait_fraction: float | None = None
+    host_overhead_fraction: float | None = None  # the share of the time between executions
     step_time_ms: float | None = None
 
 

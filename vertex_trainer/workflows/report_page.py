@@ -33,6 +33,7 @@ SUMMARY = (
     ("steady_examples_per_sec", "steady examples/s", "{:,.1f}"),
     ("wall_examples_per_sec", "examples/s over all of fit()", "{:,.1f}"),
     ("input_wait_fraction", "input wait", "{:.4f}"),
+    ("host_overhead_fraction", "host round trips (between executions)", "{:.4f}"),
     ("train_seconds", "training seconds", "{:.1f}"),
     ("epochs", "epochs", "{}"),
     ("steps", "steps", "{}"),

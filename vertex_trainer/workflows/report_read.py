@@ -45,6 +45,7 @@ NUMBERS = frozenset(
         "steady_examples_per_sec",
         "wall_examples_per_sec",
         "input_wait_fraction",
+        "host_overhead_fraction",
         "learning_rate",
         "epochs",
         "steps",
