@@ -105,6 +105,7 @@ def test_every_spec_field_round_trips_through_the_trainers_parser(base_spec):
         warmup_epochs=1.0,
         epochs=3,
         keras="2",  # 3 is for a model factory only (spec/factory.py), not tiny-cnn
+        profile_steps="2,4",  # two step numbers within the run (steps_per_epoch x epochs)
     )
     base_spec["trainer"] = values
     base_spec["image"] = {"repository": "us-docker.pkg.dev/p/r/trainer"}
