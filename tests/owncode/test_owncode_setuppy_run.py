@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.owncode.test_owncode_sandbox import BUCKET, REPOSITORY, _run, sandbox_env  # noqa: F401
+from tests.owncode.conftest import BUCKET
+from tests.owncode.test_owncode_sandbox import REPOSITORY, _run
 from tests.owncode.test_owncode_setuppy import package_data, write_package, write_shards
 from tests.shared import cli_runner, latest_run
 from vertex_trainer.gcp import storage
@@ -40,7 +41,7 @@ def test_submit_local_trains_the_package_from_its_folder(tmp_path):
 @pytest.mark.trainer
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-def test_the_sandbox_runs_the_package_as_built_in_both_modes(sandbox_env, tmp_path):  # noqa: F811
+def test_the_sandbox_runs_the_package_as_built_in_both_modes(sandbox_env, tmp_path):
     folder = write_package(tmp_path)
     write_shards(tmp_path / "data")
     bucket = storage.client(Settings.from_environ(sandbox_env)).bucket(BUCKET)

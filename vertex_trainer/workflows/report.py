@@ -206,8 +206,11 @@ def read_event_epochs(log_dir: str) -> list[Epoch]:
     from vertex_trainer import lazy
 
     lazy.require("tensorflow", "reading TensorBoard event files")
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    from tensorboard.util import tensor_util
+    purpose = "reading TensorBoard event files"
+    EventAccumulator = lazy.require(
+        "tensorboard.backend.event_processing.event_accumulator", purpose
+    ).EventAccumulator
+    tensor_util = lazy.require("tensorboard.util.tensor_util", purpose)
 
     train = log_dir.rstrip("/") + "/train"
     acc = EventAccumulator(train, size_guidance={"tensors": 0, "scalars": 0})
