@@ -192,6 +192,18 @@ class JsonHandler(GuardedHandler):
         """Answer `status` with Google's error envelope around `message`."""
         self.send_json(status, envelope(status, message))
 
+    def send_fault(self, fake: Any, denied: str) -> bool:
+        """Answer with the next fault a test queued (`fake.failures` of (status, message or
+        None), taken under `fake._lock`; a 403 without a message says `denied`). True when one
+        was sent."""
+        with fake._lock:
+            fault = fake.failures.pop(0) if fake.failures else None
+        if not fault:
+            return False
+        status, message = fault
+        self.send_envelope(status, message or (denied if status == 403 else "Fault injected."))
+        return True
+
     def json_body(self) -> Any:
         """The request's JSON body: None when there is none, the class ValueError when it is not JSON
         (for the caller's 400)."""

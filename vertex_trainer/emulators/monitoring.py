@@ -150,19 +150,10 @@ class FakeMonitoring(LoopbackServer):
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 fake.requests.append(self.path)
-                with fake._lock:
-                    fault = fake.failures.pop(0) if fake.failures else None
-                if fault:
-                    status, message = fault
-                    return self.send_envelope(
-                        status,
-                        message
-                        or (
-                            "Permission monitoring.timeSeries.list denied (or the resource may not exist)."
-                            if status == 403
-                            else "Fault injected."
-                        ),
-                    )
+                if self.send_fault(
+                    fake, "Permission monitoring.timeSeries.list denied (or the resource may not exist)."
+                ):
+                    return None
                 parts = urlsplit(self.path)
                 m = _PATH.match(parts.path)
                 if not m:

@@ -106,19 +106,8 @@ class FakeQuotas(LoopbackServer):
         class Handler(JsonHandler):
             def do_GET(self) -> None:
                 fake.requests.append(self.path)
-                with fake._lock:
-                    fault = fake.failures.pop(0) if fake.failures else None
-                if fault:
-                    status, message = fault
-                    return self.send_envelope(
-                        status,
-                        message
-                        or (
-                            "Permission 'cloudquotas.quotas.get' denied on resource"
-                            if status == 403
-                            else "Fault injected."
-                        ),
-                    )
+                if self.send_fault(fake, "Permission 'cloudquotas.quotas.get' denied on resource"):
+                    return None
                 parts = urlsplit(self.path)
                 m = _PATH.match(parts.path)
                 if not m:
