@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from vertex_trainer.packaging.templates import _template
 from vertex_trainer.spec import validate_image_reference
 from vertex_trainer.spec.images import (
     AUTO,
+    PREBUILT_RE,
     check_entry,
     code_requirements,
     code_root,
@@ -52,11 +52,6 @@ from vertex_trainer.spec.images import (
 )
 from vertex_trainer.spec.package_folder import PackageFolder, package_file, read_package
 
-# Vertex AI's prebuilt training images, as gcloud recognises them (googlecloudsdk/command_lib/ai/
-# docker/build.py, _IsVertexTrainingPrebuiltImage).
-PREBUILT_RE = re.compile(
-    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(tf|scikit-learn|pytorch|xgboost)-.+$"
-)
 CODE_DIR = "code/"  # the code inside the image's build context
 REQUIREMENTS_ENTRY = "vertex-trainer/requirements.txt"
 PACKAGE_DIST = "vertex-trainer-code"

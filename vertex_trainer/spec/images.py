@@ -37,8 +37,7 @@ _DIGEST_RE = re.compile(rf"^{_DIGEST}$")
 # docker/build.py, _IsVertexTrainingPrebuiltImage). Google tags them `:latest` only (and moves the
 # tag to new builds of the same framework version), so a pin cannot be asked of them.
 PREBUILT_RE = re.compile(
-    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(tf|scikit-learn|pytorch|xgboost)-[^:@]+"
-    r"(?::latest)?$"
+    r"^(us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(tf|scikit-learn|pytorch|xgboost)-.+$"
 )
 # The TensorFlow of a prebuilt image (tf-cpu.2-17.py310, tf-gpu.2-9) or of TensorFlow's own
 # (tensorflow/tensorflow:2.21.0-gpu): major.minor.
@@ -47,8 +46,12 @@ _TENSORFLOW_TF = re.compile(r"^(?:docker\.io/)?tensorflow/tensorflow:(?P<major>\
 
 
 def is_prebuilt(image: str) -> bool:
-    """A Vertex AI prebuilt training image as Google names it (a tag of :latest or none)."""
-    return bool(PREBUILT_RE.match(image or ""))
+    """A Vertex AI prebuilt training image as Google tags it (:latest, or no tag)."""
+    ref = (image or "").split("@", 1)[0]
+    name, colon, tag = ref.rpartition(":")
+    if not colon or "/" in tag:  # no tag (a registry's port is followed by a path)
+        name, tag = ref, ""
+    return bool(PREBUILT_RE.fullmatch(name)) and tag in ("", "latest")
 
 
 def image_tensorflow(image: str) -> str | None:
