@@ -29,7 +29,9 @@ def test_a_cloud_bench_runs_two_short_jobs_once_per_key():
         settings = Settings(
             vertex_endpoint=fake.url,
             storage_emulator=gcs.endpoint,
-            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=10, read_timeout=5),
+            # No fault is injected here: the read timeout only has to outlast the fake's first
+            # answer on a busy machine (it loads aiplatform_v1's types to check the body).
+            retry=RetryPolicy(attempts=3, initial=0.01, maximum=0.05, deadline=120, read_timeout=60),
             poll=PollPolicy(initial=0.01, maximum=0.05),
         )
         spec = load_spec(
