@@ -27,32 +27,6 @@ def cut(line: str, limit: int = LINE_CHARS) -> str:
     return f"{line[:limit]} ... ({len(line) - limit:,} more characters)"
 
 
-def exception_at(lines: Sequence[str]) -> int | None:
-    """The index of the line naming the last traceback's exception (None: no traceback).
-
-    After `Traceback (most recent call last):` come its frames, indented, then the first line at
-    the margin: the exception's type and the start of its message. A chained exception's
-    traceback follows the first one, so the last traceback is the one the process died of.
-    """
-    start = None
-    for i, line in enumerate(lines):
-        if line.rstrip() == _TRACEBACK:
-            start = i
-    if start is None:
-        return None
-    for i in range(start + 1, len(lines)):
-        line = lines[i]
-        if line and not line[0].isspace() and _EXCEPTION.match(line.rstrip()):
-            return i
-    return None
-
-
-def exception_line(lines: Sequence[str]) -> str | None:
-    """The exception the replica died of, `Type: first line of its message` (cut), or None."""
-    at = exception_at(lines)
-    return None if at is None else cut(lines[at].rstrip())
-
-
 class Tail:
     """A replica's last `size` lines, and the head of the last exception it printed (the
     raising frame and the exception's first line), kept however many lines followed it."""
@@ -62,18 +36,18 @@ class Tail:
         self.raised: tuple[str, ...] = ()  # the last traceback's raising frame and exception line
         self.after = 0  # lines printed after the exception's first line
         self._frames: deque[str] = deque(maxlen=2)
-        self._in_traceback = False
+        self.in_traceback = False  # after a traceback's first line, before its exception's
 
     def append(self, line: str) -> None:
         self.lines.append(line)
         self.after += 1
         if line.rstrip() == _TRACEBACK:
-            self._in_traceback = True
+            self.in_traceback = True
             self._frames.clear()
-        elif self._in_traceback:
+        elif self.in_traceback:
             if line and not line[0].isspace() and _EXCEPTION.match(line.rstrip()):
                 self.raised = (*self._frames, line)
-                self._in_traceback = False
+                self.in_traceback = False
                 self.after = 0
             else:
                 self._frames.append(line)
@@ -98,9 +72,22 @@ class Tail:
         return [cut(line) for line in (*head, marker, *tail)]
 
 
-def excerpt(lines: Sequence[str], limit: int = EXCERPT_LINES) -> list[str]:
-    """Tail.excerpt of these lines (all of them kept)."""
+def _read(lines: Sequence[str]) -> Tail:
+    """A Tail that has read all of `lines` (and kept them all)."""
     tail = Tail(max(len(lines), 1))
     for line in lines:
         tail.append(line.rstrip("\n"))
-    return tail.excerpt(limit)
+    return tail
+
+
+def exception_line(lines: Sequence[str]) -> str | None:
+    """The exception the replica died of, `Type: first line of its message` (cut): the first line
+    at the margin after the last `Traceback (most recent call last):` and its indented frames
+    (a chained exception's traceback comes after the first one's); None when there is none."""
+    tail = _read(lines)
+    return cut(tail.raised[-1].rstrip()) if tail.raised and not tail.in_traceback else None
+
+
+def excerpt(lines: Sequence[str], limit: int = EXCERPT_LINES) -> list[str]:
+    """Tail.excerpt of these lines (all of them kept)."""
+    return _read(lines).excerpt(limit)
