@@ -88,18 +88,8 @@ def bench(
     for note in plan.notes:
         log(f"bench: {note}")
     if dry_run:
-        runs = {
-            run.kind: submit(
-                run.spec,
-                local=local,
-                dry_run=True,
-                log=log,
-                settings=settings,
-                client=client,
-                idempotency_key=None if local else benchmark.run_key(key, run.kind),
-            ).to_dict()
-            for run in plan.runs
-        }
+        jobs = [(run.kind, run.spec, benchmark.run_key(key, run.kind)) for run in plan.runs]
+        runs = _dry_runs(jobs, local=local, log=log, settings=settings, client=client)
         return {
             "dry_run": True,
             "local": local,
@@ -178,6 +168,29 @@ def _run(
     return benchmark.Result(kind, job.name, job.state, folder, benchmark.read_metrics(settings, folder))
 
 
+def _dry_runs(
+    jobs: list[tuple[str, JobSpec, str]],
+    *,
+    local: bool,
+    log: Log,
+    settings: Settings,
+    client: JobsClient | None,
+) -> dict:
+    """label -> the submit dry run of each (label, spec, idempotency key) job (no key locally)."""
+    return {
+        label: submit(
+            spec,
+            local=local,
+            dry_run=True,
+            log=log,
+            settings=settings,
+            client=client,
+            idempotency_key=None if local else job_key,
+        ).to_dict()
+        for label, spec, job_key in jobs
+    }
+
+
 def _sweep(
     spec: JobSpec,
     text: str,
@@ -211,18 +224,8 @@ def _sweep(
         "idempotency_key": None if local else key,
     }
     if dry_run:
-        runs = {
-            run.value: submit(
-                run.spec,
-                local=local,
-                dry_run=True,
-                log=log,
-                settings=settings,
-                client=client,
-                idempotency_key=None if local else sweep.run_key(key, i),
-            ).to_dict()
-            for i, run in enumerate(swept.runs)
-        }
+        jobs = [(run.value, run.spec, sweep.run_key(key, i)) for i, run in enumerate(swept.runs)]
+        runs = _dry_runs(jobs, local=local, log=log, settings=settings, client=client)
         values = {
             run.value: {
                 "steps_per_execution": run.steps_per_execution,
