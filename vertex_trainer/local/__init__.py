@@ -14,30 +14,67 @@ becomes a local process with the environment Vertex AI sets. One job per module,
 
 The environment is data: `Settings.environ`, read at the edge; nothing here reads os.environ.
 See docs/local.md.
+
+The names below are loaded on first use (PEP 562): importing one light module of the package
+(`local.display`, `local.layout`, `local.runlog`) does not import the runner, and through it the
+spec's models; `vertex-trainer --help` imports `local.display` and nothing else of it.
 """
 
-from vertex_trainer.contract import SUCCEEDED
-from vertex_trainer.local.cluster import (
-    Replica,
-    build_replicas,
-    check_gcs_route,
-    command_of,
-    output_dirs,
-    pool_env,
-    pools_of,
-    references_gcs,
-)
-from vertex_trainer.local.display import parse_progress
-from vertex_trainer.local.run import (
-    CANCELLED,
-    FAILED,
-    LocalResult,
-    local_job_id,
-    read_metrics,
-    run_local,
-    save_run_record,
-)
-from vertex_trainer.local.supervisor import Supervisor, stop_all
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.contract import SUCCEEDED
+    from vertex_trainer.local.cluster import (
+        Replica,
+        build_replicas,
+        check_gcs_route,
+        command_of,
+        output_dirs,
+        pool_env,
+        pools_of,
+        references_gcs,
+    )
+    from vertex_trainer.local.display import parse_progress
+    from vertex_trainer.local.run import (
+        CANCELLED,
+        FAILED,
+        LocalResult,
+        local_job_id,
+        read_metrics,
+        run_local,
+        save_run_record,
+    )
+    from vertex_trainer.local.supervisor import Supervisor, stop_all
+
+# Each public name -> the module that defines it.
+_SOURCES = {
+    "vertex_trainer.contract": ("SUCCEEDED",),
+    "vertex_trainer.local.cluster": (
+        "Replica",
+        "build_replicas",
+        "check_gcs_route",
+        "command_of",
+        "output_dirs",
+        "pool_env",
+        "pools_of",
+        "references_gcs",
+    ),
+    "vertex_trainer.local.display": ("parse_progress",),
+    "vertex_trainer.local.run": (
+        "CANCELLED",
+        "FAILED",
+        "LocalResult",
+        "local_job_id",
+        "read_metrics",
+        "run_local",
+        "save_run_record",
+    ),
+    "vertex_trainer.local.supervisor": ("Supervisor", "stop_all"),
+}
+_LAZY = {name: module for module, names in _SOURCES.items() for name in names}
 
 __all__ = [
     "CANCELLED",
@@ -60,3 +97,16 @@ __all__ = [
     "save_run_record",
     "stop_all",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
