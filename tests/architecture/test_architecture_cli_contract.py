@@ -14,8 +14,9 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "vertex_trainer"
 LINT = Path(sys.executable).with_name("lint-imports")
-CLI = "cli imports only the API, the presentation layer and the leaves"
-# What a command may import: the API, the presentation layer, itself, and the leaves.
+CLI = "cli imports only the API, the text for people and the leaves"
+# What a command may import: the API, the presentation layer, itself, and the leaves; and of each
+# capability (a folder: docs/architecture.md) only its text for people, the modules named *_text.
 ALLOWED = {
     "vertex_trainer.cli",
     "vertex_trainer.api",
@@ -45,13 +46,29 @@ def _top_level_modules() -> set[str]:
     return found
 
 
-def test_the_contract_forbids_the_cli_every_module_but_the_api_present_and_the_leaves():
+def _capabilities() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    interface = next(c for c in config["contracts"] if "named interface" in c["name"])
+    return sorted(interface["source_modules"])
+
+
+def test_the_contract_forbids_the_cli_every_module_but_the_api_present_the_text_and_the_leaves():
     contract = _contract()
     assert contract["type"] == "forbidden" and contract["source_modules"] == ["vertex_trainer.cli"]
     modules = _top_level_modules()
     assert ALLOWED <= modules  # a renamed leaf would make the set below vacuous
+    capabilities = _capabilities()
+    assert {"vertex_trainer.cost", "vertex_trainer.capacity", "vertex_trainer.deployment"} <= set(capabilities)
+    logic = {
+        f"{cap}.{p.stem}"
+        for cap in capabilities
+        for p in (ROOT / cap.replace(".", "/")).glob("*.py")
+        if p.stem != "__init__" and not p.stem.endswith("_text")
+    }
+    assert "vertex_trainer.cost.estimate" in logic and "vertex_trainer.cost.cost_text" not in logic
     # ... and the container's trainer, which data synth and serve reach through the API.
-    assert set(contract["forbidden_modules"]) == (modules - ALLOWED) | {"trainer"}
+    expected = (modules - ALLOWED - set(capabilities)) | logic | {"trainer"}
+    assert set(contract["forbidden_modules"]) == expected
     # `dev sandbox` and `dev vertex|gcs|logging` start the stand-ins: only cli.dev may import them.
     ignored = contract.get("ignore_imports", [])
     assert "vertex_trainer.cli.dev -> vertex_trainer.sandbox" in ignored
@@ -77,13 +94,13 @@ def test_lint_imports_fails_on_a_command_that_reaches_past_the_api(tmp_path):
         tmp_path,
         {
             "cli/offender.py": (
-                "from vertex_trainer.workflows.cost import estimate\n"
+                "from vertex_trainer.cost.estimate import estimate\n"
                 "from vertex_trainer.local.display import SUMMARY_METRICS\n"
             ),
             # what a command may do: the API, the presentation layer and a leaf
             "cli/keeper.py": (
                 "from vertex_trainer import api\n"
-                "from vertex_trainer.present.cost import estimate_text\n"
+                "from vertex_trainer.cost.cost_text import estimate_text\n"
                 "from vertex_trainer.errors import UserError\n"
             ),
             # the stand-ins from another command than dev: refused
@@ -91,7 +108,7 @@ def test_lint_imports_fails_on_a_command_that_reaches_past_the_api(tmp_path):
         },
     )
     assert f"{CLI} BROKEN" in out, out[-3000:]
-    assert "vertex_trainer.cli.offender -> vertex_trainer.workflows.cost" in out
+    assert "vertex_trainer.cli.offender -> vertex_trainer.cost.estimate" in out
     assert "vertex_trainer.cli.offender -> vertex_trainer.local.display" in out
     assert "vertex_trainer.cli.starter -> vertex_trainer.sandbox" in out
     assert "vertex_trainer.cli.keeper" not in out

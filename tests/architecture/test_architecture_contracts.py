@@ -57,14 +57,14 @@ def test_lint_imports_fails_on_a_product_module_that_imports_the_stand_ins(tmp_p
     proc = _lint_copy(
         tmp_path,
         {
-            "workflows/offender.py": "from vertex_trainer.emulators.vertex import FakeVertex\n",
+            "cost/offender.py": "from vertex_trainer.emulators.vertex import FakeVertex\n",
             "emulators/offender.py": "from vertex_trainer.contract import KEY_LABEL\n",
         },
     )
     out = " ".join(proc.stdout.split())  # the report wraps long names
     assert proc.returncode != 0, out[-2000:]
     assert f"{STAND_INS} BROKEN" in out and f"{FAKES} BROKEN" in out
-    assert "vertex_trainer.workflows.offender -> vertex_trainer.emulators.vertex" in out
+    assert "vertex_trainer.cost.offender -> vertex_trainer.emulators.vertex" in out
     assert "vertex_trainer.emulators.offender -> vertex_trainer.contract" in out
     assert ", 2 broken." in out  # those two, and no other
 

@@ -13,7 +13,7 @@ from vertex_trainer import api
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.errors import JobFailed, ServiceError
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.vertex.custom_jobs import JobsClient
 
 pytestmark = pytest.mark.wire
 

@@ -16,7 +16,7 @@ from vertex_trainer import api
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import PollPolicy, Settings
-from vertex_trainer.workflows.fallback import AttemptRecord, summary
+from vertex_trainer.capacity.fallback import AttemptRecord, summary
 
 pytestmark = pytest.mark.wire
 

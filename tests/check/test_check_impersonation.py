@@ -124,7 +124,7 @@ def test_check_says_whom_it_impersonates(iam, adc, tmp_path):
 def test_workload_identity_federation_is_an_external_account(tmp_path, monkeypatch):
     """Keyless CI (GitHub Actions' OIDC token through Workload Identity Federation) is ADC like
     any other: check names it an external account, with the service account it impersonates."""
-    from vertex_trainer.workflows.check import identity
+    from vertex_trainer.readiness.project_check import identity
 
     (tmp_path / "oidc-token").write_text("a-jwt")
     config = {

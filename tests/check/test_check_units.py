@@ -19,7 +19,7 @@ from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import access
 from vertex_trainer.gcp.http import ApiClient, ApiError, Denied, denial
 from vertex_trainer.settings import Settings
-from vertex_trainer.workflows import permissions
+from vertex_trainer.readiness import permissions
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from tests.shared import FAST_RETRY as FAST
 from vertex_trainer import api, pricing
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.vertex.billing import BillingClient
+from vertex_trainer.cost.billing_catalog import BillingClient
 
 
 def recommend(**changes):

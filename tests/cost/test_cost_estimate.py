@@ -10,7 +10,7 @@ import pytest
 from tests.cost.conftest import spec_data
 from vertex_trainer import api, pricing
 from vertex_trainer.spec import build_spec
-from vertex_trainer.workflows import cost
+from vertex_trainer.cost import estimate as cost
 
 # Figures checked by hand against public pages (docs/cost.md "The figures checked"):
 # cloud.google.com/vertex-ai/pricing, custom training, us-central1 (read 2026-10-07).
@@ -188,7 +188,7 @@ def test_text_output_names_the_snapshot_date(run_cli, spec_file):
 
 
 def test_bench_adds_the_cost_per_epoch_of_the_measured_throughput():
-    from vertex_trainer.present.bench import bench_text
+    from vertex_trainer.performance.bench_text import bench_text
 
     spec = build_spec(spec_data())
     book = pricing.load_snapshot()

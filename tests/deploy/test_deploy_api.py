@@ -277,6 +277,6 @@ def test_cli_deploy_says_the_traffic_split_in_words(fake, storage, tmp_path):
     ],
 )
 def test_describe_split(split, new, expected):
-    from vertex_trainer.vertex.deploy import describe_split
+    from vertex_trainer.vertex.model_deploy import describe_split
 
     assert describe_split(split, new) == expected

@@ -14,7 +14,7 @@ from tests.shared import PROJECT, QUICK_RETRY, REGION, fake_settings, storage_em
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import PollPolicy
-from vertex_trainer.vertex.deploy import deploy
+from vertex_trainer.vertex.model_deploy import deploy
 from vertex_trainer.vertex.models import RegistryClient
 
 from .test_deploy_api import ROOT, cli_setup, finished_job, put, sent, spec
@@ -146,7 +146,7 @@ def test_undeploying_a_model_with_traffic_gives_its_share_to_the_others_in_their
     v2 = deploy(client, request("2", traffic=50), **FAST)
     v3 = deploy(client, request("3", traffic=20), **FAST)
     assert v3.traffic_split == {v1.deployed_model_id: 40, v2.deployed_model_id: 40, v3.deployed_model_id: 20}
-    from vertex_trainer.vertex.endpoints import undeploy
+    from vertex_trainer.vertex.deployed import undeploy
 
     done = undeploy(client, v1.endpoint, v1.deployed_model_id, **FAST)
     moved = {v2.deployed_model_id: 67, v3.deployed_model_id: 33}
@@ -181,7 +181,7 @@ def test_undeploying_the_last_model_leaves_an_empty_endpoint_that_costs_nothing(
 def test_an_undeploy_committed_but_answered_503_is_not_repeated(fake, client):
     v1 = deploy(client, request("1"), **FAST)
     fake.fail("undeploy", 503, commit=True)
-    from vertex_trainer.vertex.endpoints import undeploy
+    from vertex_trainer.vertex.deployed import undeploy
 
     done = undeploy(client, v1.endpoint, v1.deployed_model_id, **FAST)
     assert done.undeployed and done.remaining == 0
@@ -290,9 +290,9 @@ def test_node_prices_come_from_a_prediction_section_and_are_unknown_without_one(
 def test_endpoints_prices_each_deployed_models_nodes_from_a_book_with_prediction_prices(fake, client):
     """The arithmetic `endpoints` shows once the book has prediction prices: a node's price times
     min_replicas (and max_replicas), summed over the endpoint; automatic resources are unpriced."""
-    from vertex_trainer.present.endpoints import endpoints_text
+    from vertex_trainer.deployment.endpoints_text import endpoints_text
     from vertex_trainer.pricing import PriceBook
-    from vertex_trainer.vertex.endpoints import describe
+    from vertex_trainer.vertex.deployed import describe
 
     v1 = deploy(client, request("1"), **FAST)  # n1-standard-4, 1 to 2 replicas
     rates = {"n1": {REGION: {"standard": {"core": 0.05, "ram": 0.01}}}}

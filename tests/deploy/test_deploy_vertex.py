@@ -9,7 +9,7 @@ import pytest
 from tests.shared import PROJECT, REGION, fake_settings
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.settings import PollPolicy
-from vertex_trainer.vertex.deploy import DeployRequest, ServingContainer, deploy, split_traffic
+from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer, deploy, split_traffic
 from vertex_trainer.vertex.models import RegistryClient
 
 pytestmark = pytest.mark.wire

@@ -32,7 +32,7 @@ from tests.owncode.conftest import script_data as owncode_script_data
 from tests.shared import cli_runner
 from vertex_trainer.errors import SpecError
 from vertex_trainer.packaging import plan_build
-from vertex_trainer.packaging.plan import archive_bytes
+from vertex_trainer.packaging.build_plan import archive_bytes
 from vertex_trainer.spec import build_spec
 
 

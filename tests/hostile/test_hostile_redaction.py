@@ -213,8 +213,8 @@ def test_a_local_run_receives_the_real_values_and_saves_and_reports_none(tmp_pat
 def test_the_report_masks_a_record_written_before_redaction(tmp_path):
     """A run recorded by an earlier version (or a cloud job's CustomJob, read from Vertex AI)
     holds the values: the page masks them as it shows them."""
-    from vertex_trainer.workflows import report_page
-    from vertex_trainer.workflows.report import RunData
+    from vertex_trainer.reporting import page as report_page
+    from vertex_trainer.reporting.run_data import RunData
 
     env = [{"name": "API_KEY", "value": "s3cr3t-1"}, {"name": "KEYBOARD", "value": "qwerty"}]
     job = {"jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": env}}]}}

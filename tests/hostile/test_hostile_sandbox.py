@@ -42,7 +42,7 @@ def box(tmp_path_factory):
     """One sandbox for the module (its function records events), and the marker its processes
     carry; stopped after, with none of them left."""
     from vertex_trainer.sandbox import Sandbox
-    from vertex_trainer.trigger.events import TriggerConfig
+    from vertex_trainer.automation.storage_events import TriggerConfig
 
     function = tmp_path_factory.mktemp("function")
     (function / "main.py").write_text(RECORDER)
@@ -286,7 +286,7 @@ def test_during_a_two_replica_sandbox_job_every_server_of_the_tool_listens_on_lo
     them; the replicas' servers, which bind every interface as TensorFlow's do, are in a
     network of their own with only lo (or the sandbox said at start that they cannot be)."""
     from vertex_trainer.settings import Settings
-    from vertex_trainer.vertex.jobs import JobsClient
+    from vertex_trainer.vertex.custom_jobs import JobsClient
 
     go = tmp_path / "go"
     script = LISTEN_AS_TF + textwrap.dedent(f"""
@@ -327,7 +327,7 @@ def test_during_a_two_replica_sandbox_job_every_server_of_the_tool_listens_on_lo
         interfaces = {p: interfaces_of(p) for p in replicas}
     finally:
         go.write_text("go")
-    from vertex_trainer.vertex.jobs import Job
+    from vertex_trainer.vertex.custom_jobs import Job
 
     Job(job, jobs).wait(timeout=120)
     # This machine's network: the tool's servers are there, every one on loopback.

@@ -38,8 +38,8 @@ from vertex_trainer import api
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
-from vertex_trainer.trigger import event_key
-from vertex_trainer.trigger.manifest import MANIFEST
+from vertex_trainer.automation import event_key
+from vertex_trainer.automation.render_manifest import MANIFEST
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -300,7 +300,7 @@ def test_a_render_again_replaces_only_its_own_unchanged_files(tmp_path):
 
 
 def test_a_file_the_previous_render_wrote_and_this_one_does_not_is_removed_only_unchanged(tmp_path):
-    from vertex_trainer.trigger.manifest import manifest_text
+    from vertex_trainer.automation.render_manifest import manifest_text
 
     out = tmp_path / "fn"
     render(tmp_path, out)
@@ -435,7 +435,7 @@ def test_re_uploads_of_one_marker_are_capped_per_folder_and_counted_by_key(fake,
 @pytest.mark.wire
 def test_runs_older_than_the_window_do_not_count(fake, capped_function):
     """Two runs of the folder two days ago (the window is 24h): a new upload still runs."""
-    from vertex_trainer.trigger.events import folder_label
+    from vertex_trainer.automation.storage_events import folder_label
 
     url, _, _ = capped_function
     label = folder_label(BUCKET, "datasets/", "weekly")
@@ -457,8 +457,8 @@ def test_runs_older_than_the_window_do_not_count(fake, capped_function):
 def test_two_uploads_at_the_same_instant_the_newer_run_cancels_itself(tmp_path, fake):
     """The race the look before cannot see: another upload's run is created between this event's
     look and its create. The look after sees both; the newer one (this) is cancelled."""
-    from vertex_trainer.trigger import ObjectEvent, TriggerConfig, decide
-    from vertex_trainer.trigger.runs import FolderCap, folder_set, spec_vars
+    from vertex_trainer.automation import ObjectEvent, TriggerConfig, decide
+    from vertex_trainer.automation.event_runs import FolderCap, folder_set, spec_vars
 
     out = tmp_path / "fn"
     render(tmp_path, out, max_runs_per_folder=1)

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
-from vertex_trainer.vertex.jobs import Job, JobsClient
-from vertex_trainer.vertex.logs import LogsClient, to_ns
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient
+from vertex_trainer.vertex.job_logs import LogsClient, to_ns
 
 from .conftest import PROJECT, REGION, job_body
 

@@ -15,8 +15,8 @@ from vertex_trainer.contract import LogEntry
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import RetryPolicy, Settings
 from vertex_trainer.vertex.advice import advice, registry_region
-from vertex_trainer.vertex.jobs import Job
-from vertex_trainer.vertex.logs import (
+from vertex_trainer.vertex.custom_jobs import Job
+from vertex_trainer.vertex.job_logs import (
     FollowPolicy,
     LogsClient,
     _Cursor,

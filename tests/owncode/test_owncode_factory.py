@@ -25,7 +25,7 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.local import owncode
 from vertex_trainer.local.cluster import Replica
 from vertex_trainer.packaging import plan_build
-from vertex_trainer.packaging.plan import archive_bytes
+from vertex_trainer.packaging.build_plan import archive_bytes
 from vertex_trainer.spec import build_spec, check_trainer_flags
 from vertex_trainer.spec.factory import runs_factory
 

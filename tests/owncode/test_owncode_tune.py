@@ -24,7 +24,7 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
 from vertex_trainer.vertex.hptuning import TuningJob
-from vertex_trainer.workflows.tuning import plan_trials, trial_args, trial_job
+from vertex_trainer.tuning.tuning_run import plan_trials, trial_args, trial_job
 
 EXAMPLE = ROOT / "examples" / "own-code-tune" / "tune.yaml"
 TUNE = {

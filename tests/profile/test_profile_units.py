@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vertex_trainer import lazy
-from vertex_trainer.workflows import profile
+from vertex_trainer.performance import step_profile as profile
 
 THROUGHPUT = Path(__file__).resolve().parents[2] / "trainer_image" / "trainer" / "throughput.py"
 
@@ -189,7 +189,7 @@ def test_a_sandbox_jobs_logs_are_copied_out_of_the_storage_emulator(tmp_path):
     """What `tensorboard JOB` serves for a sandbox job: its logs/ objects, as files in a folder."""
     from tests.shared import put_object, storage_emulator
     from vertex_trainer.settings import Settings
-    from vertex_trainer.workflows.tensorboard import copy_prefix
+    from vertex_trainer.performance.tensorboard_server import copy_prefix
 
     objects = {"train/events.out.tfevents.1": b"e1", "plugins/profile/s/host.xplane.pb": b"x" * 10}
     with storage_emulator("sandbox") as url:

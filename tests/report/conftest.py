@@ -6,7 +6,7 @@ trainer_config.json and TensorBoard event file in its folder, and beside it, in
 data/.vertex-trainer/quickstart (docs/contract.md section 15), its record (spec.yaml,
 custom_job.json, result.json) and the chief's log (the TensorFlow start-up banner left out);
 paths made relative. A study and a fallback plan are built around it the way
-workflows/tuning.py and workflows/fallback.py record them."""
+tuning/tuning_run.py and capacity/fallback.py record them."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def records(run: Path) -> Path:
 @pytest.fixture
 def study(tmp_path, quickstart) -> Path:
     """A local study's folder (its records beside it: trials.json and the tuning job's body, as
-    workflows/tuning.py writes them) over five learning rates; the best trial's run is the
+    tuning/tuning_run.py writes them) over five learning rates; the best trial's run is the
     quickstart run."""
     base = tmp_path / "study"
     base.mkdir()

@@ -1,4 +1,4 @@
-"""What the report reads from a run (workflows/report.py, report_cloud.py): the epochs of the
+"""What the report reads from a run (reporting/run_data.py, report_cloud.py): the epochs of the
 chief's progress lines, the verdict, the learning-rate schedule, the wall-time split, a study's
 trials, a fallback's attempts and the cost; no TensorFlow. (TensorBoard's reader itself is checked
 on a real run's event files on gs:// in tests/sandbox/test_sandbox_seed.py, whose CLI imports
@@ -14,7 +14,8 @@ import pytest
 from tests.report.conftest import ATTEMPTS, LEARNING_RATES, fallback_job, records
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
-from vertex_trainer.workflows import report, report_cloud
+from vertex_trainer.reporting import run_data as report
+from vertex_trainer.reporting import cloud_data as report_cloud
 
 
 def test_the_epochs_are_the_progress_lines_at_each_epochs_end(quickstart):

@@ -137,7 +137,7 @@ ECHO_SERVER = textwrap.dedent("""\
 
 def echo_deploy_request(endpoint: str = "echo"):
     """A DeployRequest for a model served by ECHO_SERVER."""
-    from vertex_trainer.vertex.deploy import DeployRequest, ServingContainer
+    from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer
 
     return DeployRequest(
         model_display_name="echo",

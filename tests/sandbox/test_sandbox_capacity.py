@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from vertex_trainer import api
-from vertex_trainer.vertex.jobs import Job, JobsClient
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 
 from .conftest import PROJECT, python_job
 

@@ -14,7 +14,7 @@ import pytest
 
 from vertex_trainer import api
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
-from vertex_trainer.vertex.jobs import Job, JobsClient
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 
 from .conftest import (
     BUCKET,
@@ -64,7 +64,7 @@ def test_sigterm_stops_jobs_model_servers_and_every_port(base_env, marker, tmp_p
         client = JobsClient("demo", REGION, settings=settings)
         script = "import os, time; print('pid', os.getpid(), flush=True); time.sleep(600)"
         job = Job(client.create_once(python_job(script, replicas=2)), client)
-        from vertex_trainer.vertex.deploy import deploy
+        from vertex_trainer.vertex.model_deploy import deploy
         from vertex_trainer.vertex.models import RegistryClient
 
         deployment = deploy(

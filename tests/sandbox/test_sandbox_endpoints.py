@@ -11,7 +11,7 @@ import pytest
 
 from tests.process_support import pid_alive, processes_with_env
 from vertex_trainer import api
-from vertex_trainer.vertex.deploy import deploy
+from vertex_trainer.vertex.model_deploy import deploy
 from vertex_trainer.vertex.models import RegistryClient
 
 from .conftest import PROJECT, REGION, echo_deploy_request

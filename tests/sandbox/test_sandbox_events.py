@@ -29,8 +29,8 @@ from vertex_trainer.gcp import storage
 from vertex_trainer.sandbox import Sandbox
 from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
 from vertex_trainer.settings import Settings
-from vertex_trainer.trigger.events import TriggerConfig
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.automation.storage_events import TriggerConfig
+from vertex_trainer.vertex.custom_jobs import JobsClient
 
 from .conftest import BUCKET, PROJECT, REGION, ROOT, cli
 

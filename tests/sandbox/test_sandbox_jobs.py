@@ -13,7 +13,7 @@ import pytest
 from tests.process_support import pid_alive
 from vertex_trainer import api
 from vertex_trainer.errors import ServiceError
-from vertex_trainer.vertex.jobs import Job, JobsClient
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 
 from .conftest import PROJECT, REGION, echo_deploy_request, python_job
 
@@ -144,7 +144,7 @@ def test_a_scripted_capacity_refusal_plays_out_instead_of_running(sandbox, setti
 def test_a_deployed_model_answers_the_endpoints_predict(sandbox, settings):
     """The serving container's command runs with Vertex AI's AIP_* variables (a stand-in server
     here; the TensorFlow one is test_sandbox_trainer's), and :predict reaches it."""
-    from vertex_trainer.vertex.deploy import deploy
+    from vertex_trainer.vertex.model_deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
 
     request = echo_deploy_request()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.process_support import pid_alive
-from vertex_trainer.pipeline import pipeline_job
+from vertex_trainer.automation import pipeline_job
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
 from .conftest import BUCKET, PROJECT, REGION

@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 from tests.process_support import pid_alive, processes_with_env
-from vertex_trainer.pipeline import compile_ir, pipeline_job, resolve_target
-from vertex_trainer.vertex.deploy import deploy
+from vertex_trainer.automation import compile_ir, pipeline_job, resolve_target
+from vertex_trainer.vertex.model_deploy import deploy
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.pipelines import PipelinesClient
 

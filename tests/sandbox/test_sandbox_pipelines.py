@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from tests.process_support import pid_alive
-from vertex_trainer.pipeline import compile_ir, pipeline_job
+from vertex_trainer.automation import compile_ir, pipeline_job
 from vertex_trainer.sandbox import placeholders
 from vertex_trainer.vertex.pipelines import PipelinesClient
 
@@ -181,7 +181,7 @@ def test_the_sandbox_searches_a_study_as_the_local_tuner_searches_its_spec(tmp_p
     """A tuning job's trials get the parameters `submit --local` would give (seed 0)."""
     from vertex_trainer import api, render
     from vertex_trainer.sandbox.tuning import as_tune_spec
-    from vertex_trainer.workflows.tuning import plan_trials, trial_args
+    from vertex_trainer.tuning.tuning_run import plan_trials, trial_args
 
     text = (ROOT / "examples/sandbox/digits-tune.yaml").read_text()
     text = text.replace("algorithm: grid", f"algorithm: {algorithm}").replace("seed: 1", "seed: 0")

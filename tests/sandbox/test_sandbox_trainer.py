@@ -23,8 +23,8 @@ from tests.docs import harness
 from tests.process_support import processes_with_env
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient
-from vertex_trainer.vertex.logs import to_ns  # RFC 3339 (nanoseconds) -> ns
+from vertex_trainer.vertex.custom_jobs import JobsClient
+from vertex_trainer.vertex.job_logs import to_ns  # RFC 3339 (nanoseconds) -> ns
 
 from .conftest import ROOT, SandboxProcess, cli, listening_sockets, ports_of
 

@@ -16,8 +16,9 @@ from vertex_trainer.local import cluster
 from vertex_trainer.packaging.templates import render_dockerfile
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec import scaling as spec_scaling
-from vertex_trainer.workflows import cost, cost_compare
-from vertex_trainer.workflows import scaling as scaling_model
+from vertex_trainer.cost import estimate as cost
+from vertex_trainer.cost import compare as cost_compare
+from vertex_trainer.cost import scaling_model
 
 from .conftest import scale_data
 

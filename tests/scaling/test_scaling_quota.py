@@ -16,7 +16,7 @@ from vertex_trainer.emulators.serviceusage import FakeServiceUsage
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.workflows import capacity
+from vertex_trainer.capacity import availability as capacity
 
 from .conftest import scale_data
 

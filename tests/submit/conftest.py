@@ -11,7 +11,7 @@ from tests.cli_support import cli_command, no_socket_hook
 from tests.shared import FAST_RETRY, PROJECT, REGION, T4_JOB, spec_yaml, write_spec
 from tests.shared import job_body as make_job_body
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.vertex.custom_jobs import JobsClient
 
 SPEC = spec_yaml(
     T4_JOB,

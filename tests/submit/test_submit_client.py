@@ -9,7 +9,7 @@ import pytest
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
-from vertex_trainer.vertex.jobs import (
+from vertex_trainer.vertex.custom_jobs import (
     Job,
     JobsClient,
     check_key,

@@ -22,7 +22,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.gcs_glob import fixed_prefix, glob_regex
 from vertex_trainer.settings import RetryPolicy, Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.workflows.preflight import DataCheck, check_data, data_checks
+from vertex_trainer.preflight import DataCheck, check_data, data_checks
 
 pytestmark = pytest.mark.wire
 

@@ -9,7 +9,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.names import check_key
-from vertex_trainer.workflows.preflight import check_stand_ins, registry_far
+from vertex_trainer.preflight import check_stand_ins, registry_far
 
 
 def _spec(region="us-central1", **image):

@@ -15,7 +15,7 @@ import pytest
 from tests.shared import FAST_POLL, PROJECT, REGION, job_body
 from vertex_trainer import api
 from vertex_trainer.errors import JobFailed
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.vertex.custom_jobs import JobsClient
 from vertex_trainer.vertex.stateful import StatefulResource
 
 pytestmark = pytest.mark.wire

@@ -75,7 +75,7 @@ def test_the_fakes_answers_parse_as_the_services_types(fake):
 def test_a_job_naming_an_instance_of_another_region_is_refused(fake):
     from tests.shared import job_body
     from vertex_trainer.errors import ServiceError
-    from vertex_trainer.vertex.jobs import JobsClient
+    from vertex_trainer.vertex.custom_jobs import JobsClient
     from vertex_trainer.vertex.tensorboards import TensorboardsClient
 
     settings = fake_settings(fake)
@@ -112,8 +112,8 @@ def test_status_links_the_jobs_page_in_vertex_ai_tensorboard(fake, submit, run_c
 
 
 def test_the_report_page_links_the_jobs_tensorboard(fake, submit):
-    from vertex_trainer.workflows import report_page
-    from vertex_trainer.workflows.report import RunData
+    from vertex_trainer.reporting import page as report_page
+    from vertex_trainer.reporting.run_data import RunData
 
     job, _ = submit("tb-report")
     data = fake.jobs[job["name"]]

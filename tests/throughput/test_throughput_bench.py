@@ -69,8 +69,8 @@ def test_a_job_starved_of_input_waits_clearly_longer(starved_run, readme_bench):
 
 
 def test_bench_prints_both_throughputs_and_the_input_wait(readme_bench):
-    """The local bench's report for people (present/bench.py: the figures of
-    workflows.benchmark.report), after the dry run's JSON of the block's first line."""
+    """The local bench's report for people (performance/bench_text.py: the figures of
+    performance.benchmark.report), after the dry run's JSON of the block's first line."""
     dry, _ = json.JSONDecoder().raw_decode(readme_bench.stdout.lstrip())
     assert dry["dry_run"] is True and list(dry["runs"]) == ["synthetic", "real"]
     text = readme_bench.stdout[readme_bench.stdout.index("\nbench ") + 1 :]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vertex_trainer.errors import UserError
-from vertex_trainer.trigger import (
+from vertex_trainer.automation import (
     FINALIZED,
     BadEvent,
     ObjectEvent,
@@ -113,7 +113,7 @@ def test_the_deploy_plan_runs_in_order_with_captured_values_and_stops_at_a_failu
     import subprocess
 
     from vertex_trainer.errors import ServiceError
-    from vertex_trainer.trigger import gcloud
+    from vertex_trainer.automation import gcloud_commands as gcloud
 
     deployment = gcloud.Deployment(
         function="vt-digits",

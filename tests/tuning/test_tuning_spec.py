@@ -11,7 +11,7 @@ import pytest
 from vertex_trainer import render
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import build_spec
-from vertex_trainer.workflows import tuning
+from vertex_trainer.tuning import tuning_run as tuning
 
 from .conftest import spec_data, write_spec
 

@@ -129,7 +129,7 @@ def test_trainer_flags_tell_the_bundled_trainer_from_a_script_job():
 
 
 def test_a_job_without_figures_says_why():
-    from vertex_trainer.present.utilization import utilization_lines
+    from vertex_trainer.performance.utilization_text import utilization_lines
     from vertex_trainer.vertex.utilization import Utilization
 
     use = Utilization(

@@ -1,7 +1,7 @@
 """How an epoch is cut into executions: `steps_per_execution` and the epoch it divides; and which
 executions a `--profile-steps=A,B` window traces.
 
-Pure and import-free, so vertex-trainer's bench (workflows/benchmark.py, through spec/trainer.py)
+Pure and import-free, so vertex-trainer's bench (performance/benchmark.py, through spec/trainer.py)
 cuts its short epoch with this very function and the bench measures what the trainer would run.
 """
 

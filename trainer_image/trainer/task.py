@@ -431,7 +431,7 @@ def collect_metrics(cfg: TrainConfig, info, plan: Plan, policy: str, outcome: Ou
         "epochs": cfg.epochs,
         "initial_epoch": progress.first_epoch or 0,
         "train_examples_per_sec": steady,
-        "steady_examples_per_sec": steady,  # the same figure (workflows/benchmark.py reads this name)
+        "steady_examples_per_sec": steady,  # the same figure (performance/benchmark.py reads this name)
         "wall_examples_per_sec": timing["wall_examples_per_sec"],
         "epoch_examples_per_sec": progress.epoch_rates,
         "step_time_ms": timing["steady_step_time_ms"],

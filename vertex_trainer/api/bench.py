@@ -9,13 +9,13 @@ from vertex_trainer.api.execute import submit
 from vertex_trainer.api.plan import SubmitOptions
 from vertex_trainer.contract import short_state
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
+from vertex_trainer.vertex.custom_jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.handles import Job
     from vertex_trainer.api.results import LocalJob
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.workflows import benchmark
+    from vertex_trainer.performance import benchmark
 
 __all__ = ["bench"]
 
@@ -35,8 +35,8 @@ def bench(
     repeat: int = 1,
 ) -> dict:
     """Run the spec's job briefly twice, on synthetic then on real data (docs/contract.md
-    section 9; vertex_trainer.workflows.benchmark); with `sweep`, once per value of one field
-    (vertex_trainer.workflows.sweep).
+    section 9; vertex_trainer.performance.benchmark); with `sweep`, once per value of one field
+    (vertex_trainer.performance.sweep).
 
     Args:
         spec: the job spec.
@@ -65,7 +65,7 @@ def bench(
         "recommendation": {"value", "rule", ...}, ...}``; its dry run ``{"dry_run": true,
         "runs": {value: the submit dry run}, ...}``.
     """
-    from vertex_trainer.workflows import benchmark
+    from vertex_trainer.performance import benchmark
 
     settings = settings or (client.settings if client else settings_from_env())
     log = log or _stderr
@@ -132,7 +132,7 @@ def _run(
     """One brief job, run here (a LocalJob) or as a CustomJob with idempotency key `key`, to its
     end; JobFailed (exit 1) when a local run fails."""
     from vertex_trainer.errors import JobFailed
-    from vertex_trainer.workflows import benchmark
+    from vertex_trainer.performance import benchmark
 
     if local:
         # a bench run has no tune: block (brief_sets drops it), so a local submit is one LocalJob
@@ -207,7 +207,8 @@ def _sweep(
 ) -> dict:
     """bench(sweep=...): one brief job per value (`repeat` times each), then the table and the
     recommendation."""
-    from vertex_trainer.workflows import benchmark, sweep
+    from vertex_trainer.performance import benchmark
+    from vertex_trainer.performance import sweep
 
     swept = sweep.plan(
         spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local, repeat=repeat
@@ -260,7 +261,7 @@ def _cost_per_epoch(spec: JobSpec, report: dict, *, local: bool, settings: Setti
     region (docs/contract.md section 12), so two hardware choices compare in dollars."""
     from vertex_trainer import pricing
     from vertex_trainer.api.cost import _reader
-    from vertex_trainer.workflows import cost
+    from vertex_trainer.cost import estimate as cost
 
     rate = report.get("real_examples_per_sec") or report.get("synthetic_examples_per_sec")
     found = cost.cost_per_epoch(spec, pricing.load_snapshot(), rate, _reader(settings))

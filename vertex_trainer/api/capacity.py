@@ -19,7 +19,7 @@ from vertex_trainer.settings import Settings
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
-    from vertex_trainer.vertex.jobs import Job
+    from vertex_trainer.vertex.custom_jobs import Job
 
 Log = Callable[[str], None]
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import check_key
+from vertex_trainer.vertex.custom_jobs import check_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec

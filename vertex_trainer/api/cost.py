@@ -18,8 +18,8 @@ from vertex_trainer.settings import Settings
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.pricing import PriceBook
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.workflows.cost import Estimate
-    from vertex_trainer.workflows.cost_compare import Comparison
+    from vertex_trainer.cost.estimate import Estimate
+    from vertex_trainer.cost.compare import Comparison
 
 __all__ = ["cost", "job_cost", "prices", "refresh_prices"]
 
@@ -37,7 +37,7 @@ def prices(*, live: bool = False, settings: Settings | None = None) -> PriceBook
 
     if not live:
         return pricing.load_snapshot()
-    from vertex_trainer.vertex.billing import BillingClient
+    from vertex_trainer.cost.billing_catalog import BillingClient
 
     return BillingClient(settings=settings or settings_from_env()).price_book()
 
@@ -94,7 +94,7 @@ def cost(
     Raises:
         UserError: a throughput for your own code without examples_per_epoch, or the two
             figures given for the bundled trainer (exit 2)."""
-    from vertex_trainer.workflows import cost as costs
+    from vertex_trainer.cost import estimate as costs
 
     settings = settings or settings_from_env()
     name = "the bench result"
@@ -108,7 +108,7 @@ def cost(
     est = costs.estimate(spec, book, throughput=rate, read_json=reader, own=own)
     if not compare:
         return est
-    from vertex_trainer.workflows import cost_compare
+    from vertex_trainer.cost import compare as cost_compare
 
     return cost_compare.compare(
         spec, book, est, can_wait=can_wait, checkpoints=checkpoints, quota=_quota_reader(spec, settings)
@@ -151,7 +151,7 @@ def job_cost(data: dict) -> dict | None:
     Returns:
         The "cost" object of `status --output json`, or None for a job that has not run."""
     from vertex_trainer import pricing
-    from vertex_trainer.workflows import cost as costs
+    from vertex_trainer.cost import estimate as costs
 
     return costs.job_cost(data, pricing.load_snapshot())
 
@@ -166,7 +166,7 @@ def refresh_prices(path: str | None = None, *, settings: Settings | None = None)
     Returns:
         {"path", "as_of", "skus_read", "skus_used", "families", "accelerators"} (counts)."""
     from vertex_trainer import pricing
-    from vertex_trainer.vertex.billing import BillingClient
+    from vertex_trainer.cost.billing_catalog import BillingClient
 
     book = BillingClient(settings=settings or settings_from_env()).price_book()
     target = str(path or pricing.shipped_path())  # os.replace takes a path: the package is on disk

@@ -11,7 +11,7 @@ from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.vertex.deploy import Deployment
+    from vertex_trainer.vertex.model_deploy import Deployment
 
 __all__ = ["deploy", "serve_model"]
 
@@ -50,10 +50,10 @@ def deploy(
 
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
-    from vertex_trainer.vertex.deploy import deploy as run_deploy
-    from vertex_trainer.vertex.jobs import Job
+    from vertex_trainer.vertex.model_deploy import deploy as run_deploy
+    from vertex_trainer.vertex.custom_jobs import Job
     from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.workflows import deployment
+    from vertex_trainer.deployment import deploy_request as deployment
 
     if (job is None) == (model_dir is None):
         raise UserError(

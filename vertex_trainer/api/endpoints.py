@@ -10,7 +10,7 @@ from vertex_trainer.api.core import Log, _stderr, settings_from_env
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.vertex.endpoints import EndpointView, Undeployment
+    from vertex_trainer.vertex.deployed import EndpointView, Undeployment
 
 __all__ = ["list_endpoints", "undeploy"]
 
@@ -39,7 +39,7 @@ def list_endpoints(
         name).
     """
     from vertex_trainer.pricing import load_snapshot
-    from vertex_trainer.vertex import endpoints as eps
+    from vertex_trainer.vertex import deployed as eps
 
     client = _client(endpoint, project, region, settings)
     if endpoint is not None:
@@ -87,7 +87,7 @@ def undeploy(
             deployed model whose traffic has nowhere to go (exit 2; nothing sent).
     """
     from vertex_trainer.errors import UserError
-    from vertex_trainer.vertex import endpoints as eps
+    from vertex_trainer.vertex import deployed as eps
 
     if not re.fullmatch(r"[0-9]{1,19}", deployed_model_id):
         raise UserError(

@@ -11,7 +11,7 @@ from vertex_trainer.api.execute import run as run_plan
 from vertex_trainer.api.plan import SubmitOptions, plan_submit
 from vertex_trainer.api.results import DryRun
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import check_key
+from vertex_trainer.vertex.custom_jobs import check_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
@@ -54,7 +54,7 @@ def compile_pipeline(
     Returns:
         the PipelineSpec (KFP IR) as a dict.
     """
-    from vertex_trainer.pipeline import pipeline_ir
+    from vertex_trainer.automation import pipeline_ir
 
     check(spec)
     from vertex_trainer.vertex.names import new_key
@@ -73,7 +73,7 @@ def pipeline_yaml(ir: dict) -> str:
     Returns:
         its YAML text (keys sorted, so the same spec gives the same bytes).
     """
-    from vertex_trainer.pipeline import to_yaml
+    from vertex_trainer.automation import to_yaml
 
     return to_yaml(ir)
 
@@ -166,7 +166,7 @@ def trigger_render(
     **options: Any,
 ) -> dict:
     """Write the deployable Cloud Run function for `spec_path` to `out_dir` (docs/contract.md
-    section 6; see trigger/bundle.py). Opens no connection.
+    section 6; see automation/function_bundle.py). Opens no connection.
 
     Args:
         spec_path: the job spec the function starts.
@@ -180,7 +180,7 @@ def trigger_render(
     Returns:
         what was written: the function's directory, files and configuration, as a dict.
     """
-    from vertex_trainer.trigger import function
+    from vertex_trainer.automation import function_deploy as function
 
     return function.render(
         spec_path,
@@ -216,7 +216,7 @@ def trigger_deploy(
     Returns:
         what was deployed (or, dry, the commands), as a dict.
     """
-    from vertex_trainer.trigger import function
+    from vertex_trainer.automation import function_deploy as function
 
     return function.deploy(
         spec_path,
@@ -233,7 +233,7 @@ def on_object_finalized(
 ) -> dict:
     """The Cloud Run function's body (docs/contract.md section 6): start the run a marker object
     asks for, at most once per (bucket, object, generation), and at most the trigger's
-    max_runs_per_folder runs of one folder in its folder_window (trigger/runs.py); acknowledge
+    max_runs_per_folder runs of one folder in its folder_window (automation/event_runs.py); acknowledge
     every other object, and a marker whose folder is not one folder of the bucket. An invalid
     event or spec, or a capped re-upload, is permanent: logged, acknowledged. Anything else
     raises: the function answers 500 and Eventarc redelivers.
@@ -250,7 +250,7 @@ def on_object_finalized(
     from pathlib import Path
 
     from vertex_trainer.errors import UserError
-    from vertex_trainer.trigger import runs
+    from vertex_trainer.automation import event_runs as runs
 
     settings = settings or settings_from_env()
     log = runs.EventLog(emit)

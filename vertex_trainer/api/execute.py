@@ -2,12 +2,12 @@
 kind, each returning its own handle:
 
     custom        -> Job         the CustomJob, created once per key (deploy after, if asked)
-    fallback      -> Job         each attempt of scheduling.fallback in turn (workflows/fallback.py)
+    fallback      -> Job         each attempt of scheduling.fallback in turn (capacity/fallback.py)
     tuning        -> TuningJob   the HyperparameterTuningJob (vertex/hptuning.py)
     pipeline      -> PipelineRun the PipelineJob, created once per key (vertex/pipelines.py);
                                  built and compiled only when no run has the id yet
     local         -> LocalJob    the CustomJob run here (local/)
-    local-tuning  -> LocalTuning the study's trials run here (workflows/tuning.py)
+    local-tuning  -> LocalTuning the study's trials run here (tuning/tuning_run.py)
 
 A cloud executor first makes the reads that belong before any create (the buckets, the quota
 pre-flight, the persistent resource) and the build, then sends the plan's bodies: nothing is
@@ -24,14 +24,14 @@ from vertex_trainer.api.package import package
 from vertex_trainer.api.plan import SubmitOptions, SubmitPlan, plan_submit
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient, create_idempotent
+from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.hptuning import TuningJob
     from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.pipelines import PipelineRun
-    from vertex_trainer.workflows.tuning import LocalTuning
+    from vertex_trainer.tuning.tuning_run import LocalTuning
 
 __all__ = ["Handle", "registry_client", "run", "submit"]
 
@@ -235,7 +235,8 @@ def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int,
 def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     """The buckets (missing: exit 2), the quota pre-flight and the persistent resource
     (docs/contract.md sections 8 and 11); returns the attempts to skip (attempt n -> why)."""
-    from vertex_trainer.workflows import capacity, preflight
+    from vertex_trainer.capacity import availability as capacity
+    from vertex_trainer import preflight
 
     spec = plan.spec
     preflight.check_buckets(spec, settings=settings, log=log)
@@ -318,7 +319,7 @@ def _run_custom(plan: SubmitPlan, settings: Settings, log: Log) -> Job:
 def _run_fallback(plan: SubmitPlan, settings: Settings, log: Log, skipped: dict[int, str]) -> Job:
     """fallback: each attempt in its own region, the plan's bodies in turn (docs/contract.md
     sections 8 and 11)."""
-    from vertex_trainer.workflows import fallback
+    from vertex_trainer.capacity import fallback
 
     opts = plan.options
     job = fallback.submit(
@@ -409,7 +410,7 @@ def _run_here(plan: SubmitPlan, settings: Settings) -> LocalJob:
 
 def _run_local_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> LocalTuning:
     """local-tuning: the plan's trials run here, `parallel_trials` at a time."""
-    from vertex_trainer.workflows import tuning
+    from vertex_trainer.tuning import tuning_run as tuning
 
     return tuning.run_trials(
         plan.spec,

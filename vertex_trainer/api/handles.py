@@ -11,18 +11,18 @@ from typing import IO, TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.settings import PollPolicy, Settings
-from vertex_trainer.vertex.jobs import Job as _VertexJob
+from vertex_trainer.vertex.custom_jobs import Job as _VertexJob
 from vertex_trainer.vertex.service import CollectionClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.vertex.deploy import Deployment
+    from vertex_trainer.vertex.model_deploy import Deployment
 
 __all__ = ["Job"]
 
 
 class Job(_VertexJob):
-    """A Vertex AI CustomJob (see vertex_trainer.vertex.jobs.Job). `Job.get(name)` reads the
+    """A Vertex AI CustomJob (see vertex_trainer.vertex.custom_jobs.Job). `Job.get(name)` reads the
     settings from the environment when none are given, like every API entry point."""
 
     @classmethod
@@ -114,7 +114,7 @@ class Job(_VertexJob):
         from vertex_trainer.contract import Failure, JobEvent, LogEntry
         from vertex_trainer.errors import JobFailed
         from vertex_trainer.local.display import is_banner
-        from vertex_trainer.vertex.logs import LogsClient
+        from vertex_trainer.vertex.job_logs import LogsClient
         from vertex_trainer.vertex.stateful import StatePrinter
 
         printer = StatePrinter(stream)

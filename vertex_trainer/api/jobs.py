@@ -10,7 +10,7 @@ from vertex_trainer.api.core import Log, settings_from_env
 from vertex_trainer.api.handles import Job
 from vertex_trainer.contract import SPEC_LABEL
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.jobs import JobsClient
+from vertex_trainer.vertex.custom_jobs import JobsClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from datetime import datetime
@@ -197,7 +197,7 @@ def logs(
     log: Log | None = None,
 ) -> Iterable[Any]:
     """A job's log in time order, each entry once (docs/contract.md section 7; see
-    vertex_trainer.vertex.logs).
+    vertex_trainer.vertex.job_logs).
 
     A Vertex AI job is looked up first (one GET), as :func:`status` does: a job that does not
     exist is the same UserError (exit 2, its 404 and hint), not an empty log; and ``replica``
@@ -221,7 +221,7 @@ def logs(
         for a job that does not exist or a replica it does not have, before any log is read.
     """
     from vertex_trainer.local import runlog
-    from vertex_trainer.vertex.logs import LogsClient, parse_since
+    from vertex_trainer.vertex.job_logs import LogsClient, parse_since
 
     settings = settings or settings_from_env()
     start = parse_since(since)

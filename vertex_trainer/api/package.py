@@ -38,7 +38,7 @@ def package(
         a PackageResult: the artifact, the image, whether it was built, and the plan.
     """
     from vertex_trainer import packaging
-    from vertex_trainer.workflows.preflight import check_stand_ins
+    from vertex_trainer.preflight import check_stand_ins
 
     if spec.image is None:
         from vertex_trainer.errors import SpecError
@@ -95,7 +95,7 @@ def local_tensorflow_note(spec: JobSpec) -> str | None:
     import importlib.metadata
 
     from vertex_trainer import catalog
-    from vertex_trainer.packaging.plan import resolve_variant
+    from vertex_trainer.packaging.build_plan import resolve_variant
     from vertex_trainer.spec.images import AUTO, image_tensorflow
 
     image = spec.image

@@ -29,16 +29,16 @@ from vertex_trainer.api.results import DryRun
 from vertex_trainer.contract import Artifact
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import scaling
-from vertex_trainer.vertex.jobs import JobsClient, check_key, new_key
+from vertex_trainer.vertex.custom_jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
     from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.tensorboards import FindOrCreate
-    from vertex_trainer.workflows.capacity import QuotaCheck
-    from vertex_trainer.workflows.cost import Estimate
-    from vertex_trainer.workflows.preflight import DataCheck
+    from vertex_trainer.capacity.availability import QuotaCheck
+    from vertex_trainer.cost.estimate import Estimate
+    from vertex_trainer.preflight import DataCheck
 
 __all__ = [
     "AttemptPlan",
@@ -66,7 +66,7 @@ class SubmitOptions:
     Attributes:
         timeout: with ``wait``, seconds to follow the job before giving up (None: until it ends).
         quota_check: read the project's quota for the accelerator before creating
-            (vertex_trainer.workflows.capacity); a dry run never reads it.
+            (vertex_trainer.capacity.availability); a dry run never reads it.
         builder: ``docker`` or ``cloud-build`` when the spec builds its image (default: the
             packager's choice).
         on_state: called with the job at each state change while waiting.
@@ -158,7 +158,7 @@ class PipelinePlan:
         """The PipelineJob body: the pipeline compiled (kfp) from the plan's CustomJob, its deploy
         steps from the registry's model and endpoint when `registry` is given (read-only look-ups),
         else those of a first deploy."""
-        from vertex_trainer import pipeline
+        from vertex_trainer import automation as pipeline
 
         ir = pipeline.pipeline_ir(self.spec, self.artifact, self.key, registry=registry, job=self.job)
         return pipeline.pipeline_body(self.spec, ir, self.key, self.root)
@@ -220,7 +220,7 @@ class SubmitPlan:
             no output_dir; a run here then gets one below the temp dir).
         resumed: the run continued (``resume``), or None for a new one.
         checks: the reads a cloud submit makes before it builds or sends (the data patterns
-            that must match an object: workflows/preflight.py); a dry run lists them.
+            that must match an object: preflight.py); a dry run lists them.
         tensorboards: with `tensorboard: auto`, the instance of each region of the plan found
             or made before the job is created (vertex/tensorboards.py); the bodies hold
             render.tensorboard_pending until then (`with_tensorboards`). A dry run lists them
@@ -389,7 +389,8 @@ def plan_submit(
     estimate = worst = budget = field_ = None
     checks: tuple[DataCheck, ...] = ()
     if not local:
-        from vertex_trainer.workflows import capacity, preflight
+        from vertex_trainer.capacity import availability as capacity
+        from vertex_trainer import preflight
 
         warnings = tuple(capacity.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
         capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
@@ -493,7 +494,7 @@ def _quiet(_message: str) -> None:
 
 def _pipeline_root(spec: JobSpec, root: str | None, *, local: bool) -> str:
     """A pipeline plan's root, once the spec can run as a pipeline (exit 2 otherwise)."""
-    from vertex_trainer import pipeline
+    from vertex_trainer import automation as pipeline
 
     if local:
         raise ValueError("a pipeline runs on Vertex AI Pipelines, not here")
@@ -513,7 +514,7 @@ def _pipeline_plan(
 
 
 def _clients(client: JobsClient | None, spec: JobSpec, settings: Settings) -> Callable[[str], JobsClient]:
-    from vertex_trainer.workflows import fallback
+    from vertex_trainer.capacity import fallback
 
     return fallback.region_clients(client or JobsClient(spec.project, spec.region, settings=settings))
 
@@ -541,7 +542,7 @@ def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | No
     """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
     budget it passed (over it: exit 2 naming both figures, nothing sent)."""
     from vertex_trainer import pricing
-    from vertex_trainer.workflows import cost
+    from vertex_trainer.cost import estimate as cost
 
     est = cost.estimate(spec, pricing.load_snapshot())
     trials = spec.tune.max_trials if spec.tune is not None else 1
@@ -552,7 +553,7 @@ def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | No
 
 def _trials(spec: JobSpec) -> tuple[TrialPlan, ...]:
     """A local study's trials, each checked by the trainer's parser (exit 2 before any runs)."""
-    from vertex_trainer.workflows import tuning
+    from vertex_trainer.tuning import tuning_run as tuning
 
     planned = tuning.plan_trials(spec)
     tuning.check_trials(spec, planned)
@@ -584,7 +585,7 @@ def look_at_quota(spec: JobSpec, *, settings: Settings | None = None) -> QuotaLo
         a QuotaLook: the checks, or why none was made (an emulator without a quota endpoint, no
         accelerator, no project or region yet, no known metric).
     """
-    from vertex_trainer.workflows import capacity
+    from vertex_trainer.capacity import availability as capacity
 
     settings = settings or settings_from_env()
     acc = capacity.accelerator(spec)

@@ -1,7 +1,7 @@
 """profile and tensorboard: where a run's step time goes (its profiler trace, read by xprof), and
 TensorBoard on 127.0.0.1 over its logs. A run is named as `report` and `logs` take it: a local
 run's folder or name, or a Vertex AI (or sandbox) job by resource name or id; the logic is
-workflows/profile.py and workflows/tensorboard.py."""
+performance/step_profile.py and performance/tensorboard_server.py."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def _folder(target: Any, *, project: str | None, region: str | None, settings: S
                 f"{target} holds no run ({why})",
                 hint="give the output directory of `submit --local` (or its name), or a Vertex AI job",
             )
-    from vertex_trainer.vertex.jobs import Job
-    from vertex_trainer.workflows import report_cloud
+    from vertex_trainer.vertex.custom_jobs import Job
+    from vertex_trainer.reporting import cloud_data as report_cloud
 
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     job = (
@@ -71,11 +71,11 @@ def profile(
         region: the region of a job id (default: the settings').
         settings: the process settings (default: read from the environment).
     Returns:
-        the workflows.profile.Profile: the session read, the breakdown of the profiled steps
+        the performance.step_profile.Profile: the session read, the breakdown of the profiled steps
         (device busy, idle between steps, input, host-to-device, ...), the top ops by self time
         and the verdict. Raises UserError (exit 2) without a trace, saying how to make one.
     """
-    from vertex_trainer.workflows import profile as profiles
+    from vertex_trainer.performance import step_profile as profiles
 
     settings = settings or settings_from_env()
     folder = _folder(target, project=project, region=region, settings=settings)
@@ -105,12 +105,12 @@ def tensorboard(
         region: the region of a job id (default: the settings').
         settings: the process settings (default: read from the environment).
     Returns:
-        the workflows.tensorboard.Board, serving: its `url`; `stop()` ends it (it is a context
+        the performance.tensorboard_server.Board, serving: its `url`; `stop()` ends it (it is a context
         manager too).
     """
     from pathlib import Path
 
-    from vertex_trainer.workflows import tensorboard as boards
+    from vertex_trainer.performance import tensorboard_server as boards
 
     settings = settings or settings_from_env()
     folder = _folder(target, project=project, region=region, settings=settings)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # imported when called: `validate` does not pay for them
-    from vertex_trainer.workflows.check import Item
-    from vertex_trainer.workflows.project_setup import SetupResult
+    from vertex_trainer.readiness.project_check import Item
+    from vertex_trainer.readiness.project_setup import SetupResult
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def project_check(
         a ProjectCheck; `.ok` is False when an item FAILs (the CLI exits 2).
     """
     from vertex_trainer.api.core import settings_from_env
-    from vertex_trainer.workflows import check as _check
+    from vertex_trainer.readiness import project_check as _check
 
     settings = settings or settings_from_env()
     name, source = project_source(settings, spec, project)
@@ -75,8 +75,8 @@ def project_check(
 def _tensorboard_items(
     spec, project: str | None, settings: Settings, found: list[Item], spec_path: str | None
 ) -> list[Item]:
-    """The spec's TensorBoard items (workflows/check_tensorboard.py), after check.py's."""
-    from vertex_trainer.workflows import check_tensorboard
+    """The spec's TensorBoard items (readiness/tensorboard_check.py), after check.py's."""
+    from vertex_trainer.readiness import tensorboard_check as check_tensorboard
 
     return check_tensorboard.items(
         spec, project=project or "", settings=settings, found=found, spec_path=spec_path
@@ -120,8 +120,8 @@ def project_setup(
     from vertex_trainer.api.core import settings_from_env
     from vertex_trainer.errors import UserError
     from vertex_trainer.gcp import names
-    from vertex_trainer.workflows import check as _check
-    from vertex_trainer.workflows import project_setup as _setup
+    from vertex_trainer.readiness import project_check as _check
+    from vertex_trainer.readiness import project_setup as _setup
 
     if member is not None:
         names.check_member(member, "--member")
@@ -161,8 +161,8 @@ def after_denial(spec, error, *, settings: Settings):
     from vertex_trainer.errors import VertexTrainerError
     from vertex_trainer.gcp import access
     from vertex_trainer.gcp.http import Denied
-    from vertex_trainer.workflows import check as _check
-    from vertex_trainer.workflows import permissions
+    from vertex_trainer.readiness import project_check as _check
+    from vertex_trainer.readiness import permissions
 
     project = spec.project
     endpoint = settings.serviceusage_endpoint if error.api else settings.iam_endpoint

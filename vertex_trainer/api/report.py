@@ -1,6 +1,6 @@
 """report: a run's whole story as one self-contained HTML page, or its plots as one PNG
-(docs/report.md). The data is gathered by workflows/report.py (a local run's directory) and
-workflows/report_cloud.py (a job on Vertex AI or the sandbox), drawn by workflows/report_page.py."""
+(docs/report.md). The data is gathered by reporting/run_data.py (a local run's directory) and
+reporting/cloud_data.py (a job on Vertex AI or the sandbox), drawn by reporting/page.py."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def report_data(
     region: str | None = None,
     settings: Settings | None = None,
 ) -> Any:
-    """What the report of `target` shows (workflows.report.RunData), read now.
+    """What the report of `target` shows (reporting.run_data.RunData), read now.
 
     Args:
         target: a local run's output directory (or the name of a run whose output went to the
@@ -47,7 +47,8 @@ def report_data(
         the RunData. Raises UserError (exit 2) when `target` names no run or job.
     """
     from vertex_trainer.local import runlog
-    from vertex_trainer.workflows import report, report_cloud
+    from vertex_trainer.reporting import run_data as report
+    from vertex_trainer.reporting import cloud_data as report_cloud
 
     settings = settings or settings_from_env()
     local = getattr(target, "output_dir", None) if not isinstance(target, str) else None
@@ -65,7 +66,7 @@ def report_data(
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     if "/hyperparameterTuningJobs/" in name or hasattr(target, "best_trial"):
         return _tuning(target, project=project, region=region, settings=settings)
-    from vertex_trainer.vertex.jobs import Job  # not api.jobs: api.handles' Job.report calls here
+    from vertex_trainer.vertex.custom_jobs import Job  # not api.jobs: api.handles' Job.report calls here
 
     job = (
         target
@@ -84,8 +85,8 @@ def report_data(
 
 def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:
     from vertex_trainer.vertex.hptuning import TuningJob
-    from vertex_trainer.vertex.jobs import Job
-    from vertex_trainer.workflows import report_cloud
+    from vertex_trainer.vertex.custom_jobs import Job
+    from vertex_trainer.reporting import cloud_data as report_cloud
 
     job = (
         target
@@ -129,7 +130,7 @@ def report(
     Returns:
         the path written.
     """
-    from vertex_trainer.workflows import report_page
+    from vertex_trainer.reporting import page as report_page
 
     if fmt not in report_page.FORMATS:
         raise UserError(

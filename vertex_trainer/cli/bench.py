@@ -72,7 +72,7 @@ def bench(
     input wait, input- or compute-bound, and the published reference for known hardware. With
     --sweep, once per value of one field, and the value to use."""
     from vertex_trainer import api
-    from vertex_trainer.present.bench import bench_text, dry_run_text, sweep_dry_run_text, sweep_text
+    from vertex_trainer.performance.bench_text import bench_text, dry_run_text, sweep_dry_run_text, sweep_text
 
     if idempotency_key is not None:
         api.check_key(idempotency_key)

@@ -43,7 +43,7 @@ def check(
     are tested (testIamPermissions), not guessed. Exit 0 when nothing fails, 2 otherwise.
     """
     from vertex_trainer import api
-    from vertex_trainer.present.check import check_text
+    from vertex_trainer.readiness.check_text import check_text
 
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg) if spec is not None else None
@@ -98,7 +98,7 @@ def setup(
     A second run changes nothing. --dry-run sends nothing at all; --plan reads and changes nothing.
     """
     from vertex_trainer import api
-    from vertex_trainer.present.check import setup_text
+    from vertex_trainer.readiness.check_text import setup_text
 
     cfg = settings()
     job_spec = load(spec, set_, var, project, region, cfg)

@@ -111,7 +111,7 @@ def cost(
     if output is OutputFormat.json:
         emit_json(result.to_json())
         return
-    from vertex_trainer.present.cost import cost_text
+    from vertex_trainer.cost.cost_text import cost_text
 
     print(cost_text(result))
 

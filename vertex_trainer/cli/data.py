@@ -164,7 +164,7 @@ def data_convert(
     """
     from vertex_trainer import api
     from vertex_trainer.api.data import Conversion, Runner
-    from vertex_trainer.present.data import dry_run_text, summary_text
+    from vertex_trainer.dataprep.conversion_text import dry_run_text, summary_text
 
     cfg = settings()
     conv = Conversion(

@@ -84,7 +84,7 @@ def show_deployment(result: Any, output: OutputFormat) -> None:
     """A deployment (or a dry run's requests, a dict) as --output asks."""
     if output is OutputFormat.json:
         return emit_json(result if isinstance(result, dict) else result.to_dict())
-    from vertex_trainer.present.deploy import deployment_text, dry_run_text
+    from vertex_trainer.deployment.deploy_text import deployment_text, dry_run_text
 
     print(dry_run_text(result) if isinstance(result, dict) else deployment_text(result))
 

@@ -64,7 +64,7 @@ def endpoints(
     found = api.list_endpoints(**place, endpoint=named, settings=cfg)
     if output is OutputFormat.json:
         return emit_json({"endpoints": [e.to_dict() for e in found]})
-    from vertex_trainer.present.endpoints import endpoints_text
+    from vertex_trainer.deployment.endpoints_text import endpoints_text
 
     print(endpoints_text(found, place["project"], place["region"], named))
 
@@ -110,7 +110,7 @@ def undeploy(
     )
     if output is OutputFormat.json:
         return emit_json(result if isinstance(result, dict) else result.to_dict())
-    from vertex_trainer.present.endpoints import undeploy_dry_run_text, undeployment_text
+    from vertex_trainer.deployment.endpoints_text import undeploy_dry_run_text, undeployment_text
 
     print(undeploy_dry_run_text(result) if isinstance(result, dict) else undeployment_text(result))
 

@@ -324,7 +324,7 @@ def _show_created(job, output: OutputFormat) -> None:
 
 
 def _show_attempts(job) -> None:
-    from vertex_trainer.present.attempts import attempts_line
+    from vertex_trainer.capacity.attempts_text import attempts_line
 
     print(attempts_line(job.attempts))
 
@@ -342,7 +342,7 @@ def _with_cost(obj: dict, job) -> dict:
 
 
 def _cost_line(job) -> None:
-    from vertex_trainer.present.cost import job_cost_line
+    from vertex_trainer.cost.cost_text import job_cost_line
 
     line = job_cost_line(_cost(job))
     if line:
@@ -379,7 +379,7 @@ def _show_job(job, output: OutputFormat, usage=None) -> None:
     _cost_line(job)
     _report_line(job)
     if usage is not None:
-        from vertex_trainer.present.utilization import utilization_text
+        from vertex_trainer.performance.utilization_text import utilization_text
 
         print()
         print(utilization_text(usage()))

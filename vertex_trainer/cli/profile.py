@@ -39,7 +39,7 @@ def profile(
     """Where a run's step time goes, from its newest profiler trace (trainer.profile_steps):
     device busy, idle between steps, input, host-to-device, the top ops, and the verdict."""
     from vertex_trainer import api
-    from vertex_trainer.present.profile import profile_text
+    from vertex_trainer.performance.profile_text import profile_text
 
     cfg = settings()
     found = api.profile(target, **where(cfg, project, region), settings=cfg)

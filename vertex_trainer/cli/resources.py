@@ -72,7 +72,7 @@ def list_(
 ) -> None:
     """List the persistent resources of a project and region."""
     from vertex_trainer import api
-    from vertex_trainer.present.resources import resources_text
+    from vertex_trainer.capacity.resources_text import resources_text
 
     cfg = settings()
     place = where(cfg, project, region, need=True)

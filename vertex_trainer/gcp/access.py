@@ -11,7 +11,7 @@ One small client per API, each over the one `ApiClient`:
 
 Paths and bodies follow Google's discovery documents (tests/check/ holds every request the tool
 sends against them). Long-running operations are followed by `gcp.lro.wait_operation`.
-Nothing here decides what to check: workflows/check.py does.
+Nothing here decides what to check: readiness/project_check.py does.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from vertex_trainer.packaging.context import (
 )
 from vertex_trainer.packaging.docker import docker_available, docker_commands, run_docker_build
 from vertex_trainer.packaging.ensure import PackageResult, ensure_artifact
-from vertex_trainer.packaging.plan import (
+from vertex_trainer.packaging.build_plan import (
     BUILDERS,
     DEFAULT_BUILDER,
     PLATFORM,

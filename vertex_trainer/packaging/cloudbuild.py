@@ -15,7 +15,7 @@ from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import TRANSIENT_STATUS, ApiClient, Transient, default_hint, parse_error
-from vertex_trainer.packaging.plan import PLATFORM, TAG_HEX_CHARS
+from vertex_trainer.packaging.build_plan import PLATFORM, TAG_HEX_CHARS
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import validate_image_reference
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.errors import UserError
-from vertex_trainer.packaging.plan import PLATFORM, BuildFailed
+from vertex_trainer.packaging.build_plan import PLATFORM, BuildFailed
 from vertex_trainer.spec import validate_image_reference
 
 Log = Callable[[str], None]

@@ -18,7 +18,7 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.gcp import storage
 from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
 from vertex_trainer.packaging.docker import run_docker_build
-from vertex_trainer.packaging.plan import (
+from vertex_trainer.packaging.build_plan import (
     BuildFailed,
     BuildPlan,
     archive_bytes,

@@ -2,7 +2,7 @@
 
 `trainer.model: package.module:function` with `image.code: DIR` (and no image.script / module)
 runs the bundled trainer on your Keras model (spec/factory.py). Its build context is the bundled
-trainer's (packaging/plan.py `plan_bundled_context`) plus DIR under `code/`, which the
+trainer's (packaging/build_plan.py `plan_bundled_context`) plus DIR under `code/`, which the
 Dockerfile copies to /opt/code and puts on PYTHONPATH after the trainer; image.requirements and
 DIR/requirements.txt join the image's extra requirements. DIR's files are in the content hash,
 so a changed factory is a new tag and an unchanged one is not rebuilt; DIR goes through the

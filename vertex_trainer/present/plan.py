@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.durations import fmt_duration
-from vertex_trainer.present.cost import price_line
+from vertex_trainer.cost.cost_text import price_line
 from vertex_trainer.redact import hidden, note, redact, redact_args
 from vertex_trainer.spec.factory import keras_words
 
@@ -35,7 +35,7 @@ def dry_run_text(plan: SubmitPlan) -> str:
     else:
         lines = _custom_dry_run(plan)
     if plan.deploy is not None:  # --deploy: what the deploy after the job would send
-        from vertex_trainer.present.deploy import dry_run_text as deploy_text
+        from vertex_trainer.deployment.deploy_text import dry_run_text as deploy_text
 
         lines.append(deploy_text(redact(plan.deploy)))
     if plan.estimate is not None:  # hourly and worst case per attempt (docs/contract.md section 12)
@@ -118,7 +118,7 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
 
 
 def _check_lines(plan: SubmitPlan, step: int) -> list[str]:
-    """The data checks a cloud submit makes first (workflows/preflight.py), as step `step`."""
+    """The data checks a cloud submit makes first (preflight.py), as step `step`."""
     if not plan.checks:
         return []
     return [

@@ -16,7 +16,7 @@ A layer of its own just below the CLI: it composes the emulators (which must not
 clients) with `local` (the runner); nothing below imports it.
 """
 
-from vertex_trainer.sandbox.jobs import JobRunner, replica_error
+from vertex_trainer.sandbox.job_runs import JobRunner, replica_error
 from vertex_trainer.sandbox.services import (
     READY,
     Sandbox,

@@ -118,7 +118,7 @@ class FunctionHost:
         backoff_s: float = BACKOFF_S,
         max_attempts: int = MAX_ATTEMPTS,
     ):
-        from vertex_trainer.trigger.events import TriggerConfig
+        from vertex_trainer.automation.storage_events import TriggerConfig
 
         self.directory = Path(directory).resolve()
         if not (self.directory / "main.py").is_file():

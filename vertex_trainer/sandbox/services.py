@@ -59,7 +59,7 @@ from types import FrameType
 from typing import Any
 
 from vertex_trainer import lazy
-from vertex_trainer.sandbox.jobs import JobRunner
+from vertex_trainer.sandbox.job_runs import JobRunner
 from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
     BILLING_ENV,

@@ -1,13 +1,13 @@
 """HyperparameterTuningJobs whose trials really run: the fake tuning service's runner hook.
 
 `TuningService.runner = TuningRunner(...)` hands every created job to `start(job)`. Its trials
-are chosen by the search `submit --local` uses (workflows.tuning.plan_trials: the grid in order,
+are chosen by the search `submit --local` uses (tuning.tuning_run.plan_trials: the grid in order,
 or seeded random draws, over the study's parameters read back as a `tune:` block; seed 0), and
 each runs as Vertex AI runs a trial: a CustomJob made of the job's `trialJobSpec` with
-`--<parameterId>=<value>` after every pool's args (workflows.tuning.trial_args and trial_job),
+`--<parameterId>=<value>` after every pool's args (tuning.tuning_run.trial_args and trial_job),
 its base output directory `<baseOutputDirectory>/<trial id>`, and CLOUD_ML_TRIAL_ID and its own
 CLOUD_ML_HP_METRIC_FILE in its environment. The CustomJob is created in this fake Vertex AI, so
-it trains through the local runner like any other job (sandbox/jobs.py), and the trainer reports
+it trains through the local runner like any other job (sandbox/job_runs.py), and the trainer reports
 through cloudml-hypertune. `parallelTrialCount` trials run at a time, `maxTrialCount` in all.
 
 A trial whose job succeeded with the metric reported is SUCCEEDED with its final measurement;
@@ -88,7 +88,7 @@ class TuningRunner(Runner[_Study]):
     def _execute(self, study: _Study) -> tuple[str, dict[str, Any] | None]:
         from vertex_trainer.spec.tune import parameter_id
         from vertex_trainer.vertex.hptuning import verbatim_ids
-        from vertex_trainer.workflows.tuning import plan_trials, trial_args
+        from vertex_trainer.tuning.tuning_run import plan_trials, trial_args
 
         body = study.body
         metric = body["studySpec"]["metrics"][0]["metricId"]
@@ -133,7 +133,7 @@ class TuningRunner(Runner[_Study]):
         return SUCCEEDED, None
 
     def _trial(self, study: _Study, trial: dict[str, Any], args: list[str], metric: str) -> None:
-        from vertex_trainer.workflows.tuning import read_reported, trial_job
+        from vertex_trainer.tuning.tuning_run import read_reported, trial_job
 
         spec = copy.deepcopy(study.body["trialJobSpec"])
         base = ((spec.get("baseOutputDirectory") or {}).get("outputUriPrefix") or "").rstrip("/")

@@ -15,7 +15,7 @@ flag table and steps_per_execution choice (plus trainer.config inside check_trai
 nothing here reads os.environ.
 """
 
-from vertex_trainer.spec.deploy import DeploySpec
+from vertex_trainer.spec.deploy_block import DeploySpec
 from vertex_trainer.spec.images import (
     parse_staging,
     validate_image_reference,

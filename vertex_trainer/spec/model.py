@@ -28,7 +28,7 @@ from vertex_trainer.durations import parse_duration
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
 from vertex_trainer.spec.base import Strict, as_problem, problem
-from vertex_trainer.spec.deploy import DeploySpec
+from vertex_trainer.spec.deploy_block import DeploySpec
 from vertex_trainer.spec.factory import factory_rules
 from vertex_trainer.spec.images import Builder, VariantName
 from vertex_trainer.spec.scaling import ScalingSpec

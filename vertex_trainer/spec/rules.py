@@ -16,7 +16,7 @@ from vertex_trainer import regions
 from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
-from vertex_trainer.spec.deploy import deploy_rules
+from vertex_trainer.spec.deploy_block import deploy_rules
 from vertex_trainer.spec.images import latest_warning, validate_image_values
 from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_resource, check_reservations
 from vertex_trainer.spec.tune import tune_rules

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, create_model, field_validator
 
-# workflows/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
+# performance/benchmark.py cuts its epoch with the trainer's own choice; below the API only spec/ knows
 # the trainer (docs/architecture.md), so the bench takes it from here
 from trainer.executions import choose_steps_per_execution as choose_steps_per_execution
 from trainer.flags import BY_NAME as BY_NAME  # the trainer's defaults (bench --sweep's learning rate)

@@ -5,7 +5,7 @@ collection's own idempotent create (jobs, hptuning, pipelines, resources); model
 deploy, logs, quotas and billing beside them (docs/architecture.md).
 """
 
-from vertex_trainer.vertex.jobs import (
+from vertex_trainer.vertex.custom_jobs import (
     Job,
     JobsClient,
     check_key,

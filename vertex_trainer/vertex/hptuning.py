@@ -18,7 +18,7 @@ from typing import IO, Any
 from vertex_trainer.gcp.http import ApiError
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
-from vertex_trainer.vertex.jobs import Job, JobsClient, create_idempotent
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent
 from vertex_trainer.vertex.names import job_name
 from vertex_trainer.vertex.stateful import StatePrinter
 

@@ -1,0 +1,157 @@
+"""The report as one self-contained HTML page (or one PNG) from a `RunData` (docs/report.md).
+
+The page is templates/report.html.j2 (jinja2, autoescaped) with every plot inlined as SVG
+(reporting/plots.py) and its style inline: no script, no font, no request: it opens
+offline. Each figure the page prints from metrics.json carries `data-metric="<key>"`, so a reader
+(and tests/report) can find it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from vertex_trainer.errors import UserError
+from vertex_trainer.redact import redact, redact_yaml
+from vertex_trainer.reporting import plots as report_plots
+from vertex_trainer.reporting.run_data import RunData, time_split
+
+__all__ = ["FORMATS", "html", "summary_rows", "write"]
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+FORMATS = ("html", "png")
+
+# The figures of metrics.json at the top of the page: (key, label, format).
+SUMMARY = (
+    ("eval_accuracy", "eval accuracy", "{:.4f}"),
+    ("eval_loss", "eval loss", "{:.4f}"),
+    ("final_train_accuracy", "final train accuracy", "{:.4f}"),
+    ("final_train_loss", "final train loss", "{:.4f}"),
+    ("steady_examples_per_sec", "steady examples/s", "{:,.1f}"),
+    ("wall_examples_per_sec", "examples/s over all of fit()", "{:,.1f}"),
+    ("input_wait_fraction", "input wait", "{:.4f}"),
+    ("host_overhead_fraction", "host round trips (between executions)", "{:.4f}"),
+    ("train_seconds", "training seconds", "{:.1f}"),
+    ("epochs", "epochs", "{}"),
+    ("steps", "steps", "{}"),
+    ("global_batch_size", "global batch", "{}"),
+    ("learning_rate", "peak learning rate", "{:g}"),
+    ("model", "model", "{}"),
+    ("device", "device", "{}"),
+    ("replicas", "replicas", "{}"),
+    ("precision", "precision", "{}"),
+)
+
+
+def summary_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, label, text) of each SUMMARY figure metrics.json has."""
+    rows = []
+    for key, label, fmt in SUMMARY:
+        value = metrics.get(key)
+        if value is None or (isinstance(value, float) and not math.isfinite(value)):
+            continue
+        rows.append((key, label, fmt.format(value)))
+    return rows
+
+
+def _template() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,
+    )
+    return env.get_template("report.html.j2")
+
+
+def _trial_rows(data: RunData) -> tuple[list[str], list[dict[str, Any]]]:
+    names: dict[str, None] = {}
+    for t in data.trials:
+        for k in t.get("parameters") or {}:
+            names.setdefault(k, None)
+    best = data.best_trial()
+    rows = [
+        {
+            "id": t.get("id"),
+            "state": str(t.get("state") or "").removeprefix("JOB_STATE_"),
+            "values": [(t.get("parameters") or {}).get(k, "") for k in names],
+            "metric": "" if t.get("metric") is None else f"{float(t['metric']):.4f}",
+            "best": best is not None and t.get("id") == best.get("id"),
+        }
+        for t in data.trials
+    ]
+    return list(names), rows
+
+
+def html(data: RunData, *, now: datetime | None = None) -> str:
+    """The page, as text.
+
+    Args:
+        data: what the report shows.
+        now: the time stamped on the page (default: now, UTC).
+    Returns:
+        one HTML document, every plot and style inline.
+    """
+    from markupsafe import Markup
+
+    # Shown, never sent: secret-looking env values and flags as *** (vertex_trainer/redact.py),
+    # also in a record written before they were masked, or a cloud job's CustomJob as Vertex AI
+    # holds it.
+    data = data.with_(
+        spec_yaml=redact_yaml(data.spec_yaml) if data.spec_yaml else data.spec_yaml,
+        custom_job=redact(data.custom_job),
+    )
+    figures = [
+        {"id": c.id, "title": c.title, "svg": Markup(report_plots.svg(c))} for c in report_plots.charts(data)
+    ]
+    params, trials = _trial_rows(data)
+    cost = data.cost or {}
+    return str(
+        _template().render(
+            data=data,
+            title=f"{data.name}: run report",
+            stamp=f"{(now or datetime.now(timezone.utc)):%Y-%m-%d %H:%M:%S} UTC",
+            summary=summary_rows(data.metrics),
+            figures=figures,
+            split=time_split(data.metrics, data.elapsed_s),
+            params=params,
+            trials=trials,
+            best=data.best_trial(),
+            cost=cost,
+            state=(data.state or "").removeprefix("JOB_STATE_"),
+            custom_job=json.dumps(data.custom_job, indent=2) if data.custom_job else None,
+            tensorboard_url=_tensorboard_url(data.custom_job),
+        )
+    )
+
+
+def _tensorboard_url(job: dict[str, Any] | None) -> str | None:
+    """A Vertex AI job's page in its TensorBoard instance (jobSpec.tensorboard), or None (a local
+    run, a job without one)."""
+    from vertex_trainer.vertex.tensorboards import tensorboard_url
+
+    if not job:
+        return None
+    return tensorboard_url((job.get("jobSpec") or {}).get("tensorboard"), str(job.get("name") or ""))
+
+
+def write(data: RunData, out: str, fmt: str = "html") -> str:
+    """Write the report of `data` to `out` as `fmt` ("html" or "png"); the path written."""
+    path = Path(out).expanduser()
+    content = (
+        report_plots.png(data, f"{data.name}: run report")
+        if fmt == "png"
+        else html(data).encode("utf-8", "replace")
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    except OSError as e:
+        raise UserError(
+            f"report: cannot write {path}: {e.strerror or e}", hint="give -o a file in a folder you can write"
+        ) from None
+    return str(path)
