@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import gcs_glob, storage
 from vertex_trainer.gcp.http import ApiClient, Refused, denial
+from vertex_trainer.log import Log
 from vertex_trainer.settings import RetryPolicy, Settings
 
 # N1 and E2 vCPUs of custom training (the reducers' N1): on demand, and Spot / Flex Start.
@@ -138,7 +138,7 @@ def _storage_checked(settings: Settings) -> bool:
     return not (settings.offline and not settings.storage_emulator)
 
 
-def check_buckets(spec, *, settings: Settings, log: Callable[[str], None]) -> None:
+def check_buckets(spec, *, settings: Settings, log: Log) -> None:
     """Refuse missing buckets (UserError), warn about far or unreadable ones."""
     if not _storage_checked(settings):
         return
@@ -234,7 +234,7 @@ def check_data(
     checks: tuple[DataCheck, ...],
     *,
     settings: Settings,
-    log: Callable[[str], None],
+    log: Log,
     cap: int | None = None,
 ) -> None:
     """Make the plan's data checks: a pattern that matches no object (or, for a whole field,
@@ -286,9 +286,7 @@ def check_data(
         )
 
 
-def _listing(
-    api: ApiClient, check: DataCheck, cap: int, log: Callable[[str], None]
-) -> gcs_glob.GlobMatch | None:
+def _listing(api: ApiClient, check: DataCheck, cap: int, log: Log) -> gcs_glob.GlobMatch | None:
     """The first match of one pattern, or None when it could not be listed (said in a warning:
     a denial names the permission; the job's account may hold it)."""
     bucket = storage.bucket_of(check.pattern)

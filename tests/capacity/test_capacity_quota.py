@@ -9,10 +9,10 @@ import json
 import pytest
 
 from tests.capacity.conftest import H100, H100_SPOT, PROJECT, REGION
+from vertex_trainer.capacity import availability as capacity
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.capacity import availability as capacity
 
 pytestmark = pytest.mark.wire
 STANDARD = {"scheduling": {"strategy": "standard"}}

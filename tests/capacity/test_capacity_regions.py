@@ -13,10 +13,10 @@ import pytest
 from tests.capacity.conftest import FAST_RETRY, H100, H100_SPOT, PROJECT, REGION
 from tests.shared import put_object, storage_emulator
 from vertex_trainer import api
+from vertex_trainer.capacity.fallback import AttemptRecord, summary
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import PollPolicy, Settings
-from vertex_trainer.capacity.fallback import AttemptRecord, summary
 
 pytestmark = pytest.mark.wire
 

@@ -9,13 +9,13 @@ import pytest
 
 from tests.capacity.conftest import SPEC
 from vertex_trainer import regions, render
+from vertex_trainer.capacity.fallback import refusal
 from vertex_trainer.contract import ATTEMPT_LABEL
 from vertex_trainer.errors import SpecError
 from vertex_trainer.gcp.http import ApiError, quota_metrics
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.custom_jobs import capacity_quota
 from vertex_trainer.vertex.quotas import _value_for
-from vertex_trainer.capacity.fallback import refusal
 
 
 def spec(**scheduling):

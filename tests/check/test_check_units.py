@@ -18,8 +18,8 @@ from vertex_trainer.emulators.serviceusage import FakeServiceUsage
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import access
 from vertex_trainer.gcp.http import ApiClient, ApiError, Denied, denial
-from vertex_trainer.settings import Settings
 from vertex_trainer.readiness import permissions
+from vertex_trainer.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.cost.conftest import PROJECT, REGION, spec_data
 from vertex_trainer import pricing
-from vertex_trainer.spec import build_spec
 from vertex_trainer.cost import estimate as cost
+from vertex_trainer.spec import build_spec
 
 pytestmark = pytest.mark.wire
 

@@ -11,9 +11,9 @@ from tests.cli_support import cli_command
 from tests.cost.conftest import spec_data
 from tests.shared import FAST_RETRY as FAST
 from vertex_trainer import api, pricing
+from vertex_trainer.cost.billing_catalog import BillingClient
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.cost.billing_catalog import BillingClient
 
 
 def recommend(**changes):

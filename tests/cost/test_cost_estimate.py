@@ -9,8 +9,8 @@ import pytest
 
 from tests.cost.conftest import spec_data
 from vertex_trainer import api, pricing
-from vertex_trainer.spec import build_spec
 from vertex_trainer.cost import estimate as cost
+from vertex_trainer.spec import build_spec
 
 # Figures checked by hand against public pages (docs/cost.md "The figures checked"):
 # cloud.google.com/vertex-ai/pricing, custom training, us-central1 (read 2026-10-07).

@@ -10,8 +10,8 @@ import pytest
 
 from trainer import config, executions
 from trainer.config import parse_flags
-from vertex_trainer.spec import load_spec, trainer
 from vertex_trainer.performance import benchmark
+from vertex_trainer.spec import load_spec, trainer
 
 REPO = Path(__file__).resolve().parents[2]
 DIRS = ["--model-dir=/m/", "--checkpoint-dir=/c/", "--tensorboard-dir=/t/"]

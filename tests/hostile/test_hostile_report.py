@@ -23,9 +23,9 @@ import pytest
 from vertex_trainer import api
 from vertex_trainer.api.report import report_data
 from vertex_trainer.errors import UserError
-from vertex_trainer.reporting import run_data as report
-from vertex_trainer.reporting import plots as report_plots
 from vertex_trainer.reporting import bounded_read as report_read
+from vertex_trainer.reporting import plots as report_plots
+from vertex_trainer.reporting import run_data as report
 
 DATA = Path(__file__).resolve().parents[1] / "report" / "data"
 MiB = 1 << 20

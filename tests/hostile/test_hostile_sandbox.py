@@ -41,8 +41,8 @@ RECORDER = textwrap.dedent("""\
 def box(tmp_path_factory):
     """One sandbox for the module (its function records events), and the marker its processes
     carry; stopped after, with none of them left."""
-    from vertex_trainer.sandbox import Sandbox
     from vertex_trainer.automation.storage_events import TriggerConfig
+    from vertex_trainer.sandbox import Sandbox
 
     function = tmp_path_factory.mktemp("function")
     (function / "main.py").write_text(RECORDER)

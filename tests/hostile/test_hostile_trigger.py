@@ -35,11 +35,11 @@ from tests.trigger.conftest import (
     write_spec,
 )
 from vertex_trainer import api
+from vertex_trainer.automation import event_key
+from vertex_trainer.automation.render_manifest import MANIFEST
 from vertex_trainer.emulators.vertex import FakeVertex
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
-from vertex_trainer.automation import event_key
-from vertex_trainer.automation.render_manifest import MANIFEST
 
 pytestmark = pytest.mark.timeout(180)
 

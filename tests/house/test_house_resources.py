@@ -9,9 +9,9 @@ from tests.shared import PROJECT, QUICK_RETRY, REGION, fake_settings, job_body
 from vertex_trainer.contract import KEY_LABEL, PIPELINE_STATES, short_state
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.model_deploy import Deployment
-from vertex_trainer.vertex.hptuning import TuningJob
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent
+from vertex_trainer.vertex.hptuning import TuningJob
+from vertex_trainer.vertex.model_deploy import Deployment
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.pipelines import PipelineRun, PipelinesClient
 from vertex_trainer.vertex.stateful import StatefulResource

@@ -65,7 +65,11 @@ def _listed(name: str) -> bool:
 
 def test_only_the_pager_speaks_the_page_token_protocol():
     sources = _sources(PAGER_EXEMPT)
-    assert "vertex/custom_jobs.py" in sources and "vertex/job_logs.py" in sources and "sandbox/events.py" in sources
+    assert (
+        "vertex/custom_jobs.py" in sources
+        and "vertex/job_logs.py" in sources
+        and "sandbox/events.py" in sources
+    )
     loops = {rel: lines for rel, tree in sources.items() if (lines := page_token_uses(tree))}
     assert loops == {}, "list through gcp.http.ApiClient.pages, the one pager"
 

@@ -15,10 +15,10 @@ from tests.cli_support import edge_env
 from tests.owncode.conftest import script_data
 from tests.shared import cli_runner
 from vertex_trainer.contract import SERVE_MODULE
+from vertex_trainer.deployment import deploy_request as deployment
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec.deploy_block import PREDICTION_IMAGE
-from vertex_trainer.deployment import deploy_request as deployment
 
 JOB = "projects/my-project-1/locations/us-central1/customJobs/123"
 MODEL = "gs://my-bucket/runs/own/model"

@@ -23,8 +23,8 @@ from vertex_trainer.sandbox.tuning import as_tune_spec
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
-from vertex_trainer.vertex.hptuning import TuningJob
 from vertex_trainer.tuning.tuning_run import plan_trials, trial_args, trial_job
+from vertex_trainer.vertex.hptuning import TuningJob
 
 EXAMPLE = ROOT / "examples" / "own-code-tune" / "tune.yaml"
 TUNE = {

@@ -13,8 +13,8 @@ import pytest
 from tests.cli_support import invoke
 from tests.pipeline.conftest import IMAGE
 from vertex_trainer import api, render
-from vertex_trainer.errors import SpecError
 from vertex_trainer.automation import pipeline_steps as steps
+from vertex_trainer.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,9 +125,9 @@ def test_without_deploy_the_pipeline_only_trains(spec):
 
 
 def test_resolve_versions_the_existing_model_and_reuses_the_endpoint(spec, settings, fake):
+    from vertex_trainer.deployment import deploy_request as deployment
     from vertex_trainer.vertex.model_deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.deployment import deploy_request as deployment
 
     client = RegistryClient("test-project", "europe-west4", settings=settings)
     earlier = deploy(
@@ -177,9 +177,9 @@ def _deploy_two_versions(spec, settings) -> tuple:
     with traffic 50, so the first is kept)."""
     import dataclasses
 
+    from vertex_trainer.deployment import deploy_request as deployment
     from vertex_trainer.vertex.model_deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.deployment import deploy_request as deployment
 
     client = RegistryClient("test-project", "europe-west4", settings=settings)
     request = deployment.request(spec, "gs://out-bucket/old/model", "old-job-1", IMAGE)

@@ -129,9 +129,9 @@ def test_other_keys_get_a_readable_id_with_a_hash_of_the_exact_key():
 def test_submit_looks_up_what_is_deployed_and_the_run_undeploys_it_the_dry_run_says_none_known(
     fake, spec, settings
 ):
+    from vertex_trainer.deployment import deploy_request as deployment
     from vertex_trainer.vertex.model_deploy import deploy
     from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.deployment import deploy_request as deployment
 
     client = RegistryClient("test-project", "europe-west4", settings=settings)
     image = "us-central1-docker.pkg.dev/test-project/training/trainer:v1"

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import io
 
-from vertex_trainer.contract import Failure, JobEvent, LogEntry
-from vertex_trainer.present import logs, runs
 from vertex_trainer.capacity import attempts_text as attempts
-from vertex_trainer.performance import bench_text as bench
-from vertex_trainer.cost import cost_text as cost
-from vertex_trainer.deployment import deploy_text as deploy
 from vertex_trainer.capacity import resources_text as resources
-from vertex_trainer.vertex.model_deploy import Deployment
-from vertex_trainer.cost.estimate import AttemptCost, Estimate
-from vertex_trainer.cost.compare import Alternative, Comparison, Facts, Recommendation
 from vertex_trainer.capacity.fallback import AttemptRecord
+from vertex_trainer.contract import Failure, JobEvent, LogEntry
+from vertex_trainer.cost import cost_text as cost
+from vertex_trainer.cost.compare import Alternative, Comparison, Facts, Recommendation
+from vertex_trainer.cost.estimate import AttemptCost, Estimate
+from vertex_trainer.deployment import deploy_text as deploy
+from vertex_trainer.performance import bench_text as bench
+from vertex_trainer.present import logs, runs
+from vertex_trainer.vertex.model_deploy import Deployment
 
 
 def _estimate(*, bound: bool = False, priced: bool = True) -> Estimate:

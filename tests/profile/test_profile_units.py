@@ -188,8 +188,8 @@ def test_on_a_cpu_the_host_between_executions_is_measured_from_the_steps_events(
 def test_a_sandbox_jobs_logs_are_copied_out_of_the_storage_emulator(tmp_path):
     """What `tensorboard JOB` serves for a sandbox job: its logs/ objects, as files in a folder."""
     from tests.shared import put_object, storage_emulator
-    from vertex_trainer.settings import Settings
     from vertex_trainer.performance.tensorboard_server import copy_prefix
+    from vertex_trainer.settings import Settings
 
     objects = {"train/events.out.tfevents.1": b"e1", "plugins/profile/s/host.xplane.pb": b"x" * 10}
     with storage_emulator("sandbox") as url:

@@ -17,9 +17,9 @@ from tests.report.browser import (
 )
 from tests.report.conftest import ATTEMPTS, fallback_job, records
 from vertex_trainer import api
-from vertex_trainer.settings import Settings
 from vertex_trainer.reporting import cloud_data as report_cloud
 from vertex_trainer.reporting import page as report_page
+from vertex_trainer.settings import Settings
 
 RUN_FIGURES = {"loss", "accuracy", "learning-rate", "throughput", "input-wait", "time-split"}
 

@@ -13,9 +13,9 @@ import pytest
 
 from tests.report.conftest import ATTEMPTS, LEARNING_RATES, fallback_job, records
 from vertex_trainer.errors import UserError
-from vertex_trainer.settings import Settings
-from vertex_trainer.reporting import run_data as report
 from vertex_trainer.reporting import cloud_data as report_cloud
+from vertex_trainer.reporting import run_data as report
+from vertex_trainer.settings import Settings
 
 
 def test_the_epochs_are_the_progress_lines_at_each_epochs_end(quickstart):

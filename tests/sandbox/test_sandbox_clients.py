@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from vertex_trainer.automation import compile_ir, pipeline_job
-from vertex_trainer.vertex.model_deploy import deploy
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient
+from vertex_trainer.vertex.model_deploy import deploy
 from vertex_trainer.vertex.models import RegistryClient
 from vertex_trainer.vertex.pipelines import PipelinesClient
 

@@ -25,11 +25,11 @@ import pytest
 
 from tests.docs import harness
 from tests.process_support import processes_with_env
+from vertex_trainer.automation.storage_events import TriggerConfig
 from vertex_trainer.gcp import storage
 from vertex_trainer.sandbox import Sandbox
 from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
 from vertex_trainer.settings import Settings
-from vertex_trainer.automation.storage_events import TriggerConfig
 from vertex_trainer.vertex.custom_jobs import JobsClient
 
 from .conftest import BUCKET, PROJECT, REGION, ROOT, cli

@@ -11,8 +11,8 @@ import pytest
 
 from vertex_trainer import api
 from vertex_trainer.api.report import report_data
-from vertex_trainer.spec import build_spec
 from vertex_trainer.deployment import deploy_request as deployment
+from vertex_trainer.spec import build_spec
 
 from .conftest import BUCKET, PROJECT, REGION
 

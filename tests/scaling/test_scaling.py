@@ -11,14 +11,14 @@ import pytest
 
 from vertex_trainer import catalog, pricing, render
 from vertex_trainer.contract import Artifact
+from vertex_trainer.cost import compare as cost_compare
+from vertex_trainer.cost import estimate as cost
+from vertex_trainer.cost import scaling_model
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local import cluster
 from vertex_trainer.packaging.templates import render_dockerfile
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec import scaling as spec_scaling
-from vertex_trainer.cost import estimate as cost
-from vertex_trainer.cost import compare as cost_compare
-from vertex_trainer.cost import scaling_model
 
 from .conftest import scale_data
 

@@ -10,13 +10,13 @@ import yaml
 
 from tests.shared import FAST_RETRY, cli_runner, write_spec
 from vertex_trainer import api
+from vertex_trainer.capacity import availability as capacity
 from vertex_trainer.emulators.iam import FakeIam
 from vertex_trainer.emulators.quotas import FakeQuotas
 from vertex_trainer.emulators.serviceusage import FakeServiceUsage
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.capacity import availability as capacity
 
 from .conftest import scale_data
 

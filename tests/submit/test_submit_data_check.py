@@ -20,9 +20,9 @@ from tests.shared import put_object as put
 from vertex_trainer.emulators._http import JsonHandler, LoopbackServer, envelope
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.gcs_glob import fixed_prefix, glob_regex
+from vertex_trainer.preflight import DataCheck, check_data, data_checks
 from vertex_trainer.settings import RetryPolicy, Settings
 from vertex_trainer.spec import build_spec
-from vertex_trainer.preflight import DataCheck, check_data, data_checks
 
 pytestmark = pytest.mark.wire
 

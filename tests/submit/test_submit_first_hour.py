@@ -6,10 +6,10 @@ import pytest
 
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
+from vertex_trainer.preflight import check_stand_ins, registry_far
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
 from vertex_trainer.vertex.names import check_key
-from vertex_trainer.preflight import check_stand_ins, registry_far
 
 
 def _spec(region="us-central1", **image):

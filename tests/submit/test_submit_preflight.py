@@ -9,8 +9,8 @@ import pytest
 from tests.shared import make_bucket, put_object, storage_emulator
 from vertex_trainer import api
 from vertex_trainer.errors import UserError
-from vertex_trainer.spec import build_spec
 from vertex_trainer.preflight import buckets_of, location_mismatch
+from vertex_trainer.spec import build_spec
 
 pytestmark = pytest.mark.wire
 

@@ -74,8 +74,8 @@ def starved_run(big_jpegs, tmp_path_factory) -> TrainerRuns:
     bench plan's own job (performance.benchmark.plan: one epoch of 64 steps, 16 per execution, no
     evaluation, no warmup), run alone with `submit --local --output json`. A bench's synthetic
     run and its report: README.md's bench block, which test_throughput_bench.py runs."""
-    from vertex_trainer.spec import load_spec
     from vertex_trainer.performance import benchmark
+    from vertex_trainer.spec import load_spec
 
     base = tmp_path_factory.mktemp("bench")
     spec = base / "starved.yaml"

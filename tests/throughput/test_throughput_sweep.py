@@ -15,10 +15,9 @@ import pytest
 from tests.cli_support import edge_env, invoke
 from vertex_trainer.contract import run_name
 from vertex_trainer.errors import UserError
+from vertex_trainer.performance import benchmark, sweep
 from vertex_trainer.performance.bench_text import sweep_text
 from vertex_trainer.spec import load_spec
-from vertex_trainer.performance import benchmark
-from vertex_trainer.performance import sweep
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = "tests/throughput/test_throughput_sweep.py"

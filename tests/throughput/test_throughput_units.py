@@ -10,10 +10,10 @@ from trainer.config import parse_flags
 from vertex_trainer import render
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
+from vertex_trainer.performance import benchmark
 from vertex_trainer.performance.bench_text import bench_text
 from vertex_trainer.spec import build_spec, check_trainer_flags, load_spec
 from vertex_trainer.vertex.names import check_key
-from vertex_trainer.performance import benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH_SPECS = sorted((REPO / "job_specs").glob("bench-resnet50-*.yaml"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from vertex_trainer.errors import UserError
 from vertex_trainer.automation import (
     FINALIZED,
     BadEvent,
@@ -14,6 +13,7 @@ from vertex_trainer.automation import (
     decide,
     event_key,
 )
+from vertex_trainer.errors import UserError
 
 CONFIG = TriggerConfig(bucket="data-bucket", prefix="datasets/", marker="_SUCCESS")
 
@@ -112,8 +112,8 @@ def test_bad_trigger_flags_are_exit_2(bucket, prefix, marker, message):
 def test_the_deploy_plan_runs_in_order_with_captured_values_and_stops_at_a_failure():
     import subprocess
 
-    from vertex_trainer.errors import ServiceError
     from vertex_trainer.automation import gcloud_commands as gcloud
+    from vertex_trainer.errors import ServiceError
 
     deployment = gcloud.Deployment(
         function="vt-digits",

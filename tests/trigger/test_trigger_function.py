@@ -17,9 +17,9 @@ from tests.trigger.conftest import (
     write_spec,
 )
 from vertex_trainer import api
+from vertex_trainer.automation import event_key
 from vertex_trainer.contract import run_name
 from vertex_trainer.settings import Settings
-from vertex_trainer.automation import event_key
 
 pytestmark = [pytest.mark.wire, pytest.mark.timeout(180)]
 

@@ -17,10 +17,10 @@ import pytest
 from tests.cli_support import edge_env, invoke
 from tests.sandbox.conftest import REGION, echoed, marker, python_job, sandbox  # noqa: F401 (fixtures)
 from vertex_trainer.api.report import report_data
+from vertex_trainer.reporting.page import html
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 from vertex_trainer.vertex.utilization import THRESHOLDS, Figure, PoolUse, TrainerFlags, verdict
-from vertex_trainer.reporting.page import html
 
 pytestmark = pytest.mark.wire
 

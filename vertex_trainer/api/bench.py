@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from vertex_trainer.api.core import Log, _stderr, settings_from_env
+from vertex_trainer.api.core import _stderr, settings_from_env
 from vertex_trainer.api.execute import submit
 from vertex_trainer.api.plan import SubmitOptions
 from vertex_trainer.contract import short_state
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.handles import Job
     from vertex_trainer.api.results import LocalJob
-    from vertex_trainer.spec import JobSpec
     from vertex_trainer.performance import benchmark
+    from vertex_trainer.spec import JobSpec
 
 __all__ = ["bench"]
 
@@ -207,8 +208,7 @@ def _sweep(
 ) -> dict:
     """bench(sweep=...): one brief job per value (`repeat` times each), then the table and the
     recommendation."""
-    from vertex_trainer.performance import benchmark
-    from vertex_trainer.performance import sweep
+    from vertex_trainer.performance import benchmark, sweep
 
     swept = sweep.plan(
         spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local, repeat=repeat

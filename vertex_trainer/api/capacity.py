@@ -11,17 +11,15 @@ shell on a replica. The CLI's `resources` and `shell` commands call these.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.spec.attempts import PlannedAttempt
     from vertex_trainer.vertex.custom_jobs import Job
-
-Log = Callable[[str], None]
 
 
 def _settings(settings: Settings | None) -> Settings:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
@@ -21,8 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
 
 __all__ = ["check", "load_spec", "plan_artifact", "render_job", "render_text", "settings_from_env"]
-
-Log = Callable[[str], None]
 
 
 def settings_from_env() -> Settings:

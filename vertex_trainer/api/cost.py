@@ -16,10 +16,10 @@ from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.cost.compare import Comparison
+    from vertex_trainer.cost.estimate import Estimate
     from vertex_trainer.pricing import PriceBook
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.cost.estimate import Estimate
-    from vertex_trainer.cost.compare import Comparison
 
 __all__ = ["cost", "job_cost", "prices", "refresh_prices"]
 

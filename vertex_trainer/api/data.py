@@ -12,9 +12,9 @@ load with their first use, so importing the API does not load the launcher.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ def convert_data(
     runner: Runner,
     *,
     settings: Settings | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Log | None = None,
 ) -> Result:
     """Convert class-per-folder images to sharded TFRecords (DirectRunner), or submit the
     conversion to Dataflow. The request and the input tree are checked before anything is

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import Log, _stderr, plan_artifact, settings_from_env
+from vertex_trainer.api.core import _stderr, plan_artifact, settings_from_env
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,12 +49,12 @@ def deploy(
     """
     import dataclasses
 
+    from vertex_trainer.deployment import deploy_request as deployment
     from vertex_trainer.errors import UserError
     from vertex_trainer.spec import cloud_problems
-    from vertex_trainer.vertex.model_deploy import deploy as run_deploy
     from vertex_trainer.vertex.custom_jobs import Job
+    from vertex_trainer.vertex.model_deploy import deploy as run_deploy
     from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.deployment import deploy_request as deployment
 
     if (job is None) == (model_dir is None):
         raise UserError(

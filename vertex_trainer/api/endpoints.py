@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from vertex_trainer.api.core import Log, _stderr, settings_from_env
+from vertex_trainer.api.core import _stderr, settings_from_env
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import Log, _stderr, check, load_spec, plan_artifact, settings_from_env
+from vertex_trainer.api.core import _stderr, check, load_spec, plan_artifact, settings_from_env
 from vertex_trainer.api.execute import registry_client, submit
 from vertex_trainer.api.execute import run as run_plan
 from vertex_trainer.api.plan import SubmitOptions, plan_submit
 from vertex_trainer.api.results import DryRun
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import check_key
 
@@ -249,8 +250,8 @@ def on_object_finalized(
     """
     from pathlib import Path
 
-    from vertex_trainer.errors import UserError
     from vertex_trainer.automation import event_runs as runs
+    from vertex_trainer.errors import UserError
 
     settings = settings or settings_from_env()
     log = runs.EventLog(emit)

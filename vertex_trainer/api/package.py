@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import Log, plan_artifact, settings_from_env
+from vertex_trainer.api.core import plan_artifact, settings_from_env
 from vertex_trainer.contract import Artifact
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover

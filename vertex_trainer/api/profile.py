@@ -36,8 +36,8 @@ def _folder(target: Any, *, project: str | None, region: str | None, settings: S
                 f"{target} holds no run ({why})",
                 hint="give the output directory of `submit --local` (or its name), or a Vertex AI job",
             )
-    from vertex_trainer.vertex.custom_jobs import Job
     from vertex_trainer.reporting import cloud_data as report_cloud
+    from vertex_trainer.vertex.custom_jobs import Job
 
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     job = (

@@ -161,8 +161,8 @@ def after_denial(spec, error, *, settings: Settings):
     from vertex_trainer.errors import VertexTrainerError
     from vertex_trainer.gcp import access
     from vertex_trainer.gcp.http import Denied
-    from vertex_trainer.readiness import project_check as _check
     from vertex_trainer.readiness import permissions
+    from vertex_trainer.readiness import project_check as _check
 
     project = spec.project
     endpoint = settings.serviceusage_endpoint if error.api else settings.iam_endpoint

@@ -47,8 +47,8 @@ def report_data(
         the RunData. Raises UserError (exit 2) when `target` names no run or job.
     """
     from vertex_trainer.local import runlog
-    from vertex_trainer.reporting import run_data as report
     from vertex_trainer.reporting import cloud_data as report_cloud
+    from vertex_trainer.reporting import run_data as report
 
     settings = settings or settings_from_env()
     local = getattr(target, "output_dir", None) if not isinstance(target, str) else None
@@ -84,9 +84,9 @@ def report_data(
 
 
 def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:
-    from vertex_trainer.vertex.hptuning import TuningJob
-    from vertex_trainer.vertex.custom_jobs import Job
     from vertex_trainer.reporting import cloud_data as report_cloud
+    from vertex_trainer.vertex.custom_jobs import Job
+    from vertex_trainer.vertex.hptuning import TuningJob
 
     job = (
         target

@@ -53,10 +53,10 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "FINALIZED",
     "BadEvent",
     "Decision",
     "DeployTarget",
-    "FINALIZED",
     "ObjectEvent",
     "Previous",
     "TriggerConfig",

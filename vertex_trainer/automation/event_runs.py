@@ -19,8 +19,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
-from vertex_trainer.settings import Settings
 from vertex_trainer.automation.storage_events import (
     FOLDER_LABEL,
     BadEvent,
@@ -29,6 +27,8 @@ from vertex_trainer.automation.storage_events import (
     TriggerConfig,
     decide,
 )
+from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
+from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import Job
 
 Emit = Callable[[dict[str, Any]], None]

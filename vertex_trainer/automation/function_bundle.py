@@ -29,9 +29,9 @@ from typing import Any
 import yaml
 
 from vertex_trainer import lazy
-from vertex_trainer.errors import UserError
-from vertex_trainer.automation.storage_events import CONFIG_FILE, TriggerConfig
 from vertex_trainer.automation.render_manifest import Files, write_files
+from vertex_trainer.automation.storage_events import CONFIG_FILE, TriggerConfig
+from vertex_trainer.errors import UserError
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 PACKAGE = Path(__file__).resolve().parent.parent

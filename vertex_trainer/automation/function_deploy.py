@@ -9,24 +9,28 @@ holds.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from vertex_trainer import packaging
-from vertex_trainer.errors import UserError
-from vertex_trainer.gcp import names, storage
-from vertex_trainer.automation.pipeline_build import pipeline_ir
-from vertex_trainer.automation.pipeline_job import default_root
-from vertex_trainer.settings import Settings
 from vertex_trainer.automation import function_bundle as bundle
 from vertex_trainer.automation import gcloud_commands as gcloud
 from vertex_trainer.automation import render_manifest as manifest
-from vertex_trainer.automation.storage_events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, check_cap, check_trigger_args
 from vertex_trainer.automation.function_prepare import Prepared, prepare
+from vertex_trainer.automation.pipeline_build import pipeline_ir
+from vertex_trainer.automation.pipeline_job import default_root
+from vertex_trainer.automation.storage_events import (
+    FOLDER_WINDOW,
+    MAX_RUNS_PER_FOLDER,
+    check_cap,
+    check_trigger_args,
+)
+from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import names, storage
+from vertex_trainer.log import Log
 from vertex_trainer.preflight import buckets_of
-
-Log = Callable[[str], None]
+from vertex_trainer.settings import Settings
 
 
 def plan(

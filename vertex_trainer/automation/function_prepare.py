@@ -17,12 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from vertex_trainer import packaging
+from vertex_trainer.automation.storage_events import (
+    FOLDER_WINDOW,
+    MAX_RUNS_PER_FOLDER,
+    TriggerConfig,
+    sample_vars,
+)
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, check_trainer_flags, cloud_problems
 from vertex_trainer.spec.load import build_spec, read_yaml, resolve_data, template_variables
-from vertex_trainer.automation.storage_events import FOLDER_WINDOW, MAX_RUNS_PER_FOLDER, TriggerConfig, sample_vars
 
 
 @dataclass(frozen=True)

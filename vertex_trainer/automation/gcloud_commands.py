@@ -32,9 +32,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_trainer.automation.storage_events import FINALIZED
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import names
-from vertex_trainer.automation.storage_events import FINALIZED
+from vertex_trainer.log import Log
 
 APIS = (
     "cloudfunctions.googleapis.com",
@@ -46,6 +47,7 @@ APIS = (
     "aiplatform.googleapis.com",
     "storage.googleapis.com",
 )
+
 RUNTIME = "python312"
 _VAR = "\0"  # around a captured variable's name inside an argument: NUL is in no argument
 
@@ -328,7 +330,7 @@ def _comment(text: str) -> str:
 def run(
     steps: Sequence[Step],
     *,
-    log: Callable[[str], None],
+    log: Log,
     runner: Callable[..., subprocess.CompletedProcess[Any]] = subprocess.run,
 ) -> dict[str, str]:
     """Run the steps in order; returns the captured variables. ServiceError on a failure."""

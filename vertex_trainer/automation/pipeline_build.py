@@ -1,18 +1,18 @@
 """From a resolved spec to the PipelineJob: one render of the CustomJob, the deploy request of
-the deploy capability (`deployment.request`), the registry look-ups (when asked), the compiled pipeline and the REST body."""
+the deployment capability (`deployment.request`), the registry look-ups (when asked), the
+compiled pipeline and the REST body."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from vertex_trainer import render
-from vertex_trainer.contract import Artifact
-from vertex_trainer.errors import UserError
+from vertex_trainer import deployment, render
 from vertex_trainer.automation.pipeline_compiler import compile_ir
 from vertex_trainer.automation.pipeline_job import default_root, first_deploy, pipeline_job, resolve_target
+from vertex_trainer.contract import Artifact
+from vertex_trainer.errors import UserError
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.vertex.models import RegistryClient
-from vertex_trainer import deployment
 
 
 def check_pipeline(spec: JobSpec) -> None:

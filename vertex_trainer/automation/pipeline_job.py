@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vertex_trainer.automation.pipeline_steps import DeployTarget, Previous
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.storage import bucket_of
-from vertex_trainer.automation.pipeline_steps import DeployTarget, Previous
-from vertex_trainer.vertex.model_deploy import DeployRequest, split_traffic
 from vertex_trainer.vertex.deployed import model_of
+from vertex_trainer.vertex.model_deploy import DeployRequest, split_traffic
 from vertex_trainer.vertex.models import RegistryClient
 
 ROOT_FOLDER = "pipeline-root"

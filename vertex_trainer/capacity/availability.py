@@ -26,20 +26,18 @@ fallback.py handles what this cannot know.)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vertex_trainer import regions
 from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec.attempts import attempts
 from vertex_trainer.suggest import nearest
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.resources import PersistentResource
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -169,8 +167,8 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
             cpus.setdefault((need.metric, need.region, need.needed), []).append((a, need))
     if not groups:
         return []
-    from vertex_trainer.vertex.quotas import QuotasClient
     from vertex_trainer.preflight import short_retry
+    from vertex_trainer.vertex.quotas import QuotasClient
 
     # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
     retry = short_retry(settings)
@@ -295,8 +293,8 @@ def warnings(spec) -> list[str]:
     """The warnings a cloud submit shows before it sends (valid, nothing stops): the spec's
     settings without effect, an image registry far from the region, a region the table says does
     not offer the accelerator. Pure: the submit plan holds them, validate and submit print them."""
-    from vertex_trainer.spec.rules import warnings as spec_warnings
     from vertex_trainer.preflight import registry_far
+    from vertex_trainer.spec.rules import warnings as spec_warnings
 
     found = [*spec_warnings(spec), registry_far(spec), region_warning(spec)]
     return [w for w in found if w]

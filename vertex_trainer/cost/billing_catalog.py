@@ -19,7 +19,8 @@ from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import auth
-from vertex_trainer.gcp.http import ApiClient, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.pricing import PriceBook
 from vertex_trainer.pricing import skus as sku_rules
 from vertex_trainer.settings import RetryPolicy, Settings

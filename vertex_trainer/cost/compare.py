@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 
 from vertex_trainer import hardware as hw
 from vertex_trainer import pricing, regions
-from vertex_trainer.spec import JobSpec
-from vertex_trainer.spec.attempts import attempts
 from vertex_trainer.cost.estimate import (
     FLEX_START_MAX_H,
     MULTI_DAY_H,
@@ -25,6 +23,8 @@ from vertex_trainer.cost.estimate import (
     attempt_price,
 )
 from vertex_trainer.cost.scaling_model import reducer_price
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.attempts import attempts
 
 _GENERATION = re.compile(r"(A100|H100|H200|B200|GB200|L4|T4|V100|P100|P4)")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.cost.estimate import Estimate
     from vertex_trainer.cost.compare import Comparison
+    from vertex_trainer.cost.estimate import Estimate
 
 __all__ = ["compare_text", "cost_text", "estimate_text", "job_cost_line", "price_line"]
 

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from vertex_trainer import pricing
+from vertex_trainer.cost.scaling_model import Scaling, job_throughput, reducer_price
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.regions import region_or_none
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
-from vertex_trainer.cost.scaling_model import Scaling, job_throughput, reducer_price
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # Vertex AI's default (and Flex Start's) maximum run time
 MULTI_DAY_H = 24.0  # a run this long is "multi-day"

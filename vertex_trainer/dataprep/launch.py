@@ -11,7 +11,6 @@ import datetime
 import os
 import tempfile
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import lazy
@@ -22,6 +21,7 @@ from vertex_trainer.dataprep.request import Result as Result
 from vertex_trainer.dataprep.request import Runner as Runner
 from vertex_trainer.dataprep.request import check, normalize
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
 
@@ -225,7 +225,7 @@ def _existing(conv: Conversion) -> list[str]:
     return found
 
 
-def prepare_out_dir(conv: Conversion, log: Callable[[str], None]) -> None:
+def prepare_out_dir(conv: Conversion, log: Log) -> None:
     """Refuse to mix two datasets; with --overwrite remove the old one, its marker first."""
     FileSystems = beam.io.filesystems.FileSystems
 
@@ -281,9 +281,7 @@ def make_plan(conv: Conversion, runner: Runner, labels: list[str], eval_classes:
     )
 
 
-def convert(
-    conv: Conversion, runner: Runner, *, settings: Settings, log: Callable[[str], None] = print
-) -> Result:
+def convert(conv: Conversion, runner: Runner, *, settings: Settings, log: Log = print) -> Result:
     """Convert (DirectRunner) or submit the conversion (Dataflow). Raises UserError before
     anything is written when the request or the input tree is wrong."""
     conv = normalize(conv)
@@ -381,7 +379,7 @@ def read_manifest(out_dir: str) -> dict[str, Any]:
     return manifest
 
 
-def _submit_dataflow(conv: Conversion, runner: Runner, plan: Plan, log: Callable[[str], None]) -> Result:
+def _submit_dataflow(conv: Conversion, runner: Runner, plan: Plan, log: Log) -> Result:
     PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
     from vertex_trainer.dataprep import pipeline as pl

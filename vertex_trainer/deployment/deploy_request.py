@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.contract import SERVE_MODULE, SUCCEEDED, short_state
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import storage
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import DeploySpec, JobSpec
 from vertex_trainer.spec.deploy_block import serving_image_problem
 from vertex_trainer.spec.rules import gcs_problem
 from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer
-
-Log = Callable[[str], None]
 
 
 def deploy_block(spec: JobSpec) -> DeploySpec:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from vertex_trainer.gcp.http import ApiClient, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 
 BATCH = 20  # Service Usage's batchGet and batchEnable take at most 20 services a request

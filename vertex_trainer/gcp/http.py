@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
+from vertex_trainer.log import Log, silent
 from vertex_trainer.settings import RetryPolicy, Settings
 
 if TYPE_CHECKING:
@@ -32,13 +33,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-Log = Callable[[str], None]
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_PAGES = 100  # the bound on the pages one list call reads (ApiClient.pages)
-
-
-def silent(_: str) -> None:
-    """A log function that drops its message."""
 
 
 class Transient(Exception):

@@ -14,7 +14,8 @@ from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp import auth
-from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import RetryPolicy, Settings
 
 

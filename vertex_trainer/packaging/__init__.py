@@ -23,17 +23,6 @@ Every network call goes through vertex_trainer.gcp (one retry policy, one error 
 endpoints come from a `Settings` argument, never from the environment.
 """
 
-from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
-from vertex_trainer.packaging.context import (
-    FIXED_MTIME,
-    ContextEntry,
-    DockerIgnore,
-    hash_entries,
-    walk_context,
-    write_archive,
-)
-from vertex_trainer.packaging.docker import docker_available, docker_commands, run_docker_build
-from vertex_trainer.packaging.ensure import PackageResult, ensure_artifact
 from vertex_trainer.packaging.build_plan import (
     BUILDERS,
     DEFAULT_BUILDER,
@@ -51,6 +40,17 @@ from vertex_trainer.packaging.build_plan import (
     resolve_variant,
     staging_location,
 )
+from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
+from vertex_trainer.packaging.context import (
+    FIXED_MTIME,
+    ContextEntry,
+    DockerIgnore,
+    hash_entries,
+    walk_context,
+    write_archive,
+)
+from vertex_trainer.packaging.docker import docker_available, docker_commands, run_docker_build
+from vertex_trainer.packaging.ensure import PackageResult, ensure_artifact
 from vertex_trainer.packaging.registry import registry_tag_exists
 from vertex_trainer.packaging.templates import (
     FRAMEWORK_NAMES,

@@ -10,16 +10,14 @@ build. Every GET retries transient failures through the shared ApiClient.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import TRANSIENT_STATUS, ApiClient, Transient, default_hint, parse_error
+from vertex_trainer.log import Log
 from vertex_trainer.packaging.build_plan import PLATFORM, TAG_HEX_CHARS
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import validate_image_reference
-
-Log = Callable[[str], None]
 
 # Cloud Build's maintained Docker builder image.
 CLOUD_BUILD_DOCKER_STEP = "gcr.io/cloud-builders/docker"

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from vertex_trainer.errors import UserError
+from vertex_trainer.log import Log
 from vertex_trainer.packaging.build_plan import PLATFORM, BuildFailed
 from vertex_trainer.spec import validate_image_reference
-
-Log = Callable[[str], None]
 
 
 def docker_commands(image: str, *, buildx: bool, platform: str = PLATFORM) -> list[list[str]]:

@@ -8,7 +8,6 @@ Build REST API) and docker (local daemon). python_package uploads an sdist inste
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,7 @@ from typing import Any
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import SpecError
 from vertex_trainer.gcp import storage
-from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
-from vertex_trainer.packaging.docker import run_docker_build
+from vertex_trainer.log import Log
 from vertex_trainer.packaging.build_plan import (
     BuildFailed,
     BuildPlan,
@@ -27,11 +25,11 @@ from vertex_trainer.packaging.build_plan import (
     plan_build,
     staging_location,
 )
+from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
+from vertex_trainer.packaging.docker import run_docker_build
 from vertex_trainer.packaging.registry import registry_tag_exists
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)

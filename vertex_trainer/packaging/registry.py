@@ -11,15 +11,13 @@ challenge, the registry's token exchange with `oauth2accesstoken`. 200 -> True, 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import auth
 from vertex_trainer.gcp.http import TRANSIENT_STATUS, ApiClient
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import validate_image_reference
-
-Log = Callable[[str], None]
 
 _MANIFEST_TYPES = ", ".join(
     [

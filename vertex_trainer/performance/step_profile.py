@@ -54,7 +54,6 @@ from typing import Any
 
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
-from vertex_trainer.settings import Settings
 from vertex_trainer.performance.profile_trace import (
     NO_TRACE_HINT,
     Trace,
@@ -64,6 +63,7 @@ from vertex_trainer.performance.profile_trace import (
     no_trace,
     run_config,
 )
+from vertex_trainer.settings import Settings
 
 __all__ = [
     "HOST_BOUND",

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertex_trainer.errors import UserError
+from vertex_trainer.performance import benchmark
 from vertex_trainer.spec import JobSpec, build_spec
 from vertex_trainer.spec.trainer import BY_NAME, choose_steps_per_execution
-from vertex_trainer.performance import benchmark
 
 FIELDS = ("steps_per_execution", "batch_size")
 AUTO = ("auto", "0")  # steps_per_execution: the trainer's own choice

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from vertex_trainer import hardware as hw
-from vertex_trainer.durations import fmt_duration
 from vertex_trainer.cost.cost_text import price_line
+from vertex_trainer.durations import fmt_duration
 from vertex_trainer.redact import hidden, note, redact, redact_args
 from vertex_trainer.spec.factory import keras_words
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import access
+from vertex_trainer.preflight import buckets_of, location_mismatch, short_retry
+from vertex_trainer.readiness import permissions
 from vertex_trainer.regions import region_of
 from vertex_trainer.settings import Settings, is_emulator
-from vertex_trainer.readiness import permissions
-from vertex_trainer.preflight import buckets_of, location_mismatch, short_retry
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 

@@ -19,11 +19,11 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import access
-from vertex_trainer.settings import Settings
+from vertex_trainer.readiness import permissions
 from vertex_trainer.readiness import project_check as check
 from vertex_trainer.readiness import tensorboard_check as check_tensorboard
-from vertex_trainer.readiness import permissions
 from vertex_trainer.readiness.project_check import OK, Identity, Item
+from vertex_trainer.settings import Settings
 
 DRY, PLAN, APPLY = "dry-run", "plan", "apply"
 NOT_READ = Identity("not read in a dry run", None, "a dry run loads no credentials")

@@ -22,10 +22,10 @@ import dataclasses
 from typing import Any
 
 from vertex_trainer.errors import VertexTrainerError
-from vertex_trainer.settings import Settings
+from vertex_trainer.preflight import short_retry
 from vertex_trainer.readiness import permissions
 from vertex_trainer.readiness.project_check import FAIL, OK, WARN, Item, stand_in_missing
-from vertex_trainer.preflight import short_retry
+from vertex_trainer.settings import Settings
 
 __all__ = ["create_step", "instance_missing", "items", "looks", "make_instance", "uploader_missing"]
 

@@ -14,11 +14,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from vertex_trainer.contract import METRICS_FILE
-from vertex_trainer.settings import Settings
 from vertex_trainer import cost as costs
+from vertex_trainer.contract import METRICS_FILE
 from vertex_trainer.reporting import bounded_read as report_read
 from vertex_trainer.reporting.run_data import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
+from vertex_trainer.settings import Settings
 
 __all__ = ["from_custom_job", "from_tuning_job", "run_cost", "utilization"]
 
@@ -232,11 +232,11 @@ def attempts_of(data: Mapping[str, Any], settings: Settings) -> list[dict[str, A
     the fallback itself finds an earlier run's (capacity/fallback.py `earlier_jobs`). An attempt
     whose create was refused left no job, so it is not found. [] for a job of no fallback plan,
     or when the jobs cannot be listed."""
+    from vertex_trainer import capacity
     from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
     from vertex_trainer.regions import TRAINING
     from vertex_trainer.vertex.custom_jobs import JobsClient
     from vertex_trainer.vertex.names import split_name
-    from vertex_trainer import capacity
 
     labels = data.get("labels") or {}
     if ATTEMPT_LABEL not in labels or KEY_LABEL not in labels:

@@ -46,7 +46,7 @@ from typing import Any
 from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.auth import emulator_headers
 from vertex_trainer.gcp.http import ApiClient
-from vertex_trainer.sandbox.runner import Echo
+from vertex_trainer.log import Log
 from vertex_trainer.settings import EMULATOR_TOKEN_ENV, RetryPolicy
 
 FINALIZED = "google.cloud.storage.object.v1.finalized"
@@ -114,7 +114,7 @@ class FunctionHost:
         environ: Mapping[str, str],
         storage: str,
         redeliver: int = 1,
-        echo: Echo | None = None,
+        echo: Log | None = None,
         backoff_s: float = BACKOFF_S,
         max_attempts: int = MAX_ATTEMPTS,
     ):

@@ -38,8 +38,9 @@ from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import VertexTrainerError
 from vertex_trainer.gcp.auth import emulator_headers
 from vertex_trainer.local.failure import exception_line
+from vertex_trainer.log import Log
 from vertex_trainer.sandbox import utilization
-from vertex_trainer.sandbox.runner import Echo, Run, Runner, internal_error
+from vertex_trainer.sandbox.runner import Run, Runner, internal_error
 from vertex_trainer.settings import Settings
 
 RUNNING = "JOB_STATE_RUNNING"
@@ -74,7 +75,7 @@ class JobRunner(Runner[_Run]):
         storage_emulator: str | None,
         logging: Any,
         registry: Any = None,
-        echo: Echo | None = None,
+        echo: Log | None = None,
         cloudbuild: Any = None,
         token: str | None = None,
         monitoring: Any = None,

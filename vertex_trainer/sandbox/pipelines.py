@@ -42,8 +42,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vertex_trainer.log import Log
 from vertex_trainer.sandbox import launcher, placeholders
-from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
+from vertex_trainer.sandbox.runner import Run, Runner, call, internal_error
 from vertex_trainer.sandbox.runner import now as _now
 
 RUNNING, SUCCEEDED = "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED"
@@ -80,7 +81,7 @@ class PipelineRunner(Runner[_Run]):
         *,
         environ: Mapping[str, str],
         vertex_url: str,
-        echo: Echo | None = None,
+        echo: Log | None = None,
         launcher_poll_s: float = 1.0,
         token: str | None = None,
     ):

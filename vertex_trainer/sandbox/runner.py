@@ -13,15 +13,13 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
 from vertex_trainer.gcp.auth import emulator_headers
+from vertex_trainer.log import Log
 from vertex_trainer.regions import region_of
-
-Echo = Callable[[str], None]
 
 
 def now() -> str:
@@ -68,7 +66,7 @@ class Runner(Generic[R]):
     kind = "run"
     stop_timeout_s = 60.0
 
-    def __init__(self, *, echo: Echo | None = None):
+    def __init__(self, *, echo: Log | None = None):
         self.echo = echo if echo is not None else (lambda text: None)
         self._runs: dict[str, R] = {}
         self._lock = threading.Lock()

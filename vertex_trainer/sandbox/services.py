@@ -54,11 +54,12 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any
 
 from vertex_trainer import lazy
+from vertex_trainer.log import Log
 from vertex_trainer.sandbox.job_runs import JobRunner
 from vertex_trainer.sandbox.serving import ModelServers
 from vertex_trainer.settings import (
@@ -111,7 +112,7 @@ class Sandbox:
         project: str = DEFAULT_PROJECT,
         region: str = DEFAULT_REGION,
         host: str = "127.0.0.1",
-        echo: Callable[[str], None] | None = None,
+        echo: Log | None = None,
         function: str | None = None,
         redeliver: int = 1,
         deny: Sequence[str] = (),
@@ -363,8 +364,8 @@ def serve(
     *,
     env_file: str | None = None,
     command: Sequence[str] = (),
-    out: Callable[[str], None] | None = None,
-    note: Callable[[str], None] = _stderr,
+    out: Log | None = None,
+    note: Log = _stderr,
 ) -> int:
     """Run the sandbox in the foreground (`vertex-trainer dev sandbox`); returns the exit code.
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_trainer.contract import SERVE_MODULE
-from vertex_trainer.sandbox.runner import Echo
+from vertex_trainer.log import Log
 
 LOAD_TIMEOUT_S = 300.0  # TensorFlow's import and the model's load, on a busy laptop
 FORWARD_TIMEOUT_S = 300.0  # one predict request, once the model is ready
@@ -51,7 +51,7 @@ class ModelServers:
     """The predictor hook of FakeVertex: one server process per deployed model."""
 
     def __init__(
-        self, *, environ: Mapping[str, str], echo: Echo | None = None, load_timeout: float = LOAD_TIMEOUT_S
+        self, *, environ: Mapping[str, str], echo: Log | None = None, load_timeout: float = LOAD_TIMEOUT_S
     ):
         self.environ = dict(environ)
         self.echo = echo if echo is not None else (lambda text: None)

@@ -28,7 +28,8 @@ from typing import Any
 
 from vertex_trainer import render
 from vertex_trainer.contract import KEY_LABEL
-from vertex_trainer.sandbox.runner import Echo, Run, Runner, call, internal_error
+from vertex_trainer.log import Log
+from vertex_trainer.sandbox.runner import Run, Runner, call, internal_error
 from vertex_trainer.sandbox.runner import now as _now
 
 RUNNING, SUCCEEDED = "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"
@@ -50,7 +51,7 @@ class TuningRunner(Runner[_Study]):
 
     kind = "tuning"
 
-    def __init__(self, *, vertex_url: str, jobs: Any, echo: Echo | None = None, token: str | None = None):
+    def __init__(self, *, vertex_url: str, jobs: Any, echo: Log | None = None, token: str | None = None):
         super().__init__(echo=echo)
         self.token = token
         self.vertex_url = vertex_url.rstrip("/")
@@ -87,8 +88,8 @@ class TuningRunner(Runner[_Study]):
 
     def _execute(self, study: _Study) -> tuple[str, dict[str, Any] | None]:
         from vertex_trainer.spec.tune import parameter_id
-        from vertex_trainer.vertex.hptuning import verbatim_ids
         from vertex_trainer.tuning.tuning_run import plan_trials, trial_args
+        from vertex_trainer.vertex.hptuning import verbatim_ids
 
         body = study.body
         metric = body["studySpec"]["metrics"][0]["metricId"]

@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vertex_trainer.errors import ServiceError, UserError
-from vertex_trainer.gcp.http import Log, Transient, silent
+from vertex_trainer.gcp.http import Transient
+from vertex_trainer.log import Log, silent
 from vertex_trainer.pricing import Price, PriceBook
 from vertex_trainer.pricing.serving import node_price
 from vertex_trainer.settings import PollPolicy

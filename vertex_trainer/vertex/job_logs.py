@@ -32,7 +32,8 @@ from urllib.parse import unquote
 from vertex_trainer.contract import Failure, JobEvent, LogEntry
 from vertex_trainer.durations import fmt_duration, parse_duration
 from vertex_trainer.errors import ServiceError, UserError
-from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings, is_emulator
 from vertex_trainer.vertex.advice import advice
 from vertex_trainer.vertex.custom_jobs import Job

@@ -26,7 +26,8 @@ from typing import Any
 
 from vertex_trainer.contract import HEALTH_ROUTE, JOB_LABEL, PREDICT_ROUTE, SERVING_PORT
 from vertex_trainer.errors import ServiceError
-from vertex_trainer.gcp.http import Log, Transient, look_after_lost, silent
+from vertex_trainer.gcp.http import Transient, look_after_lost
+from vertex_trainer.log import Log, silent
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.vertex.deployed import (
     ENDPOINT_NAME,

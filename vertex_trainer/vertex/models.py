@@ -11,8 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vertex_trainer.gcp.http import Log, decode
+from vertex_trainer.gcp.http import decode
 from vertex_trainer.gcp.lro import wait_operation
+from vertex_trainer.log import Log
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.service import vertex_api
 

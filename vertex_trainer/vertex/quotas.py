@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import RetryPolicy, Settings
 
 SERVICE = "aiplatform.googleapis.com"

@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
-from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Hints, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Hints, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
 _PERMISSIONS = {

@@ -30,7 +30,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from vertex_trainer.contract import TRAINER_MODULE
-from vertex_trainer.gcp.http import ApiClient, ApiError, Log, default_hint
+from vertex_trainer.gcp.http import ApiClient, ApiError, default_hint
+from vertex_trainer.log import Log
 from vertex_trainer.settings import RetryPolicy, Settings
 
 ACCELERATOR = "ml.googleapis.com/training/accelerator/utilization"
