@@ -1,41 +1,61 @@
-"""`submit`: the plan (plan.py), then its executor. One entry, one plan, one small executor per
-kind, each returning its own handle:
+"""`submit`: the plan (plan.py), then the executor of its kind, behind one protocol.
 
-    custom        -> Job         the CustomJob, created once per key (deploy after, if asked)
-    fallback      -> Job         each attempt of scheduling.fallback in turn (capacity/fallback.py)
-    tuning        -> TuningJob   the HyperparameterTuningJob (vertex/hptuning.py)
-    pipeline      -> PipelineRun the PipelineJob, created once per key (vertex/pipelines.py);
-                                 built and compiled only when no run has the id yet
-    local         -> LocalJob    the CustomJob run here (local/)
-    local-tuning  -> LocalTuning the study's trials run here (tuning/tuning_run.py)
+`plan_submit` makes the plan in one pass (every check, the budget, the artifact planned, each
+attempt's CustomJob rendered once); `run(plan)` hands it to `EXECUTORS[plan.kind]`, an
+:class:`Executor` (``run(plan, settings, log) -> Handle``), and every executor returns a
+:class:`~vertex_trainer.api.handles.Handle` (name, state, console_url, output_dir, refresh, wait,
+cancel, to_dict), so ``vt.submit(spec).wait()`` holds whatever the kind:
 
-A cloud executor first makes the reads that belong before any create (the buckets, the quota
-pre-flight, the persistent resource) and the build, then sends the plan's bodies: nothing is
-rendered or checked twice.
+    custom        CustomExecutor       -> Job         the CustomJob, created once per key
+                                                      (deploy after, if asked)
+    fallback      FallbackExecutor     -> Job         the plan's attempts in turn
+                                                      (capacity/fallback.py)
+    tuning        TuningExecutor       -> TuningJob   the HyperparameterTuningJob (vertex/hptuning.py)
+    pipeline      PipelineExecutor     -> PipelineRun the PipelineJob, created once per key
+                                                      (vertex/pipelines.py); built and compiled
+                                                      only when no run has the id yet
+    local         LocalExecutor        -> LocalJob    the CustomJob run here (local/)
+    local-tuning  LocalTuningExecutor  -> LocalTuning the study's trials run here
+                                                      (tuning/tuning_run.py)
+
+A cloud executor first makes the reads that belong before any create (`_ready`: the buckets, the
+data, the quota pre-flight, the persistent resource; then the build and the TensorBoard
+instances), then sends the plan's bodies: nothing is rendered, planned or checked twice.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Union, overload
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, Protocol, overload
 
-from vertex_trainer.api.core import Log, _stderr
-from vertex_trainer.api.handles import Job
+from vertex_trainer import preflight
+from vertex_trainer.api.core import _stderr, settings_from_env
+from vertex_trainer.api.deploy import deploy
+from vertex_trainer.api.handles import Handle, Job
 from vertex_trainer.api.package import package
-from vertex_trainer.api.plan import SubmitOptions, SubmitPlan, plan_submit
+from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
+from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
+from vertex_trainer.capacity import availability, fallback
+from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
+from vertex_trainer.gcp.http import Denied
+from vertex_trainer.local import run_local
+from vertex_trainer.log import Log
+from vertex_trainer.render import tensorboard_pending
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
+from vertex_trainer.vertex.tensorboards import TensorboardsClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
+    from vertex_trainer.tuning.tuning_run import LocalTuning
     from vertex_trainer.vertex.hptuning import TuningJob
     from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.pipelines import PipelineRun
-    from vertex_trainer.tuning.tuning_run import LocalTuning
 
-__all__ = ["Handle", "registry_client", "run", "submit"]
-
-Handle = Union[Job, "TuningJob", "PipelineRun", LocalJob, "LocalTuning"]
+__all__ = ["EXECUTORS", "Executor", "Handle", "registry_client", "run", "submit"]
 
 
 @overload
@@ -114,10 +134,11 @@ def submit(
     """Submit a resolved spec as a Vertex AI CustomJob, at most once per idempotency key.
 
     The one path (docs/contract.md section 2): the plan (:func:`plan_submit`: every check, the
-    budget, the artifact planned, each attempt rendered) -> its executor (the pre-send reads,
-    the build when the spec builds, then create (idempotent) | run here). A spec with ``tune:``
-    becomes a HyperparameterTuningJob (section 10); one with ``scheduling.fallback`` tries its
-    strategies in turn (section 8). The plan's warnings go to ``log`` first.
+    budget, the artifact planned, each attempt rendered) -> the executor of its kind (the
+    pre-send reads, the build when the spec builds, then create (idempotent) | run here). A spec
+    with ``tune:`` becomes a HyperparameterTuningJob (section 10); one with
+    ``scheduling.fallback`` tries its strategies in turn (section 8). The plan's warnings go to
+    ``log`` first.
 
     Args:
         spec: the job spec, from :func:`load_spec`.
@@ -141,16 +162,15 @@ def submit(
         client: shorthand for ``SubmitOptions.client`` (wins over ``options``).
 
     Returns:
-        the handle of the plan's kind: a :class:`Job` (a custom job or a fallback plan), a
-        ``TuningJob`` (a ``tune:`` spec), a :class:`LocalJob` with ``local=True`` (a
-        ``LocalTuning`` for a ``tune:`` spec), or a :class:`DryRun` with ``dry_run=True``.
+        a :class:`Handle` whatever the kind (``submit(spec).wait()`` always holds): a
+        :class:`Job` (a custom job or a fallback plan), a ``TuningJob`` (a ``tune:`` spec), a
+        :class:`LocalJob` with ``local=True`` (a ``LocalTuning`` for a ``tune:`` spec); or a
+        :class:`DryRun` with ``dry_run=True``.
 
     Raises:
         UserError, SpecError: bad input (exit 2), before anything is built, sent or run.
         JobFailed: ``wait`` and the job did not succeed (unless ``options.follow`` is given).
     """
-    import dataclasses
-
     opts = options or SubmitOptions()
     opts = dataclasses.replace(
         opts,
@@ -158,7 +178,7 @@ def submit(
         max_cost=opts.max_cost if max_cost is None else max_cost,
         client=opts.client if client is None else client,
     )
-    settings = settings or _settings(opts)
+    settings = settings or (opts.client.settings if opts.client else settings_from_env())
     log = log or _stderr
     plan = plan_submit(
         spec,
@@ -175,18 +195,14 @@ def submit(
         log(warning)
     if dry_run:
         return plan.dry_run()
-    from vertex_trainer.gcp.http import Denied
-
     try:
         return run(plan, settings=settings, log=log)
     except Denied as exc:  # a disabled API or a denied permission: name the others too (issue 33)
-        from vertex_trainer.api.project import after_denial
-
         raise after_denial(spec, exc, settings=settings) from None
 
 
 def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:
-    """Run a plan with the executor of its kind.
+    """Run a plan with the executor of its kind (`EXECUTORS[plan.kind]`).
 
     Args:
         plan: from :func:`plan_submit`.
@@ -194,62 +210,207 @@ def run(plan: SubmitPlan, *, settings: Settings, log: Log) -> Handle:
         log: where progress lines go.
 
     Returns:
-        the handle of the plan's kind (see :func:`submit`).
+        the plan's Handle (see :func:`submit`).
     """
-    if plan.kind == "local":
-        return _run_here(plan, settings)
-    if plan.kind == "local-tuning":
-        return _run_local_tuning(plan, settings, log)
-    if plan.kind == "pipeline":
-        return _run_pipeline(plan, settings, log)
-    skipped = _before_sending(plan, settings, log)
-    plan = _with_tensorboards(plan, settings, log)
-    if plan.kind == "tuning":
-        return _run_tuning(plan, settings, log)
-    if plan.kind == "fallback":
-        job = _run_fallback(plan, settings, log, skipped)
-    else:
-        job = _run_custom(plan, settings, log)
-    if plan.deploy_after and job.succeeded:
-        from vertex_trainer.api.deploy import deploy
-
-        deployed = deploy(plan.spec, job=job.name, log=log, settings=settings)
-        job.deployment = deployed if not isinstance(deployed, dict) else None
-    return job
+    return EXECUTORS[plan.kind].run(plan, settings, log)
 
 
-def _settings(opts: SubmitOptions) -> Settings:
-    from vertex_trainer.api.core import settings_from_env
+class Executor(Protocol):
+    """Runs the plans of one kind: the pre-send steps its kind needs, then the create (or the run
+    here), and the handle of what it made."""
 
-    return opts.client.settings if opts.client else settings_from_env()
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> Handle:
+        """Run `plan`.
+
+        Args:
+            plan: a plan of the executor's kind, from :func:`plan_submit`.
+            settings: the process settings.
+            log: where progress lines go.
+
+        Returns:
+            the handle of what it created or ran.
+        """
+        ...
 
 
-def _before_sending(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
-    """A cloud plan's reads before any create (`_reads`), then the build (when the spec builds);
-    returns the attempts to skip (attempt n -> why)."""
+class CustomExecutor:
+    """custom: the reads, the build, then the CustomJob created once per key; with `wait`, followed
+    (`options.follow` when given: the caller judges the end; else Job.wait); then the deploy."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> Job:
+        plan, _ = _ready(plan, settings, log)
+        opts = plan.options
+        client = _client(plan, settings, log)
+        data, adopted = create_idempotent(client, plan.body, plan.key)
+        job = Job(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted, spec=plan.spec)
+        if plan.wait and opts.follow is not None:
+            opts.follow(job, opts.timeout)  # (a job adopted after it ended: its log and how it ended)
+        elif plan.wait:
+            job.wait(timeout=opts.timeout, on_state=opts.on_state)
+        return _deployed(plan, job, settings, log)
+
+
+class FallbackExecutor:
+    """fallback: the reads (the quota pre-flight names the attempts to skip), the build, then the
+    plan's attempts in turn, each in its own region (docs/contract.md sections 8 and 11); then the
+    deploy of the job that succeeded."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> Job:
+        plan, skipped = _ready(plan, settings, log)
+        opts = plan.options
+        job = fallback.submit(
+            fallback.region_clients(_client(plan, settings, log)),
+            plan.attempts,
+            plan.key,
+            spec=plan.spec,
+            image=plan.image,
+            job_type=Job,
+            wait=plan.wait,
+            timeout=opts.timeout,
+            follow=opts.follow,
+            on_state=opts.on_state,
+            log=log,
+            check=opts.follow is None,
+            skipped=skipped,
+        )
+        assert isinstance(job, Job)  # (job_type)
+        return _deployed(plan, job, settings, log)
+
+
+class TuningExecutor:
+    """tuning: the reads, the build, then the HyperparameterTuningJob created once per key; with
+    `wait`, followed."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> TuningJob:
+        from vertex_trainer.vertex import hptuning  # (only a tuning job loads its client)
+
+        plan, _ = _ready(plan, settings, log)
+        spec, opts = plan.spec, plan.options
+        client = hptuning.TuningClient(spec.project, spec.region, settings=settings, log=log)
+        assert plan.tuning is not None  # (a tuning plan has its body)
+        data, adopted = hptuning.create_idempotent(client, plan.tuning, plan.key)
+        tuning = hptuning.TuningJob(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted)
+        if plan.wait:
+            tuning.wait(timeout=opts.timeout, on_state=opts.on_state)
+        return tuning
+
+
+class PipelineExecutor:
+    """pipeline: the reads, then the PipelineJob created once per key (docs/contract.md section 6).
+    A run that has the id is adopted before anything is built or compiled; else the build, the
+    registry's model and endpoint (deploy:), and the pipeline compiled from the plan's job."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> PipelineRun:
+        from vertex_trainer.vertex import pipelines  # (only a pipeline run loads its client)
+
+        _reads(plan, settings, log)
+        plan = _with_tensorboards(plan, settings, log)
+        spec, opts, planned = plan.spec, plan.options, plan.pipeline
+        assert planned is not None  # (a pipeline plan has its PipelineJob)
+        client = pipelines.PipelinesClient(spec.project, spec.region, settings=settings, log=log)
+
+        def body() -> dict:  # called only when no run has the id yet
+            _build(plan, settings, log)
+            return planned.compile(registry_client(spec, settings, log) if spec.deploy is not None else None)
+
+        data, adopted = pipelines.create_idempotent(client, body, planned.run_id, plan.key)
+        made = pipelines.PipelineRun(data, client, idempotency_key=plan.key, adopted=adopted)
+        if plan.wait:
+            made.wait(timeout=opts.timeout, on_state=opts.on_state)
+        return made
+
+
+class LocalExecutor:
+    """local: the rendered job run on this machine (it has ended when `run` returns)."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> LocalJob:
+        opts = plan.options
+        result = run_local(
+            plan.body,
+            plan.spec,
+            settings=settings,
+            wait=plan.wait,
+            console=opts.console,
+            summary=opts.summary,
+            run=plan.run,
+            latest=plan.resumed is None,
+        )
+        return LocalJob(result, plan.body, plan.image, plan.key)
+
+
+class LocalTuningExecutor:
+    """local-tuning: the plan's trials run here, `parallel_trials` at a time (they have ended when
+    `run` returns)."""
+
+    def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> LocalTuning:
+        from vertex_trainer.tuning import tuning_run  # (only a local study loads the trial runner)
+
+        return tuning_run.run_trials(
+            plan.spec,
+            plan.body,
+            key=plan.key,
+            image=plan.image,
+            settings=settings,
+            console=plan.options.console,
+            planned=[dict(t.parameters) for t in plan.trials],
+            run=plan.run,
+        )
+
+
+EXECUTORS: Mapping[Kind, Executor] = {
+    "custom": CustomExecutor(),
+    "fallback": FallbackExecutor(),
+    "tuning": TuningExecutor(),
+    "pipeline": PipelineExecutor(),
+    "local": LocalExecutor(),
+    "local-tuning": LocalTuningExecutor(),
+}
+
+
+def registry_client(spec: JobSpec, settings: Settings, log: Log | None) -> RegistryClient:
+    """The Model Registry and Endpoints client a pipeline's deploy steps are resolved with.
+
+    Args:
+        spec: the job spec (its project and region).
+        settings: the process settings.
+        log: where the client's notes go.
+
+    Returns:
+        the RegistryClient.
+    """
+    from vertex_trainer.vertex.models import RegistryClient  # (only a pipeline's deploy reads it)
+
+    if not (spec.project and spec.region):  # check() refuses such a spec first; this says why here
+        raise UserError("looking up the model and endpoint needs the spec's project and region")
+    return RegistryClient(spec.project, spec.region, settings=settings, log=log)
+
+
+# -- the steps before any create -------------------------------------------------------------------
+
+
+def _ready(plan: SubmitPlan, settings: Settings, log: Log) -> tuple[SubmitPlan, dict[int, str]]:
+    """A cloud job's steps before its create: the reads (`_reads`), the build (when the spec
+    builds), then the TensorBoard instances; returns the plan with their names in its bodies,
+    and the attempts to skip (attempt n -> why)."""
     skipped = _reads(plan, settings, log)
     _build(plan, settings, log)
-    return skipped
+    return _with_tensorboards(plan, settings, log), skipped
 
 
 def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
-    """The buckets (missing: exit 2), the quota pre-flight and the persistent resource
+    """The buckets (missing: exit 2), the data, the quota pre-flight and the persistent resource
     (docs/contract.md sections 8 and 11); returns the attempts to skip (attempt n -> why)."""
-    from vertex_trainer.capacity import availability as capacity
-    from vertex_trainer import preflight
-
     spec = plan.spec
     preflight.check_buckets(spec, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
     _check_resumed(plan, settings)
-    skipped = capacity.before_submit(
+    return availability.before_submit(
         spec,
         settings=settings,
         log=log,
         quota=plan.options.quota_check,
         pools=plan.body["jobSpec"]["workerPoolSpecs"],  # (the resource must fit the job as rendered)
     )
-    return skipped
 
 
 def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> SubmitPlan:
@@ -258,9 +419,6 @@ def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> Submit
     is created; returns the plan with its name in the bodies (`SubmitPlan.with_tensorboards`)."""
     if not plan.tensorboards:
         return plan
-    from vertex_trainer.render import tensorboard_pending
-    from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
     names = {}
     for step in plan.tensorboards:
         client = TensorboardsClient(step.project, step.region, settings=settings, log=log)
@@ -273,14 +431,10 @@ def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> Submit
 def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
     """`--resume RUN` of a run in Cloud Storage: its folder must hold something (exit 2
     otherwise, before anything is built or created)."""
-    if not (plan.resumed or "").startswith("gs://"):
+    if plan.resumed is None or not plan.resumed.startswith("gs://"):
         return
     if settings.offline and not settings.storage_emulator:  # Vertex AI a stand-in, no bucket to read
         return
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.gcp import storage
-
-    assert plan.resumed is not None
     if not storage.holds_objects(settings, plan.resumed):
         raise UserError(
             f"--resume: {plan.resumed} holds nothing: no run to continue there",
@@ -302,125 +456,10 @@ def _client(plan: SubmitPlan, settings: Settings, log: Log) -> JobsClient:
     return plan.options.client or JobsClient(spec.project, spec.region, settings=settings, log=log)
 
 
-def _run_custom(plan: SubmitPlan, settings: Settings, log: Log) -> Job:
-    """custom: create the job once per key; with `wait`, follow it (`options.follow` when given:
-    the caller judges the end; else Job.wait)."""
-    opts = plan.options
-    client = _client(plan, settings, log)
-    data, adopted = create_idempotent(client, plan.body, plan.key)
-    job = Job(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted, spec=plan.spec)
-    if plan.wait and opts.follow is not None:
-        opts.follow(job, opts.timeout)  # (a job adopted after it ended: its log and how it ended)
-    elif plan.wait:
-        job.wait(timeout=opts.timeout, on_state=opts.on_state)
+def _deployed(plan: SubmitPlan, job: Job, settings: Settings, log: Log) -> Job:
+    """`submit(deploy=True)`: once the job SUCCEEDED, its model registered and served (the
+    Deployment is `job.deployment`); returns the job."""
+    if plan.deploy_after and job.succeeded:
+        deployed = deploy(plan.spec, job=job.name, log=log, settings=settings)
+        job.deployment = deployed if not isinstance(deployed, dict) else None
     return job
-
-
-def _run_fallback(plan: SubmitPlan, settings: Settings, log: Log, skipped: dict[int, str]) -> Job:
-    """fallback: each attempt in its own region, the plan's bodies in turn (docs/contract.md
-    sections 8 and 11)."""
-    from vertex_trainer.capacity import fallback
-
-    opts = plan.options
-    job = fallback.submit(
-        fallback.region_clients(_client(plan, settings, log)),
-        plan.spec,
-        [a.body for a in plan.attempts],
-        plan.key,
-        image=plan.image,
-        job_type=Job,
-        wait=plan.wait,
-        timeout=opts.timeout,
-        follow=opts.follow,
-        on_state=opts.on_state,
-        log=log,
-        check=opts.follow is None,
-        skipped=skipped,
-    )
-    assert isinstance(job, Job)
-    return job
-
-
-def _run_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> TuningJob:
-    """tuning: the HyperparameterTuningJob, created once per key; with `wait`, followed."""
-    from vertex_trainer.vertex import hptuning
-
-    spec, opts = plan.spec, plan.options
-    client = hptuning.TuningClient(spec.project, spec.region, settings=settings, log=log)
-    assert plan.tuning is not None
-    data, adopted = hptuning.create_idempotent(client, plan.tuning, plan.key)
-    tuning = hptuning.TuningJob(data, client, image=plan.image, idempotency_key=plan.key, adopted=adopted)
-    if plan.wait:
-        tuning.wait(timeout=opts.timeout, on_state=opts.on_state)
-    return tuning
-
-
-def _run_pipeline(plan: SubmitPlan, settings: Settings, log: Log) -> PipelineRun:
-    """pipeline: the reads, then the PipelineJob created once per key (docs/contract.md section
-    6). A run that has the id is adopted before anything is built or compiled; else the build,
-    the registry's model and endpoint (deploy:), and the pipeline compiled from the plan's job."""
-    from vertex_trainer.vertex.pipelines import PipelineRun, PipelinesClient, create_idempotent
-
-    spec, opts, planned = plan.spec, plan.options, plan.pipeline
-    assert planned is not None
-    _reads(plan, settings, log)
-    plan = _with_tensorboards(plan, settings, log)
-    planned = plan.pipeline
-    assert planned is not None
-    client = PipelinesClient(spec.project, spec.region, settings=settings, log=log)
-
-    def body() -> dict:  # called only when no run has the id yet
-        _build(plan, settings, log)
-        return planned.compile(registry_client(spec, settings, log) if spec.deploy is not None else None)
-
-    data, adopted = create_idempotent(client, body, planned.run_id, plan.key)
-    run = PipelineRun(data, client, idempotency_key=plan.key, adopted=adopted)
-    if plan.wait:
-        run.wait(timeout=opts.timeout, on_state=opts.on_state)
-    return run
-
-
-def registry_client(spec: JobSpec, settings: Settings, log: Log | None) -> RegistryClient:
-    """The Model Registry and Endpoints client a pipeline's deploy steps are resolved with."""
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.vertex.models import RegistryClient
-
-    if not (spec.project and spec.region):  # check() refuses such a spec first; this says why here
-        raise UserError("looking up the model and endpoint needs the spec's project and region")
-    return RegistryClient(spec.project, spec.region, settings=settings, log=log)
-
-
-def _run_here(plan: SubmitPlan, settings: Settings) -> LocalJob:
-    """local: the rendered job run on this machine."""
-    from vertex_trainer.local import run_local
-
-    opts = plan.options
-    result = run_local(
-        plan.body,
-        plan.spec,
-        settings=settings,
-        wait=plan.wait,
-        console=opts.console,
-        summary=opts.summary,
-        run=plan.run,
-        latest=plan.resumed is None,
-    )
-    return LocalJob(result, plan.body, plan.image, plan.key)
-
-
-def _run_local_tuning(plan: SubmitPlan, settings: Settings, log: Log) -> LocalTuning:
-    """local-tuning: the plan's trials run here, `parallel_trials` at a time."""
-    from vertex_trainer.tuning import tuning_run as tuning
-
-    return tuning.run_trials(
-        plan.spec,
-        plan.body,
-        key=plan.key,
-        image=plan.image,
-        settings=settings,
-        console=plan.options.console,
-        wait=plan.wait,
-        log=log,
-        planned=[dict(t.parameters) for t in plan.trials],
-        run=plan.run,
-    )

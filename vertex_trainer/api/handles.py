@@ -1,24 +1,131 @@
-"""The handle of a Vertex AI CustomJob as the API returns it (`submit` of a custom job or a
-fallback plan, `status`, `list_jobs`): the vertex/ Job with the spec it was made from and, after
-``submit(deploy=True)``, its deployment. (A tuning job's handle is vertex/hptuning's TuningJob; a
-run here is results.LocalJob.)"""
+"""What `submit` returns, whatever the plan's kind: a :class:`Handle` (a protocol: name, state,
+console_url, output_dir, refresh, wait, cancel, to_dict), so that ``vt.submit(spec).wait()`` holds
+for a custom job, a fallback plan, a tuning job, a pipeline run, a run here or a local study. The
+types that implement it:
+
+    Job          a Vertex AI CustomJob (a custom job, a fallback plan's last attempt): here
+    TuningJob    a HyperparameterTuningJob (vertex/hptuning.py)
+    PipelineRun  a PipelineJob (vertex/pipelines.py; `pipeline_submit`)
+    LocalJob     a job run on this machine (api/results.py)
+    LocalTuning  a tuning study run on this machine (tuning/tuning_run.py)
+
+`Job` is the vertex/ Job with the spec it was made from and, after ``submit(deploy=True)``, its
+deployment (`submit`, `status`, `list_jobs` return it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.api.deploy import deploy as deploy_job
+from vertex_trainer.api.report import report as write_report
+from vertex_trainer.contract import Failure, JobEvent, LogEntry
+from vertex_trainer.errors import JobFailed, UserError
+from vertex_trainer.local.display import is_banner
 from vertex_trainer.settings import PollPolicy, Settings
 from vertex_trainer.vertex.custom_jobs import Job as _VertexJob
+from vertex_trainer.vertex.job_logs import LogsClient
 from vertex_trainer.vertex.service import CollectionClient
+from vertex_trainer.vertex.stateful import StatePrinter
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.model_deploy import Deployment
 
-__all__ = ["Job"]
+__all__ = ["Handle", "Job"]
+
+
+class Handle(Protocol):
+    """What `submit` returns whatever the kind (the module doc names the types): the same core
+    surface, so a notebook writes ``vt.submit(spec).wait()`` and the CLI prints ``to_dict()``.
+
+    A cloud handle's `state` is current when read (a get when the answer held is old); a run
+    here has ended when `submit` returns, so its `refresh`, `wait` and `cancel` only say so.
+    """
+
+    @property
+    def name(self) -> str:
+        """The resource name (projects/P/locations/R/...), or a run here's own name."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """The state, a JOB_STATE_* (a pipeline run: PIPELINE_STATE_*) name."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """True once the state is a terminal one."""
+        ...
+
+    @property
+    def succeeded(self) -> bool:
+        """True when it ended SUCCEEDED."""
+        ...
+
+    @property
+    def console_url(self) -> str | None:
+        """Its page in the Google Cloud console (None: a run here)."""
+        ...
+
+    @property
+    def output_dir(self) -> str | None:
+        """Where it writes: its own folder (model/, checkpoints/, logs/, metrics.json; a tuning
+        job's trials below it; a pipeline's root), or None when it has none."""
+        ...
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The key it was created with (a re-run with it adopts it)."""
+        ...
+
+    @property
+    def adopted(self) -> bool:
+        """True when the submit found it (same key) instead of creating it."""
+        ...
+
+    def refresh(self) -> Handle:
+        """Read its state again.
+
+        Returns:
+            the handle, current.
+        """
+        ...
+
+    def wait(self, timeout: float | None = None, *, check: bool = True) -> Handle:
+        """Follow it until it ends.
+
+        Args:
+            timeout: seconds before TimeoutError (None: no limit).
+            check: raise JobFailed (exit 1) unless it SUCCEEDED.
+
+        Returns:
+            the handle, ended.
+        """
+        ...
+
+    def cancel(self) -> Handle:
+        """Ask for its cancellation (nothing is sent for one that has ended).
+
+        Returns:
+            the handle, refreshed.
+        """
+        ...
+
+    def failure_message(self) -> str:
+        """Why it did not succeed, for an error message.
+
+        Returns:
+            its kind, name, how it ended and the error.
+        """
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The submit object of docs/contract.md section 2 (`--output json`)."""
+        ...
 
 
 class Job(_VertexJob):
@@ -109,14 +216,6 @@ class Job(_VertexJob):
         stream: IO[str] | None,
     ) -> Job:
         """wait()'s display: the job's states and log lines from vertex.logs' follow."""
-        import dataclasses
-
-        from vertex_trainer.contract import Failure, JobEvent, LogEntry
-        from vertex_trainer.errors import JobFailed
-        from vertex_trainer.local.display import is_banner
-        from vertex_trainer.vertex.job_logs import LogsClient
-        from vertex_trainer.vertex.stateful import StatePrinter
-
         printer = StatePrinter(stream)
         settings = self.client.settings
         if poll is not None:
@@ -164,12 +263,8 @@ class Job(_VertexJob):
         """
         spec = spec or self.spec
         if spec is None:
-            from vertex_trainer.errors import UserError
-
             raise UserError("Job.deploy needs the spec (its deploy: block): job.deploy(spec)")
-        from vertex_trainer.api.deploy import deploy
-
-        return deploy(spec, job=self.name, settings=self.client.settings, **kwargs)
+        return deploy_job(spec, job=self.name, settings=self.client.settings, **kwargs)
 
     def report(self, path: str | None = None, *, fmt: str = "html") -> str:
         """Write this job's report (see :func:`report`): one HTML page, or its plots as a PNG.
@@ -181,6 +276,4 @@ class Job(_VertexJob):
         Returns:
             the path written (in a notebook: ``IPython.display.IFrame(path, 900, 600)``).
         """
-        from vertex_trainer.api.report import report
-
-        return report(self, path, fmt=fmt, settings=self.client.settings)
+        return write_report(self, path, fmt=fmt, settings=self.client.settings)

@@ -16,6 +16,7 @@ executors (execute.py) run it: nothing downstream renders again.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -23,22 +24,30 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-from vertex_trainer.api.core import Log, check, settings_from_env
-from vertex_trainer.api.package import artifact_for, package_step
+from vertex_trainer import automation, preflight, pricing, render
+from vertex_trainer.api.core import check, settings_from_env
+from vertex_trainer.api.deploy import deploy as plan_deploy
+from vertex_trainer.api.package import artifact_for, local_tensorflow_note, package_step
 from vertex_trainer.api.results import DryRun
-from vertex_trainer.contract import Artifact
+from vertex_trainer.capacity import availability, fallback
+from vertex_trainer.contract import Artifact, run_name
+from vertex_trainer.cost import estimate as cost
+from vertex_trainer.errors import UserError
+from vertex_trainer.local.layout import resumed_run
+from vertex_trainer.log import Log, silent
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import scaling
+from vertex_trainer.spec.attempts import PlannedAttempt
+from vertex_trainer.spec.attempts import attempts as plan_of
 from vertex_trainer.vertex.custom_jobs import JobsClient, check_key, new_key
+from vertex_trainer.vertex.tensorboards import FindOrCreate, TensorboardsClient
 
 if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.spec import JobSpec
-    from vertex_trainer.spec.attempts import PlannedAttempt
-    from vertex_trainer.vertex.models import RegistryClient
-    from vertex_trainer.vertex.tensorboards import FindOrCreate
     from vertex_trainer.capacity.availability import QuotaCheck
     from vertex_trainer.cost.estimate import Estimate
     from vertex_trainer.preflight import DataCheck
+    from vertex_trainer.spec import JobSpec
+    from vertex_trainer.vertex.models import RegistryClient
 
 __all__ = [
     "AttemptPlan",
@@ -158,10 +167,8 @@ class PipelinePlan:
         """The PipelineJob body: the pipeline compiled (kfp) from the plan's CustomJob, its deploy
         steps from the registry's model and endpoint when `registry` is given (read-only look-ups),
         else those of a first deploy."""
-        from vertex_trainer import automation as pipeline
-
-        ir = pipeline.pipeline_ir(self.spec, self.artifact, self.key, registry=registry, job=self.job)
-        return pipeline.pipeline_body(self.spec, ir, self.key, self.root)
+        ir = automation.pipeline_ir(self.spec, self.artifact, self.key, registry=registry, job=self.job)
+        return automation.pipeline_body(self.spec, ir, self.key, self.root)
 
     @cached_property
     def body(self) -> dict:
@@ -305,12 +312,9 @@ class SubmitPlan:
 
         Returns:
             the new plan (its `tensorboards` steps done: empty)."""
-        import dataclasses
-
-        from vertex_trainer.render import resolve_tensorboards
 
         def swap(value: Any) -> Any:
-            return resolve_tensorboards(value, names)
+            return render.resolve_tensorboards(value, names)
 
         return dataclasses.replace(
             self,
@@ -364,9 +368,6 @@ def plan_submit(
     Raises:
         UserError, SpecError: bad input, the budget exceeded (exit 2; nothing was sent).
     """
-    from vertex_trainer import render
-    from vertex_trainer.spec.attempts import attempts as plan_of
-
     opts = options or SubmitOptions()
     settings = settings or (opts.client.settings if opts.client else settings_from_env())
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
@@ -389,25 +390,21 @@ def plan_submit(
     estimate = worst = budget = field_ = None
     checks: tuple[DataCheck, ...] = ()
     if not local:
-        from vertex_trainer.capacity import availability as capacity
-        from vertex_trainer import preflight
-
-        warnings = tuple(capacity.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
-        capacity.check_regions(spec)  # a fallback attempt where its accelerator is not offered
+        warnings = tuple(availability.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
+        availability.check_regions(spec)  # a fallback attempt where its accelerator is not offered
         estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
         checks = preflight.data_checks(spec, settings)  # made by the executor (`_reads`)
     else:
-        from vertex_trainer.api.package import local_tensorflow_note
-
         note = local_tensorflow_note(spec)  # your code runs on this machine's TensorFlow
         warnings = (note,) if note else ()
     artifact, image, build = artifact_for(
-        spec, dry_run=True, local=local, builder=opts.builder, log=log or _quiet, settings=settings
+        spec, dry_run=True, local=local, builder=opts.builder, log=log or silent, settings=settings
     )
     clients = None if local or pipeline else _clients(opts.client, spec, settings)
     run, output = _run_place(spec, key, resume, local=local)
+    route = plan_of(spec)  # the attempts, planned once: the executors send these, never re-plan
     rendered = []
-    for a in plan_of(spec) if kind in ("custom", "fallback") else plan_of(spec)[:1]:
+    for a in route if kind in ("custom", "fallback") else route[:1]:
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n, output=output)
         where = a.region or spec.region or ""  # (a cloud spec has a region: check() made sure)
         sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
@@ -424,7 +421,7 @@ def plan_submit(
     elif local:
         requests = ({"local": True, "body": tuning or rendered[0].body},)
     elif tuning is not None:
-        from vertex_trainer.vertex.hptuning import TuningClient
+        from vertex_trainer.vertex.hptuning import TuningClient  # (only a tuning plan loads it)
 
         tuner = TuningClient(spec.project, spec.region, settings=settings)
         requests = tuple(tuner.requests_for(tuning, key))
@@ -432,8 +429,6 @@ def plan_submit(
         requests = rendered[0].requests
     deploying = None
     if deploy:
-        from vertex_trainer.api.deploy import deploy as plan_deploy
-
         deploying = plan_deploy(spec, job="JOB", dry_run=True, settings=settings)
     return SubmitPlan(
         kind=kind,
@@ -469,8 +464,6 @@ def _tensorboards(spec: JobSpec, rendered: list[AttemptPlan], settings: Settings
     (a fallback's attempts may name others), in attempt order; () otherwise."""
     if spec.tensorboard != "auto":
         return ()
-    from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
     places = dict.fromkeys(a.planned.region or spec.region or "" for a in rendered)
     return tuple(TensorboardsClient(spec.project, r, settings=settings).plan() for r in places)
 
@@ -478,34 +471,23 @@ def _tensorboards(spec: JobSpec, rendered: list[AttemptPlan], settings: Settings
 def _run_place(spec: JobSpec, key: str, resume: str | None, *, local: bool) -> tuple[str, str | None]:
     """(the run's name, its folder) for the submission with `key`, or for the run `resume`
     names (exit 2 when there is no such run to continue)."""
-    from vertex_trainer import render
-    from vertex_trainer.contract import run_name
-
     if resume is None:
         return run_name(spec.name, key), render.run_dir(spec, key)
-    from vertex_trainer.local.layout import resumed_run
-
     return resumed_run(spec.output_dir, resume, fixed=spec.fixed_output_dir, local=local)
-
-
-def _quiet(_message: str) -> None:
-    pass
 
 
 def _pipeline_root(spec: JobSpec, root: str | None, *, local: bool) -> str:
     """A pipeline plan's root, once the spec can run as a pipeline (exit 2 otherwise)."""
-    from vertex_trainer import automation as pipeline
-
     if local:
         raise ValueError("a pipeline runs on Vertex AI Pipelines, not here")
-    pipeline.check_pipeline(spec)
-    return pipeline.run_root(spec, root)
+    automation.check_pipeline(spec)
+    return automation.run_root(spec, root)
 
 
 def _pipeline_plan(
     spec: JobSpec, job: dict, artifact: Artifact, key: str, root: str, settings: Settings
 ) -> PipelinePlan:
-    from vertex_trainer.vertex.pipelines import PipelinesClient, pipeline_job_id
+    from vertex_trainer.vertex.pipelines import PipelinesClient, pipeline_job_id  # (a pipeline plan's only)
 
     run_id = pipeline_job_id(key)
     lookup, create = PipelinesClient(spec.project, spec.region, settings=settings).requests_for({}, run_id)
@@ -514,8 +496,6 @@ def _pipeline_plan(
 
 
 def _clients(client: JobsClient | None, spec: JobSpec, settings: Settings) -> Callable[[str], JobsClient]:
-    from vertex_trainer.capacity import fallback
-
     return fallback.region_clients(client or JobsClient(spec.project, spec.region, settings=settings))
 
 
@@ -523,8 +503,6 @@ def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
     """`deploy=True` needs a CustomJob on Vertex AI (exit 2 otherwise, nothing sent)."""
     if not deploy:
         return
-    from vertex_trainer.errors import UserError
-
     if local:
         raise UserError(
             "--deploy needs a Vertex AI job; a local run's model is served here",
@@ -541,9 +519,6 @@ def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
 def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | None, float | None, str | None]:
     """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
     budget it passed (over it: exit 2 naming both figures, nothing sent)."""
-    from vertex_trainer import pricing
-    from vertex_trainer.cost import estimate as cost
-
     est = cost.estimate(spec, pricing.load_snapshot())
     trials = spec.tune.max_trials if spec.tune is not None else 1
     worst = None if est.max_cost is None else est.max_cost * trials
@@ -553,7 +528,7 @@ def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | No
 
 def _trials(spec: JobSpec) -> tuple[TrialPlan, ...]:
     """A local study's trials, each checked by the trainer's parser (exit 2 before any runs)."""
-    from vertex_trainer.tuning import tuning_run as tuning
+    from vertex_trainer.tuning import tuning_run as tuning  # (only a local study loads the trial runner)
 
     planned = tuning.plan_trials(spec)
     tuning.check_trials(spec, planned)
@@ -585,15 +560,13 @@ def look_at_quota(spec: JobSpec, *, settings: Settings | None = None) -> QuotaLo
         a QuotaLook: the checks, or why none was made (an emulator without a quota endpoint, no
         accelerator, no project or region yet, no known metric).
     """
-    from vertex_trainer.capacity import availability as capacity
-
     settings = settings or settings_from_env()
-    acc = capacity.accelerator(spec)
-    if capacity.offline(settings):
+    acc = availability.accelerator(spec)
+    if availability.offline(settings):
         return QuotaLook(acc, skipped="offline")
     if not acc:
         return QuotaLook(None, skipped="no-accelerator")
     if not spec.project or not spec.region:
         return QuotaLook(acc, skipped="no-place")
-    checks = tuple(capacity.check_quota(spec, settings=settings, log=_quiet))
+    checks = tuple(availability.check_quota(spec, settings=settings, log=silent))
     return QuotaLook(acc, checks, None if checks else "no-metric")

@@ -1,15 +1,20 @@
 """What `submit` returns besides a Vertex AI Job: the DryRun of `dry_run=True` (made from the
-submit plan, which it carries) and the LocalJob of `local=True` (vertex_trainer.api re-exports
-both)."""
+submit plan, which it carries) and the LocalJob of `local=True`, a Handle (api/handles.py) like
+the others (vertex_trainer.api re-exports both)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import JobState, short_state
+from vertex_trainer.errors import JobFailed
 from vertex_trainer.local.failure import exception_line
 from vertex_trainer.redact import hidden, redact
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.plan import SubmitPlan
+    from vertex_trainer.local.run import LocalResult
 
 __all__ = ["DryRun", "LocalJob"]
 
@@ -31,7 +36,7 @@ class DryRun:
     trials: list[dict] | None = None  # a local tuning study: the trials it would run
     checks: list[dict] | None = None  # a cloud submit's reads before it builds or sends
     output_dir: str | None = None  # the run's own folder below output_dir (docs/contract.md section 15)
-    plan: Any = field(default=None, repr=False, compare=False)  # the SubmitPlan
+    plan: SubmitPlan | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """The docs/contract.md section 2 submit object of a dry run (with "deploy" when asked),
@@ -74,9 +79,11 @@ class DryRun:
 
 @dataclass
 class LocalJob(JobState):
-    """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local)."""
+    """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local): a
+    Handle whose run has ended when `submit` returns (a local job never outlives the call), so
+    `refresh`, `wait` and `cancel` have nothing to ask; `result` is what the run ended with."""
 
-    result: Any
+    result: LocalResult
     job: dict
     image: str | None
     idempotency_key: str
@@ -122,6 +129,38 @@ class LocalJob(JobState):
             text += "\n" + "\n".join(tail)
         return text
 
+    def refresh(self) -> LocalJob:
+        """Nothing to read again: the run ended before `submit` returned.
+
+        Returns:
+            self.
+        """
+        return self
+
+    def wait(self, timeout: float | None = None, *, check: bool = True) -> LocalJob:
+        """The run has ended (see the class doc): only the check.
+
+        Args:
+            timeout: unused (nothing runs any more); for the Handle's signature.
+            check: raise JobFailed (exit 1, with the failing replica's exception) unless it
+                SUCCEEDED.
+
+        Returns:
+            self.
+        """
+        if check and not self.succeeded:
+            raise JobFailed(self.failure_message(lines=False))
+        return self
+
+    def cancel(self) -> LocalJob:
+        """Nothing to cancel: the run ended before `submit` returned (Ctrl-C stops one while it
+        runs).
+
+        Returns:
+            self.
+        """
+        return self
+
     def to_dict(self) -> dict:
         return {
             "name": self.name,
@@ -152,5 +191,5 @@ class LocalJob(JobState):
         return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"
 
 
-def _str_or_none(value: Any) -> str | None:
+def _str_or_none(value: object) -> str | None:
     return None if value is None else str(value)

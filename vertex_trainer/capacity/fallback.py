@@ -21,8 +21,9 @@ seen only by following the job, so it needs `wait`; a re-run with the same key l
 region of the plan, adopts the latest attempt (and, when that attempt was refused and the plan
 has more, goes on with the next one, as the first run would have).
 
-Each attempt's CustomJob is rendered once, in the submit plan (api/plan.py): `submit` sends the
-plan's bodies and renders nothing. What the service answers about a job is parsed once into a
+Each attempt is planned and its CustomJob rendered once, in the submit plan (api/plan.py):
+`submit` sends the plan's attempts (`Attempt`: the planned attempt and its body) and neither
+plans nor renders anything again. What the service answers about a job is parsed once into a
 `JobAnswer` (its region, attempt, state, strategy, machine, error); what each attempt met is a
 typed `AttemptRecord` (SkyPilot's failover history): the JSON `attempts` and the text summary
 print from the records, never from parsed messages.
@@ -31,17 +32,19 @@ print from the records, never from parsed messages.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vertex_trainer.contract import ATTEMPT_LABEL, state_name
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.gcp.http import Refused
 from vertex_trainer.spec.attempts import PlannedAttempt
-from vertex_trainer.spec.attempts import attempts as plan_of
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent, not_offered
 from vertex_trainer.vertex.names import split_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.spec import JobSpec
 
 RESOURCE_EXHAUSTED = 8  # google.rpc.Code
 Log = Callable[[str], None]
@@ -49,6 +52,17 @@ Follow = Callable[[Job, "float | None"], Any]
 Clients = Callable[[str], JobsClient]
 Reason = Literal["no-capacity", "quota", "skipped-quota", "skipped-not-offered"]
 REASONS: tuple[str, ...] = ("no-capacity", "quota", "skipped-quota", "skipped-not-offered")
+
+
+class Attempt(Protocol):
+    """One attempt of the submit plan as the fallback sends it (api/plan.py's AttemptPlan): where
+    and how it runs, and its CustomJob, rendered once."""
+
+    @property
+    def planned(self) -> PlannedAttempt: ...
+
+    @property
+    def body(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -188,15 +202,15 @@ class AttemptRecord:
         )
 
 
-def summary(records) -> str:
+def summary(records: Iterable[AttemptRecord | Mapping[str, Any]]) -> str:
     """One line from the records: 'flex-start FAILED (no capacity) -> spot refused (quota) ->
     standard SUCCEEDED'; each attempt's region (and hardware) is named when the plan has more
     than one."""
-    records = [r if isinstance(r, AttemptRecord) else AttemptRecord.from_dict(r) for r in records]
-    regions = len({r.region for r in records}) > 1
-    machines = len({r.hardware for r in records}) > 1
+    typed = [r if isinstance(r, AttemptRecord) else AttemptRecord.from_dict(r) for r in records]
+    regions = len({r.region for r in typed}) > 1
+    machines = len({r.hardware for r in typed}) > 1
     parts = []
-    for r in records:
+    for r in typed:
         where = (f" in {r.region}" if regions else "") + (f" on {r.hardware}" if machines else "")
         parts.append(f"{r.strategy}{where} {r.outcome()}")
     return " -> ".join(parts)
@@ -263,10 +277,10 @@ def earlier_jobs(clients: Clients, regions: tuple[str, ...], key: str) -> dict[i
 
 def submit(
     clients: Clients | JobsClient,
-    spec,
-    bodies: Sequence[dict],
+    attempts: Sequence[Attempt],
     key: str,
     *,
+    spec: JobSpec | None = None,
     image: str | None,
     job_type: type[Job] = Job,
     wait: bool = False,
@@ -277,13 +291,15 @@ def submit(
     check: bool = True,
     skipped: Mapping[int, str] | None = None,
 ) -> Job:
-    """Run the plan of `spec` under `key` (see the module doc) and return the last attempt's job.
+    """Run the submit plan's `attempts` under `key` (see the module doc) and return the last
+    attempt's job.
 
     Args:
         clients: region -> the JobsClient of that region (a single JobsClient serves its own
             region only, for plans that stay there).
-        spec: the JobSpec; bodies: the CustomJob of each attempt of its plan, in order (the
-            submit plan's, rendered once); key: the idempotency key.
+        attempts: each attempt of the plan with its CustomJob, in order (the submit plan's:
+            planned and rendered once, never again here); key: the idempotency key.
+        spec: the JobSpec the plan was made from, given to the Job returned (Job.deploy).
         image: the image named in the job's output; job_type: the Job class to return.
         wait: follow each attempt to its end (a capacity refusal after the create needs it).
         timeout: seconds for the whole plan; follow: `follow(job, seconds_left)` waits for one
@@ -298,9 +314,8 @@ def submit(
         Refused (exit 3) when the last attempt's create is refused too; JobFailed (see check)."""
     if isinstance(clients, JobsClient):
         clients = _single(clients)
-    plan = plan_of(spec)
-    if len(bodies) != len(plan):
-        raise ValueError(f"{len(bodies)} bodies for a plan of {len(plan)} attempts")
+    plan = [a.planned for a in attempts]
+    bodies = [a.body for a in attempts]
     skipped = dict(skipped or {})
     deadline = None if timeout is None else time.monotonic() + timeout
     follow = follow or (lambda job, left: job.wait(left, on_state=on_state, check=False))
@@ -442,7 +457,7 @@ def _region(a: PlannedAttempt) -> str:
     return a.region
 
 
-def _where(a: PlannedAttempt, plan) -> str:
+def _where(a: PlannedAttempt, plan: Sequence[PlannedAttempt]) -> str:
     """'spot' in a plan that stays in one region on one machine, else 'spot in us-east5'."""
     text = a.strategy
     if len({p.region for p in plan}) > 1:

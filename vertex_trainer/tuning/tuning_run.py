@@ -35,7 +35,7 @@ from typing import IO, Any, cast
 
 from vertex_trainer import lazy, render
 from vertex_trainer.contract import SUCCEEDED, JobState
-from vertex_trainer.errors import SpecError
+from vertex_trainer.errors import JobFailed, SpecError
 from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output, save_run_record
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
@@ -188,7 +188,9 @@ def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
 @dataclass
 class LocalTuning(JobState):
     """A tuning study run on this machine by ``submit(spec, local=True)``: `trials()`,
-    `best_trial()`, and each trial's `LocalResult` in `results`."""
+    `best_trial()`, and each trial's `LocalResult` in `results`. A Handle (api/handles.py)
+    whose study has ended when `submit` returns, so `refresh`, `wait` and `cancel` have nothing
+    to ask."""
 
     name: str
     state: str
@@ -205,6 +207,21 @@ class LocalTuning(JobState):
 
     def trials(self) -> list[Trial]:
         return list(self.found)
+
+    def refresh(self) -> LocalTuning:
+        """Nothing to read again: the study ended before `submit` returned. Returns: self."""
+        return self
+
+    def wait(self, timeout: float | None = None, *, check: bool = True) -> LocalTuning:
+        """The study has ended: only the check (`timeout` is unused); raises JobFailed (exit 1)
+        with `check` unless it SUCCEEDED. Returns: self."""
+        if check and not self.succeeded:
+            raise JobFailed(self.failure_message())
+        return self
+
+    def cancel(self) -> LocalTuning:
+        """Nothing to cancel: the study ended before `submit` returned. Returns: self."""
+        return self
 
     def best_trial(self) -> Trial | None:
         return best_trial(self.found, self.goal)

@@ -130,6 +130,13 @@ class PipelineRun(StatefulResource):
     console_page = "pipelines/runs/{id}"
     sdk_class = "PipelineJob"
 
+    @property
+    def output_dir(self) -> str | None:
+        """The run's pipeline root (runtimeConfig.gcsOutputDirectory: each step's artifacts below
+        it), or None without one."""
+        root = (self.data.get("runtimeConfig") or {}).get("gcsOutputDirectory")
+        return str(root).rstrip("/") if root else None
+
     def describe(self) -> dict[str, Any]:
         """The status object (StatefulResource.describe) with the idempotency key and adoption."""
         return {**self.to_dict(), **super().describe()}
