@@ -7,28 +7,14 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    err_console,
-    load,
-    settings,
-    stderr_line,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
+@common.with_option_groups
 def bench(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     local: Annotated[bool, typer.Option("--local", help="run both jobs on this machine")] = False,
     steps: Annotated[
         int, typer.Option("--steps", min=4, help="training steps per run (one epoch, no evaluation)")
@@ -83,22 +69,22 @@ def bench(
             f"--repeat {repeat} is for --sweep: bench without it runs the synthetic and real jobs once",
             hint="add --sweep FIELD=V1,V2,... (e.g. steps_per_execution=1,auto), or drop --repeat",
         )
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     result = api.bench(
         job_spec,
         local=local,
         steps=steps,
         idempotency_key=idempotency_key,
-        log=stderr_line,
+        log=common.stderr_line,
         settings=cfg,
         dry_run=dry_run,
-        console=None if output is OutputFormat.json else err_console(),
+        console=None if output is OutputFormat.json else common.err_console(),
         sweep=sweep,
         repeat=repeat,
     )
     if output is OutputFormat.json:
-        emit_json(result)
+        common.emit_json(result)
     elif sweep is not None:
         print(sweep_dry_run_text(result) if dry_run else sweep_text(result))
     elif dry_run:

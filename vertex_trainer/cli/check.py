@@ -7,18 +7,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
 def register(app: typer.Typer) -> None:
@@ -26,15 +16,14 @@ def register(app: typer.Typer) -> None:
     app.command("setup")(setup)
 
 
+@common.with_option_groups
 def check(
     spec: Annotated[
         Path | None,
         typer.Argument(help="the job spec (YAML); without it, the project alone", show_default=False),
     ] = None,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    *,
+    opts: SpecOptions,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Is the project ready for the job? Credentials, APIs, permissions, buckets, repository, quota.
@@ -45,25 +34,23 @@ def check(
     from vertex_trainer import api
     from vertex_trainer.readiness.check_text import check_text
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg) if spec is not None else None
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg) if spec is not None else None
     result = api.project_check(
-        job_spec, project=project, spec_path=str(spec) if spec is not None else None, settings=cfg
+        job_spec, project=opts.project, spec_path=str(spec) if spec is not None else None, settings=cfg
     )
     if output is OutputFormat.json:
-        emit_json(result.to_dict())
+        common.emit_json(result.to_dict())
     else:
         print(check_text(result))
     if not result.ok:
         raise typer.Exit(2)
 
 
+@common.with_option_groups
 def setup(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -100,8 +87,8 @@ def setup(
     from vertex_trainer import api
     from vertex_trainer.readiness.check_text import setup_text
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     result = api.project_setup(
         job_spec,
         dry_run=dry_run,
@@ -112,5 +99,5 @@ def setup(
         settings=cfg,
     )
     if output is OutputFormat.json:
-        return emit_json(result.to_dict())
+        return common.emit_json(result.to_dict())
     print(setup_text(result))

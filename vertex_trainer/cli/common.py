@@ -6,9 +6,14 @@ to the API; nothing below reads it again.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import json
 import os
 import sys
+import typing
+from collections.abc import Callable
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -63,11 +68,103 @@ class OutputFormat(str, Enum):
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="text for people, json for scripts")]
 
 
+# -- option groups -------------------------------------------------------------------------------
+# Options that commands take together are a group: a frozen dataclass whose fields are the
+# options (the aliases above, with their defaults). A command takes the group as one parameter;
+# @with_option_groups spreads it into the group's options where the parameter stands (so --help
+# lists them in that place, under their own names) and calls the command with the group built
+# from what was passed.
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecOptions:
+    """--set/--var/--project/--region: what a command that reads a spec changes in it."""
+
+    set_: SetOpt = None
+    var: VarOpt = None
+    project: ProjectOpt = None
+    region: RegionOpt = None
+
+    def load(self, spec: Path, cfg: Settings) -> Any:
+        """The spec loaded the way every command loads it (file < --set < --project/--region)."""
+        return load(spec, self.set_, self.var, self.project, self.region, cfg)
+
+
+@dataclasses.dataclass(frozen=True)
+class JobPlace:
+    """--project/--region of a command that takes a job (or another resource), not a spec."""
+
+    project: JobProjectOpt = None
+    region: JobRegionOpt = None
+
+    def where(self, cfg: Settings, need: bool = False) -> dict:
+        """The project and region: these options, else the defaults (see `where`)."""
+        return where(cfg, self.project, self.region, need=need)
+
+
+def with_option_groups(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`command` as typer reads it: each parameter whose type is an option group (a dataclass)
+    replaced by the group's fields, in its place; called, it gets the group built from them."""
+    return _Spread(command)
+
+
+class _Spread:
+    """A command with its option groups spread (with_option_groups). The signature is worked out
+    when typer first reads it, as it builds the command: `--help`, which lists every command from
+    its docstring, pays nothing for it."""
+
+    def __init__(self, command: Callable[..., Any]) -> None:
+        # (not __annotations__: typer reads the spread ones, below)
+        functools.update_wrapper(
+            self, command, assigned=("__module__", "__name__", "__qualname__", "__doc__")
+        )
+        self._command = command
+
+    def __call__(self, **given: Any) -> Any:
+        for name, (group, fields) in self._groups.items():
+            given[name] = group(**{field: given.pop(field) for field in fields})
+        return self._command(**given)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return self._spread[0]
+
+    @property
+    def __annotations__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {p.name: p.annotation for p in self.__signature__.parameters.values()}
+
+    @property
+    def _groups(self) -> dict[str, tuple[type, tuple[str, ...]]]:
+        return self._spread[1]
+
+    @functools.cached_property
+    def _spread(self) -> tuple[inspect.Signature, dict[str, tuple[type, tuple[str, ...]]]]:
+        signature = inspect.signature(self._command, eval_str=True)
+        params: list[inspect.Parameter] = []
+        groups: dict[str, tuple[type, tuple[str, ...]]] = {}
+        for param in signature.parameters.values():
+            group = param.annotation
+            if not (isinstance(group, type) and dataclasses.is_dataclass(group)):
+                params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+                continue
+            hints = typing.get_type_hints(group, include_extras=True)
+            fields = dataclasses.fields(group)
+            groups[param.name] = (group, tuple(f.name for f in fields))
+            params += [
+                inspect.Parameter(
+                    f.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=hints[f.name],
+                    default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+                )
+                for f in fields
+            ]
+        return signature.replace(parameters=params), groups
+
+
 def settings() -> Settings:
     """This invocation's settings, from the environment (the edge), and --impersonate-service-account;
     every request of the command goes as their identity."""
-    import dataclasses
-
     from vertex_trainer import api
 
     if _SET_HERE:

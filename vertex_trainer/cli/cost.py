@@ -7,26 +7,14 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
+@common.with_option_groups
 def cost(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     output: OutputOpt = OutputFormat.text,
     throughput: Annotated[
         float | None,
@@ -94,8 +82,8 @@ def cost(
 
     if throughput is not None and bench is not None:
         raise UserError("--throughput and --bench both give the throughput: pass one")
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     result = api.cost(
         job_spec,
         throughput=throughput,
@@ -109,7 +97,7 @@ def cost(
         settings=cfg,
     )
     if output is OutputFormat.json:
-        emit_json(result.to_json())
+        common.emit_json(result.to_json())
         return
     from vertex_trainer.cost.cost_text import cost_text
 

@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import OutputFormat, OutputOpt, emit_json, settings, stderr_line
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt
 
 app = typer.Typer(help="Make TFRecord datasets in the layout the trainer reads.", no_args_is_help=True)
 
@@ -41,7 +42,7 @@ def data_synth(
         num_classes=num_classes,
         eval_examples=eval_examples,
         seed=seed,
-        settings=settings(),
+        settings=common.settings(),
     )
     print(f"wrote {len(paths)} files to {out_dir}")
 
@@ -166,7 +167,7 @@ def data_convert(
     from vertex_trainer.api.data import Conversion, Runner
     from vertex_trainer.dataprep.conversion_text import dry_run_text, summary_text
 
-    cfg = settings()
+    cfg = common.settings()
     conv = Conversion(
         image_dir=image_dir,
         out_dir=out_dir,
@@ -195,9 +196,9 @@ def data_convert(
     if dry_run:
         print(dry_run_text(conv, run_on))
         return
-    result = api.convert_data(conv, run_on, settings=cfg, log=stderr_line)
+    result = api.convert_data(conv, run_on, settings=cfg, log=common.stderr_line)
     if output == OutputFormat.json:
-        emit_json(
+        common.emit_json(
             {
                 "runner": result.runner,
                 "seconds": round(result.seconds, 3),

@@ -6,27 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-    stderr_line,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
+@common.with_option_groups
 def deploy(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     job: Annotated[
         str | None,
         typer.Option(
@@ -65,8 +52,8 @@ def deploy(
     (--keep-previous keeps them)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     result = api.deploy(
         job_spec,
         job=job,
@@ -74,7 +61,7 @@ def deploy(
         dry_run=dry_run,
         timeout=timeout,
         keep_previous=keep_previous,
-        log=stderr_line,
+        log=common.stderr_line,
         settings=cfg,
     )
     show_deployment(result, output)
@@ -83,7 +70,7 @@ def deploy(
 def show_deployment(result: Any, output: OutputFormat) -> None:
     """A deployment (or a dry run's requests, a dict) as --output asks."""
     if output is OutputFormat.json:
-        return emit_json(result if isinstance(result, dict) else result.to_dict())
+        return common.emit_json(result if isinstance(result, dict) else result.to_dict())
     from vertex_trainer.deployment.deploy_text import deployment_text, dry_run_text
 
     print(dry_run_text(result) if isinstance(result, dict) else deployment_text(result))
@@ -111,9 +98,9 @@ def serve(
         )
 
     def ready(url: str, health: str, predict: str) -> None:
-        stderr_line(f"serving {model_dir} on {url}  (POST {predict}, GET {health}; Ctrl-C stops)")
+        common.stderr_line(f"serving {model_dir} on {url}  (POST {predict}, GET {health}; Ctrl-C stops)")
 
-    api.serve_model(model_dir, host=host, port=port, ready=ready, settings=settings())
+    api.serve_model(model_dir, host=host, port=port, ready=ready, settings=common.settings())
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import stderr_line
+from vertex_trainer.cli import common
 
 app = typer.Typer(
     help="Local stand-ins for Google Cloud services (for tests and offline runs).", no_args_is_help=True
@@ -78,7 +78,7 @@ def dev_gcs_emulator(
 
     def show(exports: str) -> None:
         print(exports, flush=True)
-        stderr_line(
+        common.stderr_line(
             "# Cloud Storage emulator running: export the lines above in the shell that "
             "runs `submit --local` (or redirect them to a file and source it). Ctrl-C stops it."
         )
@@ -182,7 +182,7 @@ def dev_sandbox(
         buckets=tuple(bucket or ()),
         project=project,
         region=region,
-        echo=None if quiet else stderr_line,
+        echo=None if quiet else common.stderr_line,
         function=function,
         redeliver=redeliver,
         deny=tuple(deny or ()),
@@ -205,9 +205,8 @@ def dev_refresh_prices(
     ($VERTEX_TRAINER_BILLING_API_KEY) or ADC; $VERTEX_TRAINER_BILLING_ENDPOINT picks a stand-in
     (the sandbox has one). See docs/cost.md."""
     from vertex_trainer import api
-    from vertex_trainer.cli.common import settings
 
-    done = api.refresh_prices(out, settings=settings())
+    done = api.refresh_prices(out, settings=common.settings())
     print(
         f"prices as of {done['as_of']}: {done['skus_used']} of {done['skus_read']} SKUs used "
         f"({done['families']} machine families, {done['accelerators']} accelerators) -> {done['path']}"

@@ -8,19 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    SetOpt,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-    stderr_line,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SetOpt, VarOpt
 from vertex_trainer.settings import Settings
 
 OptionalSpec = Annotated[
@@ -36,12 +25,13 @@ SpecOpt = Annotated[
 ]
 
 
+@common.with_option_groups
 def endpoints(
     spec: OptionalSpec = None,
     set_: SetOpt = None,
     var: VarOpt = None,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
     endpoint: Annotated[
         str | None,
         typer.Option(
@@ -56,19 +46,20 @@ def endpoints(
     """List endpoints and what is deployed on them: model, version, traffic, machines, hourly price."""
     from vertex_trainer import api
 
-    cfg = settings()
-    place, job_spec = _place(cfg, spec, set_, var, project, region)
+    cfg = common.settings()
+    at, job_spec = _place(cfg, spec, place, set_, var)
     named = endpoint
     if named is None and job_spec is not None:
         named = (job_spec.deploy.endpoint if job_spec.deploy else None) or job_spec.name
-    found = api.list_endpoints(**place, endpoint=named, settings=cfg)
+    found = api.list_endpoints(**at, endpoint=named, settings=cfg)
     if output is OutputFormat.json:
-        return emit_json({"endpoints": [e.to_dict() for e in found]})
+        return common.emit_json({"endpoints": [e.to_dict() for e in found]})
     from vertex_trainer.deployment.endpoints_text import endpoints_text
 
-    print(endpoints_text(found, place["project"], place["region"], named))
+    print(endpoints_text(found, at["project"], at["region"], named))
 
 
+@common.with_option_groups
 def undeploy(
     endpoint: Annotated[
         str,
@@ -82,8 +73,8 @@ def undeploy(
         str, typer.Argument(help="the deployed model's id (`vertex-trainer endpoints` lists them)")
     ],
     spec: SpecOpt = None,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the requests; send nothing")] = False,
     timeout: Annotated[
         int | None, typer.Option("--timeout", min=60, help="seconds to wait for the undeploy (default 1h)")
@@ -97,19 +88,19 @@ def undeploy(
     endpoint empty, which costs nothing."""
     from vertex_trainer import api
 
-    cfg = settings()
-    place, _ = _place(cfg, spec, None, None, project, region, need=not endpoint.startswith("projects/"))
+    cfg = common.settings()
+    at, _ = _place(cfg, spec, place, need=not endpoint.startswith("projects/"))
     result = api.undeploy(
         endpoint,
         deployed_model_id,
-        **place,
+        **at,
         dry_run=dry_run,
         timeout=timeout,
-        log=stderr_line,
+        log=common.stderr_line,
         settings=cfg,
     )
     if output is OutputFormat.json:
-        return emit_json(result if isinstance(result, dict) else result.to_dict())
+        return common.emit_json(result if isinstance(result, dict) else result.to_dict())
     from vertex_trainer.deployment.endpoints_text import undeploy_dry_run_text, undeployment_text
 
     print(undeploy_dry_run_text(result) if isinstance(result, dict) else undeployment_text(result))
@@ -118,18 +109,17 @@ def undeploy(
 def _place(
     cfg: Settings,
     spec: Path | None,
-    set_: list[str] | None,
-    var: list[str] | None,
-    project: str | None,
-    region: str | None,
+    place: JobPlace,
+    set_: list[str] | None = None,
+    var: list[str] | None = None,
     need: bool = True,
 ) -> tuple[dict[str, Any], Any]:
     """(project and region, the loaded spec or None): the spec's, --project/--region winning;
     without a spec, the flags or the defaults ($GOOGLE_CLOUD_PROJECT, gcloud's)."""
     if spec is None:
-        return where(cfg, project, region, need=need), None
-    job_spec = load(spec, set_, var, project, region, cfg)
-    return where(cfg, job_spec.project, job_spec.region, need=need), job_spec
+        return place.where(cfg, need=need), None
+    job_spec = common.load(spec, set_, var, place.project, place.region, cfg)
+    return common.where(cfg, job_spec.project, job_spec.region, need=need), job_spec
 
 
 def register(app: typer.Typer) -> None:

@@ -9,24 +9,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    err_console,
-    load,
-    settings,
-    stderr_line,
-    stop_waiting,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
 from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
@@ -81,12 +65,10 @@ QuotaFlag = Annotated[
 ]
 
 
+@common.with_option_groups
 def submit(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     dry_run: DryRunFlag = False,
     local: LocalFlag = False,
     wait: Annotated[
@@ -129,25 +111,9 @@ def submit(
     """Create the Vertex AI CustomJob (or run it here with --local)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
-    if job_spec.tune is not None:  # a hyperparameter tuning job: its own display (cli/tuning.py)
-        from vertex_trainer.cli import tuning
-
-        return tuning.submit(
-            job_spec,
-            cfg,
-            dry_run=dry_run,
-            local=local,
-            wait=wait,
-            output=output,
-            idempotency_key=idempotency_key,
-            cancel_on_interrupt=cancel_on_interrupt,
-            deploy=deploy_after,
-            quota_check=quota_check,
-            max_cost=max_cost,
-            resume=resume,
-        )
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
+    tune = job_spec.tune  # a hyperparameter tuning job: its own display (cli/tuning.py)
     watched: dict = {}
 
     def follow(job, timeout) -> None:  # each job submit creates (each attempt of a fallback plan)
@@ -157,14 +123,14 @@ def submit(
     text = output is OutputFormat.text
     options = api.SubmitOptions(
         quota_check=quota_check,
-        follow=follow,
+        follow=follow if tune is None else None,
         max_cost=max_cost,
-        console=err_console() if text else None,
-        summary=not text,
+        console=common.err_console() if text else None,
+        summary=tune is not None or not text,
     )
     result = api.submit(
         job_spec,
-        wait=wait,
+        wait=wait and (local or tune is None),  # a cloud tuning job is followed by cli/tuning.py
         idempotency_key=idempotency_key,
         local=local,
         dry_run=dry_run,
@@ -172,18 +138,22 @@ def submit(
         options=options,
         resume=resume,
         settings=cfg,
-        log=stderr_line,
+        log=common.stderr_line,
     )
     if isinstance(result, api.DryRun):
         return show_dry_run(result, output)
-    if not isinstance(result, api.Job):  # run here (a tune: spec went to cli/tuning.py)
+    if tune is not None:
+        from vertex_trainer.cli import tuning
+
+        return tuning.show_submitted(result, tune, output, local=local, wait=wait, cancel=cancel_on_interrupt)
+    if not isinstance(result, api.Job):  # run here
         return _show_local(result, output)
     if result.name not in watched:  # not followed: --no-wait, or adopted after it ended
         _show_created(result, output)
     if wait or deploy_after:
         _end(result, output, *watched.get(result.name, (None, None)))
     elif output is OutputFormat.json:
-        emit_json(result.to_dict())
+        common.emit_json(result.to_dict())
     elif result.attempts:
         _show_attempts(result)
     if result.deployment is not None and text:
@@ -192,10 +162,10 @@ def submit(
         show_deployment(result.deployment, output)
 
 
+@common.with_option_groups
 def status(
     job: JobArg,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     wait: Annotated[
         bool, typer.Option("--wait", help="follow the job until it ends; exit 1 unless it SUCCEEDED")
     ] = False,
@@ -213,8 +183,8 @@ def status(
     """Show a job's state (and its error, if it failed)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    found = api.status(job, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    found = api.status(job, **place.where(cfg), settings=cfg)
     # --utilization: read from Cloud Monitoring once the job's own lines are shown (after a wait)
     usage = (lambda: api.utilization(found.name, settings=cfg)) if utilization else None
     if wait and not found.done:
@@ -232,33 +202,33 @@ def status(
         raise JobFailed(found.failure_message())
 
 
+@common.with_option_groups
 def cancel(
     job: JobArg,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Cancel a job (a job that already ended is left as it is)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    found = api.status(job, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    found = api.status(job, **place.where(cfg), settings=cfg)
     if found.done:
         if output is OutputFormat.text:
             print(f"{found.name} already ended: {short_state(found.state)} (nothing to cancel)")
         else:
-            emit_json(found.describe())
+            common.emit_json(found.describe())
         return
     found.cancel()
     if output is OutputFormat.text:
         print(f"cancel requested: {found.name}\nstate    {short_state(found.state)}")
     else:
-        emit_json(found.describe())
+        common.emit_json(found.describe())
 
 
+@common.with_option_groups
 def list_jobs(
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     label: Annotated[
         list[str] | None,
         typer.Option(
@@ -275,16 +245,16 @@ def list_jobs(
     from vertex_trainer import api
 
     labels = dict(api.parse_label(item) for item in label or ())
-    cfg = settings()
-    place = where(cfg, project, region, need=True)
+    cfg = common.settings()
+    at = place.where(cfg, need=True)
     jobs = api.list_jobs(
-        place["project"], place["region"], labels=labels, all_jobs=all_jobs, limit=limit, settings=cfg
+        at["project"], at["region"], labels=labels, all_jobs=all_jobs, limit=limit, settings=cfg
     )
     if output is OutputFormat.json:
-        return emit_json({"jobs": [j.describe() for j in jobs]})
+        return common.emit_json({"jobs": [j.describe() for j in jobs]})
     if not jobs:
         print(
-            f"no jobs in {place['project']} / {place['region']}"
+            f"no jobs in {at['project']} / {at['region']}"
             + (f" with {', '.join(f'{k}={v}' for k, v in labels.items())}" if labels else "")
         )
         return
@@ -318,7 +288,7 @@ def _show_created(job, output: OutputFormat) -> None:
         flush=True,
     )
     if job.adopted:
-        stderr_line(
+        common.stderr_line(
             f"a job with idempotency key {job.idempotency_key} already existed: adopted, not re-created"
         )
 
@@ -359,7 +329,7 @@ def _show_job(job, output: OutputFormat, usage=None) -> None:
     """A job's status; `usage` (status --utilization) reads its utilization, shown after it
     (text) or as its "utilization" (JSON)."""
     if output is OutputFormat.json:
-        return emit_json(
+        return common.emit_json(
             {**_with_cost(job.describe(), job), **({"utilization": usage().to_dict()} if usage else {})}
         )
     d = job.describe()
@@ -408,7 +378,7 @@ def _watch(
     from vertex_trainer.cli.logs import FollowView
     from vertex_trainer.contract import Failure
 
-    view = FollowView(err_console(), job)
+    view = FollowView(common.err_console(), job)
     failure = None
     try:
         with view:
@@ -419,7 +389,7 @@ def _watch(
                 view.show(item)
                 failure = item if isinstance(item, Failure) else failure
     except KeyboardInterrupt:
-        stop_waiting(
+        common.stop_waiting(
             job,
             output,
             cancel_on_interrupt,
@@ -436,7 +406,7 @@ def _end(job, output: OutputFormat, view, failure, describe: bool = False, usage
     if describe:
         _show_job(job, output, usage)
     elif output is OutputFormat.json:
-        emit_json(_with_cost(job.to_dict(), job))
+        common.emit_json(_with_cost(job.to_dict(), job))
     else:
         print(f"final    {short_state(job.state)}")
         _cost_line(job)
@@ -452,7 +422,7 @@ def _end(job, output: OutputFormat, view, failure, describe: bool = False, usage
 def show_dry_run(dry, output: OutputFormat) -> None:
     """submit --dry-run (any kind): the JSON object, or the plan's text (present.plan)."""
     if output is OutputFormat.json:
-        return emit_json(dry.to_dict())
+        return common.emit_json(dry.to_dict())
     from vertex_trainer.present.plan import dry_run_text
 
     print(dry_run_text(dry.plan))
@@ -462,7 +432,7 @@ def _show_local(result, output: OutputFormat) -> None:
     """The end of submit --local: the JSON object, or the summary on stdout (the run's progress
     went to stderr), like the tuning summary; JobFailed unless it SUCCEEDED."""
     if output is OutputFormat.json:
-        emit_json(result.to_dict())
+        common.emit_json(result.to_dict())
     else:
         from vertex_trainer.present.runs import local_summary
 

@@ -6,27 +6,14 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-    stderr_line,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
+@common.with_option_groups
 def package(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     builder: Annotated[
         str | None,
         typer.Option(
@@ -48,11 +35,11 @@ def package(
     """Build and push the training image (once per content hash), or stage the Python package."""
     from vertex_trainer import api
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.package(job_spec, builder=builder, dry_run=dry_run, log=stderr_line, settings=cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
+    result = api.package(job_spec, builder=builder, dry_run=dry_run, log=common.stderr_line, settings=cfg)
     if output is OutputFormat.json:
-        emit_json(result.to_json())
+        common.emit_json(result.to_json())
         return
     if dry_run and result.plan is not None:
         print("\n".join(result.plan.describe()))

@@ -10,24 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    idempotency_key_option,
-    load,
-    resource_argument,
-    settings,
-    stderr_line,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.redact import note
 
@@ -36,10 +20,10 @@ app = typer.Typer(
     "included), then register and deploy the model when the spec has deploy:.",
     no_args_is_help=True,
 )
-RunArg = Annotated[str, resource_argument("a pipeline run", "pipelineJobs")]
+RunArg = Annotated[str, common.resource_argument("a pipeline run", "pipelineJobs")]
 KeyOpt = Annotated[
     str | None,
-    idempotency_key_option(
+    common.idempotency_key_option(
         "reuse for retries: the run's pipelineJobId is derived from KEY, so a second "
         "submit with KEY adopts the run instead of starting another. Default: random"
     ),
@@ -47,12 +31,10 @@ KeyOpt = Annotated[
 
 
 @app.command("compile")
+@common.with_option_groups
 def compile_(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     out: Annotated[
         Path | None, typer.Option("-o", "--out", help="write the pipeline here (default: stdout)")
     ] = None,
@@ -69,11 +51,11 @@ def compile_(
     """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
     from vertex_trainer import api
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     text = api.pipeline_yaml(
         api.compile_pipeline(
-            job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=stderr_line
+            job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=common.stderr_line
         )
     )
     if out is None:
@@ -81,7 +63,7 @@ def compile_(
         return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    stderr_line(
+    common.stderr_line(
         f"wrote {out}"
         + (
             ""
@@ -92,12 +74,10 @@ def compile_(
 
 
 @app.command()
+@common.with_option_groups
 def submit(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     idempotency_key: KeyOpt = None,
     wait: Annotated[
         bool,
@@ -120,14 +100,14 @@ def submit(
 
     if idempotency_key is not None:
         api.check_key(idempotency_key)
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
     result = api.pipeline_submit(
         job_spec,
         idempotency_key=idempotency_key,
         dry_run=dry_run,
         pipeline_root=pipeline_root,
-        log=stderr_line,
+        log=common.stderr_line,
         settings=cfg,
     )
     if dry_run:
@@ -136,10 +116,10 @@ def submit(
 
 
 @app.command()
+@common.with_option_groups
 def status(
     run: RunArg,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     wait: Annotated[
         bool, typer.Option("--wait", help="follow the run until it ends; exit 1 unless it SUCCEEDED")
     ] = False,
@@ -148,22 +128,22 @@ def status(
     """Show a pipeline run's state (and its error, if it failed)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    _show(api.pipeline_status(run, **where(cfg, project, region), settings=cfg), output, wait)
+    cfg = common.settings()
+    _show(api.pipeline_status(run, **place.where(cfg), settings=cfg), output, wait)
 
 
 @app.command()
+@common.with_option_groups
 def cancel(
     run: RunArg,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Cancel a pipeline run (one that already ended is left as it is)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    found = api.pipeline_status(run, **where(cfg, project, region), settings=cfg).cancel()
+    cfg = common.settings()
+    found = api.pipeline_status(run, **place.where(cfg), settings=cfg).cancel()
     _show(found, output, wait=False)
 
 
@@ -174,21 +154,21 @@ def _show(run: Any, output: OutputFormat, wait: bool) -> None:
         verb = "adopted" if run.adopted else "run"
         print(f"{verb:8} {run.name}\nstate    {short_state(run.state)}\nconsole  {run.console_url}")
         if run.adopted:
-            stderr_line(
+            common.stderr_line(
                 f"a pipeline run with idempotency key {run.idempotency_key} already existed: "
                 "adopted, not started again"
             )
     if wait and not run.done:
         try:
-            run.wait(on_state=lambda r: stderr_line(f"state    {short_state(r.state)}"), check=False)
+            run.wait(on_state=lambda r: common.stderr_line(f"state    {short_state(r.state)}"), check=False)
         except KeyboardInterrupt:
-            stderr_line(
+            common.stderr_line(
                 f"stopped waiting; the run goes on. follow it: vertex-trainer pipeline status "
                 f"{run.name} --wait"
             )
             raise typer.Exit(130) from None
     if output is OutputFormat.json:
-        emit_json(run.to_dict())
+        common.emit_json(run.to_dict())
     elif wait:
         print(f"final    {short_state(run.state)}")
     if wait and not run.succeeded:
@@ -198,7 +178,7 @@ def _show(run: Any, output: OutputFormat, wait: bool) -> None:
 def _show_dry_run(plan: Any, output: OutputFormat) -> None:
     shown = plan.to_dict()  # as printed: secret-looking env values and flags *** (redact.py)
     if output is OutputFormat.json:
-        return emit_json(shown)
+        return common.emit_json(shown)
     lookup, create = shown["requests"]
     print("# dry run: nothing was sent, built or looked up. pipeline submit would:")
     if shown.get("redacted"):

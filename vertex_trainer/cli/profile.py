@@ -7,16 +7,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    emit_json,
-    settings,
-    stderr_line,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 
 RunArg = Annotated[
     str,
@@ -30,25 +22,27 @@ RunArg = Annotated[
 ]
 
 
+@common.with_option_groups
 def profile(
     target: RunArg,
     output: OutputOpt = OutputFormat.text,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
 ) -> None:
     """Where a run's step time goes, from its newest profiler trace (trainer.profile_steps):
     device busy, idle between steps, input, host-to-device, the top ops, and the verdict."""
     from vertex_trainer import api
     from vertex_trainer.performance.profile_text import profile_text
 
-    cfg = settings()
-    found = api.profile(target, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    found = api.profile(target, **place.where(cfg), settings=cfg)
     if output is OutputFormat.json:
-        emit_json(found.to_dict())
+        common.emit_json(found.to_dict())
     else:
         print(profile_text(found))
 
 
+@common.with_option_groups
 def tensorboard(
     target: RunArg,
     port: Annotated[
@@ -60,8 +54,8 @@ def tensorboard(
             help="the port on 127.0.0.1 (0: any free one; default: 6006, or the next free one)",
         ),
     ] = None,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
 ) -> None:
     """Start TensorBoard on 127.0.0.1 over a run's logs (a local run, a sandbox job, or gs://)
     and print its URL; Ctrl-C stops it."""
@@ -69,17 +63,17 @@ def tensorboard(
 
     from vertex_trainer import api
 
-    cfg = settings()
-    board = api.tensorboard(target, port=port, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    board = api.tensorboard(target, port=port, **place.where(cfg), settings=cfg)
     before = signal.signal(signal.SIGTERM, _interrupt)  # a kill ends TensorBoard too
     try:
         print(board.url, flush=True)
-        stderr_line(f"TensorBoard over {board.logdir}; Ctrl-C stops it")
+        common.stderr_line(f"TensorBoard over {board.logdir}; Ctrl-C stops it")
         if board.wait():
-            stderr_line("TensorBoard ended: " + " | ".join(list(board.output)[-3:]))
+            common.stderr_line("TensorBoard ended: " + " | ".join(list(board.output)[-3:]))
             raise typer.Exit(1)
     except KeyboardInterrupt:
-        stderr_line("stopped")
+        common.stderr_line("stopped")
     finally:
         board.stop()
         signal.signal(signal.SIGTERM, before)

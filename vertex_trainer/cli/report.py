@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import JobProjectOpt, JobRegionOpt, settings, stderr_line, where
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace
 
 
 class ReportFormat(str, Enum):
@@ -15,6 +16,7 @@ class ReportFormat(str, Enum):
     png = "png"
 
 
+@common.with_option_groups
 def report(
     target: Annotated[
         str,
@@ -34,21 +36,21 @@ def report(
         typer.Option("--format", help="html: one page that opens offline; png: the plots as one image"),
     ] = ReportFormat.html,
     open_: Annotated[bool, typer.Option("--open", help="open the file in the default browser")] = False,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
 ) -> None:
     """Write a run's report: curves, throughput, input wait, time split, attempts, cost, trials."""
     from vertex_trainer import api
 
-    cfg = settings()
-    path = api.report(target, out, fmt=fmt.value, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    path = api.report(target, out, fmt=fmt.value, **place.where(cfg), settings=cfg)
     print(path)
     if open_:
         import webbrowser
         from pathlib import Path
 
         if not webbrowser.open(Path(path).resolve().as_uri()):
-            stderr_line(f"no browser to open here: open {path} yourself")
+            common.stderr_line(f"no browser to open here: open {path} yourself")
 
 
 def register(app: typer.Typer) -> None:

@@ -7,22 +7,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-    stderr_line,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 app = typer.Typer(
     help="Persistent resources: machines held for training jobs (persistent_resource: ID).",
@@ -31,12 +17,10 @@ app = typer.Typer(
 
 
 @app.command("create")
+@common.with_option_groups
 def create(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     resource_id: Annotated[
         str | None,
         typer.Option(
@@ -52,11 +36,11 @@ def create(
     """Create a persistent resource from the spec's hardware (idempotent by id); waits until it runs."""
     from vertex_trainer import api
 
-    cfg = settings()
-    job_spec = load(spec, set_, var, project, region, cfg)
-    result = api.create_resource(job_spec, resource_id, dry_run=dry_run, settings=cfg, log=stderr_line)
+    cfg = common.settings()
+    job_spec = opts.load(spec, cfg)
+    result = api.create_resource(job_spec, resource_id, dry_run=dry_run, settings=cfg, log=common.stderr_line)
     if output is OutputFormat.json:
-        return emit_json(result)
+        return common.emit_json(result)
     if dry_run:
         print("# dry run: nothing was sent. resources create would:")
         print(f"POST {result['url']}?persistentResourceId={result['params']['persistentResourceId']}")
@@ -67,36 +51,35 @@ def create(
 
 
 @app.command("list")
-def list_(
-    project: JobProjectOpt = None, region: JobRegionOpt = None, output: OutputOpt = OutputFormat.text
-) -> None:
+@common.with_option_groups
+def list_(place: JobPlace, output: OutputOpt = OutputFormat.text) -> None:
     """List the persistent resources of a project and region."""
     from vertex_trainer import api
     from vertex_trainer.capacity.resources_text import resources_text
 
-    cfg = settings()
-    place = where(cfg, project, region, need=True)
-    found = api.list_resources(place["project"], place["region"], settings=cfg)
+    cfg = common.settings()
+    at = place.where(cfg, need=True)
+    found = api.list_resources(at["project"], at["region"], settings=cfg)
     if output is OutputFormat.json:
-        return emit_json({"resources": found})
-    print(resources_text(found, place["project"], place["region"]))
+        return common.emit_json({"resources": found})
+    print(resources_text(found, at["project"], at["region"]))
 
 
 @app.command("delete")
+@common.with_option_groups
 def delete(
     resource: Annotated[str, typer.Argument(help="the id (with --project/--region) or full name")],
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Delete a persistent resource (its machines are released); waits until it is gone."""
     from vertex_trainer import api
 
-    cfg = settings()
-    place = where(cfg, project, region, need=not resource.startswith("projects/"))
-    deleted = api.delete_resource(resource, **place, settings=cfg)
+    cfg = common.settings()
+    at = place.where(cfg, need=not resource.startswith("projects/"))
+    deleted = api.delete_resource(resource, **at, settings=cfg)
     if output is OutputFormat.json:
-        return emit_json({"resource": resource, "deleted": deleted})
+        return common.emit_json({"resource": resource, "deleted": deleted})
     print(
         f"deleted  {resource}" if deleted else f"no such persistent resource: {resource} (nothing to delete)"
     )

@@ -6,17 +6,11 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    emit_json,
-    settings,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 
 
+@common.with_option_groups
 def shell(
     job: Annotated[
         str,
@@ -31,17 +25,17 @@ def shell(
             "--replica", help="the node: workerpool0-0 is the chief, workerpool1-0 the first worker"
         ),
     ] = "workerpool0-0",
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    *,
+    place: JobPlace,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Wait until the job runs, then print the replica's interactive shell URI (open it in a browser)."""
     from vertex_trainer import api
 
-    cfg = settings()
-    uri = api.web_access(job, replica, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    uri = api.web_access(job, replica, **place.where(cfg), settings=cfg)
     if output is OutputFormat.json:
-        return emit_json({"replica": replica, "uri": uri})
+        return common.emit_json({"replica": replica, "uri": uri})
     print(uri)
 
 

@@ -8,19 +8,8 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    OutputOpt,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    load,
-    settings,
-    stderr_line,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
 
 class RenderFormat(str, Enum):
@@ -30,12 +19,10 @@ class RenderFormat(str, Enum):
     spec = "spec"
 
 
+@common.with_option_groups
 def validate(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     check_quota: Annotated[
         bool,
         typer.Option(
@@ -60,21 +47,19 @@ def validate(
     from vertex_trainer import api
     from vertex_trainer.present.plan import quota_lines, validate_text
 
-    cfg = settings()
-    job = load(spec, set_, var, project, region, cfg)
+    cfg = common.settings()
+    job = opts.load(spec, cfg)
     plan = api.plan_submit(job, local=local, settings=cfg)  # submit's own checks and budget (exit 2)
     for warning in plan.warnings:  # the warnings a cloud submit prints before it sends (nothing stops)
-        stderr_line(warning)
+        common.stderr_line(warning)
     quota = quota_lines(api.look_at_quota(job, settings=cfg)) if check_quota else []  # exit 2 when short
     print(validate_text(plan, spec, quota))
 
 
+@common.with_option_groups
 def render(
     spec: SpecPath,
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
+    opts: SpecOptions,
     format: Annotated[
         RenderFormat,
         typer.Option(
@@ -92,7 +77,7 @@ def render(
     """Print the CustomJob (with tune:, the HyperparameterTuningJob) that submit would send."""
     from vertex_trainer import api
 
-    job_spec = load(spec, set_, var, project, region, settings())
+    job_spec = opts.load(spec, common.settings())
     if format is RenderFormat.spec:
         sys.stdout.write(job_spec.to_yaml())
         return
@@ -118,7 +103,7 @@ def hardware(
 
     cat = api.hardware_catalog(region)
     if output is OutputFormat.json:
-        emit_json(cat.rows)
+        common.emit_json(cat.rows)
         return
     for header_line in region_lines(cat):
         print(header_line)
@@ -147,7 +132,7 @@ def schema() -> None:
     """Print the JSON Schema of the job spec (for editor completion)."""
     from vertex_trainer import api
 
-    emit_json(api.spec_schema())
+    common.emit_json(api.spec_schema())
 
 
 def register(app: typer.Typer) -> None:

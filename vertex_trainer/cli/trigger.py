@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from vertex_trainer.cli.common import (
-    OutputFormat,
-    ProjectOpt,
-    RegionOpt,
-    SetOpt,
-    SpecPath,
-    VarOpt,
-    emit_json,
-    settings,
-    stderr_line,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import OutputFormat, SpecOptions, SpecPath
 
 app = typer.Typer(
     help="Start a run when a dataset lands in Cloud Storage: a Cloud Run function on the "
@@ -79,39 +71,35 @@ TriggerSaOpt = Annotated[
 ]
 
 
-def _options(
-    set_: list[str] | None,
-    var: list[str] | None,
-    project: str | None,
-    region: str | None,
-    prefix: str | None,
-    marker: str | None,
-    location: str | None,
-    function: str | None,
-    runtime_sa: str | None,
-    trigger_sa: str | None,
-    max_runs: int,
-    window: str,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FunctionOptions:
+    """The function's own options, render's and deploy's alike."""
+
+    trigger_location: LocationOpt = None
+    function: FunctionOpt = None
+    runtime_service_account: RuntimeSaOpt = None
+    trigger_service_account: TriggerSaOpt = None
+    max_runs_per_folder: MaxRunsOpt = 3
+    folder_window: WindowOpt = "24h"
+
+
+def _options(prefix: str, marker: str, opts: SpecOptions, fn: FunctionOptions) -> dict[str, Any]:
+    """The keyword arguments of api.trigger_render and api.trigger_deploy."""
     from vertex_trainer import api
 
     return {
-        "sets": tuple(set_ or ()),
-        "vars": dict(api.parse_assignments(var, "--var")),
-        "project": project,
-        "region": region,
+        "sets": tuple(opts.set_ or ()),
+        "vars": dict(api.parse_assignments(opts.var, "--var")),
+        "project": opts.project,
+        "region": opts.region,
         "prefix": prefix,
         "marker": marker,
-        "trigger_location": location,
-        "function": function,
-        "runtime_service_account": runtime_sa,
-        "trigger_service_account": trigger_sa,
-        "max_runs_per_folder": max_runs,
-        "folder_window": window,
+        **asdict(fn),
     }
 
 
 @app.command()
+@common.with_option_groups
 def render(
     spec: SpecPath,
     bucket: BucketOpt,
@@ -120,16 +108,9 @@ def render(
     ],
     prefix: PrefixOpt = "",
     marker: MarkerOpt = "_SUCCESS",
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
-    trigger_location: LocationOpt = None,
-    function: FunctionOpt = None,
-    runtime_service_account: RuntimeSaOpt = None,
-    trigger_service_account: TriggerSaOpt = None,
-    max_runs_per_folder: MaxRunsOpt = 3,
-    folder_window: WindowOpt = "24h",
+    *,
+    opts: SpecOptions,
+    fn: FunctionOptions,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Write a deployable Cloud Run function that starts the spec's run for each completed folder."""
@@ -139,25 +120,12 @@ def render(
         spec,
         out,
         bucket=bucket,
-        settings=settings(),
-        log=stderr_line,
-        **_options(
-            set_,
-            var,
-            project,
-            region,
-            prefix,
-            marker,
-            trigger_location,
-            function,
-            runtime_service_account,
-            trigger_service_account,
-            max_runs_per_folder,
-            folder_window,
-        ),
+        settings=common.settings(),
+        log=common.stderr_line,
+        **_options(prefix, marker, opts, fn),
     )
     if output is OutputFormat.json:
-        return emit_json(result)
+        return common.emit_json(result)
     what = "a PipelineJob (train, register, deploy)" if result["pipeline"] else "a CustomJob"
     print(
         f"wrote    {result['directory']} ({len(result['files'])} files)\n"
@@ -170,6 +138,7 @@ def render(
 
 
 @app.command()
+@common.with_option_groups
 def deploy(
     spec: SpecPath,
     bucket: BucketOpt,
@@ -179,16 +148,9 @@ def deploy(
     ] = None,
     prefix: PrefixOpt = "",
     marker: MarkerOpt = "_SUCCESS",
-    set_: SetOpt = None,
-    var: VarOpt = None,
-    project: ProjectOpt = None,
-    region: RegionOpt = None,
-    trigger_location: LocationOpt = None,
-    function: FunctionOpt = None,
-    runtime_service_account: RuntimeSaOpt = None,
-    trigger_service_account: TriggerSaOpt = None,
-    max_runs_per_folder: MaxRunsOpt = 3,
-    folder_window: WindowOpt = "24h",
+    *,
+    opts: SpecOptions,
+    fn: FunctionOptions,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="print the gcloud commands; write, build and run nothing")
     ] = False,
@@ -202,25 +164,12 @@ def deploy(
         bucket=bucket,
         out_dir=out,
         dry_run=dry_run,
-        settings=settings(),
-        log=stderr_line,
-        **_options(
-            set_,
-            var,
-            project,
-            region,
-            prefix,
-            marker,
-            trigger_location,
-            function,
-            runtime_service_account,
-            trigger_service_account,
-            max_runs_per_folder,
-            folder_window,
-        ),
+        settings=common.settings(),
+        log=common.stderr_line,
+        **_options(prefix, marker, opts, fn),
     )
     if output is OutputFormat.json:
-        return emit_json(result)
+        return common.emit_json(result)
     if dry_run:
         print(result["script"], end="")
         return

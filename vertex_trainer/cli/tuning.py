@@ -1,6 +1,6 @@
 """trials, and `submit` of a spec with `tune:` (docs/contract.md section 10): hyperparameter tuning jobs.
 
-`submit` delegates here when the spec has a tune: block (cli/jobs.py); `trials JOB` lists a
+`submit` shows here what it created when the spec has a tune: block (cli/jobs.py); `trials JOB` lists a
 tuning job's trials and the best one. Text goes to stdout (the table of trials), progress to
 stderr; `--output json` prints exactly one JSON object.
 """
@@ -11,18 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from vertex_trainer.cli.common import (
-    JobProjectOpt,
-    JobRegionOpt,
-    OutputFormat,
-    OutputOpt,
-    emit_json,
-    err_console,
-    settings,
-    stderr_line,
-    stop_waiting,
-    where,
-)
+from vertex_trainer.cli import common
+from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
@@ -36,10 +26,10 @@ TuningJobArg = Annotated[  # (an alias a type checker reads, as cli/jobs.py's)
 ]
 
 
+@common.with_option_groups
 def trials(
     job: TuningJobArg,
-    project: JobProjectOpt = None,
-    region: JobRegionOpt = None,
+    place: JobPlace,
     wait: Annotated[
         bool,
         typer.Option(
@@ -52,8 +42,8 @@ def trials(
     """List a hyperparameter tuning job's trials (parameters, metric) and the best trial."""
     from vertex_trainer import api
 
-    cfg = settings()
-    found = api.tuning_job(job, **where(cfg, project, region), settings=cfg)
+    cfg = common.settings()
+    found = api.tuning_job(job, **place.where(cfg), settings=cfg)
     if wait and not found.done:
         return _follow(found, output, cancel_on_interrupt=False, describe=True)
     _show(found, output, describe=True)
@@ -61,50 +51,12 @@ def trials(
         raise JobFailed(found.failure_message())
 
 
-def submit(
-    job_spec: Any,
-    cfg: Any,
-    *,
-    dry_run: bool,
-    local: bool,
-    wait: bool,
-    output: OutputFormat,
-    idempotency_key: str | None,
-    cancel_on_interrupt: bool,
-    deploy: bool = False,
-    quota_check: bool = True,
-    max_cost: float | None = None,
-    resume: str | None = None,
+def show_submitted(
+    job: Any, tune: Any, output: OutputFormat, *, local: bool, wait: bool, cancel: bool
 ) -> None:
-    """`vertex-trainer submit` of a spec with tune: (cloud, --local or --dry-run): one api.submit
-    (the same plan, checks and budget as any submit), then the trials as they end (--wait) and
-    the table of trials."""
-    from vertex_trainer import api
-
-    # A cloud tuning job is followed here (each trial as it ends), not by api.submit's wait.
-    job = api.submit(
-        job_spec,
-        wait=wait and local,
-        idempotency_key=idempotency_key,
-        local=local,
-        dry_run=dry_run,
-        deploy=deploy,
-        resume=resume,
-        log=stderr_line,
-        settings=cfg,
-        options=api.SubmitOptions(
-            console=None if output is OutputFormat.json else err_console(),
-            quota_check=quota_check,
-            max_cost=max_cost,
-        ),
-    )
-    if isinstance(job, api.DryRun):  # (cli/jobs.py shows a custom job's the same way)
-        if output is OutputFormat.json:
-            return emit_json(job.to_dict())
-        from vertex_trainer.present.plan import dry_run_text
-
-        print(dry_run_text(job.plan))
-        return None
+    """The end of `vertex-trainer submit` of a spec with tune: (cli/jobs.py; a dry run is shown
+    there): the job created, then the trials as they end (--wait) and the table of trials; a run
+    here, its table. JobFailed unless it SUCCEEDED."""
     if local:
         _show(job, output)
         if not job.succeeded:
@@ -112,21 +64,20 @@ def submit(
         return
     if output is OutputFormat.text:
         verb = "adopted" if job.adopted else "created"
-        tune = job_spec.tune
         print(
             f"{verb:8} {job.name}\nstate    {short_state(job.state)}\nconsole  {job.console_url}\n"
             f"trials   {tune.max_trials} at most, {tune.parallel_trials} at a time "
             f"({tune.goal} {tune.metric})"
         )
         if job.adopted:
-            stderr_line(
+            common.stderr_line(
                 f"a tuning job with idempotency key {job.idempotency_key} already existed: "
                 "adopted, not re-created"
             )
     if wait:
-        _follow(job, output, cancel_on_interrupt)
+        _follow(job, output, cancel)
     elif output is OutputFormat.json:
-        emit_json(job.to_dict())
+        common.emit_json(job.to_dict())
 
 
 # -- showing -------------------------------------------------------------------------------------
@@ -136,7 +87,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     """--wait: each state change and each trial as it ends (stderr), then the table (stdout)."""
     import time
 
-    console = err_console()
+    console = common.err_console()
     metric = job.metric_id or "metric"
 
     def on_state(j) -> None:
@@ -155,7 +106,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     try:
         job.wait(on_state=on_state, on_trial=on_trial, check=False)
     except KeyboardInterrupt:
-        stop_waiting(
+        common.stop_waiting(
             job,
             output,
             cancel_on_interrupt,
@@ -172,7 +123,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
 def _show(job, output: OutputFormat, describe: bool = False) -> None:
     """The JSON object, or the table of trials with the best one marked, and the state."""
     if output is OutputFormat.json:
-        return emit_json(job.describe() if describe else job.to_dict())
+        return common.emit_json(job.describe() if describe else job.to_dict())
     d = job.to_dict()
     metric = getattr(job, "metric_id", "") or "metric"
     if describe:
