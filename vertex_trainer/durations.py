@@ -6,6 +6,7 @@ all parse and print durations the same way.
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any
 
@@ -58,3 +59,10 @@ def fmt_duration(seconds: int) -> str:
             out += f"{rest // size}{unit}"
             rest %= size
     return out
+
+
+def timestamp_seconds(stamp: str) -> float:
+    """An RFC 3339 timestamp as Google's APIs write it (`2026-12-03T18:50:16.123456789Z`: nanoseconds,
+    a `Z`) -> seconds since the epoch."""
+    stamp = re.sub(r"(\.\d{6})\d+", r"\1", stamp.replace("Z", "+00:00"))
+    return datetime.datetime.fromisoformat(stamp).timestamp()

@@ -16,16 +16,33 @@ from typing import TYPE_CHECKING
 from vertex_trainer import interface
 
 if TYPE_CHECKING:
-    from vertex_trainer.capacity.availability import check_persistent_resource
+    from vertex_trainer.capacity.availability import (
+        accelerator,
+        check_persistent_resource,
+        offline,
+        quota_checks,
+    )
     from vertex_trainer.capacity.fallback import earlier_jobs, record_of, region_clients
 
-__all__ = ["check_persistent_resource", "earlier_jobs", "record_of", "region_clients"]
-__getattr__, __dir__ = interface.exports(
-    __name__,
-    {
-        "check_persistent_resource": "availability",
-        "earlier_jobs": "fallback",
-        "record_of": "fallback",
-        "region_clients": "fallback",
-    },
-)
+__all__ = [
+    "accelerator",
+    "check_persistent_resource",
+    "earlier_jobs",
+    "offline",
+    "quota_checks",
+    "record_of",
+    "region_clients",
+]
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(
+        __name__,
+        {
+            "accelerator": "availability",
+            "check_persistent_resource": "availability",
+            "offline": "availability",
+            "quota_checks": "availability",
+            "earlier_jobs": "fallback",
+            "record_of": "fallback",
+            "region_clients": "fallback",
+        },
+    )

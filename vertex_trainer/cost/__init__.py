@@ -19,4 +19,5 @@ if TYPE_CHECKING:
     from vertex_trainer.cost.estimate import job_cost
 
 __all__ = ["job_cost"]
-__getattr__, __dir__ = interface.exports(__name__, {"job_cost": "estimate"})
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(__name__, {"job_cost": "estimate"})

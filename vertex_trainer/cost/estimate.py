@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from vertex_trainer import pricing
 from vertex_trainer.cost.scaling_model import Scaling, job_throughput, reducer_price
+from vertex_trainer.durations import timestamp_seconds
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.regions import region_or_none
 from vertex_trainer.spec import JobSpec
@@ -457,13 +457,6 @@ def check_search_budget(est: Estimate, budget: float, field: str, trials: int) -
 
 
 # -- what an ended job cost -----------------------------------------------------------------------
-def _seconds(stamp: str) -> float:
-    import datetime as dt
-
-    stamp = re.sub(r"(\.\d{6})\d+", r"\1", stamp.replace("Z", "+00:00"))
-    return dt.datetime.fromisoformat(stamp).timestamp()
-
-
 def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
     """What an ended CustomJob cost: its run time (startTime..endTime) x the hourly list price of
     its worker pools, for its strategy in its region. An estimate of list price, not the bill.
@@ -477,7 +470,7 @@ def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
     start, end = data.get("startTime"), data.get("endTime")
     if not start or not end:
         return None
-    hours = max(0.0, (_seconds(end) - _seconds(start)) / 3600)
+    hours = max(0.0, (timestamp_seconds(end) - timestamp_seconds(start)) / 3600)
     job_spec = data.get("jobSpec") or {}
     strategy = _STRATEGY.get(((job_spec.get("scheduling") or {}).get("strategy") or "STANDARD"), "standard")
     region = region_or_none(data.get("name", ""))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from vertex_trainer.deployment.deploy_request import DeployRequest, request
 
 __all__ = ["DeployRequest", "request"]
-__getattr__, __dir__ = interface.exports(
-    __name__, {"DeployRequest": "deploy_request", "request": "deploy_request"}
-)
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(
+        __name__, {"DeployRequest": "deploy_request", "request": "deploy_request"}
+    )

@@ -20,4 +20,5 @@ if TYPE_CHECKING:
     from vertex_trainer.performance.benchmark import reference_for
 
 __all__ = ["reference_for"]
-__getattr__, __dir__ = interface.exports(__name__, {"reference_for": "benchmark"})
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(__name__, {"reference_for": "benchmark"})

@@ -16,6 +16,7 @@ from typing import Any
 
 from vertex_trainer import cost as costs
 from vertex_trainer.contract import METRICS_FILE
+from vertex_trainer.durations import timestamp_seconds
 from vertex_trainer.reporting import bounded_read as report_read
 from vertex_trainer.reporting.run_data import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
 from vertex_trainer.settings import Settings
@@ -177,7 +178,7 @@ def _elapsed(data: Mapping[str, Any]) -> float | None:
     start, end = data.get("startTime"), data.get("endTime")
     if not start or not end:
         return None
-    return round(costs._seconds(str(end)) - costs._seconds(str(start)), 3)
+    return round(timestamp_seconds(str(end)) - timestamp_seconds(str(start)), 3)
 
 
 def _book() -> Any:
