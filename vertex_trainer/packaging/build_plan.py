@@ -21,11 +21,11 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import ServiceError, SpecError, UserError
-from vertex_trainer.packaging import factory
+from vertex_trainer.hardware import accelerator_kind
+from vertex_trainer.packaging import factory, owncode
 from vertex_trainer.packaging.context import (
     ContextEntry,
     DockerIgnore,
@@ -46,7 +46,7 @@ from vertex_trainer.packaging.templates import (
 )
 from vertex_trainer.redact import redact_yaml
 from vertex_trainer.sizes import human_size
-from vertex_trainer.spec import parse_staging, validate_image_values, validate_requirement
+from vertex_trainer.spec import ImageSpec, JobSpec, parse_staging, validate_image_values, validate_requirement
 from vertex_trainer.spec.images import code_root
 
 BUILDERS = ("cloud-build", "docker")
@@ -64,37 +64,20 @@ class BuildFailed(ServiceError):
     """The image build ran and did not succeed (exit 3); the message carries the log URL."""
 
 
-# -- spec accessors (the packager reads only the image block, the hardware and a few names) ----
+# -- what the packager reads of the spec: the image block, the hardware and a few names --------
 
 
-def attr(obj: Any, name: str, default: Any = None) -> Any:
-    """obj.name, or `default` when obj is None or has no such attribute."""
-    return getattr(obj, name, default) if obj is not None else default
-
-
-def resolve_variant(spec: Any) -> str:
+def resolve_variant(spec: JobSpec) -> str:
     """image.variant, or for "auto": TPU machine -> tpu, accelerator -> gpu, else cpu."""
-    variant = attr(attr(spec, "image"), "variant") or "auto"
+    variant = (spec.image.variant if spec.image is not None else None) or "auto"
     if variant != "auto":
         return variant
-    from vertex_trainer.hardware import accelerator_kind
-
-    hw = attr(spec, "hardware")
-    return accelerator_kind(attr(hw, "machine_type") or "", attr(hw, "accelerator_type"))
+    return accelerator_kind(spec.hardware.machine_type or "", spec.hardware.accelerator_type)
 
 
-def _region_mirror(region: str | None) -> str:
-    region = (region or "").lower()
-    if region.startswith("europe"):
-        return "europe"
-    if region.startswith(("asia", "australia")):
-        return "asia"
-    return "us"
-
-
-def executor_image(spec: Any) -> str:
+def executor_image(spec: JobSpec) -> str:
     """The prebuilt Vertex AI training image that runs a python_package job."""
-    explicit = attr(attr(spec, "image"), "executor_image")
+    explicit = spec.image.executor_image if spec.image is not None else None
     if explicit:
         return str(explicit)
     variant = VARIANTS[resolve_variant(spec)]
@@ -109,16 +92,16 @@ def executor_image(spec: Any) -> str:
             hint="set image.executor_image, or build an image with image.repository",
         )
     # Vertex AI only serves these images under :latest; the region mirror keeps the pull local.
-    return f"{_region_mirror(attr(spec, 'region'))}-docker.pkg.dev/{variant.executor}"
+    return f"{owncode.region_mirror(spec.region)}-docker.pkg.dev/{variant.executor}"
 
 
-def staging_location(spec: Any) -> tuple[str, str]:
+def staging_location(spec: JobSpec) -> tuple[str, str]:
     """(bucket, prefix) for uploads: image.staging_bucket, else <output_dir>/staging when the
     output directory is on Cloud Storage (the run's package then sits beside its outputs)."""
-    explicit = attr(attr(spec, "image"), "staging_bucket")
+    explicit = spec.image.staging_bucket if spec.image is not None else None
     if explicit:
         return parse_staging("image.staging_bucket", explicit)
-    output_dir = str(attr(spec, "output_dir") or "")
+    output_dir = str(spec.output_dir or "")
     if output_dir.startswith("gs://"):
         bucket, prefix = parse_staging("output_dir", output_dir.rstrip("/"))
         return bucket, "/".join(p for p in (prefix, "staging") if p)
@@ -131,22 +114,9 @@ def staging_location(spec: Any) -> tuple[str, str]:
     )
 
 
-def spec_yaml(spec: Any) -> str:
+def spec_yaml(spec: JobSpec) -> str:
     """The resolved spec as saved in the archive (`.vertex-trainer/spec.yaml`)."""
-    to_yaml = getattr(spec, "to_yaml", None)
-    if callable(to_yaml):
-        return str(to_yaml())
-    return (
-        json.dumps(
-            dataclasses.asdict(spec)
-            if dataclasses.is_dataclass(spec) and not isinstance(spec, type)
-            else str(spec),
-            indent=2,
-            sort_keys=True,
-            default=str,
-        )
-        + "\n"
-    )
+    return spec.to_yaml()
 
 
 # -- the plan ----------------------------------------------------------------------------------
@@ -218,13 +188,11 @@ class BuildPlan:
         return lines
 
 
-def archive_bytes(plan: BuildPlan, spec: Any = None) -> bytes:
+def archive_bytes(plan: BuildPlan, spec: JobSpec | None = None) -> bytes:
     """The build context as uploaded (image) or the sdist (python package); with `spec`, the
     resolved spec rides along under .vertex-trainer/ (outside the hash). A package folder's sdist
     is pypa build's of its files, as the SDK and gcloud stage it (no spec inside)."""
     if plan.built_sdist:
-        from vertex_trainer.packaging import owncode
-
         return owncode.build_sdist(plan.entries, plan.archive_root or "")
     buf = io.BytesIO()
     extra = [entry_from_bytes(SPEC_ENTRY, redact_yaml(spec_yaml(spec)).encode())] if spec is not None else []
@@ -377,11 +345,13 @@ def sdist_entries(
     return sorted(entries + user_code, key=lambda e: e.name)
 
 
-def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | None = None) -> BuildPlan | None:
+def plan_build(
+    spec: JobSpec, builder: str | None = None, *, trainer_dir: Path | None = None
+) -> BuildPlan | None:
     """The BuildPlan for the spec's image block, or None when image.uri is used as is.
     `builder` overrides image.builder; `trainer_dir` replaces the bundled trainer package."""
     validate_image_values(spec)
-    image = attr(spec, "image")
+    image = spec.image
     if image is None:
         raise SpecError(
             "image",
@@ -389,24 +359,23 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
             value=None,
             has_value=False,
         )
-    if attr(image, "uri"):
+    if image.uri:
         return None
-    if attr(image, "code") and (attr(image, "script") or attr(image, "module")):
+    if image.code and (image.script or image.module):
         return _plan_code(spec, image, builder)  # your own code (issue 32): packaging/owncode.py
     pip_packages = [
-        validate_requirement(f"image.pip_packages[{i}]", r)
-        for i, r in enumerate(attr(image, "pip_packages") or ())
+        validate_requirement(f"image.pip_packages[{i}]", r) for i, r in enumerate(image.pip_packages or ())
     ]
     user_code: list[ContextEntry] = []
     screened: list[Screened] = []
-    if attr(image, "code"):  # a model factory (trainer.model: package.module:function)
+    if image.code:  # a model factory (trainer.model: package.module:function)
         user_code, requirements = factory.factory_files(
-            spec, package=bool(attr(image, "python_package")), screened=screened
+            spec, package=bool(image.python_package), screened=screened
         )
         pip_packages += requirements
-    if attr(image, "python_package"):
+    if image.python_package:
         return _plan_python_package(spec, image, pip_packages, trainer_dir, user_code, screened)
-    repository = attr(image, "repository")
+    repository = image.repository
     if not repository:
         raise SpecError(
             "image",
@@ -414,12 +383,10 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
             value=None,
             has_value=False,
         )
-    builder = builder or attr(image, "builder") or DEFAULT_BUILDER
-    if builder not in BUILDERS:
-        raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
-    if attr(image, "context"):
+    builder = _builder(image, builder)
+    if image.context:
         entries, source = plan_custom_context(
-            image.context, include_secrets=tuple(attr(image, "include_secrets") or ()), screened=screened
+            image.context, include_secrets=tuple(image.include_secrets or ()), screened=screened
         )
         variant = base = None
     else:
@@ -427,7 +394,7 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         entries, source = plan_bundled_context(
             variant=variant,
             base_image=_given_base(image),
-            base_image_digest=attr(image, "base_image_digest"),
+            base_image_digest=image.base_image_digest,
             pip_packages=pip_packages,
             trainer_dir=trainer_dir,
             user_code=user_code,
@@ -435,15 +402,14 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
         )
         source += f" and image.code {code_root(spec)}" if user_code else ""
         base = _given_base(image) or VARIANTS[variant].base_image
-        if attr(image, "base_image_digest"):
+        if image.base_image_digest:
             base = f"{base}@{image.base_image_digest}"
     context_hash = hash_entries(entries)
-    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
     return BuildPlan(
         "image",
         tuple(entries),
         context_hash,
-        f"{repository}:{tag}",
+        f"{repository}:{_tag(context_hash)}",
         source,
         variant=variant,
         base_image=base,
@@ -452,9 +418,28 @@ def plan_build(spec: Any, builder: str | None = None, *, trainer_dir: Path | Non
     )
 
 
+def _builder(image: ImageSpec, builder: str | None) -> str:
+    """--builder, else image.builder, else cloud-build; exit 2 for another name."""
+    builder = builder or image.builder or DEFAULT_BUILDER
+    if builder not in BUILDERS:
+        raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
+    return builder
+
+
+def _tag(context_hash: str) -> str:
+    return context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
+
+
+def _staged(spec: JobSpec, context_hash: str, root: str) -> str:
+    """gs://<staging>/packages/<tag>/<root>.tar.gz: where a python package is staged."""
+    bucket, prefix = staging_location(spec)
+    obj = "/".join(p for p in (prefix, "packages", _tag(context_hash), f"{root}.tar.gz") if p)
+    return f"gs://{bucket}/{obj}"
+
+
 def _plan_python_package(
-    spec: Any,
-    image: Any,
+    spec: JobSpec,
+    image: ImageSpec,
     pip_packages: list[str],
     trainer_dir: Path | None,
     user_code: list[ContextEntry] | None = None,
@@ -464,18 +449,15 @@ def _plan_python_package(
     variant = resolve_variant(spec)
     # tf-keras matched to the default executor's TensorFlow; with an image of your own,
     # bring tf-keras in it (or in image.pip_packages).
-    keras = None if attr(image, "executor_image") else VARIANTS[variant].executor_keras
+    keras = None if image.executor_image else VARIANTS[variant].executor_keras
     screened = screened if screened is not None else []
     entries = sdist_entries(tdir, pip_packages, keras, user_code or (), screened)
     context_hash = hash_entries(entries)
-    bucket, prefix = staging_location(spec)
-    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
-    obj = "/".join(p for p in (prefix, "packages", tag, f"{SDIST_ROOT}.tar.gz") if p)
     return BuildPlan(
         "python-package",
         tuple(entries),
         context_hash,
-        f"gs://{bucket}/{obj}",
+        _staged(spec, context_hash, SDIST_ROOT),
         str(tdir) + (f" and image.code {code_root(spec)}" if user_code else ""),
         variant=variant,
         executor_image=executor_image(spec),
@@ -483,33 +465,28 @@ def _plan_python_package(
     )
 
 
-def _given_base(image: Any) -> str | None:
+def _given_base(image: ImageSpec) -> str | None:
     """image.base_image, with auto (the variant's own) as None."""
-    base = attr(image, "base_image")
+    base = image.base_image
     return None if base == "auto" else base
 
 
-def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
+def _plan_code(spec: JobSpec, image: ImageSpec, builder: str | None) -> BuildPlan:
     """A script job (image.code): its image, or its sdist on the prebuilt executor image."""
-    from vertex_trainer.packaging import owncode
-
     variant = resolve_variant(spec)
     screened: list[Screened] = []
-    if attr(image, "python_package"):
+    if image.python_package:
         sdist = owncode.package_entries(spec, screened=screened)
         entries, source, module, own = sdist.entries, sdist.source, sdist.module, sdist.package
         context_hash = hash_entries(entries)
-        bucket, prefix = staging_location(spec)
-        tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
-        obj = "/".join(p for p in (prefix, "packages", tag, f"{sdist.root}.tar.gz") if p)
-        executor = attr(image, "executor_image") or owncode.prebuilt_image(
-            variant, attr(spec, "region"), field="image.executor_image"
+        executor = image.executor_image or owncode.prebuilt_image(
+            variant, spec.region, field="image.executor_image"
         )
         return BuildPlan(
             "python-package",
             tuple(entries),
             context_hash,
-            f"gs://{bucket}/{obj}",
+            _staged(spec, context_hash, sdist.root),
             source,
             variant=variant,
             executor_image=executor,
@@ -520,18 +497,15 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
             dependencies=own.requirements if own else (),
             built_sdist=own is not None,
         )
-    builder = builder or attr(image, "builder") or DEFAULT_BUILDER
-    if builder not in BUILDERS:
-        raise UserError(f"--builder: must be one of {', '.join(BUILDERS)} (got {builder!r})")
+    builder = _builder(image, builder)
     entries, source, base = owncode.image_context(spec, variant, screened=screened)
     context_hash = hash_entries(entries)
-    tag = context_hash.split(":", 1)[1][:TAG_HEX_CHARS]
     deps = owncode.dependencies_of(spec)  # a package folder's, for the dry run
     return BuildPlan(
         "image",
         tuple(entries),
         context_hash,
-        f"{image.repository}:{tag}",
+        f"{image.repository}:{_tag(context_hash)}",
         source,
         variant=variant,
         base_image=base,
@@ -542,9 +516,10 @@ def _plan_code(spec: Any, image: Any, builder: str | None) -> BuildPlan:
     )
 
 
-def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:
+def artifact_of(spec: JobSpec, plan: BuildPlan | None) -> Artifact:
     """The Artifact a job runs for this plan (None: image.uri as given)."""
     if plan is None:
+        assert spec.image is not None and spec.image.uri  # plan_build plans every other image
         return Artifact(image_uri=spec.image.uri)
     if plan.kind == "python-package":
         assert plan.executor_image is not None  # every python-package plan names its executor image
@@ -556,7 +531,7 @@ def artifact_of(spec: Any, plan: BuildPlan | None) -> Artifact:
     return Artifact(image_uri=plan.target)
 
 
-def plan_artifact(spec: Any, *, trainer_dir: Path | None = None) -> Artifact:
+def plan_artifact(spec: JobSpec, *, trainer_dir: Path | None = None) -> Artifact:
     """What the job will run, with the exact tag or package URI. No network, no subprocess.
     `trainer_dir` replaces the bundled trainer package (tests, forks)."""
     return artifact_of(spec, plan_build(spec, trainer_dir=trainer_dir))

@@ -21,7 +21,6 @@ from vertex_trainer.packaging.build_plan import (
     BuildPlan,
     archive_bytes,
     artifact_of,
-    attr,
     plan_build,
     staging_location,
 )
@@ -30,6 +29,7 @@ from vertex_trainer.packaging.docker import run_docker_build
 from vertex_trainer.packaging.registry import registry_tag_exists
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
+from vertex_trainer.spec import JobSpec
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def credential_line(plan: BuildPlan, *, most: int = 8) -> str | None:
 
 
 def ensure_artifact(
-    spec: Any,
+    spec: JobSpec,
     *,
     settings: Settings,
     builder: str | None = None,
@@ -131,7 +131,7 @@ def ensure_artifact(
 
 
 def _ensure(
-    spec: Any, settings: Settings, builder: str | None, dry_run: bool, log: Log, trainer_dir: Path | None
+    spec: JobSpec, settings: Settings, builder: str | None, dry_run: bool, log: Log, trainer_dir: Path | None
 ) -> PackageResult:
     plan = plan_build(spec, builder, trainer_dir=trainer_dir)
     artifact = artifact_of(spec, plan)
@@ -146,7 +146,7 @@ def _ensure(
     if plan.builder == "cloud-build":
         # Validate what cloud-build needs before any network call, dry run included.
         bucket, prefix = staging_location(spec)
-        project, region = attr(spec, "project"), attr(spec, "region")
+        project, region = spec.project, spec.region
         if not project or not region:
             raise SpecError(
                 "project" if not project else "region",
@@ -170,17 +170,9 @@ def _ensure(
     if plan.builder == "docker":
         log(f"docker: building {plan.target} ({len(plan.entries)} files)")
         run_docker_build(plan.target, context, log=log)
-        return PackageResult(
-            artifact,
-            "built",
-            plan.target,
-            plan.context_hash,
-            built=True,
-            pushed=True,
-            builder="docker",
-            plan=plan,
-        )
+        return _built(artifact, plan, "docker")
 
+    assert project and region  # cloud-build: both checked before the dry run
     obj = "/".join(p for p in (prefix, "contexts", f"{plan.tag}.tar.gz") if p)
     source_uri = f"gs://{bucket}/{obj}"
     log(f"cloud-build: uploading the context to {source_uri} ({human_size(len(context))})")
@@ -194,6 +186,18 @@ def _ensure(
             f"Cloud Build {build.get('id')} ended {build.get('status')}" + (f": {detail}" if detail else ""),
             hint=f"logs: {log_url}" if log_url else None,
         )
+    return _built(artifact, plan, "cloud-build", log_url=log_url, source_uri=source_uri)
+
+
+def _built(
+    artifact: Artifact,
+    plan: BuildPlan,
+    builder: str,
+    *,
+    log_url: str | None = None,
+    source_uri: str | None = None,
+) -> PackageResult:
+    """An image built and pushed now by `builder`."""
     return PackageResult(
         artifact,
         "built",
@@ -201,7 +205,7 @@ def _ensure(
         plan.context_hash,
         built=True,
         pushed=True,
-        builder="cloud-build",
+        builder=builder,
         log_url=log_url,
         plan=plan,
         source_uri=source_uri,
@@ -209,7 +213,7 @@ def _ensure(
 
 
 def _ensure_package(
-    spec: Any, settings: Settings, plan: BuildPlan, artifact: Artifact, dry_run: bool, log: Log
+    spec: JobSpec, settings: Settings, plan: BuildPlan, artifact: Artifact, dry_run: bool, log: Log
 ) -> PackageResult:
     """python_package: upload the sdist once per content hash."""
     if dry_run:
@@ -218,9 +222,7 @@ def _ensure_package(
         )
     bucket, obj = plan.target[len("gs://") :].split("/", 1)
     log(f"package: uploading {plan.target}")
-    uploaded = storage.upload_once(
-        settings, bucket, obj, archive_bytes(plan, spec), project=attr(spec, "project")
-    )
+    uploaded = storage.upload_once(settings, bucket, obj, archive_bytes(plan, spec), project=spec.project)
     if not uploaded:
         log(f"package: {plan.target} already staged")
     return PackageResult(

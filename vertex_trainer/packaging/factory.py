@@ -15,18 +15,17 @@ installed beside it on the executor image.
 
 from __future__ import annotations
 
-from typing import Any
-
 from vertex_trainer.packaging.context import ContextEntry
 from vertex_trainer.packaging.owncode import code_entries
 from vertex_trainer.packaging.screen import Screened
+from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.images import code_requirements, code_root
 
 CODE_PREFIX = "code/"  # image.code inside the build context (COPY code/ /opt/code/)
 
 
 def factory_files(
-    spec: Any, *, package: bool = False, screened: list[Screened] | None = None
+    spec: JobSpec, *, package: bool = False, screened: list[Screened] | None = None
 ) -> tuple[list[ContextEntry], list[str]]:
     """(image.code's files, its requirements) for a factory job's build context or sdist.
 

@@ -33,14 +33,16 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from vertex_trainer import catalog
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.packaging.context import ContextEntry, entry_from_bytes
 from vertex_trainer.packaging.screen import Screened, walk_screened
 from vertex_trainer.packaging.templates import _template
-from vertex_trainer.spec import validate_image_reference
+from vertex_trainer.spec import JobSpec, validate_image_reference
 from vertex_trainer.spec.images import (
     AUTO,
     PREBUILT_RE,
@@ -62,7 +64,7 @@ SCRIPT_MODULE = f"{SCRIPT_PACKAGE}.task"
 
 
 def code_entries(
-    spec: Any, root: Path | None = None, *, prefix: str = "", screened: list[Screened] | None = None
+    spec: JobSpec, root: Path | None = None, *, prefix: str = "", screened: list[Screened] | None = None
 ) -> list[ContextEntry]:
     """The files of image.code that are built or packaged: through the screen (packaging/screen.py:
     built-in rules, credentials, its .gcloudignore), then its own .dockerignore.
@@ -79,7 +81,7 @@ def code_entries(
             entry names no credential (exit 2).
     """
     root = root or code_root(spec)
-    include_secrets = tuple(getattr(script_image(spec), "include_secrets", ()))
+    include_secrets = tuple(script_image(spec).include_secrets)
     # The code's own .dockerignore speaks of paths inside image.code: match before the prefix.
     entries = walk_screened(root, field="image.code", include_secrets=include_secrets, screened=screened)
     return [dataclasses.replace(e, name=prefix + e.name) for e in entries]
@@ -88,7 +90,8 @@ def code_entries(
 # -- the base image --------------------------------------------------------------------------
 
 
-def _mirror(region: str | None) -> str:
+def region_mirror(region: str | None) -> str:
+    """The Artifact Registry mirror of a region's prebuilt images: us, europe or asia."""
     region = (region or "").lower()
     if region.startswith("europe"):
         return "europe"
@@ -120,16 +123,16 @@ def prebuilt_image(variant: str, region: str | None, *, field: str) -> str:
             has_value=False,
             hint=f"set {field} to an image with TensorFlow for {variant}, e.g. a TPU build of your own",
         )
-    return f"{_mirror(region)}-docker.pkg.dev/{row['image']}"
+    return f"{region_mirror(region)}-docker.pkg.dev/{row['image']}"
 
 
-def base_image(spec: Any, variant: str) -> str:
+def base_image(spec: JobSpec, variant: str) -> str:
     """The FROM of a script job's image: image.base_image (with its digest), or for auto (the
     default) the prebuilt training image of the variant."""
     image = script_image(spec)
     given = image.base_image
     if not given or given == AUTO:
-        base = prebuilt_image(variant, getattr(spec, "region", None), field="image.base_image")
+        base = prebuilt_image(variant, spec.region, field="image.base_image")
     else:
         base = given
         validate_image_reference("image.base_image", base, require_pin=not image.base_image_digest)
@@ -138,7 +141,7 @@ def base_image(spec: Any, variant: str) -> str:
     return base
 
 
-def render_code_dockerfile(spec: Any, *, base: str, requirements: bool, package: bool = False) -> str:
+def render_code_dockerfile(spec: JobSpec, *, base: str, requirements: bool, package: bool = False) -> str:
     """The generated Dockerfile of a script job (validated values only); `package`: image.code is
     a package folder, pip-installed after it is copied."""
     validate_image_reference("image.base_image", base)
@@ -153,7 +156,7 @@ def render_code_dockerfile(spec: Any, *, base: str, requirements: bool, package:
     return text
 
 
-def dependencies_of(spec: Any) -> tuple[str, tuple[str, ...]] | None:
+def dependencies_of(spec: JobSpec) -> tuple[str, tuple[str, ...]] | None:
     """Where image.code's own package declares its dependencies, and them, for the dry run of an
     image (whose pip reads the package itself); None for a folder that is not a package, or one
     whose build backend is not installed here (`--local` names it then)."""
@@ -165,7 +168,7 @@ def dependencies_of(spec: Any) -> tuple[str, tuple[str, ...]] | None:
 
 
 def image_context(
-    spec: Any, variant: str, *, screened: list[Screened] | None = None
+    spec: JobSpec, variant: str, *, screened: list[Screened] | None = None
 ) -> tuple[list[ContextEntry], str, str]:
     """The build context of a script job's image: Dockerfile, requirements, code/**.
     `screened` collects what was left out of image.code.
@@ -222,7 +225,7 @@ class Sdist:
     package: PackageFolder | None = None
 
 
-def package_entries(spec: Any, *, screened: list[Screened] | None = None) -> Sdist:
+def package_entries(spec: JobSpec, *, screened: list[Screened] | None = None) -> Sdist:
     """The files of a script job's sdist (pyproject.toml, PKG-INFO, the code); `screened`
     collects what was left out of image.code.
 
@@ -259,7 +262,7 @@ def package_entries(spec: Any, *, screened: list[Screened] | None = None) -> Sdi
             '[tool.setuptools.packages.find]\nwhere = ["."]\n\n'
             '[tool.setuptools.package-data]\n"*" = ["*"]\n'
         )
-        module = image.module
+        module = str(image.module)
     pyproject = (
         "[build-system]\n"
         'requires = ["setuptools>=64"]\n'
@@ -295,7 +298,7 @@ def package_entries(spec: Any, *, screened: list[Screened] | None = None) -> Sdi
     return Sdist(sorted(entries, key=lambda e: e.name), str(root), module)
 
 
-def own_package(spec: Any, root: Path, own: PackageFolder, screened: list[Screened] | None) -> Sdist:
+def own_package(spec: JobSpec, root: Path, own: PackageFolder, screened: list[Screened] | None) -> Sdist:
     """The sdist of a package folder: its screened files, built by build_sdist when staged.
 
     Raises:
@@ -303,9 +306,6 @@ def own_package(spec: Any, root: Path, own: PackageFolder, screened: list[Screen
             or a requirements.txt line the package does not declare (Vertex AI installs only the
             package and what it declares): exit 2.
     """
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     image = script_image(spec)
     if image.script:
         raise SpecError(
@@ -338,7 +338,7 @@ def own_package(spec: Any, root: Path, own: PackageFolder, screened: list[Screen
             "image.python_package to build an image (which installs requirements.txt too)",
         )
     code = code_entries(spec, root, screened=screened)
-    return Sdist(sorted(code, key=lambda e: e.name), str(root), image.module, own.sdist_root, own)
+    return Sdist(sorted(code, key=lambda e: e.name), str(root), str(image.module), own.sdist_root, own)
 
 
 def _module_of(script: str) -> str:
@@ -358,6 +358,7 @@ def build_sdist(entries: list[ContextEntry] | tuple[ContextEntry, ...], root: st
     Raises:
         UserError: the backend is missing here or the build failed (exit 2, its last line).
     """
+    # pypa build (and its hook runner): ~0.1 s to import, for a package folder's sdist only
     import build
     import pyproject_hooks
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from vertex_trainer.errors import SpecError
 from vertex_trainer.sizes import human_size
+
+if TYPE_CHECKING:  # model.py imports this module: the models are named for the type checker only
+    from vertex_trainer.spec.model import ImageSpec, JobSpec
 
 Builder = Literal["cloud-build", "docker"]
 VariantName = Literal["gpu", "cpu", "tpu"]  # the Dockerfile templates (image.variant, besides auto)
@@ -60,10 +63,10 @@ def image_tensorflow(image: str) -> str | None:
     return f"{m.group('major')}.{m.group('minor')}" if m else None
 
 
-def latest_warning(image: Any) -> str | None:
+def latest_warning(image: ImageSpec) -> str | None:
     """The warning for a base image given as Google's prebuilt training image at :latest."""
-    base = _get(image, "base_image")
-    if not base or base == AUTO or _get(image, "base_image_digest") or not is_prebuilt(base):
+    base = image.base_image
+    if not base or base == AUTO or image.base_image_digest or not is_prebuilt(base):
         return None
     return (
         f"warning: image.base_image {base} is Google's prebuilt training image, which Google "
@@ -195,25 +198,21 @@ def parse_staging(field: str, value: str) -> tuple[str, str]:
     return m.group("bucket"), (m.group("prefix") or "").strip("/")
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    return getattr(obj, name, default) if obj is not None else default
-
-
-def validate_image_values(spec: Any) -> None:
+def validate_image_values(spec: JobSpec) -> None:
     """Refuse (exit 2) any image-block value that could smuggle text into a Dockerfile, a build
     argument or a shell. Run by the spec's rules at validate time, and by the packager."""
-    image = _get(spec, "image")
+    image = spec.image
     if image is None:
         return
-    if _get(image, "uri"):
+    if image.uri:
         validate_image_reference("image.uri", image.uri)
-    if _get(image, "repository"):
+    if image.repository:
         validate_image_reference("image.repository", image.repository, allow_tag=False)
-    if _get(image, "base_image") and image.base_image != AUTO:
+    if image.base_image and image.base_image != AUTO:
         validate_image_reference(
-            "image.base_image", image.base_image, require_pin=not _get(image, "base_image_digest")
+            "image.base_image", image.base_image, require_pin=not image.base_image_digest
         )
-    digest = _get(image, "base_image_digest")
+    digest = image.base_image_digest
     if digest:
         if not isinstance(digest, str) or not _DIGEST_RE.match(digest):
             bad = _danger(str(digest))
@@ -223,7 +222,7 @@ def validate_image_values(spec: Any) -> None:
                 f"contains {bad}" if bad else "is not sha256:<64 hex digits>",
                 "copy the digest from `docker buildx imagetools inspect IMAGE`",
             )
-        base = _get(image, "base_image")
+        base = image.base_image
         if base and "@" in base:
             raise SpecError(
                 "image.base_image_digest",
@@ -231,20 +230,20 @@ def validate_image_values(spec: Any) -> None:
                 value=digest,
                 hint="set the digest in one place only",
             )
-    for i, req in enumerate(_get(image, "pip_packages") or ()):
+    for i, req in enumerate(image.pip_packages or ()):
         validate_requirement(f"image.pip_packages[{i}]", req)
     validate_code_values(image)
-    if _get(image, "executor_image"):
+    if image.executor_image:
         validate_image_reference("image.executor_image", image.executor_image)
-    if _get(image, "staging_bucket"):
+    if image.staging_bucket:
         parse_staging("image.staging_bucket", image.staging_bucket)
-    builder = _get(image, "builder")
+    builder = image.builder
     if builder and builder not in BUILDERS:
         raise SpecError("image.builder", f"must be one of {', '.join(BUILDERS)}", value=builder)
-    variant = _get(image, "variant")
+    variant = image.variant
     if variant and variant not in ("auto", *VARIANTS):
         raise SpecError("image.variant", f"must be one of auto, {', '.join(VARIANTS)}", value=variant)
-    context = _get(image, "context")
+    context = image.context
     if context is not None:
         if "\n" in str(context) or "\x00" in str(context):
             raise _refuse(
@@ -253,7 +252,15 @@ def validate_image_values(spec: Any) -> None:
                 "contains a control character",
                 "a directory path that holds a Dockerfile",
             )
-        custom_only = [k for k in ("base_image", "base_image_digest", "pip_packages") if _get(image, k)]
+        custom_only = [
+            k
+            for k, v in (
+                ("base_image", image.base_image),
+                ("base_image_digest", image.base_image_digest),
+                ("pip_packages", image.pip_packages),
+            )
+            if v
+        ]
         if custom_only or (variant and variant != "auto"):
             names = ", ".join(f"image.{k}" for k in custom_only or ["variant"])
             raise SpecError(
@@ -297,25 +304,25 @@ def validate_module(field: str, value: str) -> str:
     return value
 
 
-def validate_code_values(image: Any) -> None:
+def validate_code_values(image: ImageSpec) -> None:
     """The values of a script job's image block (image.code, script, module, requirements)."""
-    code = _get(image, "code")
+    code = image.code
     if code is not None and any(ord(c) < 32 or ord(c) == 127 for c in str(code)):
         raise _refuse("image.code", code, "contains a control character", "a directory path")
-    if _get(image, "script"):
+    if image.script:
         validate_script("image.script", image.script)
-    if _get(image, "module"):
+    if image.module:
         validate_module("image.module", image.module)
-    for i, req in enumerate(_get(image, "requirements") or ()):
+    for i, req in enumerate(image.requirements or ()):
         validate_requirement(f"image.requirements[{i}]", req)
     validate_include_secrets(image)
 
 
-def validate_include_secrets(image: Any) -> None:
+def validate_include_secrets(image: ImageSpec) -> None:
     """image.include_secrets: each entry names credential files of image.code or image.context by
     path or glob (packaging/screen.py); never a blanket pattern, never without such a folder."""
-    entries = _get(image, "include_secrets") or ()
-    if entries and not (_get(image, "code") or _get(image, "context")):
+    entries = image.include_secrets or ()
+    if entries and not (image.code or image.context):
         raise SpecError(
             "image.include_secrets",
             "only applies to a folder of yours: image.code or image.context",
@@ -360,15 +367,15 @@ def requirement_lines(text: str) -> list[str]:
     return lines
 
 
-def script_image(spec: Any) -> Any:
+def script_image(spec: JobSpec) -> ImageSpec:
     """The image block of a script job (ValueError for any other spec)."""
-    image = getattr(spec, "image", None)
-    if image is None or not getattr(image, "code", None):
+    image = spec.image
+    if image is None or not image.code:
         raise ValueError("not a script job: the spec has no image.code")
     return image
 
 
-def code_root(spec: Any) -> Path:
+def code_root(spec: JobSpec) -> Path:
     """image.code as an absolute directory (relative paths are from the current directory).
 
     Args:
@@ -379,7 +386,7 @@ def code_root(spec: Any) -> Path:
         SpecError: it does not exist or is not a directory (exit 2).
     """
     image = script_image(spec)
-    root = Path(image.code).expanduser().resolve()
+    root = Path(image.code or "").expanduser().resolve()
     if not root.is_dir():
         raise SpecError(
             "image.code",
@@ -391,13 +398,13 @@ def code_root(spec: Any) -> Path:
     return root
 
 
-def entry_argv(spec: Any) -> list[str]:
+def entry_argv(spec: JobSpec) -> list[str]:
     """What runs after `python`: [SCRIPT] or ["-m", MODULE]."""
     image = script_image(spec)
-    return [image.script] if image.script else ["-m", image.module]
+    return [image.script] if image.script else ["-m", str(image.module)]
 
 
-def check_entry(spec: Any, root: Path | None = None) -> None:
+def check_entry(spec: JobSpec, root: Path | None = None) -> None:
     """The script (or module) must be inside image.code.
 
     Args:
@@ -417,7 +424,7 @@ def check_entry(spec: Any, root: Path | None = None) -> None:
                 hint="give the script's path relative to image.code, e.g. task.py",
             )
         return
-    parts = image.module.split(".")
+    parts = str(image.module).split(".")
     base = root.joinpath(*parts)
     found = (
         base.with_suffix(".py").is_file()
@@ -437,7 +444,7 @@ def check_entry(spec: Any, root: Path | None = None) -> None:
 REQUIREMENTS_BYTES = 1024 * 1024  # image.code/requirements.txt: pip requirements, not data
 
 
-def code_requirements(spec: Any, root: Path | None = None) -> list[str]:
+def code_requirements(spec: JobSpec, root: Path | None = None) -> list[str]:
     """image.requirements, then the lines of image.code/requirements.txt, each a plain pip
     requirement (checked as every value that reaches a Dockerfile or a shell).
 
