@@ -28,58 +28,80 @@ are the edge: the environment is read here once (`Settings.from_environ`) and pa
     report.py   report: a run's or job's whole story as one HTML page (or PNG)
     profile.py  profile and tensorboard: where the step time goes (the profiler trace), TensorBoard
     project.py  check and setup: is the project ready for the job (project_check, project_setup)
+
+The names are loaded on first use (PEP 562, vertex_trainer.interface), so `from vertex_trainer
+import api` is cheap: a command loads the modules it calls and nothing else (`--help` none).
+Where a module and a function share a name (api.bench, api.cost, api.plan, ...), `api.NAME` is
+always the function, as it was when this package imported each module eagerly.
 """
 
-from vertex_trainer.api.bench import bench
-from vertex_trainer.api.capacity import (
-    create_resource,
-    delete_resource,
-    list_resources,
-    plan,
-    resource_request,
-    web_access,
-)
-from vertex_trainer.api.catalog import AcceleratorSource, HardwareCatalog, hardware_catalog, spec_schema
-from vertex_trainer.api.core import (
-    check,
-    load_spec,
-    plan_artifact,
-    render_job,
-    render_text,
-    settings_from_env,
-    use_identity,
-)
-from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
-from vertex_trainer.api.data import convert_data, synthesize_data
-from vertex_trainer.api.deploy import deploy, serve_model
-from vertex_trainer.api.endpoints import list_endpoints, undeploy
-from vertex_trainer.api.events import (
-    compile_pipeline,
-    on_object_finalized,
-    pipeline_status,
-    pipeline_submit,
-    pipeline_yaml,
-    trigger_deploy,
-    trigger_render,
-)
-from vertex_trainer.api.execute import Handle, submit
-from vertex_trainer.api.handles import Job
-from vertex_trainer.api.inputs import check_key, parse_assignments, parse_label
-from vertex_trainer.api.jobs import cancel, find_local_run, list_jobs, logs, status, tuning_job, utilization
-from vertex_trainer.api.package import package
-from vertex_trainer.api.plan import (
-    AttemptPlan,
-    QuotaLook,
-    SubmitOptions,
-    SubmitPlan,
-    TrialPlan,
-    look_at_quota,
-    plan_submit,
-)
-from vertex_trainer.api.profile import profile, tensorboard
-from vertex_trainer.api.project import ProjectCheck, project_check, project_setup
-from vertex_trainer.api.report import report
-from vertex_trainer.api.results import DryRun, LocalJob
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from vertex_trainer import interface
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.api.bench import bench
+    from vertex_trainer.api.capacity import (
+        create_resource,
+        delete_resource,
+        list_resources,
+        plan,
+        resource_request,
+        web_access,
+    )
+    from vertex_trainer.api.catalog import AcceleratorSource, HardwareCatalog, hardware_catalog, spec_schema
+    from vertex_trainer.api.core import (
+        check,
+        load_spec,
+        plan_artifact,
+        render_job,
+        render_text,
+        settings_from_env,
+        use_identity,
+    )
+    from vertex_trainer.api.cost import cost, job_cost, prices, refresh_prices
+    from vertex_trainer.api.data import convert_data, synthesize_data
+    from vertex_trainer.api.deploy import deploy, serve_model
+    from vertex_trainer.api.endpoints import list_endpoints, undeploy
+    from vertex_trainer.api.events import (
+        compile_pipeline,
+        on_object_finalized,
+        pipeline_status,
+        pipeline_submit,
+        pipeline_yaml,
+        trigger_deploy,
+        trigger_render,
+    )
+    from vertex_trainer.api.execute import Handle, submit
+    from vertex_trainer.api.handles import Job
+    from vertex_trainer.api.inputs import check_key, parse_assignments, parse_label
+    from vertex_trainer.api.jobs import (
+        cancel,
+        find_local_run,
+        list_jobs,
+        logs,
+        status,
+        tuning_job,
+        utilization,
+    )
+    from vertex_trainer.api.package import package
+    from vertex_trainer.api.plan import (
+        AttemptPlan,
+        QuotaLook,
+        SubmitOptions,
+        SubmitPlan,
+        TrialPlan,
+        look_at_quota,
+        plan_submit,
+    )
+    from vertex_trainer.api.profile import profile, tensorboard
+    from vertex_trainer.api.project import ProjectCheck, project_check, project_setup
+    from vertex_trainer.api.report import report
+    from vertex_trainer.api.results import DryRun, LocalJob
 
 __all__ = [
     "AcceleratorSource",
@@ -147,3 +169,86 @@ __all__ = [
     "utilization",
     "web_access",
 ]
+
+_EXPORTS = {  # each public name -> the module of this package that defines it
+    "bench": "bench",
+    "create_resource": "capacity",
+    "delete_resource": "capacity",
+    "list_resources": "capacity",
+    "plan": "capacity",
+    "resource_request": "capacity",
+    "web_access": "capacity",
+    "AcceleratorSource": "catalog",
+    "HardwareCatalog": "catalog",
+    "hardware_catalog": "catalog",
+    "spec_schema": "catalog",
+    "check": "core",
+    "load_spec": "core",
+    "plan_artifact": "core",
+    "render_job": "core",
+    "render_text": "core",
+    "settings_from_env": "core",
+    "use_identity": "core",
+    "cost": "cost",
+    "job_cost": "cost",
+    "prices": "cost",
+    "refresh_prices": "cost",
+    "convert_data": "data",
+    "synthesize_data": "data",
+    "deploy": "deploy",
+    "serve_model": "deploy",
+    "list_endpoints": "endpoints",
+    "undeploy": "endpoints",
+    "compile_pipeline": "events",
+    "on_object_finalized": "events",
+    "pipeline_status": "events",
+    "pipeline_submit": "events",
+    "pipeline_yaml": "events",
+    "trigger_deploy": "events",
+    "trigger_render": "events",
+    "Handle": "execute",
+    "submit": "execute",
+    "Job": "handles",
+    "check_key": "inputs",
+    "parse_assignments": "inputs",
+    "parse_label": "inputs",
+    "cancel": "jobs",
+    "find_local_run": "jobs",
+    "list_jobs": "jobs",
+    "logs": "jobs",
+    "status": "jobs",
+    "tuning_job": "jobs",
+    "utilization": "jobs",
+    "package": "package",
+    "AttemptPlan": "plan",
+    "QuotaLook": "plan",
+    "SubmitOptions": "plan",
+    "SubmitPlan": "plan",
+    "TrialPlan": "plan",
+    "look_at_quota": "plan",
+    "plan_submit": "plan",
+    "profile": "profile",
+    "tensorboard": "profile",
+    "ProjectCheck": "project",
+    "project_check": "project",
+    "project_setup": "project",
+    "report": "report",
+    "DryRun": "results",
+    "LocalJob": "results",
+}
+
+
+class _Facade(types.ModuleType):
+    """This package, whose names stay the functions it exports: importing a submodule binds the
+    submodule on its package, which for api.bench, api.cost, api.plan ... would hide the function
+    of the same name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return  # `api.NAME` resolves to the exported name (__getattr__), never the module
+        super().__setattr__(name, value)
+
+
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(__name__, _EXPORTS)
+sys.modules[__name__].__class__ = _Facade
