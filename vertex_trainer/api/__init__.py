@@ -2,20 +2,22 @@
 
     import vertex_trainer as vt
     spec = vt.load_spec("job_specs/resnet50.yaml", set=["trainer.epochs=1"])
-    job = vt.submit(spec)                # -> Job (name, state, console_url, refresh/wait/cancel)
+    job = vt.submit(spec)                # -> a Handle (name, state, console_url, refresh/wait/cancel)
     job.wait()
 
 `submit()` is the one path: `plan_submit` makes the plan (every check, the budget, the artifact
 planned, each attempt's CustomJob rendered once: a frozen `SubmitPlan`), then the executor of
-its kind runs it: create (idempotent) | run locally | the tuning job | the fallback's attempts;
-a dry run returns the plan. Everything it sends or runs is the plan's. This package and the CLI
-are the edge: the environment is read here once (`Settings.from_environ`) and passed down as
-`settings`.
+its kind runs it (one `Executor` per kind): create (idempotent) | run locally | the tuning job |
+the fallback's attempts, and returns a `Handle` whatever the kind; a dry run returns the plan.
+Everything it sends or runs is the plan's. This package and the CLI are the edge: the
+environment is read here once (`Settings.from_environ`) and passed down as `settings`.
 
     core.py     settings, load, check, plan the artifact, render (no network)
     plan.py     the submit plan: SubmitOptions, SubmitPlan, plan_submit; the quota look of validate
-    execute.py  submit: the plan, then its executor (custom, fallback, tuning, local, local tuning)
-    handles.py  the API's Job; results.py the DryRun and the LocalJob
+    execute.py  submit: the plan, then the executor of its kind (EXECUTORS: custom, fallback, tuning,
+                pipeline, local, local tuning)
+    handles.py  the Handle every submit returns (a protocol) and the API's Job; results.py the
+                DryRun and the LocalJob
     package.py  package: the image built once per content hash (or the Python package staged)
     deploy.py   deploy: a finished job's model registered and served
     endpoints.py endpoints and undeploy: what is deployed (with its hourly price), one taken off
@@ -206,7 +208,7 @@ _EXPORTS = {  # each public name -> the module of this package that defines it
     "pipeline_yaml": "events",
     "trigger_deploy": "events",
     "trigger_render": "events",
-    "Handle": "execute",
+    "Handle": "handles",
     "submit": "execute",
     "Job": "handles",
     "check_key": "inputs",
