@@ -28,11 +28,17 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from vertex_trainer import hardware as hw
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import gcs_glob, storage
 from vertex_trainer.gcp.http import ApiClient, Refused, denial
 from vertex_trainer.log import Log
+from vertex_trainer.regions import SERVICE
 from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.attempts import PlannedAttempt
+from vertex_trainer.spec.rules import split_patterns
+from vertex_trainer.spec.scaling import reducers
 
 # N1 and E2 vCPUs of custom training (the reducers' N1): on demand, and Spot / Flex Start.
 CPU_QUOTA = {
@@ -52,20 +58,16 @@ class ReducerCpus:
     what: str
 
 
-def reducer_cpus(spec, attempt) -> ReducerCpus | None:
+def reducer_cpus(spec: JobSpec, attempt: PlannedAttempt) -> ReducerCpus | None:
     """The CPU quota one attempt's reducer pool needs (scaling.reduction_server), or None (no
     reducers, no region, or a reducer machine whose vCPUs the catalog does not know).
 
     Args:
         spec: the JobSpec.
-        attempt: one of `spec.attempts.attempts(spec)` (its hardware, region and strategy).
+        attempt: one attempt of the plan (spec/attempts.py; its hardware, region and strategy).
     Returns:
         A ReducerCpus: count x the reducer machine's vCPUs, against the standard or the
         preemptible (spot, flex-start) CPU metric of the attempt's region."""
-    from vertex_trainer import hardware as hw
-    from vertex_trainer.regions import SERVICE
-    from vertex_trainer.spec.scaling import reducers
-
     if not attempt.region or not spec.scaling or spec.scaling.reduction_server is None:
         return None
     same = attempt.hardware == spec.hardware and attempt.region == spec.region
@@ -88,7 +90,7 @@ def reducer_cpus(spec, attempt) -> ReducerCpus | None:
 _MULTI = {"US": ("us-", "northamerica-"), "EU": ("europe-",), "ASIA": ("asia-", "australia-")}
 
 
-def buckets_of(spec) -> dict[str, str]:
+def buckets_of(spec: JobSpec) -> dict[str, str]:
     """bucket -> the first spec field that names it (gs:// or /gcs/ paths)."""
     fields = {
         "output_dir": spec.output_dir,
@@ -138,8 +140,9 @@ def _storage_checked(settings: Settings) -> bool:
     return not (settings.offline and not settings.storage_emulator)
 
 
-def check_buckets(spec, *, settings: Settings, log: Log) -> None:
-    """Refuse missing buckets (UserError), warn about far or unreadable ones."""
+def check_buckets(spec: JobSpec, plan: tuple[PlannedAttempt, ...], *, settings: Settings, log: Log) -> None:
+    """Refuse missing buckets (UserError), warn about far or unreadable ones; `plan`: the job's
+    attempts (a fallback attempt in another region must find its data there)."""
     if not _storage_checked(settings):
         return
     buckets = buckets_of(spec)
@@ -161,25 +164,29 @@ def check_buckets(spec, *, settings: Settings, log: Log) -> None:
                 hint=f"create it near the job: gcloud storage buckets create gs://{bucket} "
                 f"--location={spec.region}",
             )
-        far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
+        far = (
+            location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
+            if spec.region
+            else None
+        )
         if far:
             log(
                 f"warning: {field}: gs://{bucket} {far}: reads cross regions (slower input, egress "
                 "charges); a bucket in the job's region is faster and cheaper"
             )
-        _check_attempt_regions(spec, bucket, field, meta)
+        _check_attempt_regions(spec, plan, bucket, field, meta)
 
 
-def _check_attempt_regions(spec, bucket: str, field: str, meta: dict) -> None:
+def _check_attempt_regions(
+    spec: JobSpec, plan: tuple[PlannedAttempt, ...], bucket: str, field: str, meta: dict
+) -> None:
     """A fallback attempt the plan moves to another region must find its data there: the bucket's
     location covers that region (a multi-region containing it does), or the spec says
     scheduling.allow_remote_data: true; else exit 2 (docs/contract.md section 11). The spec's own
     region keeps the warning above: the user chose that region with the bucket."""
-    from vertex_trainer.spec.attempts import attempts
-
     if spec.scheduling.allow_remote_data:
         return
-    for a in attempts(spec)[1:]:
+    for a in plan[1:]:
         if not a.region or a.region == spec.region:
             continue
         far = location_mismatch(a.region, meta.get("location", ""), meta.get("locationType"))
@@ -210,12 +217,10 @@ class DataCheck:
         return {"check": "data", "field": self.field, "pattern": self.pattern}
 
 
-def data_checks(spec, settings: Settings) -> tuple[DataCheck, ...]:
+def data_checks(spec: JobSpec, settings: Settings) -> tuple[DataCheck, ...]:
     """The data checks of a cloud submit of `spec` (none for a script job, an offline run, or
     data the trainer will not read: synthetic data with a set epoch length reads no train files,
     and evaluates nothing)."""
-    from vertex_trainer.spec.rules import split_patterns
-
     t = spec.trainer
     if t is None or not _storage_checked(settings):  # script jobs (issue 32): their args are theirs
         return ()
@@ -307,24 +312,22 @@ def _listing(api: ApiClient, check: DataCheck, cap: int, log: Log) -> gcs_glob.G
 _REGISTRY_HOST = re.compile(r"^(?P<location>[a-z]+(?:-[a-z]+[0-9]+)?)-docker\.pkg\.dev/")
 
 
-def registry_far(spec) -> str | None:
+def registry_far(spec: JobSpec, plan: tuple[PlannedAttempt, ...]) -> str | None:
     """A warning when the job's image lives in an Artifact Registry location far from the job
-    (every replica pulls it across regions), else None; for a plan whose attempts run in other
-    regions, a regional repository on another continent than some attempt. Pure: no network."""
+    (every replica pulls it across regions), else None; for a plan whose attempts (`plan`) run in
+    other regions, a regional repository on another continent than some attempt. Pure: no network."""
     image = spec.image
     ref = image and (image.repository or image.uri)
     m = _REGISTRY_HOST.match(ref or "")
-    if not m or not spec.region:
+    if image is None or not m or not spec.region:
         return None
     location = m["location"]
     own = _registry_far_from(spec, location)
     if own or "-" not in location:
         return own
-    from vertex_trainer.spec.attempts import attempts
-
     field = "image.repository" if image.repository else "image.uri"
     continent = location.split("-")[0]
-    away = [a for a in attempts(spec)[1:] if a.region and a.region.split("-")[0] != continent]
+    away = [a for a in plan[1:] if a.region and a.region.split("-")[0] != continent]
     if not away:
         return None
     where = ", ".join(dict.fromkeys(f"{a.region} (attempt {a.n})" for a in away))
@@ -337,8 +340,9 @@ def registry_far(spec) -> str | None:
     )
 
 
-def _registry_far_from(spec, location: str) -> str | None:
+def _registry_far_from(spec: JobSpec, location: str) -> str | None:
     image = spec.image
+    assert image is not None and spec.region  # (registry_far read them)
     if "-" in location:  # a region, e.g. us-central1-docker.pkg.dev
         near = location == spec.region
     else:  # a multi-region: us, europe, asia
@@ -353,7 +357,7 @@ def _registry_far_from(spec, location: str) -> str | None:
     )
 
 
-def check_stand_ins(spec, settings: Settings, *, builder: str | None = None) -> None:
+def check_stand_ins(spec: JobSpec, settings: Settings, *, builder: str | None = None) -> None:
     """With Vertex AI emulated, every other Google API the submit touches must be too, or the
     command stops here (exit 2) naming the stand-in that is missing, before anything is sent."""
     if not settings.offline or spec.image is None or not spec.image.builds:

@@ -13,9 +13,15 @@ from vertex_trainer.capacity import availability as capacity
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
+from vertex_trainer.spec.attempts import attempts
 
 pytestmark = pytest.mark.wire
 STANDARD = {"scheduling": {"strategy": "standard"}}
+
+
+def check_quota(spec, **kw):
+    """The quota pre-flight of `spec`'s own plan (the submit passes its SubmitPlan's attempts)."""
+    return capacity.check_quota(spec, attempts(spec), **kw)
 
 
 def test_validate_check_quota_short_is_exit_2_with_the_numbers_and_the_link(quotas, run_cli, spec_file):
@@ -78,7 +84,7 @@ def test_every_strategy_short_is_exit_2_listing_each(quotas, spec_file):
     spec = build_spec({**_data(spec_file), "replicas": 1})
     settings = Settings(vertex_endpoint="http://127.0.0.1:9", quotas_endpoint=quotas.url)
     with pytest.raises(UserError) as err:
-        capacity.check_quota(spec, settings=settings, log=lambda _: None)
+        check_quota(spec, settings=settings, log=lambda _: None)
     message = err.value.message
     assert "every strategy of the plan is short of quota" in message
     for strategies in ("flex-start, spot", "standard"):
@@ -89,10 +95,10 @@ def test_unlimited_and_cpu_jobs(quotas, spec_file):
     quotas.set(H100, None, -1)
     settings = Settings(vertex_endpoint="http://127.0.0.1:9", quotas_endpoint=quotas.url)
     spec = build_spec({**_data(spec_file), "scheduling": {"strategy": "standard"}})
-    [check] = capacity.check_quota(spec, settings=settings, log=lambda _: None)
+    [check] = check_quota(spec, settings=settings, log=lambda _: None)
     assert check.limit is None and not check.short and "quota unlimited" in check.describe("H100")
     cpu = build_spec({**_data(spec_file), "hardware": "cpu", "scheduling": {}})
-    assert capacity.check_quota(cpu, settings=settings, log=lambda _: None) == []
+    assert check_quota(cpu, settings=settings, log=lambda _: None) == []
 
 
 def _data(spec_file) -> dict:

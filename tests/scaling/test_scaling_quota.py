@@ -17,6 +17,7 @@ from vertex_trainer.emulators.serviceusage import FakeServiceUsage
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
+from vertex_trainer.spec.attempts import attempts
 
 from .conftest import scale_data
 
@@ -28,6 +29,11 @@ CPUS_SPOT = "aiplatform.googleapis.com/custom_model_training_preemptible_cpus"
 # 4 x a2-highgpu-8g (100 Gbps each) with reduction_server: auto: ceil(400 / 32) = 13 reducers of
 # n1-highcpu-16 (tests/scaling/test_scaling.py), 13 x 16 = 208 vCPUs.
 REDUCERS = "208 vCPUs for 13 reducer(s) (n1-highcpu-16)"
+
+
+def check_quota(spec, **kw):
+    """The quota pre-flight of `spec`'s own plan (the submit passes its SubmitPlan's attempts)."""
+    return capacity.check_quota(spec, attempts(spec), **kw)
 
 
 def data(**over) -> dict:
@@ -55,7 +61,7 @@ def settings_for(quotas: FakeQuotas, **more) -> Settings:
 
 def test_the_reducers_cpu_quota_is_read_beside_the_accelerators(quotas):
     quotas.set(CPUS, "us-central1", 500)
-    checks = capacity.check_quota(build_spec(data()), settings=settings_for(quotas), log=lambda _: None)
+    checks = check_quota(build_spec(data()), settings=settings_for(quotas), log=lambda _: None)
     by_metric = {c.metric: c for c in checks}
     assert by_metric[A100].needed == 32 and not by_metric[A100].short
     cpus = by_metric[CPUS]
@@ -69,16 +75,14 @@ def test_the_reducers_cpu_quota_is_read_beside_the_accelerators(quotas):
     assert cpus.describe("NVIDIA_TESLA_A100") == (
         f"standard: needs {REDUCERS}, quota 500 in us-central1 (custom_model_training_cpus)"
     )
-    without = capacity.check_quota(
-        build_spec(data(scaling=None)), settings=settings_for(quotas), log=lambda _: None
-    )
+    without = check_quota(build_spec(data(scaling=None)), settings=settings_for(quotas), log=lambda _: None)
     assert [c.metric for c in without] == [A100]  # no reducers, no CPU quota read
 
 
 def test_reducers_short_of_cpu_quota_stop_the_submit_before_anything_is_created(quotas):
     quotas.set(CPUS, "us-central1", 100)  # the accelerators fit (32 of 64); the reducers do not
     with pytest.raises(UserError) as err:
-        capacity.check_quota(build_spec(data()), settings=settings_for(quotas), log=lambda _: None)
+        check_quota(build_spec(data()), settings=settings_for(quotas), log=lambda _: None)
     assert err.value.message == (
         f"quota: needs {REDUCERS}, quota 100 in us-central1 (custom_model_training_cpus); nothing was created"
     )
@@ -90,7 +94,7 @@ def test_spot_reducers_count_against_the_preemptible_cpus_and_a_short_attempt_is
     quotas.set(CPUS_SPOT, "us-central1", 64)  # spot's reducers are short; standard's are not
     spec = build_spec(data(scheduling={"strategy": "spot", "fallback": ["standard"]}))
     lines: list[str] = []
-    checks = capacity.check_quota(spec, settings=settings_for(quotas), log=lines.append)
+    checks = check_quota(spec, settings=settings_for(quotas), log=lines.append)
     spot = next(c for c in checks if c.metric == CPUS_SPOT)
     assert (spot.needed, spot.limit, spot.attempts, spot.short) == (208, 64, (1,), True)
     assert capacity.skipped_attempts(checks) == {

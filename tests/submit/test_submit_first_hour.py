@@ -9,6 +9,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.preflight import check_stand_ins, registry_far
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import build_spec
+from vertex_trainer.spec.attempts import attempts
 from vertex_trainer.vertex.names import check_key
 
 
@@ -82,7 +83,8 @@ def test_the_offline_submit_stops_before_anything_is_sent(fake):
     ],
 )
 def test_a_repository_far_from_the_job_warns(region, image, far):
-    warning = registry_far(_spec(region=region, **image))
+    spec = _spec(region=region, **image)
+    warning = registry_far(spec, attempts(spec))
     assert (warning is not None) is far
     if far:
         assert f"the job runs in {region}" in warning

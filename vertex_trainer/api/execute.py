@@ -400,12 +400,13 @@ def _ready(plan: SubmitPlan, settings: Settings, log: Log) -> tuple[SubmitPlan, 
 def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     """The buckets (missing: exit 2), the data, the quota pre-flight and the persistent resource
     (docs/contract.md sections 8 and 11); returns the attempts to skip (attempt n -> why)."""
-    spec = plan.spec
-    preflight.check_buckets(spec, settings=settings, log=log)
+    spec, route = plan.spec, tuple(a.planned for a in plan.attempts)
+    preflight.check_buckets(spec, route, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
     _check_resumed(plan, settings)
     return availability.before_submit(
         spec,
+        route,
         settings=settings,
         log=log,
         quota=plan.options.quota_check,

@@ -389,10 +389,11 @@ def plan_submit(
     warnings: tuple[str, ...] = ()
     estimate = worst = budget = field_ = None
     checks: tuple[DataCheck, ...] = ()
+    route = plan_of(spec)  # the attempts, planned once: the checks and the executors use these
     if not local:
-        warnings = tuple(availability.warnings(spec)) + tuple(scaling.warnings(spec))  # issue 35
-        availability.check_regions(spec)  # a fallback attempt where its accelerator is not offered
-        estimate, worst, budget, field_ = _budget(spec, opts.max_cost)
+        warnings = tuple(availability.warnings(spec, route)) + tuple(scaling.warnings(spec))  # issue 35
+        availability.check_regions(route)  # a fallback attempt where its accelerator is not offered
+        estimate, worst, budget, field_ = _budget(spec, route, opts.max_cost)
         checks = preflight.data_checks(spec, settings)  # made by the executor (`_reads`)
     else:
         note = local_tensorflow_note(spec)  # your code runs on this machine's TensorFlow
@@ -402,7 +403,6 @@ def plan_submit(
     )
     clients = None if local or pipeline else _clients(opts.client, spec, settings)
     run, output = _run_place(spec, key, resume, local=local)
-    route = plan_of(spec)  # the attempts, planned once: the executors send these, never re-plan
     rendered = []
     for a in route if kind in ("custom", "fallback") else route[:1]:
         body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n, output=output)
@@ -516,10 +516,12 @@ def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
         )
 
 
-def _budget(spec: JobSpec, max_cost: float | None) -> tuple[Estimate, float | None, float | None, str | None]:
+def _budget(
+    spec: JobSpec, route: tuple[PlannedAttempt, ...], max_cost: float | None
+) -> tuple[Estimate, float | None, float | None, str | None]:
     """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
     budget it passed (over it: exit 2 naming both figures, nothing sent)."""
-    est = cost.estimate(spec, pricing.load_snapshot())
+    est = cost.estimate(spec, pricing.load_snapshot(), plan=route)
     trials = spec.tune.max_trials if spec.tune is not None else 1
     worst = None if est.max_cost is None else est.max_cost * trials
     budget, field_ = cost.enforce_budget(spec, est, max_cost=max_cost)
@@ -568,5 +570,5 @@ def look_at_quota(spec: JobSpec, *, settings: Settings | None = None) -> QuotaLo
         return QuotaLook(None, skipped="no-accelerator")
     if not spec.project or not spec.region:
         return QuotaLook(acc, skipped="no-place")
-    checks = tuple(availability.check_quota(spec, settings=settings, log=silent))
+    checks = tuple(availability.check_quota(spec, plan_of(spec), settings=settings, log=silent))
     return QuotaLook(acc, checks, None if checks else "no-metric")

@@ -2,14 +2,14 @@
 quota cover it, does the persistent resource fit? (issue 13, docs/contract.md sections 8 and 11;
 fallback.py handles what this cannot know.)
 
-- `region_warning(spec)` / `check_regions(spec)`: pure, from the table in regions.py. The spec's
+- `region_warning(spec, plan)` / `check_regions(plan)`: pure, from the table in regions.py. The spec's
   own region (attempt 1) gets a warning, never an error: the user chose it, the table is read from
   the docs on a date and the service decides. A fallback attempt the plan moves to a region the
   table says does not offer its accelerator is exit 2, naming the attempt and the regions that do
   (the nearest first in the hint); where the table is unsure (an accelerator read from the Cloud
   TPU / Compute Engine zone pages), a warning. Where the table is wrong, the service's refusal of
   the create moves the plan on (fallback.py, reason skipped-not-offered).
-- `check_quota(spec, settings=..., log=...)`: reads the project's custom-training quota for each
+- `check_quota(spec, plan, settings=..., log=...)`: reads the project's custom-training quota for each
   attempt's accelerator in its region (Cloud Quotas API, vertex/quotas.py); standard counts
   against custom_model_training_<gpu>, spot and flex-start against the preemptible_ variant. A
   limit below what the job needs, for every attempt of the plan, is a UserError (exit 2, nothing
@@ -19,25 +19,33 @@ fallback.py handles what this cannot know.)
   (Vertex AI is an emulator and no quota endpoint is set) it is skipped, like the bucket check.
 - `check_persistent_resource(spec, ...)`: persistent_resource must be RUNNING with a pool that
   fits each worker pool (vertex/resources.py), else exit 2 naming the mismatch.
-- `warnings(spec)`: the pure warnings of a cloud submit (the submit plan holds them);
+- `warnings(spec, plan)`: the pure warnings of a cloud submit (the submit plan holds them);
   `before_submit(...)`: the reads a cloud submit makes before it sends; returns the attempts to skip.
+
+`plan` is always the capacity plan's attempts as the caller planned them (spec/attempts.py; a
+submit's SubmitPlan holds them): nothing here plans them again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from vertex_trainer import regions
+from vertex_trainer import regions, render
+from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError, VertexTrainerError
-from vertex_trainer.log import Log
+from vertex_trainer.log import Log, silent
+from vertex_trainer.preflight import reducer_cpus, registry_far, short_retry
 from vertex_trainer.settings import Settings
-from vertex_trainer.spec.attempts import attempts
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.attempts import PlannedAttempt
+from vertex_trainer.spec.rules import warnings as spec_warnings
 from vertex_trainer.suggest import nearest
+from vertex_trainer.vertex.quotas import INCREASE_DOC, QuotasClient
+from vertex_trainer.vertex.resources import PersistentResource, ResourcesClient, fit_problems
 
-if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.vertex.resources import PersistentResource
+Plan = tuple[PlannedAttempt, ...]  # the capacity plan's attempts, attempt 1 first
 
 
 @dataclass(frozen=True)
@@ -85,23 +93,17 @@ class QuotaCheck:
         }
 
 
-def plan(spec) -> tuple[str, ...]:
-    """The strategy of each attempt (spec/attempts.py)."""
-    return tuple(a.strategy for a in attempts(spec))
-
-
-def accelerator(spec) -> str | None:
+def accelerator(spec: JobSpec) -> str | None:
     acc = spec.hardware.accelerator
     return acc.name if acc else None
 
 
-def region_warning(spec) -> str | None:
+def region_warning(spec: JobSpec, plan: Plan) -> str | None:
     """A warning when the spec's region does not offer its accelerator for training, and one line
     more for each fallback attempt in a region that may not offer its accelerator (one whose
     regions the table knows with low confidence: check_regions lets it through, and a refusal
     of its create moves the plan on, fallback.py). None when there is nothing to say."""
     lines = [regions.availability_warning(spec.region, accelerator(spec))]
-    plan = attempts(spec)
     for a in plan[1:]:
         acc = a.hardware.accelerator
         if acc is None or not a.region or (a.region, a.hardware) == (plan[0].region, plan[0].hardware):
@@ -119,11 +121,11 @@ def region_warning(spec) -> str | None:
     return "\n".join(found) or None
 
 
-def check_regions(spec) -> None:
-    """Exit 2 (UserError) when a fallback attempt runs where the region table says its
+def check_regions(plan: Plan) -> None:
+    """Exit 2 (UserError) when a fallback attempt of `plan` runs where the region table says its
     accelerator is not offered for training: the attempt, and the regions that do."""
-    first = attempts(spec)[0]
-    for a in attempts(spec)[1:]:
+    first = plan[0]
+    for a in plan[1:]:
         acc = a.hardware.accelerator
         if acc is None or (a.region, a.hardware) == (first.region, first.hardware):
             continue  # attempt 1's region and hardware: region_warning's
@@ -143,18 +145,18 @@ def offline(settings: Settings) -> bool:
     return settings.offline and not settings.quotas_endpoint
 
 
-def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=None) -> list[QuotaCheck]:
+def quota_checks(
+    spec: JobSpec, plan: Plan, *, settings: Settings, log: Log | None = None, session: Any = None
+) -> list[QuotaCheck]:
     """The quota of every attempt of the plan against the job's need (accelerators x machines),
     one check per (metric, region), then the CPU quota of a Reduction Server job's reducers
     (preflight.reducer_cpus); [] when there is nothing to check (a CPU job, no project or region,
     an unknown metric)."""
-    from vertex_trainer.preflight import reducer_cpus
-
     if not spec.project or not spec.region:
         return []
     groups: dict[tuple[str, str, int], list] = {}  # flex-start and spot share the preemptible quota
     cpus: dict[tuple[str, str, int], list] = {}  # the reducers': (metric, region, vCPUs) -> attempts
-    for a in attempts(spec):
+    for a in plan:
         acc = a.hardware.accelerator
         if acc is None or not a.region:
             continue
@@ -167,14 +169,9 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
             cpus.setdefault((need.metric, need.region, need.needed), []).append((a, need))
     if not groups:
         return []
-    from vertex_trainer.preflight import short_retry
-    from vertex_trainer.vertex.quotas import QuotasClient
-
     # A pre-flight must not hold a submit for minutes: a short budget, then a warning.
     retry = short_retry(settings)
-    client = QuotasClient(
-        spec.project, settings=settings, retry=retry, log=log or (lambda _: None), session=session
-    )
+    client = QuotasClient(spec.project, settings=settings, retry=retry, log=log or silent, session=session)
 
     def base(metric: str, region: str, group: list) -> QuotaCheck:
         names = ", ".join(dict.fromkeys(a.strategy for a in group))
@@ -215,19 +212,19 @@ def quota_checks(spec, *, settings: Settings, log: Log | None = None, session=No
     return out
 
 
-def check_quota(spec, *, settings: Settings, log: Log, session=None) -> list[QuotaCheck]:
+def check_quota(
+    spec: JobSpec, plan: Plan, *, settings: Settings, log: Log, session: Any = None
+) -> list[QuotaCheck]:
     """Read the quotas (see the module doc); raise UserError when every attempt is clearly
     short, warn when some are or when a quota could not be read. Returns the checks (the short
     ones name the attempts a submit skips)."""
     if offline(settings):
         return []
-    checks = quota_checks(spec, settings=settings, log=log, session=session)
+    checks = quota_checks(spec, plan, settings=settings, log=log, session=session)
     acc = accelerator(spec) or ""
     short = [c for c in checks if c.short]
     covered = {n for c in checks for n in c.attempts}
     if short and covered <= {n for c in short for n in c.attempts}:  # no attempt left to run
-        from vertex_trainer.vertex.quotas import INCREASE_DOC
-
         lines = [c.describe(acc) for c in short]
         first = short[0]
         what = (
@@ -262,21 +259,16 @@ def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
 
 
 def check_persistent_resource(
-    spec, *, settings: Settings, log: Log, session=None, pools: list[dict] | None = None
+    spec: JobSpec, *, settings: Settings, log: Log, session: Any = None, pools: list[dict] | None = None
 ) -> PersistentResource | None:
     """Read spec.persistent_resource and refuse (exit 2, nothing created) one that is not RUNNING
     or has no pool that fits each worker pool of the job (`pools`: the submit plan's, else
     rendered here); returns the resource, parsed (None: no such field)."""
     if not spec.persistent_resource:
         return None
-    from vertex_trainer.vertex.resources import ResourcesClient, fit_problems
-
     client = ResourcesClient(spec.project, spec.region, settings=settings, log=log, session=session)
     resource = client.read(spec.persistent_resource)
     if pools is None:
-        from vertex_trainer import render
-        from vertex_trainer.contract import Artifact
-
         pools = render.worker_pools(spec, Artifact("(the machines only)"))
     problem = fit_problems(resource, pools)
     if problem:
@@ -289,30 +281,34 @@ def check_persistent_resource(
     return resource
 
 
-def warnings(spec) -> list[str]:
+def warnings(spec: JobSpec, plan: Plan) -> list[str]:
     """The warnings a cloud submit shows before it sends (valid, nothing stops): the spec's
     settings without effect, an image registry far from the region, a region the table says does
     not offer the accelerator. Pure: the submit plan holds them, validate and submit print them."""
-    from vertex_trainer.preflight import registry_far
-    from vertex_trainer.spec.rules import warnings as spec_warnings
-
-    found = [*spec_warnings(spec), registry_far(spec), region_warning(spec)]
+    found = [*spec_warnings(spec), registry_far(spec, plan), region_warning(spec, plan)]
     return [w for w in found if w]
 
 
 def before_submit(
-    spec, *, settings: Settings, log: Log, quota: bool = True, pools: list[dict] | None = None
+    spec: JobSpec,
+    plan: Plan,
+    *,
+    settings: Settings,
+    log: Log,
+    quota: bool = True,
+    pools: list[dict] | None = None,
 ) -> dict[int, str]:
     """What a cloud submit reads before it builds or sends (the plan made the pure checks:
     `warnings`, `check_regions`): the quota pre-flight (unless `quota=False`), then the
     persistent resource.
 
     Args:
-        spec: the JobSpec; settings: the endpoints and policies; log: warnings and notes.
+        spec: the JobSpec; plan: its attempts (the SubmitPlan's); settings: the endpoints and
+            policies; log: warnings and notes.
         quota: read the quotas (False: --no-quota-check).
         pools: the job's worker pools, as the plan rendered them (None: rendered here).
     Returns:
         attempt n -> why it is skipped (its quota is clearly too small)."""
-    skipped = skipped_attempts(check_quota(spec, settings=settings, log=log)) if quota else {}
+    skipped = skipped_attempts(check_quota(spec, plan, settings=settings, log=log)) if quota else {}
     check_persistent_resource(spec, settings=settings, log=log, pools=pools)
     return skipped

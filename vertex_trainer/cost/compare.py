@@ -24,7 +24,7 @@ from vertex_trainer.cost.estimate import (
 )
 from vertex_trainer.cost.scaling_model import reducer_price
 from vertex_trainer.spec import JobSpec
-from vertex_trainer.spec.attempts import attempts
+from vertex_trainer.spec.attempts import PlannedAttempt
 
 _GENERATION = re.compile(r"(A100|H100|H200|B200|GB200|L4|T4|V100|P100|P4)")
 
@@ -85,7 +85,7 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
 
     Args:
         spec: the job.
-        est: its estimate (the expected hours of attempt 1, if known).
+        est: its estimate (the expected hours of attempt 1, if known, and the plan it priced).
         can_wait: the start may wait for capacity (`cost --start-now` says it may not).
         checkpoints: the trainer resumes from checkpoints (None: the bundled trainer does, with
             Keras BackupAndRestore; a custom image is not assumed to).
@@ -105,7 +105,7 @@ def facts(spec: JobSpec, est: Estimate, *, can_wait: bool = True, checkpoints: b
         else ""
     )
     acc = spec.hardware.accelerator
-    reservation = attempts(spec)[0].reservation  # what a start that cannot wait would run on
+    reservation = est.plan[0].reservation  # what a start that cannot wait would run on
     return Facts(
         hours,
         hours_known,
@@ -227,7 +227,7 @@ class Recommendation:
         }
 
 
-def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendation:
+def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts, base: PlannedAttempt) -> Recommendation:
     """One strategy for the job, with its reason from the job's facts: a start that cannot wait ->
     a reservation (when the spec names one) or standard; a multi-day run that cannot survive
     preemption and can wait -> flex-start; a job that survives preemption -> spot; else flex-start
@@ -236,9 +236,9 @@ def recommend(spec: JobSpec, book: pricing.PriceBook, f: Facts) -> Recommendatio
     Args:
         spec, book: the job and the prices (for the figures in the reason).
         f: the job's facts (`facts`).
+        base: attempt 1 of the plan (the estimate's), priced at each strategy.
     Returns:
         A Recommendation."""
-    base = attempts(spec)[0]
 
     def priced(strategy: str) -> pricing.Price:
         return attempt_price(book, spec, replace(base, strategy=strategy))
@@ -375,7 +375,7 @@ def machines(spec: JobSpec, book: pricing.PriceBook, est: Estimate) -> Machines 
     s = est.scaling
     if s is None or spec.replicas < 2:
         return None
-    first, base = est.attempts[0], attempts(spec)[0]
+    first, base = est.attempts[0], est.plan[0]
     one = pricing.machine_price(
         book, region=base.region, strategy=base.strategy, **_hardware_args(base.hardware)
     )
@@ -421,7 +421,7 @@ def compare(
 ) -> Comparison:
     """`cost --compare`: the alternatives and one recommendation (see `alternatives`, `recommend`)."""
     f = facts(spec, est, can_wait=can_wait, checkpoints=checkpoints)
-    rec = recommend(spec, book, f)
+    rec = recommend(spec, book, f, est.plan[0])
     m = machines(spec, book, est)
     if m is not None and m.cost is not None and m.one_cost is not None and m.one_cost < m.cost:
         rec = replace(rec, reason=f"{rec.reason}. Estimate: {m.verdict()}")

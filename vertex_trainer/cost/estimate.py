@@ -1,7 +1,8 @@
 """Cost before the first dollar (docs/contract.md section 12): the estimate, the budget, what a
 run cost, and `cost --compare`'s alternatives with one recommendation.
 
-- `estimate(spec, book, ...)`: for every attempt of the plan (spec.attempts), the hourly list
+- `estimate(spec, book, ...)`: for every attempt of the plan (`plan=`, the caller's, else
+  spec/attempts.py's; the Estimate keeps it for cost/compare.py), the hourly list
   price of all its machines and accelerators (replicas x one machine), the worst case (timeout x
   hourly) and, when a throughput is known, the expected hours (epochs x examples per epoch /
   examples per second) and cost.
@@ -18,14 +19,14 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from vertex_trainer import pricing
+from vertex_trainer import performance, pricing
 from vertex_trainer.cost.scaling_model import Scaling, job_throughput, reducer_price
 from vertex_trainer.durations import timestamp_seconds
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.regions import region_or_none
-from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec import HardwareSpec, JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # Vertex AI's default (and Flex Start's) maximum run time
@@ -94,6 +95,7 @@ class Estimate:
     epochs: int | None = None
     notes: tuple[str, ...] = ()
     scaling: Scaling | None = None  # a multi-machine GPU job's scaling estimate (cost/scaling_model.py)
+    plan: tuple[PlannedAttempt, ...] = field(default=(), repr=False)  # the attempts priced, in order
 
     @property
     def max_cost(self) -> float | None:
@@ -227,8 +229,6 @@ def throughput_of(
         bench_name: how to name the bench result (its file).
     Returns:
         A Throughput, or None."""
-    from vertex_trainer.performance import reference_for
-
     if examples_per_sec is not None:
         if examples_per_sec <= 0:
             raise UserError(f"--throughput {examples_per_sec}: must be more than 0 examples per second")
@@ -246,7 +246,7 @@ def throughput_of(
             f"{bench_name} ({which}, on {bench.get('hardware', 'its hardware')})",
             hardware=bench.get("hardware"),
         )
-    ref = reference_for(spec)
+    ref = performance.reference_for(spec)
     accelerator = spec.hardware.accelerator
     if ref is None or accelerator is None:  # a reference is per accelerator: none without one
         return None
@@ -260,12 +260,12 @@ def throughput_of(
 
 
 # -- the estimate -------------------------------------------------------------------------------
-def _hardware_args(h) -> dict:
+def _hardware_args(h: HardwareSpec) -> dict:
     return {
         "machine_type": h.machine_type,
         "accelerator_type": h.accelerator_type,
         "accelerator_count": h.accelerator_count,
-        "tpu_topology": getattr(h, "tpu_topology", None),  # a TPU slice is priced by its chips
+        "tpu_topology": h.tpu_topology,  # a TPU slice is priced by its chips
     }
 
 
@@ -284,15 +284,18 @@ def estimate(
     throughput: Throughput | None = None,
     read_json: Callable[[str], dict | None] | None = None,
     own: OwnEpochs | None = None,
+    plan: tuple[PlannedAttempt, ...] | None = None,
 ) -> Estimate:
     """The prices of the spec's plan (docs/contract.md section 12).
 
     Args:
-        spec: the job (its attempts come from spec.attempts).
+        spec: the job.
         book: the prices (the snapshot, or read from the Billing API).
         throughput: the job's examples per second (None: no expected hours).
         read_json: reads the dataset's manifest.json (None: not read).
         own: a job running your own code: its examples per epoch and epochs (the command line's).
+        plan: the attempts, as the caller planned them (a submit: its SubmitPlan's; None: the
+            spec's, spec/attempts.py).
     Returns:
         An Estimate: per attempt hourly, max_hours, max_cost, expected_hours, expected_cost."""
     max_hours = (spec.scheduling.timeout or DEFAULT_TIMEOUT_S) / 3600
@@ -307,7 +310,8 @@ def estimate(
             f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
             f"trials, {spec.tune.parallel_trials} at a time"
         )
-    plan = attempts(spec)
+    if plan is None:
+        plan = attempts(spec)
     if spec.persistent_resource:
         notes.append(
             f"runs on the persistent resource {spec.persistent_resource}: its machines are billed "
@@ -394,6 +398,7 @@ def estimate(
         epochs,
         tuple(notes),
         scaled,
+        plan,
     )
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vertex_trainer.spec import JobSpec
+
 
 @dataclass(frozen=True)
 class Need:
@@ -106,7 +108,7 @@ APIS: dict[str, tuple[str, ...]] = {
 }
 
 
-def parts(spec) -> tuple[str, ...]:
+def parts(spec: JobSpec | None) -> tuple[str, ...]:
     """The rows of COMMANDS (and APIS) a submit of `spec` uses, or a project's basics without one."""
     if spec is None:
         return ("submit", "status", "list", "logs")
@@ -122,11 +124,11 @@ def parts(spec) -> tuple[str, ...]:
         else:
             found.append("package (image.repository)")
             found.append("package (cloud-build)" if image.builder == "cloud-build" else "package (docker)")
-    if getattr(spec, "tune", None) is not None:
+    if spec.tune is not None:
         found.append("submit (tune:)")
-    if getattr(spec, "tensorboard", None) == "auto":
+    if spec.tensorboard == "auto":
         found.append("submit (tensorboard: auto)")
-    if getattr(spec, "deploy", None) is not None:
+    if spec.deploy is not None:
         found.append("deploy")
     return tuple(found)
 

@@ -19,12 +19,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_trainer import capacity
 from vertex_trainer.errors import UserError, VertexTrainerError
-from vertex_trainer.gcp import access
-from vertex_trainer.preflight import buckets_of, location_mismatch, short_retry
+from vertex_trainer.gcp import access, auth, storage
+from vertex_trainer.log import silent
+from vertex_trainer.preflight import buckets_of, location_mismatch, registry_far, short_retry
 from vertex_trainer.readiness import permissions
 from vertex_trainer.regions import region_of
 from vertex_trainer.settings import Settings, is_emulator
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.attempts import PlannedAttempt, attempts
+from vertex_trainer.vertex.service import vertex_api
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 
@@ -40,7 +45,7 @@ class Item:
     detail: str
     fix: str | None = None
     # What `setup` can do about a FAIL: {"kind": "enable" | "bucket" | "repository" | "binding", ...}.
-    make: dict[str, str] | None = None
+    make: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -69,8 +74,6 @@ def identity(settings: Settings) -> Identity:
     """The identity the requests of `check` go as; UserError (exit 2) without credentials."""
     if settings.offline:
         return Identity("anonymous", None, "the endpoints are local stand-ins (http://)")
-    from vertex_trainer.gcp import auth
-
     creds = auth.credentials()
     kind = type(creds).__module__ + "." + type(creds).__name__
     email = getattr(creds, "service_account_email", None) or getattr(creds, "signer_email", None)
@@ -110,7 +113,7 @@ def _not_checked(area: str, name: str, exc: VertexTrainerError) -> Item:
 
 
 def run(
-    spec,
+    spec: JobSpec | None,
     *,
     project: str | None,
     project_source: str,
@@ -154,11 +157,12 @@ def run(
     items += _apis(apis, settings, project, permissions.apis(part_names), setup)
     items += _project_permissions(apis, settings, project, part_names, who)
     if spec is not None:
+        plan = attempts(spec)  # the capacity plan, planned once for the looks that read it
         items += _service_account(apis, settings, project, spec, who)
         items += _buckets(apis, settings, project, spec, who, setup)
-        items += _repository(apis, settings, spec, who, setup, part_names)
-        items += _named_resources(spec, settings)
-        items += _quota(spec, settings)
+        items += _repository(apis, settings, spec, plan, who, setup, part_names)
+        items += _named_resources(spec, project, settings)
+        items += _quota(spec, plan, settings)
     return items
 
 
@@ -229,7 +233,7 @@ def act_as_missing(email: str, project: str, who: Identity) -> Item:
     )
 
 
-def bucket_missing(bucket: str, field: str, spec, project: str, setup: str | None) -> Item:
+def bucket_missing(bucket: str, field: str, spec: JobSpec, project: str, setup: str | None) -> Item:
     create = (
         f"gcloud storage buckets create gs://{bucket} --location={spec.region} "
         f"--uniform-bucket-level-access --project {project}"
@@ -308,7 +312,7 @@ def _project_permissions(
 
 
 def _service_account(
-    apis: access.AccessApis, settings: Settings, project: str, spec, who: Identity
+    apis: access.AccessApis, settings: Settings, project: str, spec: JobSpec, who: Identity
 ) -> list[Item]:
     email = spec.service_account
     if not email:
@@ -335,12 +339,10 @@ def _service_account(
 
 
 def _buckets(
-    apis: access.AccessApis, settings: Settings, project: str, spec, who: Identity, setup: str | None
+    apis: access.AccessApis, settings: Settings, project: str, spec: JobSpec, who: Identity, setup: str | None
 ) -> list[Item]:
     if settings.offline and not settings.storage_emulator:
         return []
-    from vertex_trainer.gcp import storage
-
     wanted = [n.permission for n in permissions.OBJECTS]
     items = []
     for bucket, field in buckets_of(spec).items():
@@ -354,7 +356,11 @@ def _buckets(
             items.append(bucket_missing(bucket, field, spec, project, setup))
             continue
         location = str(meta.get("location", ""))
-        far = location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
+        far = (
+            location_mismatch(spec.region, meta.get("location", ""), meta.get("locationType"))
+            if spec.region
+            else None
+        )
         items.append(
             Item("resource", name, WARN, f"{far}: reads cross regions")
             if far
@@ -374,7 +380,7 @@ def _buckets(
     return items
 
 
-def repository_of(spec) -> tuple[str, str, str] | None:
+def repository_of(spec: JobSpec) -> tuple[str, str, str] | None:
     """(project, location, repository) of the Artifact Registry repository a spec builds into."""
     image = spec.image
     if image is None or not image.builds or image.python_package or not image.repository:
@@ -391,16 +397,17 @@ def repository_of(spec) -> tuple[str, str, str] | None:
 def _repository(
     apis: access.AccessApis,
     settings: Settings,
-    spec,
+    spec: JobSpec,
+    plan: tuple[PlannedAttempt, ...],
     who: Identity,
     setup: str | None,
     part_names: tuple[str, ...],
 ) -> list[Item]:
-    found = repository_of(spec)
-    if found is None:
+    found, image = repository_of(spec), spec.image
+    if found is None or image is None or not image.repository:  # (repository_of: it has both)
         return []
     if stand_in_missing(settings, settings.iam_endpoint):
-        return [Item("resource", spec.image.repository, WARN, "not checked: no Artifact Registry stand-in")]
+        return [Item("resource", image.repository, WARN, "not checked: no Artifact Registry stand-in")]
     project, location, repo = found
     name = access.repository_name(project, location, repo)
     try:
@@ -419,9 +426,7 @@ def _repository(
                 "set image.repository to a Docker repository",
             )
         ]
-    from vertex_trainer.preflight import registry_far
-
-    far = registry_far(spec)
+    far = registry_far(spec, plan)
     items = [
         Item("resource", name, WARN, far.removeprefix("warning: "))
         if far
@@ -441,17 +446,15 @@ def _repository(
     return items
 
 
-def _named_resources(spec, settings: Settings) -> list[Item]:
+def _named_resources(spec: JobSpec, project: str, settings: Settings) -> list[Item]:
     """The persistent resource (the pre-flight's own check: RUNNING, a pool that fits), the
     TensorBoard (it exists), and what this version does not look up (KMS key, network,
     reservation): a WARN each, so nothing named goes unmentioned."""
     items: list[Item] = []
     if spec.persistent_resource:
-        from vertex_trainer import capacity
-
         name = f"persistent_resource {spec.persistent_resource}"
         try:
-            resource = capacity.check_persistent_resource(spec, settings=settings, log=lambda _: None)
+            resource = capacity.check_persistent_resource(spec, settings=settings, log=silent)
             items.append(
                 Item("resource", name, OK, f"{resource.state if resource else 'found'}, a pool fits the job")
             )
@@ -460,10 +463,10 @@ def _named_resources(spec, settings: Settings) -> list[Item]:
         except VertexTrainerError as exc:
             items.append(_not_checked("resource", name, exc))
     if spec.tensorboard and spec.tensorboard != "auto":  # (auto: readiness/tensorboard_check.py)
-        from vertex_trainer.vertex.service import vertex_api
-
         region = region_of(spec.tensorboard)
-        api = vertex_api(spec.project, region, settings, user_error=lambda op, err: err.code == 404)
+        api = vertex_api(
+            spec.project or project, region, settings, user_error=lambda op, err: err.code == 404
+        )
         try:
             api.json("read the TensorBoard", "GET", f"v1/{spec.tensorboard}")
             items.append(Item("resource", spec.tensorboard, OK, "exists"))
@@ -493,9 +496,7 @@ def _named_resources(spec, settings: Settings) -> list[Item]:
     return items
 
 
-def _quota(spec, settings: Settings) -> list[Item]:
-    from vertex_trainer import capacity
-
+def _quota(spec: JobSpec, plan: tuple[PlannedAttempt, ...], settings: Settings) -> list[Item]:
     if spec.hardware.accelerator is None:
         return [Item("quota", "accelerators", OK, "a CPU job: no accelerator quota to check")]
     if capacity.offline(settings):
@@ -506,7 +507,7 @@ def _quota(spec, settings: Settings) -> list[Item]:
         ]
     acc = capacity.accelerator(spec) or ""
     items = []
-    for check in capacity.quota_checks(spec, settings=settings):
+    for check in capacity.quota_checks(spec, plan, settings=settings):
         name = f"{check.metric.split('/')[-1]} in {check.region}"
         if not check.known:
             items.append(Item("quota", name, WARN, check.describe(acc)))

@@ -19,11 +19,13 @@ from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import access
+from vertex_trainer.preflight import buckets_of
 from vertex_trainer.readiness import permissions
 from vertex_trainer.readiness import project_check as check
 from vertex_trainer.readiness import tensorboard_check as check_tensorboard
 from vertex_trainer.readiness.project_check import OK, Identity, Item
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec import JobSpec
 
 DRY, PLAN, APPLY = "dry-run", "plan", "apply"
 NOT_READ = Identity("not read in a dry run", None, "a dry run loads no credentials")
@@ -82,7 +84,9 @@ class SetupResult:
 Look = tuple[str, list[Item]]  # one read, in words, and what setup acts on when it finds it missing
 
 
-def looks(spec, *, project: str, settings: Settings, spec_path: str | None = None) -> list[Look]:
+def looks(
+    spec: JobSpec | None, *, project: str, settings: Settings, spec_path: str | None = None
+) -> list[Look]:
     """The reads `check` makes for `spec` (None: the project alone), each in words (what a plan or
     an apply sends before it changes anything) with the FAIL items setup could act on were that
     read to find everything missing (what a dry run plans from, with nothing read: check.py's
@@ -118,8 +122,6 @@ def looks(spec, *, project: str, settings: Settings, spec_path: str | None = Non
             check.act_as_missing(spec.service_account, project, who),
         )
     if not (settings.offline and not settings.storage_emulator):
-        from vertex_trainer.preflight import buckets_of
-
         objects = [n.permission for n in permissions.OBJECTS]
         for bucket, field_name in buckets_of(spec).items():
             url = f"{settings.storage_url()}/storage/v1/b/{bucket}"

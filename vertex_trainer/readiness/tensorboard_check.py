@@ -22,10 +22,13 @@ import dataclasses
 from typing import Any
 
 from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.gcp import access
 from vertex_trainer.preflight import short_retry
 from vertex_trainer.readiness import permissions
 from vertex_trainer.readiness.project_check import FAIL, OK, WARN, Item, stand_in_missing
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.vertex.tensorboards import DISPLAY_NAME, MANAGED_LABEL, MANAGED_VALUE, TensorboardsClient
 
 __all__ = ["create_step", "instance_missing", "items", "looks", "make_instance", "uploader_missing"]
 
@@ -35,10 +38,8 @@ WRITES = {"roles/storage.objectUser", "roles/storage.objectAdmin", "roles/storag
 WRITES |= {"roles/editor", "roles/owner"}
 
 
-def instance_missing(project: str, region: str, setup: str | None) -> Item:
+def instance_missing(project: str, region: str | None, setup: str | None) -> Item:
     """`tensorboard: auto` with no instance of the tool's in `region` yet (a WARN setup acts on)."""
-    from vertex_trainer.vertex.tensorboards import DISPLAY_NAME, MANAGED_LABEL, MANAGED_VALUE
-
     create = (
         f"gcloud ai tensorboards create --display-name={DISPLAY_NAME} "
         f"--labels={MANAGED_LABEL}={MANAGED_VALUE} --region={region} --project={project}"
@@ -97,13 +98,13 @@ def uploader_missing(email: str, project: str, bucket: str | None, roles: set[st
     return out
 
 
-def _bucket(spec: Any) -> str | None:
+def _bucket(spec: JobSpec) -> str | None:
     out = spec.output_dir or ""
     return out[len("gs://") :].split("/", 1)[0] if out.startswith("gs://") else None
 
 
 def items(
-    spec: Any, *, project: str, settings: Settings, found: list[Item], spec_path: str | None = None
+    spec: JobSpec | None, *, project: str, settings: Settings, found: list[Item], spec_path: str | None = None
 ) -> list[Item]:
     """The TensorBoard items of `check` for `spec` in `project`, after check.py's `found` (none
     when those could not start: no credentials, no project); `spec_path` as typed, for the
@@ -117,8 +118,6 @@ def items(
     out: list[Item] = []
     short = dataclasses.replace(settings, retry=short_retry(settings))
     if spec.tensorboard == "auto":
-        from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
         name = f"tensorboard auto in {spec.region}"
         setup = f"vertex-trainer setup {spec_path}" if spec_path else None
         try:
@@ -132,8 +131,6 @@ def items(
             out.append(Item("resource", name, WARN, f"not checked: {exc.message}"))
     email = spec.service_account
     if email and not stand_in_missing(settings, settings.iam_endpoint):
-        from vertex_trainer.gcp import access
-
         api = access.AccessApis.of(settings, retry=short.retry).resourcemanager
         try:
             policy = api.json("read the IAM policy", "POST", f"v3/projects/{project}:getIamPolicy", json={})
@@ -158,7 +155,7 @@ def items(
 
 
 def looks(
-    spec: Any, *, project: str, settings: Settings, spec_path: str | None
+    spec: JobSpec | None, *, project: str, settings: Settings, spec_path: str | None
 ) -> list[tuple[str, list[Item]]]:
     """The reads `items` makes, in words, each with what setup acts on were it to find everything
     missing (a dry run's steps). Opens no connection."""
@@ -167,8 +164,6 @@ def looks(
     out: list[tuple[str, list[Item]]] = []
     setup = f"vertex-trainer setup {spec_path}" if spec_path else None
     if spec.tensorboard == "auto":
-        from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
         find = TensorboardsClient(project, spec.region, settings=settings).plan().requests[0]
         out.append(
             (
@@ -189,8 +184,6 @@ def looks(
 
 def create_step(m: dict[str, Any], settings: Settings) -> tuple[str, str, str, dict[str, Any], str]:
     """(what, method, url, body, gcloud) of the step that makes the instance `m` describes."""
-    from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
     client = TensorboardsClient(m["project"], m["region"], settings=settings)
     create = client.plan().requests[1]
     gcloud = instance_missing(m["project"], m["region"], None).fix or ""
@@ -205,6 +198,4 @@ def create_step(m: dict[str, Any], settings: Settings) -> tuple[str, str, str, d
 
 def make_instance(m: dict[str, Any], settings: Settings) -> str:
     """Find or make the instance `m` describes (idempotent); returns its name."""
-    from vertex_trainer.vertex.tensorboards import TensorboardsClient
-
     return TensorboardsClient(m["project"], m["region"], settings=settings).ensure().name
