@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vertex_trainer.api.report import report as write_report
 from vertex_trainer.contract import JobState, short_state
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.local.failure import exception_line
@@ -183,9 +184,7 @@ class LocalJob(JobState):
         Returns:
             the path written.
         """
-        from vertex_trainer.api.report import report
-
-        return report(self, path, fmt=fmt)
+        return write_report(self, path, fmt=fmt)
 
     def __repr__(self) -> str:
         return f"LocalJob(name={self.name!r}, state={self.state!r}, output_dir={self.output_dir!r})"

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from vertex_trainer.contract import ATTEMPT_LABEL, state_name
-from vertex_trainer.errors import JobFailed
+from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.gcp.http import Refused
 from vertex_trainer.spec.attempts import PlannedAttempt
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent, not_offered
@@ -398,8 +398,6 @@ def submit(
             continue
         break
     if job is None:  # every attempt left was skipped, and none made a job
-        from vertex_trainer.errors import UserError
-
         raise UserError(
             f"no attempt of the plan could be made: {summary(records)}; nothing was created",
             hint="ask for more quota, or add an attempt in a region with quota",

@@ -33,10 +33,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
+from rich.console import Console
+
 from vertex_trainer import lazy, render
 from vertex_trainer.contract import SUCCEEDED, JobState
 from vertex_trainer.errors import JobFailed, SpecError
 from vertex_trainer.local import layout, run_local
+from vertex_trainer.local.display import default_console
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output, save_run_record
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.settings import Settings
@@ -469,8 +472,6 @@ class _Output:
     `trial N |` (parallel trials interleave)."""
 
     def __init__(self, console: Any):
-        from vertex_trainer.local.display import default_console
-
         self.console = console or default_console()
         self.lock = threading.Lock()
 
@@ -479,8 +480,6 @@ class _Output:
             self.console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
 
     def for_trial(self, trial_id: str) -> Any:
-        from rich.console import Console
-
         return Console(
             # (a TextIOBase, not typing.IO: rich only writes, flushes and asks isatty)
             file=cast("IO[str]", _Prefixed(self.console.file, f"trial {trial_id} | ", self.lock)),
