@@ -26,11 +26,9 @@ def bench(
     ] = False,
     idempotency_key: Annotated[
         str | None,
-        typer.Option(
-            "--idempotency-key",
-            metavar="KEY",
-            help="reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
-            "adopted, never created twice. Default: random",
+        common.idempotency_key_option(
+            "reuse to retry a cloud bench: its jobs (KEY-bench-syn, KEY-bench-real) are "
+            "adopted, never created twice. Default: random"
         ),
     ] = None,
     sweep: Annotated[

@@ -1,5 +1,10 @@
 """What every command shares: options, loading the spec the one way, output helpers, settings.
 
+A command module names its own options and takes the shared ones from here: an alias
+(`output: OutputOpt`), or a group of them as one parameter (`opts: SpecOptions` is
+--set/--var/--project/--region, `place: JobPlace` a job's --project/--region) under
+@common.with_option_groups. It calls its helpers as `common.settings()`, `common.emit_json(...)`.
+
 The CLI is the edge: the environment is read here (`settings()`), once per command, and handed
 to the API; nothing below reads it again.
 """

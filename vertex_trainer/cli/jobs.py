@@ -15,23 +15,13 @@ from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
-# (Written out as Annotated aliases, not through common.flag(): a type checker reads an alias,
-# never a function's result.)
-JobArg = Annotated[
-    str,
-    typer.Argument(
-        help="a job: projects/P/locations/R/customJobs/ID, or an ID with --project/--region",
-        show_default=False,
-    ),
-]
+JobArg = Annotated[str, common.resource_argument("a job", "customJobs")]
 KeyOpt = Annotated[
     str | None,
-    typer.Option(
-        "--idempotency-key",
-        metavar="KEY",
-        help="reuse for retries (CI: the run id): a job already created with KEY is adopted, "
+    common.idempotency_key_option(
+        "reuse for retries (CI: the run id): a job already created with KEY is adopted, "
         "never created twice. Lowercase letters, digits, '_' and '-', <= 63 chars. "
-        "Default: random",
+        "Default: random"
     ),
 ]
 

@@ -12,13 +12,7 @@ from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 
 @common.with_option_groups
 def shell(
-    job: Annotated[
-        str,
-        typer.Argument(
-            help="a job: projects/P/locations/R/customJobs/ID, or an ID with --project/--region",
-            show_default=False,
-        ),
-    ],
+    job: Annotated[str, common.resource_argument("a job", "customJobs")],
     replica: Annotated[
         str,
         typer.Option(

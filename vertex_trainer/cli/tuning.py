@@ -16,14 +16,7 @@ from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
-TuningJobArg = Annotated[  # (an alias a type checker reads, as cli/jobs.py's)
-    str,
-    typer.Argument(
-        help="a tuning job: projects/P/locations/R/hyperparameterTuningJobs/ID, or an ID with "
-        "--project/--region",
-        show_default=False,
-    ),
-]
+TuningJobArg = Annotated[str, common.resource_argument("a tuning job", "hyperparameterTuningJobs")]
 
 
 @common.with_option_groups
