@@ -1,9 +1,10 @@
 """What the loopback fakes share: the server's lifecycle (a ThreadingHTTPServer on a daemon
 thread), who may send a request (`Guard`), the JSON answer and Google's error envelope, offset
-pages, and routing a request to a service's handler."""
+pages, routing a request to a service's handler, and a Vertex AI collection's base (`Collection`)."""
 
 from __future__ import annotations
 
+import copy
 import hmac
 import json
 import re
@@ -12,10 +13,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-# HTTP status -> the google.rpc code name the error envelope carries.
+# HTTP status -> the google.rpc code name the error envelope carries (grpc.StatusCode's names too:
+# the sandbox's gRPC face answers with them).
 STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -24,7 +26,7 @@ STATUS_NAMES = {
     409: "ALREADY_EXISTS",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
-    501: "NOT_IMPLEMENTED",
+    501: "UNIMPLEMENTED",
     502: "UNAVAILABLE",
     503: "UNAVAILABLE",
     504: "DEADLINE_EXCEEDED",
@@ -288,6 +290,41 @@ def route(
             handler = getattr(service, handler_of(op))
             return op, lambda query, body, _t=m[1], _h=handler: _h(_t, query, body)
     return None
+
+
+class Collection:
+    """A Vertex AI collection's service: `route()` over its class's `ROUTES` (`collection_routes`).
+
+    `runner` is the sandbox's hook when one is plugged in: a created resource is handed to it
+    (`_claim` under the lock, then `_hand_over`), it moves the resource along itself, and the
+    service leaves the resources it took (`_run_by_runner`) to it."""
+
+    ROUTES: ClassVar[list[Route]] = []
+
+    def __init__(self, lock: Any):
+        self._lock = lock
+        self.runner: Any = None
+        self._run_by_runner: set[str] = set()
+
+    def route(
+        self, method: str, path: str
+    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
+        """(op, call(query, body)) for a request to one of the collection's routes, else None."""
+        return route(self, self.ROUTES, method, path)
+
+    def _claim(self, name: str) -> Any:
+        """Under the lock, as `name` is created: the runner that takes it over, or None."""
+        runner = self.runner
+        if runner is not None:
+            self._run_by_runner.add(name)
+        return runner
+
+    @staticmethod
+    def _hand_over(runner: Any, answer: dict[str, Any]) -> dict[str, Any]:
+        """Out of the lock: `answer` (the create's) handed to `runner` (a copy), then returned."""
+        if runner is not None:
+            runner.start(copy.deepcopy(answer))
+        return answer
 
 
 _Fake = TypeVar("_Fake", bound="LoopbackServer")

@@ -16,18 +16,15 @@ the service does. Runs advance along a script of states, one step per GET, like 
 
 from __future__ import annotations
 
-import copy
 import itertools
 import re
 import threading
-from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators._http import Collection, collection_routes
 from vertex_trainer.emulators.vertex_models import ServiceError, _filter, _parse
 
-_ROUTES = collection_routes("pipelineJobs", "pipeline")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,127}$")
 DEFAULT_SCRIPT = ("PIPELINE_STATE_PENDING", "PIPELINE_STATE_RUNNING", "PIPELINE_STATE_SUCCEEDED")
 TERMINAL = frozenset({"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"})
@@ -48,10 +45,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-class PipelineService:
+class PipelineService(Collection):
     """The routes above over one dict of runs; FakeVertex calls `route()` then the handler.
 
     Tests read ``runs`` (name -> PipelineJob, as last answered) and set ``script``."""
+
+    ROUTES = collection_routes("pipelineJobs", "pipeline")
 
     def __init__(
         self,
@@ -59,20 +58,12 @@ class PipelineService:
         script: tuple[str, ...] = DEFAULT_SCRIPT,
         error_message: str = "The DAG failed because some tasks failed.",
     ):
-        self._lock = lock
+        super().__init__(lock)
         self.script = list(script)
         self.error_message = error_message
         self.runs: dict[str, dict[str, Any]] = {}
         self._pos: dict[str, tuple[list[str], int]] = {}
         self._ids = itertools.count(1)
-        self.runner: Any = None  # the sandbox's hook (see the module docstring)
-        self._run_by_runner: set[str] = set()
-
-    def route(
-        self, method: str, path: str
-    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
-        """(op, call(query, body)) for a request to one of the routes above, else None."""
-        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def set_script(self, states: list[str] | tuple[str, ...]) -> None:
@@ -114,16 +105,12 @@ class PipelineService:
             now = _now()
             run.update(name=name, createTime=now, updateTime=now)
             self.runs[name] = run
-            runner = self.runner
+            runner = self._claim(name)
             script = ["PIPELINE_STATE_PENDING"] if runner is not None else self.script
             self._pos[name] = (list(script) or ["PIPELINE_STATE_PENDING"], 0)
             self._apply(name)
             answer = dict(run)
-            if runner is not None:
-                self._run_by_runner.add(name)
-        if runner is not None:
-            runner.start(copy.deepcopy(answer))
-        return answer
+        return self._hand_over(runner, answer)
 
     def report(
         self,

@@ -14,14 +14,12 @@ their region, is RUNNING and has a pool of their machine type (`check_job`), as 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators._http import Collection, collection_routes
 from vertex_trainer.emulators.vertex_models import ServiceError, _parse, list_page
 
-_ROUTES = collection_routes("persistentResources", "resource", end="delete")
 _ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _OUTPUT_ONLY = ("name", "state", "createTime", "startTime", "updateTime", "error", "resourceRuntime")
 _METADATA = "type.googleapis.com/google.cloud.aiplatform.v1.{}PersistentResourceOperationMetadata"
@@ -31,20 +29,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class ResourceService:
+class ResourceService(Collection):
     """The state and handlers; `operations` (vertex_models.ModelService) runs the operations."""
 
+    ROUTES = collection_routes("persistentResources", "resource", end="delete")
+
     def __init__(self, lock: Any, operations: Any):
-        self._lock = lock
+        super().__init__(lock)
         self._operations = operations
         self.resources: dict[str, dict[str, Any]] = {}  # name -> PersistentResource (REST JSON)
         self.page_size = 50
-
-    def route(
-        self, method: str, path: str
-    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
-        """(op, call(query, body)) for a request to one of the routes above, else None."""
-        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def add(

@@ -17,14 +17,12 @@ the service refuses it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators._http import Collection, collection_routes
 from vertex_trainer.emulators.vertex_models import ServiceError, _filter, _parse, list_page
 
-_ROUTES = collection_routes("tensorboards", "tensorboard", end="delete")
 _OUTPUT_ONLY = (
     "name",
     "createTime",
@@ -43,22 +41,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-class TensorboardService:
+class TensorboardService(Collection):
     """The state and handlers; `operations` (vertex_models.ModelService) runs the operations."""
 
+    ROUTES = collection_routes("tensorboards", "tensorboard", end="delete")
+
     def __init__(self, lock: Any, operations: Any):
-        self._lock = lock
+        super().__init__(lock)
         self._operations = operations
         self.tensorboards: dict[str, dict[str, Any]] = {}  # name -> Tensorboard (REST JSON)
         self._ids = itertools.count(6_000_000_000_000_000_001)
         self.page_size = 50
         self.racing = 0  # creates still to be preceded by another client's (`race`)
-
-    def route(
-        self, method: str, path: str
-    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
-        """(op, call(query, body)) for a request to one of the routes above, else None."""
-        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def add(self, parent: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from vertex_trainer.emulators._http import collection_routes, route
+from vertex_trainer.emulators._http import Collection, collection_routes
 from vertex_trainer.emulators.vertex_models import ServiceError, _parse, labels_filter, list_page
 
-_ROUTES = collection_routes("hyperparameterTuningJobs", "tuning")
 TERMINAL = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"})
 START_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING")
 TRIAL_ERROR = "The trial's CustomJob failed: the replica workerpool0-0 exited with a non-zero status of 1."
@@ -61,25 +60,18 @@ class _Tuning:
     grid: list[dict[str, Any]] = field(default_factory=list)  # GRID_SEARCH: every combination, in order
 
 
-class TuningService:
+class TuningService(Collection):
     """The routes above over the tuning jobs of one FakeVertex; `route()` then the handler."""
 
+    ROUTES = collection_routes("hyperparameterTuningJobs", "tuning")
+
     def __init__(self, lock: threading.RLock):
-        self._lock = lock
+        super().__init__(lock)
         self.jobs: dict[str, _Tuning] = {}
         self._ids = itertools.count(6_000_000_000_000_000_001)
         self._job_ids = itertools.count(7_000_000_000_000_000_001)
         self._metric: Metric = default_metric
         self._values: list[float | None] | None = None
-        self.runner: Any = None  # the sandbox's hook (see the module docstring)
-        self._run_by_runner: set[str] = set()
-
-    # -- routing -------------------------------------------------------------------------------
-    def route(
-        self, method: str, path: str
-    ) -> tuple[str, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
-        """(op, call(query, body)) for a request to one of the routes above, else None."""
-        return route(self, _ROUTES, method, path)
 
     # -- test controls -------------------------------------------------------------------------
     def set_metrics(self, values: list[float | None] | Metric) -> None:
@@ -135,12 +127,8 @@ class TuningService:
                 job.grid = _grid(data["studySpec"]["parameters"])
             self.jobs[name] = job
             answer = copy.deepcopy(data)
-            runner = self.runner
-            if runner is not None:
-                self._run_by_runner.add(name)
-        if runner is not None:
-            runner.start(copy.deepcopy(answer))
-        return answer
+            runner = self._claim(name)
+        return self._hand_over(runner, answer)
 
     def report(
         self,

@@ -43,21 +43,10 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from vertex_trainer.emulators._http import Guard
+from vertex_trainer.emulators._http import STATUS_NAMES, Guard
 
 _VERTEX_HOST = re.compile(r"^[a-z0-9-]+-aiplatform\.googleapis\.com$|^aiplatform\.googleapis\.com$")
 _JOB_SERVICE = "google.cloud.aiplatform.v1.JobService"
-_GRPC_CODES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ALREADY_EXISTS",
-    429: "RESOURCE_EXHAUSTED",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
 SERVICE_ACCOUNT = "sandbox-pipelines@sandbox.iam.gserviceaccount.com"
 # What a task must not inherit: each makes google.auth.default() skip the metadata server.
 _NOT_IN_TASKS = (
@@ -429,7 +418,7 @@ def serve_grpc(vertex_url: str, host: str = "127.0.0.1") -> tuple[Any, int]:
         if status != 200:
             message = (answer.get("error") or {}).get("message", "") if isinstance(answer, dict) else ""
             context.abort(
-                getattr(grpc.StatusCode, _GRPC_CODES.get(status, "UNKNOWN")), message or f"HTTP {status}"
+                getattr(grpc.StatusCode, STATUS_NAMES.get(status, "UNKNOWN")), message or f"HTTP {status}"
             )
         out: dict[str, Any] = answer
         return out

@@ -38,8 +38,9 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from vertex_trainer.log import Log
@@ -141,7 +142,8 @@ class PipelineRunner(Runner[_Run]):
             if not (entry.cancel.is_set() or bug or (failed and fail_fast)):
                 for key in [k for k in waiting if upstream[k] <= succeeded]:
                     waiting.remove(key)
-                    running[key] = self._begin(entry, spec, key, tasks[key], run_inputs, ended)
+                    run = partial(self._task, entry, spec, key, tasks[key], run_inputs)
+                    running[key] = self._begin(entry, key, tasks[key], ended, run)
             if not running:
                 break
             key, result = ended.get()
@@ -196,20 +198,19 @@ class PipelineRunner(Runner[_Run]):
     def _begin(
         self,
         entry: _Run,
-        spec: dict[str, Any],
         key: str,
         task: dict[str, Any],
-        run_inputs: dict[str, Any],
         ended: queue.Queue[Any],
+        run: Callable[[dict[str, Any]], dict[str, Any]],
     ) -> dict[str, Any]:
-        """Start task `key` on a thread of its own, which puts (key, its outputs or its error) in
-        `ended` when it is over; returns the task's detail."""
+        """Start task `key` on a thread of its own, `run(its detail)`, which puts (key, its outputs
+        or its error) in `ended` when it is over; returns the task's detail."""
         name = (task.get("taskInfo") or {}).get("name") or key
         detail = self._detail(entry, name, parent=entry.details[0]["taskId"])
 
         def work() -> None:
             try:
-                result: Any = self._task(entry, spec, key, task, run_inputs, detail)
+                result: Any = run(detail)
             except Exception as exc:
                 result = exc
             ended.put((key, result))
