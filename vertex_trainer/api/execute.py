@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from vertex_trainer import preflight
 from vertex_trainer.api.core import _stderr, settings_from_env
-from vertex_trainer.api.deploy import deploy
+from vertex_trainer.api.deploy import deploy as deploy_job
 from vertex_trainer.api.handles import Handle, Job
 from vertex_trainer.api.package import package
 from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
@@ -461,6 +461,6 @@ def _deployed(plan: SubmitPlan, job: Job, settings: Settings, log: Log) -> Job:
     """`submit(deploy=True)`: once the job SUCCEEDED, its model registered and served (the
     Deployment is `job.deployment`); returns the job."""
     if plan.deploy_after and job.succeeded:
-        deployed = deploy(plan.spec, job=job.name, log=log, settings=settings)
+        deployed = deploy_job(plan.spec, job=job.name, log=log, settings=settings)
         job.deployment = deployed if not isinstance(deployed, dict) else None
     return job
