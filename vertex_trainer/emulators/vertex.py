@@ -48,8 +48,8 @@ from urllib.parse import urlsplit
 
 from vertex_trainer.emulators._http import Guard, JsonHandler, envelope, query_of, serve_until_interrupted
 from vertex_trainer.emulators.vertex_capacity import CapacityScripts, Outcome, region_of
-from vertex_trainer.emulators.vertex_models import ModelService, labels_filter, list_page
-from vertex_trainer.emulators.vertex_models import ServiceError as ModelServiceError
+from vertex_trainer.emulators.vertex_models import ModelService, ServiceError, labels_filter, list_page
+from vertex_trainer.emulators.vertex_models import _parse as parse_resource
 from vertex_trainer.emulators.vertex_pipelines import PipelineService
 from vertex_trainer.emulators.vertex_resources import ResourceService
 from vertex_trainer.emulators.vertex_tensorboards import TensorboardService
@@ -125,13 +125,6 @@ class _Job:
 
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class _HttpError(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class FakeVertex(CapacityScripts):
@@ -292,28 +285,20 @@ class FakeVertex(CapacityScripts):
     def _parse(self, body: Any) -> dict[str, Any]:
         """Validate a CustomJob body like the service does and return it as proto JSON (names)."""
         if not isinstance(body, dict):
-            raise _HttpError(400, "Invalid JSON payload received. Expected an object.")
+            raise ServiceError(400, "Invalid JSON payload received. Expected an object.")
         if not self.validate:
             copied: dict[str, Any] = json.loads(json.dumps(body))
             return copied
-        from google.cloud.aiplatform_v1 import CustomJob
-        from google.protobuf import json_format
-
-        message = CustomJob.pb(CustomJob())
-        try:
-            json_format.ParseDict(body, message)
-        except json_format.ParseError as exc:
-            raise _HttpError(400, f"Invalid JSON payload received. {exc}") from None
-        parsed: dict[str, Any] = json_format.MessageToDict(message)
+        parsed = parse_resource("CustomJob", body)
         if not parsed.get("displayName"):
-            raise _HttpError(
+            raise ServiceError(
                 400,
                 "List of found errors:\t1.Field: custom_job.display_name; "
                 "Message: Required field is not set.\t",
             )
         pools = parsed.get("jobSpec", {}).get("workerPoolSpecs", [])
         if not pools:
-            raise _HttpError(
+            raise ServiceError(
                 400,
                 "List of found errors:\t1.Field: custom_job.job_spec."
                 "worker_pool_specs; Message: Required field is not set.\t",
@@ -322,7 +307,7 @@ class FakeVertex(CapacityScripts):
             if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", key) or not re.fullmatch(
                 r"[a-z0-9_-]{0,63}", value
             ):
-                raise _HttpError(
+                raise ServiceError(
                     400,
                     f"Label '{key}={value}' is invalid: keys and values must be "
                     "<= 63 lowercase letters, digits, '_' or '-'.",
@@ -338,7 +323,7 @@ class FakeVertex(CapacityScripts):
             self.tensorboards.check_job(parent, data)  # its TensorBoard instance: in its region
             outcome = self.outcome_of(data, parent.rsplit("/", 1)[-1])  # on_strategy() (vertex_capacity.py)
             if outcome.refuse:
-                raise _HttpError(outcome.refuse, outcome.message or "")  # outcome_of fills it in
+                raise ServiceError(outcome.refuse, outcome.message or "")  # outcome_of fills it in
             name = f"{parent}/customJobs/{next(self._ids)}"
             now = _now()
             data.update(name=name, createTime=now, updateTime=now)
@@ -380,7 +365,7 @@ class FakeVertex(CapacityScripts):
         with self._lock:
             job = self._jobs.get(name)
             if job is None:
-                raise _HttpError(404, f'The CustomJob "{name}" does not exist.')
+                raise ServiceError(404, f'The CustomJob "{name}" does not exist.')
             if advance and job.pos < len(job.script) - 1:
                 job.pos += 1
                 self._apply_state(job)
@@ -390,10 +375,10 @@ class FakeVertex(CapacityScripts):
         with self._lock:
             job = self._jobs.get(name)
             if job is None:
-                raise _HttpError(404, f'The CustomJob "{name}" does not exist.')
+                raise ServiceError(404, f'The CustomJob "{name}" does not exist.')
             state = job.data["state"]
             if state in TERMINAL_STATES:
-                raise _HttpError(
+                raise ServiceError(
                     400, f"Cannot cancel CustomJob {name} because it is already in state {state}."
                 )
             job.script, job.pos = ["JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED"], 0
@@ -457,7 +442,7 @@ class FakeVertex(CapacityScripts):
                 result = self._get(target)
             else:
                 result = self._cancel(target)
-        except (_HttpError, ModelServiceError) as exc:
+        except ServiceError as exc:
             return exc.code, envelope(exc.code, exc.message), op, False
         if fault and fault.delay and not fault.late:  # committed, then slow to answer
             time.sleep(fault.delay)
