@@ -12,12 +12,10 @@ fields directly, so a new kind of entry changes one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-# model.HardwareSpec and model.JobSpec. rules.py reads the plan from JobSpec's own validator, so
-# this module imports neither (model -> rules -> attempts would be a cycle).
-HardwareSpec = Any
-JobSpec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import HardwareSpec, JobSpec
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ cross-field rules in rules.py.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
@@ -17,6 +17,9 @@ from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict, problem
 from vertex_trainer.spec.images import validate_image_reference
 from vertex_trainer.suggest import suggest
+
+if TYPE_CHECKING:  # model.py imports this module (DeploySpec): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
 
 # Machine families Vertex AI online prediction offers (docs: "Configure compute resources for
 # inference"); GPUs attach to n1, a2, a3 and g2 machines.
@@ -146,7 +149,7 @@ class DeploySpec(Strict):
         return self
 
 
-def deploy_rules(spec: Any) -> None:
+def deploy_rules(spec: JobSpec) -> None:
     """Rules between `deploy:` and the rest of the spec (raise SpecError)."""
     d = spec.deploy
     if d is None:
@@ -178,7 +181,7 @@ def deploy_rules(spec: Any) -> None:
 PREDICTION_IMAGE = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 
-def serving_image_problem(spec: Any, d: DeploySpec) -> SpecError | None:
+def serving_image_problem(spec: JobSpec, d: DeploySpec) -> SpecError | None:
     """`serving_image: auto` against how the job's code is packaged: auto runs the bundled
     trainer's `python -m trainer.serve` in the training image, so the image must hold it.
 

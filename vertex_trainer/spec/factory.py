@@ -25,13 +25,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from trainer.flags import FACTORY_PATTERN
 from vertex_trainer.errors import SpecError
+from vertex_trainer.spec.images import code_root
 
-# A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
-Spec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
+    from vertex_trainer.spec.trainer import TrainerArgs
 FACTORY_RE = re.compile(FACTORY_PATTERN)
 RESERVED = ("trainer",)  # the bundled trainer's own package: a factory's package may not shadow it
 SIGNATURE = "function(num_classes: int, image_size: int, dtype: str) -> keras.Model (tf-keras or Keras 3)"
@@ -43,9 +45,16 @@ def is_factory(model: str | None) -> bool:
     return bool(model) and FACTORY_RE.fullmatch(str(model)) is not None
 
 
-def runs_factory(spec: Spec) -> bool:
+def trainer_of(spec: JobSpec) -> TrainerArgs:
+    """The trainer block of a job that runs the bundled trainer (ValueError for any other)."""
+    if spec.trainer is None:
+        raise ValueError("not a bundled-trainer job: the spec has no trainer block")
+    return spec.trainer
+
+
+def runs_factory(spec: JobSpec) -> bool:
     """True when the job runs the bundled trainer with your model factory from image.code."""
-    image, trainer = getattr(spec, "image", None), getattr(spec, "trainer", None)
+    image, trainer = spec.image, spec.trainer
     return bool(
         image is not None
         and image.code
@@ -55,7 +64,7 @@ def runs_factory(spec: Spec) -> bool:
     )
 
 
-def factory_rules(spec: Spec) -> None:
+def factory_rules(spec: JobSpec) -> None:
     """image.code and trainer.model go together (docs/contract.md section 14).
 
     - trainer.model: package.module:function needs image.code (the directory holding it), or
@@ -88,7 +97,7 @@ def factory_rules(spec: Spec) -> None:
                 hint="add image.code: DIR (the directory holding the module) with image.repository; "
                 "or name a built-in model (vertex-trainer schema lists them)",
             )
-        if image.runs_code:
+        if image is not None and image.runs_code:
             return  # a script job: _what_runs (spec/model.py) refuses its trainer: block
         module = str(model).split(":", 1)[0]
         if module.split(".")[0] in RESERVED:
@@ -99,7 +108,7 @@ def factory_rules(spec: Spec) -> None:
                 hint="rename your package (e.g. models.net:build)",
             )
         return
-    if code and not image.runs_code:
+    if image is not None and code and not image.runs_code:
         raise SpecError(
             "image.code",
             "needs image.script or image.module (neither is set) to run your own script, or "
@@ -111,7 +120,7 @@ def factory_rules(spec: Spec) -> None:
         )
 
 
-def check_factory(spec: Spec) -> None:
+def check_factory(spec: JobSpec) -> None:
     """The factory must import from image.code and take the trainer's keyword arguments.
 
     Runs `python -I` with image.code first on sys.path: it imports the module, finds the
@@ -123,10 +132,8 @@ def check_factory(spec: Spec) -> None:
     Raises:
         SpecError: field trainer.model, the value and the fix (exit 2).
     """
-    from vertex_trainer.spec.images import code_root
-
     root = code_root(spec)
-    model = spec.trainer.model
+    model = trainer_of(spec).model
     problem = _probe(str(root), model, _stamp(root))
     if problem is not None:
         raise SpecError(
@@ -139,21 +146,23 @@ def check_factory(spec: Spec) -> None:
     keras_rules(spec)
 
 
-def keras_of(spec: Spec) -> tuple[str, str]:
+def keras_of(spec: JobSpec) -> tuple[str, str]:
     """(major, why): the Keras that trains a factory job's model, "2" or "3" (trainer.keras, or
     auto: what the factory's module imports under image.code).
 
     Raises:
         SpecError: auto, and the module imports both Keras 3 and tf-keras (field trainer.keras).
     """
-    from trainer import keras_choice  # pure (ast), imported when a factory is checked
-    from vertex_trainer.spec.images import code_root
+    # pure (ast), imported when a factory is checked: at load the spec imports only the trainer's
+    # flag table (tests/foundation: test_the_spec_imports_only_the_trainers_flag_table)
+    from trainer import keras_choice
 
-    requested = spec.trainer.keras or "auto"
+    trainer = trainer_of(spec)
+    requested = trainer.keras or "auto"
     if requested != "auto":
         return requested, f"trainer.keras: {requested}"
     try:
-        return keras_choice.choose(requested, spec.trainer.model, [str(code_root(spec))], is_factory=True)
+        return keras_choice.choose(requested, trainer.model, [str(code_root(spec))], is_factory=True)
     except ValueError as e:
         raise SpecError(
             "trainer.keras",
@@ -163,14 +172,14 @@ def keras_of(spec: Spec) -> tuple[str, str]:
         ) from None
 
 
-def keras_rules(spec: Spec) -> None:
+def keras_rules(spec: JobSpec) -> None:
     """Keras 3 trains on one machine, at steps_per_execution 1 when it has several devices
     (measured with Keras 3.15.1: trainer/keras_choice.py). Where it cannot: SpecError naming
     `replicas` or `trainer.steps_per_execution`, the reason and the fix (exit 2)."""
-    from trainer import keras_choice
+    from trainer import keras_choice  # a factory's check only (keras_of)
 
     major, why = keras_of(spec)
-    trainer = spec.trainer
+    trainer = trainer_of(spec)
     devices = max(spec.hardware.devices, trainer.cpu_replicas or 1)
     refusal = keras_choice.limits(
         major,
@@ -199,21 +208,22 @@ def keras_rules(spec: Spec) -> None:
     )
 
 
-def trainer_args(spec: Spec) -> list[str]:
+def trainer_args(spec: JobSpec) -> list[str]:
     """The bundled trainer's args of a job (trainer.to_args()), with a factory job's trainer.keras
     resolved (auto -> --keras=2 or 3, what the factory imports), so what is sent says it."""
-    args: list[str] = spec.trainer.to_args()
-    if not runs_factory(spec) or spec.trainer.keras not in (None, "auto"):
+    trainer = trainer_of(spec)
+    args: list[str] = trainer.to_args()
+    if not runs_factory(spec) or trainer.keras not in (None, "auto"):
         return args
     try:
         major, _ = keras_of(spec)
     except SpecError:  # refused by check_factory before anything is sent; the trainer decides
         return args
-    own = len(args) - len(spec.trainer.extra_args)  # the flags' args, then extra_args verbatim
+    own = len(args) - len(trainer.extra_args)  # the flags' args, then extra_args verbatim
     return [*args[:own], f"--keras={major}", *args[own:]]
 
 
-def keras_words(spec: Spec) -> str:
+def keras_words(spec: JobSpec) -> str:
     """'Keras 3 (models/net.py line 2: import keras)' for a factory job ('' if not one)."""
     if not runs_factory(spec):
         return ""

@@ -521,12 +521,12 @@ def _what_runs(spec: JobSpec) -> None:
                 hint="add trainer: {train_data: ..., num_classes: ...}; or run your own code "
                 "with image.code and image.script (or image.module)",
             )
-        for name in ("args", "command"):
-            if getattr(spec, name):
+        for name, given in (("args", spec.args), ("command", spec.command)):
+            if given:
                 raise SpecError(
                     name,
                     "only applies to your own code (image.code) or image (image.uri, image.context)",
-                    value=list(getattr(spec, name)),
+                    value=list(given),
                     hint="the bundled trainer takes trainer: fields (trainer.extra_args for any other flag)",
                 )
         return

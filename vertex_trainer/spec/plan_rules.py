@@ -9,18 +9,18 @@ region and shape. rules.py runs each of them (`check_fallback`, `check_reservati
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
 from vertex_trainer.regions import region_of
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts, reservation_zone, zone_region
 
-# A JobSpec (model.py runs the rules from JobSpec's validator, so this module cannot import it).
-Spec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
 
 
-def check_fallback(spec: Spec) -> None:
+def check_fallback(spec: JobSpec) -> None:
     """scheduling.fallback (docs/contract.md sections 8 and 11): each entry another attempt than
     the ones before it (strategy, region, hardware or reservation differ), each one its hardware
     takes (flex-start: a GPU DWS serves, timeout <= 7d)."""
@@ -61,7 +61,7 @@ def check_fallback(spec: Spec) -> None:
                 hint="change its strategy, region, hardware or reservation, or remove it",
             )
         seen[shape(a)] = a
-        hw_field = "hardware" if named or entry.hardware is None else f"{field}.hardware"
+        hw_field = "hardware" if isinstance(entry, str) or entry.hardware is None else f"{field}.hardware"
         if hw_field != "hardware":
             h = a.hardware
             hw.check_hardware(
@@ -115,7 +115,7 @@ def check_fallback(spec: Spec) -> None:
         )
 
 
-def check_reservations(spec: Spec) -> None:
+def check_reservations(spec: JobSpec) -> None:
     """scheduling.reservation (and a fallback entry's own, docs/contract.md section 11).
 
     What Vertex AI training accepts with a reservation (read 2026-12-01):
@@ -131,7 +131,7 @@ def check_reservations(spec: Spec) -> None:
     for a in attempts(spec):
         if a.reservation is None:
             continue
-        entry = spec.scheduling.fallback[a.n - 2] if a.n > 1 else None
+        entry = (spec.scheduling.fallback or ())[a.n - 2] if a.n > 1 else None
         inherited = entry is not None and (isinstance(entry, str) or entry.reservation is None)
         field = "scheduling.reservation" if a.n == 1 else a.field if inherited else f"{a.field}.reservation"
         drop = (
@@ -168,7 +168,7 @@ def check_reservations(spec: Spec) -> None:
             )
 
 
-def check_persistent_resource(spec: Spec) -> None:
+def check_persistent_resource(spec: JobSpec) -> None:
     """persistent_resource: in the job's region, one region and one machine shape for every
     attempt (the resource's pools are fixed), no Flex Start (docs/contract.md section 11)."""
     name = spec.persistent_resource

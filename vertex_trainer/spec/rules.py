@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from vertex_trainer import hardware as hw
 from vertex_trainer import regions
@@ -22,12 +22,13 @@ from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_reso
 from vertex_trainer.spec.tune import tune_rules
 from vertex_trainer.suggest import nearest
 
-# A JobSpec. model.py runs these rules from JobSpec's validator, so this module cannot import it.
-Spec = Any
-Rule = Callable[[Spec], None]
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
+
+Rule = Callable[["JobSpec"], None]
 
 
-def check(spec: Spec) -> None:
+def check(spec: JobSpec) -> None:
     """Raise SpecError (one problem) or SpecProblems (several) unless every rule holds."""
     raise_all(problems(spec))
 
@@ -39,7 +40,7 @@ def raise_all(found: list[SpecError]) -> None:
         raise SpecProblems(found)
 
 
-def problems(spec: Spec) -> list[SpecError]:
+def problems(spec: JobSpec) -> list[SpecError]:
     """Every cross-field problem of `spec`, in the order a reader would fix them."""
     found: list[SpecError] = []
 
@@ -70,7 +71,7 @@ def problems(spec: Spec) -> list[SpecError]:
     return found[:region_count] + [p for p in found[region_count:] if p.field not in typos]
 
 
-def warnings(spec: Spec) -> list[str]:
+def warnings(spec: JobSpec) -> list[str]:
     """What a spec asks that is valid but has no effect (validate and a cloud submit print each
     line on stderr; nothing stops)."""
     s = spec.scheduling
@@ -95,7 +96,7 @@ def warnings(spec: Spec) -> list[str]:
     return out
 
 
-def cloud_problems(spec: Spec) -> None:
+def cloud_problems(spec: JobSpec) -> None:
     """Raise SpecError for values that only work locally (checked before a cloud submit)."""
     found: list[SpecError] = []
     if not spec.project:
@@ -146,8 +147,7 @@ def cloud_problems(spec: Spec) -> None:
                 hint="e.g. output_dir: gs://my-bucket/runs/{{ name }}",
             )
         )
-    for field in ("train_data", "eval_data") if spec.trainer else ():  # script jobs (issue 32)
-        value = getattr(spec.trainer, field)
+    for field, value in _data_fields(spec):
         if value and not all(p.startswith(("gs://", "/gcs/")) for p in split_patterns(value)):
             found.append(
                 SpecError(
@@ -163,14 +163,14 @@ def cloud_problems(spec: Spec) -> None:
 # -- hardware and scheduling ----------------------------------------------------------------------
 
 
-def _hardware(spec: Spec) -> None:
+def _hardware(spec: JobSpec) -> None:
     # A multi-host TPU slice runs the bundled trainer too: every host joins (trainer/tpu_slice.py,
     # docs/trainer.md "Multi-host TPU slices").
     h = spec.hardware
     hw.check_hardware("hardware", h.machine_type, h.accelerator_type, h.accelerator_count, h.tpu_topology)
 
 
-def _region(spec: Spec) -> None:
+def _region(spec: JobSpec) -> None:
     """Every field that names a region (the spec's, each fallback entry's, the region of a
     persistent resource, TensorBoard instance or KMS key, a reservation's zone) must name one
     Vertex AI training has: a typo (us-central9) is exit 2 naming the field, the value and the
@@ -215,11 +215,11 @@ def region_problem(field: str, value: str | None, *, kind: str = "region") -> Sp
     return SpecError(field, f"{what} (the table of {regions.READ})", has_value=False, hint=hint)
 
 
-def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
+def _region_fields(spec: JobSpec) -> list[tuple[str, str, str]]:
     """(field, value, kind) of every region the spec names, in the spec's order (kind: see
     region_problem)."""
     s = spec.scheduling
-    out = [
+    out: list[tuple[str, str | None, str]] = [
         ("region", spec.region, "region"),
         ("scheduling.reservation", reservation_zone(s.reservation), "zone"),
     ]
@@ -227,14 +227,19 @@ def _region_fields(spec: Spec) -> list[tuple[str, str, str]]:
         if not isinstance(entry, str):
             out.append((f"scheduling.fallback[{i}].region", entry.region, "region"))
             out.append((f"scheduling.fallback[{i}].reservation", reservation_zone(entry.reservation), "zone"))
-    for field in ("persistent_resource", "tensorboard", "encryption_key"):
-        value = getattr(spec, field) or ""
+    named = (
+        ("persistent_resource", spec.persistent_resource),
+        ("tensorboard", spec.tensorboard),
+        ("encryption_key", spec.encryption_key),
+    )
+    for field, given in named:
+        value = given or ""
         if value.startswith("projects/"):  # (an id names no region: the job's)
             out.append((field, regions.region_of(value), "name"))
-    return [f for f in out if f[1]]
+    return [(field, value, kind) for field, value, kind in out if value]
 
 
-def _scheduling(spec: Spec) -> None:
+def _scheduling(spec: JobSpec) -> None:
     h, s = spec.hardware, spec.scheduling
     # max_wait belongs to a flex-start fallback too: _fallback checks it there. With no flex-start
     # in the plan it is ignored, with a warning (warnings(): e.g. --set scheduling.strategy=spot).
@@ -254,7 +259,7 @@ def _scheduling(spec: Spec) -> None:
     )
 
 
-def _boot_disk(spec: Spec) -> None:
+def _boot_disk(spec: JobSpec) -> None:
     machine, disk = spec.hardware.machine_type, spec.boot_disk.type
     if disk and disk.startswith("pd-") and hw.boots_from_hyperdisk(machine):
         raise SpecError(
@@ -272,7 +277,7 @@ _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _labels(spec: Spec) -> None:
+def _labels(spec: JobSpec) -> None:
     labels = spec.labels
     fallback = bool(spec.scheduling.fallback)  # then every job carries the attempt label too
     limit = MAX_USER_LABELS - fallback
@@ -312,7 +317,7 @@ def _label_safe(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")[:63]
 
 
-def _env(spec: Spec) -> None:
+def _env(spec: JobSpec) -> None:
     for key, value in spec.env.items():
         if not _ENV_NAME.match(key):
             raise SpecError(
@@ -335,7 +340,7 @@ def _env(spec: Spec) -> None:
 # -- resources in the job's region ----------------------------------------------------------------
 
 
-def _tensorboard(spec: Spec) -> None:
+def _tensorboard(spec: JobSpec) -> None:
     if not spec.tensorboard:
         return
     # auto: the instance of the job's region (each fallback attempt's own), found or made at submit.
@@ -364,7 +369,7 @@ def _tensorboard(spec: Spec) -> None:
         )
 
 
-def _encryption_key(spec: Spec) -> None:
+def _encryption_key(spec: JobSpec) -> None:
     if spec.encryption_key:
         key_region = regions.region_of(spec.encryption_key)
         if spec.region and key_region != spec.region:
@@ -423,7 +428,7 @@ def split_patterns(value: str) -> list[str]:
     return [p.strip() for p in value.split(",") if p.strip()]
 
 
-def _output_dir(spec: Spec) -> None:
+def _output_dir(spec: JobSpec) -> None:
     if spec.fixed_output_dir and not spec.output_dir:
         raise SpecError(
             "fixed_output_dir",
@@ -442,9 +447,15 @@ def _output_dir(spec: Spec) -> None:
             )
 
 
-def _data_paths(spec: Spec) -> None:
-    for field in ("train_data", "eval_data") if spec.trainer else ():  # script jobs (issue 32)
-        value = getattr(spec.trainer, field)
+def _data_fields(spec: JobSpec) -> tuple[tuple[str, str | None], ...]:
+    """(field, value) of the trainer's data paths; none for a job without a trainer: block (a
+    script job, issue 32)."""
+    t = spec.trainer
+    return (("train_data", t.train_data), ("eval_data", t.eval_data)) if t is not None else ()
+
+
+def _data_paths(spec: JobSpec) -> None:
+    for field, value in _data_fields(spec):
         for pattern in split_patterns(value or ""):
             problem = _path_problem(pattern, allow_fuse=True)
             if problem:
@@ -459,7 +470,7 @@ def _data_paths(spec: Spec) -> None:
 # -- the trainer's values against the hardware ----------------------------------------------------
 
 
-def _trainer(spec: Spec) -> None:
+def _trainer(spec: JobSpec) -> None:
     t = spec.trainer
     if t is None:  # script jobs (issue 32): your own code, no trainer: block
         return

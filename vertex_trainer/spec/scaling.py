@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fnmatch import fnmatch
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
@@ -24,9 +24,8 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict
 
-# The functions below take a JobSpec (spec/model.py imports this module, so it is not named here).
-JobSpec = Any
-HardwareSpec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import HardwareSpec, JobSpec
 
 REDUCER_POOL = 2  # workerPoolSpecs[2]: parameter servers or Reduction Server (source reduction-server)
 PLUGIN = "google-reduction-server"  # the apt package with the NCCL transport plugin

@@ -23,10 +23,10 @@ from trainer.flags import FACTORY_PATTERN, FLAGS, Flag
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec.base import Strict
-from vertex_trainer.spec.factory import check_factory, runs_factory
+from vertex_trainer.spec.factory import check_factory, runs_factory, trainer_of
 
-# A JobSpec (model.py imports this module for TrainerArgs, so this one cannot import model.py).
-Spec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
 
 # Where the spec is stricter than the trainer (or looser: `model` may name another image's model).
 _SPEC_RULES: dict[str, dict[str, Any]] = {
@@ -118,7 +118,7 @@ else:
 SPEC_FLAGS = tuple(name for name in TrainerArgs.model_fields if name != "extra_args")
 
 
-def check_trainer_flags(spec: Spec) -> None:
+def check_trainer_flags(spec: JobSpec) -> None:
     """Parse the job's trainer args with the bundled trainer's own parser (no TensorFlow import).
 
     A model the bundled trainer lacks, or a misspelt extra flag, then fails here with exit 2, not
@@ -160,14 +160,15 @@ def _refusal(args: tuple[str, ...]) -> str | None:
     return None
 
 
-def _field_of(spec: Spec, message: str) -> str:
+def _field_of(spec: JobSpec, message: str) -> str:
     """The dotted spec field a trainer UsageError is about."""
-    extra = "trainer.extra_args" if spec.trainer.extra_args else "trainer"
+    trainer = trainer_of(spec)
+    extra = "trainer.extra_args" if trainer.extra_args else "trainer"
     if message.startswith("unknown flags"):
         return extra
     m = re.search(r"--([a-z0-9][a-z0-9_-]*)", message)
     if m:
         name = m.group(1).replace("-", "_")
-        if name in SPEC_FLAGS and getattr(spec.trainer, name) is not None:
+        if name in SPEC_FLAGS and getattr(trainer, name) is not None:
             return f"trainer.{name}"
     return extra

@@ -23,7 +23,7 @@ from __future__ import annotations
 import builtins
 import math
 import re
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -32,11 +32,12 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.contract import MAX_USER_LABELS
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import Strict, problem
+from vertex_trainer.spec.factory import trainer_of
 from vertex_trainer.spec.trainer import SPEC_FLAGS, TrainerArgs
 from vertex_trainer.suggest import suggest
 
-# A JobSpec (model.py imports this module, so this one cannot import model.py).
-Spec = Any
+if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
+    from vertex_trainer.spec.model import JobSpec
 
 Kind = Literal["double", "integer", "discrete", "categorical"]
 Scale = Literal["linear", "log", "reverse_log"]
@@ -264,12 +265,12 @@ _ARG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")
 PARAMS_LABEL, VERBATIM = "vertex-trainer-params", "verbatim"
 
 
-def own_args(spec: Spec) -> bool:
+def own_args(spec: JobSpec) -> bool:
     """True when a tuned spec varies its code's own arguments (no trainer: block)."""
     return spec.trainer is None
 
 
-def parameter_id(spec: Spec, name: str) -> str:
+def parameter_id(spec: JobSpec, name: str) -> str:
     """The StudySpec parameterId of parameter `name`: Vertex AI passes `--<id>=<value>` to each
     trial, so it is the trainer's flag spelling (learning_rate -> learning-rate), or your code's
     argument name as written."""
@@ -285,16 +286,17 @@ def category(value: Value) -> str:
     return str(value)
 
 
-def tune_rules(spec: Spec) -> None:
+def tune_rules(spec: JobSpec) -> None:
     """Rules between `tune:` and the rest of the spec (raise SpecError)."""
     tune = spec.tune
     if tune is None:
         return
     if own_args(spec):
-        _own_args_rules(spec)
+        _own_args_rules(spec, tune)
         return
     found: list[SpecError] = []
-    reported = spec.trainer.hypertune_metric or DEFAULT_METRIC
+    trainer = trainer_of(spec)
+    reported = trainer.hypertune_metric or DEFAULT_METRIC
     if tune.metric != reported:
         found.append(
             SpecError(
@@ -304,7 +306,7 @@ def tune_rules(spec: Spec) -> None:
                 hint=f"set trainer.hypertune_metric: {tune.metric}, or tune.metric: {reported}",
             )
         )
-    if not spec.trainer.eval_data:
+    if not trainer.eval_data:
         found.append(
             SpecError(
                 "trainer.eval_data",
@@ -315,7 +317,7 @@ def tune_rules(spec: Spec) -> None:
         )
     for name, param in tune.parameters.items():
         try:
-            _parameter(spec, name, param)
+            _parameter(spec, tune, name, param)
         except SpecError as e:
             found.append(e)
     if len(found) == 1:
@@ -324,12 +326,12 @@ def tune_rules(spec: Spec) -> None:
         raise SpecProblems(found)
 
 
-def _own_args_rules(spec: Spec) -> None:
+def _own_args_rules(spec: JobSpec, tune: TuneSpec) -> None:
     """A job without trainer: tunes its own arguments: each name is a flag name, not already one
     of `args:` (a trial appends --NAME=VALUE after them; which one the code reads would depend on
     its parser), and the tuning job has room for its label."""
     found: list[SpecError] = []
-    for name in spec.tune.parameters:
+    for name in tune.parameters:
         field = f"tune.parameters.{name}"
         if not _ARG_NAME.match(name):
             found.append(
@@ -370,7 +372,7 @@ def _own_args_rules(spec: Spec) -> None:
         raise SpecProblems(found)
 
 
-def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
+def _parameter(spec: JobSpec, tune: TuneSpec, name: str, param: TuneParameter) -> None:
     field = f"tune.parameters.{name}"
     if name not in SPEC_FLAGS or name in _NOT_TUNABLE:
         tunable = [f for f in SPEC_FLAGS if f not in _NOT_TUNABLE]
@@ -398,14 +400,14 @@ def _parameter(spec: Spec, name: str, param: TuneParameter) -> None:
             has_value=False,
             hint="use type: integer, or list the values",
         )
-    if kind == "double" and spec.tune.algorithm == "grid":
+    if kind == "double" and tune.algorithm == "grid":
         raise SpecError(
             field,
             "grid search takes integer, discrete or categorical parameters, not a double range",
             has_value=False,
             hint="list the values to try (values: [...]), or use algorithm: random or auto",
         )
-    base = spec.trainer.model_dump()
+    base = trainer_of(spec).model_dump()
     for sub, value in param.candidates():
         if kind == "integer":
             value = int(value)
@@ -436,7 +438,7 @@ def _check_value(field: str, name: str, value: Value, base: dict[str, Any]) -> N
         ) from None
 
 
-def _batch_split(spec: Spec, field: str, name: str, param: TuneParameter, kind: str) -> None:
+def _batch_split(spec: JobSpec, field: str, name: str, param: TuneParameter, kind: str) -> None:
     """A tuned global batch must split evenly over every replica, as trainer.batch_size must."""
     if name != "batch_size":
         return
