@@ -81,9 +81,17 @@ def _defined(path: Path) -> set[str]:
     return names
 
 
-def test_the_docs_name_only_modules_that_exist():
-    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
-    stale = [f"{p.relative_to(ROOT)}: {name}" for p in pages for name in _stale(p.read_text())]
+def test_the_docs_and_the_sources_name_only_modules_that_exist():
+    """After a move (issue 44 renamed 53 modules), a docstring, comment or page that still
+    names the old place is found here. (tests/ is not read: its probes name made-up modules.)"""
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "pyproject.toml"]
+    sources = [
+        p
+        for folder in ("vertex_trainer", "trainer_image", "benchmarks")
+        for p in (ROOT / folder).rglob("*.py")
+    ]
+    assert len(sources) > 200
+    stale = [f"{p.relative_to(ROOT)}: {name}" for p in pages + sources for name in _stale(p.read_text())]
     assert stale == []
 
 

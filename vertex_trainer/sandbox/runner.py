@@ -1,4 +1,4 @@
-"""The skeleton the sandbox's runners share (jobs.py, pipelines.py, tuning.py).
+"""The skeleton the sandbox's runners share (job_runs.py, pipelines.py, tuning.py).
 
 A fake service hands every created resource to its runner's `start(body)`; the runner keeps a
 table of runs under a lock, runs each on a thread of its own, refuses new runs once `stop` has
