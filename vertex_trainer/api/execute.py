@@ -29,7 +29,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, Protocol, overload
 
-from vertex_trainer import preflight
+from vertex_trainer import local, preflight
 from vertex_trainer.api.core import _stderr, settings_from_env
 from vertex_trainer.api.deploy import deploy as deploy_job
 from vertex_trainer.api.handles import Handle, Job
@@ -41,7 +41,6 @@ from vertex_trainer.capacity import availability, fallback
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
-from vertex_trainer.local import run_local
 from vertex_trainer.log import Log
 from vertex_trainer.render import tensorboard_pending
 from vertex_trainer.settings import Settings
@@ -325,7 +324,7 @@ class LocalExecutor:
 
     def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> LocalJob:
         opts = plan.options
-        result = run_local(
+        result = local.run_local(  # the runner loads on first use (local/__init__.py)
             plan.body,
             plan.spec,
             settings=settings,
