@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from vertex_trainer import pricing
 from vertex_trainer.api.core import _stderr, settings_from_env
+from vertex_trainer.api.cost import _reader
 from vertex_trainer.api.execute import submit
 from vertex_trainer.api.plan import SubmitOptions
 from vertex_trainer.contract import short_state
+from vertex_trainer.cost import estimate as cost
+from vertex_trainer.errors import JobFailed
 from vertex_trainer.log import Log
+from vertex_trainer.performance import benchmark
+from vertex_trainer.performance import sweep as sweeps  # bench's `sweep` is its argument
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, check_key, new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.handles import Job
     from vertex_trainer.api.results import LocalJob
-    from vertex_trainer.performance import benchmark
     from vertex_trainer.spec import JobSpec
 
 __all__ = ["bench"]
@@ -66,8 +71,6 @@ def bench(
         "recommendation": {"value", "rule", ...}, ...}``; its dry run ``{"dry_run": true,
         "runs": {value: the submit dry run}, ...}``.
     """
-    from vertex_trainer.performance import benchmark
-
     settings = settings or (client.settings if client else settings_from_env())
     log = log or _stderr
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
@@ -132,9 +135,6 @@ def _run(
 ) -> benchmark.Result:
     """One brief job, run here (a LocalJob) or as a CustomJob with idempotency key `key`, to its
     end; JobFailed (exit 1) when a local run fails."""
-    from vertex_trainer.errors import JobFailed
-    from vertex_trainer.performance import benchmark
-
     if local:
         # a bench run has no tune: block (brief_sets drops it), so a local submit is one LocalJob
         here = cast(
@@ -208,10 +208,8 @@ def _sweep(
 ) -> dict:
     """bench(sweep=...): one brief job per value (`repeat` times each), then the table and the
     recommendation."""
-    from vertex_trainer.performance import benchmark, sweep
-
-    swept = sweep.plan(
-        spec, sweep.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local, repeat=repeat
+    swept = sweeps.plan(
+        spec, sweeps.parse(text), steps=steps or benchmark.DEFAULT_STEPS, local=local, repeat=repeat
     )
     for note in swept.notes:
         log(f"bench: {note}")
@@ -225,7 +223,7 @@ def _sweep(
         "idempotency_key": None if local else key,
     }
     if dry_run:
-        jobs = [(run.value, run.spec, sweep.run_key(key, i)) for i, run in enumerate(swept.runs)]
+        jobs = [(run.value, run.spec, sweeps.run_key(key, i)) for i, run in enumerate(swept.runs)]
         runs = _dry_runs(jobs, local=local, log=log, settings=settings, client=client)
         values = {
             run.value: {
@@ -246,23 +244,19 @@ def _sweep(
                 run.spec,
                 run.value,
                 local=local,
-                key=sweep.run_key(key, i),
+                key=sweeps.run_key(key, i),
                 log=log,
                 console=console,
                 client=client,
                 settings=settings,
             )
         )
-    return {**sweep.report(spec, swept, results), **head}
+    return {**sweeps.report(spec, swept, results), **head}
 
 
 def _cost_per_epoch(spec: JobSpec, report: dict, *, local: bool, settings: Settings) -> dict | None:
     """What one epoch costs at the measured throughput on the spec's hardware, strategy and
     region (docs/contract.md section 12), so two hardware choices compare in dollars."""
-    from vertex_trainer import pricing
-    from vertex_trainer.api.cost import _reader
-    from vertex_trainer.cost import estimate as cost
-
     rate = report.get("real_examples_per_sec") or report.get("synthetic_examples_per_sec")
     found = cost.cost_per_epoch(spec, pricing.load_snapshot(), rate, _reader(settings))
     if found is not None and local:

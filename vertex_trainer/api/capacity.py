@@ -13,8 +13,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.contract import Artifact
+from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.log import Log
+from vertex_trainer.regions import region_of
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.resources import ResourcesClient, check_id, resource_body
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
@@ -23,8 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _settings(settings: Settings | None) -> Settings:
-    from vertex_trainer.api.core import settings_from_env
-
     return settings or settings_from_env()
 
 
@@ -37,7 +40,7 @@ def plan(spec: JobSpec) -> tuple[PlannedAttempt, ...]:
     Returns:
         PlannedAttempt records (n, region, strategy, hardware, reservation).
     """
-    from vertex_trainer.spec.attempts import attempts
+    from vertex_trainer.spec.attempts import attempts  # the spec's models: `resources list` loads none
 
     return attempts(spec)
 
@@ -51,9 +54,7 @@ def resource_request(spec: JobSpec) -> dict:
     Returns:
         the REST body.
     """
-    from vertex_trainer import render
-    from vertex_trainer.contract import Artifact
-    from vertex_trainer.vertex.resources import resource_body
+    from vertex_trainer import render  # the spec's models: `resources list` and `shell` load none
 
     return resource_body(spec, render.worker_pools(spec, Artifact("(the machines only)")))
 
@@ -80,8 +81,7 @@ def create_resource(
 
     Returns:
         {"name", "state", "adopted", "resource"} (dry run: {"dry_run", "url", "params", "body"})."""
-    from vertex_trainer.spec import cloud_problems
-    from vertex_trainer.vertex.resources import ResourcesClient, check_id
+    from vertex_trainer.spec import cloud_problems  # the spec's models: `resources list` loads none
 
     if not spec.project or not spec.region:
         cloud_problems(spec)
@@ -116,8 +116,6 @@ def list_resources(project: str, region: str, *, settings: Settings | None = Non
     Returns:
         the resources, as REST JSON dicts.
     """
-    from vertex_trainer.vertex.resources import ResourcesClient
-
     return ResourcesClient(project, region, settings=_settings(settings)).list()
 
 
@@ -142,10 +140,6 @@ def delete_resource(
     Returns:
         True when it was deleted, False when there was no such resource.
     """
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.regions import region_of
-    from vertex_trainer.vertex.resources import ResourcesClient
-
     if resource.startswith("projects/"):
         try:
             project, region = resource.split("/")[1], region_of(resource)
@@ -180,8 +174,7 @@ def web_access(
 
     Raises: UserError (exit 2) when the job has no web access, or no such replica; JobFailed
     (exit 1) when it ended before it ran."""
-    from vertex_trainer.api.jobs import status
-    from vertex_trainer.errors import JobFailed, UserError
+    from vertex_trainer.api.jobs import status  # the job handles and their report: `resources` needs none
 
     found = (
         job

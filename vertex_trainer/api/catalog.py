@@ -7,6 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vertex_trainer import catalog, hardware, regions
+from vertex_trainer.errors import UserError
+from vertex_trainer.suggest import nearest
+
 __all__ = ["AcceleratorSource", "HardwareCatalog", "hardware_catalog", "spec_schema"]
 
 
@@ -50,15 +54,10 @@ def hardware_catalog(region: str | None = None) -> HardwareCatalog:
     Raises:
         UserError: `region` is not in the training regions table (exit 2, did-you-mean).
     """
-    from vertex_trainer import catalog, hardware, regions
-
     rows = hardware.catalog_rows()
     offered: list[str] = []
     if region is not None:
         if not regions.known(region):
-            from vertex_trainer.errors import UserError
-            from vertex_trainer.suggest import nearest
-
             near = nearest(region, regions.REGIONS)
             raise UserError(
                 f"--region: {region!r} is not a Vertex AI training region in the table (read {regions.READ})",
@@ -105,6 +104,6 @@ def spec_schema() -> dict:
     Returns:
         the schema as a dict.
     """
-    from vertex_trainer.spec import json_schema
+    from vertex_trainer.spec import json_schema  # the spec's models: `hardware` loads none
 
     return json_schema()

@@ -8,17 +8,25 @@ once (`Settings.from_environ`) and passed down as `settings`.
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
+from vertex_trainer.errors import SpecError
+from vertex_trainer.gcp import auth
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import check_key
+from vertex_trainer.vertex.names import new_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
+
+# Every command loads this module (settings_from_env). The spec's pydantic models (vertex_trainer.spec,
+# and render, packaging and local.owncode, which import them) are imported inside the functions that
+# take a spec, so that `list`, `status`, `logs`, `endpoints` or `resources` load none of them.
 
 __all__ = ["check", "load_spec", "plan_artifact", "render_job", "render_text", "settings_from_env"]
 
@@ -46,8 +54,6 @@ def use_identity(settings: Settings) -> None:
     Returns:
         None; every session, storage client and token made afterwards carries that identity.
     """
-    from vertex_trainer.gcp import auth
-
     auth.use(settings)
 
 
@@ -80,7 +86,7 @@ def load_spec(
     Raises:
         SpecError: a field is wrong (its dotted name, the value and the fix; exit 2).
     """
-    from vertex_trainer import spec as _spec
+    from vertex_trainer import spec as _spec  # spec models (top note)
 
     settings = settings or settings_from_env()
     loaded = _spec.load_spec(
@@ -114,13 +120,11 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
     Returns:
         None; raises SpecError (every problem found, exit 2) when the spec cannot go.
     """
-    from vertex_trainer.spec import check_trainer_flags, cloud_problems
+    from vertex_trainer.spec import check_trainer_flags, cloud_problems  # spec models (top note)
 
     if not local:
         cloud_problems(spec)
     if local and spec.trainer is None and not spec.is_script_job:
-        from vertex_trainer.errors import SpecError
-
         # Without trainer: an image built elsewhere runs its own command, and this machine runs
         # no container: what would run here is not the job (docs/local.md).
         raise SpecError(
@@ -140,25 +144,22 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
 def _local_data(spec: JobSpec) -> None:
     """A local run's local data must exist: a pattern that matches nothing is exit 2 now, not a
     replica's failure seconds later. (gs:// and /gcs/ paths are the trainer's to open.)"""
-    import glob
-
-    from vertex_trainer.errors import SpecError
-    from vertex_trainer.spec.rules import split_patterns
+    from vertex_trainer.spec.rules import split_patterns  # spec models (top note)
 
     if spec.trainer is None:  # script jobs (issue 32): the code, its entry and requirements instead
         if spec.is_script_job:
-            from vertex_trainer.local.owncode import preflight
+            from vertex_trainer.local.owncode import preflight  # spec models (top note)
 
             preflight(spec)
         return
-    from vertex_trainer.spec.factory import is_factory, runs_factory
+    from vertex_trainer.spec.factory import is_factory, runs_factory  # spec models (top note)
 
     if is_factory(spec.trainer.model) and not runs_factory(spec):  # image.uri holds the factory
-        from vertex_trainer.local.owncode import check_factory_here
+        from vertex_trainer.local.owncode import check_factory_here  # spec models (top note)
 
         check_factory_here(spec)
     elif runs_factory(spec):  # your model factory's requirements, in this interpreter (as run_local)
-        from vertex_trainer.local.owncode import check_requirements, factory_code
+        from vertex_trainer.local.owncode import check_requirements, factory_code  # spec models (top note)
 
         check_requirements(factory_code(spec))
     for field in ("train_data", "eval_data"):
@@ -190,7 +191,7 @@ def plan_artifact(spec: JobSpec) -> Artifact:
         return Artifact(LOCAL_IMAGE)
     if not spec.image.builds and spec.image.uri is not None:  # (exactly one of uri, repository, package)
         return Artifact(spec.image.uri)
-    from vertex_trainer import packaging
+    from vertex_trainer import packaging  # spec models (top note)
 
     return packaging.plan_artifact(spec)
 
@@ -206,8 +207,7 @@ def render_job(spec: JobSpec, idempotency_key: str | None = None) -> dict:
     Returns:
         the CustomJob as a dict, exactly as the REST API receives it (camelCase, enum names).
     """
-    from vertex_trainer import render
-    from vertex_trainer.vertex.names import new_key
+    from vertex_trainer import render  # spec models (top note)
 
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     return render.custom_job(spec, plan_artifact(spec), idempotency_key=key)
@@ -230,7 +230,7 @@ def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None
         the text, ending with a newline. Raises SpecError (exit 2) for json or gcloud of a
         body that names a local path.
     """
-    from vertex_trainer import render
+    from vertex_trainer import render  # spec models (top note)
 
     if format in SENT_FORMATS:
         _sent_values(spec, format)
@@ -255,9 +255,8 @@ _IN_THE_BODY = ("output_dir", "trainer.train_data", "trainer.eval_data", "image"
 def _sent_values(spec: JobSpec, format: str) -> None:
     """`render --format json|gcloud`: the body's values must work on Vertex AI, as `validate`
     requires of a cloud job (spec.cloud_problems, the same messages); exit 2 naming each."""
-    from vertex_trainer.errors import SpecError
-    from vertex_trainer.spec import cloud_problems
-    from vertex_trainer.spec.rules import raise_all
+    from vertex_trainer.spec import cloud_problems  # spec models (top note)
+    from vertex_trainer.spec.rules import raise_all  # spec models (top note)
 
     try:
         cloud_problems(spec)

@@ -12,8 +12,15 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from vertex_trainer import pricing, regions
 from vertex_trainer.api.core import settings_from_env
-from vertex_trainer.settings import Settings
+from vertex_trainer.cost import compare as cost_compare
+from vertex_trainer.cost import estimate as costs
+from vertex_trainer.cost.billing_catalog import BillingClient
+from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.gcp.storage import read_json
+from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.vertex.quotas import QuotasClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.cost.compare import Comparison
@@ -33,12 +40,8 @@ def prices(*, live: bool = False, settings: Settings | None = None) -> PriceBook
         settings: the process settings (default: from the environment).
     Returns:
         A PriceBook (source "snapshot" or "billing-api")."""
-    from vertex_trainer import pricing
-
     if not live:
         return pricing.load_snapshot()
-    from vertex_trainer.cost.billing_catalog import BillingClient
-
     return BillingClient(settings=settings or settings_from_env()).price_book()
 
 
@@ -47,8 +50,6 @@ def _reader(settings: Settings):
 
     def read(path: str) -> dict | None:
         if path.startswith("gs://"):
-            from vertex_trainer.gcp.storage import read_json
-
             return read_json(settings, path)
         if not os.path.exists(path):
             return None
@@ -94,8 +95,6 @@ def cost(
     Raises:
         UserError: a throughput for your own code without examples_per_epoch, or the two
             figures given for the bundled trainer (exit 2)."""
-    from vertex_trainer.cost import estimate as costs
-
     settings = settings or settings_from_env()
     name = "the bench result"
     if isinstance(bench, str):
@@ -108,8 +107,6 @@ def cost(
     est = costs.estimate(spec, book, throughput=rate, read_json=reader, own=own)
     if not compare:
         return est
-    from vertex_trainer.cost import compare as cost_compare
-
     return cost_compare.compare(
         spec, book, est, can_wait=can_wait, checkpoints=checkpoints, quota=_quota_reader(spec, settings)
     )
@@ -120,11 +117,6 @@ def _quota_reader(spec: JobSpec, settings: Settings):
     None (quota is shown where readable, never required)."""
     if not (spec.project and settings.quotas_endpoint):
         return None
-    from vertex_trainer import regions
-    from vertex_trainer.errors import VertexTrainerError
-    from vertex_trainer.settings import RetryPolicy
-    from vertex_trainer.vertex.quotas import QuotasClient
-
     client = QuotasClient(spec.project, settings=settings, retry=RetryPolicy(attempts=2, deadline=5))
     broken: list[bool] = []
 
@@ -150,9 +142,6 @@ def job_cost(data: dict) -> dict | None:
         data: the CustomJob as the REST API returns it (Job.data).
     Returns:
         The "cost" object of `status --output json`, or None for a job that has not run."""
-    from vertex_trainer import pricing
-    from vertex_trainer.cost import estimate as costs
-
     return costs.job_cost(data, pricing.load_snapshot())
 
 
@@ -165,9 +154,6 @@ def refresh_prices(path: str | None = None, *, settings: Settings | None = None)
         settings: the process settings; VERTEX_TRAINER_BILLING_ENDPOINT picks a stand-in.
     Returns:
         {"path", "as_of", "skus_read", "skus_used", "families", "accelerators"} (counts)."""
-    from vertex_trainer import pricing
-    from vertex_trainer.cost.billing_catalog import BillingClient
-
     book = BillingClient(settings=settings or settings_from_env()).price_book()
     target = str(path or pricing.shipped_path())  # os.replace takes a path: the package is on disk
     tmp = f"{target}.tmp-{os.getpid()}"

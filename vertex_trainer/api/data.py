@@ -6,30 +6,23 @@ here (DirectRunner) or on Dataflow (`convert_data`, the CLI's `data convert`).
     result = convert_data(Conversion("images/", "data/flowers"), Runner("direct"))
     result.manifest["splits"]["train"]["examples"]
 
-`Conversion` (what to convert) and `Runner` (where) are vertex_trainer.dataprep's records; they
-load with their first use, so importing the API does not load the launcher.
+`Conversion` (what to convert) and `Runner` (where) are vertex_trainer.dataprep's records.
+`from vertex_trainer import api` loads this module when one of its names is first used.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
 
+from trainer import datagen
+from vertex_trainer.api.core import _stderr, settings_from_env
+from vertex_trainer.dataprep import convert, synth
+from vertex_trainer.dataprep.launch import Conversion, Result, Runner
+from vertex_trainer.errors import UserError
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 
-if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.dataprep.launch import Conversion, Result, Runner
-
 __all__ = ["Conversion", "Result", "Runner", "convert_data", "synthesize_data"]
-_RECORDS = ("Conversion", "Result", "Runner")
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _RECORDS:
-        raise AttributeError(f"module 'vertex_trainer.api.data' has no attribute {name!r}")
-    from vertex_trainer.dataprep import launch
-
-    return getattr(launch, name)
 
 
 def convert_data(
@@ -53,9 +46,6 @@ def convert_data(
         the Result: ``manifest`` of a finished conversion, or ``job_id`` and ``console_url`` of a
         submitted Dataflow job, with ``seconds`` and the Beam ``counters``.
     """
-    from vertex_trainer.api.core import _stderr, settings_from_env
-    from vertex_trainer.dataprep import convert
-
     return convert(conversion, runner, settings=settings or settings_from_env(), log=log or _stderr)
 
 
@@ -90,13 +80,6 @@ def synthesize_data(
         UserError: out_dir is a file, neither local nor gs://, or cannot be written (no
             credentials, network or bucket for gs://), or more shards than examples (exit 2).
     """
-    import os
-
-    from trainer import datagen
-    from vertex_trainer.api.core import settings_from_env
-    from vertex_trainer.dataprep import synth
-    from vertex_trainer.errors import UserError
-
     cfg = settings or settings_from_env()
     remote = "://" in out_dir
     if not remote and os.path.exists(out_dir) and not os.path.isdir(out_dir):

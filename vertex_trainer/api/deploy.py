@@ -3,16 +3,26 @@ in the Model Registry and served on the spec's endpoint, at most once per job.""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import _stderr, plan_artifact, settings_from_env
+from vertex_trainer.errors import UserError
+from vertex_trainer.local.layout import find_run
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.custom_jobs import Job
+from vertex_trainer.vertex.models import RegistryClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.vertex.model_deploy import Deployment
+
+# `status`, `list` and `logs` load this module (api.handles' Job.deploy): what only a deploy or a
+# served model needs (the spec's models, the hardware and price tables, the model server) is
+# imported inside deploy and serve_model.
 
 __all__ = ["deploy", "serve_model"]
 
@@ -47,14 +57,9 @@ def deploy(
         the Deployment (model, version, endpoint, traffic split, adopted, what was undeployed),
         or with ``dry_run`` a dict ``{"requests": [...], "undeploys": ...}``.
     """
-    import dataclasses
-
-    from vertex_trainer.deployment import deploy_request as deployment
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.spec import cloud_problems
-    from vertex_trainer.vertex.custom_jobs import Job
-    from vertex_trainer.vertex.model_deploy import deploy as run_deploy
-    from vertex_trainer.vertex.models import RegistryClient
+    from vertex_trainer.deployment import deploy_request as deployment  # (note at the top)
+    from vertex_trainer.spec import cloud_problems  # (note at the top)
+    from vertex_trainer.vertex.model_deploy import deploy as run_deploy  # (note at the top)
 
     if (job is None) == (model_dir is None):
         raise UserError(
@@ -138,11 +143,8 @@ def serve_model(
         UserError: a port out of 0 to 65535 (or such an AIP_HTTP_PORT), no export in model_dir, a
             model that does not load, or a port that cannot be listened on (exit 2).
     """
-    from pathlib import Path
-
-    from trainer.serve import PORTS, ServeError, port_number
-    from trainer.serve import serve as run_server
-    from vertex_trainer.errors import UserError
+    from trainer.serve import PORTS, ServeError, port_number  # (note at the top)
+    from trainer.serve import serve as run_server  # (note at the top)
 
     env = (settings or settings_from_env()).environ
     given = port if port is not None else env.get("AIP_HTTP_PORT") or 8080
@@ -154,8 +156,6 @@ def serve_model(
             f"{what} is not a port number ({PORTS})", hint="--port 0 picks any free port"
         ) from None
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
-        from vertex_trainer.local.layout import find_run
-
         found = find_run(model_dir)  # a run's folder, or a base: its newest run (section 15)
         if found is None or not (found.run_dir / "model" / "saved_model.pb").is_file():
             raise UserError(

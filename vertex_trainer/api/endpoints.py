@@ -7,8 +7,12 @@ import re
 from typing import TYPE_CHECKING
 
 from vertex_trainer.api.core import _stderr, settings_from_env
+from vertex_trainer.errors import UserError
 from vertex_trainer.log import Log
+from vertex_trainer.pricing import load_snapshot
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex import deployed as eps
+from vertex_trainer.vertex.models import RegistryClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.deployed import EndpointView, Undeployment
@@ -39,9 +43,6 @@ def list_endpoints(
         EndpointView records, oldest endpoint first; empty when there is none (or none of that
         name).
     """
-    from vertex_trainer.pricing import load_snapshot
-    from vertex_trainer.vertex import deployed as eps
-
     client = _client(endpoint, project, region, settings)
     if endpoint is not None:
         found = eps.resolve(client, endpoint)
@@ -87,9 +88,6 @@ def undeploy(
         UserError: a deployed model id that is no number, an endpoint that does not exist, or a
             deployed model whose traffic has nowhere to go (exit 2; nothing sent).
     """
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.vertex import deployed as eps
-
     if not re.fullmatch(r"[0-9]{1,19}", deployed_model_id):
         raise UserError(
             f"deployed model id {deployed_model_id!r} is not one: Vertex AI's are numbers",
@@ -140,9 +138,6 @@ def undeploy(
 def _client(endpoint: str | None, project: str | None, region: str | None, settings: Settings | None):
     """The client of the endpoint's project and region: a resource name's own, else the ones
     given (else the settings' defaults)."""
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.vertex.models import RegistryClient
-
     settings = settings or settings_from_env()
     m = _NAME.match(endpoint or "")
     project, region = (

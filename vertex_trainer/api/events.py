@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import _stderr, check, load_spec, plan_artifact, settings_from_env
@@ -10,13 +11,18 @@ from vertex_trainer.api.execute import registry_client, submit
 from vertex_trainer.api.execute import run as run_plan
 from vertex_trainer.api.plan import SubmitOptions, plan_submit
 from vertex_trainer.api.results import DryRun
+from vertex_trainer.automation import event_runs as runs
+from vertex_trainer.automation import function_deploy as function
+from vertex_trainer.automation import pipeline_ir, to_yaml
+from vertex_trainer.errors import UserError
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import check_key
+from vertex_trainer.vertex.names import new_key
+from vertex_trainer.vertex.pipelines import PipelineRun
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
-    from vertex_trainer.vertex.pipelines import PipelineRun
 
 __all__ = [
     "compile_pipeline",
@@ -55,10 +61,7 @@ def compile_pipeline(
     Returns:
         the PipelineSpec (KFP IR) as a dict.
     """
-    from vertex_trainer.automation import pipeline_ir
-
     check(spec)
-    from vertex_trainer.vertex.names import new_key
 
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     registry = registry_client(spec, settings or settings_from_env(), log) if resolve else None
@@ -74,8 +77,6 @@ def pipeline_yaml(ir: dict) -> str:
     Returns:
         its YAML text (keys sorted, so the same spec gives the same bytes).
     """
-    from vertex_trainer.automation import to_yaml
-
     return to_yaml(ir)
 
 
@@ -130,7 +131,6 @@ def pipeline_submit(
         log(warning)
     if dry_run:
         return plan.dry_run()
-    from vertex_trainer.vertex.pipelines import PipelineRun
 
     handle = run_plan(plan, settings=settings, log=log)
     assert isinstance(handle, PipelineRun)
@@ -152,8 +152,6 @@ def pipeline_status(
     Returns:
         the PipelineRun (state, tasks; refresh, wait, cancel).
     """
-    from vertex_trainer.vertex.pipelines import PipelineRun
-
     return PipelineRun.get(run, project=project, region=region, settings=settings or settings_from_env())
 
 
@@ -181,8 +179,6 @@ def trigger_render(
     Returns:
         what was written: the function's directory, files and configuration, as a dict.
     """
-    from vertex_trainer.automation import function_deploy as function
-
     return function.render(
         spec_path,
         out_dir,
@@ -217,8 +213,6 @@ def trigger_deploy(
     Returns:
         what was deployed (or, dry, the commands), as a dict.
     """
-    from vertex_trainer.automation import function_deploy as function
-
     return function.deploy(
         spec_path,
         bucket=bucket,
@@ -248,11 +242,6 @@ def on_object_finalized(
     Returns:
         what happened (started, adopted, ignored, capped or refused), as the dict it emitted.
     """
-    from pathlib import Path
-
-    from vertex_trainer.automation import event_runs as runs
-    from vertex_trainer.errors import UserError
-
     settings = settings or settings_from_env()
     log = runs.EventLog(emit)
     config, decision = runs.triage(event, function_dir, log)

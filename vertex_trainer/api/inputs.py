@@ -4,6 +4,8 @@ lists (--set, --var), idempotency keys and label selectors. Each bad value is on
 
 from __future__ import annotations
 
+from vertex_trainer.vertex import names
+
 __all__ = ["check_key", "parse_assignments", "parse_label"]
 
 
@@ -20,6 +22,7 @@ def parse_assignments(items: list[str] | tuple[str, ...] | None, flag: str) -> l
     Raises:
         UserError: an item has no '=' or an empty key.
     """
+    # the spec package loads its models: `list --label` and `cancel` load none
     from vertex_trainer.spec import parse_assignments as parse
 
     return parse(items, flag)
@@ -38,9 +41,7 @@ def check_key(key: str) -> str:
         UserError: not 1-63 lowercase letters, digits, '_' or '-', or ending in '-' or '_' (an
             unexpanded ``cb-${COMMIT_SHA}``).
     """
-    from vertex_trainer.vertex.names import check_key as check
-
-    return check(key)
+    return names.check_key(key)
 
 
 def parse_label(text: str) -> tuple[str, str]:
@@ -55,6 +56,4 @@ def parse_label(text: str) -> tuple[str, str]:
     Raises:
         UserError: not KEY=VALUE of lowercase letters, digits, '_' or '-' (keys start with a letter).
     """
-    from vertex_trainer.vertex.names import parse_label as parse
-
-    return parse(text)
+    return names.parse_label(text)

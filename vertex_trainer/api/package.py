@@ -3,12 +3,17 @@ Python package staged; planned without any network call, built only when a plan 
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
+from vertex_trainer import catalog
 from vertex_trainer.api.core import plan_artifact, settings_from_env
 from vertex_trainer.contract import Artifact
+from vertex_trainer.errors import SpecError
 from vertex_trainer.log import Log
+from vertex_trainer.preflight import check_stand_ins
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec.images import AUTO, image_tensorflow
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.packaging import PackageResult
@@ -38,12 +43,11 @@ def package(
     Returns:
         a PackageResult: the artifact, the image, whether it was built, and the plan.
     """
+    # the packager (its builders, screen, templates) loads here: `validate` and `submit --local`
+    # of a spec that builds nothing do not load it (api.plan imports this module)
     from vertex_trainer import packaging
-    from vertex_trainer.preflight import check_stand_ins
 
     if spec.image is None:
-        from vertex_trainer.errors import SpecError
-
         raise SpecError(
             "image",
             "is required to package: the spec names no image",
@@ -93,11 +97,7 @@ def package_step(plan: Any) -> dict | None:
 def local_tensorflow_note(spec: JobSpec) -> str | None:
     """`--local` runs your own code on this machine's TensorFlow, not its image's: one line
     naming both versions when they differ (None when they agree, or either is not known)."""
-    import importlib.metadata
-
-    from vertex_trainer import catalog
-    from vertex_trainer.packaging.build_plan import resolve_variant
-    from vertex_trainer.spec.images import AUTO, image_tensorflow
+    from vertex_trainer.packaging.build_plan import resolve_variant  # the packager (see package)
 
     image = spec.image
     if image is None or not spec.is_script_job:

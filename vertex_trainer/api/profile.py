@@ -6,19 +6,24 @@ performance/step_profile.py and performance/tensorboard_server.py."""
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
+from vertex_trainer.local import layout
+from vertex_trainer.performance import step_profile as profiles
+from vertex_trainer.performance import tensorboard_server as boards
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.custom_jobs import Job
 
 __all__ = ["profile", "tensorboard"]
 
 
 def _folder(target: Any, *, project: str | None, region: str | None, settings: Settings) -> str:
     """The folder a run's outputs are in: a local path, or a job's gs:// base output directory."""
-    from vertex_trainer.local import layout
-
     local = getattr(target, "output_dir", None) if not isinstance(target, str) else None
     if isinstance(local, str):
         return local
@@ -36,8 +41,8 @@ def _folder(target: Any, *, project: str | None, region: str | None, settings: S
                 f"{target} holds no run ({why})",
                 hint="give the output directory of `submit --local` (or its name), or a Vertex AI job",
             )
+    # a job's data loads the spec's models: profile and tensorboard of a local run load none
     from vertex_trainer.reporting import cloud_data as report_cloud
-    from vertex_trainer.vertex.custom_jobs import Job
 
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     job = (
@@ -60,7 +65,7 @@ def profile(
     project: str | None = None,
     region: str | None = None,
     settings: Settings | None = None,
-) -> Any:
+) -> profiles.Profile:
     """Where the step time of a run's newest profiler trace goes (`vertex-trainer profile`).
 
     Args:
@@ -75,8 +80,6 @@ def profile(
         (device busy, idle between steps, input, host-to-device, ...), the top ops by self time
         and the verdict. Raises UserError (exit 2) without a trace, saying how to make one.
     """
-    from vertex_trainer.performance import step_profile as profiles
-
     settings = settings or settings_from_env()
     folder = _folder(target, project=project, region=region, settings=settings)
     gcs = folder.startswith("gs://")
@@ -93,7 +96,7 @@ def tensorboard(
     project: str | None = None,
     region: str | None = None,
     settings: Settings | None = None,
-) -> Any:
+) -> boards.Board:
     """Start TensorBoard on 127.0.0.1 over a run's logs (`vertex-trainer tensorboard`).
 
     Args:
@@ -108,10 +111,6 @@ def tensorboard(
         the performance.tensorboard_server.Board, serving: its `url`; `stop()` ends it (it is a context
         manager too).
     """
-    from pathlib import Path
-
-    from vertex_trainer.performance import tensorboard_server as boards
-
     settings = settings or settings_from_env()
     folder = _folder(target, project=project, region=region, settings=settings)
     environ = dict(settings.environ) or None
@@ -121,8 +120,6 @@ def tensorboard(
         return boards.start(boards.local_logdir(folder), port=port, environ=environ)
     logs = f"{folder}/logs"
     if not settings.storage_emulator:  # Cloud Storage: TensorBoard reads it itself
-        from vertex_trainer.gcp import storage
-
         return boards.start(
             logs if storage.holds_objects(settings, logs) else folder, port=port, environ=environ
         )
@@ -136,7 +133,5 @@ def tensorboard(
             )
         return boards.start(scratch, port=port, environ=environ, scratch=scratch)
     except BaseException:
-        import shutil
-
         shutil.rmtree(scratch, ignore_errors=True)
         raise

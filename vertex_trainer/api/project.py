@@ -6,11 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.gcp import access, names
+from vertex_trainer.gcp.http import Denied
 from vertex_trainer.settings import Settings
 
-if TYPE_CHECKING:  # imported when called: `validate` does not pay for them
+if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.readiness.project_check import Item
     from vertex_trainer.readiness.project_setup import SetupResult
+
+# `submit` loads this module (api.execute: after_denial); the readiness package (the checks, the
+# setup steps and their IAM tables) is imported inside the functions, so that a submit loads it
+# only when it meets a 403.
 
 
 @dataclass(frozen=True)
@@ -62,8 +70,7 @@ def project_check(
     Returns:
         a ProjectCheck; `.ok` is False when an item FAILs (the CLI exits 2).
     """
-    from vertex_trainer.api.core import settings_from_env
-    from vertex_trainer.readiness import project_check as _check
+    from vertex_trainer.readiness import project_check as _check  # (note at the top)
 
     settings = settings or settings_from_env()
     name, source = project_source(settings, spec, project)
@@ -76,7 +83,7 @@ def _tensorboard_items(
     spec, project: str | None, settings: Settings, found: list[Item], spec_path: str | None
 ) -> list[Item]:
     """The spec's TensorBoard items (readiness/tensorboard_check.py), after check.py's."""
-    from vertex_trainer.readiness import tensorboard_check as check_tensorboard
+    from vertex_trainer.readiness import tensorboard_check as check_tensorboard  # (note at the top)
 
     return check_tensorboard.items(
         spec, project=project or "", settings=settings, found=found, spec_path=spec_path
@@ -117,11 +124,8 @@ def project_setup(
         UserError: no project, a member that is not a named principal, dry_run with plan, or
             --grant without a known member (exit 2, nothing sent).
     """
-    from vertex_trainer.api.core import settings_from_env
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.gcp import names
-    from vertex_trainer.readiness import project_check as _check
-    from vertex_trainer.readiness import project_setup as _setup
+    from vertex_trainer.readiness import project_check as _check  # (note at the top)
+    from vertex_trainer.readiness import project_setup as _setup  # (note at the top)
 
     if member is not None:
         names.check_member(member, "--member")
@@ -158,11 +162,8 @@ def after_denial(spec, error, *, settings: Settings):
     cheap part of `check` (one Service Usage batchGet, one testIamPermissions) names the others
     the job would meet next, on the same line. Returns the error to raise (the same one when
     there is nothing more to say or the look itself fails)."""
-    from vertex_trainer.errors import VertexTrainerError
-    from vertex_trainer.gcp import access
-    from vertex_trainer.gcp.http import Denied
-    from vertex_trainer.readiness import permissions
-    from vertex_trainer.readiness import project_check as _check
+    from vertex_trainer.readiness import permissions  # (note at the top)
+    from vertex_trainer.readiness import project_check as _check  # (note at the top)
 
     project = spec.project
     endpoint = settings.serviceusage_endpoint if error.api else settings.iam_endpoint

@@ -5,11 +5,19 @@ reporting/cloud_data.py (a job on Vertex AI or the sandbox), drawn by reporting/
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.errors import UserError
+from vertex_trainer.local import runlog
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.custom_jobs import Job  # not api.jobs: api.handles' Job.report calls here
+
+if TYPE_CHECKING:  # pragma: no cover
+    from vertex_trainer.reporting.run_data import RunData
+
+# `status`, `list` and `logs` load this module (api.handles' Job.report): the report's own modules
+# (reporting.*: a job's data loads the spec's models, the page its plots) load where they are used.
 
 __all__ = ["default_output", "report", "report_data"]
 
@@ -33,7 +41,7 @@ def report_data(
     project: str | None = None,
     region: str | None = None,
     settings: Settings | None = None,
-) -> Any:
+) -> RunData:
     """What the report of `target` shows (reporting.run_data.RunData), read now.
 
     Args:
@@ -46,18 +54,17 @@ def report_data(
     Returns:
         the RunData. Raises UserError (exit 2) when `target` names no run or job.
     """
-    from vertex_trainer.local import runlog
-    from vertex_trainer.reporting import cloud_data as report_cloud
-    from vertex_trainer.reporting import run_data as report
+    from vertex_trainer.reporting import cloud_data as report_cloud  # (note at the top)
+    from vertex_trainer.reporting import run_data as report_run  # (note at the top)
 
     settings = settings or settings_from_env()
     local = getattr(target, "output_dir", None) if not isinstance(target, str) else None
     if isinstance(local, str) and not local.startswith("gs://"):
-        return report_cloud.run_cost(report.from_run_dir(local))
+        return report_cloud.run_cost(report_run.from_run_dir(local))
     if isinstance(target, str):
         found = runlog.find_run(target) if not target.startswith("projects/") else None
         if found is not None or os.path.isdir(target):
-            return report_cloud.run_cost(report.from_run_dir(found or target))
+            return report_cloud.run_cost(report_run.from_run_dir(found or target))
         if os.sep in target and not target.startswith("projects/"):
             raise UserError(
                 f"report: {target} holds no run (no such directory)",
@@ -66,8 +73,6 @@ def report_data(
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     if "/hyperparameterTuningJobs/" in name or hasattr(target, "best_trial"):
         return _tuning(target, project=project, region=region, settings=settings)
-    from vertex_trainer.vertex.custom_jobs import Job  # not api.jobs: api.handles' Job.report calls here
-
     job = (
         target
         if hasattr(target, "data")
@@ -83,10 +88,9 @@ def report_data(
     return data.with_(reference=report_cloud.reference_of(spec), utilization=use, notes=notes)
 
 
-def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> Any:
-    from vertex_trainer.reporting import cloud_data as report_cloud
-    from vertex_trainer.vertex.custom_jobs import Job
-    from vertex_trainer.vertex.hptuning import TuningJob
+def _tuning(target: Any, *, project: str | None, region: str | None, settings: Settings) -> RunData:
+    from vertex_trainer.reporting import cloud_data as report_cloud  # (note at the top)
+    from vertex_trainer.vertex.hptuning import TuningJob  # (note at the top)
 
     job = (
         target
@@ -130,7 +134,7 @@ def report(
     Returns:
         the path written.
     """
-    from vertex_trainer.reporting import page as report_page
+    from vertex_trainer.reporting import page as report_page  # (note at the top)
 
     if fmt not in report_page.FORMATS:
         raise UserError(
