@@ -499,20 +499,11 @@ def test_staged_package_uris_do_not_require_cloud_storage(tmp_path):
     assert result.state == SUCCEEDED
 
 
-class _TextSpec:
-    """What run_local needs of a spec: a name and the YAML it was resolved to."""
-
-    name = "from-spec"
-
-    def to_yaml(self) -> str:
-        return "name: from-spec\n"
-
-
 def test_the_run_record_is_saved_beside_the_runs_folder(tmp_path):
     """docs/contract.md section 15: <base>/.vertex-trainer/<run>/, never inside the run's folder."""
     run = tmp_path / "run-1"
     job = custom_job(str(run), [worker_pool(command=python_command("print('ok')"))])
-    result = run_local(job, _TextSpec(), settings=local_settings(), console=_quiet_console()[0])
+    result = run_local(job, "name: from-spec\n", settings=local_settings(), console=_quiet_console()[0])
     assert result.state == SUCCEEDED and result.record_dir == str(records(run))
     assert json.loads((records(run) / "custom_job.json").read_text()) == job
     assert (records(run) / "spec.yaml").read_text() == "name: from-spec\n"

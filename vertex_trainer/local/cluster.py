@@ -23,19 +23,24 @@ is always a mapping passed in: nothing here reads the process environment.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import random
 import re
 import socket
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import lazy
 from vertex_trainer.contract import AIP_DIRS, TRAINER_MODULE
 from vertex_trainer.errors import UserError
+
+if TYPE_CHECKING:  # the spec's models are named for the type checker: the runner is given one
+    from vertex_trainer.spec import JobSpec
 
 # CLUSTER_SPEC pool index -> TF_CONFIG task type (Vertex distributed-training docs).
 TF_TYPES = {0: "chief", 1: "worker", 2: "ps", 3: "evaluator"}
@@ -276,8 +281,6 @@ def check_importable(replicas: list[Replica], python: str = sys.executable) -> N
     """Fail fast, before starting processes, when `python -m X` cannot find X, or X is the bundled
     trainer and TensorFlow or tf-keras is not installed (lazy's message: the extra, or tf-keras'
     own command)."""
-    import importlib.util
-
     for rep in replicas:
         argv = rep.argv
         if len(argv) >= 3 and argv[0] == python and argv[1] == "-m":
@@ -386,7 +389,7 @@ def _mounted(path: str) -> bool:
     return os.path.isdir(FUSE_ROOT + bucket)
 
 
-def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
+def fuse_refs(job: dict[str, Any], spec: JobSpec | None = None) -> list[FuseRef]:
     """Every /gcs/BUCKET/... path the replicas are given (args, env) whose bucket is not mounted
     here (a gcsfuse mount at /gcs/BUCKET counts as mounted), in the order of the spec.
 
@@ -396,7 +399,7 @@ def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
     (the flag's field, else trainer.extra_args) and `env.NAME`.
     """
     found: list[FuseRef] = []
-    trainer = getattr(spec, "trainer", None)
+    trainer = spec.trainer if spec is not None else None
     pool = job_spec_of(job)["workerPoolSpecs"][0]
     task = _task_of(pool)
     for i, arg in enumerate(str(a) for a in task.get("args") or []):
@@ -410,7 +413,7 @@ def fuse_refs(job: dict[str, Any], spec: Any = None) -> list[FuseRef]:
     return [r for r in found if not _mounted(r.path)]
 
 
-def trainer_reads_gs(job: dict[str, Any], spec: Any = None) -> tuple[dict[str, Any], list[str]]:
+def trainer_reads_gs(job: dict[str, Any], spec: JobSpec | None = None) -> tuple[dict[str, Any], list[str]]:
     """The job with the bundled trainer's /gcs/BUCKET/PATH flag values as gs://BUCKET/PATH, and
     a line for each.
 
@@ -441,7 +444,7 @@ def trainer_reads_gs(job: dict[str, Any], spec: Any = None) -> tuple[dict[str, A
     ]
 
 
-def fuse_paths(job: dict[str, Any], spec: Any = None) -> list[tuple[str, str]]:
+def fuse_paths(job: dict[str, Any], spec: JobSpec | None = None) -> list[tuple[str, str]]:
     """(spec field, value) of every value holding a /gcs/BUCKET/... path (fuse_refs), once each."""
     return list(dict.fromkeys((r.field, r.value) for r in fuse_refs(job, spec)))
 
@@ -455,7 +458,7 @@ def fetch_route(storage_emulator: str | None, env: Mapping[str, str]) -> str | N
     return "credentials" if _adc_problem(env) is None else None
 
 
-def check_fuse(job: dict[str, Any], spec: Any = None, *, why: str | None = None) -> None:
+def check_fuse(job: dict[str, Any], spec: JobSpec | None = None, *, why: str | None = None) -> None:
     """UserError (exit 2), before anything starts, when the replicas would use /gcs/ paths that
     this machine does not mount (fuse_paths); `why` says why it cannot (local/gcsfuse.py)."""
     found = fuse_paths(job, spec)
@@ -501,8 +504,6 @@ def _adc_problem(env: Mapping[str, str]) -> str | None:
 
 
 def _load_problem(path: str, source: str) -> str | None:
-    import warnings
-
     import google.auth
     from google.auth.exceptions import GoogleAuthError
 

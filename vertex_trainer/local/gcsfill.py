@@ -42,15 +42,19 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster
 from vertex_trainer.local.cluster import FUSE_ROOT, FuseRef
 from vertex_trainer.local.gcsfuse import CONFLICT_SUFFIX
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
+
+if TYPE_CHECKING:  # the spec's models are named for the type checker: the runner is given one
+    from vertex_trainer.spec import JobSpec
 
 MAX_OBJECTS = 10_000
 MAX_BYTES = 1 << 30  # 1 GiB
@@ -228,8 +232,6 @@ def _list(
 ) -> list[tuple[FuseRef, list[dict[str, Any]], bool]]:
     """Each ref with the objects it names (name, size, generation), through the one pager, and
     whether the listing was cut at `limit` objects (there are more)."""
-    from vertex_trainer.gcp import storage
-
     api = storage.storage_api(settings)
     api.user_error = lambda _op, err: err.code == 404  # a bucket that does not exist: the spec's
     listed: dict[str, tuple[list[dict[str, Any]], bool]] = {}
@@ -287,8 +289,6 @@ def _download(settings: Settings, standin: Path, key: str, name: str, item: dict
     since the listing)."""
     from google.api_core import exceptions as gexc
 
-    from vertex_trainer.gcp import storage
-
     path = standin / name
     try:
         data = storage.read_bytes(settings, f"gs://{key}")
@@ -335,7 +335,9 @@ def _refuse_too_much(
     )
 
 
-def fill_standin(job: dict[str, Any], spec: Any, base_output: str, standin: Path, settings: Settings) -> Fill:
+def fill_standin(
+    job: dict[str, Any], spec: JobSpec | None, base_output: str, standin: Path, settings: Settings
+) -> Fill:
     """Before the replicas of `job` start: fetch what its /gcs/ paths name into `standin`.
 
     Args:

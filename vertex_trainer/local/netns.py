@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vertex_trainer.local.cluster import LOOPBACK, Replica, free_ports, keep_loopback_off_proxies
+from vertex_trainer.local.supervisor import die_with_parent
 
 PRIVATE, HOST = "private", "host"
 # Keys whose loopback addresses are the cluster's own (the replicas' servers), not services.
@@ -210,8 +211,6 @@ class Network:
 
     def start(self) -> Network:
         """Make the namespace and the relays; RuntimeError when the holder cannot start."""
-        from vertex_trainer.local.supervisor import die_with_parent
-
         options, why = _probe()
         if why is not None:
             raise RuntimeError(why)

@@ -18,14 +18,18 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from packaging.requirements import Requirement  # pip's own parser (a dependency of pypa build)
 
 from vertex_trainer.errors import SpecError
 from vertex_trainer.local.cluster import Replica
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.factory import trainer_of
 from vertex_trainer.spec.images import (
     check_entry,
     code_requirements,
@@ -59,8 +63,6 @@ def missing_requirement(requirement: str) -> str | None:
     Returns:
         "not installed", "VERSION installed", or None.
     """
-    from packaging.requirements import Requirement  # pip's own parser: a dependency of pytest and pip
-
     req = Requirement(requirement)
     if req.marker is not None and not req.marker.evaluate({"extra": ""}):
         return None  # not for this interpreter (a python_version or platform marker)
@@ -92,7 +94,7 @@ class Code:
     declared_in: str | None = None
 
 
-def factory_code(spec: Any) -> Code:
+def factory_code(spec: JobSpec) -> Code:
     """A model factory job's code: image.code on the trainer's PYTHONPATH, its requirements.
 
     Raises:
@@ -112,7 +114,7 @@ def path_replicas(code: Code, replicas: list[Replica]) -> list[Replica]:
     return out
 
 
-def code_of(spec: Any) -> Code:
+def code_of(spec: JobSpec) -> Code:
     """A script job's code, checked: image.code exists and holds the script or module.
 
     Args:
@@ -159,7 +161,7 @@ def check_requirements(code: Code, python: str = sys.executable) -> None:
     )
 
 
-def preflight(spec: Any, python: str = sys.executable) -> Code:
+def preflight(spec: JobSpec, python: str = sys.executable) -> Code:
     """What must hold before a script job's replicas start here (code_of, check_requirements).
 
     Args:
@@ -197,8 +199,6 @@ def importable_here(module: str, python: str = sys.executable) -> bool:
         module: a dotted module name, e.g. models.net.
         python: the interpreter the replicas run.
     """
-    import subprocess
-
     try:
         done = subprocess.run(
             [python, "-c", _FIND, module], capture_output=True, timeout=IMPORT_TIMEOUT_S, check=False
@@ -208,7 +208,7 @@ def importable_here(module: str, python: str = sys.executable) -> bool:
     return done.returncode == 0
 
 
-def check_factory_here(spec: Any, python: str = sys.executable) -> None:
+def check_factory_here(spec: JobSpec, python: str = sys.executable) -> None:
     """A model factory named with image.uri (no image.code) must be importable here: a local run
     runs the installed trainer, not the image, so the image's code is not there.
 
@@ -218,7 +218,8 @@ def check_factory_here(spec: Any, python: str = sys.executable) -> None:
     Raises:
         SpecError: field trainer.model, naming image.uri and the fix (exit 2).
     """
-    model = str(spec.trainer.model)
+    model = str(trainer_of(spec).model)
+    uri = spec.image.uri if spec.image is not None else None
     module = model.split(":", 1)[0]
     if importable_here(module, python):
         return
@@ -226,7 +227,7 @@ def check_factory_here(spec: Any, python: str = sys.executable) -> None:
     raise SpecError(
         "trainer.model",
         f"names a model factory, and a local run cannot import {module!r}: image.uri "
-        f"({spec.image.uri}) holds it on Vertex AI, but a local run runs the installed trainer "
+        f"({uri}) holds it on Vertex AI, but a local run runs the installed trainer "
         f"({python}), not the image",
         value=model,
         hint=f"give image.code: DIR (the directory holding {path}) with image.repository instead of "

@@ -29,13 +29,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import pathspec
 
 from vertex_trainer.errors import SpecError
 from vertex_trainer.packaging.context import ContextEntry, DockerIgnore, walk_context
-
-if TYPE_CHECKING:
-    import pathspec
 
 IGNORE_FILE_BYTES = 1024 * 1024  # a .gcloudignore or .dockerignore longer than this is refused
 GCLOUDIGNORE = ".gcloudignore"
@@ -159,8 +157,6 @@ def read_ignore_file(path: Path, field: str) -> str:
 
 
 def _gitignore(lines: list[str]) -> pathspec.GitIgnoreSpec:
-    import pathspec
-
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import re
 from collections.abc import Iterable
@@ -212,7 +213,6 @@ def trainer_requirements(trainer_dir: Path) -> bytes:
     for candidate in (trainer_dir.parent / "requirements.txt", trainer_dir / "requirements.txt"):
         if candidate.is_file() and (in_checkout or candidate.parent == trainer_dir):
             return candidate.read_bytes()
-    import importlib.metadata
 
     try:
         declared = importlib.metadata.requires("vertex-trainer") or []

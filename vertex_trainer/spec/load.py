@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError, UserError
+from vertex_trainer.spec import templating  # its jinja2 is imported only by specs that template
 from vertex_trainer.spec.messages import dotted, shown, translate
 from vertex_trainer.spec.model import JobSpec
 
@@ -300,8 +301,6 @@ def _needs_templates(data: Any) -> bool:
 
 
 def _template_env() -> Environment:
-    from vertex_trainer.spec import templating  # only specs that template pay for jinja2
-
     # Sandboxed and bounded: a template formats values; it cannot reach Python internals, nor run
     # for minutes or make gigabytes (templating.py's bounds).
     return templating.environment()
@@ -349,8 +348,6 @@ def _render_templates(
     """Render every template in `data`; one that uses a variable in `defer` is kept as it is.
     `env` (_template_env) holds the bounds' budget: one for all of a spec's templates."""
     import jinja2
-
-    from vertex_trainer.spec import templating
 
     def render(node: str, where: str) -> str:
         try:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.base import PROBLEM
 from vertex_trainer.spec.model import JobSpec
+from vertex_trainer.spec.rules import region_problem
 from vertex_trainer.suggest import suggest
 
 Loc = tuple[int | str, ...]  # where pydantic found a problem: keys and list indexes
@@ -92,8 +93,6 @@ def _one(err: Mapping[str, Any]) -> SpecError:
         hint = f"did you mean '{near}'?" if near else None
     elif kind == "string_pattern_mismatch" and loc[-1:] == ("region",) and isinstance(err.get("input"), str):
         # A malformed region (uscentral1, US-CENTRAL1) gets the same message as an unknown one.
-        from vertex_trainer.spec.rules import region_problem
-
         found = region_problem(field, err["input"], kind="malformed")
         return found or SpecError(field, "has an invalid format", has_value=False, hint=_field_doc(loc))
     elif kind == "string_pattern_mismatch":

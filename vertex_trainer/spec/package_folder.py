@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from vertex_trainer.errors import SpecError
 
 if sys.version_info >= (3, 11):
@@ -42,8 +45,6 @@ class PackageFolder:
     @property
     def sdist_root(self) -> str:
         """The sdist's file name without .tar.gz, as `build` names it (name normalized, PEP 625)."""
-        from packaging.utils import canonicalize_name
-
         return f"{canonicalize_name(self.name).replace('-', '_')}-{self.version}"
 
 
@@ -114,6 +115,8 @@ def read_package(root: Path) -> PackageFolder | None:
 
 @functools.lru_cache(maxsize=16)
 def _read(root: Path, file: str, _key: tuple[tuple[object, ...], ...]) -> PackageFolder:
+    # pypa build and its hook runner: ~0.1 s to import, for a package folder (setup.py,
+    # pyproject.toml) only; every other spec loads without them
     import build
     import build.util
     import pyproject_hooks
@@ -131,7 +134,6 @@ def _read(root: Path, file: str, _key: tuple[tuple[object, ...], ...]) -> Packag
             value=str(root),
             hint="fix it as `python -m build --sdist --no-isolation` would ask",
         ) from None
-    from packaging.requirements import InvalidRequirement, Requirement
 
     reqs = []
     for text in meta.get_all("Requires-Dist") or []:
@@ -149,7 +151,7 @@ def _read(root: Path, file: str, _key: tuple[tuple[object, ...], ...]) -> Packag
 
 
 def _backend_error(root: Path, file: str, e: Exception) -> SpecError:
-    import pyproject_hooks
+    import pyproject_hooks  # (as _read: a package folder's only)
 
     cause = getattr(e, "exception", None)
     if isinstance(cause, pyproject_hooks.BackendUnavailable):
