@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
 from vertex_trainer.local.display import Display, default_console
 from vertex_trainer.local.runlog import RunLog
@@ -34,6 +35,7 @@ from vertex_trainer.local.supervisor import (
 )
 from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.settings import Settings
+from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.factory import runs_factory
 
 if TYPE_CHECKING:
@@ -77,7 +79,7 @@ class LocalResult(JobState):
 
 def run_local(
     job: dict[str, Any],
-    spec: Any = None,
+    spec: JobSpec | str | None = None,
     *,
     settings: Settings,
     wait: bool = True,
@@ -92,7 +94,7 @@ def run_local(
 ) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
-    `spec` is only recorded (an object with `.to_yaml()`, or the YAML text) and consulted for
+    `spec` is only recorded (the JobSpec, or the YAML text) and, a JobSpec, consulted for
     `name`, `project` and `region`. `settings.environ` is the replicas' base environment (the
     process environment is never read here); `settings.storage_emulator` is used to read a
     gs:// metrics.json back.
@@ -116,9 +118,10 @@ def run_local(
     (local/layout.py), never into it. `latest` points <base>/latest at the run (a submission's
     run; not a trial's).
     """
-    name = str(job.get("displayName") or getattr(spec, "name", None) or "local-job")
-    project = getattr(spec, "project", None) or settings.project
-    region = getattr(spec, "region", None) or settings.region
+    model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
+    name = str(job.get("displayName") or (model.name if model else None) or "local-job")
+    project = (model.project if model else None) or settings.project
+    region = (model.region if model else None) or settings.region
     console = console or default_console()
     environ = dict(settings.environ)
 
@@ -128,23 +131,23 @@ def run_local(
     cluster.pools_of(job)  # the job's shape, before touching the file system
     # Your own code (image.code, or what the sandbox found in the built artifact): its
     # directory, entry point and requirements, before anything starts.
-    if code is None and getattr(spec, "is_script_job", False):
-        code = owncode.code_of(spec)
-    elif code is None and runs_factory(spec):  # the bundled trainer with your model factory
-        code = owncode.factory_code(spec)
+    if code is None and model is not None and model.is_script_job:
+        code = owncode.code_of(model)
+    elif code is None and model is not None and runs_factory(model):  # the bundled trainer, your model
+        code = owncode.factory_code(model)
     if code is not None:
         owncode.check_requirements(code)
     # The bundled trainer's /gcs/ flag values are read as gs:// (cluster.trainer_reads_gs); a
     # script job's code keeps them, for the stand-in below.
     if code is None or code.on_path:
-        job, read_as = cluster.trainer_reads_gs(job, spec)
+        job, read_as = cluster.trainer_reads_gs(job, model)
         for line in read_as:
             console.print(line, markup=False, highlight=False)
     # /gcs/ as on Vertex AI (local/gcsfuse.py) for your own code, where this machine can mount
     # it; any other /gcs/ path (or any without the mount) is refused now.
     mount = code is not None and not code.on_path and gcsfuse.unavailable() is None
     if not mount:
-        cluster.check_fuse(job, spec, why=gcsfuse.unavailable())
+        cluster.check_fuse(job, model, why=gcsfuse.unavailable())
     if cluster.references_gcs(job):
         cluster.check_gcs_route(environ)
     job_id = job_id or local_job_id()
@@ -162,7 +165,9 @@ def run_local(
         cluster.check_importable(replicas)
     # The stand-in at /gcs, filled with the objects the replicas' /gcs/ paths name (gcsfill.py).
     standin = _standin(record) if mount else None
-    fill = gcsfill.fill_standin(job, spec, base, standin, settings) if standin is not None else gcsfill.Fill()
+    fill = (
+        gcsfill.fill_standin(job, model, base, standin, settings) if standin is not None else gcsfill.Fill()
+    )
     if standin is not None:
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
     # A cluster's servers listen on every interface: its replicas share a private network.
@@ -299,10 +304,6 @@ def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.F
     """What the replicas wrote or changed under /gcs/BUCKET/ (not what was fetched and left as it
     was), to gs://BUCKET/ (as Cloud Storage FUSE would have written it), and the fetched objects
     whose files they deleted, deleted; then the scratch directory removed."""
-    import shutil
-
-    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
     client = storage.client(settings)
 
     def put(bucket: str, obj: str, path: Path) -> None:
@@ -330,8 +331,6 @@ def _written(model_dir: str, settings: Settings) -> bool | None:
         path = Path(model_dir)
         return path.is_dir() and any(path.iterdir())
     from google.api_core.exceptions import GoogleAPIError
-
-    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
 
     bucket, _, prefix = model_dir.removeprefix("gs://").partition("/")
     try:
@@ -408,7 +407,7 @@ def resolve_output(job: dict[str, Any], name: str, run: str) -> str:
 def save_run_record(
     record: str,
     job: dict[str, Any],
-    spec: Any,
+    spec: JobSpec | str | None,
     job_id: str,
     *,
     run: str,
@@ -417,7 +416,7 @@ def save_run_record(
 ) -> None:
     """Keep what ran, in the run's records (beside its folder, local/layout.py): run.json,
     the body (`body_file`: custom_job.json, or a local study's hyperparameter_tuning_job.json)
-    and spec.yaml (`spec`: an object with `.to_yaml()` or the YAML text; None: no spec.yaml). A
+    and spec.yaml (`spec`: the JobSpec or the YAML text; None: no spec.yaml). A
     cloud job's CustomJob is kept by Vertex AI. Both copies show env values and flags whose names
     look secret as `***` (vertex_trainer/redact.py): the replicas got the real ones, the records
     are for reading."""
@@ -425,10 +424,7 @@ def save_run_record(
     with open(os.path.join(record, body_file), "w", encoding="utf-8") as f:
         json.dump(redact(job), f, indent=2)
         f.write("\n")
-    text = spec if isinstance(spec, str) else None
-    to_yaml = getattr(spec, "to_yaml", None)
-    if callable(to_yaml):
-        text = to_yaml()
+    text = spec.to_yaml() if isinstance(spec, JobSpec) else spec
     if text is not None:
         with open(os.path.join(record, "spec.yaml"), "w", encoding="utf-8") as f:
             f.write(redact_yaml(text))
@@ -440,8 +436,6 @@ def read_metrics(base_output: str, settings: Settings) -> dict[str, Any] | None:
     path = f"{base_output.rstrip('/')}/{METRICS_FILE}"
     try:
         if path.startswith("gs://"):
-            from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
             return storage.read_json(settings, path)
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
