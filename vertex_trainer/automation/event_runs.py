@@ -29,7 +29,11 @@ from vertex_trainer.automation.storage_events import (
 )
 from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
 from vertex_trainer.settings import Settings
-from vertex_trainer.vertex.custom_jobs import Job
+from vertex_trainer.spec import JobSpec
+from vertex_trainer.spec.attempts import regions
+from vertex_trainer.vertex.custom_jobs import Job, JobsClient
+from vertex_trainer.vertex.hptuning import TuningClient
+from vertex_trainer.vertex.pipelines import PipelinesClient
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -117,22 +121,15 @@ class FolderCap:
     runs are in (pipelineJobs with deploy:, hyperparameterTuningJobs with tune:, customJobs in each
     region of its plan)."""
 
-    def __init__(self, config: TriggerConfig, decision: Decision, spec: Any, settings: Settings):
+    def __init__(self, config: TriggerConfig, decision: Decision, spec: JobSpec, settings: Settings):
         self.config, self.decision, self.spec, self.settings = config, decision, spec, settings
 
     def _clients(self) -> list[Any]:
         spec = self.spec
         if spec.deploy is not None:
-            from vertex_trainer.vertex.pipelines import PipelinesClient
-
             return [PipelinesClient(spec.project, spec.region, settings=self.settings)]
         if spec.tune is not None:
-            from vertex_trainer.vertex.hptuning import TuningClient
-
             return [TuningClient(spec.project, spec.region, settings=self.settings)]
-        from vertex_trainer.spec.attempts import regions
-        from vertex_trainer.vertex.custom_jobs import JobsClient
-
         return [JobsClient(spec.project, r, settings=self.settings) for r in regions(spec) or (spec.region,)]
 
     def keys(self) -> list[str]:

@@ -74,6 +74,7 @@ def job_cost_line(cost: dict[str, Any] | None) -> str | None:
 def cost_text(result: Estimate | Comparison) -> str:
     """What `vertex-trainer cost` prints for api.cost's answer: the estimate, and with --compare
     the alternatives and the recommendation below it."""
+    # (cost.compare loads the spec's pydantic models; `status` and the plan's text import this module)
     from vertex_trainer.cost.compare import Comparison
 
     if isinstance(result, Comparison):

@@ -13,6 +13,7 @@ stays import-free so a worker can import the package; the launcher's names load 
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["DEFAULT_MARKER", "Conversion", "Result", "Runner", "convert", "dry_run_text", "summary_text"]
@@ -32,6 +33,4 @@ if TYPE_CHECKING:  # pragma: no cover
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'vertex_trainer.dataprep' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module("vertex_trainer.dataprep.launch"), name)

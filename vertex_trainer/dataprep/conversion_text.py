@@ -4,23 +4,19 @@ same); the CLI reaches them here, not below the API."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from vertex_trainer.dataprep import Conversion, Runner
+from vertex_trainer.dataprep import launch
+from vertex_trainer.dataprep.request import Conversion, Runner
 
 __all__ = ["dry_run_text", "summary_text"]
 
 
 def dry_run_text(conversion: Conversion, runner: Runner) -> str:
     """`data convert --dry-run`: the pipeline options, nothing listed, written or sent."""
-    from vertex_trainer.dataprep import dry_run_text as text
-
-    return text(conversion, runner)
+    return launch.dry_run_text(conversion, runner)
 
 
 def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     """A finished conversion: splits, classes, shards and sizes from its manifest.json."""
-    from vertex_trainer.dataprep import summary_text as text
-
-    return text(manifest, seconds)
+    return launch.summary_text(manifest, seconds)

@@ -8,26 +8,28 @@ Dataflow submit would send, and `summary_text` turns the manifest into the print
 from __future__ import annotations
 
 import datetime
+import json
+import logging
 import os
 import tempfile
 import time
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import lazy
-from vertex_trainer.dataprep import records
+from vertex_trainer.dataprep import records, staging
 from vertex_trainer.dataprep.request import DEFAULT_MARKER as DEFAULT_MARKER
 from vertex_trainer.dataprep.request import Conversion as Conversion
 from vertex_trainer.dataprep.request import Result as Result
 from vertex_trainer.dataprep.request import Runner as Runner
 from vertex_trainer.dataprep.request import check, normalize
 from vertex_trainer.errors import JobFailed, ServiceError, UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
 
 if TYPE_CHECKING:
-    import logging
-
     from vertex_trainer.dataprep.pipeline import Plan
 
 beam = lazy.module("apache_beam")  # imported on first use (vertex_trainer.lazy)
@@ -59,8 +61,6 @@ def pipeline_args(
             "--direct_running_mode=" + ("in_memory" if runner.direct_workers == 1 else "multi_processing"),
         ]
         return args + list(runner.options)
-    from vertex_trainer.dataprep import staging
-
     args = [
         "--runner=DataflowRunner",
         f"--project={runner.project}",
@@ -83,8 +83,6 @@ def console_url(project: str, region: str, job_id: str) -> str:
 
 def dry_run_text(conv: Conversion, runner: Runner) -> str:
     """What `convert` would do and send; lists nothing, builds nothing, sends nothing."""
-    from vertex_trainer.dataprep import staging
-
     conv = normalize(conv)
     check(conv, runner)
     where = "Dataflow" if runner.name == "dataflow" else "this machine (DirectRunner)"
@@ -151,8 +149,6 @@ def list_classes(tree: str, settings: Settings, flag: str) -> tuple[list[str], i
 def _list_gcs_classes(tree: str, settings: Settings, flag: str) -> tuple[list[str], int]:
     from google.api_core import exceptions as gexc
 
-    from vertex_trainer.gcp import storage
-
     bucket, prefix = storage.split_uri(tree + "/")
     try:
         blobs = storage.client(settings).list_blobs(bucket, prefix=prefix, delimiter="/")
@@ -209,7 +205,7 @@ def _classes(conv: Conversion, settings: Settings) -> tuple[list[str], list[str]
 def _existing(conv: Conversion) -> list[str]:
     FileSystems = beam.io.filesystems.FileSystems
 
-    from vertex_trainer.dataprep import pipeline as pl
+    from vertex_trainer.dataprep import pipeline as pl  # (apache_beam at its top)
 
     names = [
         conv.marker,
@@ -249,8 +245,6 @@ def prepare_out_dir(conv: Conversion, log: Log) -> None:
 
 # -- running ----------------------------------------------------------------------------------
 def _tool_version() -> str:
-    from importlib import metadata
-
     try:
         return f"vertex-trainer {metadata.version('vertex-trainer')}"
     except metadata.PackageNotFoundError:
@@ -258,7 +252,7 @@ def _tool_version() -> str:
 
 
 def make_plan(conv: Conversion, runner: Runner, labels: list[str], eval_classes: list[str]) -> Plan:
-    from vertex_trainer.dataprep.pipeline import Plan
+    from vertex_trainer.dataprep.pipeline import Plan  # (apache_beam at its top)
 
     return Plan(
         image_dir=conv.image_dir,
@@ -331,12 +325,10 @@ def _anonymous_beam_gcs() -> None:
 def _run_direct(conv: Conversion, runner: Runner, plan: Plan) -> Result:
     PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
-    from vertex_trainer.dataprep import pipeline as pl
+    from vertex_trainer.dataprep import pipeline as pl  # (apache_beam at its top)
 
     if runner.direct_workers > 1:
         # Each worker process logs start-up warnings about options it ignores; keep real errors.
-        import logging
-
         logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
     start = time.monotonic()
     p = beam.Pipeline(options=PipelineOptions(pipeline_args(conv, runner)))
@@ -368,11 +360,9 @@ def _run_direct(conv: Conversion, runner: Runner, plan: Plan) -> Result:
 
 
 def read_manifest(out_dir: str) -> dict[str, Any]:
-    import json
-
     FileSystems = beam.io.filesystems.FileSystems
 
-    from vertex_trainer.dataprep.pipeline import MANIFEST_FILE
+    from vertex_trainer.dataprep.pipeline import MANIFEST_FILE  # (apache_beam at its top)
 
     with FileSystems.open(records.join(out_dir, MANIFEST_FILE)) as f:
         manifest: dict[str, Any] = json.loads(f.read())
@@ -382,8 +372,7 @@ def read_manifest(out_dir: str) -> dict[str, Any]:
 def _submit_dataflow(conv: Conversion, runner: Runner, plan: Plan, log: Log) -> Result:
     PipelineOptions = beam.options.pipeline_options.PipelineOptions
 
-    from vertex_trainer.dataprep import pipeline as pl
-    from vertex_trainer.dataprep import staging
+    from vertex_trainer.dataprep import pipeline as pl  # (apache_beam at its top)
 
     start = time.monotonic()
     job_name = runner.job_name or default_job_name()
@@ -438,8 +427,6 @@ class _DropWheelWarning:
 
 
 def _quiet_wheel_warning() -> None:
-    import logging
-
     stager = logging.getLogger("apache_beam.runners.portability.stager")
     if not any(isinstance(f, _DropWheelWarning) for f in stager.filters):
         stager.addFilter(_DropWheelWarning())

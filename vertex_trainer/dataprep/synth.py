@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from vertex_trainer.dataprep import records
+from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
 __all__ = ["WriteFailed", "encode_jpeg", "shard_writer"]
@@ -67,9 +69,6 @@ def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size:
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as auth_exc
     from google.cloud.storage.retry import DEFAULT_RETRY
-
-    from vertex_trainer.errors import UserError
-    from vertex_trainer.gcp import storage
 
     policy = settings.retry
     # Overwriting the whole object with the same bytes is idempotent: retried as the settings say.

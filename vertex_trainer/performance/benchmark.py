@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, build_spec
 from vertex_trainer.spec.trainer import choose_steps_per_execution
@@ -199,8 +200,6 @@ def read_metrics(settings: Settings, output_dir: str | None) -> dict | None:
     """metrics.json of a finished cloud run (the base output directory), or None."""
     if not output_dir or not output_dir.startswith("gs://"):
         return None
-    from vertex_trainer.gcp import storage
-
     return storage.read_json(settings, f"{output_dir.rstrip('/')}/metrics.json")
 
 

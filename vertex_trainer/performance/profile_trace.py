@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
 __all__ = [
@@ -111,8 +112,6 @@ def find_gcs(settings: Settings, uri: str) -> Trace:
     Returns:
         the Trace (its files are gs:// URIs). Raises UserError (exit 2) when there is none.
     """
-    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
     bucket, prefix = storage.split_uri(uri.rstrip("/"))
     prefix = f"{prefix}/" if prefix else ""
     found: dict[tuple[str, str], list[str]] = {}
@@ -130,8 +129,6 @@ def fetch(trace: Trace, scratch: Path, settings: Settings | None) -> list[str]:
     for source in trace.files:
         target = scratch / os.path.basename(source)
         if source.startswith("gs://"):
-            from vertex_trainer.gcp import storage
-
             if settings is None:
                 raise ValueError("a gs:// trace needs the settings (the storage endpoint)")
             data = storage.read_bytes(settings, source)
@@ -159,8 +156,6 @@ def run_config(folder: str, settings: Settings) -> dict[str, Any]:
     config: Any = None
     try:
         if path.startswith("gs://"):
-            from vertex_trainer.gcp import storage
-
             config = storage.read_json(settings, path)
         elif os.path.getsize(path) <= 1 << 20:
             config = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -407,6 +407,7 @@ def _host_fix(host: float, spe: int | None, epoch: int | None) -> str:
     """What the host-bound verdict recommends, in the trainer's words (throughput.host_clause)."""
     if not spe:
         return "use trainer.steps_per_execution: 0 (auto) or more steps per execution"
+    # (spec.trainer loads the spec's pydantic models; `profile` reads a trace without them)
     from vertex_trainer.spec.trainer import choose_steps_per_execution
 
     needed = steps_per_execution_for(host, spe)

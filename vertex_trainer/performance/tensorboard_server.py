@@ -29,6 +29,7 @@ from typing import Any
 
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
 __all__ = ["HOST", "Board", "copy_prefix", "start"]
@@ -85,8 +86,6 @@ def copy_prefix(settings: Settings, uri: str, target: Path) -> int:
     Returns:
         the number of objects copied.
     """
-    from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
     bucket, prefix = storage.split_uri(uri.rstrip("/"))
     prefix = f"{prefix}/" if prefix else ""
     copied, total = 0, 0

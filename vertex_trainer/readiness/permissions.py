@@ -19,8 +19,10 @@ Sources (read 2026-12):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from vertex_trainer.spec import JobSpec
+if TYPE_CHECKING:  # (the table itself loads no pydantic model)
+    from vertex_trainer.spec import JobSpec
 
 
 @dataclass(frozen=True)

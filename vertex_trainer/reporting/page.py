@@ -18,6 +18,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.redact import redact, redact_yaml
 from vertex_trainer.reporting import plots as report_plots
 from vertex_trainer.reporting.run_data import RunData, time_split
+from vertex_trainer.vertex.tensorboards import tensorboard_url
 
 __all__ = ["FORMATS", "html", "summary_rows", "write"]
 
@@ -132,8 +133,6 @@ def html(data: RunData, *, now: datetime | None = None) -> str:
 def _tensorboard_url(job: dict[str, Any] | None) -> str | None:
     """A Vertex AI job's page in its TensorBoard instance (jobSpec.tensorboard), or None (a local
     run, a job without one)."""
-    from vertex_trainer.vertex.tensorboards import tensorboard_url
-
     if not job:
         return None
     return tensorboard_url((job.get("jobSpec") or {}).get("tensorboard"), str(job.get("name") or ""))
