@@ -188,13 +188,14 @@ CASES: dict[str, tuple[Callable[[Path], Path | None], str]] = {
         lambda r: write(records(r) / "spec.yaml", "region: us-central1\nscheduling: [1]\n"),
         "",
     ),
-    "spec max_cost NaN": (
-        lambda r: write(records(r) / "spec.yaml", "region: us-central1\nscheduling: {max_cost: .nan}\n"),
-        "spec.yaml: scheduling.max_cost is nan",
+    # the run's recorded region and max_cost (run.json, local/layout.py): the report reads no YAML
+    "run.json max_cost NaN": (
+        lambda r: write(records(r) / "run.json", '{"region": "us-central1", "max_cost": NaN}'),
+        "run.json: max_cost is nan",
     ),
-    "spec max_cost negative": (
-        lambda r: write(records(r) / "spec.yaml", "region: [1]\nscheduling: {max_cost: -5}\n"),
-        "spec.yaml: scheduling.max_cost is -5",
+    "run.json max_cost negative": (
+        lambda r: write(records(r) / "run.json", '{"region": [1], "max_cost": -5}'),
+        "run.json: max_cost is -5",
     ),
     "spec YAML bomb": (
         lambda r: write(

@@ -26,7 +26,8 @@ def _folder(stdout: str) -> Path:
 
 
 def test_two_submits_run_in_two_folders_and_each_is_found_as_its_own(tmp_path, code_dir):
-    run, spec = _run(tmp_path), write_spec(tmp_path, code_dir)
+    budget = {"strategy": "standard", "max_cost": 5}
+    run, spec = _run(tmp_path), write_spec(tmp_path, code_dir, region="europe-west4", scheduling=budget)
     first = run("submit", spec, "--local")
     second = run("submit", spec, "--local")
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
@@ -44,9 +45,12 @@ def test_two_submits_run_in_two_folders_and_each_is_found_as_its_own(tmp_path, c
         assert sorted(p.name for p in folder.iterdir()) == ["checkpoints", "metrics.json", "model"]
         kept = json.loads((records(folder) / "run.json").read_text())
         assert kept["run"] == folder.name and kept["job_id"] == job and kept["output_dir"] == str(folder)
+        assert kept["region"] == "europe-west4" and kept["max_cost"] == 5  # what its report prices by
         assert json.loads((records(folder) / "result.json").read_text())["state"] == "JOB_STATE_SUCCEEDED"
     # report and logs: a run's folder is that run; the base is the newest
-    assert report_data(str(one)).metrics["job"] == jobs[0]
+    data = report_data(str(one))
+    assert data.metrics["job"] == jobs[0] and data.max_cost == 5.0  # from run.json, no YAML read
+    assert data.cost is not None and data.cost["what"] == "this run's time on Vertex AI in europe-west4"
     assert report_data(str(base)).metrics["job"] == jobs[1]
     for ref, job in ((one, jobs[0]), (base, jobs[1]), (base / "latest", jobs[1])):
         logs = run("logs", ref)

@@ -60,10 +60,20 @@ def default_run_dir(name: str, run: str, tmp: str | None = None) -> str:
     return os.path.join(tmp or tempfile.gettempdir(), "vertex-trainer", name, run)
 
 
-def write_run_file(record: str, *, run: str, run_dir: str, job_id: str) -> None:
-    """run.json: what finds the run again (its name, job id, folder, start time)."""
+def write_run_file(
+    record: str,
+    *,
+    run: str,
+    run_dir: str,
+    job_id: str,
+    region: str | None = None,
+    max_cost: float | None = None,
+) -> None:
+    """run.json: what finds the run again (its name, job id, folder, start time), and what its
+    report prices it by (the spec's region and scheduling.max_cost: the report reads no YAML)."""
     os.makedirs(record, exist_ok=True)
     data = {"run": run, "job_id": job_id, "output_dir": run_dir, "started": time.time()}
+    data.update(region=region, max_cost=max_cost)
     with open(os.path.join(record, RUN_FILE), "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2)
         f.write("\n")

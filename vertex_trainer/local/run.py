@@ -118,7 +118,7 @@ def run_local(
     (local/layout.py), never into it. `latest` points <base>/latest at the run (a submission's
     run; not a trial's).
     """
-    model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
+    model = spec if isinstance(spec, JobSpec) else None  # (a YAML text as given: no field read)
     name = str(job.get("displayName") or (model.name if model else None) or "local-job")
     project = (model.project if model else None) or settings.project
     region = (model.region if model else None) or settings.region
@@ -420,7 +420,15 @@ def save_run_record(
     cloud job's CustomJob is kept by Vertex AI. Both copies show env values and flags whose names
     look secret as `***` (vertex_trainer/redact.py): the replicas got the real ones, the records
     are for reading."""
-    layout.write_run_file(record, run=run, run_dir=run_dir, job_id=job_id)
+    model = spec if isinstance(spec, JobSpec) else None  # (a YAML text as given: no field read)
+    layout.write_run_file(
+        record,
+        run=run,
+        run_dir=run_dir,
+        job_id=job_id,
+        region=model.region if model else None,
+        max_cost=model.scheduling.max_cost if model else None,
+    )
     with open(os.path.join(record, body_file), "w", encoding="utf-8") as f:
         json.dump(redact(job), f, indent=2)
         f.write("\n")

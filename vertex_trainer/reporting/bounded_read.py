@@ -254,14 +254,14 @@ def clean_job(raw: Mapping[str, Any], source: str, notes: Notes) -> dict[str, An
     return dict(raw)
 
 
-def _job_problem(spec: Any) -> str | None:
-    if not isinstance(spec, dict):
-        return f"jobSpec is {shown(spec)}, not an object"
-    if not isinstance(spec.get("scheduling") or {}, dict):
-        return f"jobSpec.scheduling is {shown(spec['scheduling'])}, not an object"
-    if not isinstance((spec.get("scheduling") or {}).get("strategy") or "", str):
+def _job_problem(job_spec: Any) -> str | None:
+    if not isinstance(job_spec, dict):
+        return f"jobSpec is {shown(job_spec)}, not an object"
+    if not isinstance(job_spec.get("scheduling") or {}, dict):
+        return f"jobSpec.scheduling is {shown(job_spec['scheduling'])}, not an object"
+    if not isinstance((job_spec.get("scheduling") or {}).get("strategy") or "", str):
         return "jobSpec.scheduling.strategy is not text"
-    pools = spec.get("workerPoolSpecs") or []
+    pools = job_spec.get("workerPoolSpecs") or []
     if not isinstance(pools, list):
         return f"jobSpec.workerPoolSpecs is {shown(pools)}, not a list"
     for i, pool in enumerate(pools):
@@ -352,24 +352,16 @@ def clean_study(body: Mapping[str, Any], source: str, notes: Notes) -> tuple[str
     return goal, metric_id if isinstance(metric_id, str) and metric_id else "accuracy"
 
 
-def spec_budget(spec_yaml: str | None, source: str, notes: Notes) -> tuple[str | None, float | None]:
-    """(region, scheduling.max_cost) of a recorded spec (its YAML); None for what it lacks."""
-    if not spec_yaml:
+def run_budget(kept: Mapping[str, Any] | None, source: str, notes: Notes) -> tuple[str | None, float | None]:
+    """(region, max_cost) a local run recorded when it started (run.json: its spec's region and
+    scheduling.max_cost, local/layout.py); None for what it lacks. The spec's YAML is not read."""
+    if not kept:
         return None, None
-    import yaml
-
-    try:
-        spec = yaml.safe_load(spec_yaml)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
-        return None, None  # the page shows the text as it is
-    if not isinstance(spec, dict):
-        return None, None
-    region = spec.get("region") if isinstance(spec.get("region"), str) else None
-    scheduling = spec.get("scheduling")
-    budget = scheduling.get("max_cost") if isinstance(scheduling, dict) else None
+    region = kept.get("region") if isinstance(kept.get("region"), str) else None
+    budget = kept.get("max_cost")
     if budget is None:
         return region, None
     if number(budget) is None or budget < 0:
-        notes.add(f"{source}: scheduling.max_cost is {shown(budget)}, not a price; left out")
+        notes.add(f"{source}: max_cost is {shown(budget)}, not a price; left out")
         return region, None
     return region, float(budget)

@@ -12,14 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from vertex_trainer import capacity, performance, pricing
 from vertex_trainer import cost as costs
-from vertex_trainer.contract import METRICS_FILE
+from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL, METRICS_FILE
 from vertex_trainer.durations import timestamp_seconds
+from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.gcp import storage
+from vertex_trainer.regions import TRAINING
 from vertex_trainer.reporting import bounded_read as report_read
 from vertex_trainer.reporting.run_data import TRAINER_CONFIG, Epoch, RunData, event_epochs, read_event_epochs
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.custom_jobs import JobsClient
+from vertex_trainer.vertex.names import split_name
+from vertex_trainer.vertex.utilization import MonitoringClient
+from vertex_trainer.vertex.utilization import read as read_utilization
+
+if TYPE_CHECKING:  # (a report of a local run loads no pydantic model)
+    from vertex_trainer.spec import JobSpec
 
 __all__ = ["from_custom_job", "from_tuning_job", "run_cost", "utilization"]
 
@@ -29,8 +40,6 @@ Reader = Callable[[str], dict[str, Any] | None]
 def _reader(settings: Settings) -> Reader:
     def read(uri: str) -> dict[str, Any] | None:
         if uri.startswith("gs://"):
-            from vertex_trainer.gcp import storage  # google-cloud-storage: only when needed
-
             try:
                 return storage.read_json(settings, uri)
             except Exception:  # an unreadable bucket leaves the figures out, not the report
@@ -103,16 +112,13 @@ def utilization(data: Mapping[str, Any], settings: Settings) -> tuple[dict[str, 
     """A CustomJob's utilization from Cloud Monitoring (vertex/utilization.py) for the report, as
     (its object, None) or (None, the note saying why not): no series yet, a refusal, an
     unreachable service, or a stand-in Vertex AI without a Monitoring stand-in (never Google's)."""
-    from vertex_trainer.errors import VertexTrainerError
-    from vertex_trainer.vertex.utilization import MonitoringClient, read
-
     if settings.offline and not settings.monitoring_endpoint:
         return None, None
     project = str(data.get("name") or "").split("/")[1:2]
     if not project:
         return None, None
     try:
-        use = read(dict(data), MonitoringClient(project[0], settings=settings))
+        use = read_utilization(dict(data), MonitoringClient(project[0], settings=settings))
     except VertexTrainerError as exc:
         return None, f"utilization not read from Cloud Monitoring: {exc.message}"
     if use.empty:
@@ -165,7 +171,7 @@ def from_tuning_job(
     return out
 
 
-def _cost_so_far(data: Mapping[str, Any], book: Any) -> dict[str, Any] | None:
+def _cost_so_far(data: Mapping[str, Any], book: pricing.PriceBook) -> dict[str, Any] | None:
     """workflows/cost.job_cost of an ended job; of a running one, its time so far (now as its end)."""
     if data.get("startTime") and not data.get("endTime"):
         now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
@@ -181,19 +187,15 @@ def _elapsed(data: Mapping[str, Any]) -> float | None:
     return round(timestamp_seconds(str(end)) - timestamp_seconds(str(start)), 3)
 
 
-def _book() -> Any:
-    from vertex_trainer import pricing
-
+def _book() -> pricing.PriceBook:
     return pricing.load_snapshot()
 
 
 def run_cost(run: RunData) -> RunData:
     """A local run's cost: what its time (elapsed_s) on its CustomJob's machines would cost on
-    Vertex AI at list price in its spec's region, and the spec's max_cost. Unchanged when the
-    run has no recorded CustomJob or time (RunData's figures are checked: report_read)."""
-    notes = report_read.Notes()
-    region, budget = report_read.spec_budget(run.spec_yaml, "spec.yaml", notes)
-    run = run.with_(max_cost=budget, notes=(*run.notes, *notes.all()))
+    Vertex AI at list price in its spec's region (as the run recorded it: run.region). Unchanged
+    when the run has no recorded CustomJob or time (RunData's figures are checked: report_read)."""
+    region = run.region
     if not run.custom_job or not run.elapsed_s or "jobSpec" not in run.custom_job:
         return run
     end = datetime.now(timezone.utc)
@@ -210,14 +212,12 @@ def run_cost(run: RunData) -> RunData:
     return run.with_(cost=cost)
 
 
-def reference_of(spec: Any) -> dict[str, Any] | None:
+def reference_of(spec: JobSpec | None) -> dict[str, Any] | None:
     """The published throughput for the spec's model, accelerator and precision, for all its
     devices (performance/benchmark.py `reference_for`, per accelerator, x spec.total_devices), or
     None when there is none (only ResNet-50 at 224 px on some GPUs has one)."""
-    from vertex_trainer.performance import reference_for
-
-    ref = reference_for(spec) if spec is not None else None
-    if ref is None:
+    ref = performance.reference_for(spec) if spec is not None else None
+    if spec is None or ref is None:
         return None
     devices = int(spec.total_devices)
     return {
@@ -233,12 +233,6 @@ def attempts_of(data: Mapping[str, Any], settings: Settings) -> list[dict[str, A
     the fallback itself finds an earlier run's (capacity/fallback.py `earlier_jobs`). An attempt
     whose create was refused left no job, so it is not found. [] for a job of no fallback plan,
     or when the jobs cannot be listed."""
-    from vertex_trainer import capacity
-    from vertex_trainer.contract import ATTEMPT_LABEL, KEY_LABEL
-    from vertex_trainer.regions import TRAINING
-    from vertex_trainer.vertex.custom_jobs import JobsClient
-    from vertex_trainer.vertex.names import split_name
-
     labels = data.get("labels") or {}
     if ATTEMPT_LABEL not in labels or KEY_LABEL not in labels:
         return []

@@ -25,10 +25,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from vertex_trainer import lazy
 from vertex_trainer.contract import METRICS_FILE, records_of
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.display import parse_progress
-from vertex_trainer.local.layout import find_run
+from vertex_trainer.local.layout import RUN_FILE, find_run
 from vertex_trainer.reporting import bounded_read as read
 
 __all__ = [
@@ -103,6 +104,7 @@ class RunData:
     attempts: tuple[dict[str, Any], ...] = ()  # docs/contract.md section 11 attempt records
     cost: dict[str, Any] | None = None  # workflows/cost.job_cost's object
     max_cost: float | None = None
+    region: str | None = None  # a local run's spec's region (its run.json), which prices its time
     reference: dict[str, Any] | None = None  # the published figure: examples_per_sec, setup, source
     epochs_from: str = "log"  # "log" (progress lines) or "tensorboard" (event files)
     notes: tuple[str, ...] = ()  # what could not be read, said on the page (never a failure)
@@ -203,8 +205,6 @@ def event_epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[li
 def read_event_epochs(log_dir: str) -> list[Epoch]:
     """The epochs from TensorBoard event files under `log_dir` (its train/ run): epoch_loss,
     epoch_accuracy, epoch_examples_per_sec. tensorboard's own reader; [] when there are none."""
-    from vertex_trainer import lazy
-
     lazy.require("tensorflow", "reading TensorBoard event files")
     purpose = "reading TensorBoard event files"
     EventAccumulator = lazy.require(
@@ -373,6 +373,8 @@ def _run(
     if not job_path.exists():
         job_path = record / "hyperparameter_tuning_job.json"
     job = read.read_json(job_path, notes)
+    run_path = record / RUN_FILE
+    region, budget = read.run_budget(read.read_json(run_path, notes), str(run_path), notes)
     data = RunData(
         source=str(base),
         name=str(result.get("name") or base.name),
@@ -382,6 +384,8 @@ def _run(
         spec_yaml=read.read_text(record / "spec.yaml", notes),
         custom_job=read.clean_job(job, str(job_path), notes) if job is not None else None,
         elapsed_s=result.get("elapsed_s"),
+        max_cost=budget,
+        region=region,
     )
     if not curves:
         return data
