@@ -118,7 +118,7 @@ def run_local(
     (local/layout.py), never into it. `latest` points <base>/latest at the run (a submission's
     run; not a trial's).
     """
-    model = spec if isinstance(spec, JobSpec) else None  # (a YAML text as given: no field read)
+    model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
     name = str(job.get("displayName") or (model.name if model else None) or "local-job")
     project = (model.project if model else None) or settings.project
     region = (model.region if model else None) or settings.region
