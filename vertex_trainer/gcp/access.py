@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from vertex_trainer.gcp.http import ApiClient, default_hint
+from vertex_trainer.gcp.lro import wait_operation
 from vertex_trainer.log import Log
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 
@@ -88,8 +89,6 @@ def enabled_services(api: ApiClient, project: str, services: list[str]) -> dict[
 
 def enable_services(api: ApiClient, project: str, services: list[str], *, poll: PollPolicy) -> None:
     """Enable `services` (batchEnable, in batches), waiting for each operation to end."""
-    from vertex_trainer.gcp.lro import wait_operation
-
     for i in range(0, len(services), BATCH):
         op = api.json(
             "enable APIs",
@@ -175,8 +174,6 @@ def create_repository(
     api: ApiClient, project: str, location: str, repository: str, *, poll: PollPolicy
 ) -> None:
     """A Docker repository in `location` (repositories.create), waiting for its operation."""
-    from vertex_trainer.gcp.lro import wait_operation
-
     op = api.json(
         "create the repository",
         "POST",

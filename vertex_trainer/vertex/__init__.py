@@ -5,26 +5,7 @@ collection's own idempotent create (jobs, hptuning, pipelines, resources); model
 deploy, logs, quotas and billing beside them (docs/architecture.md).
 """
 
-from vertex_trainer.vertex.custom_jobs import (
-    Job,
-    JobsClient,
-    check_key,
-    console_url,
-    create_idempotent,
-    job_name,
-    new_key,
-    parse_label,
-    split_name,
-)
+from vertex_trainer.vertex import custom_jobs
+from vertex_trainer.vertex.custom_jobs import *  # noqa: F403  (the names its __all__ lists, once)
 
-__all__ = [
-    "Job",
-    "JobsClient",
-    "check_key",
-    "console_url",
-    "create_idempotent",
-    "job_name",
-    "new_key",
-    "parse_label",
-    "split_name",
-]
+__all__ = list(custom_jobs.__all__)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
 from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, look_after_lost, quota_metrics
@@ -32,8 +32,13 @@ from vertex_trainer.vertex.names import (
     parse_label,
     split_name,
 )
+from vertex_trainer.vertex.quotas import console_url as quota_url
 from vertex_trainer.vertex.service import CollectionClient
 from vertex_trainer.vertex.stateful import StatefulResource
+from vertex_trainer.vertex.tensorboards import tensorboard_url
+
+if TYPE_CHECKING:  # the spec's models, named for the type checker (a client needs no pydantic)
+    from vertex_trainer.spec import JobSpec
 
 __all__ = [
     "Job",
@@ -133,8 +138,6 @@ class JobsClient(CollectionClient):
             return "the service rejected the request; `vertex-trainer render SPEC` shows the body sent"
         metric = capacity_quota(err)
         if metric:
-            from vertex_trainer.vertex.quotas import console_url as quota_url
-
             return (
                 f"the project's quota {metric.split('/')[-1]} in {self.region} is too small for "
                 f"this job: ask for more at {quota_url(self.project, metric)}, try another "
@@ -234,7 +237,7 @@ class Job(StatefulResource):
         idempotency_key: str | None = None,
         adopted: bool = False,
         attempts: Sequence[Any] | None = None,
-        spec: Any = None,
+        spec: JobSpec | None = None,
     ):
         """Args: data, client, idempotency_key, adopted: as for StatefulResource; image: the
         image the job runs; attempts: with scheduling.fallback, what each attempt of the submit
@@ -279,8 +282,6 @@ class Job(StatefulResource):
     @property
     def tensorboard_url(self) -> str | None:
         """The job's page in Vertex AI TensorBoard (vertex/tensorboards.py), or None without one."""
-        from vertex_trainer.vertex.tensorboards import tensorboard_url
-
         return tensorboard_url(self.tensorboard, self.name)
 
     def describe(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ ApiClient. gcloud's beta stream-logs checks the job's end only once, at its star
 from __future__ import annotations
 
 import calendar
+import json
 import re
 import time
 from collections import deque
@@ -119,8 +120,6 @@ def parse_entry(raw: dict[str, Any]) -> LogEntry:
     elif "textPayload" in raw:
         message = str(raw["textPayload"])
     elif isinstance(payload, dict):
-        import json
-
         message = json.dumps(payload, sort_keys=True)
     else:
         message = ""

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, default_hint
-from vertex_trainer.log import Log
-from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.gcp.http import ApiError, Budget, ProjectApi
+from vertex_trainer.settings import Settings
 
 SERVICE = "aiplatform.googleapis.com"
 MAX_PAGES = 20  # aiplatform has a few hundred quotas; never page forever
@@ -51,30 +50,18 @@ class Quota:
     request_url: str  # where to ask for more
 
 
-class QuotasClient:
+class QuotasClient(ProjectApi):
     """The Cloud Quotas API for one project (read-only)."""
 
-    def __init__(
-        self,
-        project: str,
-        *,
-        settings: Settings,
-        retry: RetryPolicy | None = None,
-        log: Log | None = None,
-        session: Any = None,
-    ):
-        self.project = project
-        shared = default_hint("Cloud Quotas", "cloudquotas.googleapis.com", project)
-        self.api = ApiClient.of(
-            settings,
-            settings.quotas_url(),
-            retry=retry,
-            log=log,
-            session=session,
-            service="Cloud Quotas",
-            hints=lambda op, err: shared(op, err) or _hint(err),
-        )
-        self._infos: list[dict[str, Any]] | None = None
+    SERVICE = "Cloud Quotas"
+    HOST = "cloudquotas.googleapis.com"
+    _infos: list[dict[str, Any]] | None = None  # the project's quota infos, once read
+
+    def endpoint(self, settings: Settings) -> str:
+        return settings.quotas_url()
+
+    def hint(self, err: ApiError) -> str | None:
+        return _hint(err)
 
     @property
     def parent(self) -> str:

@@ -20,12 +20,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp.http import ApiError, Transient
 from vertex_trainer.gcp.lro import wait_operation
+from vertex_trainer.regions import region_of
 from vertex_trainer.vertex.service import CollectionClient
+
+if TYPE_CHECKING:  # the spec's models, named for the type checker (a client needs no pydantic)
+    from vertex_trainer.spec import JobSpec
 
 ID = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -141,8 +145,6 @@ class PersistentResource:
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> PersistentResource:
         """The answer `data` (a PersistentResource's REST JSON), parsed."""
-        from vertex_trainer.regions import region_of
-
         name = str(_at(data, WIRE["name"]) or "")
         try:
             region: str | None = region_of(name)
@@ -264,7 +266,7 @@ def check_id(resource_id: str) -> str:
     return resource_id
 
 
-def resource_body(spec: Any, pools: list[dict[str, Any]]) -> dict[str, Any]:
+def resource_body(spec: JobSpec, pools: list[dict[str, Any]]) -> dict[str, Any]:
     """The PersistentResource that runs `spec`'s jobs: one resource pool per machine shape of
     its worker pools (render.worker_pools), sized for every replica on it.
 

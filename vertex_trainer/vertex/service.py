@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
+from vertex_trainer.gcp import auth
 from vertex_trainer.gcp.http import ApiClient, ApiError, Budget, Hints, default_hint
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
@@ -89,7 +90,6 @@ def aiplatform_sdk(project: str, region: str, settings: Settings) -> tuple[Any, 
     aiplatform = lazy.require("google.cloud.aiplatform")
     if not settings.vertex_endpoint:
         return aiplatform, None
-    from vertex_trainer.gcp import auth
 
     credentials = auth.emulator_credentials(settings.emulator_token)  # a sandbox's token, if any
     aiplatform.init(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from html import escape
 from typing import IO, Any, ClassVar, TypeVar
 
 from vertex_trainer.contract import JOB_STATES, KEY_LABEL, JobState, States
@@ -265,8 +266,6 @@ class StatefulResource(JobState):
         )
 
     def _repr_html_(self) -> str:
-        from html import escape
-
         state = self.state  # (current: one answer for the whole table)
         rows = [
             ("name", escape(self.name)),

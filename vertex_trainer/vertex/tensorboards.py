@@ -15,6 +15,7 @@ uses; the one just made, when it is not that one, is deleted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -47,8 +48,6 @@ def tensorboard_url(tensorboard: str | None, job: str | None) -> str | None:
     named by the job's id, and its resource name, '/' written '+', follows
     https://<region>.tensorboard.googleusercontent.com/experiment/. tests/tensorboard holds the
     two equal."""
-    import re
-
     m = re.fullmatch(_NAME, tensorboard or "")
     job_id = (job or "").rsplit("/", 1)[-1]
     if m is None or not job_id:

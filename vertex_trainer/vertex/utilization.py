@@ -30,9 +30,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from vertex_trainer.contract import TRAINER_MODULE
-from vertex_trainer.gcp.http import ApiClient, ApiError, default_hint
-from vertex_trainer.log import Log
-from vertex_trainer.settings import RetryPolicy, Settings
+from vertex_trainer.gcp.http import ApiError, ProjectApi
+from vertex_trainer.settings import Settings
 
 ACCELERATOR = "ml.googleapis.com/training/accelerator/utilization"
 MEMORY = "ml.googleapis.com/training/accelerator/memory/utilization"
@@ -337,29 +336,17 @@ def alignment_s(start: datetime, end: datetime) -> int:
     return max(MIN_ALIGNMENT_S, minutes * 60)
 
 
-class MonitoringClient:
+class MonitoringClient(ProjectApi):
     """Cloud Monitoring's `projects.timeSeries.list` for one project (read-only)."""
 
-    def __init__(
-        self,
-        project: str,
-        *,
-        settings: Settings,
-        retry: RetryPolicy | None = None,
-        log: Log | None = None,
-        session: Any = None,
-    ):
-        self.project = project
-        shared = default_hint("Cloud Monitoring", "monitoring.googleapis.com", project)
-        self.api = ApiClient.of(
-            settings,
-            settings.monitoring_url(),
-            retry=retry,
-            log=log,
-            session=session,
-            service="Cloud Monitoring",
-            hints=lambda op, err: shared(op, err) or _hint(err),
-        )
+    SERVICE = "Cloud Monitoring"
+    HOST = "monitoring.googleapis.com"
+
+    def endpoint(self, settings: Settings) -> str:
+        return settings.monitoring_url()
+
+    def hint(self, err: ApiError) -> str | None:
+        return _hint(err)
 
     @property
     def path(self) -> str:
