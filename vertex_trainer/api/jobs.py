@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import Log, settings_from_env
+from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.api.handles import Job
 from vertex_trainer.contract import SPEC_LABEL
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient
 

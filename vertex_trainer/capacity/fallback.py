@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from vertex_trainer.contract import ATTEMPT_LABEL, state_name
 from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.gcp.http import Refused
+from vertex_trainer.log import Log
 from vertex_trainer.spec.attempts import PlannedAttempt
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent, not_offered
 from vertex_trainer.vertex.names import split_name
@@ -47,7 +48,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.spec import JobSpec
 
 RESOURCE_EXHAUSTED = 8  # google.rpc.Code
-Log = Callable[[str], None]
 Follow = Callable[[Job, "float | None"], Any]
 Clients = Callable[[str], JobsClient]
 Reason = Literal["no-capacity", "quota", "skipped-quota", "skipped-not-offered"]

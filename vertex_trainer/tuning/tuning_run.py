@@ -29,7 +29,6 @@ import random
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -42,6 +41,7 @@ from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.display import default_console
 from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output, save_run_record
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
+from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
 from vertex_trainer.spec.tune import TuneSpec, category, own_args, parameter_id
@@ -57,7 +57,6 @@ __all__ = [
     "trial_args",
 ]
 
-Log = Callable[[str], None]
 METRIC_FILE = "hypertune/output.metrics"  # cloudml-hypertune's own layout, under each trial's output
 
 
