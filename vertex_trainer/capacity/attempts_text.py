@@ -7,22 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vertex_trainer.capacity.fallback import AttemptRecord
+from vertex_trainer.capacity.fallback import AttemptRecord, summary  # (summary: fallback.py's, said here too)
 
 __all__ = ["attempts_line", "summary"]
-
-
-def summary(records: Iterable[AttemptRecord | Mapping[str, Any]]) -> str:
-    """'flex-start FAILED (no capacity) -> spot refused (quota) -> standard SUCCEEDED'; each
-    attempt's region (and hardware) is named when the plan has more than one."""
-    typed = [r if isinstance(r, AttemptRecord) else AttemptRecord.from_dict(r) for r in records]
-    regions = len({r.region for r in typed}) > 1
-    machines = len({r.hardware for r in typed}) > 1
-    parts = []
-    for r in typed:
-        where = (f" in {r.region}" if regions else "") + (f" on {r.hardware}" if machines else "")
-        parts.append(f"{r.strategy}{where} {r.outcome()}")
-    return " -> ".join(parts)
 
 
 def attempts_line(records: Iterable[AttemptRecord | Mapping[str, Any]]) -> str:
