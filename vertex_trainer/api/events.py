@@ -12,7 +12,6 @@ from vertex_trainer.api.execute import run as run_plan
 from vertex_trainer.api.plan import SubmitOptions, plan_submit
 from vertex_trainer.api.results import DryRun
 from vertex_trainer.automation import event_runs as runs
-from vertex_trainer.automation import function_deploy as function
 from vertex_trainer.automation import pipeline_ir, to_yaml
 from vertex_trainer.errors import UserError
 from vertex_trainer.log import Log
@@ -179,6 +178,9 @@ def trigger_render(
     Returns:
         what was written: the function's directory, files and configuration, as a dict.
     """
+    # the deploy side (bundle, gcloud, pathspec): the Cloud Function runs on_object_finalized without it
+    from vertex_trainer.automation import function_deploy as function
+
     return function.render(
         spec_path,
         out_dir,
@@ -213,6 +215,9 @@ def trigger_deploy(
     Returns:
         what was deployed (or, dry, the commands), as a dict.
     """
+    # the deploy side (bundle, gcloud, pathspec): the Cloud Function runs on_object_finalized without it
+    from vertex_trainer.automation import function_deploy as function
+
     return function.deploy(
         spec_path,
         bucket=bucket,
