@@ -5,7 +5,7 @@
 The pipeline (KFP v2):
     pipeline_steps.py     pure: each GCPC step's inputs from the rendered CustomJob and the DeployRequest
     pipeline_compiler.py  the kfp pipeline (kfp and GCPC imported inside `compile_ir` only)
-    pipeline_job.py       the PipelineJob REST body, the pipeline root, and the registry look-ups that
+    pipeline_rest.py      the PipelineJob REST body, the pipeline root, and the registry look-ups that
                           decide between a new model or a new version, a new endpoint or an existing
                           one, and which deployed models the pipeline undeploys
     pipeline_build.py     spec -> the one rendered CustomJob + the deploy capability's DeployRequest
@@ -32,7 +32,7 @@ from vertex_trainer import interface
 if TYPE_CHECKING:
     from vertex_trainer.automation.pipeline_build import check_pipeline, pipeline_body, pipeline_ir, run_root
     from vertex_trainer.automation.pipeline_compiler import compile_ir, to_yaml
-    from vertex_trainer.automation.pipeline_job import (
+    from vertex_trainer.automation.pipeline_rest import (
         default_root,
         first_deploy,
         pipeline_job,
@@ -91,13 +91,13 @@ if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first
             "check_trigger_args": "storage_events",
             "compile_ir": "pipeline_compiler",
             "decide": "storage_events",
-            "default_root": "pipeline_job",
+            "default_root": "pipeline_rest",
             "event_key": "storage_events",
-            "first_deploy": "pipeline_job",
+            "first_deploy": "pipeline_rest",
             "pipeline_body": "pipeline_build",
             "pipeline_ir": "pipeline_build",
-            "pipeline_job": "pipeline_job",
-            "resolve_target": "pipeline_job",
+            "pipeline_job": "pipeline_rest",
+            "resolve_target": "pipeline_rest",
             "run_root": "pipeline_build",
             "sample_vars": "storage_events",
             "to_yaml": "pipeline_compiler",

@@ -9,17 +9,16 @@ holds.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import packaging
 from vertex_trainer.automation import function_bundle as bundle
 from vertex_trainer.automation import gcloud_commands as gcloud
 from vertex_trainer.automation import render_manifest as manifest
-from vertex_trainer.automation.function_prepare import Prepared, prepare
+from vertex_trainer.automation.function_prepare import Prepared, PrepareOptions, prepare
 from vertex_trainer.automation.pipeline_build import pipeline_ir
-from vertex_trainer.automation.pipeline_job import default_root
+from vertex_trainer.automation.pipeline_rest import default_root
 from vertex_trainer.automation.storage_events import (
     FOLDER_WINDOW,
     MAX_RUNS_PER_FOLDER,
@@ -32,6 +31,9 @@ from vertex_trainer.log import Log
 from vertex_trainer.preflight import buckets_of
 from vertex_trainer.settings import Settings
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # (typing.Unpack from Python 3.11)
+
 
 def plan(
     spec_path: str | Path,
@@ -39,45 +41,24 @@ def plan(
     bucket: str,
     source: str,
     settings: Settings,
-    prefix: str = "",
-    marker: str = "_SUCCESS",
-    sets: Iterable[str] = (),
-    vars: Mapping[str, Any] | None = None,
-    project: str | None = None,
-    region: str | None = None,
     trigger_location: str | None = None,
     function: str | None = None,
     runtime_service_account: str | None = None,
     trigger_service_account: str | None = None,
-    max_runs_per_folder: int = MAX_RUNS_PER_FOLDER,
-    folder_window: str = FOLDER_WINDOW,
+    **options: Unpack[PrepareOptions],
 ) -> tuple[Prepared, gcloud.Deployment]:
     """The prepared spec and the deployment it needs (no connection). Every name is checked
-    against Google's grammar here, before anything is written or run (exit 2 naming the flag)."""
+    against Google's grammar here, before anything is written or run (exit 2 naming the flag);
+    `options` go on to `prepare` (prefix, marker, --set, --var, project, region, the cap)."""
     check_flags(
         bucket,
-        prefix=prefix,
-        marker=marker,
         function=function,
         runtime_service_account=runtime_service_account,
         trigger_service_account=trigger_service_account,
         trigger_location=trigger_location,
-        max_runs_per_folder=max_runs_per_folder,
-        folder_window=folder_window,
+        **options,
     )
-    prepared = prepare(
-        spec_path,
-        bucket=bucket,
-        prefix=prefix,
-        marker=marker,
-        sets=sets,
-        vars=vars,
-        project=project,
-        region=region,
-        max_runs_per_folder=max_runs_per_folder,
-        folder_window=folder_window,
-        settings=settings,
-    )
+    prepared = prepare(spec_path, bucket=bucket, settings=settings, **options)
     spec = prepared.pinned
     root = None
     if spec.deploy is not None:  # compile once now: a spec the function cannot compile fails here

@@ -8,7 +8,7 @@ from typing import Any
 
 from vertex_trainer import deployment, render
 from vertex_trainer.automation.pipeline_compiler import compile_ir
-from vertex_trainer.automation.pipeline_job import default_root, first_deploy, pipeline_job, resolve_target
+from vertex_trainer.automation.pipeline_rest import default_root, first_deploy, pipeline_job, resolve_target
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
 from vertex_trainer.spec import JobSpec
