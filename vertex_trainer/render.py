@@ -217,23 +217,22 @@ def custom_job(
     spec: JobSpec,
     artifact: Artifact | None = None,
     idempotency_key: str | None = None,
-    attempt: int | None = None,
+    attempt: int | PlannedAttempt | None = None,
     *,
     output: str | None = None,
 ) -> dict[str, Any]:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
-    scheduling.fallback, `attempt` n (default 1) is the job of the plan's n-th attempt (its
-    strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n.
+    scheduling.fallback, `attempt` (default 1) is the job of one attempt of the plan (its
+    strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n:
+    the plan's PlannedAttempt itself (nothing is planned again), or its number n.
     Its baseOutputDirectory is `output` (a resumed run's folder) or the key's own folder
     (`run_dir`)."""
     artifact = artifact or default_artifact(spec)
-    plan = attempts(spec)
-    n = attempt or 1
-    if not 1 <= n <= len(plan):
-        raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} attempt{'s' * (len(plan) > 1)}")
+    chosen = attempt if isinstance(attempt, PlannedAttempt) else _nth_attempt(spec, attempt or 1)
+    n = chosen.n
     job_spec: dict[str, Any] = {
-        "workerPoolSpecs": worker_pools(spec, artifact, plan[n - 1]),
-        "scheduling": scheduling(spec, plan[n - 1].strategy),
+        "workerPoolSpecs": worker_pools(spec, artifact, chosen),
+        "scheduling": scheduling(spec, chosen.strategy),
     }
     if spec.persistent_resource:  # an id, or the full name (its last part is the id)
         job_spec["persistentResourceId"] = spec.persistent_resource.rsplit("/", 1)[-1]
@@ -249,7 +248,7 @@ def custom_job(
     if base:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": base}
     if spec.tensorboard == "auto":  # the instance of the attempt's region, found or made at submit
-        region = plan[n - 1].region or spec.region or "REGION"
+        region = chosen.region or spec.region or "REGION"
         job_spec["tensorboard"] = tensorboard_pending(spec.project or "PROJECT", region)
     elif spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
@@ -261,6 +260,14 @@ def custom_job(
     if spec.encryption_key:
         job["encryptionSpec"] = {"kmsKeyName": spec.encryption_key}
     return job
+
+
+def _nth_attempt(spec: JobSpec, n: int) -> PlannedAttempt:
+    """Attempt n (from 1) of the spec's plan; ValueError past its end."""
+    plan = attempts(spec)
+    if not 1 <= n <= len(plan):
+        raise ValueError(f"attempt {n}: the spec's plan has {len(plan)} attempt{'s' * (len(plan) > 1)}")
+    return plan[n - 1]
 
 
 # -- hyperparameter tuning (docs/contract.md section 10) -------------------------------------------------

@@ -211,3 +211,27 @@ def test_render_formats(cli):
     assert s.code == 0 and yaml.safe_load(s.out)["hardware"]["machine_type"] == "ct5lp-hightpu-8t"
     bad = cli("render", spec, "--format", "xml")
     assert bad.code == 2
+
+
+def test_an_attempt_of_the_plan_renders_as_its_number():
+    """custom_job takes the plan's PlannedAttempt itself (submit renders each attempt from the plan
+    it made once) and renders the very job its number gives."""
+    from vertex_trainer.spec import build_spec
+    from vertex_trainer.spec.attempts import attempts
+
+    spec = build_spec(
+        {
+            "name": "plan-render",
+            "project": "test-project",
+            "region": "us-central1",
+            "hardware": "h100x8",
+            "image": {"uri": "us-docker.pkg.dev/test-project/training/trainer:v1"},
+            "scheduling": {"strategy": "flex-start", "max_wait": "30m", "fallback": ["spot", "standard"]},
+            "output_dir": "gs://test-bucket/runs/plan",
+            "trainer": {"train_data": "gs://test-bucket/data/train-*", "num_classes": 10},
+        }
+    )
+    plan = attempts(spec)
+    by_attempt = [render.custom_job(spec, idempotency_key="k", attempt=a) for a in plan]
+    assert by_attempt == [render.custom_job(spec, idempotency_key="k", attempt=a.n) for a in plan]
+    assert [j["jobSpec"]["scheduling"]["strategy"] for j in by_attempt] == ["FLEX_START", "SPOT", "STANDARD"]
