@@ -11,11 +11,14 @@ import typer
 
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
-from vertex_trainer.cli.logs import LogsOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 
 JobArg = Annotated[str, common.resource_argument("a job", "customJobs")]
+LogsOpt = Annotated[
+    bool,
+    typer.Option("--logs/--no-logs", help="with --wait, text output: show the job's log lines as they come"),
+]
 KeyOpt = Annotated[
     str | None,
     common.idempotency_key_option(

@@ -32,10 +32,6 @@ LogJobArg = Annotated[
         show_default=False,
     ),
 ]
-LogsOpt = Annotated[
-    bool,
-    typer.Option("--logs/--no-logs", help="with --wait, text output: show the job's log lines as they come"),
-]
 
 
 def logs(
