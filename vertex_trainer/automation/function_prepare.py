@@ -14,7 +14,7 @@ import importlib.metadata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from vertex_trainer import packaging
 from vertex_trainer.automation.storage_events import (
@@ -28,6 +28,19 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, check_trainer_flags, cloud_problems
 from vertex_trainer.spec.load import build_spec, read_yaml, resolve_data, template_variables
+
+
+class PrepareOptions(TypedDict, total=False):
+    """`prepare`'s options, as `function_deploy.plan` passes them on (their defaults: prepare's)."""
+
+    prefix: str
+    marker: str
+    sets: Iterable[str]
+    vars: Mapping[str, Any] | None
+    project: str | None
+    region: str | None
+    max_runs_per_folder: int
+    folder_window: str
 
 
 @dataclass(frozen=True)
