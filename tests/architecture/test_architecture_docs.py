@@ -126,6 +126,22 @@ def test_the_architecture_page_names_every_package_and_nothing_gone():
     assert rows - packages == set(), "a row of docs/architecture.md names a package that is gone"
 
 
+def test_each_package_row_names_its_modules():
+    """A package's row says what each of its modules holds: a module added (or renamed) is added
+    to its row in docs/architecture.md."""
+    rows = dict(re.findall(r"^\| `([^`]+/)` \| (.*)$", PAGE.read_text(), re.M))
+    assert len(rows) > 20
+    missing = [
+        f"{folder}{module.name}"
+        for folder, row in rows.items()
+        for module in sorted(
+            ((ROOT if folder.startswith("trainer_image/") else PACKAGE) / folder).glob("*.py")
+        )
+        if module.stem not in ("__init__", "__main__") and f"`{module.stem}`" not in row
+    ]
+    assert missing == [], "name each module in its package's row of docs/architecture.md"
+
+
 def _stale(text: str) -> list[str]:
     """Paths below a package of ours, and `vertex_trainer.x.y` names, that name nothing."""
     top = {p.name for p in PACKAGE.iterdir() if p.is_dir()}
