@@ -105,16 +105,20 @@ def _held(answer: dict[str, Any]) -> set[str]:
     return {str(p) for p in answer.get("permissions") or []}
 
 
+def _tested(api: ApiClient, what: str, resource: str, permissions: list[str]) -> set[str]:
+    """Those of `permissions` the caller holds on `resource` (POST RESOURCE:testIamPermissions)."""
+    answer = api.json(
+        f"test {what} permissions",
+        "POST",
+        f"{resource}:testIamPermissions",
+        json={"permissions": permissions},
+    )
+    return _held(answer)
+
+
 def project_permissions(api: ApiClient, project: str, permissions: list[str]) -> set[str]:
     """Those of `permissions` the caller holds on the project (Resource Manager v3)."""
-    return _held(
-        api.json(
-            "test project permissions",
-            "POST",
-            f"v3/projects/{project}:testIamPermissions",
-            json={"permissions": permissions},
-        )
-    )
+    return _tested(api, "project", f"v3/projects/{project}", permissions)
 
 
 def service_account_resource(project: str, email: str) -> str:
@@ -123,14 +127,7 @@ def service_account_resource(project: str, email: str) -> str:
 
 def service_account_permissions(api: ApiClient, project: str, email: str, permissions: list[str]) -> set[str]:
     """Those of `permissions` the caller holds on the service account `email` (IAM v1)."""
-    return _held(
-        api.json(
-            "test service account permissions",
-            "POST",
-            f"v1/{service_account_resource(project, email)}:testIamPermissions",
-            json={"permissions": permissions},
-        )
-    )
+    return _tested(api, "service account", f"v1/{service_account_resource(project, email)}", permissions)
 
 
 def bucket_permissions(api: ApiClient, bucket: str, permissions: list[str]) -> set[str] | None:
@@ -153,14 +150,7 @@ def repository_name(project: str, location: str, repository: str) -> str:
 
 def repository_permissions(api: ApiClient, name: str, permissions: list[str]) -> set[str]:
     """Those of `permissions` the caller holds on the repository `name` (Artifact Registry v1)."""
-    return _held(
-        api.json(
-            "test repository permissions",
-            "POST",
-            f"v1/{name}:testIamPermissions",
-            json={"permissions": permissions},
-        )
-    )
+    return _tested(api, "repository", f"v1/{name}", permissions)
 
 
 # -- resources -------------------------------------------------------------------------------
