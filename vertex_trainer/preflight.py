@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import ServiceError, UserError
@@ -178,7 +179,7 @@ def check_buckets(spec: JobSpec, plan: tuple[PlannedAttempt, ...], *, settings: 
 
 
 def _check_attempt_regions(
-    spec: JobSpec, plan: tuple[PlannedAttempt, ...], bucket: str, field: str, meta: dict
+    spec: JobSpec, plan: tuple[PlannedAttempt, ...], bucket: str, field: str, meta: dict[str, Any]
 ) -> None:
     """A fallback attempt the plan moves to another region must find its data there: the bucket's
     location covers that region (a multi-region containing it does), or the spec says
@@ -212,7 +213,7 @@ class DataCheck:
         """'trainer.train_data gs://b/train-* matches at least one object'."""
         return f"{self.field} {self.pattern} matches at least one object"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The dry run's JSON `checks[]` entry."""
         return {"check": "data", "field": self.field, "pattern": self.pattern}
 

@@ -36,7 +36,7 @@ from vertex_trainer import regions, render
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.log import Log, silent
-from vertex_trainer.preflight import reducer_cpus, registry_far, short_retry
+from vertex_trainer.preflight import ReducerCpus, reducer_cpus, registry_far, short_retry
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt
@@ -78,7 +78,7 @@ class QuotaCheck:
         text = f"{self.strategy}: needs {self.needed} {accelerator}, quota {limit} in {self.region} ({name})"
         return text + (f"; ask for more: {self.request_url}" if self.short else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "metric": self.metric,
@@ -154,8 +154,10 @@ def quota_checks(
     an unknown metric)."""
     if not spec.project or not spec.region:
         return []
-    groups: dict[tuple[str, str, int], list] = {}  # flex-start and spot share the preemptible quota
-    cpus: dict[tuple[str, str, int], list] = {}  # the reducers': (metric, region, vCPUs) -> attempts
+    # (metric, region, devices) -> attempts: flex-start and spot share the preemptible quota
+    groups: dict[tuple[str, str, int], list[PlannedAttempt]] = {}
+    # the reducers': (metric, region, vCPUs) -> attempts
+    cpus: dict[tuple[str, str, int], list[tuple[PlannedAttempt, ReducerCpus]]] = {}
     for a in plan:
         acc = a.hardware.accelerator
         if acc is None or not a.region:
@@ -173,18 +175,21 @@ def quota_checks(
     retry = short_retry(settings)
     client = QuotasClient(spec.project, settings=settings, retry=retry, log=log or silent, session=session)
 
-    def base(metric: str, region: str, group: list) -> QuotaCheck:
+    def base(metric: str, region: str, group: list[PlannedAttempt]) -> QuotaCheck:
         names = ", ".join(dict.fromkeys(a.strategy for a in group))
+        acc = group[0].hardware.accelerator  # (each attempt of a group has one: see above)
         return QuotaCheck(
             names,
             metric,
             region,
             spec.replicas * group[0].hardware.devices,
             attempts=tuple(a.n for a in group),
-            accelerator=group[0].hardware.accelerator.name,
+            accelerator=acc.name if acc else None,
         )
 
-    def reducer_base(metric: str, region: str, needed: int, group: list) -> QuotaCheck:
+    def reducer_base(
+        metric: str, region: str, needed: int, group: list[tuple[PlannedAttempt, ReducerCpus]]
+    ) -> QuotaCheck:
         return QuotaCheck(
             ", ".join(dict.fromkeys(a.strategy for a, _ in group)),
             metric,
@@ -259,7 +264,12 @@ def skipped_attempts(checks: list[QuotaCheck]) -> dict[int, str]:
 
 
 def check_persistent_resource(
-    spec: JobSpec, *, settings: Settings, log: Log, session: Any = None, pools: list[dict] | None = None
+    spec: JobSpec,
+    *,
+    settings: Settings,
+    log: Log,
+    session: Any = None,
+    pools: list[dict[str, Any]] | None = None,
 ) -> PersistentResource | None:
     """Read spec.persistent_resource and refuse (exit 2, nothing created) one that is not RUNNING
     or has no pool that fits each worker pool of the job (`pools`: the submit plan's, else
@@ -296,7 +306,7 @@ def before_submit(
     settings: Settings,
     log: Log,
     quota: bool = True,
-    pools: list[dict] | None = None,
+    pools: list[dict[str, Any]] | None = None,
 ) -> dict[int, str]:
     """What a cloud submit reads before it builds or sends (the plan made the pure checks:
     `warnings`, `check_regions`): the quota pre-flight (unless `quota=False`), then the

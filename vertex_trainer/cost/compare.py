@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from vertex_trainer import hardware as hw
 from vertex_trainer import pricing, regions
@@ -50,7 +51,7 @@ class Alternative:
     quota: int | None = None  # the region's quota for the strategy's metric, when read
     current: bool = False  # the spec's own choice
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "hardware": self.hardware,
             "strategy": self.strategy,
@@ -215,7 +216,7 @@ class Recommendation:
     cost: float | None = None  # expected (or worst case when the hours are the timeout)
     upper_bound: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "region": self.region,
@@ -352,7 +353,7 @@ class Machines:
             f"({self.cost:,.0f} against {self.one_cost:,.0f} USD)"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "estimate": True,
             "machines": self.machines,
@@ -401,7 +402,7 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())
     machines: Machines | None = None  # a multi-machine job beside one machine (issue 35)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             **self.estimate.to_json(),
             "alternatives": [r.to_json() for r in self.rows],

@@ -20,6 +20,7 @@ import json
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vertex_trainer import performance, pricing
 from vertex_trainer.cost.scaling_model import Scaling, job_throughput, reducer_price
@@ -67,7 +68,7 @@ class AttemptCost:
     upper_bound: bool = False
     reason: str | None = None  # why a figure is missing or a ceiling
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "attempt": self.attempt,
             "region": self.region,
@@ -106,7 +107,7 @@ class Estimate:
     def expected_cost(self) -> float | None:
         return self.attempts[0].expected_cost if self.attempts else None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The `cost --output json` object (docs/contract.md section 12), plus "notes"."""
         return {
             "currency": self.currency,
@@ -174,7 +175,7 @@ def check_own_epochs(spec: JobSpec, given: OwnEpochs, throughput: Throughput | N
 
 def examples_per_epoch(
     spec: JobSpec,
-    read_json: Callable[[str], dict | None] | None = None,
+    read_json: Callable[[str], dict[str, Any] | None] | None = None,
     own: OwnEpochs | None = None,
 ) -> tuple[int | None, str]:
     """How many examples one epoch trains on, and where that figure comes from.
@@ -216,7 +217,7 @@ def throughput_of(
     spec: JobSpec,
     *,
     examples_per_sec: float | None = None,
-    bench: dict | None = None,
+    bench: dict[str, Any] | None = None,
     bench_name: str = "the bench result",
 ) -> Throughput | None:
     """The job's throughput: `--throughput`, a `bench --output json` result, or the published
@@ -260,7 +261,7 @@ def throughput_of(
 
 
 # -- the estimate -------------------------------------------------------------------------------
-def _hardware_args(h: HardwareSpec) -> dict:
+def _hardware_args(h: HardwareSpec) -> dict[str, Any]:
     return {
         "machine_type": h.machine_type,
         "accelerator_type": h.accelerator_type,
@@ -282,7 +283,7 @@ def estimate(
     book: pricing.PriceBook,
     *,
     throughput: Throughput | None = None,
-    read_json: Callable[[str], dict | None] | None = None,
+    read_json: Callable[[str], dict[str, Any] | None] | None = None,
     own: OwnEpochs | None = None,
     plan: tuple[PlannedAttempt, ...] | None = None,
 ) -> Estimate:
@@ -462,7 +463,7 @@ def check_search_budget(est: Estimate, budget: float, field: str, trials: int) -
 
 
 # -- what an ended job cost -----------------------------------------------------------------------
-def job_cost(data: dict, book: pricing.PriceBook) -> dict | None:
+def job_cost(data: dict[str, Any], book: pricing.PriceBook) -> dict[str, Any] | None:
     """What an ended CustomJob cost: its run time (startTime..endTime) x the hourly list price of
     its worker pools, for its strategy in its region. An estimate of list price, not the bill.
 
@@ -518,8 +519,8 @@ def cost_per_epoch(
     spec: JobSpec,
     book: pricing.PriceBook,
     examples_per_sec: float | None,
-    read_json: Callable[[str], dict | None] | None = None,
-) -> dict | None:
+    read_json: Callable[[str], dict[str, Any] | None] | None = None,
+) -> dict[str, Any] | None:
     """What one epoch costs at a measured throughput, on the spec's hardware, strategy and region
     (`bench` adds it): {"usd", "hours", "examples", "usd_per_million_examples", "hourly", "strategy",
     "region", "prices_as_of"}; "usd" None with "reason" when the epoch's size is unknown."""
@@ -547,7 +548,7 @@ def cost_per_epoch(
     return {**out, "usd": _money(hours * price.hourly), "hours": round(hours, 4), "examples": examples}
 
 
-def load_bench(path: str) -> dict:
+def load_bench(path: str) -> dict[str, Any]:
     """A `bench --output json` result from a file (exit 2 when it is not one)."""
     try:
         with open(path, encoding="utf-8") as f:

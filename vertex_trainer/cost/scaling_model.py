@@ -21,6 +21,7 @@ longer is always the cheaper way to train, more machines the faster one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from vertex_trainer import catalog, pricing
 from vertex_trainer.spec import JobSpec
@@ -62,7 +63,7 @@ class Scaling:
             f"{self.compute_s * 1e3:,.1f} ms of compute); `bench` on {self.machines} machines measures it"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "estimate": True,
             "machines": self.machines,

@@ -16,7 +16,8 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.spec import DeploySpec, JobSpec
 from vertex_trainer.spec.deploy_block import serving_image_problem
 from vertex_trainer.spec.rules import gcs_problem
-from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer
+from vertex_trainer.vertex.model_deploy import DeployRequest as DeployRequest  # (the package's name)
+from vertex_trainer.vertex.model_deploy import ServingContainer
 
 
 def deploy_block(spec: JobSpec) -> DeploySpec:
@@ -24,7 +25,7 @@ def deploy_block(spec: JobSpec) -> DeploySpec:
     return spec.deploy or DeploySpec()
 
 
-def from_job(spec: JobSpec, job: dict) -> tuple[str, str, str]:
+def from_job(spec: JobSpec, job: dict[str, Any]) -> tuple[str, str, str]:
     """(artifact_uri, job label, training image) of a finished CustomJob resource."""
     name = job.get("name", "")
     state = job.get("state", "")
@@ -118,7 +119,7 @@ def check_model_dir(settings: Settings, artifact_uri: str, *, log: Log) -> None:
         )
 
 
-def dry_run(client: Any, req: DeployRequest) -> dict:
+def dry_run(client: Any, req: DeployRequest) -> dict[str, Any]:
     """What a deploy would send, in order, with no connection opened."""
     base = client.api.url(f"v1/{client.parent}")
     return {

@@ -196,7 +196,7 @@ def run_key(key: str, kind: str) -> str:
     return key[: 63 - len(suffix)] + suffix
 
 
-def read_metrics(settings: Settings, output_dir: str | None) -> dict | None:
+def read_metrics(settings: Settings, output_dir: str | None) -> dict[str, Any] | None:
     """metrics.json of a finished cloud run (the base output directory), or None."""
     if not output_dir or not output_dir.startswith("gs://"):
         return None
@@ -211,16 +211,16 @@ class Result:
     name: str
     state: str
     output_dir: str | None
-    metrics: dict | None = field(default=None)
+    metrics: dict[str, Any] | None = field(default=None)
 
 
-def rate(metrics: dict) -> float | None:
+def rate(metrics: dict[str, Any]) -> float | None:
     # Steady state (executions after the first); older trainers: the epoch's rate.
     value = metrics.get("steady_examples_per_sec") or metrics.get("train_examples_per_sec")
     return float(value) if value else None
 
 
-def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict:
+def report(spec: JobSpec, bench: Plan, results: dict[str, Result]) -> dict[str, Any]:
     """The bench's answer (docs/contract.md section 9) from the two finished runs."""
     missing = [k for k in KINDS if not (results.get(k) and results[k].metrics)]
     if missing:
@@ -279,7 +279,15 @@ def _below_ceiling(syn_rate: float | None, real_rate: float | None, *, local: bo
     ]
 
 
-def _reference(spec: JobSpec, real: dict, syn_rate, real_rate, devices: int, *, local: bool) -> dict | None:
+def _reference(
+    spec: JobSpec,
+    real: dict[str, Any],
+    syn_rate: float | None,
+    real_rate: float | None,
+    devices: int,
+    *,
+    local: bool,
+) -> dict[str, Any] | None:
     ref = reference_for(spec)
     accelerator = spec.hardware.accelerator
     if ref is None or accelerator is None:  # a reference is per accelerator

@@ -233,7 +233,8 @@ def _step_table(tables: Any) -> Mapping[str, Any] | None:
     for table in tables if isinstance(tables, list) else []:
         ids = {str(c.get("id", "")).lower() for c in table.get("cols", [])}
         if "stepnum" in ids and table.get("rows"):
-            return table
+            found: Mapping[str, Any] = table  # (xprof's JSON: a table is an object)
+            return found
     return None
 
 

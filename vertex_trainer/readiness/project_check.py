@@ -23,7 +23,8 @@ from vertex_trainer import capacity
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import access, auth, storage
 from vertex_trainer.log import silent
-from vertex_trainer.preflight import buckets_of, location_mismatch, registry_far, short_retry
+from vertex_trainer.preflight import buckets_of, location_mismatch, registry_far
+from vertex_trainer.preflight import short_retry as short_retry  # (api/project reads it here too)
 from vertex_trainer.readiness import permissions
 from vertex_trainer.regions import region_of
 from vertex_trainer.settings import Settings, is_emulator

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +206,7 @@ def clean_figures(raw: Mapping[str, Any], source: str, notes: Notes) -> dict[str
 def clean_config(raw: Mapping[str, Any], source: str, notes: Notes) -> dict[str, Any]:
     """trainer_config.json: the learning-rate schedule's figures checked, flags an object."""
     out = dict(raw)
-    rules = {
+    rules: dict[str, Callable[[Any], bool]] = {
         "peak_learning_rate": lambda v: number(v) is not None and v >= 0,
         "warmup_steps": lambda v: _count(v, 0),
         "total_steps": lambda v: _count(v, 0),
