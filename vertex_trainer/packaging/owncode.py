@@ -105,7 +105,7 @@ def prebuilt_image(variant: str, region: str | None, *, field: str) -> str:
     mirror (catalog/training_images.csv).
 
     Args:
-        variant: gpu, cpu or tpu (packaging.plan.resolve_variant).
+        variant: gpu, cpu or tpu (build_plan.resolve_variant).
         region: the job's region (picks us-, europe- or asia-docker.pkg.dev).
         field: the spec field to name when there is none (image.base_image or image.executor_image).
     Returns:

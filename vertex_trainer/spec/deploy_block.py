@@ -187,7 +187,7 @@ def serving_image_problem(spec: JobSpec, d: DeploySpec) -> SpecError | None:
 
     Args:
         spec: the JobSpec.
-        d: its deploy: block, or the defaults a deploy uses when it has none (workflows/deployment).
+        d: its deploy: block, or the defaults a deploy uses when it has none (deployment/deploy_request.py).
     Returns:
         the SpecError naming deploy.serving_image and the fix, or None when auto fits.
     """
