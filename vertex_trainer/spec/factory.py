@@ -227,7 +227,7 @@ def keras_words(spec: JobSpec) -> str:
     """'Keras 3 (models/net.py line 2: import keras)' for a factory job ('' if not one)."""
     if not runs_factory(spec):
         return ""
-    from trainer import keras_choice
+    from trainer import keras_choice  # a factory's only (keras_of)
 
     try:
         major, why = keras_of(spec)

@@ -149,6 +149,8 @@ def _refusal(args: tuple[str, ...]) -> str | None:
     """The bundled trainer's UsageError message for `args` (None: it accepts them). Parsed once
     per args: `validate` and `submit` check the same spec twice (load_spec, then check), and
     building the trainer's argparse parser is most of the cost."""
+    # the trainer's parser, only when flags are checked: at load the spec imports only its flag
+    # table (tests/foundation: test_the_spec_imports_only_the_trainers_flag_table)
     from trainer.config import UsageError as TrainerUsage
     from trainer.config import parse_flags
 
