@@ -405,7 +405,7 @@ def plan_submit(
     run, output = _run_place(spec, key, resume, local=local)
     rendered = []
     for a in route if kind in ("custom", "fallback") else route[:1]:
-        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a.n, output=output)
+        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a, output=output)
         where = a.region or spec.region or ""  # (a cloud spec has a region: check() made sure)
         sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
         rendered.append(AttemptPlan(a, body, sent))
