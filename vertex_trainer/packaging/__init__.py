@@ -12,8 +12,11 @@ The seam (docs/packager.md):
 Modules, each one job, data flowing down the list:
 
   context     .dockerignore rules, context entries, the content hash, the reproducible tar.gz
+  screen      what never leaves this machine: the screen every packaged folder passes
   templates   Dockerfile variants and templates, the trainer's requirements
-  plan        BuildPlan: what would be built and its name; plan_artifact (pure)
+  owncode     your own code (image.code) as an image or as a Python package
+  factory     a model factory job's image: the bundled trainer's, with image.code in it
+  build_plan  BuildPlan: what would be built and its name; plan_artifact (pure)
   registry    does <repository>:<tag> exist? (Docker Registry HTTP API v2)
   cloudbuild  the Cloud Build REST client
   docker      the local docker CLI driver
