@@ -1,4 +1,4 @@
-"""`report` on malformed run folders (workflows/report*.py, issue 41): every broken, hostile or
+"""`report` on malformed run folders (reporting/*.py, issue 41): every broken, hostile or
 missing file gives a page that says what could not be read (RunData.notes), or exit 2 with one
 line naming the file; never a traceback, a hang or an unbounded read.
 

@@ -172,7 +172,7 @@ def from_tuning_job(
 
 
 def _cost_so_far(data: Mapping[str, Any], book: pricing.PriceBook) -> dict[str, Any] | None:
-    """workflows/cost.job_cost of an ended job; of a running one, its time so far (now as its end)."""
+    """cost.job_cost of an ended job; of a running one, its time so far (now as its end)."""
     if data.get("startTime") and not data.get("endTime"):
         now = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
         cost = costs.job_cost({**data, "endTime": now}, book)

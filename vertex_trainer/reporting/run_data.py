@@ -102,7 +102,7 @@ class RunData:
     goal: str = "MAXIMIZE"
     metric_id: str = "accuracy"
     attempts: tuple[dict[str, Any], ...] = ()  # docs/contract.md section 11 attempt records
-    cost: dict[str, Any] | None = None  # workflows/cost.job_cost's object
+    cost: dict[str, Any] | None = None  # cost.job_cost's object
     max_cost: float | None = None
     region: str | None = None  # a local run's spec's region (its run.json), which prices its time
     reference: dict[str, Any] | None = None  # the published figure: examples_per_sec, setup, source
