@@ -7,8 +7,11 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.errors import UserError
+from vertex_trainer.performance.bench_text import bench_text, dry_run_text, sweep_dry_run_text, sweep_text
 
 
 @common.with_option_groups
@@ -55,14 +58,9 @@ def bench(
     """Run the job briefly twice, on synthetic then on real data: both throughputs, the measured
     input wait, input- or compute-bound, and the published reference for known hardware. With
     --sweep, once per value of one field, and the value to use."""
-    from vertex_trainer import api
-    from vertex_trainer.performance.bench_text import bench_text, dry_run_text, sweep_dry_run_text, sweep_text
-
     if idempotency_key is not None:
         api.check_key(idempotency_key)
     if repeat != 1 and sweep is None:
-        from vertex_trainer.errors import UserError
-
         raise UserError(
             f"--repeat {repeat} is for --sweep: bench without it runs the synthetic and real jobs once",
             hint="add --sweep FIELD=V1,V2,... (e.g. steps_per_execution=1,auto), or drop --repeat",

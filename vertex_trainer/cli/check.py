@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.readiness.check_text import check_text, setup_text
 
 
 def register(app: typer.Typer) -> None:
@@ -31,9 +33,6 @@ def check(
     One line per item, OK, WARN or FAIL, each FAIL with the command that fixes it. Permissions
     are tested (testIamPermissions), not guessed. Exit 0 when nothing fails, 2 otherwise.
     """
-    from vertex_trainer import api
-    from vertex_trainer.readiness.check_text import check_text
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg) if spec is not None else None
     result = api.project_check(
@@ -84,9 +83,6 @@ def setup(
     The IAM bindings are printed for someone with the right to grant them; --grant grants them.
     A second run changes nothing. --dry-run sends nothing at all; --plan reads and changes nothing.
     """
-    from vertex_trainer import api
-    from vertex_trainer.readiness.check_text import setup_text
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     result = api.project_setup(

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from vertex_trainer import api
+from vertex_trainer.contract import short_state
 from vertex_trainer.errors import UserError
 from vertex_trainer.settings import Settings
 
@@ -170,8 +172,6 @@ class _Spread:
 def settings() -> Settings:
     """This invocation's settings, from the environment (the edge), and --impersonate-service-account;
     every request of the command goes as their identity."""
-    from vertex_trainer import api
-
     if _SET_HERE:
         cfg = Settings.from_environ({k: v for k, v in os.environ.items() if k != NO_PLUGINS})
     else:
@@ -195,8 +195,6 @@ def load(
     cfg: Settings,
 ):
     """Load the spec the way every command does (file < --set < --project/--region)."""
-    from vertex_trainer import api
-
     variables = dict(api.parse_assignments(var, "--var"))
     return api.load_spec(spec, set=set_ or (), vars=variables, project=project, region=region, settings=cfg)
 
@@ -254,8 +252,6 @@ def stop_waiting(
 ):
     """Ctrl-C during --wait: cancel the job (--cancel-on-interrupt) or say how to follow and cancel
     it; --output json still prints the one object; exit 130."""
-    from vertex_trainer.contract import short_state
-
     if cancel_on_interrupt:
         job.cancel()
         stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
@@ -279,6 +275,7 @@ def stderr_line(text: str) -> None:
 
 
 def err_console() -> Console:
+    # rich (~50 modules) only when a command draws on stderr, not for --help or a plain answer
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)

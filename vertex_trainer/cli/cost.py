@@ -7,8 +7,11 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.cost.cost_text import cost_text
+from vertex_trainer.errors import UserError
 
 
 @common.with_option_groups
@@ -77,9 +80,6 @@ def cost(
     """Hourly list price, worst case (timeout x hourly) and expected cost of every attempt of the
     plan; with --compare, the alternatives and a recommendation (flex-start, spot, standard or a
     reservation) with its reason. Nothing is sent (unless --live-prices)."""
-    from vertex_trainer import api
-    from vertex_trainer.errors import UserError
-
     if throughput is not None and bench is not None:
         raise UserError("--throughput and --bench both give the throughput: pass one")
     cfg = common.settings()
@@ -99,8 +99,6 @@ def cost(
     if output is OutputFormat.json:
         common.emit_json(result.to_json())
         return
-    from vertex_trainer.cost.cost_text import cost_text
-
     print(cost_text(result))
 
 

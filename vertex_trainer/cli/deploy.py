@@ -6,8 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.errors import UserError
 
 
 @common.with_option_groups
@@ -50,8 +52,6 @@ def deploy(
 
     Once it serves with all the traffic, the other deployed models left at 0% are undeployed
     (--keep-previous keeps them)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     result = api.deploy(
@@ -71,6 +71,7 @@ def show_deployment(result: Any, output: OutputFormat) -> None:
     """A deployment (or a dry run's requests, a dict) as --output asks."""
     if output is OutputFormat.json:
         return common.emit_json(result if isinstance(result, dict) else result.to_dict())
+    # loads the Vertex AI REST clients (vertex/, gcp/: ~80 modules): not for `deploy --help` or json
     from vertex_trainer.deployment.deploy_text import deployment_text, dry_run_text
 
     print(dry_run_text(result) if isinstance(result, dict) else deployment_text(result))
@@ -89,9 +90,6 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
 ) -> None:
     """Serve an exported model here, behind the same prediction contract as the Vertex endpoint."""
-    from vertex_trainer import api
-    from vertex_trainer.errors import UserError
-
     if port is not None and not 0 <= port <= 65535:
         raise UserError(
             f"--port {port} is not a port number (0 to 65535)", hint="--port 0 picks any free port"

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
+from vertex_trainer.errors import UserError
 
 app = typer.Typer(
     help="Local stand-ins for Google Cloud services (for tests and offline runs).", no_args_is_help=True
@@ -22,10 +27,6 @@ Host = Annotated[
 def _loopback(host: str) -> str:
     """`--host` as given when it is this machine's loopback; else exit 2: a stand-in takes any
     request it is sent (docs/security-notes/listening.md), so it never listens beyond loopback."""
-    import ipaddress
-
-    from vertex_trainer.errors import UserError
-
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
@@ -42,6 +43,7 @@ def _loopback(host: str) -> str:
 @app.command("fake-vertex")
 def dev_fake_vertex(port: Port = 8765, host: Host = "127.0.0.1") -> None:
     """Run a fake Vertex AI JobService (REST) for offline submit/status/cancel/list."""
+    # each stand-in loads an HTTP server (http.server, ssl: ~50 modules): only the one started
     from vertex_trainer.emulators.vertex import serve
 
     serve(_loopback(host), port)
@@ -50,6 +52,7 @@ def dev_fake_vertex(port: Port = 8765, host: Host = "127.0.0.1") -> None:
 @app.command("fake-logging")
 def dev_fake_logging(port: Port = 8766, host: Host = "127.0.0.1") -> None:
     """Run a fake Cloud Logging (entries:list, entries:write) for offline `logs` and `--wait`."""
+    # each stand-in loads an HTTP server (http.server, ssl: ~50 modules): only the one started
     from vertex_trainer.emulators.logging import serve
 
     serve(_loopback(host), port)
@@ -71,6 +74,7 @@ def dev_gcs_emulator(
     With them exported, `submit --local`, `data synth` and TensorFlow read and write gs:// paths
     in the emulator (TF through a TLS proxy with a throwaway CA). Ctrl-C stops it; data is lost.
     """
+    # the GCS emulator's server and lazy's importlib.metadata (~50 modules): only this command's
     from vertex_trainer import lazy
     from vertex_trainer.emulators.gcs import serve_forever
 
@@ -166,10 +170,7 @@ def dev_sandbox(
     run their tasks (GCPC's launchers) and tuning jobs their trials; with --function DIR, uploads
     to the function's bucket start runs as on Google Cloud. See docs/sandbox.md.
     """
-    import os
-    from pathlib import Path
-
-    from vertex_trainer.errors import UserError
+    # every stand-in and its HTTP server (~80 modules): only for `dev sandbox`
     from vertex_trainer.sandbox import Sandbox, serve
 
     if function is not None and not (Path(function) / "main.py").is_file():
@@ -204,8 +205,6 @@ def dev_refresh_prices(
     page, mapped to (machine family or accelerator, region, usage type). An API key
     ($VERTEX_TRAINER_BILLING_API_KEY) or ADC; $VERTEX_TRAINER_BILLING_ENDPOINT picks a stand-in
     (the sandbox has one). See docs/cost.md."""
-    from vertex_trainer import api
-
     done = api.refresh_prices(out, settings=common.settings())
     print(
         f"prices as of {done['as_of']}: {done['skus_used']} of {done['skus_read']} SKUs used "

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SetOpt, VarOpt
 from vertex_trainer.settings import Settings
@@ -44,8 +45,6 @@ def endpoints(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """List endpoints and what is deployed on them: model, version, traffic, machines, hourly price."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     at, job_spec = _place(cfg, spec, place, set_, var)
     named = endpoint
@@ -54,6 +53,7 @@ def endpoints(
     found = api.list_endpoints(**at, endpoint=named, settings=cfg)
     if output is OutputFormat.json:
         return common.emit_json({"endpoints": [e.to_dict() for e in found]})
+    # loads the Vertex AI REST clients (vertex/, gcp/: ~80 modules): not for --help or json
     from vertex_trainer.deployment.endpoints_text import endpoints_text
 
     print(endpoints_text(found, at["project"], at["region"], named))
@@ -86,8 +86,6 @@ def undeploy(
     Idempotent: one already gone is said so (exit 0). A deployed model that takes traffic goes
     only when the others take some (they get its share in their ratio); the last one leaves the
     endpoint empty, which costs nothing."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     at, _ = _place(cfg, spec, place, need=not endpoint.startswith("projects/"))
     result = api.undeploy(
@@ -101,6 +99,7 @@ def undeploy(
     )
     if output is OutputFormat.json:
         return common.emit_json(result if isinstance(result, dict) else result.to_dict())
+    # loads the Vertex AI REST clients (vertex/, gcp/: ~80 modules): not for --help or json
     from vertex_trainer.deployment.endpoints_text import undeploy_dry_run_text, undeployment_text
 
     print(undeploy_dry_run_text(result) if isinstance(result, dict) else undeployment_text(result))

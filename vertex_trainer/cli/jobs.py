@@ -9,10 +9,15 @@ from typing import Annotated
 
 import typer
 
-from vertex_trainer.cli import common
+from vertex_trainer import api
+from vertex_trainer.cli import common, tuning
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
-from vertex_trainer.contract import short_state
+from vertex_trainer.cli.deploy import show_deployment
+from vertex_trainer.contract import Failure, short_state
+from vertex_trainer.cost.cost_text import job_cost_line
 from vertex_trainer.errors import JobFailed
+from vertex_trainer.performance.utilization_text import utilization_text
+from vertex_trainer.present.runs import local_summary
 
 JobArg = Annotated[str, common.resource_argument("a job", "customJobs")]
 LogsOpt = Annotated[
@@ -102,8 +107,6 @@ def submit(
     ] = None,
 ) -> None:
     """Create the Vertex AI CustomJob (or run it here with --local)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     tune = job_spec.tune  # a hyperparameter tuning job: its own display (cli/tuning.py)
@@ -136,8 +139,6 @@ def submit(
     if isinstance(result, api.DryRun):
         return show_dry_run(result, output)
     if tune is not None:
-        from vertex_trainer.cli import tuning
-
         return tuning.show_submitted(result, tune, output, local=local, wait=wait, cancel=cancel_on_interrupt)
     if not isinstance(result, api.Job):  # run here
         return _show_local(result, output)
@@ -150,8 +151,6 @@ def submit(
     elif result.attempts:
         _show_attempts(result)
     if result.deployment is not None and text:
-        from vertex_trainer.cli.deploy import show_deployment
-
         show_deployment(result.deployment, output)
 
 
@@ -174,8 +173,6 @@ def status(
     ] = False,
 ) -> None:
     """Show a job's state (and its error, if it failed)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     found = api.status(job, **place.where(cfg), settings=cfg)
     # --utilization: read from Cloud Monitoring once the job's own lines are shown (after a wait)
@@ -202,8 +199,6 @@ def cancel(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Cancel a job (a job that already ended is left as it is)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     found = api.status(job, **place.where(cfg), settings=cfg)
     if found.done:
@@ -235,8 +230,6 @@ def list_jobs(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """List jobs, newest first (by default those created by vertex-trainer)."""
-    from vertex_trainer import api
-
     labels = dict(api.parse_label(item) for item in label or ())
     cfg = common.settings()
     at = place.where(cfg, need=True)
@@ -287,6 +280,7 @@ def _show_created(job, output: OutputFormat) -> None:
 
 
 def _show_attempts(job) -> None:
+    # capacity.fallback loads the spec's pydantic models: not for status, cancel, list or --help
     from vertex_trainer.capacity.attempts_text import attempts_line
 
     print(attempts_line(job.attempts))
@@ -294,8 +288,6 @@ def _show_attempts(job) -> None:
 
 def _cost(job) -> dict | None:
     """What an ended job cost (run time x hourly list price, an estimate), else None."""
-    from vertex_trainer import api
-
     return api.job_cost(job.data) if job.done and isinstance(getattr(job, "data", None), dict) else None
 
 
@@ -305,8 +297,6 @@ def _with_cost(obj: dict, job) -> dict:
 
 
 def _cost_line(job) -> None:
-    from vertex_trainer.cost.cost_text import job_cost_line
-
     line = job_cost_line(_cost(job))
     if line:
         print(line)
@@ -342,8 +332,6 @@ def _show_job(job, output: OutputFormat, usage=None) -> None:
     _cost_line(job)
     _report_line(job)
     if usage is not None:
-        from vertex_trainer.performance.utilization_text import utilization_text
-
         print()
         print(utilization_text(usage()))
 
@@ -367,9 +355,8 @@ def _watch(
     job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False, show_logs: bool = True
 ):
     """Follow `job` to its end on stderr; returns (the view, the Failure or None)."""
-    from vertex_trainer import api
+    # cli/logs and present/logs only for --wait (2f80a84: submit without --wait loads neither)
     from vertex_trainer.cli.logs import FollowView
-    from vertex_trainer.contract import Failure
 
     view = FollowView(common.err_console(), job)
     failure = None
@@ -416,6 +403,7 @@ def show_dry_run(dry, output: OutputFormat) -> None:
     """submit --dry-run (any kind): the JSON object, or the plan's text (present.plan)."""
     if output is OutputFormat.json:
         return common.emit_json(dry.to_dict())
+    # present.plan loads the spec's pydantic models: not for status, cancel, list or --help
     from vertex_trainer.present.plan import dry_run_text
 
     print(dry_run_text(dry.plan))
@@ -427,8 +415,6 @@ def _show_local(result, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         common.emit_json(result.to_dict())
     else:
-        from vertex_trainer.present.runs import local_summary
-
         print(local_summary(result))
         _report_line(result, result.output_dir)
     if result.done and not result.succeeded:  # its last lines are in the summary, on stderr

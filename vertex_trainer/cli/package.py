@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
 
@@ -33,8 +34,6 @@ def package(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Build and push the training image (once per content hash), or stage the Python package."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     result = api.package(job_spec, builder=builder, dry_run=dry_run, log=common.stderr_line, settings=cfg)

@@ -10,8 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.redact import note
 
@@ -49,8 +51,6 @@ def compile_(
     idempotency_key: KeyOpt = None,
 ) -> None:
     """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     text = api.pipeline_yaml(
@@ -96,8 +96,6 @@ def submit(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Start the spec as a Vertex AI PipelineJob (at most once per --idempotency-key)."""
-    from vertex_trainer import api
-
     if idempotency_key is not None:
         api.check_key(idempotency_key)
     cfg = common.settings()
@@ -126,8 +124,6 @@ def status(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Show a pipeline run's state (and its error, if it failed)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     _show(api.pipeline_status(run, **place.where(cfg), settings=cfg), output, wait)
 
@@ -140,16 +136,12 @@ def cancel(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Cancel a pipeline run (one that already ended is left as it is)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     found = api.pipeline_status(run, **place.where(cfg), settings=cfg).cancel()
     _show(found, output, wait=False)
 
 
 def _show(run: Any, output: OutputFormat, wait: bool) -> None:
-    from vertex_trainer.contract import short_state
-
     if output is OutputFormat.text:
         verb = "adopted" if run.adopted else "run"
         print(f"{verb:8} {run.name}\nstate    {short_state(run.state)}\nconsole  {run.console_url}")

@@ -3,12 +3,15 @@ on 127.0.0.1 over its logs (docs/cli.md)."""
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
+from vertex_trainer.performance.profile_text import profile_text
 
 RunArg = Annotated[
     str,
@@ -31,9 +34,6 @@ def profile(
 ) -> None:
     """Where a run's step time goes, from its newest profiler trace (trainer.profile_steps):
     device busy, idle between steps, input, host-to-device, the top ops, and the verdict."""
-    from vertex_trainer import api
-    from vertex_trainer.performance.profile_text import profile_text
-
     cfg = common.settings()
     found = api.profile(target, **place.where(cfg), settings=cfg)
     if output is OutputFormat.json:
@@ -59,10 +59,6 @@ def tensorboard(
 ) -> None:
     """Start TensorBoard on 127.0.0.1 over a run's logs (a local run, a sandbox job, or gs://)
     and print its URL; Ctrl-C stops it."""
-    import signal
-
-    from vertex_trainer import api
-
     cfg = common.settings()
     board = api.tensorboard(target, port=port, **place.where(cfg), settings=cfg)
     before = signal.signal(signal.SIGTERM, _interrupt)  # a kill ends TensorBoard too

@@ -9,9 +9,14 @@ this prints.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator
 from typing import Any
+
+import typer.main
+
+from vertex_trainer.cli import app
 
 HEADER = """\
 # Command reference
@@ -29,10 +34,6 @@ def reference() -> str:
     Returns:
         the whole page, one section per command, in the order `vertex-trainer --help` lists them.
     """
-    import typer.main
-
-    from vertex_trainer.cli import app
-
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="vertex-trainer")
     parts = [HEADER, _global_options(root, ctx)]
@@ -99,8 +100,6 @@ def _row(param: Any, ctx: Any) -> tuple[str, str] | None:
 
 def _plain(text: str) -> str:
     """A command's help as Markdown paragraphs (click's \\b no-rewrap markers dropped)."""
-    import inspect
-
     return inspect.cleandoc(text).replace("\b\n", "")
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import webbrowser
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace
 
@@ -40,15 +43,10 @@ def report(
     place: JobPlace,
 ) -> None:
     """Write a run's report: curves, throughput, input wait, time split, attempts, cost, trials."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     path = api.report(target, out, fmt=fmt.value, **place.where(cfg), settings=cfg)
     print(path)
     if open_:
-        import webbrowser
-        from pathlib import Path
-
         if not webbrowser.open(Path(path).resolve().as_uri()):
             common.stderr_line(f"no browser to open here: open {path} yourself")
 

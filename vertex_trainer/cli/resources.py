@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
 
@@ -34,8 +35,6 @@ def create(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Create a persistent resource from the spec's hardware (idempotent by id); waits until it runs."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     result = api.create_resource(job_spec, resource_id, dry_run=dry_run, settings=cfg, log=common.stderr_line)
@@ -54,7 +53,7 @@ def create(
 @common.with_option_groups
 def list_(place: JobPlace, output: OutputOpt = OutputFormat.text) -> None:
     """List the persistent resources of a project and region."""
-    from vertex_trainer import api
+    # loads the Vertex AI REST clients (vertex/, gcp/: ~75 modules): not for --help
     from vertex_trainer.capacity.resources_text import resources_text
 
     cfg = common.settings()
@@ -73,8 +72,6 @@ def delete(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Delete a persistent resource (its machines are released); waits until it is gone."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     at = place.where(cfg, need=not resource.startswith("projects/"))
     deleted = api.delete_resource(resource, **at, settings=cfg)

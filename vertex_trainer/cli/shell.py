@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 
@@ -24,8 +25,6 @@ def shell(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Wait until the job runs, then print the replica's interactive shell URI (open it in a browser)."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     uri = api.web_access(job, replica, **place.where(cfg), settings=cfg)
     if output is OutputFormat.json:

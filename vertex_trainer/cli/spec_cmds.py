@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, OutputOpt, SpecOptions, SpecPath
+from vertex_trainer.present.hardware import HEADER, provenance_lines, region_lines, table_rows
 
 
 class RenderFormat(str, Enum):
@@ -44,7 +46,7 @@ def validate(
     run here, without sending anything (--check-quota: one read-only look at the project's quota).
     It answers from the plan `submit --dry-run` (or `submit --local`) makes: the same problems, the
     same warnings, the same budget."""
-    from vertex_trainer import api
+    # present.plan loads the spec's pydantic models: not for hardware, schema or --help
     from vertex_trainer.present.plan import quota_lines, validate_text
 
     cfg = common.settings()
@@ -75,8 +77,6 @@ def render(
     ] = None,
 ) -> None:
     """Print the CustomJob (with tune:, the HyperparameterTuningJob) that submit would send."""
-    from vertex_trainer import api
-
     job_spec = opts.load(spec, common.settings())
     if format is RenderFormat.spec:
         sys.stdout.write(job_spec.to_yaml())
@@ -98,9 +98,6 @@ def hardware(
 ) -> None:
     """List the hardware presets (machine, accelerators, memory, Flex Start, default precision),
     the regions that offer each accelerator for training, and where each row was read."""
-    from vertex_trainer import api
-    from vertex_trainer.present.hardware import HEADER, provenance_lines, region_lines, table_rows
-
     cat = api.hardware_catalog(region)
     if output is OutputFormat.json:
         common.emit_json(cat.rows)
@@ -108,6 +105,7 @@ def hardware(
     for header_line in region_lines(cat):
         print(header_line)
     lines = [HEADER, *table_rows(cat)]
+    # rich (~50 modules) only for hardware's table on a terminal
     from rich.console import Console
 
     console = Console(highlight=False)
@@ -117,6 +115,7 @@ def hardware(
             print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
         print("\n".join(provenance_lines(cat)))
         return
+    # rich (~50 modules) only for hardware's table on a terminal
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
@@ -130,8 +129,6 @@ def hardware(
 
 def schema() -> None:
     """Print the JSON Schema of the job spec (for editor completion)."""
-    from vertex_trainer import api
-
     common.emit_json(api.spec_schema())
 
 

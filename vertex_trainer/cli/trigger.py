@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import OutputFormat, SpecOptions, SpecPath
 
@@ -85,8 +86,6 @@ class FunctionOptions:
 
 def _options(prefix: str, marker: str, opts: SpecOptions, fn: FunctionOptions) -> dict[str, Any]:
     """The keyword arguments of api.trigger_render and api.trigger_deploy."""
-    from vertex_trainer import api
-
     return {
         "sets": tuple(opts.set_ or ()),
         "vars": dict(api.parse_assignments(opts.var, "--var")),
@@ -114,8 +113,6 @@ def render(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Write a deployable Cloud Run function that starts the spec's run for each completed folder."""
-    from vertex_trainer import api
-
     result = api.trigger_render(
         spec,
         out,
@@ -157,8 +154,6 @@ def deploy(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Deploy the function, its Eventarc trigger and the IAM bindings they need (with gcloud)."""
-    from vertex_trainer import api
-
     result = api.trigger_deploy(
         spec,
         bucket=bucket,

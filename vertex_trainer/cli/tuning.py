@@ -7,10 +7,12 @@ stderr; `--output json` prints exactly one JSON object.
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 import typer
 
+from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 from vertex_trainer.contract import short_state
@@ -33,8 +35,6 @@ def trials(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """List a hyperparameter tuning job's trials (parameters, metric) and the best trial."""
-    from vertex_trainer import api
-
     cfg = common.settings()
     found = api.tuning_job(job, **place.where(cfg), settings=cfg)
     if wait and not found.done:
@@ -78,8 +78,6 @@ def show_submitted(
 
 def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
     """--wait: each state change and each trial as it ends (stderr), then the table (stdout)."""
-    import time
-
     console = common.err_console()
     metric = job.metric_id or "metric"
 
