@@ -48,11 +48,27 @@ from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
 from vertex_trainer.vertex.tensorboards import TensorboardsClient
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import TypedDict, Unpack  # (typing.Unpack from Python 3.11)
+
     from vertex_trainer.spec import JobSpec
     from vertex_trainer.tuning.tuning_run import LocalTuning
     from vertex_trainer.vertex.hptuning import TuningJob
     from vertex_trainer.vertex.models import RegistryClient
     from vertex_trainer.vertex.pipelines import PipelineRun
+
+    class SubmitKeywords(TypedDict, total=False):
+        """submit's keywords besides dry_run, once for its three overloads (the defaults: submit's)."""
+
+        local: bool
+        deploy: bool
+        options: SubmitOptions | None
+        resume: str | None
+        settings: Settings | None
+        log: Log | None
+        timeout: float | None
+        max_cost: float | None
+        client: JobsClient | None
+
 
 __all__ = ["EXECUTORS", "Executor", "Handle", "registry_client", "run", "submit"]
 
@@ -63,16 +79,8 @@ def submit(
     wait: bool = ...,
     idempotency_key: str | None = ...,
     *,
-    local: bool = ...,
     dry_run: Literal[True],
-    deploy: bool = ...,
-    options: SubmitOptions | None = ...,
-    resume: str | None = ...,
-    settings: Settings | None = ...,
-    log: Log | None = ...,
-    timeout: float | None = ...,
-    max_cost: float | None = ...,
-    client: JobsClient | None = ...,
+    **keywords: Unpack[SubmitKeywords],
 ) -> DryRun: ...
 
 
@@ -82,16 +90,8 @@ def submit(
     wait: bool = ...,
     idempotency_key: str | None = ...,
     *,
-    local: bool = ...,
     dry_run: Literal[False] = ...,
-    deploy: bool = ...,
-    options: SubmitOptions | None = ...,
-    resume: str | None = ...,
-    settings: Settings | None = ...,
-    log: Log | None = ...,
-    timeout: float | None = ...,
-    max_cost: float | None = ...,
-    client: JobsClient | None = ...,
+    **keywords: Unpack[SubmitKeywords],
 ) -> Handle: ...
 
 
@@ -101,16 +101,8 @@ def submit(
     wait: bool = ...,
     idempotency_key: str | None = ...,
     *,
-    local: bool = ...,
     dry_run: bool = ...,
-    deploy: bool = ...,
-    options: SubmitOptions | None = ...,
-    resume: str | None = ...,
-    settings: Settings | None = ...,
-    log: Log | None = ...,
-    timeout: float | None = ...,
-    max_cost: float | None = ...,
-    client: JobsClient | None = ...,
+    **keywords: Unpack[SubmitKeywords],
 ) -> Handle | DryRun: ...
 
 
