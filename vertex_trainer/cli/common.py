@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -247,23 +247,27 @@ def idempotency_key_option(help: str) -> Any:
     return typer.Option("--idempotency-key", metavar="KEY", help=help)
 
 
-def stop_waiting(
+@contextmanager
+def stop_on_interrupt(
     job, output: OutputFormat, cancel_on_interrupt: bool, *, follow: str, cancel: str, describe: bool = False
-):
-    """Ctrl-C during --wait: cancel the job (--cancel-on-interrupt) or say how to follow and cancel
-    it; --output json still prints the one object; exit 130."""
-    if cancel_on_interrupt:
-        job.cancel()
-        stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
-    else:
-        stderr_line(
-            f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
-            f"  follow it:  {follow}\n"
-            f"  cancel it:  {cancel}"
-        )
-    if output is OutputFormat.json:
-        emit_json(job.describe() if describe else job.to_dict())
-    raise typer.Exit(130)
+) -> Iterator[None]:
+    """Ctrl-C inside the block (a --wait): cancel the job (--cancel-on-interrupt) or say how to
+    follow (`follow`) and cancel (`cancel`) it; --output json still prints the one object; exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if cancel_on_interrupt:
+            job.cancel()
+            stderr_line(f"interrupted: cancel requested, the job is {short_state(job.state)}")
+        else:
+            stderr_line(
+                f"stopped waiting; the job keeps running ({short_state(job.state)}).\n"
+                f"  follow it:  {follow}\n"
+                f"  cancel it:  {cancel}"
+            )
+        if output is OutputFormat.json:
+            emit_json(job.describe() if describe else job.to_dict())
+        raise typer.Exit(130) from None
 
 
 def emit_json(obj) -> None:

@@ -360,7 +360,10 @@ def _watch(
 
     view = FollowView(common.err_console(), job)
     failure = None
-    try:
+    follow, cancel = f"vertex-trainer status {job.name} --wait", f"vertex-trainer cancel {job.name}"
+    with common.stop_on_interrupt(
+        job, output, cancel_on_interrupt, follow=follow, cancel=cancel, describe=describe
+    ):
         with view:
             # The log lines go to stderr whatever --output: stdout stays the one JSON object.
             for item in api.logs(
@@ -368,15 +371,6 @@ def _watch(
             ):
                 view.show(item)
                 failure = item if isinstance(item, Failure) else failure
-    except KeyboardInterrupt:
-        common.stop_waiting(
-            job,
-            output,
-            cancel_on_interrupt,
-            describe=describe,
-            follow=f"vertex-trainer status {job.name} --wait",
-            cancel=f"vertex-trainer cancel {job.name}",
-        )
     return view, failure
 
 

@@ -94,18 +94,15 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
             soft_wrap=True,
         )
 
-    try:
+    follow = f"vertex-trainer trials {job.name} --wait"
+    cancel = (
+        f"gcloud ai hp-tuning-jobs cancel {job.id} --project {job.client.project} "
+        f"--region {job.client.region}"
+    )
+    with common.stop_on_interrupt(
+        job, output, cancel_on_interrupt, follow=follow, cancel=cancel, describe=describe
+    ):
         job.wait(on_state=on_state, on_trial=on_trial, check=False)
-    except KeyboardInterrupt:
-        common.stop_waiting(
-            job,
-            output,
-            cancel_on_interrupt,
-            describe=describe,
-            follow=f"vertex-trainer trials {job.name} --wait",
-            cancel=f"gcloud ai hp-tuning-jobs cancel {job.id} --project {job.client.project} "
-            f"--region {job.client.region}",
-        )
     _show(job, output, describe=describe)
     if not job.succeeded:
         raise JobFailed(job.failure_message())
