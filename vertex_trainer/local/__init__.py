@@ -17,7 +17,8 @@ See docs/local.md.
 
 The names below are loaded on first use (PEP 562): importing one light module of the package
 (`local.display`, `local.layout`, `local.runlog`) does not import the runner, and through it the
-spec's models; `vertex-trainer --help` imports `local.display` and nothing else of it.
+spec's models; `vertex-trainer --help` imports `local.display` (and the `local.failure` it uses)
+and nothing else of it (tests/architecture/test_architecture_help_imports.py).
 """
 
 from __future__ import annotations
