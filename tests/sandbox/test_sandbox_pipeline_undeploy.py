@@ -7,6 +7,7 @@ stand-in serving containers (conftest.ECHO_SERVER), no TensorFlow."""
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 
 import pytest
@@ -22,11 +23,19 @@ from .conftest import BUCKET, PROJECT, REGION, echo_deploy_request, python_job
 LAUNCHER = "google_cloud_pipeline_components.container.v1.endpoint.undeploy_model.launcher"
 
 
-def _server_pid(marker: str, deployed_model_id: str) -> int:
-    """The process of this test's sandbox serving that deployed model."""
-    mine = set(processes_with_env(marker))
-    (pid,) = [p for p in processes_with_env(f"AIP_DEPLOYED_MODEL_ID={deployed_model_id}\0") if p in mine]
-    return pid
+def _server_pid(marker: str, deployed_model_id: str, timeout: float = 60) -> int:
+    """The process of this test's sandbox serving that deployed model. The deploy's operation
+    ends when the sandbox has *begun* serving it: the watcher thread forks the server a moment
+    later (on a busy machine, seconds), so look every 50 ms up to `timeout` (another process:
+    no event to await)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        mine = set(processes_with_env(marker))
+        found = [p for p in processes_with_env(f"AIP_DEPLOYED_MODEL_ID={deployed_model_id}\0") if p in mine]
+        if found or time.monotonic() > deadline:
+            (pid,) = found
+            return pid
+        time.sleep(0.05)
 
 
 @pytest.mark.wire
