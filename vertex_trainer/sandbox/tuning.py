@@ -23,14 +23,16 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer import render
 from vertex_trainer.contract import KEY_LABEL
 from vertex_trainer.log import Log
 from vertex_trainer.sandbox.runner import Run, Runner, call, internal_error
 from vertex_trainer.sandbox.runner import now as _now
+
+if TYPE_CHECKING:
+    from vertex_trainer.spec.tune import Search
 
 RUNNING, SUCCEEDED = "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"
 FAILED, CANCELLED = "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"
@@ -87,7 +89,6 @@ class TuningRunner(Runner[_Study]):
         )
 
     def _execute(self, study: _Study) -> tuple[str, dict[str, Any] | None]:
-        from vertex_trainer.spec.tune import parameter_id
         from vertex_trainer.tuning.tuning_run import plan_trials, trial_args
         from vertex_trainer.vertex.hptuning import verbatim_ids
 
@@ -115,7 +116,7 @@ class TuningRunner(Runner[_Study]):
                     "state": "ACTIVE",
                     "startTime": _now(),
                     "parameters": [
-                        {"parameterId": parameter_id(search, k), "value": v} for k, v in values.items()
+                        {"parameterId": search.parameter_id(k), "value": v} for k, v in values.items()
                     ],
                 }
                 study.trials.append(trial)
@@ -208,12 +209,11 @@ class TuningRunner(Runner[_Study]):
         return call(self.vertex_url, method, path, body, timeout=60, token=self.token)
 
 
-def as_tune_spec(study: dict[str, Any], max_trials: int, verbatim: bool = False) -> Any:
+def as_tune_spec(study: dict[str, Any], max_trials: int, verbatim: bool = False) -> Search:
     """The study's parameters as the `tune:` block the local search reads (the inverse of
-    render.study_spec), wrapped as the spec `plan_trials` takes (trainer seed 0). `verbatim`: the
-    ids are a job's own argument names (no trainer:, vertex/hptuning.py verbatim_ids), kept as
-    they are."""
-    from vertex_trainer.spec.tune import TuneSpec
+    render.study_spec), as the Search `plan_trials` takes (seed 0). `verbatim`: the ids are a
+    job's own argument names (no trainer:, vertex/hptuning.py verbatim_ids), kept as they are."""
+    from vertex_trainer.spec.tune import Search, TuneSpec
 
     scales = {v: k for k, v in render.SCALES.items()}
     algorithms = {v: k for k, v in render.ALGORITHMS.items()}
@@ -245,4 +245,4 @@ def as_tune_spec(study: dict[str, Any], max_trials: int, verbatim: bool = False)
         algorithm=algorithms.get(study.get("algorithm", ""), "auto"),
         parameters=parameters,
     )
-    return SimpleNamespace(tune=tune, trainer=None if verbatim else SimpleNamespace(seed=0))
+    return Search("sandbox-study", tune, own_args=verbatim, seed=0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -275,6 +276,35 @@ def parameter_id(spec: JobSpec, name: str) -> str:
     trial, so it is the trainer's flag spelling (learning_rate -> learning-rate), or your code's
     argument name as written."""
     return name if own_args(spec) else name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Search:
+    """What a study's search reads of a tuned job (tuning/tuning_run.py plan_trials and
+    trial_args; the sandbox's tuning service, which has only the StudySpec): the job's name, its
+    tune: block, whether the parameters are your code's own arguments (no trainer: block) and
+    the seed of the random draws (trainer.seed, else 0)."""
+
+    name: str
+    tune: TuneSpec
+    own_args: bool
+    seed: int = 0
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> Search:
+        """A tuned spec's search (ValueError for a spec without a tune: block)."""
+        if spec.tune is None:
+            raise ValueError(f"{spec.name}: not a tuning spec (no tune: block)")
+        seed = (spec.trainer.seed if spec.trainer is not None else None) or 0
+        return cls(spec.name, spec.tune, own_args(spec), int(seed))
+
+    def parameter_id(self, name: str) -> str:
+        """`parameter_id` of the job this search is of."""
+        return name if self.own_args else name.replace("_", "-")
+
+    def kind(self, name: str) -> str:
+        """The StudySpec kind of parameter `name` (double, integer, discrete, categorical)."""
+        return self.tune.kind(name, trainer=not self.own_args)
 
 
 def category(value: Value) -> str:

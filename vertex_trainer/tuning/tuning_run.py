@@ -44,7 +44,7 @@ from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
-from vertex_trainer.spec.tune import TuneSpec, category, own_args, parameter_id
+from vertex_trainer.spec.tune import Search, TuneSpec, category, own_args
 from vertex_trainer.vertex.hptuning import INFEASIBLE, Trial, best_trial
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
 
@@ -63,24 +63,25 @@ METRIC_FILE = "hypertune/output.metrics"  # cloudml-hypertune's own layout, unde
 # -- the search, as the service would run it ------------------------------------------------------
 
 
-def plan_trials(spec: JobSpec) -> list[dict[str, Any]]:
+def plan_trials(spec: JobSpec | Search) -> list[dict[str, Any]]:
     """The parameters of each local trial, by trainer field, in order.
 
     grid: every combination in order (integer ranges step by 1), at most max_trials;
     random and auto: max_trials seeded draws (seed: trainer.seed, else 0) honouring each scale,
     repeats avoided while the space allows. (auto on Vertex AI is its own Bayesian search.)"""
-    tune = _tune(spec)
+    search = spec if isinstance(spec, Search) else Search.of(spec)
+    tune = search.tune
     names = list(tune.parameters)
     if tune.algorithm == "grid":
-        options = [_options(spec, name) for name in names]
+        options = [_options(search, name) for name in names]
         combos = itertools.islice(itertools.product(*options), tune.max_trials)
         return [dict(zip(names, combo, strict=True)) for combo in combos]
-    rng = random.Random((spec.trainer.seed if spec.trainer is not None else None) or 0)
+    rng = random.Random(search.seed)
     planned: list[dict[str, Any]] = []
     seen: set[str] = set()
     for _ in range(tune.max_trials):
         for _attempt in range(100):
-            values = {name: _draw(spec, name, rng) for name in names}
+            values = {name: _draw(search, name, rng) for name in names}
             if json.dumps(values, sort_keys=True) not in seen:
                 break
         seen.add(json.dumps(values, sort_keys=True))
@@ -108,13 +109,9 @@ def _field_type(name: str) -> type:
     return int if int in (annotation, *args) else float
 
 
-def _kind(spec: JobSpec, name: str) -> str:
-    return _tune(spec).kind(name, trainer=not own_args(spec))
-
-
-def _options(spec: JobSpec, name: str) -> list:
+def _options(search: Search, name: str) -> list:
     """Every value of a grid parameter (integer, discrete or categorical), in order."""
-    p, kind = _tune(spec).parameters[name], _kind(spec, name)
+    p, kind = search.tune.parameters[name], search.kind(name)
     if kind == "integer":
         low, high = p.bounds
         return list(range(int(low), int(high) + 1))
@@ -122,15 +119,15 @@ def _options(spec: JobSpec, name: str) -> list:
         values = sorted(float(v) for v in p.listed)
         # Whole numbers as integers: a trainer field that is one, or (your own code's) a list of
         # whole numbers, as a cloud trial's parameters are read back (vertex/hptuning.py).
-        whole = _field_type(name) is int if not own_args(spec) else all(v.is_integer() for v in values)
+        whole = _field_type(name) is int if not search.own_args else all(v.is_integer() for v in values)
         return [int(v) for v in values] if whole else values
     return [category(v) for v in p.listed]
 
 
-def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
-    p, kind = _tune(spec).parameters[name], _kind(spec, name)
+def _draw(search: Search, name: str, rng: random.Random) -> Any:
+    p, kind = search.tune.parameters[name], search.kind(name)
     if kind in ("discrete", "categorical"):
-        return rng.choice(_options(spec, name))
+        return rng.choice(_options(search, name))
     low, high = (float(b) for b in p.bounds)
     if p.scale == "log":
         x = math.exp(rng.uniform(math.log(low), math.log(high)))
@@ -143,21 +140,22 @@ def _draw(spec: JobSpec, name: str, rng: random.Random) -> Any:
     return float(f"{x:.6g}")
 
 
-def trial_args(spec: JobSpec, values: dict[str, Any]) -> list[str]:
+def trial_args(spec: JobSpec | Search, values: dict[str, Any]) -> list[str]:
     """The flags Vertex AI appends to a trial's args: `--<parameter id>=<value>`, DOUBLE and
     DISCRETE values as doubles ("256.0", which the trainer reads as 256), INTEGER as integers,
     CATEGORICAL as the category's text. The id is the trainer's flag spelling, or your code's
     argument name as written (spec/tune.py parameter_id)."""
+    search = spec if isinstance(spec, Search) else Search.of(spec)
     args = []
     for name, value in values.items():
-        kind = _kind(spec, name)
+        kind = search.kind(name)
         if kind == "integer":
             text = str(int(value))
         elif kind in ("double", "discrete"):
             text = repr(float(value))
         else:
             text = category(value)
-        args.append(f"--{parameter_id(spec, name)}={text}")
+        args.append(f"--{search.parameter_id(name)}={text}")
     return args
 
 
