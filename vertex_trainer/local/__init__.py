@@ -23,8 +23,9 @@ and nothing else of it (tests/architecture/test_architecture_help_imports.py).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vertex_trainer import interface
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.contract import SUCCEEDED
@@ -50,33 +51,6 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from vertex_trainer.local.supervisor import Supervisor, stop_all
 
-# Each public name -> the module that defines it.
-_SOURCES = {
-    "vertex_trainer.contract": ("SUCCEEDED",),
-    "vertex_trainer.local.cluster": (
-        "Replica",
-        "build_replicas",
-        "check_gcs_route",
-        "command_of",
-        "output_dirs",
-        "pool_env",
-        "pools_of",
-        "references_gcs",
-    ),
-    "vertex_trainer.local.display": ("parse_progress",),
-    "vertex_trainer.local.run": (
-        "CANCELLED",
-        "FAILED",
-        "LocalResult",
-        "local_job_id",
-        "read_metrics",
-        "run_local",
-        "save_run_record",
-    ),
-    "vertex_trainer.local.supervisor": ("Supervisor", "stop_all"),
-}
-_LAZY = {name: module for module, names in _SOURCES.items() for name in names}
-
 __all__ = [
     "CANCELLED",
     "FAILED",
@@ -100,14 +74,29 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# Each public name -> the module of this package that holds it (SUCCEEDED: contract's, through run).
+if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
+    __getattr__, __dir__ = interface.exports(
+        __name__,
+        {
+            "CANCELLED": "run",
+            "FAILED": "run",
+            "LocalResult": "run",
+            "Replica": "cluster",
+            "SUCCEEDED": "run",
+            "Supervisor": "supervisor",
+            "build_replicas": "cluster",
+            "check_gcs_route": "cluster",
+            "command_of": "cluster",
+            "local_job_id": "run",
+            "output_dirs": "cluster",
+            "parse_progress": "display",
+            "pool_env": "cluster",
+            "pools_of": "cluster",
+            "read_metrics": "run",
+            "references_gcs": "cluster",
+            "run_local": "run",
+            "save_run_record": "run",
+            "stop_all": "supervisor",
+        },
+    )
