@@ -11,6 +11,7 @@ import types
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,20 +100,65 @@ def test_every_capability_is_a_package_whose_interface_resolves():
     assert problems == []
 
 
-def test_the_interface_check_sees_a_name_shadowed_by_a_module(tmp_path, monkeypatch):
-    package = tmp_path / "l5_probe_capability"
-    package.mkdir()
-    (package / "__init__.py").write_text(
-        '"""A capability whose exported `steps` is also the name of one of its modules."""\n'
-        "from vertex_trainer import interface\n"
-        '__all__ = ["steps", "total"]\n'
-        '__getattr__, __dir__ = interface.exports(__name__, {"steps": "steps", "total": "steps"})\n'
-    )
-    (package / "steps.py").write_text("def steps():\n    return 1\n\n\ndef total():\n    return 2\n")
+@pytest.fixture
+def probe_package(tmp_path, monkeypatch):
+    """Write a package `l5_probe_capability` (files: name -> text) importable for one test."""
+
+    def write(files: dict[str, str]) -> str:
+        package = tmp_path / "l5_probe_capability"
+        package.mkdir()
+        for name, text in files.items():
+            (package / name).write_text(text)
+        return package.name
+
     monkeypatch.syspath_prepend(str(tmp_path))
-    try:
-        problems = _interface_problems("l5_probe_capability")
-    finally:
-        for name in [m for m in sys.modules if m.startswith("l5_probe_capability")]:
-            del sys.modules[name]
-    assert problems == ["l5_probe_capability.steps is a module of the package, not the name it exports"]
+    yield write
+    for name in [m for m in sys.modules if m.startswith("l5_probe_capability")]:
+        del sys.modules[name]
+
+
+STEPS = "def steps():\n    return 1\n\n\ndef total():\n    return 2\n"
+
+
+def test_an_exported_name_stays_itself_after_its_namesake_module_is_imported(probe_package):
+    package = probe_package(
+        {
+            "__init__.py": '"""A capability exporting `steps`, the name of one of its modules."""\n'
+            "from vertex_trainer import interface\n"
+            "from l5_probe_capability import early\n"  # bound before exports() is called
+            '__all__ = ["early", "steps", "total"]\n'
+            "__getattr__, __dir__ = interface.exports(\n"
+            '    __name__, {"early": "early", "steps": "steps", "total": "steps"}\n'
+            ")\n",
+            "steps.py": STEPS,
+            "early.py": "def early():\n    return 3\n",
+            "helpers.py": "",
+        }
+    )
+    module = importlib.import_module(package)
+    steps_module = importlib.import_module(f"{package}.steps")  # binds `steps` on the package, unguarded
+    importlib.import_module(f"{package}.helpers")
+    assert module.steps is steps_module.steps and module.steps() == 1
+    assert module.early() == 3  # the module imported before the table was set was unbound
+    from l5_probe_capability.steps import total  # the submodule itself stays importable
+
+    assert total is module.total and total() == 2
+    assert isinstance(module.helpers, types.ModuleType)  # a module not exported binds as usual
+    assert dir(module) == ["early", "steps", "total"]
+    assert _interface_problems(package) == []
+
+
+def test_the_interface_check_sees_a_name_shadowed_by_a_module(probe_package):
+    package = probe_package(  # its own __getattr__, without interface.exports's guard
+        {
+            "__init__.py": '"""A capability exporting `steps`, the name of one of its modules."""\n'
+            "import importlib\n"
+            '__all__ = ["steps", "total"]\n\n\n'
+            "def __getattr__(name):\n"
+            '    return getattr(importlib.import_module(__name__ + ".steps"), name)\n',
+            "steps.py": STEPS,
+        }
+    )
+    assert _interface_problems(package) == [
+        f"{package}.steps is a module of the package, not the name it exports"
+    ]

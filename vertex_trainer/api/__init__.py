@@ -34,14 +34,13 @@ environment is read here once (`Settings.from_environ`) and passed down as `sett
 The names are loaded on first use (PEP 562, vertex_trainer.interface), so `from vertex_trainer
 import api` is cheap: a command loads the modules it calls and nothing else (`--help` none).
 Where a module and a function share a name (api.bench, api.cost, api.plan, ...), `api.NAME` is
-always the function, as it was when this package imported each module eagerly.
+always the function, as it was when this package imported each module eagerly (the guard is
+interface.exports's).
 """
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vertex_trainer import interface
 
@@ -240,17 +239,5 @@ _EXPORTS = {  # each public name -> the module of this package that defines it
 }
 
 
-class _Facade(types.ModuleType):
-    """This package, whose names stay the functions it exports: importing a submodule binds the
-    submodule on its package, which for api.bench, api.cost, api.plan ... would hide the function
-    of the same name."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType):
-            return  # `api.NAME` resolves to the exported name (__getattr__), never the module
-        super().__setattr__(name, value)
-
-
 if not TYPE_CHECKING:  # mypy sees the imports above; the names resolve on first use
     __getattr__, __dir__ = interface.exports(__name__, _EXPORTS)
-sys.modules[__name__].__class__ = _Facade
