@@ -17,7 +17,7 @@ import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import yaml
 from pydantic import ValidationError
@@ -30,6 +30,7 @@ from vertex_trainer.spec.model import JobSpec
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from typing_extensions import Unpack  # (typing.Unpack from Python 3.11)
 
 MAX_FILE_BYTES = 1 << 20  # a spec is a few hundred bytes; a megabyte is certainly a mistake
 MAX_DEPTH = 32  # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
@@ -406,80 +407,40 @@ def _render_templates(
 # -- the whole load -------------------------------------------------------------------------------
 
 
-def load_spec(
-    path: str | os.PathLike[str],
-    sets: Iterable[str | tuple[str, str]] = (),
-    vars: Mapping[str, Any] | None = None,
-    project: str | None = None,
-    region: str | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    default_project: str | None = None,
-    default_region: str | None = None,
-) -> JobSpec:
-    """Load, override, template and validate a job spec file. Raises UserError/SpecError (exit 2).
+class SpecInputs(TypedDict, total=False):
+    """What goes into a spec besides its data (load_spec, build_spec, resolve_data; every key
+    may be left out)."""
 
-    `sets` are `"dotted.key=value"` strings (or (key, value) pairs); `vars` feed `{{ var }}`;
-    `project`/`region` flags win over the file and `--set`. `environ` feeds `{{ env.NAME }}`
-    (default: nothing); `default_project`/`default_region` apply when neither the file, `--set`
-    nor the flags give one (the edge reads them from $GOOGLE_CLOUD_PROJECT / gcloud's config).
-    """
+    sets: Iterable[str | tuple[str, str]]  # `"dotted.key=value"` strings or (key, value) pairs
+    vars: Mapping[str, Any] | None  # feed `{{ var }}`
+    project: str | None  # the flags: they win over the file and `--set`
+    region: str | None
+    base_dir: Path | None  # where `{{ git_sha }}` is read (default: the current directory)
+    environ: Mapping[str, str] | None  # feeds `{{ env.NAME }}` (default: nothing)
+    # Apply when neither the file, `--set` nor the flags give one (the edge reads them from
+    # $GOOGLE_CLOUD_PROJECT / gcloud's config).
+    default_project: str | None
+    default_region: str | None
+
+
+def load_spec(path: str | os.PathLike[str], **inputs: Unpack[SpecInputs]) -> JobSpec:
+    """Load, override, template and validate a job spec file (`inputs`: SpecInputs; `base_dir`
+    defaults to the file's folder). Raises UserError/SpecError (exit 2)."""
     data = read_yaml(path)
-    return build_spec(
-        data,
-        sets=sets,
-        vars=vars,
-        project=project,
-        region=region,
-        base_dir=Path(path).parent,
-        environ=environ,
-        default_project=default_project,
-        default_region=default_region,
-    )
+    inputs.setdefault("base_dir", Path(path).parent)
+    return build_spec(data, **inputs)
 
 
-def build_spec(
-    data: Mapping[str, Any],
-    sets: Iterable[str | tuple[str, str]] = (),
-    vars: Mapping[str, Any] | None = None,
-    project: str | None = None,
-    region: str | None = None,
-    base_dir: Path | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    default_project: str | None = None,
-    default_region: str | None = None,
-) -> JobSpec:
+def build_spec(data: Mapping[str, Any], **inputs: Unpack[SpecInputs]) -> JobSpec:
     """The same as load_spec, from an already-parsed mapping (never mutated)."""
-    data = resolve_data(
-        data,
-        sets=sets,
-        vars=vars,
-        project=project,
-        region=region,
-        base_dir=base_dir,
-        environ=environ,
-        default_project=default_project,
-        default_region=default_region,
-    )
     try:
-        return JobSpec.model_validate(data)
+        return JobSpec.model_validate(resolve_data(data, **inputs))
     except ValidationError as e:
         raise translate(e) from None
 
 
 def resolve_data(
-    data: Mapping[str, Any],
-    sets: Iterable[str | tuple[str, str]] = (),
-    vars: Mapping[str, Any] | None = None,
-    project: str | None = None,
-    region: str | None = None,
-    base_dir: Path | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    default_project: str | None = None,
-    default_region: str | None = None,
-    defer: Iterable[str] = (),
+    data: Mapping[str, Any], *, defer: Iterable[str] = (), **inputs: Unpack[SpecInputs]
 ) -> dict[str, Any]:
     """The spec data after `--set`, the flags and the templates, not yet validated (build_spec
     validates it). Templates that use a variable named in `defer` stay as they are, to be
@@ -489,24 +450,23 @@ def resolve_data(
             f"a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}"
         )
     plain: dict[str, Any] = _plain(data)
-    if isinstance(sets, str):
-        sets = [sets]
-    for item in sets or ():
+    sets = inputs.get("sets") or ()
+    for item in [sets] if isinstance(sets, str) else sets:
         key, value = item if isinstance(item, tuple) else parse_assignments([item], "--set")[0]
         apply_set(plain, key, value)
-    if project:
+    if project := inputs.get("project"):
         plain["project"] = project
-    if region:
+    if region := inputs.get("region"):
         plain["region"] = region
     plain = _plain(plain)  # --set values obey the same limits as the file (`--set a='&x [*x]'`)
 
     if _needs_templates(plain):
         raw_name = plain.get("name")
         context: dict[str, Any] = {
-            "env": dict(environ or {}),
-            "git_sha": _LazyGitSha(base_dir or Path.cwd()),
+            "env": dict(inputs.get("environ") or {}),
+            "git_sha": _LazyGitSha(inputs.get("base_dir") or Path.cwd()),
             "timestamp": _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S"),
-            **(vars or {}),
+            **(inputs.get("vars") or {}),
         }
         deferred = frozenset(defer)
         env = _template_env()  # one budget for the whole spec
@@ -517,9 +477,9 @@ def resolve_data(
                 context["name"] = _render_templates(raw_name, context, env, "name")
         plain = _render_templates(plain, context, env, defer=deferred)
 
-    if not plain.get("project") and default_project:
+    if not plain.get("project") and (default_project := inputs.get("default_project")):
         plain["project"] = default_project
-    if not plain.get("region") and default_region:
+    if not plain.get("region") and (default_region := inputs.get("default_region")):
         plain["region"] = default_region
     out: dict[str, Any] = _plain(plain)  # and so does the output of templates
     return out
