@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+if TYPE_CHECKING:
+    from typing_extensions import Self  # (typing.Self from Python 3.11)
+
 # -- labels every job carries (docs/contract.md section 3) ------------------------------------------------
 KEY_LABEL = "vertex-trainer-key"  # the idempotency key
 SPEC_LABEL = "vertex-trainer-spec"  # hash of the resolved spec
@@ -145,6 +148,54 @@ class JobState:
     @property
     def succeeded(self) -> bool:
         return self.state == self.states.succeeded
+
+
+class LocalRun(JobState):
+    """A run on this machine that `submit` returns (api/results.LocalJob, tuning/tuning_run's
+    LocalTuning): it has ended when `submit` returns (a local run never outlives the call), so
+    `refresh` and `cancel` have nothing to ask; its submit object (docs/contract.md section 2)
+    has no console page and is never adopted."""
+
+    if TYPE_CHECKING:  # fields of some subclasses, properties of others
+
+        @property
+        def name(self) -> str: ...
+
+        @property
+        def image(self) -> str | None: ...
+
+        @property
+        def idempotency_key(self) -> str: ...
+
+    def refresh(self) -> Self:
+        """Nothing to read again: the run ended before `submit` returned.
+
+        Returns:
+            self.
+        """
+        return self
+
+    def cancel(self) -> Self:
+        """Nothing to cancel: the run ended before `submit` returned (Ctrl-C stops one while it
+        runs).
+
+        Returns:
+            self.
+        """
+        return self
+
+    def submit_object(self, output_dir: str | None, metrics: dict[str, Any] | None) -> dict[str, Any]:
+        """The docs/contract.md section 2 object of this run (`to_dict` adds what its kind has)."""
+        return {
+            "name": self.name,
+            "state": self.state,
+            "console_url": None,
+            "image": self.image,
+            "idempotency_key": self.idempotency_key,
+            "adopted": False,
+            "output_dir": output_dir,
+            "metrics": metrics,
+        }
 
 
 @dataclass(frozen=True)

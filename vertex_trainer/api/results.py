@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vertex_trainer.api.report import report as write_report
-from vertex_trainer.contract import JobState, short_state
+from vertex_trainer.contract import LocalRun, short_state
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.local.failure import exception_line
 from vertex_trainer.redact import hidden, redact
@@ -79,10 +79,10 @@ class DryRun:
 
 
 @dataclass
-class LocalJob(JobState):
+class LocalJob(LocalRun):
     """A job run on this machine by ``submit(spec, local=True)`` (see vertex_trainer.local): a
-    Handle whose run has ended when `submit` returns (a local job never outlives the call), so
-    `refresh`, `wait` and `cancel` have nothing to ask; `result` is what the run ended with."""
+    Handle whose run has ended when `submit` returns (contract.LocalRun), so `refresh`, `wait`
+    and `cancel` have nothing to ask; `result` is what the run ended with."""
 
     result: LocalResult
     job: dict
@@ -130,14 +130,6 @@ class LocalJob(JobState):
             text += "\n" + "\n".join(tail)
         return text
 
-    def refresh(self) -> LocalJob:
-        """Nothing to read again: the run ended before `submit` returned.
-
-        Returns:
-            self.
-        """
-        return self
-
     def wait(self, timeout: float | None = None, *, check: bool = True) -> LocalJob:
         """The run has ended (see the class doc): only the check.
 
@@ -153,26 +145,8 @@ class LocalJob(JobState):
             raise JobFailed(self.failure_message(lines=False))
         return self
 
-    def cancel(self) -> LocalJob:
-        """Nothing to cancel: the run ended before `submit` returned (Ctrl-C stops one while it
-        runs).
-
-        Returns:
-            self.
-        """
-        return self
-
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "state": self.state,
-            "console_url": None,
-            "image": self.image,
-            "idempotency_key": self.idempotency_key,
-            "adopted": False,
-            "output_dir": _str_or_none(self.result.output_dir),
-            "metrics": self.result.metrics,
-        }
+        return self.submit_object(self.output_dir, self.metrics)
 
     def report(self, path: str | None = None, *, fmt: str = "html") -> str:
         """Write this run's report (see :func:`vertex_trainer.api.report`).

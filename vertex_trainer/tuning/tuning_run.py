@@ -35,7 +35,7 @@ from typing import IO, Any, cast
 from rich.console import Console
 
 from vertex_trainer import lazy, render
-from vertex_trainer.contract import SUCCEEDED, JobState
+from vertex_trainer.contract import SUCCEEDED, LocalRun
 from vertex_trainer.errors import JobFailed, SpecError
 from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.display import default_console
@@ -186,11 +186,11 @@ def check_trials(spec: JobSpec, planned: list[dict[str, Any]]) -> None:
 
 
 @dataclass
-class LocalTuning(JobState):
+class LocalTuning(LocalRun):
     """A tuning study run on this machine by ``submit(spec, local=True)``: `trials()`,
     `best_trial()`, and each trial's `LocalResult` in `results`. A Handle (api/handles.py)
-    whose study has ended when `submit` returns, so `refresh`, `wait` and `cancel` have nothing
-    to ask."""
+    whose study has ended when `submit` returns (contract.LocalRun), so `refresh`, `wait` and
+    `cancel` have nothing to ask."""
 
     name: str
     state: str
@@ -208,19 +208,11 @@ class LocalTuning(JobState):
     def trials(self) -> list[Trial]:
         return list(self.found)
 
-    def refresh(self) -> LocalTuning:
-        """Nothing to read again: the study ended before `submit` returned. Returns: self."""
-        return self
-
     def wait(self, timeout: float | None = None, *, check: bool = True) -> LocalTuning:
         """The study has ended: only the check (`timeout` is unused); raises JobFailed (exit 1)
         with `check` unless it SUCCEEDED. Returns: self."""
         if check and not self.succeeded:
             raise JobFailed(self.failure_message())
-        return self
-
-    def cancel(self) -> LocalTuning:
-        """Nothing to cancel: the study ended before `submit` returned. Returns: self."""
         return self
 
     def best_trial(self) -> Trial | None:
@@ -244,14 +236,7 @@ class LocalTuning(JobState):
         best = self.best_trial()
         result = self.results.get(best.id) if best else None
         return {
-            "name": self.name,
-            "state": self.state,
-            "console_url": None,
-            "image": self.image,
-            "idempotency_key": self.idempotency_key,
-            "adopted": False,
-            "output_dir": self.output_dir,
-            "metrics": result.metrics if result else None,
+            **self.submit_object(self.output_dir, result.metrics if result else None),
             "trials": [t.to_dict() for t in self.found],
             "best_trial": best.to_dict() if best else None,
         }
