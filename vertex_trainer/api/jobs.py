@@ -53,13 +53,7 @@ def status(
     Returns:
         the Job (state, error, console_url; refresh, wait, cancel).
     """
-    return Job.get(
-        job,
-        project=project,
-        region=region,
-        client=client,
-        settings=settings or (client.settings if client else settings_from_env()),
-    )
+    return Job.get(job, project=project, region=region, client=client, settings=settings)
 
 
 def utilization(
