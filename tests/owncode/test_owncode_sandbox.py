@@ -11,20 +11,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.cli_support import invoke
 from tests.owncode.conftest import BUCKET, script_data
-from tests.sandbox.conftest import ROOT, cli
+from tests.sandbox.conftest import ROOT
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
 REPOSITORY = "us-central1-docker.pkg.dev/sandbox/training/own-code"
 
 
-def _run(
-    args: list, env: dict[str, str], cwd: Path = ROOT, timeout: float = 240
-) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [*cli(), *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
-    )
+def _run(args: list, env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`vertex-trainer ARGS` against the sandbox, in this process (tests/cli_support.py `invoke`:
+    the subject is what the sandbox runs, not the CLI's start-up); it must exit 0."""
+    done = invoke(args, env=env, cwd=cwd)
     assert done.returncode == 0, (
         f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     )
