@@ -57,7 +57,7 @@ def test_the_sandbox_runs_the_package_as_built_in_both_modes(sandbox_env, tmp_pa
         data["args"][1] = f"--output_dir=/gcs/{BUCKET}/runs/{mode}/trained"  # through FUSE, as read
         path = tmp_path / f"{mode}.yaml"
         path.write_text(yaml.safe_dump(data))
-        submit = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path, timeout=300)
+        submit = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path)
         assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout + submit.stderr
         job = re.search(r"^created\s+(\S+)", submit.stdout, re.M)[1]
         logs = _run(["logs", job], sandbox_env).stdout
