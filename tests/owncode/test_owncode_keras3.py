@@ -221,10 +221,8 @@ def test_a_keras_3_factory_trains_on_two_replicas_exports_and_serves(tmp_path):
 def test_a_keras_3_factory_trains_in_the_sandbox_from_its_built_image(sandbox_env, tmp_path):
     """The cloud path (issue 42 item 5): the image built with the factory's code (the fake Cloud
     Build), the CustomJob run as built, Keras 3 chosen from the imports, the export in the bucket."""
-    import subprocess
-
     from tests.owncode.conftest import BUCKET
-    from tests.sandbox.conftest import cli
+    from tests.owncode.test_owncode_sandbox import _run
     from vertex_trainer.gcp import storage
     from vertex_trainer.settings import Settings
 
@@ -244,23 +242,13 @@ def test_a_keras_3_factory_trains_in_the_sandbox_from_its_built_image(sandbox_en
     data["image"]["repository"] = "us-central1-docker.pkg.dev/sandbox/training/keras3"
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
-    done = subprocess.run(
-        [*cli(), "submit", str(path), "--wait"],
-        env=sandbox_env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    done = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path)
     assert re.search(r"^final\s+SUCCEEDED", done.stdout, re.M), done.stdout
     folder = re.search(r"^output\s+gs://[^/]+/(\S+)", done.stdout, re.M)[1].rstrip("/")
     names = {b.name for b in client.list_blobs(BUCKET, prefix=folder)}
     assert f"{folder}/model/saved_model.pb" in names and f"{folder}/metrics.json" in names
     job = re.search(r"^created\s+(\S+)", done.stdout, re.M)[1]
-    logs = subprocess.run(
-        [*cli(), "logs", job], env=sandbox_env, cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    logs = _run(["logs", job], sandbox_env, cwd=tmp_path)
     assert "Keras 3 trains models.net:build (models/net.py line 3: import keras)" in logs.stdout, logs.stdout[
         -3000:
     ]
