@@ -37,20 +37,68 @@ class Lines(list):
         self.append(text)
 
 
-@pytest.fixture
-def marker() -> str:
-    """A per-test token in the sandbox's environment: every replica and server inherits it."""
-    return f"VT_TEST_{uuid.uuid4().hex}"
+# A module whose tests each leave the sandbox as they found it (their own jobs, runs and models,
+# looked up by name, no fault left scripted) says `SHARED_SANDBOX = True`: its tests then share one
+# sandbox (and its marker and lines), started once for the module and checked empty when it stops;
+# what a test scripted in it (vertex.on_strategy, no_capacity) is undone after the test.
+# Each sandbox costs its gRPC face's process (about 1.5 s of CPU) and seconds of start-up.
+SHARED = "SHARED_SANDBOX"
+
+
+def _shared(request) -> bool:
+    return bool(getattr(request.module, SHARED, False))
 
 
 @pytest.fixture
-def echoed() -> Lines:
+def marker(request) -> str:
+    """A per-test token in the sandbox's environment: every replica and server inherits it (the
+    module's one where the module shares its sandbox)."""
+    return request.getfixturevalue("module_marker") if _shared(request) else _new_marker()
+
+
+@pytest.fixture
+def echoed(request) -> Lines:
+    """What the sandbox echoes; where the module shares its sandbox, the lines since this test began."""
+    if not _shared(request):
+        return Lines()
+    lines = request.getfixturevalue("module_echoed")
+    lines.clear()
+    return lines
+
+
+@pytest.fixture
+def sandbox(request):
+    """A Sandbox in this process, with the test bucket; stopped (and checked empty) after: after
+    the test, or after the module where the module shares its sandbox."""
+    if _shared(request):
+        box = request.getfixturevalue("module_sandbox")
+        yield box
+        with box.vertex._lock:  # a capacity fault a test scripted is not the next test's
+            box.vertex.outcomes.clear()
+        return
+    yield from _sandbox(request.getfixturevalue("marker"), request.getfixturevalue("echoed"))
+
+
+@pytest.fixture(scope="module")
+def module_marker() -> str:
+    return _new_marker()
+
+
+@pytest.fixture(scope="module")
+def module_echoed() -> Lines:
     return Lines()
 
 
-@pytest.fixture
-def sandbox(marker, echoed):
-    """A Sandbox in this process, with the test bucket; stopped (and checked empty) after."""
+@pytest.fixture(scope="module")
+def module_sandbox(module_marker, module_echoed):
+    yield from _sandbox(module_marker, module_echoed)
+
+
+def _new_marker() -> str:
+    return f"VT_TEST_{uuid.uuid4().hex}"
+
+
+def _sandbox(marker: str, echoed: Lines):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "AIP_"))}
     env[marker] = "1"
     box = Sandbox(env, buckets=[BUCKET], project=PROJECT, region=REGION, echo=echoed)

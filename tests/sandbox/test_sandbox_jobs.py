@@ -18,6 +18,8 @@ from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 from .conftest import PROJECT, REGION, echo_deploy_request, python_job
 
 pytestmark = pytest.mark.wire
+# One sandbox for the module (conftest.py): each test looks at its own job, by name or id.
+SHARED_SANDBOX = True
 
 
 def _client(settings) -> JobsClient:
