@@ -20,6 +20,9 @@ from vertex_trainer.vertex.pipelines import PipelinesClient
 
 from .conftest import BUCKET, PROJECT, REGION, echo_deploy_request, python_job
 
+# One sandbox for the module (conftest.py): each test looks at its own jobs, run and log lines.
+SHARED_SANDBOX = True
+
 
 @pytest.mark.wire
 @pytest.mark.slow
@@ -83,14 +86,17 @@ def test_the_aiplatform_sdk_lists_jobs_reads_a_pipeline_run_and_predicts(sandbox
     ],
 )
 def test_fake_logging_takes_every_timestamp_form(sandbox, form):
-    sandbox.logging.add("42", "an old line", at=(datetime.now(timezone.utc) - timedelta(hours=2)).timestamp())
+    job_id = str(uuid.uuid4().int % 10**12)  # this test's own lines in the module's sandbox
     sandbox.logging.add(
-        "42", "a new line", at=(datetime.now(timezone.utc) - timedelta(minutes=5)).timestamp()
+        job_id, "an old line", at=(datetime.now(timezone.utc) - timedelta(hours=2)).timestamp()
+    )
+    sandbox.logging.add(
+        job_id, "a new line", at=(datetime.now(timezone.utc) - timedelta(minutes=5)).timestamp()
     )
     since = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime(form)
     body = {
         "resourceNames": [f"projects/{PROJECT}"],
-        "filter": f'resource.labels.job_id="42" AND timestamp>="{since}"',
+        "filter": f'resource.labels.job_id="{job_id}" AND timestamp>="{since}"',
     }
     request = urllib.request.Request(
         f"{sandbox.logging.url}/v2/entries:list",
