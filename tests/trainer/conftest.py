@@ -89,12 +89,22 @@ def kill_all(procs) -> None:
 
 @pytest.fixture(scope="session")
 def synth_data(tmp_path_factory) -> Path:
-    """128 train / 32 eval random 24x24 JPEGs in 4 classes, 4 + 1 shards."""
-    from trainer import datagen
+    """128 train / 32 eval random 24x24 JPEGs in 4 classes, 4 + 1 shards: trainer.datagen's
+    generator, written as `data synth` writes it (no TensorFlow in this process: the modules that
+    only run trainer processes do not pay its import)."""
+    from vertex_trainer.api import synthesize_data
+    from vertex_trainer.settings import Settings
 
     out = tmp_path_factory.mktemp("synth")
-    datagen.synthesize(
-        str(out), examples=128, shards=4, image_size=24, num_classes=4, seed=1, eval_examples=32
+    synthesize_data(
+        str(out),
+        examples=128,
+        shards=4,
+        image_size=24,
+        num_classes=4,
+        seed=1,
+        eval_examples=32,
+        settings=Settings(),
     )
     return out
 
