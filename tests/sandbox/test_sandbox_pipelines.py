@@ -20,10 +20,12 @@ from vertex_trainer.vertex.pipelines import PipelinesClient
 from .conftest import BUCKET, PROJECT, REGION, ROOT, python_job
 
 LAUNCHER = "google_cloud_pipeline_components.container.v1.custom_job.launcher"
+# One sandbox for the module (conftest.py): each test's CustomJob has a display name of its own.
+SHARED_SANDBOX = True
 
 
-def _submit(settings, script: str, *, strategy: str | None = None) -> dict:
-    job = python_job(script)
+def _submit(settings, script: str, *, job_name: str, strategy: str | None = None) -> dict:
+    job = python_job(script, name=job_name)
     if strategy:
         job["jobSpec"]["scheduling"] = {"strategy": strategy, "maxWaitDuration": "3600s"}
     ir = compile_ir(job, name="stand-in", project=PROJECT, location=REGION, key=None)
@@ -46,6 +48,7 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     created = _submit(
         settings,
         "import os, time; time.sleep(3); print('trained in', os.environ['AIP_MODEL_DIR'])",
+        job_name="stand-in-runs",
         strategy="FLEX_START",
     )
     assert sandbox.pipelines.wait(created["name"], timeout=200)
@@ -53,11 +56,11 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
     assert run["state"] == "PIPELINE_STATE_SUCCEEDED", run.get("error")
 
     # The launcher created exactly one CustomJob, as compiled: FLEX_START with its max wait.
-    jobs = [j for j in sandbox.vertex.jobs.values() if j["displayName"] == "stand-in"]
+    jobs = [j for j in sandbox.vertex.jobs.values() if j["displayName"] == "stand-in-runs"]
     assert len(jobs) == 1 and jobs[0]["state"] == "JOB_STATE_SUCCEEDED"
     scheduling = jobs[0]["jobSpec"]["scheduling"]
     assert scheduling["strategy"] == "FLEX_START" and scheduling["maxWaitDuration"] == "3600s"
-    create = [r for r in sandbox.vertex.calls("create") if r.body.get("displayName") == "stand-in"]
+    create = [r for r in sandbox.vertex.calls("create") if r.body.get("displayName") == "stand-in-runs"]
     assert create[0].headers.get("Authorization") == f"Bearer {sandbox.token}"  # google-auth, metadata
     assert any(LAUNCHER in line for line in echoed), [x for x in echoed if "pipeline" in x]
     # GCPC's launcher polls at the sandbox's pace (sandbox/launcher.py), not its own 20 s.
@@ -83,7 +86,11 @@ def test_a_pipeline_runs_its_custom_job_task_through_the_gcpc_launcher(sandbox, 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_failing_training_task_fails_the_run_with_the_jobs_error(sandbox, settings):
-    created = _submit(settings, "import sys; print('ValueError: no files match gs://x/train-*'); sys.exit(3)")
+    created = _submit(
+        settings,
+        "import sys; print('ValueError: no files match gs://x/train-*'); sys.exit(3)",
+        job_name="stand-in-fails",
+    )
     assert sandbox.pipelines.wait(created["name"], timeout=200)
     run = _get(settings, created["name"])
     assert run["state"] == "PIPELINE_STATE_FAILED"
@@ -100,7 +107,11 @@ def test_a_failing_training_task_fails_the_run_with_the_jobs_error(sandbox, sett
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_cancel_stops_the_running_task_and_its_custom_job(sandbox, settings):
-    created = _submit(settings, "import os, time; print('pid', os.getpid(), flush=True); time.sleep(600)")
+    created = _submit(
+        settings,
+        "import os, time; print('pid', os.getpid(), flush=True); time.sleep(600)",
+        job_name="stand-in-cancelled",
+    )
 
     def pid(fake) -> int | None:
         found = [
@@ -112,7 +123,7 @@ def test_cancel_stops_the_running_task_and_its_custom_job(sandbox, settings):
 
     assert sandbox.logging.wait_until(lambda fake: pid(fake) is not None, timeout=120)
     replica = pid(sandbox.logging)
-    job = next(j for j in sandbox.vertex.jobs.values() if j["displayName"] == "stand-in")
+    job = next(j for j in sandbox.vertex.jobs.values() if j["displayName"] == "stand-in-cancelled")
     assert _get(settings, created["name"])["state"] == "PIPELINE_STATE_RUNNING"
 
     PipelinesClient(PROJECT, REGION, settings=settings).cancel(created["name"])
