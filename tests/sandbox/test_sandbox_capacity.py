@@ -14,6 +14,8 @@ from vertex_trainer.vertex.custom_jobs import Job, JobsClient
 from .conftest import PROJECT, python_job
 
 pytestmark = pytest.mark.wire
+# One sandbox for the module (conftest.py: the region refused in one test is not refused in the next).
+SHARED_SANDBOX = True
 
 
 def test_no_capacity_in_one_region_and_the_job_elsewhere_runs(sandbox, settings):
