@@ -19,6 +19,9 @@ from vertex_trainer.vertex.pipelines import PipelinesClient
 
 from .conftest import BUCKET, PROJECT, REGION
 
+# One sandbox for the module (conftest.py): each test looks at its own run, its tasks in its own folder.
+SHARED_SANDBOX = True
+
 # A task: writes its pid to DIR/<name>, waits (at most 120 s) for DIR/<wait_for> when one is named,
 # then fails with status 4 if told to, else outputs its name.
 STEP = """\
