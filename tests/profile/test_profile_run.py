@@ -9,13 +9,12 @@ import json
 import os
 import re
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.cli_support import cli_command
+from tests.cli_support import invoke
 from tests.shared import latest_run, put_object, storage_emulator
 
 pytestmark = pytest.mark.trainer  # a real run of the bundled trainer (TensorFlow, in a subprocess)
@@ -51,20 +50,12 @@ def run(tmp_path_factory) -> Path:
     """A finished local run that profiled its steps 3-6 (16 steps of 16 examples, one step an
     execution): its folder."""
     work = tmp_path_factory.mktemp("profiled")
+    # The CLI in this process (the trainer `submit --local` starts is its own process, as on Vertex AI).
     synth = "data synth data --examples 256 --shards 2 --image-size 16 --num-classes 4 --seed 3"
-    made = subprocess.run(
-        [*cli_command(), *synth.split()], cwd=work, env=_quiet(), capture_output=True, text=True, timeout=300
-    )
+    made = invoke(synth.split(), cwd=work, env=_quiet())
     assert made.returncode == 0, made.stderr[-3000:]
     (work / "spec.yaml").write_text(SPEC)
-    done = subprocess.run(
-        [*cli_command(), "submit", "spec.yaml", "--local"],
-        cwd=work,
-        env=_quiet(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = invoke(["submit", "spec.yaml", "--local"], cwd=work, env=_quiet())
     assert done.returncode == 0, done.stderr[-3000:]
     return latest_run(work / "runs")
 
