@@ -13,6 +13,8 @@ import pytest
 from .conftest import PROJECT, REGION, python_job
 
 pytestmark = pytest.mark.wire
+# One sandbox for the module (conftest.py): each test looks at its own tuning jobs and their trials.
+SHARED_SANDBOX = True
 
 REPORTS = textwrap.dedent("""\
     import os, sys
