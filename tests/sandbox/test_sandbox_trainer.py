@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.docs import harness
 from tests.process_support import processes_with_env
 from vertex_trainer.gcp import storage
@@ -26,7 +27,7 @@ from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient
 from vertex_trainer.vertex.job_logs import to_ns  # RFC 3339 (nanoseconds) -> ns
 
-from .conftest import ROOT, SandboxProcess, cli, listening_sockets, ports_of
+from .conftest import ROOT, SandboxProcess, listening_sockets, ports_of
 
 SPEC = "examples/sandbox/digits.yaml"
 BUCKET = "sandbox-demo"  # the spec's
@@ -36,6 +37,17 @@ NOTEBOOK = 'vt.submit(spec, idempotency_key="notebook-1")'  # what picks README.
 
 def _run(args: list[str], env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess:
     done = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return _ok(args, done)
+
+
+def _vt(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`vertex-trainer ARGS` in this process (tests/cli_support.py `invoke`: the same environment,
+    directory, output and exit code, without a new interpreter's start-up): the sandbox, the job
+    and the model server are the subjects here, not the CLI's process."""
+    return _ok(args, invoke(args, env=env, cwd=ROOT))
+
+
+def _ok(args, done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     assert done.returncode == 0, (
         f"{args}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     )
@@ -72,17 +84,7 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         assert len(printed) == 1 and len(printed[0]["probabilities"]) == 10, printed
 
         # The same key from the CLI: the notebook's job adopted (never created twice), its log.
-        submit = _run(
-            [
-                *cli(),
-                "submit",
-                SPEC,
-                "--idempotency-key",
-                "notebook-1",
-                "--deploy",
-            ],
-            env,
-        )
+        submit = _vt("submit", SPEC, "--idempotency-key", "notebook-1", "--deploy", env=env)
         job = re.search(r"^adopted\s+(\S+)", submit.stdout, re.M)[1]
         assert job.rsplit("/", 1)[1] in url[1]  # the console link the notebook printed
         assert [
@@ -97,13 +99,13 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         assert "workerpool0-0 | trainer: eval: loss=" in submit.stderr  # the log, as it came
         assert "already serves on projects/sandbox/locations/us-central1/endpoints/digits" in submit.stderr
 
-        logs = _run([*cli(), "logs", job], env).stdout
+        logs = _vt("logs", job, env=env).stdout
         # The job ends when its replicas do: the runner reads metrics.json and sets the state at
         # once (a stall in that read once left every sandbox job 110 s behind its replicas, and
         # every test still passed). The bound is far above a read's time on a busy machine.
-        entries = _run([*cli(), "logs", job, "--output", "json"], env).stdout.splitlines()
+        entries = _vt("logs", job, "--output", "json", env=env).stdout.splitlines()
         last_line = max(to_ns(json.loads(e)["timestamp"]) for e in entries)
-        described = json.loads(_run([*cli(), "status", job, "--output", "json"], env).stdout)
+        described = json.loads(_vt("status", job, "--output", "json", env=env).stdout)
         assert to_ns(described["end_time"]) - last_line < 30 * 10**9, described
         folder = f"gs://{BUCKET}/runs/digits/sandbox-digits-notebook-1"  # the key's own (section 15)
         assert described["output_dir"] == folder
@@ -115,7 +117,7 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         assert metrics["epochs"] == 10 and metrics["steps"] == 300, metrics
         assert metrics["eval_accuracy"] >= 0.95, metrics
 
-        package = json.loads(_run([*cli(), "package", SPEC, "--output", "json"], env).stdout)
+        package = json.loads(_vt("package", SPEC, "--output", "json", env=env).stdout)
         assert package["built"] is False  # the tag is in the sandbox's registry: nothing to build
 
         answer = _run([sys.executable, "examples/sandbox/digits.py", "predict", SPEC, job], env).stdout
@@ -126,9 +128,8 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
         storage.client(Settings.from_environ(env)).bucket(BUCKET).blob(
             "bad/train-00000-of-00001"
         ).upload_from_string(b"not a TFRecord file" * 100)
-        failed = subprocess.run(
+        failed = invoke(
             [
-                *cli(),
                 "submit",
                 SPEC,
                 "--wait",
@@ -141,16 +142,11 @@ def test_submit_trains_in_the_sandbox_and_the_model_answers_offline(
             ],
             env=env,
             cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=240,
         )
         assert failed.returncode == 1, failed.stderr[-3000:]
         failed_job = json.loads(failed.stdout)
         assert failed_job["state"] == "JOB_STATE_FAILED"
-        error = json.loads(_run([*cli(), "status", failed_job["name"], "--output", "json"], env).stdout)[
-            "error"
-        ]
+        error = json.loads(_vt("status", failed_job["name"], "--output", "json", env=env).stdout)["error"]
         assert error.startswith("The replica workerpool0-0 exited with a non-zero status of 2."), error
         assert f"error: corrupt record in gs://{BUCKET}/bad/train-00000-of-00001" in error
 
