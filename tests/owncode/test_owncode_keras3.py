@@ -3,7 +3,9 @@ trainer. `validate` says which Keras trains it (read from the module's imports, 
 and refuses what Keras 3 cannot train (several machines; steps_per_execution > 1 on several
 devices) with exit 2 naming the field; the rendered args carry `--keras=3`; `submit --local` on
 two CPU replicas trains it (steps_per_execution 1, said why), exports the serving signatures, and
-the server's own loader serves it. The resume from a checkpoint: tests/trainer/test_trainer_keras3.py.
+the server's own loader serves it. The resume from a checkpoint: tests/trainer/test_trainer_keras3.py;
+the factory built into an image and run in the sandbox: tests/owncode/test_owncode_sandbox.py (one
+sandbox for that module's tests).
 """
 
 from __future__ import annotations
@@ -213,42 +215,3 @@ def test_a_keras_3_factory_trains_on_two_replicas_exports_and_serves(tmp_path):
         probabilities = answer["probabilities"]
         assert len(probabilities) == 3 and abs(sum(probabilities) - 1) < 1e-5
         assert answer["class"] == int(np.argmax(probabilities))
-
-
-@pytest.mark.trainer
-@pytest.mark.slow
-@pytest.mark.timeout(420)
-def test_a_keras_3_factory_trains_in_the_sandbox_from_its_built_image(sandbox_env, tmp_path):
-    """The cloud path (issue 42 item 5): the image built with the factory's code (the fake Cloud
-    Build), the CustomJob run as built, Keras 3 chosen from the imports, the export in the bucket."""
-    from tests.owncode.conftest import BUCKET
-    from tests.owncode.test_owncode_sandbox import _run
-    from vertex_trainer.gcp import storage
-    from vertex_trainer.settings import Settings
-
-    client = storage.client(Settings.from_environ(sandbox_env))
-    client.bucket(BUCKET).blob("data/train-0").upload_from_string(b"")  # the pattern's object
-    data = keras3_data(
-        tmp_path / "code",
-        train_data=f"gs://{BUCKET}/data/train-*",
-        synthetic_data=True,
-        steps_per_epoch=2,
-        batch_size=8,
-        image_size=16,
-        warmup_epochs=0,
-        epochs=1,
-    )
-    data.update(project="sandbox", output_dir=f"gs://{BUCKET}/runs/keras3")
-    data["image"]["repository"] = "us-central1-docker.pkg.dev/sandbox/training/keras3"
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(data))
-    done = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path)
-    assert re.search(r"^final\s+SUCCEEDED", done.stdout, re.M), done.stdout
-    folder = re.search(r"^output\s+gs://[^/]+/(\S+)", done.stdout, re.M)[1].rstrip("/")
-    names = {b.name for b in client.list_blobs(BUCKET, prefix=folder)}
-    assert f"{folder}/model/saved_model.pb" in names and f"{folder}/metrics.json" in names
-    job = re.search(r"^created\s+(\S+)", done.stdout, re.M)[1]
-    logs = _run(["logs", job], sandbox_env, cwd=tmp_path)
-    assert "Keras 3 trains models.net:build (models/net.py line 3: import keras)" in logs.stdout, logs.stdout[
-        -3000:
-    ]

@@ -2,12 +2,13 @@
 notebook's (tests/owncode/shapes/notebook/task.py: --distribute single|mirror|multi, the model saved
 to AIP_MODEL_DIR), a spec for --local only (no repository), Google's prebuilt `:latest` base image,
 and what the tool says: the args as a list, the model path only where a model was written, a
-failing replica's exception once, its type always kept."""
+failing replica's exception once, its type always kept. The script in the sandbox (the cloud path,
+and --local into the sandbox's bucket): tests/owncode/test_owncode_sandbox.py, whose tests share
+one sandbox."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -15,12 +16,9 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.owncode.conftest import BUCKET, script_data
-from tests.owncode.test_owncode_sandbox import _run
+from tests.owncode.conftest import script_data
 from tests.shared import cli_runner, latest_run, records
-from vertex_trainer.gcp import storage
 from vertex_trainer.local.failure import LINE_CHARS, Tail, exception_line, excerpt
-from vertex_trainer.settings import Settings
 
 SHAPE = Path(__file__).parent / "shapes" / "notebook"
 PREBUILT = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-9:latest"  # as the sample tags it
@@ -179,39 +177,3 @@ def test_the_excerpt_keeps_the_last_exception_and_cuts_long_lines():
     # A short log is shown whole; a long line is cut, saying by how much.
     assert excerpt(["a", "b" * (LINE_CHARS + 5)]) == ["a", "b" * LINE_CHARS + " ... (5 more characters)"]
     assert exception_line(["no traceback", "ValueError: not raised"]) is None
-
-
-@pytest.mark.trainer
-@pytest.mark.slow
-@pytest.mark.timeout(420)
-def test_the_notebook_script_trains_in_the_sandbox_and_locally_into_its_bucket(
-    sandbox_env, tmp_path, notebook
-):
-    env = sandbox_env
-    client = storage.client(Settings.from_environ(env))
-    # The cloud path: the sdist of the script on the prebuilt image, mirrored over the replica.
-    package = script_data(
-        notebook,
-        project="sandbox",
-        image={"python_package": True, "repository": None},
-        output_dir=f"gs://{BUCKET}/runs/notebook",
-        args=["--distribute=mirror", "--steps=1"],
-    )
-    submit = _run(["submit", _spec(tmp_path, package), "--wait"], env, cwd=tmp_path)
-    assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout + submit.stderr
-    folder = re.search(r"^output\s+gs://[^/]+/(\S+)", submit.stdout, re.M)[1].rstrip("/")
-    assert f"{folder}/model/saved_model.pb" in {b.name for b in client.list_blobs(BUCKET, prefix=folder)}
-    # --local with a gs:// output_dir (the sandbox's bucket): the model is named where it was
-    # written, and a run that wrote none says so.
-    local = _local_only(notebook, f"gs://{BUCKET}/local", ["--steps=1"])
-    here = _run(["submit", _spec(tmp_path, local), "--local"], env, cwd=tmp_path)
-    model = re.search(r"^model\s+(\S+)$", here.stdout, re.M)[1]
-    bucket, _, prefix = model.removeprefix("gs://").partition("/")
-    assert bucket == BUCKET and any(
-        b.name.endswith("saved_model.pb") for b in client.list_blobs(BUCKET, prefix=prefix)
-    )
-    local["args"] = ["--no-save"]
-    empty = _run(["submit", _spec(tmp_path, local), "--local"], env, cwd=tmp_path)
-    assert re.search(r"^model\s+none: nothing was written to AIP_MODEL_DIR \(gs://", empty.stdout, re.M), (
-        empty.stdout
-    )

@@ -1,10 +1,14 @@
 """A script job in `vertex-trainer dev sandbox` (issue 32): the fake Cloud Build builds the generated
 image from the code (or the sdist is staged in the emulated bucket), and the CustomJob runs that
-code, as built, with its lines in Cloud Logging and its model in the emulated bucket."""
+code, as built, with its lines in Cloud Logging and its model in the emulated bucket: the example,
+a python_package job, the notebook-shaped script of test_owncode_notebook.py and the Keras 3
+factory of test_owncode_keras3.py. The tests share one sandbox (conftest.py `sandbox_env`, module
+scope: a start costs seconds of CPU), each writing below a prefix of its own."""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +17,9 @@ import yaml
 
 from tests.cli_support import invoke
 from tests.owncode.conftest import BUCKET, script_data
+from tests.owncode.test_owncode_keras3 import keras3_data
+from tests.owncode.test_owncode_notebook import SHAPE as NOTEBOOK
+from tests.owncode.test_owncode_notebook import _local_only, _spec
 from tests.sandbox.conftest import ROOT
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
@@ -84,3 +91,76 @@ def test_a_python_package_job_runs_the_staged_sdist(sandbox_env, tmp_path, code_
     logs = _run(["logs", job], sandbox_env).stdout
     # The wrapper of the sdist ran the script: its sibling module, its args, from the sdist's top.
     assert "[workerpool0-0] hello from helper ['--epochs=3'] vertex_trainer_code-1.0" in logs
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_the_notebook_script_trains_in_the_sandbox_and_locally_into_its_bucket(sandbox_env, tmp_path):
+    """tests/owncode/test_owncode_notebook.py's script (its shape: shapes/notebook/task.py) on
+    the cloud path and by --local into the sandbox's bucket."""
+    env = sandbox_env
+    notebook = tmp_path / "code"
+    notebook.mkdir()
+    shutil.copy(NOTEBOOK / "task.py", notebook / "task.py")
+    client = storage.client(Settings.from_environ(env))
+    # The cloud path: the sdist of the script on the prebuilt image, mirrored over the replica.
+    package = script_data(
+        notebook,
+        project="sandbox",
+        image={"python_package": True, "repository": None},
+        output_dir=f"gs://{BUCKET}/runs/notebook",
+        args=["--distribute=mirror", "--steps=1"],
+    )
+    submit = _run(["submit", _spec(tmp_path, package), "--wait"], env, cwd=tmp_path)
+    assert re.search(r"^final\s+SUCCEEDED", submit.stdout, re.M), submit.stdout + submit.stderr
+    folder = re.search(r"^output\s+gs://[^/]+/(\S+)", submit.stdout, re.M)[1].rstrip("/")
+    assert f"{folder}/model/saved_model.pb" in {b.name for b in client.list_blobs(BUCKET, prefix=folder)}
+    # --local with a gs:// output_dir (the sandbox's bucket): the model is named where it was
+    # written, and a run that wrote none says so.
+    local = _local_only(notebook, f"gs://{BUCKET}/local", ["--steps=1"])
+    here = _run(["submit", _spec(tmp_path, local), "--local"], env, cwd=tmp_path)
+    model = re.search(r"^model\s+(\S+)$", here.stdout, re.M)[1]
+    bucket, _, prefix = model.removeprefix("gs://").partition("/")
+    assert bucket == BUCKET and any(
+        b.name.endswith("saved_model.pb") for b in client.list_blobs(BUCKET, prefix=prefix)
+    )
+    local["args"] = ["--no-save"]
+    empty = _run(["submit", _spec(tmp_path, local), "--local"], env, cwd=tmp_path)
+    assert re.search(r"^model\s+none: nothing was written to AIP_MODEL_DIR \(gs://", empty.stdout, re.M), (
+        empty.stdout
+    )
+
+
+@pytest.mark.trainer
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_keras_3_factory_trains_in_the_sandbox_from_its_built_image(sandbox_env, tmp_path):
+    """The cloud path (issue 42 item 5): the image built with the factory's code (the fake Cloud
+    Build), the CustomJob run as built, Keras 3 chosen from the imports, the export in the bucket."""
+    client = storage.client(Settings.from_environ(sandbox_env))
+    client.bucket(BUCKET).blob("data/train-0").upload_from_string(b"")  # the pattern's object
+    data = keras3_data(
+        tmp_path / "code",
+        train_data=f"gs://{BUCKET}/data/train-*",
+        synthetic_data=True,
+        steps_per_epoch=2,
+        batch_size=8,
+        image_size=16,
+        warmup_epochs=0,
+        epochs=1,
+    )
+    data.update(project="sandbox", output_dir=f"gs://{BUCKET}/runs/keras3")
+    data["image"]["repository"] = "us-central1-docker.pkg.dev/sandbox/training/keras3"
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = _run(["submit", path, "--wait"], sandbox_env, cwd=tmp_path)
+    assert re.search(r"^final\s+SUCCEEDED", done.stdout, re.M), done.stdout
+    folder = re.search(r"^output\s+gs://[^/]+/(\S+)", done.stdout, re.M)[1].rstrip("/")
+    names = {b.name for b in client.list_blobs(BUCKET, prefix=folder)}
+    assert f"{folder}/model/saved_model.pb" in names and f"{folder}/metrics.json" in names
+    job = re.search(r"^created\s+(\S+)", done.stdout, re.M)[1]
+    logs = _run(["logs", job], sandbox_env, cwd=tmp_path)
+    assert "Keras 3 trains models.net:build (models/net.py line 3: import keras)" in logs.stdout, logs.stdout[
+        -3000:
+    ]
