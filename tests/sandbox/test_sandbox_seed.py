@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.docs.harness import Block, blocks
 from tests.docs.harness import script_of as _script
 from vertex_trainer.gcp import storage
@@ -112,7 +113,9 @@ def test_pipeline_submit_trains_registers_deploys_and_the_endpoint_answers(box, 
 
     # Trained for real: the CustomJob the train task created ran the trainer to its end first.
     job = tasks["train"]["executorDetail"]["customJobDetail"]["job"]
-    status = json.loads(_run([*cli(), "status", job, "--output", "json"], env).stdout)
+    described = invoke(["status", job, "--output", "json"], env=env, cwd=ROOT)  # in this process
+    assert described.returncode == 0, described.stderr[-3000:]
+    status = json.loads(described.stdout)
     assert status["state"] == "JOB_STATE_SUCCEEDED"
     folder = status["output_dir"]  # the run's own folder below output_dir (docs/contract.md section 15)
     assert folder.startswith(f"gs://{BUCKET}/runs/digits/sandbox-digits-"), folder
