@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_support import cli_command
+from tests.cli_support import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 64  # 4 executions of 16 steps: the first (tracing) is not measured
@@ -61,9 +60,7 @@ class TrainerRuns:
 def big_jpegs(tmp_path_factory) -> Path:
     """64 noise JPEGs of 512 x 512 px in 4 shards: expensive to decode for a 32 px model."""
     out = tmp_path_factory.mktemp("big-jpegs")
-    proc = subprocess.run(
-        [*cli_command(), *SYNTH, str(out)], capture_output=True, text=True, env=quiet_env(), timeout=180
-    )
+    proc = invoke([*SYNTH, out], env=quiet_env())  # the CLI in this process
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -103,14 +100,8 @@ def starved_run(big_jpegs, tmp_path_factory) -> TrainerRuns:
     real = plan.runs[1].spec
     job = base / "starved-bench-real.yaml"
     job.write_text(yaml.safe_dump(real.to_dict()))
-    proc = subprocess.run(
-        [*cli_command(), "submit", str(job), "--local", "--output", "json"],
-        capture_output=True,
-        text=True,
-        env=quiet_env(),
-        timeout=400,
-        cwd=REPO,
-    )
+    # The CLI in this process; the trainer it starts runs in its own, as on Vertex AI.
+    proc = invoke(["submit", job, "--local", "--output", "json"], env=quiet_env(), cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-5000:]
     result = json.loads(proc.stdout)
     assert result["state"] == "JOB_STATE_SUCCEEDED"
