@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import cli_command
+from tests.cli_support import cli_command, invoke
 from tests.throughput.conftest import REPO, quiet_env
 
 pytestmark = [pytest.mark.trainer, pytest.mark.slow]
@@ -46,14 +46,8 @@ class Run:
 def runs(tmp_path_factory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("host-overhead")
     data = base / "data"
-    synth = [*cli_command(), "data", "synth", "--examples", "16", "--shards", "1", "--image-size", "8"]
-    made = subprocess.run(
-        [*synth, "--num-classes", "4", str(data)],
-        capture_output=True,
-        text=True,
-        env=quiet_env(),
-        timeout=120,
-    )
+    synth = ["data", "synth", "--examples", "16", "--shards", "1", "--image-size", "8"]
+    made = invoke([*synth, "--num-classes", "4", data], env=quiet_env())  # the CLI in this process
     assert made.returncode == 0, made.stderr[-3000:]
     procs = {}
     for kind, spe, profile in (("spe1", "1", '""'), ("auto", "auto", '"1,1"')):
@@ -139,13 +133,8 @@ def test_the_profiled_run_leaves_a_trace_in_its_tensorboard_folder(runs):
 
 def test_the_local_report_shows_the_host_overhead_beside_the_input_wait(runs, tmp_path):
     page = tmp_path / "report.html"
-    done = subprocess.run(
-        [*cli_command(), "report", str(runs["spe1"].output), "--out", str(page), "--format", "html"],
-        capture_output=True,
-        text=True,
-        env=quiet_env(),
-        cwd=REPO,
-        timeout=120,
+    done = invoke(
+        ["report", runs["spe1"].output, "--out", page, "--format", "html"], env=quiet_env(), cwd=REPO
     )
     assert done.returncode == 0, done.stderr[-3000:]
     html = page.read_text()
