@@ -23,6 +23,7 @@ import textwrap
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.docs import harness
 from tests.process_support import processes_with_env
 from vertex_trainer.automation.storage_events import TriggerConfig
@@ -32,7 +33,7 @@ from vertex_trainer.sandbox.events import FINALIZED, FunctionHost
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient
 
-from .conftest import BUCKET, PROJECT, REGION, ROOT, cli
+from .conftest import BUCKET, PROJECT, REGION, ROOT
 
 HERE = "tests/sandbox/test_sandbox_events.py"
 SEED_DEMO = "bash examples/sandbox/seed-demo.sh"  # what picks the pages' block
@@ -152,9 +153,8 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
     spec = tmp_path / "digits-on-upload.yaml"
     spec.write_text(SPEC)
     function = tmp_path / "fn"
-    render = subprocess.run(
+    render = invoke(  # the CLI in this process (tests/cli_support.py): the function is the subject
         [
-            *cli(),
             "trigger",
             "render",
             str(spec),
@@ -168,9 +168,6 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
             str(function),
         ],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert render.returncode == 0, render.stderr
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VERTEX_TRAINER_", "AIP_"))}
@@ -235,13 +232,7 @@ def test_the_marker_starts_one_run_per_generation_however_often_it_is_delivered(
 
 
 def test_a_function_directory_without_main_py_is_refused_before_anything_starts(tmp_path, base_env):
-    done = subprocess.run(
-        [*cli(), "dev", "sandbox", "--function", str(tmp_path), "--", "true"],
-        env=base_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = invoke(["dev", "sandbox", "--function", str(tmp_path), "--", "true"], env=base_env)
     assert done.returncode == 2, done.stderr
     assert f"--function {tmp_path}: no main.py there" in done.stderr
     assert "vertex-trainer trigger render SPEC --bucket BUCKET -o DIR" in done.stderr
