@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import invoke
 from tests.docs import harness
 from tests.shared import latest_run
 
@@ -89,14 +90,7 @@ def test_the_pages_train_the_quickstart_once_and_serve_it(tmp_path, tmp_path_fac
 
 
 def test_cli_serve_refuses_a_missing_model(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "vertex_trainer", "serve", str(tmp_path / "nothing"), "--port", "0"],
-        env=tf_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = invoke(["serve", tmp_path / "nothing", "--port", "0"], env=tf_env(), cwd=ROOT)  # in-process
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("error: no exported model in ") and "saved_model.pb" in proc.stderr
 
