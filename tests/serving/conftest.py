@@ -119,9 +119,9 @@ def digits_run(tmp_path_factory) -> Run:
         base,
         num_classes=10,
         image_size=16,
-        epochs=10,
-        batch_size=50,
-        base_batch_size=50,
+        epochs=5,  # 300 steps of 25: eval accuracy 0.96-0.98 after 4 epochs, 0.77 after 3
+        batch_size=25,
+        base_batch_size=25,
         learning_rate=0.1,
         warmup_epochs=1,
         augment="none",
