@@ -23,6 +23,11 @@ variables those libraries honour:
 The gRPC face runs in a process of its own (`python -m vertex_trainer.sandbox.gateway URL`): a
 gRPC server's threads in the sandbox's process would break the processes it forks meanwhile
 (gRPC's fork handlers abort a child before its exec: "epoll_wait error: Bad file descriptor").
+That process (about 1.5 s of CPU and seconds of start-up) starts when it is first needed: by
+`start_grpc()`, which the sandbox's pipeline runner calls as each run begins (the first call
+starts it, the others wait for it), or by the first gRPC stream through the proxy; the proxy,
+the metadata server and the CA, in this process and cheap, start with `start()`, so `env()`
+is the same before and after. `stop()` ends the process if it was started.
 """
 
 from __future__ import annotations
@@ -82,14 +87,17 @@ class Gateway:
         self.project, self.host = project, host
         self.upstream = _host_port(upstream_proxy) if upstream_proxy else None
         self._dir = tempfile.TemporaryDirectory(prefix="vertex-trainer-gateway-")
-        self._grpc: Any = None  # the gRPC face's local.Supervisor
-        self._grpc_stop = threading.Event()
+        self._grpc_lock = threading.Lock()  # one gRPC face, started by the first caller
+        self._grpc_port: int | None = None
+        self._grpc_stop: threading.Event | None = None  # set: its owner thread ends its process
         self._grpc_thread: threading.Thread | None = None
+        self._stopped = False
         self._proxy: _Proxy | None = None
         self._metadata: ThreadingHTTPServer | None = None
         self.ca_path = ""
 
     def start(self) -> Gateway:
+        """The CA, the proxy and the metadata server; the gRPC face waits for `start_grpc()`."""
         from vertex_trainer.emulators.tls import make_ca_and_leaf
 
         self.ca_path, leaf, key = make_ca_and_leaf(
@@ -98,14 +106,7 @@ class Gateway:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(leaf, key)
         tls.set_alpn_protocols(["h2", "http/1.1"])
-        grpc_port = self._start_grpc()
-        vertex = _host_port(self.vertex_url.split("://", 1)[1])
-        self._proxy = _Proxy(
-            (self.host, 0),
-            tls=tls,
-            routes={"h2": (self.host, grpc_port), "http/1.1": vertex},
-            upstream=self.upstream,
-        )
+        self._proxy = _Proxy((self.host, 0), tls=tls, route=self._route, upstream=self.upstream)
         threading.Thread(
             target=self._proxy.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="gateway-proxy"
         ).start()
@@ -150,53 +151,79 @@ class Gateway:
         return {**kept, **self.env(), "CLOUDSDK_CONFIG": gcloud}
 
     def stop(self) -> None:
-        """Close the proxy and the metadata server, end the gRPC face's process, drop the CA."""
+        """Close the proxy and the metadata server, end the gRPC face's process if it was
+        started (one being started is waited for, then ended), drop the CA."""
         if self._proxy is not None:
             self._proxy.shutdown()
             self._proxy.server_close()
         if self._metadata is not None:
             self._metadata.shutdown()
             self._metadata.server_close()
-        self._grpc_stop.set()
-        if self._grpc_thread is not None:
-            self._grpc_thread.join(timeout=30)
-        self._proxy = self._metadata = self._grpc = None
+        with self._grpc_lock:
+            self._stopped = True  # no gRPC face starts from now on
+            stop, owner = self._grpc_stop, self._grpc_thread
+            self._grpc_port = self._grpc_stop = self._grpc_thread = None
+        if stop is not None and owner is not None:
+            stop.set()
+            owner.join(timeout=30)
+        self._proxy = self._metadata = None
         self._dir.cleanup()
 
     # -- the gRPC face, in a process of its own --------------------------------------------
+    def start_grpc(self) -> int:
+        """The gRPC face's port; the first call starts its process and waits until it serves,
+        a call meanwhile waits for that one, later calls return at once. RuntimeError when it
+        cannot start (a later call tries again) or the gateway is stopped."""
+        with self._grpc_lock:
+            if self._stopped:
+                raise RuntimeError("the sandbox's gateway is stopped")
+            if self._grpc_port is None:
+                self._grpc_port = self._start_grpc()
+            return self._grpc_port
+
+    def _route(self, protocol: str) -> tuple[str, int] | None:
+        """Where the proxy hands a Vertex AI stream that chose `protocol` (ALPN)."""
+        if protocol == "h2":
+            return self.host, self.start_grpc()
+        if protocol == "http/1.1":
+            return _host_port(self.vertex_url.split("://", 1)[1])
+        return None
+
     def _start_grpc(self) -> int:
         import sys
 
         from vertex_trainer.local import Replica, Supervisor
 
         argv = (sys.executable, "-m", "vertex_trainer.sandbox.gateway", self.vertex_url, self.host)
-        self._grpc = Supervisor(
+        grpc = Supervisor(
             [Replica(pool=0, index=0, address="", argv=argv, env={**self.environ, "PYTHONUNBUFFERED": "1"})]
         )
-        started = threading.Event()
+        started, stop = threading.Event(), threading.Event()
 
         def own() -> None:
             # Started by the thread that lives as long as it (PR_SET_PDEATHSIG follows the thread
             # that forked it), as the model servers are.
             try:
-                self._grpc.start()
+                grpc.start()
             finally:
                 started.set()
-            self._grpc_stop.wait()
-            self._grpc.stop(grace_s=2)
+            stop.wait()
+            grpc.stop(grace_s=2)
 
-        self._grpc_thread = threading.Thread(target=own, daemon=True, name="gateway-grpc")
-        self._grpc_thread.start()
+        owner = threading.Thread(target=own, daemon=True, name="gateway-grpc")
+        owner.start()
         started.wait(60)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for _, line in self._grpc.lines(timeout=0.5):
+            for _, line in grpc.lines(timeout=0.5):
                 if line.startswith("port "):
+                    self._grpc_stop, self._grpc_thread = stop, owner
                     return int(line.split()[1])
-            if self._grpc.all_ended():
+            if grpc.all_ended():
                 break
-        tail = " | ".join(self._grpc.processes[0].tail) if self._grpc.processes else ""
-        self._grpc_stop.set()
+        tail = " | ".join(grpc.processes[0].tail) if grpc.processes else ""
+        stop.set()
+        owner.join(timeout=30)
         raise RuntimeError(f"the sandbox's gRPC face did not start: {tail}")
 
 
@@ -231,6 +258,8 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 class _Proxy(socketserver.ThreadingTCPServer):
+    """`route(protocol)`: where a Vertex AI stream goes by its ALPN protocol (None: nowhere)."""
+
     daemon_threads = True
     allow_reuse_address = True
 
@@ -239,10 +268,10 @@ class _Proxy(socketserver.ThreadingTCPServer):
         address: tuple[str, int],
         *,
         tls: ssl.SSLContext,
-        routes: dict[str, tuple[str, int]],
+        route: Callable[[str], tuple[str, int] | None],
         upstream: tuple[str, int] | None,
     ) -> None:
-        self.tls, self.routes, self.upstream = tls, routes, upstream
+        self.tls, self.route, self.upstream = tls, route, upstream
         super().__init__(address, _Tunnel)
 
 
@@ -271,7 +300,10 @@ class _Tunnel(socketserver.BaseRequestHandler):
             tls = self.server.tls.wrap_socket(client, server_side=True)
         except (ssl.SSLError, OSError):
             return
-        target = self.server.routes.get(tls.selected_alpn_protocol() or "http/1.1")
+        try:
+            target = self.server.route(tls.selected_alpn_protocol() or "http/1.1")
+        except RuntimeError:  # the gRPC face cannot start, or the sandbox is stopping
+            target = None
         if target is None:
             return
         with socket.create_connection(target, timeout=30) as upstream:

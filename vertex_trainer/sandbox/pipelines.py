@@ -73,7 +73,8 @@ class PipelineRunner(Runner[_Run]):
     `environ`: the task processes' environment (the gateway's variables included); `vertex_url`:
     the fake Vertex AI (to read and cancel what a task created); `echo`: the tasks' lines;
     `launcher_poll_s`: how often GCPC's launchers look at their job or operation (launcher.py;
-    20 s on Google Cloud)."""
+    20 s on Google Cloud); `before_run`: called as each run begins, before its first task (the
+    sandbox's: `Gateway.start_grpc`, the gateway's gRPC face started by the first run)."""
 
     kind = "pipeline"
 
@@ -85,8 +86,10 @@ class PipelineRunner(Runner[_Run]):
         echo: Log | None = None,
         launcher_poll_s: float = 1.0,
         token: str | None = None,
+        before_run: Callable[[], object] | None = None,
     ):
         super().__init__(echo=echo)
+        self.before_run = before_run
         self.token = token  # the sandbox's, which its Vertex AI requires
         self.launcher_poll_s = launcher_poll_s
         self.environ = dict(environ)
@@ -110,6 +113,8 @@ class PipelineRunner(Runner[_Run]):
         root_detail = self._detail(entry, spec.get("pipelineInfo", {}).get("name") or entry.job_id)
         try:
             self._report(entry, RUNNING)
+            if self.before_run is not None:
+                self.before_run()
             state, error = self._execute(entry, spec)
         except Exception as exc:
             state, error = FAILED, {"code": 13, "message": internal_error(exc)}

@@ -18,7 +18,8 @@ Each stand-in, with the variables that point the clients at it, and what it is:
       pre-flight's answers (`sandbox.quotas.set(...)`)
   Vertex AI Pipelines, tuning (the tasks' own proxy, CA and metadata server): the fake's
       pipelineJobs and tuning jobs with this package's runners (pipelines.py, tuning.py); pipeline
-      tasks reach Vertex AI through gateway.py
+      tasks reach Vertex AI through gateway.py, whose gRPC face's process starts with the first
+      pipeline run
   Eventarc, Cloud Run functions (the function gets the variables): events.FunctionHost: a rendered
       function under functions-framework, a CloudEvent per finalized object (`function=DIR`)
   Cloud Billing Catalog (VERTEX_TRAINER_BILLING_ENDPOINT): emulators.billing.FakeBilling: Vertex
@@ -244,7 +245,9 @@ class Sandbox:
 
     def _start_pipelines(self) -> None:
         """PipelineJobs run for real (their tasks reach this fake Vertex AI through the gateway),
-        and tuning jobs their trials."""
+        and tuning jobs their trials. The gateway's proxy and metadata server start now (their
+        addresses are in the tasks' environment); its gRPC face's process, which only pipeline
+        tasks use, when the first pipeline run begins (`Gateway.start_grpc`)."""
         from vertex_trainer.sandbox.gateway import Gateway
         from vertex_trainer.sandbox.pipelines import PipelineRunner
         from vertex_trainer.sandbox.tuning import TuningRunner
@@ -262,6 +265,7 @@ class Sandbox:
             echo=self.echo,
             launcher_poll_s=float(POLL_INTERVAL),
             token=self.token,
+            before_run=self.gateway.start_grpc,
         )
         self.pipelines.service = self.vertex.pipelines
         self.vertex.pipelines.runner = self.pipelines
