@@ -457,7 +457,6 @@ def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServ
     from functools import partial
 
     from gcp_storage_emulator.server import RequestHandler
-    from gcp_storage_emulator.storage import Storage
 
     class Guarded(RequestHandler):  # type: ignore[misc]
         def parse_request(self) -> bool:
@@ -465,7 +464,26 @@ def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServ
                 return False
             return admit(self, guard)
 
-    return http.server.HTTPServer((host, port), partial(Guarded, Storage(use_memory_fs=True)))
+    return http.server.HTTPServer((host, port), partial(Guarded, _storage(use_memory_fs=True)))
+
+
+def _storage(**options: Any) -> Any:
+    """gcp-storage-emulator's `Storage(**options)`, but in memory without the copy of its table.
+
+    After every write (an object, a bucket, a resumable chunk's session, a delete) the library
+    serialises its whole table, the metadata of every bucket and object, as indented JSON into a
+    `.meta` file of its store, so each write costs more than the one before. Only a new Storage
+    over the same files ever reads that copy back: in memory (`use_memory_fs`) none can, and the
+    table itself (`buckets`, `objects`, ...) is what every request reads, so the copy is skipped;
+    a Storage in files (`data_dir`) still writes it, as the library does."""
+    from gcp_storage_emulator.storage import Storage
+
+    class Table(Storage):  # type: ignore[misc]
+        def _write_config_to_file(self) -> None:
+            if not self._use_memory_fs:
+                super()._write_config_to_file()
+
+    return Table(**options)
 
 
 def _no_proxy_opener() -> urllib.request.OpenerDirector:
