@@ -116,13 +116,23 @@ def test_a_fallback_jobs_report_by_name_finds_its_attempts_by_key(fake, run_cli,
     assert 'id="fig-attempts"' in text and "no-capacity: no capacity (code 8 RESOURCE_EXHAUSTED)" in text
 
 
-def test_open_hands_the_page_to_the_browser_as_a_file_url(run_cli_process, quickstart, tmp_path):
+def test_open_hands_the_page_to_the_browser_as_a_file_url(run_cli, quickstart, tmp_path, monkeypatch):
+    import webbrowser
+
     opened = tmp_path / "opened"
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
     browser.chmod(0o755)
     out = tmp_path / "report.html"
-    proc = run_cli_process("report", str(quickstart), "-o", str(out), "--open", env={"BROWSER": str(browser)})
+    # In this process: webbrowser reads BROWSER once, at its first use; its own function reads it
+    # again (what a new process would), before the call with BROWSER and after it without.
+    monkeypatch.setenv("BROWSER", str(browser))
+    webbrowser.register_standard_browsers()
+    try:
+        proc = run_cli("report", str(quickstart), "-o", str(out), "--open", env={"BROWSER": str(browser)})
+    finally:
+        monkeypatch.undo()
+        webbrowser.register_standard_browsers()
     assert proc.returncode == 0, proc.stderr
     assert opened.read_text().strip() == out.resolve().as_uri()
 
