@@ -4,8 +4,10 @@ metrics.json, labelled as the sandbox's), and the CLI prints the figures, a verd
 as text and JSON, and the report shows them; a job that does not exist is exit 2, as `status` is.
 
 The job is the sandbox tests' own stand-in (tests/sandbox/conftest.py: a CustomJob whose replica is
-`python -c`), the smallest that runs for real: it burns 2.5 s of CPU time (not wall time: on a busy
-machine it takes longer, never fewer samples) and writes the metrics.json the bundled trainer would."""
+`python -c`), the smallest that runs for real: it burns 1.5 sampler periods of CPU time (SAMPLE_S,
+vertex_trainer/local/supervisor.py; CPU time, not wall time: on a busy machine it takes longer,
+never fewer samples), so it is still running at the first sample, and writes the metrics.json the
+bundled trainer would."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 from tests.cli_support import edge_env, invoke
 from tests.sandbox.conftest import REGION, echoed, marker, python_job, sandbox  # noqa: F401 (fixtures)
 from vertex_trainer.api.report import report_data
+from vertex_trainer.local.supervisor import SAMPLE_S
 from vertex_trainer.reporting.page import html
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient
@@ -27,7 +30,7 @@ pytestmark = pytest.mark.wire
 WAITED = 0.4  # the stand-in's input_wait_fraction
 SCRIPT = textwrap.dedent(f"""\
     import json, os, time
-    end = time.process_time() + 2.5
+    end = time.process_time() + 1.5 * {SAMPLE_S}
     while time.process_time() < end:
         pass
     base = os.path.dirname(os.environ["AIP_MODEL_DIR"].rstrip("/"))
