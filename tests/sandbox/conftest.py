@@ -41,7 +41,8 @@ class Lines(list):
 # looked up by name, no fault left scripted) says `SHARED_SANDBOX = True`: its tests then share one
 # sandbox (and its marker and lines), started once for the module and checked empty when it stops;
 # what a test scripted in it (vertex.on_strategy, no_capacity) is undone after the test.
-# Each sandbox costs its gRPC face's process (about 1.5 s of CPU) and seconds of start-up.
+# Each sandbox costs a second or two of start-up; one that runs a pipeline also its gRPC face's
+# process (about 1.5 s of CPU, started by the first run).
 SHARED = "SHARED_SANDBOX"
 
 
