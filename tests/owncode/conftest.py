@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ def sandbox_env(tmp_path_factory):
     prefixes of their own); its environment. Checked when the module ends: it stopped cleanly, no
     emulator error on its stderr, no process left."""
     home = tmp_path_factory.mktemp("owncode-sandbox")
-    marker = "VT_TEST_OWNCODE_" + home.name.replace("-", "_").upper()
+    # Unique across pytest-xdist workers: mktemp numbers its folders per worker, and two modules
+    # sharing a marker would each see the other's processes as left behind.
+    marker = "VT_TEST_OWNCODE_" + uuid.uuid4().hex.upper()
     base = cli_base_env(marker, home)
     box = SandboxProcess("--bucket", BUCKET, env=base)
     try:
