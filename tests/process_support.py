@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import select
 import socket
+import time
 from pathlib import Path
 
 
@@ -15,6 +17,22 @@ def pid_alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state not in ("Z", "X")
+
+
+def wait_gone(pids, timeout: float) -> list[int]:
+    """Wait (on pidfds: woken by each exit, no polling) until every pid has exited or `timeout`
+    has passed; the pids still alive."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(fd)
+    return [p for p in pids if pid_alive(p)]
 
 
 def processes_with_env(marker: str) -> list[int]:

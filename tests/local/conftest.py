@@ -5,14 +5,11 @@ process outlives a run."""
 from __future__ import annotations
 
 import os
-import select
 import sys
-import time
 import uuid
 
 import pytest
 
-from tests.process_support import pid_alive
 from vertex_trainer.emulators.gcs import GcsEmulator
 from vertex_trainer.settings import Settings
 
@@ -98,22 +95,6 @@ def custom_job(output_dir: str, pools: list[dict], name: str = "local-test") -> 
 def python_command(script: str) -> list[str]:
     """A stand-in for the trainer: `python -c SCRIPT` (python is mapped to this interpreter)."""
     return ["python", "-c", script]
-
-
-def wait_gone(pids, timeout: float) -> list[int]:
-    """Wait (on pidfds: woken by each exit, no polling) until every pid has exited or `timeout`
-    has passed; the pids still alive."""
-    deadline = time.monotonic() + timeout
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        finally:
-            os.close(fd)
-    return [p for p in pids if pid_alive(p)]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.process_support import pid_alive, processes_with_env
+from tests.process_support import pid_alive, processes_with_env, wait_gone
 from tests.shared import records
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import (
@@ -35,7 +35,6 @@ from .conftest import (
     local_settings,
     python_command,
     settings_without_gcs,
-    wait_gone,
     worker_pool,
 )
 
