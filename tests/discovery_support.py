@@ -1,5 +1,6 @@
 """Requests held against Google's API definitions: the discovery documents shipped in
-google-api-python-client (googleapiclient/discovery_cache/documents). A request is valid when a
+google-api-python-client (googleapiclient/discovery_cache/documents, installed in .venv/discovery by
+the Makefile: `documents_folder()`). A request is valid when a
 method of the documents has its HTTP method and path, takes each of its query parameters, and its
 request schema has each top-level field of its body. `record_requests` records the requests a
 test sends (on their way out, through requests; nothing is faked: the call goes on to the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,12 +24,18 @@ def _methods(resource: dict, base: str):
         yield from _methods(sub, base)
 
 
+def documents_folder() -> Path:
+    """The folder of Google's discovery documents: google-api-python-client's, which the Makefile
+    installs beside the venv (.venv/discovery), out of TensorFlow's reach (Makefile, DISCOVERY)."""
+    root = Path(sys.prefix) / "discovery" / "googleapiclient" / "discovery_cache" / "documents"
+    assert root.is_dir(), f"{root}: not there; `make install` puts google-api-python-client there"
+    return root
+
+
 def discovery_methods(documents) -> list[tuple[str, re.Pattern[str], dict, dict, set[str]]]:
     """(document, path pattern, method, schemas, the query parameters every method takes: fields,
     alt, ...) of every method of `documents` (names such as "aiplatform.v1")."""
-    import googleapiclient  # the dev extra (pyproject.toml): its discovery documents, never skipped
-
-    root = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
+    root = documents_folder()
     out = []
     for name in documents:
         doc = json.loads((root / f"{name}.json").read_text())

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.discovery_support import conforms, discovery_methods, record_requests
+from tests.discovery_support import conforms, discovery_methods, documents_folder, record_requests
 from tests.shared import FAST_RETRY
 from vertex_trainer.emulators.monitoring import FakeMonitoring
 from vertex_trainer.errors import ServiceError
@@ -35,10 +34,7 @@ def _job(start: datetime, end: datetime | None) -> dict:
 
 
 def _enum(name: str) -> list[str]:
-    import googleapiclient  # the dev extra (pyproject.toml): its discovery documents, never skipped
-
-    root = Path(googleapiclient.__file__).parent / "discovery_cache" / "documents"
-    doc = json.loads((root / "monitoring.v3.json").read_text())
+    doc = json.loads((documents_folder() / "monitoring.v3.json").read_text())
     return doc["resources"]["projects"]["resources"]["timeSeries"]["methods"]["list"]["parameters"][name][
         "enum"
     ]
