@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,15 @@ def factory_data(code: Path, **image: Any) -> dict:
 
 def script_spec(code: Path | str, **changes: Any) -> JobSpec:
     return build_spec(script_data(code, **changes))
+
+
+@pytest.fixture
+def notebook(tmp_path: Path) -> Path:
+    """A copy of the notebook-shaped script (shapes/notebook/task.py) as the code directory."""
+    code = tmp_path / "code"
+    code.mkdir()
+    shutil.copy(Path(__file__).parent / "shapes" / "notebook" / "task.py", code / "task.py")
+    return code
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ one sandbox."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.cli_support import edge_env
@@ -20,16 +18,7 @@ from tests.owncode.conftest import script_data
 from tests.shared import cli_runner, latest_run, records
 from vertex_trainer.local.failure import LINE_CHARS, Tail, exception_line, excerpt
 
-SHAPE = Path(__file__).parent / "shapes" / "notebook"
 PREBUILT = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-9:latest"  # as the sample tags it
-
-
-@pytest.fixture
-def notebook(tmp_path: Path) -> Path:
-    code = tmp_path / "code"
-    code.mkdir()
-    shutil.copy(SHAPE / "task.py", code / "task.py")
-    return code
 
 
 def _spec(tmp_path: Path, data: dict) -> Path:

@@ -8,7 +8,6 @@ scope: a start costs seconds of CPU), each writing below a prefix of its own."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import yaml
 from tests.cli_support import invoke
 from tests.owncode.conftest import BUCKET, script_data
 from tests.owncode.test_owncode_keras3 import keras3_data
-from tests.owncode.test_owncode_notebook import SHAPE as NOTEBOOK
 from tests.owncode.test_owncode_notebook import _local_only, _spec
 from tests.sandbox.conftest import ROOT
 from vertex_trainer.gcp import storage
@@ -96,13 +94,12 @@ def test_a_python_package_job_runs_the_staged_sdist(sandbox_env, tmp_path, code_
 @pytest.mark.trainer
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-def test_the_notebook_script_trains_in_the_sandbox_and_locally_into_its_bucket(sandbox_env, tmp_path):
+def test_the_notebook_script_trains_in_the_sandbox_and_locally_into_its_bucket(
+    sandbox_env, tmp_path, notebook
+):
     """tests/owncode/test_owncode_notebook.py's script (its shape: shapes/notebook/task.py) on
     the cloud path and by --local into the sandbox's bucket."""
     env = sandbox_env
-    notebook = tmp_path / "code"
-    notebook.mkdir()
-    shutil.copy(NOTEBOOK / "task.py", notebook / "task.py")
     client = storage.client(Settings.from_environ(env))
     # The cloud path: the sdist of the script on the prebuilt image, mirrored over the replica.
     package = script_data(
