@@ -175,3 +175,18 @@ def test_quota_429_without_fallback_is_final_and_a_rate_limit_429_is_retried(fak
     assert "custom_model_training_preemptible_nvidia_h100_gpus" in err.value.message
     assert "scheduling.fallback" in err.value.hint
     assert len(fake.calls("create")) == 3  # the refused create was not retried
+
+
+def test_unscript_forgets_every_scripted_outcome(fake):
+    """What a shared sandbox calls after each test (tests/sandbox/conftest.py): the next test's
+    creates are answered as if nothing had been scripted."""
+    spot = {"name": f"projects/{PROJECT}/locations/{REGION}/customJobs/1"}
+    spot["jobSpec"] = {"scheduling": {"strategy": "SPOT"}}
+    fake.no_quota("SPOT")
+    fake.no_capacity(region=REGION)
+    assert fake.outcome_of(spot).refuse == 429
+    assert fake.outcome_of({**spot, "jobSpec": {}}).script is not None  # STANDARD, in the region
+    fake.unscript()
+    after = fake.outcome_of(spot)
+    assert (after.refuse, after.script) == (0, None)
+    assert fake.outcome_of({**spot, "jobSpec": {}}).script is None  # the region's script too

@@ -74,8 +74,7 @@ def sandbox(request):
     if _shared(request):
         box = request.getfixturevalue("module_sandbox")
         yield box
-        with box.vertex._lock:  # a capacity fault a test scripted is not the next test's
-            box.vertex.outcomes.clear()
+        box.vertex.unscript()  # a capacity fault a test scripted is not the next test's
         return
     yield from _sandbox(request.getfixturevalue("marker"), request.getfixturevalue("echoed"))
 

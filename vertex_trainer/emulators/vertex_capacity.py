@@ -120,6 +120,11 @@ class CapacityScripts:
         when a region table read from the docs is out of date. Nothing is stored."""
         return self.on_strategy(strategy, region=region, refuse=400, message=message or NOT_OFFERED_ERROR)
 
+    def unscript(self) -> None:
+        """Forget every scripted outcome: creates are answered as if none had been scripted."""
+        with self._lock:
+            self.outcomes.clear()
+
     def outcome_of(self, data: dict[str, Any], region: str | None = None) -> Outcome:
         """The outcome of a create (its parsed CustomJob, in `region`, default: the region of its
         name); a refusal comes with its message."""
