@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -56,8 +57,42 @@ def record_dir(run_dir: str) -> str | None:
 
 
 def default_run_dir(name: str, run: str, tmp: str | None = None) -> str:
-    """A local run's folder when the spec names no output_dir: <tmp>/vertex-trainer/<name>/<run>."""
-    return os.path.join(tmp or tempfile.gettempdir(), "vertex-trainer", name, run)
+    """A local run's folder when the spec names no output_dir: <tmp>/vertex-trainer/<name>/<run>,
+    below the root `private_root` makes (or checks) this user's alone."""
+    return os.path.join(private_root(tmp), name, run)
+
+
+def private_root(tmp: str | None = None) -> str:
+    """<tmp>/vertex-trainer, created 0700, or kept when it is this user's own folder (its group
+    and others' access taken away). /tmp is shared: a root another user made (or a link there)
+    would give them the runs' models, checkpoints and the bucket data fetched into the /gcs
+    stand-in, to read or replace; exit 2 naming it."""
+    root = os.path.join(tmp or tempfile.gettempdir(), "vertex-trainer")
+    try:
+        os.mkdir(root, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise UserError(
+            f"output_dir (unset): the default folder {root} is "
+            + ("not a folder" if not stat.S_ISDIR(st.st_mode) else f"owned by another user (uid {st.st_uid})")
+            + ", so another user could read or replace your runs",
+            hint=f"set output_dir in the spec, or remove {root} (it is not yours)",
+        )
+    if st.st_mode & 0o077:
+        os.chmod(root, 0o700)
+    return root
+
+
+def _trusted_root(root: Path) -> bool:
+    """Whether runs found by name below `root` are this user's: a folder of theirs (not a link)
+    that no one else can write to."""
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def write_run_file(
@@ -157,6 +192,8 @@ def find_run(ref: str, *, tmp: str | None = None) -> Found | None:
     if not _RUN_NAME.fullmatch(ref):
         return None
     root = Path(tmp or tempfile.gettempdir()) / "vertex-trainer"
+    if not _trusted_root(root):
+        return None  # another user's (or a shared) folder: what it holds is not your runs
     runs = runs_in(root / ref)
     if runs:
         return runs[-1]
