@@ -157,9 +157,12 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
             f"trainer.train_data={local_data}/train-*",
             f"trainer.eval_data={local_data}/validation-*",
             "replicas=2",
+            # the least that shows lockstep: two epochs of two executions, small batches at 8 px
+            "trainer.image_size=8",
+            "trainer.batch_size=16",
             "trainer.epochs=2",
-            "trainer.steps_per_epoch=8",
-            "trainer.steps_per_execution=4",
+            "trainer.steps_per_epoch=4",
+            "trainer.steps_per_execution=2",
         ]
     )
     assert [p["replicaCount"] for p in job["jobSpec"]["workerPoolSpecs"]] == ["1", "1"]
@@ -169,7 +172,7 @@ def test_two_replicas_train_together(tmp_path, local_data, marker):
     assert result.state == SUCCEEDED and result.exit_code == 0, log[-4000:]
     assert result.replicas == ["workerpool0-0", "workerpool1-0"]
     assert result.metrics["replicas"] == 2 and result.metrics["workers"] == 2
-    assert result.metrics["strategy"] == "multi-worker" and result.metrics["steps_per_execution"] == 4
+    assert result.metrics["strategy"] == "multi-worker" and result.metrics["steps_per_execution"] == 2
     assert "saved_model.pb" in _saved_model_files(out / "model")
     # Each process found its role in CLUSTER_SPEC; only the chief exports.
     assert "task=chief:0 chief=True" in log
