@@ -154,7 +154,8 @@ class LocalRun(JobState):
     """A run on this machine that `submit` returns (api/results.LocalJob, tuning/tuning_run's
     LocalTuning): it has ended when `submit` returns (a local run never outlives the call), so
     `refresh` and `cancel` have nothing to ask; its submit object (docs/contract.md section 2)
-    has no console page and is never adopted."""
+    has no console page, and is adopted only when a retry with the same key found its run had
+    SUCCEEDED here (api/results.LocalJob.adopted)."""
 
     if TYPE_CHECKING:  # fields of some subclasses, properties of others
 
@@ -192,7 +193,7 @@ class LocalRun(JobState):
             "console_url": None,
             "image": self.image,
             "idempotency_key": self.idempotency_key,
-            "adopted": False,
+            "adopted": bool(getattr(self, "adopted", False)),  # a local retry of a run that SUCCEEDED
             "output_dir": output_dir,
             "metrics": metrics,
         }

@@ -325,8 +325,9 @@ class LocalExecutor:
             summary=opts.summary,
             run=plan.run,
             latest=plan.resumed is None,
+            adopt=plan.resumed is None,  # the same key again: its run that SUCCEEDED here
         )
-        return LocalJob(result, plan.body, plan.image, plan.key)
+        return LocalJob(result, plan.body, plan.image, plan.key, adopted=result.adopted)
 
 
 class LocalTuningExecutor:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import fcntl
 import json
 import os
 import secrets
@@ -25,7 +26,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
 from vertex_trainer.local.display import Display, default_console
-from vertex_trainer.local.runlog import RunLog
+from vertex_trainer.local.runlog import RESULT_FILE, RunLog
 from vertex_trainer.local.supervisor import (
     INTERRUPT_GRACE_S,
     Interrupted,
@@ -66,6 +67,8 @@ class LocalResult(JobState):
     record_dir: str | None = None  # the tool's records of the run, beside its folder (local only)
     # Did the run write anything to AIP_MODEL_DIR? (None: not known, e.g. the run failed)
     model_written: bool | None = None
+    # An earlier run of the same submission (its key) that had SUCCEEDED here, not run again
+    adopted: bool = False
 
     # Each replica's CPU samples (supervisor.Process.cpu): the sandbox's CPU utilization series;
     # not part of the result's JSON.
@@ -91,6 +94,7 @@ def run_local(
     code: owncode.Code | None = None,
     run: str | None = None,
     latest: bool = False,
+    adopt: bool = False,
 ) -> LocalResult:
     """Run every worker-pool replica of the rendered CustomJob `job` as a local process.
 
@@ -117,6 +121,12 @@ def run_local(
     it there (default: the job id). The tool's records of the run go beside that folder
     (local/layout.py), never into it. `latest` points <base>/latest at the run (a submission's
     run; not a trial's).
+
+    `adopt` (a submission's run, not a resumed one): when the run's folder already holds a run of
+    that name that SUCCEEDED here (a retry with the same idempotency key), nothing runs again:
+    that run's result is returned, `adopted`, as a cloud retry adopts the job its key made. A run
+    whose records another runner still holds (the same key running in another process) is
+    refused (UserError) before anything starts: two runs never write one folder.
     """
     model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
     name = str(job.get("displayName") or (model.name if model else None) or "local-job")
@@ -124,6 +134,20 @@ def run_local(
     region = (model.region if model else None) or settings.region
     console = console or default_console()
     environ = dict(settings.environ)
+    if adopt and run:
+        earlier = _adopted(job, name, run, settings)
+        if earlier is not None:
+            console.print(
+                f"{run}: this submission (its idempotency key) already SUCCEEDED here, in "
+                f"{earlier.output_dir}: adopted, nothing ran again (to train again: --resume {run}, "
+                "or another --idempotency-key)",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+            if summary:
+                Display(console, earlier.replicas, live=False).summary(earlier)
+            return earlier
 
     job, skipped = cluster.without_reducers(job)  # Reduction Server runs on Vertex AI only
     if skipped:
@@ -172,9 +196,11 @@ def run_local(
         replicas = [dataclasses.replace(r, argv=tuple(gcsfuse.wrap(r.argv, str(standin)))) for r in replicas]
     # A cluster's servers listen on every interface: its replicas share a private network.
     replicas, network = _network(replicas, settings, console)
+    held: int | None = None
     try:
         # Every check passed: the run's folder and its records, from now on (a refused run leaves none).
         if record is not None:
+            held = _hold(record, run, base)  # (released when this process ends, whatever ends it)
             os.makedirs(base, exist_ok=True)
             save_run_record(record, job, spec, job_id, run=run, run_dir=base)
             if latest:
@@ -188,6 +214,8 @@ def run_local(
     except BaseException:
         if network is not None:
             network.stop()
+        if held is not None:
+            os.close(held)
         raise
     shown = runlog.tee(display, on_lines)
     display.note(
@@ -247,6 +275,8 @@ def run_local(
         model_written=_written(model_dir, settings) if state == SUCCEEDED else None,
     )
     runlog.close(result)
+    if held is not None:
+        os.close(held)
     if summary or state != SUCCEEDED:
         display.summary(result)
     return result
@@ -322,6 +352,65 @@ def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.F
             f"/gcs: {removed} object(s) the replicas deleted deleted from their buckets"
             + (f"; {kept} kept: changed in the bucket since they were fetched" if kept else "")
         )
+
+
+LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
+
+
+def _hold(record: str, run: str, base: str) -> int:
+    """Hold the run's records for this runner (an exclusive flock on <records>/runner.lock, which
+    the kernel releases when the runner ends, even SIGKILLed); UserError when another runner holds
+    them: a second submit with the same key while the first still runs."""
+    os.makedirs(record, exist_ok=True)
+    fd = os.open(os.path.join(record, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UserError(
+            f"run {run} is already running on this machine (another submit --local with the same "
+            f"idempotency key writes to {base}): a second run would write the same model and checkpoints",
+            hint=f"wait for it to end (vertex-trainer logs {base} --follow), "
+            "or submit with another --idempotency-key",
+        ) from None
+    return fd
+
+
+def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> LocalResult | None:
+    """The result of the run named `run` in the job's folder when its records say it SUCCEEDED
+    (run.json names that run, result.json says so), as a LocalResult `adopted`; else None."""
+    base = resolve_output(job, name, run)
+    record = layout.record_dir(base)
+    if record is None:
+        return None
+    try:
+        with open(os.path.join(record, layout.RUN_FILE), encoding="utf-8") as f:
+            kept = json.load(f)
+        with open(os.path.join(record, RESULT_FILE), encoding="utf-8") as f:
+            ended = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or not isinstance(ended, dict):
+        return None
+    if kept.get("run") != run or ended.get("state") != SUCCEEDED:
+        return None
+    model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
+    replicas = ended.get("replicas")
+    return LocalResult(
+        name=str(ended.get("name") or name),
+        state=SUCCEEDED,
+        output_dir=base,
+        model_dir=model_dir,
+        metrics=read_metrics(base, settings),
+        exit_code=0,
+        job_id=str(ended.get("job_id") or kept.get("job_id") or ""),
+        replicas=[str(r) for r in replicas] if isinstance(replicas, list) else [],
+        elapsed_s=float(ended.get("elapsed_s") or 0.0),
+        run=run,
+        record_dir=record,
+        model_written=_written(model_dir, settings),
+        adopted=True,
+    )
 
 
 def _written(model_dir: str, settings: Settings) -> bool | None:
