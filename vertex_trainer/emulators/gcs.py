@@ -48,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vertex_trainer.emulators._http import Guard, admit
+from vertex_trainer.emulators._http import Guard, admit, refuse
 from vertex_trainer.emulators.tls import make_ca_and_leaf
 
 # The hosts TensorFlow (and the JSON API in general) uses for Cloud Storage.
@@ -450,6 +450,12 @@ class GcsEmulator:
             return data
 
 
+# The emulator's own endpoints that are no Cloud Storage API: `GET /wipe` deletes every bucket,
+# and a GET is what any web page can send to loopback without an Origin (an <img>): no client of
+# ours calls it, so no one may.
+_NOT_SERVED = frozenset({"/wipe"})
+
+
 def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServer:
     """gcp-storage-emulator's own request handler (in memory, unchanged), served by a server whose
     every request first passes `guard`: the emulator has no check of its own, and its port is
@@ -462,7 +468,13 @@ def _emulator_server(host: str, port: int, guard: Guard) -> http.server.HTTPServ
         def parse_request(self) -> bool:
             if not super().parse_request():
                 return False
-            return admit(self, guard)
+            if not admit(self, guard):
+                return False
+            # the path as the emulator routes it (urlparse: `/wipe;x` is /wipe)
+            if urllib.parse.urlparse(f"http://host{self.path}").path.rstrip("/") in _NOT_SERVED:
+                refuse(self, 404, f"{self.path.split('?')[0]} is not a Cloud Storage API; refused.")
+                return False
+            return True
 
     return http.server.HTTPServer((host, port), partial(Guarded, _storage(use_memory_fs=True)))
 
