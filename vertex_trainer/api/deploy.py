@@ -4,11 +4,13 @@ in the Model Registry and served on the spec's endpoint, at most once per job.""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import _stderr, plan_artifact, settings_from_env
+from vertex_trainer.contract import SUCCEEDED
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.layout import find_run
 from vertex_trainer.log import Log
@@ -116,6 +118,78 @@ def _with_undeploys(plan: dict, client: Any, request: Any) -> dict:
     return plan
 
 
+def _ended(record: Path) -> str | None:
+    """How the local run whose records are `record` ended (its result.json's state), or None."""
+    from vertex_trainer.local.runlog import RESULT_FILE  # (light: no runner)
+
+    try:
+        value = json.loads((record / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    state = value.get("state") if isinstance(value, dict) else None
+    return state if isinstance(state, str) else None
+
+
+def _how(record: Path) -> str:
+    """`ended FAILED`, or what a run without a result is, for a line."""
+    from vertex_trainer.contract import short_state
+
+    state = _ended(record)
+    return (
+        f"ended {short_state(state)}" if state else "has no result (still running, or its runner was killed)"
+    )
+
+
+def _served_run(ref: str, log: Log) -> str:
+    """The model/ of the local run `ref` names (docs/contract.md section 15): a run's folder as
+    given (a line when that run did not succeed: its model may be an interrupted one); a base
+    folder (or a spec's name) its newest run that SUCCEEDED with a model, never a newer run that
+    failed or was cancelled (a line names both). UserError when there is none."""
+    from vertex_trainer.contract import short_state
+    from vertex_trainer.local.layout import runs_in
+
+    found = find_run(ref)
+    if found is None:
+        raise UserError(
+            f"no exported model in {ref} (saved_model.pb is missing, and no run is there)",
+            hint="pass a run's model/, e.g. runs/quickstart/latest/model (the newest run's)",
+        )
+    path = Path(ref).expanduser()
+    runs = runs_in(found.run_dir.parent)
+    if (path.exists() and path.resolve() != found.run_dir.parent.resolve()) or not runs:
+        model = found.run_dir / "model"
+        state = _ended(found.record)
+        if not (model / "saved_model.pb").is_file():
+            raise UserError(
+                f"no exported model in {ref} (saved_model.pb is missing"
+                + (f"; the run ended {short_state(state)})" if state else ")"),
+                hint="pass a run's model/, e.g. runs/quickstart/latest/model (the newest run's)",
+            )
+        if state is not None and state != SUCCEEDED:
+            log(f"warning: run {found.run_dir.name} ended {short_state(state)}: its model may be incomplete")
+        return str(model)
+    # a base: its newest run that SUCCEEDED and exported a model
+    good = [
+        r
+        for r in runs
+        if _ended(r.record) == SUCCEEDED and (r.run_dir / "model" / "saved_model.pb").is_file()
+    ]
+    newest = runs[-1]
+    if not good:
+        ended = "; ".join(f"{r.run_dir.name} {_how(r.record)}" for r in runs[-3:])
+        raise UserError(
+            f"no exported model in {ref}: no run there SUCCEEDED with a model (newest: {ended})",
+            hint="to serve one anyway, pass its model/, e.g. runs/quickstart/latest/model (the newest run's)",
+        )
+    chosen = good[-1]
+    if chosen is not newest:
+        log(
+            f"serving run {chosen.run_dir.name}, the newest that SUCCEEDED: the newest run, "
+            f"{newest.run_dir.name}, {_how(newest.record)}"
+        )
+    return str(chosen.run_dir / "model")
+
+
 def serve_model(
     model_dir: str,
     *,
@@ -123,6 +197,7 @@ def serve_model(
     port: int | None = None,
     ready: Callable[[str, str, str], None] | None = None,
     settings: Settings | None = None,
+    log: Log | None = None,
 ) -> None:
     """Serve an exported model on this machine, behind the prediction contract of the Vertex AI
     endpoint (docs/serving.md), until interrupted. The routes and the default port are the ones
@@ -130,11 +205,14 @@ def serve_model(
 
     Args:
         model_dir: the export, a run's ``model/`` (a local path or gs://); a local run's folder
-            or a spec's output_dir (its newest run) is taken for its ``model/``.
+            is taken for its ``model/``, a spec's output_dir for its newest run that SUCCEEDED
+            with a model (a line says so when that is not its newest run; a run's folder whose
+            run did not succeed is served with a line saying so).
         host: the address to listen on.
         port: the port, 0 to 65535 (None: $AIP_HTTP_PORT, else 8080; 0: any free port).
         ready: called once the model answers, with its URL, the health and the predict routes.
         settings: the process settings (default: read from the environment).
+        log: where those lines go (default: stderr).
 
     Returns:
         None, once the server stops.
@@ -156,13 +234,7 @@ def serve_model(
             f"{what} is not a port number ({PORTS})", hint="--port 0 picks any free port"
         ) from None
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
-        found = find_run(model_dir)  # a run's folder, or a base: its newest run (section 15)
-        if found is None or not (found.run_dir / "model" / "saved_model.pb").is_file():
-            raise UserError(
-                f"no exported model in {model_dir} (saved_model.pb is missing)",
-                hint="pass a run's model/, e.g. runs/quickstart/latest/model (the newest run's)",
-            )
-        model_dir = str(found.run_dir / "model")
+        model_dir = _served_run(model_dir, log or _stderr)
     health = env.get("AIP_HEALTH_ROUTE") or "/health"
     predict = env.get("AIP_PREDICT_ROUTE") or "/predict"
 
