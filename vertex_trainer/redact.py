@@ -24,7 +24,16 @@ import itertools
 import re
 from typing import Any, TypeVar
 
-__all__ = ["MASK", "hidden", "looks_secret", "note", "redact", "redact_args", "redact_yaml"]
+__all__ = [
+    "MASK",
+    "hidden",
+    "looks_secret",
+    "note",
+    "redact",
+    "redact_args",
+    "redact_yaml",
+    "userinfo_masked",
+]
 
 T = TypeVar("T")
 
@@ -75,6 +84,7 @@ PAIRS = frozenset({("CONN", "STR"), ("CONNECTION", "STRING")})
 _ARG_KEYS = frozenset({"args", "command", "extra_args"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ASSIGNMENT = re.compile(r"^(-{0,2})([A-Za-z_][A-Za-z0-9_.-]*)=(.+)$", re.DOTALL)
+_URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)")
 
 
@@ -96,6 +106,13 @@ def looks_secret(name: str) -> bool:
 
 def _url_masked(value: str) -> str:
     return _URL_PASSWORD.sub(lambda m: m["head"] + MASK, value)
+
+
+def userinfo_masked(text: str) -> str:
+    """`text` with the user part of every URL in it shown as `***` (`https://me:pw@host`,
+    `git+https://ghp_TOKEN@github.com`: a token is often the user name): for a message that
+    quotes a refused value, which has no name to judge it by."""
+    return _URL_USERINFO.sub(lambda m: m["head"] + MASK + "@", text)
 
 
 def redact_args(args: list[str] | tuple[str, ...], found: list[str] | None = None) -> list[str]:

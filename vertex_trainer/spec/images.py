@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from vertex_trainer.errors import SpecError
+from vertex_trainer.redact import userinfo_masked
 from vertex_trainer.sizes import human_size
 
 if TYPE_CHECKING:  # model.py imports this module: the models are named for the type checker only
@@ -113,8 +114,11 @@ def _danger(value: str) -> str | None:
 
 
 def _refuse(field: str, value: object, what: str, hint: str) -> SpecError:
+    # The refused value is quoted; a credential in a URL (a requirements.txt index or git line,
+    # `https://me:TOKEN@host`) is not: messages end up in CI logs.
+    shown = userinfo_masked(value) if isinstance(value, str) else value
     return SpecError(
-        field, f"{what}; refused before it could reach a Dockerfile or a shell", value=value, hint=hint
+        field, f"{what}; refused before it could reach a Dockerfile or a shell", value=shown, hint=hint
     )
 
 
