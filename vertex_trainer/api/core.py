@@ -12,6 +12,7 @@ import glob
 import os
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
@@ -138,7 +139,28 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
     if local or spec.runs_bundled_trainer:
         check_trainer_flags(spec)
     if local:
+        _local_output(spec)
         _local_data(spec)
+
+
+def _local_output(spec: JobSpec) -> None:
+    """A local output_dir must be a folder, or a path where one can be made: a file in the way is
+    exit 2 now, naming it, not a traceback once the run's folder is made."""
+    value = spec.output_dir
+    if not value or value.startswith(("gs://", "/gcs/")):
+        return  # (none: the temp dir; gs:// is the trainer's, /gcs/ refused by the runner)
+    path = Path(os.path.abspath(os.path.expanduser(value.removeprefix("file://"))))
+    for there in (path, *path.parents):
+        if there.is_dir():
+            return
+        if there.exists() or there.is_symlink():
+            what = "a broken link" if not there.exists() else "a file, not a folder"
+            raise SpecError(
+                "output_dir",
+                f"{there} is {what}: the run's folder cannot be made below it",
+                value=value,
+                hint="point output_dir at a folder (or a path where one can be made), e.g. runs/NAME",
+            )
 
 
 def _local_data(spec: JobSpec) -> None:
