@@ -22,7 +22,7 @@ from tests.cli_support import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 64  # README.md's bench: 4 executions of 16 steps, the first (tracing) not measured
-# The starved job's bench: 4 executions of 8 steps, as starved as 64 steps are (0.68-0.71 here,
+# The starved job's bench: 4 executions of 8 steps, as starved as 64 steps are (0.55-0.71 in 7 runs here,
 # busy) at half the decoding; at 16 steps (3 measured executions of 4) one run of 3 waited 0.25.
 STARVED_STEPS = 32
 # `data synth` (no TensorFlow in its process): 64 examples of 512 px in 4 shards.
