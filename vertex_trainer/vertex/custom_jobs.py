@@ -191,18 +191,28 @@ def create_idempotent(
     if existing is not None:
         _warn_if_other_spec(client, existing, job)
         return existing, True
-    while True:
-        try:
-            return client.create_once(job), False
-        except Transient as exc:
-            # The service may have committed the job before the answer was lost: look first.
-            client.log(f"create: {exc}; checking whether the job was created")
-            existing = look_after_lost(
-                lambda: client.find_by_key(key, budget, also), exc, window=client.api.retry.read_timeout
-            )
-            if existing is not None:
-                return existing, True
-            budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
+    try:
+        while True:
+            try:
+                return client.create_once(job), False
+            except Transient as exc:
+                # The service may have committed the job before the answer was lost: look first.
+                client.log(f"create: {exc}; checking whether the job was created")
+                existing = look_after_lost(
+                    lambda: client.find_by_key(key, budget, also), exc, window=client.api.retry.read_timeout
+                )
+                if existing is not None:
+                    return existing, True
+                budget.backoff("create", str(exc), retry_hint=_RETRY_HINT)
+    except KeyboardInterrupt:
+        # Ctrl-C once a create may have been sent: the job may exist (and bill) though nothing
+        # named it; the key (random unless given) is the one way to find it, or adopt it.
+        client.log(
+            f"interrupted while creating the job: it may have been created. Submit again with "
+            f"--idempotency-key {key} to adopt it (no second job is created); find it: "
+            f"vertex-trainer list --label {KEY_LABEL}={key}"
+        )
+        raise
 
 
 def _warn_if_other_spec(client: JobsClient, existing: dict[str, Any], job: dict[str, Any]) -> None:

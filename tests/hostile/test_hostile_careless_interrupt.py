@@ -1,0 +1,42 @@
+"""A careless user presses Ctrl-C while `submit` creates the job (issue 42, A1).
+
+The create may have reached Vertex AI (the answer in flight, or a retry after a lost answer): the
+job then exists and bills, yet nothing named it, and the key, random unless given, was nowhere on
+the screen: the CLI said only "interrupted", and submitting again made a second job. Now the
+interruption says that a job may exist, the key that finds it, and that submitting again with it
+adopts the job instead of creating another (checked here: the second submit adopts it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.shared import FAST_RETRY, PROJECT, REGION, job_body
+from vertex_trainer.settings import Settings
+from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
+
+
+class _CtrlCAfterSend(JobsClient):
+    """The service commits the create; Ctrl-C arrives before its answer is read."""
+
+    def create_once(self, job):
+        super().create_once(job)
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_the_create_names_the_key_that_adopts_the_job(fake):
+    said: list[str] = []
+    settings = Settings(vertex_endpoint=fake.url, retry=FAST_RETRY)
+    interrupted = _CtrlCAfterSend(PROJECT, REGION, settings=settings, log=said.append)
+    body = job_body("vt-20261204-050000-abc123", "hash-a", args=["--epochs=1"])
+    with pytest.raises(KeyboardInterrupt):
+        create_idempotent(interrupted, body, "vt-20261204-050000-abc123")
+    assert len(fake.jobs) == 1  # it was created, and nothing printed its name
+    (line,) = [s for s in said if s.startswith("interrupted")]
+    assert "it may have been created" in line
+    assert "--idempotency-key vt-20261204-050000-abc123 to adopt it" in line
+    assert "vertex-trainer list --label vertex-trainer-key=vt-20261204-050000-abc123" in line
+    # what the line says to do: the job is adopted, never made twice
+    again = JobsClient(PROJECT, REGION, settings=settings, log=said.append)
+    data, adopted = create_idempotent(again, body, "vt-20261204-050000-abc123")
+    assert adopted and data["name"] in fake.jobs and len(fake.jobs) == 1
