@@ -4,6 +4,7 @@ replica-prefixed lines, the failure)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,18 +12,31 @@ from typing import Any
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.local.display import StatusLine, is_banner
 
-__all__ = ["FollowView", "entry_lines", "event_line"]
+__all__ = ["FollowView", "entry_lines", "event_line", "terminal_safe"]
 
 _COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 _NOTE_EVERY_S = 600.0  # without a terminal: how often a long Flex Start wait is reported
 
 
+# A colour (SGR: ESC [ digits m) is kept; any other control character is shown, not sent.
+_CONTROL = re.compile(r"(\x1b\[[0-9;]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(line: str) -> str:
+    """A job's log line as printed: what it holds came from the job's code and data (in the
+    cloud: another machine's output), so its control characters are shown as `\\xNN` instead of
+    sent to your terminal, where an escape sequence sets the window title, writes the clipboard
+    (OSC 52), clears the screen or moves the cursor over earlier lines. Colours and tabs stay; a
+    CR ending the line (a CRLF log) is dropped."""
+    return _CONTROL.sub(lambda m: m[1] or f"\\x{ord(m[0]):02x}", line.removesuffix("\r"))
+
+
 def entry_lines(entry: LogEntry) -> Iterator[str]:
     """The lines `logs` prints for one entry, "[workerpool0-0] ...", without TensorFlow's
-    start-up banner (the run's record keeps it, the screen does not)."""
+    start-up banner (the run's record keeps it, the screen does not); `terminal_safe`."""
     for line in entry.message.split("\n") or [""]:
         if not is_banner(line):
-            yield f"[{entry.replica}] {line}"
+            yield f"[{entry.replica}] {terminal_safe(line)}"
 
 
 def event_line(event: JobEvent) -> str:
@@ -80,7 +94,7 @@ class FollowView(StatusLine):
         for line in entry.message.split("\n"):
             text = self._Text()
             text.append(f"{name:<{self.width}} | ", style=self.colors[name])
-            text.append(line)
+            text.append(terminal_safe(line))
             self.console.print(text, soft_wrap=True, highlight=False, markup=False)
 
     def note(self, message: str) -> None:
@@ -93,4 +107,4 @@ class FollowView(StatusLine):
         who = failure.replica or "the job"
         self.console.print(self._Text(f"{who}: its last lines:", style="red"), soft_wrap=True)
         for line in failure.lines:
-            self.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+            self.console.print(f"  {terminal_safe(line)}", markup=False, highlight=False, soft_wrap=True)
