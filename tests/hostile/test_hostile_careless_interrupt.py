@@ -13,7 +13,9 @@ import pytest
 
 from tests.shared import FAST_RETRY, PROJECT, REGION, job_body
 from vertex_trainer.settings import Settings
+from vertex_trainer.vertex import pipelines
 from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
+from vertex_trainer.vertex.pipelines import PipelinesClient
 
 
 class _CtrlCAfterSend(JobsClient):
@@ -40,3 +42,33 @@ def test_ctrl_c_during_the_create_names_the_key_that_adopts_the_job(fake):
     again = JobsClient(PROJECT, REGION, settings=settings, log=said.append)
     data, adopted = create_idempotent(again, body, "vt-20261204-050000-abc123")
     assert adopted and data["name"] in fake.jobs and len(fake.jobs) == 1
+
+
+class _PipelineCtrlCAfterSend(PipelinesClient):
+    """The service commits the PipelineJob; Ctrl-C arrives before its answer is read."""
+
+    def create_once(self, body, job_id):
+        super().create_once(body, job_id)
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_a_pipeline_create_names_the_run_and_the_key(fake):
+    said: list[str] = []
+    settings = Settings(vertex_endpoint=fake.url, retry=FAST_RETRY)
+    key = "vt-20261204-050000-def456"
+    body = {
+        "displayName": "digits",
+        "labels": {"vertex-trainer-key": key},
+        "pipelineSpec": {"pipelineInfo": {"name": "digits"}, "root": {"dag": {"tasks": {}}}},
+        "runtimeConfig": {"gcsOutputDirectory": "gs://out-bucket/pipeline-root"},
+    }
+    interrupted = _PipelineCtrlCAfterSend(PROJECT, REGION, settings=settings, log=said.append)
+    with pytest.raises(KeyboardInterrupt):
+        pipelines.create_idempotent(interrupted, body, pipelines.pipeline_job_id(key), key)
+    (name,) = fake.pipelines.runs  # created
+    (line,) = [s for s in said if s.startswith("interrupted")]
+    assert f"it may have been created ({name})" in line
+    assert f"--idempotency-key {key} to adopt it" in line and f"vertex-trainer pipeline status {name}" in line
+    again = PipelinesClient(PROJECT, REGION, settings=settings, log=said.append)
+    data, adopted = pipelines.create_idempotent(again, body, pipelines.pipeline_job_id(key), key)
+    assert adopted and data["name"] == name and len(fake.pipelines.runs) == 1

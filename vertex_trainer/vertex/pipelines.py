@@ -100,16 +100,27 @@ def create_idempotent(
     existing = client.find(job_id, budget)
     if existing is None:
         body = body() if callable(body) else body
-        while True:
-            try:
-                created = client.create_once(body, job_id)
-            except Transient as exc:  # committed or not: the same id again is safe
-                budget.backoff("create pipeline", str(exc), retry_hint=_RETRY_HINT)
-                continue
-            if created is not None:
-                return created, False
-            existing = client.api.json("get pipeline", "GET", f"v1/{client.name_of(job_id)}", budget=budget)
-            break
+        try:
+            while True:
+                try:
+                    created = client.create_once(body, job_id)
+                except Transient as exc:  # committed or not: the same id again is safe
+                    budget.backoff("create pipeline", str(exc), retry_hint=_RETRY_HINT)
+                    continue
+                if created is not None:
+                    return created, False
+                existing = client.api.json(
+                    "get pipeline", "GET", f"v1/{client.name_of(job_id)}", budget=budget
+                )
+                break
+        except KeyboardInterrupt:  # the run may exist (and bill): the key finds it, or adopts it
+            name = client.name_of(job_id)
+            client.log(
+                f"interrupted while creating the pipeline run: it may have been created ({name}). "
+                f"Submit again with --idempotency-key {key} to adopt it (no second run is created); "
+                f"look: vertex-trainer pipeline status {name}"
+            )
+            raise
     theirs = (existing.get("labels") or {}).get(KEY_LABEL)
     if theirs != key:
         raise UserError(
