@@ -369,6 +369,7 @@ class PipelineRunner(Runner[_Run]):
         if argv[0] in _PYTHONS:  # the image's Python: the installed one, which has GCPC
             argv[0] = sys.executable
             run = launcher.wrap(argv, self.launcher_poll_s)  # GCPC's polls at the sandbox's pace
+            run = launcher.hide_args(run, task_dir)  # its --payload (env values) not in `ps`
         os.makedirs(os.path.join(task_dir, "parameters"), exist_ok=True)
         env = {
             **self.environ,
