@@ -450,9 +450,16 @@ def _end(proc: subprocess.Popen[Any]) -> int:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    """`text` to `path`, readable by this user only (it holds the sandbox's token)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with open(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """`text` to `path`, readable by this user only (it holds the sandbox's token). The file
+    written first has a name of mkstemp's (new, 0600, never a link): at a name anyone can guess
+    (`PATH.tmp-PID`) another user could have put a file of theirs, or a link, that gets the token."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path) or ".")
+    try:
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
