@@ -139,3 +139,59 @@ def test_the_same_key_while_its_run_still_runs_is_refused_before_anything_starts
     # once that runner has ended, the retry runs
     after = run("submit", spec, "--local", "--idempotency-key", "ci-7")
     assert after.returncode == 0, after.stderr
+
+
+# A study of the same kind: each trial writes the metric cloudml-hypertune would, and its model.
+TRIAL = """
+import json, os, sys
+lr = float(next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--lr=")))
+model = os.environ["AIP_MODEL_DIR"].rstrip("/")
+os.makedirs(model, exist_ok=True)
+open(os.path.join(model, "saved_model.pb"), "w").write(os.environ["CLOUD_ML_JOB_ID"])
+os.makedirs(os.path.dirname(os.environ["CLOUD_ML_HP_METRIC_FILE"]), exist_ok=True)
+with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "a") as f:
+    f.write(json.dumps({"score": lr}) + "\\n")
+json.dump({"lr": lr}, open(os.path.join(os.path.dirname(model), "metrics.json"), "w"))
+"""
+
+
+def test_a_retry_of_a_local_study_that_succeeded_adopts_it(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "task.py").write_text(TRIAL)
+    spec = tmp_path / "tune.yaml"
+    tune = {"metric": "score", "goal": "maximize", "max_trials": 2, "parallel_trials": 1, "algorithm": "grid"}
+    tune["parameters"] = {"lr": {"values": [0.1, 0.2]}}
+    data = {"name": "study", "hardware": "cpu", "image": {"code": str(code), "script": "task.py"}}
+    spec.write_text(yaml.safe_dump({**data, "output_dir": str(tmp_path / "runs"), "tune": tune}))
+    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
+    folder = tmp_path / "runs" / "study-ci-7"
+
+    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    made = json.loads(first.stdout)
+    assert made["adopted"] is False and made["best_trial"]["parameters"] == {"lr": 0.2}
+    models = {t: (folder / t / "model" / "saved_model.pb").read_text() for t in ("1", "2")}
+
+    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    adopted = json.loads(again.stdout)
+    assert adopted["adopted"] is True and "already SUCCEEDED here" in again.stderr
+    assert "trial 1 started" not in again.stderr  # no trial ran again
+    assert adopted["trials"] == made["trials"] and adopted["best_trial"] == made["best_trial"]
+    assert adopted["metrics"] == made["metrics"] == {"lr": 0.2}
+    assert {t: (folder / t / "model" / "saved_model.pb").read_text() for t in ("1", "2")} == models
+
+    # a key whose study runs in another process (which holds its records): refused, nothing started
+    running = records(tmp_path / "runs" / "study-ci-8")
+    running.mkdir(parents=True)
+    fd = os.open(running / "runner.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        busy = run("submit", spec, "--local", "--idempotency-key", "ci-8")
+    finally:
+        os.close(fd)
+    assert busy.returncode == 2 and "run study-ci-8 is already running on this machine" in busy.stderr
+    assert "trial 1 started" not in busy.stderr and sorted(p.name for p in running.iterdir()) == [
+        "runner.lock"
+    ]

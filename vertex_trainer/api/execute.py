@@ -346,6 +346,7 @@ class LocalTuningExecutor:
             console=plan.options.console,
             planned=[dict(t.parameters) for t in plan.trials],
             run=plan.run,
+            adopt=plan.resumed is None,  # the same key again: its study that SUCCEEDED here
         )
 
 

@@ -200,7 +200,7 @@ def run_local(
     try:
         # Every check passed: the run's folder and its records, from now on (a refused run leaves none).
         if record is not None:
-            held = _hold(record, run, base)  # (released when this process ends, whatever ends it)
+            held = hold_records(record, run, base)  # (released when this process ends, whatever ends it)
             os.makedirs(base, exist_ok=True)
             save_run_record(record, job, spec, job_id, run=run, run_dir=base)
             if latest:
@@ -357,7 +357,7 @@ def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.F
 LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
 
 
-def _hold(record: str, run: str, base: str) -> int:
+def hold_records(record: str, run: str, base: str) -> int:
     """Hold the run's records for this runner (an exclusive flock on <records>/runner.lock, which
     the kernel releases when the runner ends, even SIGKILLed); UserError when another runner holds
     them: a second submit with the same key while the first still runs."""

@@ -39,7 +39,14 @@ from vertex_trainer.contract import SUCCEEDED, LocalRun
 from vertex_trainer.errors import JobFailed, SpecError
 from vertex_trainer.local import layout, run_local
 from vertex_trainer.local.display import default_console
-from vertex_trainer.local.run import CANCELLED, FAILED, LocalResult, resolve_output, save_run_record
+from vertex_trainer.local.run import (
+    CANCELLED,
+    FAILED,
+    LocalResult,
+    hold_records,
+    resolve_output,
+    save_run_record,
+)
 from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
@@ -254,11 +261,15 @@ def run_trials(
     log: Log | None = None,
     planned: list[dict[str, Any]] | None = None,
     run: str | None = None,
+    adopt: bool = False,
 ) -> LocalTuning:
     """Run the study's trials here, `parallel_trials` at a time; returns when all have ended
     (or the failures reached max_failed_trials, or the user interrupted). The study runs in its
     own folder (the job's baseOutputDirectory, or <tmp>/vertex-trainer/<name>/<run>), each trial
-    in <folder>/<trial id>/ as on Vertex AI; the study's records go beside the folder."""
+    in <folder>/<trial id>/ as on Vertex AI; the study's records go beside the folder. `adopt`:
+    a study of that run that SUCCEEDED here is returned as it ended, `adopted`, and no trial runs
+    again (the same idempotency key again); a study whose records another process holds (the
+    same key running) is refused (UserError) before anything starts."""
     # Each trial's metric is read from its report, as Vertex AI does: the bundled trainer reports
     # with cloudml-hypertune; your own code reports as it likes (its requirements are its own).
     if not own_args(spec) and not lazy.available("hypertune"):
@@ -268,98 +279,116 @@ def run_trials(
     name = str(job.get("displayName") or spec.name)
     base = resolve_output(job, name, run or key)
     record = layout.record_dir(base)
-    if record is not None:
-        os.makedirs(base, exist_ok=True)
-        save_run_record(
-            record,
-            render.tuning_job(spec, job),
-            spec,
-            key,
-            run=run or base.rsplit("/", 1)[-1],
-            run_dir=base,
-            body_file="hyperparameter_tuning_job.json",
+    if adopt and record is not None:
+        earlier = _adopted_study(record, run or base.rsplit("/", 1)[-1], base, tune, key=key, image=image)
+        if earlier is not None:
+            _Output(console).note(
+                f"{earlier.output_dir}: this submission (its idempotency key) already SUCCEEDED here: "
+                "adopted, no trial ran again (to tune again: another --idempotency-key)",
+                style="",
+            )
+            return earlier
+    # Held for the whole study: the same key in another process is refused, not run into it.
+    held = hold_records(record, run or base.rsplit("/", 1)[-1], base) if record is not None else None
+    try:
+        if record is not None:
+            os.makedirs(base, exist_ok=True)
+            save_run_record(
+                record,
+                render.tuning_job(spec, job),
+                spec,
+                key,
+                run=run or base.rsplit("/", 1)[-1],
+                run_dir=base,
+                body_file="hyperparameter_tuning_job.json",
+            )
+            layout.link_latest(base)  # <output_dir>/latest: this study
+        out = _Output(console)
+        out.note(
+            f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
+            f"{tune.goal} {tune.metric}; output {base}"
         )
-        layout.link_latest(base)  # <output_dir>/latest: this study
-    out = _Output(console)
-    out.note(
-        f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
-        f"{tune.goal} {tune.metric}; output {base}"
-    )
-    study = LocalTuning(
-        name=name,
-        state=SUCCEEDED,
-        output_dir=base,
-        goal=tune.goal,
-        metric_id=tune.metric,
-        image=image,
-        idempotency_key=key,
-    )
-    cancel = threading.Event()
-    started = time.monotonic()
-    pending = list(enumerate(planned, 1))
-    running: dict[concurrent.futures.Future, str] = {}
-    failures = 0
-    # The trials run off the main thread, where no signal reaches them: Ctrl-C, SIGTERM and SIGHUP
-    # raise here and stop them through `cancel` (each trial then ends CANCELLED, cleaned up).
-    with (
-        concurrent.futures.ThreadPoolExecutor(tune.parallel_trials, thread_name_prefix="trial") as pool,
-        InterruptGuard() as guard,
-    ):
-        try:
-            while pending or running:
-                limit_hit = tune.max_failed_trials and failures >= tune.max_failed_trials
-                while (
-                    pending and len(running) < tune.parallel_trials and not limit_hit and not cancel.is_set()
-                ):
-                    number, values = pending.pop(0)
-                    trial_id = str(number)
-                    out.note(f"trial {trial_id} started: {' '.join(trial_args(spec, values))}")
-                    future = pool.submit(
-                        _run_trial,
-                        spec,
-                        job,
-                        base,
-                        trial_id,
-                        values,
-                        settings=settings,
-                        console=out.for_trial(trial_id),
-                        cancel=cancel,
+        study = LocalTuning(
+            name=name,
+            state=SUCCEEDED,
+            output_dir=base,
+            goal=tune.goal,
+            metric_id=tune.metric,
+            image=image,
+            idempotency_key=key,
+        )
+        cancel = threading.Event()
+        started = time.monotonic()
+        pending = list(enumerate(planned, 1))
+        running: dict[concurrent.futures.Future, str] = {}
+        failures = 0
+        # The trials run off the main thread, where no signal reaches them: Ctrl-C, SIGTERM and SIGHUP
+        # raise here and stop them through `cancel` (each trial then ends CANCELLED, cleaned up).
+        with (
+            concurrent.futures.ThreadPoolExecutor(tune.parallel_trials, thread_name_prefix="trial") as pool,
+            InterruptGuard() as guard,
+        ):
+            try:
+                while pending or running:
+                    limit_hit = tune.max_failed_trials and failures >= tune.max_failed_trials
+                    while (
+                        pending
+                        and len(running) < tune.parallel_trials
+                        and not limit_hit
+                        and not cancel.is_set()
+                    ):
+                        number, values = pending.pop(0)
+                        trial_id = str(number)
+                        out.note(f"trial {trial_id} started: {' '.join(trial_args(spec, values))}")
+                        future = pool.submit(
+                            _run_trial,
+                            spec,
+                            job,
+                            base,
+                            trial_id,
+                            values,
+                            settings=settings,
+                            console=out.for_trial(trial_id),
+                            cancel=cancel,
+                        )
+                        running[future] = trial_id
+                    if not running:
+                        break
+                    done, _ = concurrent.futures.wait(
+                        running, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED
                     )
-                    running[future] = trial_id
-                if not running:
-                    break
-                done, _ = concurrent.futures.wait(
-                    running, timeout=0.5, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                for future in done:
-                    running.pop(future)
+                    for future in done:
+                        running.pop(future)
+                        trial, result = future.result()
+                        study.found.append(trial)
+                        study.results[trial.id] = result
+                        failures += trial.state == INFEASIBLE
+                        out.trial_ended(trial, tune.metric, result)
+            except (Interrupted, KeyboardInterrupt):
+                guard.disarm()
+                cancel.set()
+                out.note("Interrupted: stopping the running trials")
+                for future in concurrent.futures.as_completed(list(running)):
                     trial, result = future.result()
                     study.found.append(trial)
                     study.results[trial.id] = result
-                    failures += trial.state == INFEASIBLE
-                    out.trial_ended(trial, tune.metric, result)
-        except (Interrupted, KeyboardInterrupt):
-            guard.disarm()
-            cancel.set()
-            out.note("Interrupted: stopping the running trials")
-            for future in concurrent.futures.as_completed(list(running)):
-                trial, result = future.result()
-                study.found.append(trial)
-                study.results[trial.id] = result
-            study.state = CANCELLED
-        except BaseException:
-            cancel.set()  # a trial could not start (e.g. no route to gs://): stop the others too
-            raise
-    study.found.sort(key=lambda t: int(t.id))
-    study.elapsed_s = round(time.monotonic() - started, 3)
-    if study.state != CANCELLED:
-        succeeded = [t for t in study.found if t.state == TRIAL_SUCCEEDED]
-        over = bool(tune.max_failed_trials) and failures >= tune.max_failed_trials
-        study.state = FAILED if over or not succeeded else SUCCEEDED
-    if record is not None:
-        _save_trials(record, study)
-    out.summary(study)
-    return study
+                study.state = CANCELLED
+            except BaseException:
+                cancel.set()  # a trial could not start (e.g. no route to gs://): stop the others too
+                raise
+        study.found.sort(key=lambda t: int(t.id))
+        study.elapsed_s = round(time.monotonic() - started, 3)
+        if study.state != CANCELLED:
+            succeeded = [t for t in study.found if t.state == TRIAL_SUCCEEDED]
+            over = bool(tune.max_failed_trials) and failures >= tune.max_failed_trials
+            study.state = FAILED if over or not succeeded else SUCCEEDED
+        if record is not None:
+            _save_trials(record, study)
+        out.summary(study)
+        return study
+    finally:
+        if held is not None:
+            os.close(held)
 
 
 def _run_trial(
@@ -440,6 +469,55 @@ def read_reported(path: str, metric: str) -> float | None:
         except (ValueError, AttributeError):
             continue
     return None
+
+
+def _adopted_study(
+    record: str, run: str, base: str, tune: TuneSpec, *, key: str, image: str | None
+) -> LocalTuning | None:
+    """The study `run` as it ended when its records say it SUCCEEDED (run.json names it,
+    trials.json says so), `adopted`; else None."""
+    try:
+        with open(os.path.join(record, layout.RUN_FILE), encoding="utf-8") as f:
+            kept = json.load(f)
+        with open(os.path.join(record, "trials.json"), encoding="utf-8") as f:
+            saved = json.load(f)
+        if kept.get("run") != run or saved.get("state") != SUCCEEDED:
+            return None
+        found = [
+            Trial(
+                str(t["id"]),
+                str(t["state"]),
+                dict(t.get("parameters") or {}),
+                None if t.get("metric") is None else float(t["metric"]),
+                output_dir=t.get("output_dir"),
+                error=t.get("error"),
+            )
+            for t in saved.get("trials") or []
+        ]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    study = LocalTuning(
+        name=str(saved.get("name") or run),
+        state=SUCCEEDED,
+        output_dir=base,
+        goal=tune.goal,
+        metric_id=tune.metric,
+        image=image,
+        idempotency_key=key,
+        found=found,
+        adopted=True,
+    )
+    best = study.best_trial()
+    if best is not None and best.output_dir:
+        study.results[best.id] = LocalResult(
+            name=study.name,
+            state=SUCCEEDED,
+            output_dir=best.output_dir,
+            model_dir=f"{best.output_dir}/model/",
+            metrics=saved.get("metrics") if isinstance(saved.get("metrics"), dict) else None,
+            exit_code=0,
+        )
+    return study
 
 
 def _save_trials(record: str, study: LocalTuning) -> None:
