@@ -20,6 +20,11 @@ import random
 import tensorflow as tf
 
 AUTOTUNE = tf.data.AUTOTUNE
+# Every function this module hands to tf.data (map, filter, interleave, reduce) branches on Python
+# values only (the config) and uses tf.cond itself where a tensor decides: autograph, which tf.data
+# otherwise applies to each of them, would rewrite their source (~1 s of CPU per trainer process,
+# the same graph). `plain` marks them so (benchmarks/RESULTS-trainer-startup.md).
+plain = tf.autograph.experimental.do_not_convert
 JPEG_MAGIC = b"\xff\xd8\xff"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # Each open gs:// file keeps a read-ahead block of GCS_READ_CACHE_BLOCK_SIZE_MB (default 64);
@@ -71,6 +76,7 @@ def list_files(patterns: str) -> list[str]:
 def count_records(files: list[str], *, skip_corrupt: bool = False) -> int:
     """Number of records in `files` (reads them all: pass --steps-per-epoch to avoid it)."""
 
+    @plain
     def read(filename):
         records = tf.data.TFRecordDataset(filename)
         return records.ignore_errors() if skip_corrupt else records
@@ -78,7 +84,7 @@ def count_records(files: list[str], *, skip_corrupt: bool = False) -> int:
     ds = tf.data.Dataset.from_tensor_slices(files).interleave(
         read, cycle_length=min(len(files), 16), num_parallel_calls=AUTOTUNE, deterministic=False
     )
-    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1).numpy())
+    return int(ds.reduce(tf.constant(0, tf.int64), plain(lambda n, _: n + 1)).numpy())
 
 
 def sniff_format(files: list[str], *, sample_files: int = 4, records: int = 2) -> str:
@@ -171,16 +177,18 @@ def build_dataset(
     # Parse and decode in one map (tf.data fuses nothing across a second map's boundary for free:
     # an identity map after it cost a function call per record).
     ds = ds.map(
-        lambda r: _parse_and_decode(r, cfg, skipped), num_parallel_calls=AUTOTUNE, deterministic=deterministic
+        plain(lambda r: _parse_and_decode(r, cfg, skipped)),
+        num_parallel_calls=AUTOTUNE,
+        deterministic=deterministic,
     )
     if cfg.skip_corrupt:
-        ds = ds.filter(lambda image, label, ok: ok)
+        ds = ds.filter(plain(lambda image, label, ok: ok))
         # Images whose bytes look right but do not decode fail inside the map: skip them too.
         ds = ds.ignore_errors(log_warning=True)
-        ds = ds.map(lambda image, label, ok: (image, label))
+        ds = ds.map(plain(lambda image, label, ok: (image, label)))
     ds = ds.batch(batch_size, drop_remainder=True)
     if not cfg.skip_corrupt:
-        ds = ds.map(lambda images, labels: (images, check_labels(labels, cfg)))
+        ds = ds.map(plain(lambda images, labels: (images, check_labels(labels, cfg))))
     ds = ds.prefetch(AUTOTUNE)
     return ds.with_options(_options(cfg, deterministic))
 
@@ -210,6 +218,7 @@ def _decoded_cache_dataset(
     if by_record:
         ds = ds.shard(num_shards, shard_index)
 
+    @plain
     def decode(record):
         encoded, label, ok = check_record(record, cfg)
         if cfg.skip_corrupt:
@@ -228,12 +237,13 @@ def _decoded_cache_dataset(
 
     ds = ds.map(decode, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     if cfg.skip_corrupt:
-        ds = ds.filter(lambda image, label, ok: ok).ignore_errors(log_warning=True)
-        ds = ds.map(lambda image, label, ok: (image, label))
+        ds = ds.filter(plain(lambda image, label, ok: ok)).ignore_errors(log_warning=True)
+        ds = ds.map(plain(lambda image, label, ok: (image, label)))
     ds = ds.cache()
     if cfg.training:
         ds = ds.repeat().shuffle(cfg.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
 
+    @plain
     def crop(image, label):
         window = _crop_window(tf.shape(image), cfg)
         image = tf.image.crop_to_bounding_box(image, window[0], window[1], window[2], window[3])
@@ -267,6 +277,7 @@ def synthetic_dataset(cfg: PipelineConfig, batch_size: int, *, shard_index: int 
     """
     seed = cfg.seed * 1009 + shard_index  # different pipelines, different (fixed) noise
 
+    @plain
     def make(_):
         images = tf.random.stateless_uniform(
             [batch_size, cfg.image_size, cfg.image_size, 3], seed=[seed, 1], maxval=256, dtype=tf.int32
@@ -292,7 +303,7 @@ def build_sequential_dataset(files: list[str], cfg: PipelineConfig, batch_size: 
     ds = tf.data.TFRecordDataset(files)
     if cfg.training:
         ds = ds.repeat().shuffle(cfg.shuffle_buffer, seed=cfg.seed)
-    ds = ds.map(lambda r: _parse_and_decode(r, cfg, None)).batch(batch_size, drop_remainder=True)
+    ds = ds.map(plain(lambda r: _parse_and_decode(r, cfg, None))).batch(batch_size, drop_remainder=True)
     options = tf.data.Options()
     options.autotune.enabled = False
     options.experimental_optimization.apply_default_optimizations = False
@@ -310,6 +321,7 @@ def build_plain_dataset(
     if cfg.training:
         ds = ds.repeat().shuffle(cfg.shuffle_buffer, seed=cfg.seed)
 
+    @plain
     def decode(record):
         parsed = tf.io.parse_single_example(record, _FEATURES)
         image = _decode_and_augment(parsed["image/encoded"], cfg, jpeg_only=True)
@@ -328,6 +340,7 @@ def _interleave_records(
     remote = any(str(f).startswith(("gs://", "/gcs/")) for f in files_list)
     buffer_size = 8 * 1024 * 1024 if remote else None
 
+    @plain
     def read(filename):
         records = tf.data.TFRecordDataset(filename, buffer_size=buffer_size)
         if cfg.skip_corrupt:

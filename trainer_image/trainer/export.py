@@ -136,17 +136,23 @@ def signatures(model: Any, serving: ServingConfig) -> dict[str, Any]:
             "probabilities": probabilities,
         }
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
+    # autograph=False: no Python control flow on tensors here (tf.map_fn is explicit), so
+    # autograph's rewrite of these functions and of the decoding they call only cost CPU
+    # (benchmarks/RESULTS-trainer-startup.md); the graphs are the same.
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
     def preprocess(image_bytes: Any) -> dict[str, Any]:
         return {"images": decode(image_bytes)}
 
-    @tf.function(input_signature=[tf.TensorSpec([None, size, size, 3], tf.uint8, name=IMAGES_INPUT_NAME)])
+    @tf.function(
+        input_signature=[tf.TensorSpec([None, size, size, 3], tf.uint8, name=IMAGES_INPUT_NAME)],
+        autograph=False,
+    )
     def serve_images(image: Any) -> dict[str, Any]:
         return classify(image)
 
     # The bytes signature is the other two composed: one decode graph, traced once, so the served
     # pixels are `preprocess`'s by construction (and the export traces the decoding once).
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_NAME)], autograph=False)
     def serve_bytes(image_bytes: Any) -> dict[str, Any]:
         served: dict[str, Any] = serve_images(preprocess(image_bytes)["images"])
         return served
