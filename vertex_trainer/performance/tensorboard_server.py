@@ -92,9 +92,15 @@ def copy_prefix(settings: Settings, uri: str, target: Path) -> int:
     client = storage.client(settings)
     for blob in client.list_blobs(bucket, prefix=prefix, max_results=MAX_OBJECTS):
         relative = blob.name[len(prefix) :]
-        if not relative or relative.endswith("/") or ".." in Path(relative).parts:
+        parts = relative.split("/")
+        # Only a path below `target`: an object named PREFIX//home/you/.bashrc is "/home/you/
+        # .bashrc" once the prefix is cut (and `target / "/x"` is /x); '.', '..', empty segments,
+        # a folder placeholder (ends in /) and a name under an object that is a file are skipped.
+        if any(p in ("", ".", "..") for p in parts):
             continue
-        path = target / relative
+        path = target.joinpath(*parts)
+        if any(d.is_file() for d in path.parents[: len(parts) - 1]) or path.is_dir():
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         data = client.bucket(bucket).blob(blob.name).download_as_bytes()
         total += len(data)
