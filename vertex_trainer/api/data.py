@@ -12,7 +12,9 @@ here (DirectRunner) or on Dataflow (`convert_data`, the CLI's `data convert`).
 
 from __future__ import annotations
 
+import math
 import os
+import re
 
 from trainer import datagen
 from vertex_trainer.api.core import _stderr, settings_from_env
@@ -99,6 +101,8 @@ def synthesize_data(
             f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
             hint=f"use --shards {examples} or fewer",
         )
+    if not remote:
+        _refuse_stale_shards(out_dir, shards, eval_examples)
     try:
         # One call: the eval split must come from the same class distribution as the train split.
         # The trainer's generator, with this package's encoder and writer: no TensorFlow here.
@@ -121,6 +125,34 @@ def synthesize_data(
     except synth.WriteFailed as e:  # gs://: credentials, network, bucket or permission
         raise UserError(f"cannot write to {out_dir}: {e}", hint=e.hint or _write_hint(out_dir, cfg)) from None
     return paths
+
+
+_SHARD = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")
+
+
+def _refuse_stale_shards(out_dir: str, shards: int, eval_examples: int) -> None:
+    """A local OUT_DIR holding shards this run would not replace (an earlier synth's, with
+    another --shards, or an eval split this run does not write) is refused (exit 2): the
+    trainer's `train-*` (and `validation-*`) would read them beside the new ones, a mix of two
+    datasets, silently. The same command again replaces every file: that is fine."""
+    if not os.path.isdir(out_dir):
+        return
+    # The files this run writes (trainer.datagen.synthesize: one eval shard per 8 train shards)
+    counts = {"train": shards}
+    if eval_examples > 0:
+        counts["validation"] = max(1, min(eval_examples, math.ceil(shards / 8)))
+    stale = sorted(
+        name
+        for name in os.listdir(out_dir)
+        if (m := _SHARD.fullmatch(name)) and counts.get(m.group(1)) != int(m.group(3))
+    )
+    if stale:
+        shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
+        raise UserError(
+            f"OUT_DIR {out_dir} holds {len(stale)} shard(s) of an earlier dataset that this run would "
+            f"not replace ({shown}): a trainer reading train-* or validation-* there would mix the two",
+            hint="remove them first, or write to an empty directory",
+        )
 
 
 def _write_hint(out_dir: str, cfg: Settings) -> str:
