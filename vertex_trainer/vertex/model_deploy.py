@@ -214,6 +214,9 @@ def deploy(
     model, version, uploaded = _ensure_version(client, request, **wait)
     endpoint = _ensure_endpoint(client, request, **wait)
     existing = _deployed(endpoint, model, version)
+    if existing is None:  # an interrupted deploy of this version may still be landing: not twice
+        endpoint = _after_pending(client, endpoint, wait)
+        existing = _deployed(endpoint, model, version)
     if existing is not None:
         log(
             f"deploy: {model}@{version} already serves on {endpoint['name']} "
@@ -226,24 +229,52 @@ def deploy(
         f"(traffic: {describe_split(split)})"
     )
     body = request.deployed_model(model, version)
-    change(
-        client,
-        endpoint["name"],
-        "deploy",
-        lambda: client.deploy_once(endpoint["name"], body, split),
-        lambda now: _deployed(now, model, version) is not None,
-        what="deploying the model",
-        earlier="an earlier deploy",
-        **wait,
-    )
-    endpoint = client.get_endpoint(endpoint["name"])
-    found = _deployed(endpoint, model, version)
-    if found is None:
-        raise ServiceError(
-            f"deploy of {model}@{version} finished but {endpoint['name']} does not list it",
-            hint="see the endpoint in the Google Cloud console",
+    try:
+        change(
+            client,
+            endpoint["name"],
+            "deploy",
+            lambda: client.deploy_once(endpoint["name"], body, split),
+            lambda now: _deployed(now, model, version) is not None,
+            what="deploying the model",
+            earlier="an earlier deploy",
+            **wait,
         )
-    return _finish(client, request, endpoint, model, version, found["id"], False, wait)
+        endpoint = client.get_endpoint(endpoint["name"])
+        found = _deployed(endpoint, model, version)
+        if found is None:
+            raise ServiceError(
+                f"deploy of {model}@{version} finished but {endpoint['name']} does not list it",
+                hint="see the endpoint in the Google Cloud console",
+            )
+        return _finish(client, request, endpoint, model, version, found["id"], False, wait)
+    except KeyboardInterrupt:
+        # Vertex AI goes on deploying; what this command would have undeployed after it (the
+        # versions left at 0%) keeps its nodes, and bills, until a re-run or `undeploy`.
+        log(
+            f"interrupted: the deploy of {model}@{version} to {endpoint['name']} goes on in "
+            "Vertex AI without this command"
+            + (", and the models it leaves at 0% keep their nodes (billed)" if request.retires_others else "")
+            + ". Run the same deploy again to follow it to its end (it adopts the deployment"
+            + (" and undeploys them" if request.retires_others else "")
+            + f"); see what is deployed: vertex-trainer endpoints --endpoint {endpoint['name']}"
+        )
+        raise
+
+
+def _after_pending(client: RegistryClient, endpoint: dict[str, Any], wait: dict[str, Any]) -> dict[str, Any]:
+    """The endpoint once its unfinished operations have ended (a deploy an interrupted run
+    left going shows on the endpoint only then), read again; as it is when none is running."""
+    pending = [op for op in client.operations(endpoint["name"]) if not op.get("done")]
+    for op in pending:
+        wait["log"](
+            f"deploy: an earlier operation on {endpoint['name']} is still running: waiting for it first"
+        )
+        try:
+            client.wait(op, "an earlier operation", **wait)
+        except ServiceError as failed:
+            wait["log"](f"deploy: the earlier operation failed ({failed.message})")
+    return client.get_endpoint(endpoint["name"]) if pending else endpoint
 
 
 def _finish(
