@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from vertex_trainer import hardware as hw
 from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import templating  # its jinja2 is imported only by specs that template
-from vertex_trainer.spec.messages import dotted, shown, translate
+from vertex_trainer.spec.messages import dotted, shown, shown_at, translate
 from vertex_trainer.spec.model import JobSpec
 
 if TYPE_CHECKING:
@@ -358,7 +358,7 @@ def _render_templates(
         except templating.TemplateBound as e:
             raise SpecError(
                 where,
-                f"template {shown(node)}: {e}",
+                f"template {shown_at(where, node)}: {e}",
                 has_value=False,
                 hint=f"a spec's templates are bounded ({templating.LIMITS}); they format values "
                 "such as {{ env.USER }} or {{ git_sha }}",
@@ -375,19 +375,19 @@ def _render_templates(
                     "event starts (vertex-trainer trigger render SPEC --bucket B); " + hint
                 )
             raise SpecError(
-                where, f"template {shown(node)}: {e.message}", has_value=False, hint=hint
+                where, f"template {shown_at(where, node)}: {e.message}", has_value=False, hint=hint
             ) from None
         except jinja2.TemplateError as e:
             raise SpecError(
                 where,
-                f"template {shown(node)}: {e}",
+                f"template {shown_at(where, node)}: {e}",
                 has_value=False,
                 hint="templates look like {{ env.USER }} or {{ git_sha }}",
             ) from None
         except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError, RecursionError) as e:
             raise SpecError(
                 where,
-                f"template {shown(node)} failed: {type(e).__name__}: {e}",
+                f"template {shown_at(where, node)} failed: {type(e).__name__}: {e}",
                 has_value=False,
                 hint="templates look like {{ env.USER }} or {{ git_sha }}",
             ) from None

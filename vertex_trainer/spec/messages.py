@@ -7,6 +7,7 @@ several are one SpecProblems whose message lists each on its own line.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.redact import MASK, looks_secret, redact_args
 from vertex_trainer.spec.base import PROBLEM
 from vertex_trainer.spec.model import JobSpec
 from vertex_trainer.spec.rules import region_problem
@@ -58,6 +60,16 @@ def shown(value: Any) -> str:
     except ValueError:  # an int too large to print
         return "a very large number"
     return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def shown_at(where: str, value: Any) -> str:
+    """`shown(value)` for a message about the field `where`, with what a dry run would mask
+    masked here too (redact.py): the whole value of an env variable named like a secret
+    (`env.API_KEY`), a flag's value (`--api-key=...`). Messages end up in CI logs."""
+    parts = [p for p in re.split(r"[.\[\]]+", where) if p]
+    if any(a == "env" and looks_secret(b) for a, b in itertools.pairwise(parts)):
+        return MASK
+    return shown(redact_args([value])[0] if isinstance(value, str) else value)
 
 
 def _one(err: Mapping[str, Any]) -> SpecError:
@@ -121,7 +133,7 @@ def _one(err: Mapping[str, Any]) -> SpecError:
     ):
         hint = _field_doc(loc)
     if "input" in err and kind not in ("model_type", "model_attributes_type", "dict_type"):
-        value = shown(err["input"])
+        value = shown_at(field, err["input"])
         if value not in message:
             message += f" (got {value})"
     return SpecError(field, message, has_value=False, hint=hint)
