@@ -80,7 +80,9 @@ def create_resource(
         log: where the client's notes (retries) go.
 
     Returns:
-        {"name", "state", "adopted", "resource"} (dry run: {"dry_run", "url", "params", "body"})."""
+        {"name", "state", "adopted", "resource", "hourly"} ("hourly": the list price of its
+        machines per hour, billed while it exists; None when unknown) (dry run: {"dry_run",
+        "url", "params", "body"})."""
     from vertex_trainer.spec import cloud_problems  # the spec's models: `resources list` loads none
 
     if not spec.project or not spec.region:
@@ -102,7 +104,28 @@ def create_resource(
         "state": resource.state,
         "adopted": adopted,
         "resource": dict(resource.data),
+        "hourly": _resource_hourly(spec),  # what it bills while it exists, used by a job or not
     }
+
+
+def _resource_hourly(spec: JobSpec) -> float | None:
+    """The hourly list price (USD, the shipped snapshot's on-demand price in the spec's region) of
+    the machines a persistent resource made from `spec` holds; None when the book has none."""
+    from vertex_trainer import pricing
+    from vertex_trainer.api.cost import prices
+    from vertex_trainer.spec.attempts import attempts
+
+    h = attempts(spec)[0].hardware
+    one = pricing.machine_price(
+        prices(),
+        machine_type=h.machine_type,
+        accelerator_type=h.accelerator_type,
+        accelerator_count=h.accelerator_count,
+        tpu_topology=h.tpu_topology,
+        region=spec.region,
+        strategy="standard",
+    )
+    return one.times(spec.replicas).hourly
 
 
 def list_resources(project: str, region: str, *, settings: Settings | None = None) -> list[dict]:

@@ -47,6 +47,12 @@ def create(
         return
     verb = "adopted" if result["adopted"] else "created"
     print(f"{verb:8} {result['name']}\nstate    {result['state']}")
+    hourly = result.get("hourly")
+    price = f"about {hourly:,.2f} USD/h at list price" if hourly is not None else "its machines' price"
+    common.stderr_line(
+        f"note: it bills {price} while it exists, whether or not a job runs on it; when done: "
+        f"vertex-trainer resources delete {result['name']}"
+    )
 
 
 @app.command("list")
