@@ -1,5 +1,7 @@
 """Fixtures for the throughput tests: a run starved of input (one data thread decoding 512 px
-JPEGs for a tiny model at 32 px), the real-data run of a bench of that job, shared by the session.
+JPEGs for a tiny model at 32 px), the real-data run of a bench of that job, shared by the session;
+the two host-overhead runs (steps_per_execution 1 and auto, each profiled), whose spe1 run's trace
+`profile` and `tensorboard` read (test_profile_run.py).
 
 The synthetic run of a bench and the bench's report are those of README.md's bench block
 (`bench job_specs/quickstart-local.yaml --local --steps 64`), which test_throughput_bench.py runs
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli_support import invoke
+from tests.cli_support import cli_command, invoke
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 64  # README.md's bench: 4 executions of 16 steps, the first (tracing) not measured
@@ -109,3 +112,80 @@ def starved_run(big_jpegs, tmp_path_factory) -> TrainerRuns:
     result = json.loads(proc.stdout)
     assert result["state"] == "JOB_STATE_SUCCEEDED"
     return TrainerRuns(proc.stdout, proc.stderr, {"real": Path(result["output_dir"])}, {"real": real.name})
+
+
+HOST_STEPS = 500  # auto: 5 executions of 100; the first two are start-up, the profiled one's trips left out
+# spe1: 300 steps (293 measured round trips), as 500 were: auto is still 100 per execution (its
+# verdict says so), and the steps per execution the verdict asks for (256 up to 93% of the time in
+# round trips; 0.63-0.88 measured, busy) fit in the epoch, or the verdict reads differently.
+SPE1_STEPS = 300
+PROFILED = "3,6"  # the spe1 run's profiled steps, one an execution: what `profile` reads
+
+
+@dataclass
+class HostRun:
+    output: Path
+    stderr: str
+
+    @property
+    def metrics(self) -> dict:
+        return json.loads((self.output / "metrics.json").read_text())
+
+    def lines(self) -> list[str]:
+        return [line.split(" | ", 1)[1] for line in self.stderr.splitlines() if " | " in line]
+
+
+@pytest.fixture(scope="session")
+def host_runs(tmp_path_factory) -> dict[str, HostRun]:
+    """Two `submit --local` runs of tiny-cnn on 8 px synthetic batches of 8, side by side:
+    steps_per_execution 1 (SPE1_STEPS steps, PROFILED traced) and auto (HOST_STEPS, step 1)."""
+    base = tmp_path_factory.mktemp("host-overhead")
+    data = base / "data"
+    synth = ["data", "synth", "--examples", "16", "--shards", "1", "--image-size", "8"]
+    made = invoke([*synth, "--num-classes", "4", data], env=quiet_env())  # the CLI in this process
+    assert made.returncode == 0, made.stderr[-3000:]
+    procs = {}
+    for kind, spe, profile, steps in (
+        ("spe1", "1", PROFILED, SPE1_STEPS),
+        ("auto", "auto", "1,1", HOST_STEPS),
+    ):
+        spec = base / f"{kind}.yaml"
+        spec.write_text(
+            textwrap.dedent(f"""\
+            name: host-{kind}
+            region: us-central1
+            hardware: cpu
+            image: {{uri: example.com/trainer:v1}}
+            output_dir: {base}/out/{kind}
+            trainer:
+              model: tiny-cnn
+              train_data: {data}/train-*
+              num_classes: 4
+              image_size: 8
+              batch_size: 8
+              steps_per_epoch: {steps}
+              warmup_epochs: 0
+              synthetic_data: true
+              steps_per_execution: {spe}
+              profile_steps: "{profile}"
+              intra_op_threads: 1
+              inter_op_threads: 1
+              log_interval_secs: 0
+            """)
+        )
+        procs[kind] = subprocess.Popen(
+            [*cli_command(), "submit", str(spec), "--local", "--output", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=quiet_env(),
+            cwd=REPO,
+        )
+    out = {}
+    for kind, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=400)
+        assert proc.returncode == 0, stderr[-5000:]
+        result = json.loads(stdout)
+        assert result["state"] == "JOB_STATE_SUCCEEDED"
+        out[kind] = HostRun(Path(result["output_dir"]), stderr)
+    return out

@@ -1,12 +1,12 @@
 """`vertex-trainer profile RUN` and `vertex-trainer tensorboard RUN` over one real profiled run:
-`submit --local` of a tiny CNN with `trainer.profile_steps`, trained once for this module (the
-trainer in its own process, as on Vertex AI). Its trace is read by xprof as a local run, and as a
-sandbox job's (a CustomJob in the fake Vertex AI whose outputs are in the storage emulator)."""
+`submit --local` of a tiny CNN with `trainer.profile_steps`, the host-overhead tests' spe1 run
+(conftest.py `host_runs`: the trainer in its own process, as on Vertex AI). Its trace is read by
+xprof as a local run, and as a sandbox job's (a CustomJob in the fake Vertex AI whose outputs are
+in the storage emulator)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import uuid
@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.cli_support import invoke
 from tests.process_support import processes_with_env, wait_gone
-from tests.shared import latest_run, put_object, storage_emulator
+from tests.shared import put_object, storage_emulator
 
 pytestmark = pytest.mark.trainer  # a real run of the bundled trainer (TensorFlow, in a subprocess)
 
@@ -25,41 +24,13 @@ HOST_LINE = re.compile(
     r"^verdict: host-bound: (\d+)% of the time between executions at steps_per_execution=1: "
     r"use trainer\.steps_per_execution: "
 )
-SPEC = """\
-name: profiled
-hardware: cpu
-output_dir: runs
-env: {TF_CPP_MIN_LOG_LEVEL: "2"}
-trainer:
-  model: tiny-cnn
-  train_data: data/train-*
-  num_classes: 4
-  image_size: 16
-  epochs: 1
-  batch_size: 16
-  steps_per_execution: 1
-  profile_steps: "3,6"
-"""
-
-
-def _quiet(**extra: str) -> dict[str, str]:
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIP_", "CLUSTER_SPEC", "TF_CONFIG"))}
-    return keep | {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""} | extra
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    """A finished local run that profiled its steps 3-6 (16 steps of 16 examples, one step an
-    execution): its folder."""
-    work = tmp_path_factory.mktemp("profiled")
-    # The CLI in this process (the trainer `submit --local` starts is its own process, as on Vertex AI).
-    synth = "data synth data --examples 256 --shards 2 --image-size 16 --num-classes 4 --seed 3"
-    made = invoke(synth.split(), cwd=work, env=_quiet())
-    assert made.returncode == 0, made.stderr[-3000:]
-    (work / "spec.yaml").write_text(SPEC)
-    done = invoke(["submit", "spec.yaml", "--local"], cwd=work, env=_quiet())
-    assert done.returncode == 0, done.stderr[-3000:]
-    return latest_run(work / "runs")
+def run(host_runs) -> Path:
+    """A finished local run that profiled its steps 3-6 (conftest.py `host_runs`: the spe1 run, 100
+    synthetic steps of 8 examples at 8 px, one step an execution): its folder."""
+    return host_runs["spe1"].output
 
 
 def _files(folder: Path) -> set[str]:
