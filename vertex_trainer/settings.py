@@ -217,6 +217,18 @@ class Settings:
             value = env.get(name, "").strip()
             return value.rstrip("/") or None
 
+        def endpoint(name: str) -> str | None:
+            """An endpoint override: an http:// (a local stand-in) or https:// URL, else exit 2 (a
+            bare host:port would be taken for Google's side and asked for credentials)."""
+            value = text(name)
+            if value is not None and not value.lower().startswith(("http://", "https://")):
+                raise UserError(
+                    f"${name}={env[name].strip()!r} is not a URL: an endpoint starts with http:// "
+                    "(a local stand-in, no credentials) or https://",
+                    hint=f"e.g. {name}=http://{value} for a stand-in on this machine",
+                )
+            return value
+
         gcloud = _gcloud_properties(env)
         retry = env.get(RETRY_ENV, "").strip()
         poll = env.get(POLL_ENV, "").strip()
@@ -227,16 +239,16 @@ class Settings:
                 hint=f"use one of: {', '.join(REPLICA_NETWORKS)} (docs/local.md)",
             )
         return cls(
-            vertex_endpoint=text(ENDPOINT_ENV),
-            cloudbuild_endpoint=text(CLOUDBUILD_ENV),
-            registry_endpoint=text(REGISTRY_ENV),
-            logging_endpoint=text(LOGGING_ENV),
-            quotas_endpoint=text(QUOTAS_ENV),
-            billing_endpoint=text(BILLING_ENV),
+            vertex_endpoint=endpoint(ENDPOINT_ENV),
+            cloudbuild_endpoint=endpoint(CLOUDBUILD_ENV),
+            registry_endpoint=endpoint(REGISTRY_ENV),
+            logging_endpoint=endpoint(LOGGING_ENV),
+            quotas_endpoint=endpoint(QUOTAS_ENV),
+            billing_endpoint=endpoint(BILLING_ENV),
             billing_api_key=text(BILLING_KEY_ENV),
-            serviceusage_endpoint=text(SERVICEUSAGE_ENV),
-            iam_endpoint=text(IAM_ENV),
-            monitoring_endpoint=text(MONITORING_ENV),
+            serviceusage_endpoint=endpoint(SERVICEUSAGE_ENV),
+            iam_endpoint=endpoint(IAM_ENV),
+            monitoring_endpoint=endpoint(MONITORING_ENV),
             impersonate_service_account=(
                 text(IMPERSONATE_ENV)
                 or text("CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT")
