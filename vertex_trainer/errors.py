@@ -6,6 +6,7 @@ prints the message (no traceback unless --debug) and exits with `exit_code`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -29,6 +30,12 @@ class UserError(VertexTrainerError):
     exit_code = 2
 
 
+def names_value(text: str, shown: str) -> bool:
+    """Whether `text` already shows the value `shown` (a repr) as itself, not inside a longer
+    word or number: 1 is not named by "at least 100"."""
+    return re.search(rf"(?<![\w.]){re.escape(shown)}(?!\w|\.\d)", text) is not None
+
+
 class SpecError(UserError):
     """A spec field is invalid. `field` is the dotted path, `value` the bad value."""
 
@@ -44,7 +51,7 @@ class SpecError(UserError):
         self.field = field
         self.value = value
         text = f"{field}: {message}" if field else message
-        if has_value and value is not None and repr(value) not in text:
+        if has_value and value is not None and not names_value(text, repr(value)):
             text += f" (got {value!r})"
         super().__init__(text, hint=hint)
 

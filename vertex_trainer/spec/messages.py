@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from vertex_trainer.errors import SpecError, SpecProblems
+from vertex_trainer.errors import SpecError, SpecProblems, names_value
 from vertex_trainer.redact import MASK, looks_secret, redact_args
 from vertex_trainer.spec.base import PROBLEM
 from vertex_trainer.spec.model import JobSpec
@@ -134,7 +134,7 @@ def _one(err: Mapping[str, Any]) -> SpecError:
         hint = _field_doc(loc)
     if "input" in err and kind not in ("model_type", "model_attributes_type", "dict_type"):
         value = shown_at(field, err["input"])
-        if value not in message:
+        if not names_value(message, value):  # (1 is not named by "greater than or equal to 100")
             message += f" (got {value})"
     return SpecError(field, message, has_value=False, hint=hint)
 
