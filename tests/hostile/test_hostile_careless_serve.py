@@ -92,7 +92,7 @@ def test_a_runs_own_folder_is_served_as_given_with_a_line_when_it_did_not_succee
     run, submit = _setup(tmp_path)
     submit()
     bad = submit("--set", 'args=["--fail"]')
-    for ref in (bad, tmp_path / "runs" / "latest"):
+    for ref in (bad, tmp_path / "runs" / "latest", tmp_path / "runs" / "latest" / "model", bad / "model"):
         served = run("serve", ref, "--port", busy_port)
         assert served.returncode == 2 and "cannot listen" in served.stderr
         assert f"warning: run {bad.name} ended FAILED: its model may be incomplete" in served.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import _stderr, plan_artifact, settings_from_env
-from vertex_trainer.contract import SUCCEEDED
+from vertex_trainer.contract import SUCCEEDED, records_of, short_state
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.layout import find_run
 from vertex_trainer.log import Log
@@ -132,8 +132,6 @@ def _ended(record: Path) -> str | None:
 
 def _how(record: Path) -> str:
     """`ended FAILED`, or what a run without a result is, for a line."""
-    from vertex_trainer.contract import short_state
-
     state = _ended(record)
     return (
         f"ended {short_state(state)}" if state else "has no result (still running, or its runner was killed)"
@@ -145,7 +143,6 @@ def _served_run(ref: str, log: Log) -> str:
     given (a line when that run did not succeed: its model may be an interrupted one); a base
     folder (or a spec's name) its newest run that SUCCEEDED with a model, never a newer run that
     failed or was cancelled (a line names both). UserError when there is none."""
-    from vertex_trainer.contract import short_state
     from vertex_trainer.local.layout import runs_in
 
     found = find_run(ref)
@@ -235,6 +232,13 @@ def serve_model(
         ) from None
     if "://" not in model_dir and not (Path(model_dir) / "saved_model.pb").is_file():
         model_dir = _served_run(model_dir, log or _stderr)
+    elif "://" not in model_dir:  # a run's model/ itself (runs/quickstart/latest/model): how it ended
+        run_dir = Path(model_dir).resolve().parent
+        state = _ended(Path(records_of(str(run_dir))))
+        if state is not None and state != SUCCEEDED:
+            (log or _stderr)(
+                f"warning: run {run_dir.name} ended {short_state(state)}: its model may be incomplete"
+            )
     health = env.get("AIP_HEALTH_ROUTE") or "/health"
     predict = env.get("AIP_PREDICT_ROUTE") or "/predict"
 
