@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 from pathlib import Path
 
 import yaml
@@ -95,11 +96,15 @@ def test_a_retry_of_a_run_that_succeeded_adopts_it_and_keeps_its_model(tmp_path)
     assert text.returncode == 0 and f"output   {folder}" in text.stdout, text.stderr
     assert (folder / "model" / "saved_model.pb").read_text() == job
 
-    # training it again is explicit: --resume runs again in the folder
+    # training it again is explicit: --resume runs again in the folder (or the folder removed)
     resumed = run("submit", spec, "--local", "--resume", "digits-ci-7", "--output", "json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["adopted"] is False
     assert (folder / "model" / "saved_model.pb").read_text() != job
+    shutil.rmtree(folder)  # the run's outputs removed by hand: nothing to adopt, it runs again
+    fresh = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert fresh.returncode == 0 and json.loads(fresh.stdout)["adopted"] is False, fresh.stderr
+    assert (folder / "model" / "saved_model.pb").is_file()
 
 
 def test_a_retry_of_a_run_that_failed_runs_again_in_its_folder(tmp_path):

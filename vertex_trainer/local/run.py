@@ -381,7 +381,7 @@ def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> Lo
     (run.json names that run, result.json says so), as a LocalResult `adopted`; else None."""
     base = resolve_output(job, name, run)
     record = layout.record_dir(base)
-    if record is None:
+    if record is None or not os.path.isdir(base):  # (its folder removed: nothing left to adopt)
         return None
     try:
         with open(os.path.join(record, layout.RUN_FILE), encoding="utf-8") as f:
