@@ -81,7 +81,15 @@ def job_name(
             missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
             raise UserError(f"{what} id {job} needs {missing} (or pass the full name {full})")
         return f"projects/{project}/locations/{region}/{collection}/{job}"
-    raise UserError(f"{job!r} is not a {what}: pass {full}, or {an_id} with --project and --region")
+    local = ("/" in job and not job.startswith("projects/")) or job.startswith((".", "~"))
+    raise UserError(
+        f"{job!r} is not a {what}: pass {full}, or {an_id} with --project and --region",
+        # a local run's folder (submit --local) is no Vertex AI job: what reads it, what stops it
+        hint="a local run is read by `vertex-trainer logs RUN` and `vertex-trainer report RUN`; "
+        "it stops with Ctrl-C where it runs"
+        if local
+        else None,
+    )
 
 
 def split_name(name: str, collection: str = "customJobs") -> tuple[str, str, str]:
