@@ -38,7 +38,7 @@ from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
 from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.capacity import availability, fallback
-from vertex_trainer.errors import UserError
+from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
 from vertex_trainer.log import Log
@@ -454,6 +454,14 @@ def _deployed(plan: SubmitPlan, job: Job, settings: Settings, log: Log) -> Job:
     """`submit(deploy=True)`: once the job SUCCEEDED, its model registered and served (the
     Deployment is `job.deployment`); returns the job."""
     if plan.deploy_after and job.succeeded:
-        deployed = deploy_job(plan.spec, job=job.name, log=log, settings=settings)
+        try:
+            deployed = deploy_job(plan.spec, job=job.name, log=log, settings=settings)
+        except VertexTrainerError:
+            # The training is done and paid for: a new submit would train (and bill) it again.
+            log(
+                f"the training job {job.name} SUCCEEDED; only its deploy failed (below). Deploy it "
+                f"without training again: vertex-trainer deploy SPEC --job {job.name}"
+            )
+            raise
         job.deployment = deployed if not isinstance(deployed, dict) else None
     return job
