@@ -72,3 +72,20 @@ def test_ctrl_c_during_a_pipeline_create_names_the_run_and_the_key(fake):
     again = PipelinesClient(PROJECT, REGION, settings=settings, log=said.append)
     data, adopted = pipelines.create_idempotent(again, body, pipelines.pipeline_job_id(key), key)
     assert adopted and data["name"] == name and len(fake.pipelines.runs) == 1
+
+
+def test_a_tuning_jobs_line_names_no_list_command_that_would_not_show_it(fake):
+    """`list` lists CustomJobs: for a HyperparameterTuningJob the key alone is the way back."""
+    from vertex_trainer.vertex.hptuning import TuningClient
+
+    class _Interrupted(TuningClient):
+        def create_once(self, job):
+            raise KeyboardInterrupt
+
+    said: list[str] = []
+    client = _Interrupted(PROJECT, REGION, settings=Settings(vertex_endpoint=fake.url, retry=FAST_RETRY))
+    client.log = said.append
+    with pytest.raises(KeyboardInterrupt):
+        create_idempotent(client, job_body("vt-k", "hash-a", args=["--epochs=1"]), "vt-k")
+    (line,) = [s for s in said if s.startswith("interrupted")]
+    assert "--idempotency-key vt-k to adopt it" in line and "vertex-trainer list" not in line

@@ -207,10 +207,14 @@ def create_idempotent(
     except KeyboardInterrupt:
         # Ctrl-C once a create may have been sent: the job may exist (and bill) though nothing
         # named it; the key (random unless given) is the one way to find it, or adopt it.
+        find = (  # (`list` lists CustomJobs; a tuning job is found by the key's adoption alone)
+            f"; find it: vertex-trainer list --label {KEY_LABEL}={key}"
+            if client.collection == "customJobs"
+            else ""
+        )
         client.log(
             f"interrupted while creating the job: it may have been created. Submit again with "
-            f"--idempotency-key {key} to adopt it (no second job is created); find it: "
-            f"vertex-trainer list --label {KEY_LABEL}={key}"
+            f"--idempotency-key {key} to adopt it (no second job is created){find}"
         )
         raise
 
