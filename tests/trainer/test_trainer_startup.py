@@ -90,3 +90,66 @@ def record_image(record: bytes) -> bytes:
 
     example = tf.train.Example.FromString(record)
     return example.features.feature["image/encoded"].bytes_list.value[0]
+
+
+def compiled(steps_per_execution: int, *, own_loop: bool):
+    """A seeded tiny-cnn compiled as trainer.task compiles it, with a train_step trace counter."""
+    from trainer import loops
+    from trainer._keras import keras
+
+    keras.utils.set_random_seed(3)
+    model = models.build_model("tiny-cnn", num_classes=4, image_size=16)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        steps_per_execution=steps_per_execution,
+    )
+    traces = {"train": 0, "test": 0}
+    train_step, test_step = model.train_step, model.test_step
+
+    def counted_train(batch):
+        traces["train"] += 1
+        return train_step(batch)
+
+    def counted_test(batch):
+        traces["test"] += 1
+        return test_step(batch)
+
+    model.train_step, model.test_step = counted_train, counted_test
+    if own_loop:
+        loops.trace_once(model, ["loss", "accuracy"])
+    return model, traces
+
+
+def test_multi_step_executions_trace_the_step_once_with_the_same_results():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (64, 16, 16, 3), dtype=np.uint8)
+    labels = rng.integers(0, 4, 64).astype(np.int32)
+    batches = tf.data.Dataset.from_tensor_slices((images, labels)).batch(8)
+    seen = {}
+    for own_loop in (False, True):
+        model, traces = compiled(4, own_loop=own_loop)
+        history = model.fit(batches.repeat(), epochs=2, steps_per_epoch=8, verbose=0, shuffle=False)
+        # 3 eval steps at 4 per execution: Keras shortens the execution, the loop reads it
+        evaluated = model.evaluate(batches, steps=3, verbose=0, return_dict=True)
+        seen[own_loop] = (history.history, evaluated, [w.numpy() for w in model.weights], dict(traces))
+        assert int(model._train_counter.numpy()) == 16 and int(model._test_counter.numpy()) == 3
+    (keras_history, keras_eval, keras_weights, keras_traces), (history, evaluated, weights, traces) = (
+        seen[False],
+        seen[True],
+    )
+    assert history == keras_history and evaluated == keras_eval
+    for ours, theirs in zip(weights, keras_weights, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    # tf-keras traces each loop body a second time to learn what it returns; ours once. (The
+    # first training call creates the optimizer's and metrics' variables, and tf.function traces
+    # a function that created variables once more: 2 x 2 training traces, 2 x 1 for ours.)
+    assert (keras_traces, traces) == ({"train": 4, "test": 2}, {"train": 2, "test": 1})
+
+
+def test_one_step_per_execution_keeps_keras_functions():
+    model, _ = compiled(1, own_loop=True)
+    assert model.train_function is None and model.test_function is None  # fit() makes Keras's own

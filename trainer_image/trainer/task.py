@@ -127,6 +127,8 @@ def _train(cfg: TrainConfig) -> dict:
     from trainer import (
         _keras,  # the Keras keras_choice.select chose (TF_USE_LEGACY_KERAS), before TensorFlow loads
         callbacks,
+        factory,
+        loops,
         synthetic,
         throughput,
     )
@@ -152,6 +154,9 @@ def _train(cfg: TrainConfig) -> dict:
             steps_per_execution=plan.steps_per_execution,
             jit_compile=plan.jit_compile,
         )
+    if not _keras.KERAS3 and info.kind != "tpu" and not factory.is_factory(cfg.model):
+        # what build_and_compile's model returns per step: its loss and metrics
+        loops.trace_once(model, ["loss", "accuracy"])  # the training step traced once, not twice
     if info.device == "gpu":
         meter.sync_on(model)  # asynchronous device: time the wait from the end of the previous step
     log(
