@@ -51,6 +51,7 @@ BUILTIN: tuple[tuple[str, str], ...] = (
     (".venv/", "a virtual environment"),
 )
 VENV_MARKERS = ("pyvenv.cfg", "conda-meta")  # a directory holding one is a virtual environment
+RUNS_MARKER = ".vertex-trainer"  # a directory holding it is an output_dir of local runs (local/layout.py)
 # (gitignore pattern, what it is): files that hold credentials by their very name.
 CREDENTIALS: tuple[tuple[str, str], ...] = (
     (".env*", "an environment file"),
@@ -278,6 +279,8 @@ class Screen:
             marker = next((m for m in VENV_MARKERS if (path / m).exists()), None)
             if marker:
                 return self._out(rel + "/", f"a virtual environment (it holds {marker})")
+            if (path / RUNS_MARKER).is_dir():  # a local output_dir: models, checkpoints, records
+                return self._out(rel + "/", f"local runs of vertex-trainer (it holds {RUNS_MARKER}/)")
         credential = _CREDENTIALS.match(rel, True)
         if credential and not self.opt_in.reaches_into(rel):
             return self._out(rel + "/", credential, credential=True)
