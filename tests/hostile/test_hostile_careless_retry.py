@@ -21,6 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.cli_support import edge_env
@@ -200,3 +201,26 @@ def test_a_retry_of_a_local_study_that_succeeded_adopts_it(tmp_path):
     assert "trial 1 started" not in busy.stderr and sorted(p.name for p in running.iterdir()) == [
         "runner.lock"
     ]
+
+
+def test_a_file_system_without_locks_runs_unlocked_not_refused(tmp_path, monkeypatch):
+    """flock can fail for want of locks (ENOLCK on some network file systems): that is no other
+    runner, so nothing is refused; only a lock held elsewhere (EWOULDBLOCK) is."""
+    import errno
+
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.local import run as local_run
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(local_run.fcntl, "flock", no_locks)
+    fd = local_run.hold_records(str(tmp_path / "records"), "digits-ci-7", str(tmp_path / "runs"))
+    os.close(fd)
+
+    def held(fd, op):
+        raise BlockingIOError(errno.EWOULDBLOCK, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(local_run.fcntl, "flock", held)
+    with pytest.raises(UserError, match="already running on this machine"):
+        local_run.hold_records(str(tmp_path / "records"), "digits-ci-7", str(tmp_path / "runs"))

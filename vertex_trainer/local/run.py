@@ -365,7 +365,7 @@ def hold_records(record: str, run: str, base: str) -> int:
     fd = os.open(os.path.join(record, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:  # held by another runner
         os.close(fd)
         raise UserError(
             f"run {run} is already running on this machine (another submit --local with the same "
@@ -373,6 +373,8 @@ def hold_records(record: str, run: str, base: str) -> int:
             hint=f"wait for it to end (vertex-trainer logs {base} --follow), "
             "or submit with another --idempotency-key",
         ) from None
+    except OSError:
+        pass  # no flock here (some network file systems): nothing to hold, nothing refused
     return fd
 
 
