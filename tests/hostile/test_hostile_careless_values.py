@@ -21,6 +21,8 @@ from vertex_trainer.errors import SpecError
         ("boot_disk.size_gb=1", "boot_disk.size_gb: Input should be greater than or equal to 100 (got 1)"),
         ("replicas=25600", "replicas: Input should be less than or equal to 256 (got 25600)"),
         ("scheduling.strategy=spott", "(got 'spott')"),
+        # a refusal that said no fix: now the forms that work, and what leaving it out means
+        ("scheduling.timeout=0", "must be more than 0 seconds: e.g. 4h or 3d, or leave it out"),
     ],
 )
 def test_the_bad_value_is_always_named(tmp_path, setting, said):
