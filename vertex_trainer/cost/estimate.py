@@ -17,6 +17,7 @@ reason, never a guess.
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -231,12 +232,16 @@ def throughput_of(
     Returns:
         A Throughput, or None."""
     if examples_per_sec is not None:
-        if examples_per_sec <= 0:
-            raise UserError(f"--throughput {examples_per_sec}: must be more than 0 examples per second")
+        # (nan and inf pass `<= 0` and made expected_hours NaN: invalid JSON, a 0.00 USD plan)
+        if not math.isfinite(examples_per_sec) or examples_per_sec <= 0:
+            raise UserError(
+                f"--throughput {examples_per_sec}: must be a number more than 0 examples per second",
+                hint="e.g. --throughput 1200 (what bench measured), or --bench FILE",
+            )
         return Throughput(float(examples_per_sec), "--throughput")
     if bench is not None:
         rate = bench.get("real_examples_per_sec") or bench.get("synthetic_examples_per_sec")
-        if not rate:
+        if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
             raise UserError(
                 f"{bench_name} has no real_examples_per_sec or synthetic_examples_per_sec",
                 hint="give the JSON that `vertex-trainer bench SPEC --output json` printed",
