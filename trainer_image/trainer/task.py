@@ -154,9 +154,10 @@ def _train(cfg: TrainConfig) -> dict:
             steps_per_execution=plan.steps_per_execution,
             jit_compile=plan.jit_compile,
         )
-    if not _keras.KERAS3 and info.kind != "tpu" and not factory.is_factory(cfg.model):
-        # what build_and_compile's model returns per step: its loss and metrics
-        loops.trace_once(model, ["loss", "accuracy"])  # the training step traced once, not twice
+        if not _keras.KERAS3 and info.kind != "tpu" and not factory.is_factory(cfg.model):
+            loops.build_optimizer(model)  # not inside the first step: a second trace of it
+            # what build_and_compile's model returns per step: its loss and metrics
+            loops.trace_once(model, ["loss", "accuracy"])  # the training step traced once, not twice
     if info.device == "gpu":
         meter.sync_on(model)  # asynchronous device: time the wait from the end of the previous step
     log(
