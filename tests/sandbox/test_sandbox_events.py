@@ -87,7 +87,7 @@ def test_the_seed_demo_trains_registers_deploys_and_the_endpoint_answers(tmp_pat
     asked = re.search(
         r"^endpoint projects/sandbox/\S+/endpoints/\S+: (\d+)/(\d+) held-out digits right", shown, re.M
     )
-    assert asked and int(asked[2]) == 100 and int(asked[1]) >= 90, shown  # 10 epochs: about 0.99
+    assert asked and int(asked[2]) == 100 and int(asked[1]) >= 90, shown  # 5 epochs: about 0.98
 
 
 @pytest.mark.wire
