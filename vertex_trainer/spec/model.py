@@ -315,10 +315,7 @@ class Scheduling(Strict):
     @classmethod
     def _positive(cls, v: int | None) -> int | None:
         if v is not None and v <= 0:
-            raise ValueError(
-                "timeout must be more than 0 seconds: e.g. 4h or 3d, or leave it out (Vertex AI's "
-                "7-day maximum)"
-            )
+            raise ValueError("timeout must be more than 0 seconds: e.g. 4h or 3d, or leave it out (7 days)")
         return v
 
 
