@@ -32,6 +32,7 @@ __all__ = [
     "redact",
     "redact_args",
     "redact_yaml",
+    "terminal_safe",
     "userinfo_masked",
 ]
 
@@ -86,6 +87,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ASSIGNMENT = re.compile(r"^(-{0,2})([A-Za-z_][A-Za-z0-9_.-]*)=(.+)$", re.DOTALL)
 _URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)(?=@)")
+# A colour (SGR: ESC [ digits m) is kept; any other control character is shown, not sent.
+_CONTROL = re.compile(r"(\x1b\[[0-9;]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _words(name: str) -> list[str]:
@@ -236,3 +239,12 @@ def redact_yaml(text: str) -> str:
     if masked == data:
         return text
     return str(yaml.safe_dump(masked, sort_keys=False, default_flow_style=False))
+
+
+def terminal_safe(line: str) -> str:
+    """Text from elsewhere as printed on your terminal (a job's log line, the error Vertex AI
+    reports for a job, a service's message): its control characters are shown as `\\xNN` instead
+    of sent, where an escape sequence sets the window title, writes the clipboard (OSC 52), clears
+    the screen or moves the cursor over earlier lines. Colours, tabs and newlines stay; a CR ending
+    the text (a CRLF log) is dropped."""
+    return _CONTROL.sub(lambda m: m[1] or f"\\x{ord(m[0]):02x}", line.removesuffix("\r"))

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typer._click import Command
 
 from vertex_trainer.errors import VertexTrainerError
+from vertex_trainer.redact import terminal_safe
 from vertex_trainer.settings import DEBUG_ENV
 
 # One command module per line, with the commands it registers (in the order --help lists them):
@@ -354,10 +355,11 @@ def _resume_gc() -> None:
 
 
 def _print_error(e: VertexTrainerError) -> None:
+    # (a message can carry a service's words or a job's error: shown, never sent to the terminal)
     text = f"error: {e.message}"
     if e.hint:
         text += f"\n  hint: {e.hint}"
-    print(text, file=sys.stderr)
+    print(terminal_safe(text), file=sys.stderr)
 
 
 __all__ = ["COMMANDS", "QUICK", "app", "gc_paused", "main", "version_line"]

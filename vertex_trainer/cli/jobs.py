@@ -18,6 +18,7 @@ from vertex_trainer.cost.cost_text import job_cost_line
 from vertex_trainer.errors import JobFailed
 from vertex_trainer.performance.utilization_text import utilization_text
 from vertex_trainer.present.runs import local_summary
+from vertex_trainer.redact import terminal_safe
 
 JobArg = Annotated[str, common.resource_argument("a job", "customJobs")]
 LogsOpt = Annotated[
@@ -328,7 +329,7 @@ def _show_job(job, output: OutputFormat, usage=None) -> None:
         ("output", d.get("output_dir")),
         ("error", d["error"]),
     ]
-    print("\n".join(f"{k:8} {v}" for k, v in rows if v))
+    print("\n".join(f"{k:8} {terminal_safe(str(v))}" for k, v in rows if v))  # (Vertex AI's words)
     _cost_line(job)
     _report_line(job)
     if usage is not None:

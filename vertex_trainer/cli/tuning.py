@@ -17,6 +17,7 @@ from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
+from vertex_trainer.redact import terminal_safe
 
 TuningJobArg = Annotated[str, common.resource_argument("a tuning job", "hyperparameterTuningJobs")]
 
@@ -89,7 +90,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
         console.print(
             f"{time.strftime('%H:%M:%S')}  trial {t.id} {t.state}: {value}  "
             + _params(t.parameters)
-            + (f"  ({t.error})" if t.error else ""),
+            + (f"  ({terminal_safe(t.error)})" if t.error else ""),
             markup=False,
             soft_wrap=True,
         )

@@ -4,31 +4,18 @@ replica-prefixed lines, the failure)."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.local.display import StatusLine, is_banner
+from vertex_trainer.redact import terminal_safe
 
 __all__ = ["FollowView", "entry_lines", "event_line", "terminal_safe"]
 
 _COLORS = ("cyan", "magenta", "green", "yellow", "blue", "red")
 _NOTE_EVERY_S = 600.0  # without a terminal: how often a long Flex Start wait is reported
-
-
-# A colour (SGR: ESC [ digits m) is kept; any other control character is shown, not sent.
-_CONTROL = re.compile(r"(\x1b\[[0-9;]*m)|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(line: str) -> str:
-    """A job's log line as printed: what it holds came from the job's code and data (in the
-    cloud: another machine's output), so its control characters are shown as `\\xNN` instead of
-    sent to your terminal, where an escape sequence sets the window title, writes the clipboard
-    (OSC 52), clears the screen or moves the cursor over earlier lines. Colours and tabs stay; a
-    CR ending the line (a CRLF log) is dropped."""
-    return _CONTROL.sub(lambda m: m[1] or f"\\x{ord(m[0]):02x}", line.removesuffix("\r"))
 
 
 def entry_lines(entry: LogEntry) -> Iterator[str]:
