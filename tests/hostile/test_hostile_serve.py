@@ -114,7 +114,7 @@ def exchange(
 
 
 def post(*headers: str) -> bytes:
-    return ("POST /predict HTTP/1.1\r\nHost: x\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n").encode()
+    return ("POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n").encode()
 
 
 def test_a_200_mib_body_behind_a_negative_length_is_refused_without_being_read(server):
@@ -238,7 +238,7 @@ def test_deep_or_huge_json_is_400_not_500(server):
     ],
 )
 def test_other_methods_are_the_contracts_json_never_html(server, method, path, status, allow):
-    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n".encode()
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n".encode()
     got, headers, answer = exchange(server.port, head, b"{}")
     assert got == status and headers.get("allow") == allow and set(answer) == {"error"}, answer
 
@@ -256,7 +256,7 @@ def test_malformed_requests_are_json_too(server):
 def test_head_gets_no_body(server):
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     try:
-        sock.sendall(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         response = http.client.HTTPResponse(sock, method="HEAD")
         response.begin()
         assert response.status == 405 and response.getheader("Allow") == "GET"
@@ -305,3 +305,54 @@ def test_the_containers_entrypoint_refuses_a_port_out_of_range(capsys):
     assert exit_.value.code == 2 and "--port: 99999 is not a port number" in capsys.readouterr().err
     assert serve.main(["/some/model"], environ={"AIP_HTTP_PORT": "70000"}) == 2
     assert capsys.readouterr().err == "error: AIP_HTTP_PORT='70000' is not a port number (0 to 65535)\n"
+
+
+# -- who may ask (a server on loopback) ----------------------------------------------------------
+
+
+def _asked(port: int, method: str, path: str, *headers: str) -> tuple[int, dict]:
+    body = VALID if method == "POST" else b""
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(h + "\r\n" for h in headers)
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    status, _, answer = exchange(port, head.encode(), body)
+    return status, answer
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        ("Host: rebind.attacker.example:8080",),  # DNS rebinding: a page's name now points here
+        ("Host: 127.0.0.1.attacker.example",),
+        ("Host: 127.attacker.example",),
+        ("Host: 127.0.0.1", "Origin: https://attacker.example"),  # another site's page
+        ("Host: 127.0.0.1", "Origin: null"),  # a sandboxed frame or a file:// page
+    ],
+)
+def test_a_browser_request_from_elsewhere_is_refused_on_loopback(server, headers):
+    for method, path in (("GET", "/health"), ("POST", "/predict")):
+        status, answer = _asked(server.port, method, path, *headers)
+        assert status == 403, (method, headers, answer)
+        assert "answers only on 127.0.0.1" in answer["error"] and "predictions" not in answer
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        ("Host: 127.0.0.1",),
+        (f"Host: localhost:{LIMIT % 1000}",),
+        ("Host: [::1]:8080",),
+        ("Host: 127.0.0.2",),
+        ("Host: 127.0.0.1", "Origin: http://localhost:6006"),  # a page served on this machine
+        (),  # no Host at all: not a browser (HTTP/1.0 clients, probes)
+    ],
+)
+def test_this_machines_clients_are_answered(server, headers):
+    assert _asked(server.port, "GET", "/health", *headers) == (200, {"status": "ready"})
+    status, answer = _asked(server.port, "POST", "/predict", *headers)
+    assert status == 200 and answer["predictions"], answer
+
+
+def test_only_a_loopback_server_checks_who_asks():
+    """In the container Vertex AI's front end is the client, whatever Host it names."""
+    assert serve._loopback("127.0.0.1") and serve._loopback("::1") and serve._loopback("localhost")
+    assert not serve._loopback("0.0.0.0") and not serve._loopback("") and not serve._loopback("10.0.0.2")

@@ -27,6 +27,7 @@ import base64
 import binascii
 import dataclasses
 import io
+import ipaddress
 import json
 import os
 import sys
@@ -260,6 +261,11 @@ class PredictionServer(ThreadingHTTPServer):
         self.limits = limits
         self.model: Model | None = None
         self.settled = threading.Event()  # set once loading has ended, loaded or failed
+        # Listening on loopback (`vertex-trainer serve`, the sandbox): only this machine's clients,
+        # so a browser's request is refused unless it names loopback (no DNS rebinding: a page
+        # whose name points at 127.0.0.1 reading predictions) and comes from a loopback page. In
+        # the container (0.0.0.0) Vertex AI's front end is the client, and no header is checked.
+        self.loopback_only = _loopback(address[0])
 
     @property
     def port(self) -> int:
@@ -283,7 +289,23 @@ class _Handler(BaseHTTPRequestHandler):
     server: PredictionServer
     _body_read = False
 
+    def _foreign(self) -> bool:
+        """On loopback: refuse (403) a Host that is not loopback or an Origin of another site."""
+        if not self.server.loopback_only:
+            return False
+        host, origin = self.headers.get("Host"), self.headers.get("Origin")
+        if host is not None and not _loopback(_hostname(host)):
+            why = f"Host {host!r} is not this machine's loopback"
+        elif origin is not None and not _loopback(urlsplit(origin.strip().lower()).hostname or ""):
+            why = f"Origin {origin!r} is another site"
+        else:
+            return False
+        self._reply(403, {"error": f"{why}: this server answers only on 127.0.0.1 (docs/serving.md)"})
+        return True
+
     def do_GET(self) -> None:
+        if self._foreign():
+            return
         path = urlsplit(self.path).path
         if path == self.server.health_route:
             if self.server.model is None:
@@ -294,13 +316,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse_method()
 
     def do_POST(self) -> None:
+        if self._foreign():
+            return
         if urlsplit(self.path).path == self.server.predict_route:
             self._predict()
         else:
             self._refuse_method()
 
     def do_HEAD(self) -> None:
-        self._refuse_method()
+        if not self._foreign():
+            self._refuse_method()
 
     def _refuse_method(self) -> None:
         """405 naming the route's one method (Allow), or 404 for a path that is no route."""
@@ -393,6 +418,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # predict requests are logged by _predict; health checks (every few seconds) are not
+
+
+def _hostname(authority: str) -> str:
+    """'127.0.0.1:8080', '[::1]:80', 'localhost' -> the host name, lower case, without the port."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1:].split("]", 1)[0]
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def _loopback(name: str) -> bool:
+    """localhost, or an address of the loopback network (127.0.0.0/8, ::1); a DNS name is not."""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
