@@ -107,6 +107,22 @@ def write_spec(tmp_path: Path, text: str, name: str | None = None) -> Path:
     return path
 
 
+def script_job(tmp_path: Path, task: str, output_dir: Path | None = None, **image: str) -> Path:
+    """A `hardware: cpu` script job named digits, its code folder tmp_path/code holding task.py =
+    `task`; `image` adds to the image block. Returns the spec's path (tmp_path/spec.yaml)."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "task.py").write_text(task)
+    job: dict[str, Any] = {
+        "name": "digits",
+        "hardware": "cpu",
+        "image": {"code": str(code), "script": "task.py", **image},
+    }
+    if output_dir is not None:
+        job["output_dir"] = str(output_dir)
+    return write_spec(tmp_path, yaml.safe_dump(job), "spec.yaml")
+
+
 def fake_settings(
     fake: Any, *, retry: RetryPolicy = FAST_RETRY, poll: PollPolicy = FAST_POLL, **endpoints: Any
 ) -> Settings:

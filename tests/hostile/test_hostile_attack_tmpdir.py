@@ -16,10 +16,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner
+from tests.shared import cli_runner, script_job
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import layout
 
@@ -70,19 +69,7 @@ def test_a_root_of_another_user_is_refused_and_its_runs_are_not_found_by_name(tm
 
 
 def test_submit_local_without_output_dir_is_exit_2_before_anything_runs(tmp_path, monkeypatch):
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "task.py").write_text(TASK)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "digits",
-                "hardware": "cpu",
-                "image": {"code": str(code), "script": "task.py", "repository": "us-docker.pkg.dev/p-1/r"},
-            }
-        )
-    )
+    spec = script_job(tmp_path, TASK, repository="us-docker.pkg.dev/p-1/r")
     shared = tmp_path / "shared-tmp"
     shared.mkdir()
     (shared / "vertex-trainer").symlink_to(tmp_path)  # planted before you ran

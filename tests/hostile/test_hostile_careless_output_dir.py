@@ -8,25 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner
+from tests.shared import cli_runner, script_job
 
 TASK = "import os; os.makedirs(os.environ['AIP_MODEL_DIR'], exist_ok=True)\n"
 
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "task.py").write_text(TASK)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {"name": "digits", "hardware": "cpu", "image": {"code": str(code), "script": "task.py"}}
-        )
-    )
+    spec = script_job(tmp_path, TASK)
     (tmp_path / "notes").write_text("mine\n")
     (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
     return cli_runner(edge_env(tmp_path), cwd=tmp_path), spec

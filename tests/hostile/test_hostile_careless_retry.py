@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner, records
+from tests.shared import cli_runner, records, script_job
 
 # The run's code: the model and metrics.json carry the job id; it reports whether the run's
 # records are locked while it runs (the runner's lock: <records>/runner.lock); --fail fails it.
@@ -52,20 +52,7 @@ json.dump({"job": job, "lock_held": held}, open(os.path.join(base, "metrics.json
 
 
 def _setup(tmp_path: Path):
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "task.py").write_text(TASK)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "digits",
-                "hardware": "cpu",
-                "image": {"code": str(code), "script": "task.py"},
-                "output_dir": str(tmp_path / "runs"),
-            }
-        )
-    )
+    spec = script_job(tmp_path, TASK, tmp_path / "runs")
     return cli_runner(edge_env(tmp_path), cwd=tmp_path), spec, tmp_path / "runs" / "digits-ci-7"
 
 

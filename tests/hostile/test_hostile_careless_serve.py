@@ -19,10 +19,9 @@ import socket
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner
+from tests.shared import cli_runner, script_job
 
 # Writes a model that carries the job id, then fails with --fail (after the export, as a trainer
 # whose evaluation or metrics step crashes), else writes metrics.json.
@@ -49,20 +48,7 @@ def busy_port():
 
 
 def _setup(tmp_path: Path):
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "task.py").write_text(TASK)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(
-        yaml.safe_dump(
-            {
-                "name": "digits",
-                "hardware": "cpu",
-                "image": {"code": str(code), "script": "task.py"},
-                "output_dir": str(tmp_path / "runs"),
-            }
-        )
-    )
+    spec = script_job(tmp_path, TASK, tmp_path / "runs")
     run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
 
     def submit(*args: str) -> Path:

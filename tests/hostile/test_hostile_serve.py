@@ -114,7 +114,8 @@ def exchange(
 
 
 def post(*headers: str) -> bytes:
-    return ("POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(h + "\r\n" for h in headers) + "\r\n").encode()
+    head = "POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n" + "".join(h + "\r\n" for h in headers)
+    return (head + "\r\n").encode()
 
 
 def test_a_200_mib_body_behind_a_negative_length_is_refused_without_being_read(server):
