@@ -217,69 +217,71 @@ def run_local(
         if held is not None:
             os.close(held)
         raise
-    shown = runlog.tee(display, on_lines)
-    display.note(
-        f"Running {name} locally: {len(replicas)} replica(s) "
-        f"[{', '.join(r.name for r in replicas)}], output {base}"
-    )
-    if fill.line():
-        display.note(str(fill.line()))
-    state, failed = SUCCEEDED, None
-    started = time.monotonic()
-    with InterruptGuard() as guard, display:
-        try:
-            supervisor.start()
-            failed = _supervise(supervisor, shown, cancel)
-            state = FAILED if failed is not None else SUCCEEDED
-        except (Interrupted, KeyboardInterrupt):
-            state = CANCELLED
-            display.note("Interrupted: stopping all replicas", style="bold yellow")
-        finally:
-            guard.disarm()
-            cancelled = state == CANCELLED
-            # Ctrl-C: every replica's group at once, killed after a short grace (a trainer saves a
-            # checkpoint on SIGTERM; the user asked to stop, not to wait for it).
-            supervisor.stop(INTERRUPT_GRACE_S if cancelled else None)
-            if network is not None:
-                network.stop()
-            # Whatever the readers queued after the loop: the failing replica's last words are
-            # shown; after Ctrl-C the replicas' dying output (epochs that were still running, a
-            # collective's "aborted" traceback) goes only to the run's log.
-            last = supervisor.lines(timeout=0)
-            if cancelled:
-                runlog.write(last)
-                if on_lines is not None and last:
-                    on_lines(last)
-            else:
-                shown.lines(last)
+    try:  # the records stay held until the run has ended, whatever ends it (a notebook lives on)
+        shown = runlog.tee(display, on_lines)
+        display.note(
+            f"Running {name} locally: {len(replicas)} replica(s) "
+            f"[{', '.join(r.name for r in replicas)}], output {base}"
+        )
+        if fill.line():
+            display.note(str(fill.line()))
+        state, failed = SUCCEEDED, None
+        started = time.monotonic()
+        with InterruptGuard() as guard, display:
+            try:
+                supervisor.start()
+                failed = _supervise(supervisor, shown, cancel)
+                state = FAILED if failed is not None else SUCCEEDED
+            except (Interrupted, KeyboardInterrupt):
+                state = CANCELLED
+                display.note("Interrupted: stopping all replicas", style="bold yellow")
+            finally:
+                guard.disarm()
+                cancelled = state == CANCELLED
+                # Ctrl-C: every replica's group at once, killed after a short grace (a trainer saves a
+                # checkpoint on SIGTERM; the user asked to stop, not to wait for it).
+                supervisor.stop(INTERRUPT_GRACE_S if cancelled else None)
+                if network is not None:
+                    network.stop()
+                # Whatever the readers queued after the loop: the failing replica's last words are
+                # shown; after Ctrl-C the replicas' dying output (epochs that were still running, a
+                # collective's "aborted" traceback) goes only to the run's log.
+                last = supervisor.lines(timeout=0)
+                if cancelled:
+                    runlog.write(last)
+                    if on_lines is not None and last:
+                        on_lines(last)
+                else:
+                    shown.lines(last)
 
-    if standin is not None and base.startswith("gs://"):
-        _upload(standin, settings, display, fill)
-    model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
-    result = LocalResult(
-        name=name,
-        state=state,
-        output_dir=base,
-        model_dir=model_dir,
-        metrics=read_metrics(base, settings) if state == SUCCEEDED else None,
-        exit_code=0 if state == SUCCEEDED else 1,
-        failed_replica=failed.name if failed is not None else None,
-        log_tail=failed.tail.excerpt() if failed is not None else [],
-        job_id=job_id,
-        replicas=[r.name for r in replicas],
-        elapsed_s=round(time.monotonic() - started, 3),
-        failed_exit_code=failed.returncode if failed is not None else None,
-        run=run,
-        record_dir=record,
-        cpu={p.name: list(p.cpu) for p in supervisor.processes},
-        model_written=_written(model_dir, settings) if state == SUCCEEDED else None,
-    )
-    runlog.close(result)
-    if held is not None:
-        os.close(held)
-    if summary or state != SUCCEEDED:
-        display.summary(result)
-    return result
+        if standin is not None and base.startswith("gs://"):
+            _upload(standin, settings, display, fill)
+        model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
+        result = LocalResult(
+            name=name,
+            state=state,
+            output_dir=base,
+            model_dir=model_dir,
+            metrics=read_metrics(base, settings) if state == SUCCEEDED else None,
+            exit_code=0 if state == SUCCEEDED else 1,
+            failed_replica=failed.name if failed is not None else None,
+            log_tail=failed.tail.excerpt() if failed is not None else [],
+            job_id=job_id,
+            replicas=[r.name for r in replicas],
+            elapsed_s=round(time.monotonic() - started, 3),
+            failed_exit_code=failed.returncode if failed is not None else None,
+            run=run,
+            record_dir=record,
+            cpu={p.name: list(p.cpu) for p in supervisor.processes},
+            model_written=_written(model_dir, settings) if state == SUCCEEDED else None,
+        )
+        runlog.close(result)
+        if summary or state != SUCCEEDED:
+            display.summary(result)
+        return result
+    finally:
+        if held is not None:
+            os.close(held)
 
 
 def _network(
