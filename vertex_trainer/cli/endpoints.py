@@ -46,7 +46,9 @@ def endpoints(
 ) -> None:
     """List endpoints and what is deployed on them: model, version, traffic, machines, hourly price."""
     cfg = common.settings()
-    at, job_spec = _place(cfg, spec, place, set_, var)
+    # a resource name holds its own project and region (as undeploy's ENDPOINT does)
+    full = (endpoint or "").split("/") if (endpoint or "").startswith("projects/") else None
+    at, job_spec = _place(cfg, spec, place, set_, var, need=full is None)
     named = endpoint
     if named is None and job_spec is not None:
         named = (job_spec.deploy.endpoint if job_spec.deploy else None) or job_spec.name
@@ -56,7 +58,8 @@ def endpoints(
     # loads the Vertex AI REST clients (vertex/, gcp/: ~80 modules): not for --help or json
     from vertex_trainer.deployment.endpoints_text import endpoints_text
 
-    print(endpoints_text(found, at["project"], at["region"], named))
+    project, region = (full[1], full[3]) if full and len(full) > 3 else (at["project"], at["region"])
+    print(endpoints_text(found, project, region, named))
 
 
 @common.with_option_groups
