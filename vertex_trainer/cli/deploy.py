@@ -72,9 +72,13 @@ def show_deployment(result: Any, output: OutputFormat) -> None:
     if output is OutputFormat.json:
         return common.emit_json(result if isinstance(result, dict) else result.to_dict())
     # loads the Vertex AI REST clients (vertex/, gcp/: ~80 modules): not for `deploy --help` or json
-    from vertex_trainer.deployment.deploy_text import deployment_text, dry_run_text
+    from vertex_trainer.deployment.deploy_text import billing_note, deployment_text, dry_run_text
 
-    print(dry_run_text(result) if isinstance(result, dict) else deployment_text(result))
+    if isinstance(result, dict):
+        print(dry_run_text(result))
+        return
+    print(deployment_text(result))
+    common.stderr_line(billing_note(result))
 
 
 def serve(

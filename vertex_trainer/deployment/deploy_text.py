@@ -11,7 +11,7 @@ from vertex_trainer.vertex.model_deploy import describe_split
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.vertex.model_deploy import Deployment
 
-__all__ = ["deployment_text", "dry_run_text"]
+__all__ = ["billing_note", "deployment_text", "dry_run_text"]
 
 _LOOKUPS = "deploy would look for the model and endpoint, then:"
 
@@ -50,3 +50,14 @@ def deployment_text(result: Deployment) -> str:
         if u.undeployed
     ]
     return "\n".join(lines)
+
+
+def billing_note(result: Deployment) -> str:
+    """What a careless user forgets: a deployed model's nodes bill by the hour for as long as it
+    stays deployed, requests or not; the commands that show their price and take it off."""
+    return (
+        f"note: deployed model {result.deployed_model_id}'s nodes bill by the hour while it stays "
+        f"deployed, whether or not it gets requests (their price: vertex-trainer endpoints "
+        f"--endpoint {result.endpoint}); when done: vertex-trainer undeploy {result.endpoint} "
+        f"{result.deployed_model_id}"
+    )
