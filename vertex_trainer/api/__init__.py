@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
         delete_resource,
         list_resources,
         plan,
+        resource_hourly,
         resource_request,
         web_access,
     )
@@ -154,6 +155,7 @@ __all__ = [
     "render_job",
     "render_text",
     "report",
+    "resource_hourly",
     "resource_request",
     "serve_model",
     "settings_from_env",
@@ -177,6 +179,7 @@ _EXPORTS = {  # each public name -> the module of this package that defines it
     "delete_resource": "capacity",
     "list_resources": "capacity",
     "plan": "capacity",
+    "resource_hourly": "capacity",
     "resource_request": "capacity",
     "web_access": "capacity",
     "AcceleratorSource": "catalog",

@@ -11,7 +11,8 @@ shell on a replica. The CLI's `resources` and `shell` commands call these.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.contract import Artifact
@@ -126,6 +127,39 @@ def _resource_hourly(spec: JobSpec) -> float | None:
         strategy="standard",
     )
     return one.times(spec.replicas).hourly
+
+
+def resource_hourly(resource: Mapping[str, Any]) -> float | None:
+    """The hourly list price (USD, the shipped snapshot's on-demand price in its region) of the
+    machines a persistent resource holds now, every pool's replicas: what it bills while it exists,
+    used by a job or not. None when the book lacks a pool's price (or the name its region).
+
+    Args:
+        resource: a PersistentResource (REST JSON, as list_resources returns it).
+    """
+    from vertex_trainer import pricing
+    from vertex_trainer.api.cost import prices
+    from vertex_trainer.regions import region_or_none
+    from vertex_trainer.vertex.resources import ResourcePool
+
+    region = region_or_none(str(resource.get("name") or ""))
+    pools = [ResourcePool.of(p) for p in resource.get("resourcePools") or []]
+    if region is None or not pools:
+        return None
+    book = prices()
+    total = pricing.Price(0.0)
+    for pool in pools:
+        one = pricing.machine_price(
+            book,
+            machine_type=pool.machine_type,
+            accelerator_type=pool.accelerator_type or None,
+            accelerator_count=pool.accelerator_count,
+            tpu_topology=pool.tpu_topology or None,
+            region=region,
+            strategy="standard",
+        )
+        total = total.plus(one.times(pool.replica_count))
+    return total.hourly
 
 
 def list_resources(project: str, region: str, *, settings: Settings | None = None) -> list[dict]:

@@ -58,16 +58,18 @@ def create(
 @app.command("list")
 @common.with_option_groups
 def list_(place: JobPlace, output: OutputOpt = OutputFormat.text) -> None:
-    """List the persistent resources of a project and region."""
+    """List the persistent resources of a project and region, with what each bills per hour."""
     # loads the Vertex AI REST clients (vertex/, gcp/: ~75 modules): not for --help
     from vertex_trainer.capacity.resources_text import resources_text
 
     cfg = common.settings()
     at = place.where(cfg, need=True)
     found = api.list_resources(at["project"], at["region"], settings=cfg)
+    # what each one bills while it exists (a job on it or not): "hourly", None when not priced
+    priced = [{**r, "hourly": api.resource_hourly(r)} for r in found]
     if output is OutputFormat.json:
-        return common.emit_json({"resources": found})
-    print(resources_text(found, at["project"], at["region"]))
+        return common.emit_json({"resources": priced})
+    print(resources_text(priced, at["project"], at["region"]))
 
 
 @app.command("delete")
