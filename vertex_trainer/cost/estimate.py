@@ -98,6 +98,7 @@ class Estimate:
     notes: tuple[str, ...] = ()
     scaling: Scaling | None = None  # a multi-machine GPU job's scaling estimate (cost/scaling_model.py)
     plan: tuple[PlannedAttempt, ...] = field(default=(), repr=False)  # the attempts priced, in order
+    trials: int | None = None  # a tuning job's max_trials (the figures are one trial's)
 
     @property
     def max_cost(self) -> float | None:
@@ -110,6 +111,7 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         """The `cost --output json` object (docs/contract.md section 12), plus "notes"."""
+        search = None if not self.trials or self.max_cost is None else self.max_cost * self.trials
         return {
             "currency": self.currency,
             "prices_as_of": self.prices_as_of,
@@ -119,6 +121,7 @@ class Estimate:
             "expected_cost": _money(self.expected_cost),
             "notes": list(self.notes),
             **({"scaling": self.scaling.to_json()} if self.scaling else {}),
+            **({"trials": self.trials, "search_max_cost": _money(search)} if self.trials else {}),
         }
 
 
@@ -405,6 +408,7 @@ def estimate(
         tuple(notes),
         scaled,
         plan,
+        spec.tune.max_trials if spec.tune is not None else None,
     )
 
 
