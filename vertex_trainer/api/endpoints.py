@@ -45,8 +45,7 @@ def list_endpoints(
     """
     client = _client(endpoint, project, region, settings)
     if endpoint is not None:
-        found = eps.resolve(client, endpoint)
-        resources = [found] if found is not None else []
+        resources = eps.resolve_all(client, endpoint)  # all of a display name several share
     else:
         resources = sorted(client.list_endpoints(), key=lambda e: (e.get("createTime", ""), e["name"]))
     book = load_snapshot()
@@ -124,14 +123,15 @@ def undeploy(
             "deployed_model_id": deployed_model_id,
             "requests": requests,
         }
-    found = eps.resolve(client, endpoint)
-    if found is None:
+    found = eps.resolve_all(client, endpoint)
+    if not found:
         raise UserError(
             f"no endpoint {endpoint!r} in {client.project} / {client.region}; nothing was sent",
             hint=f"list them: vertex-trainer endpoints --project {client.project} --region {client.region}",
         )
+    target = eps.pick(found, deployed_model_id)  # of several of one display name, the one holding it
     return eps.undeploy(
-        client, found["name"], deployed_model_id, poll=settings.poll, timeout=timeout or 3600.0, log=log
+        client, target["name"], deployed_model_id, poll=settings.poll, timeout=timeout or 3600.0, log=log
     )
 
 

@@ -180,14 +180,31 @@ def resolve(client: RegistryClient, ref: str) -> dict[str, Any] | None:
         ref: projects/P/locations/R/endpoints/ID, an ID, or a display name.
     Returns:
         The Endpoint resource, or None."""
+    found = resolve_all(client, ref)
+    return found[0] if found else None
+
+
+def resolve_all(client: RegistryClient, ref: str) -> list[dict[str, Any]]:
+    """Every endpoint `ref` names, oldest first: several only when several endpoints share the
+    display name (Vertex AI allows it; one made in the console beside deploy's, say), so that
+    `endpoints` shows each and `undeploy` acts on the one holding the model (pick)."""
     if ENDPOINT_NAME.match(ref):
-        return client.endpoint_or_none(ref)
-    found = client.find_endpoint(ref)
-    if found is not None:
-        return found
+        one = client.endpoint_or_none(ref)
+        return [one] if one is not None else []
+    named = client.find_endpoints(ref)
+    if named:
+        return named
     if re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", ref):  # an id (a number, or chosen at create)
-        return client.endpoint_or_none(f"{client.parent}/endpoints/{ref}")
-    return None
+        one = client.endpoint_or_none(f"{client.parent}/endpoints/{ref}")
+        return [one] if one is not None else []
+    return []
+
+
+def pick(found: list[dict[str, Any]], deployed_model_id: str) -> dict[str, Any]:
+    """Of the endpoints one name resolved to (resolve_all, not empty), the one that holds the
+    deployed model; the oldest when none does (the model is gone: nothing to undeploy)."""
+    holding = [e for e in found if str(deployed_model_id) in _ids(e)]
+    return (holding or found)[0]
 
 
 def undeploy(

@@ -75,13 +75,19 @@ class RegistryClient:
 
     # -- endpoints -----------------------------------------------------------------------------
     def find_endpoint(self, display_name: str) -> dict[str, Any] | None:
+        """The oldest endpoint with this display name (the one deploy deploys to), or None."""
+        found = self.find_endpoints(display_name)
+        return found[0] if found else None
+
+    def find_endpoints(self, display_name: str) -> list[dict[str, Any]]:
+        """Every endpoint with this display name (Vertex AI does not keep them unique), oldest first."""
         found = self._list(
             "list endpoints",
             f"{self.parent}/endpoints",
             "endpoints",
             f'display_name="{_quote(display_name)}"',
         )
-        return min(found, key=lambda e: e.get("createTime", "")) if found else None
+        return sorted(found, key=lambda e: (e.get("createTime", ""), e.get("name", "")))
 
     def get_endpoint(self, name: str) -> dict[str, Any]:
         return self.api.json("get endpoint", "GET", f"v1/{name}")
