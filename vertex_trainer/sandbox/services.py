@@ -54,6 +54,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from types import FrameType
@@ -453,8 +454,6 @@ def _write_atomically(path: str, text: str) -> None:
     """`text` to `path`, readable by this user only (it holds the sandbox's token). The file
     written first has a name of mkstemp's (new, 0600, never a link): at a name anyone can guess
     (`PATH.tmp-PID`) another user could have put a file of theirs, or a link, that gets the token."""
-    import tempfile
-
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", dir=os.path.dirname(path) or ".")
     try:
         with open(fd, "w", encoding="utf-8") as f:
