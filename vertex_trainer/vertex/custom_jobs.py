@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vertex_trainer.contract import KEY_LABEL, SPEC_LABEL
+from vertex_trainer.errors import ServiceError
 from vertex_trainer.gcp.http import ApiError, Budget, Transient, decode, look_after_lost, quota_metrics
 from vertex_trainer.vertex.names import (
     check_key,
@@ -88,7 +89,7 @@ class JobsClient(CollectionClient):
         found = self.list(self.key_filter(key, also), budget=budget)
         if len(found) > 1:
             self.log(f"warning: {len(found)} jobs carry {KEY_LABEL}={key}; adopting the oldest")
-        return min(found, key=lambda j: j.get("createTime", "")) if found else None
+        return min(found, key=_age) if found else None
 
     def requests_for(self, job: dict[str, Any], key: str) -> list[dict[str, Any]]:
         """What an idempotent create sends, in order (for --dry-run); opens no connection."""
@@ -194,7 +195,7 @@ def create_idempotent(
     try:
         while True:
             try:
-                return client.create_once(job), False
+                return _keep_oldest(client, client.create_once(job), key, also)
             except Transient as exc:
                 # The service may have committed the job before the answer was lost: look first.
                 client.log(f"create: {exc}; checking whether the job was created")
@@ -217,6 +218,37 @@ def create_idempotent(
             f"--idempotency-key {key} to adopt it (no second job is created){find}"
         )
         raise
+
+
+def _age(job: dict[str, Any]) -> tuple[str, str]:
+    """The order of a key's jobs, oldest first: every process that looks sorts them the same."""
+    return str(job.get("createTime", "")), str(job.get("name", ""))
+
+
+def _keep_oldest(
+    client: JobsClient, made: dict[str, Any], key: str, also: dict[str, str]
+) -> tuple[dict[str, Any], bool]:
+    """The look after a create. Two submits with one idempotency key at the same instant (a CI
+    job and its retry, a script started twice) both find no job in the look before and both
+    create one: CustomJobs and tuning jobs take no client-chosen id. Both would run, billed, into
+    the key's one folder (`<output_dir>/<name>-<key>/`), each over the other's model and
+    checkpoints. Each then keeps the oldest job of the key: the newer cancels its own (queued:
+    nothing ran) and adopts the oldest. Returns (job, adopted)."""
+    try:
+        found = {j.get("name"): j for j in client.list(client.key_filter(key, also))}
+    except ServiceError as exc:  # the create stands; only the look failed
+        client.log(f"warning: could not look for another job with the key {key} after the create: {exc}")
+        return made, False
+    found.setdefault(made.get("name"), made)
+    oldest = min(found.values(), key=_age)
+    if oldest.get("name") == made.get("name"):
+        return made, False
+    client.log(
+        f"another submit with the idempotency key {key} created {oldest.get('name')} at the same "
+        f"time: cancelling this one, {made.get('name')} (queued, nothing ran), and adopting that"
+    )
+    client.cancel(str(made["name"]))
+    return oldest, True
 
 
 def _warn_if_other_spec(client: JobsClient, existing: dict[str, Any], job: dict[str, Any]) -> None:
