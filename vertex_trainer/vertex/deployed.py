@@ -233,7 +233,14 @@ def undeploy(
     target = deployed.get(str(deployed_model_id))
     split = traffic_of(current)
     if target is None:
-        log(f"undeploy: deployed model {deployed_model_id} is not on {endpoint}: nothing to undeploy")
+        # a mistyped id reads as "already gone" (exit 0): name what is there, billing, to compare
+        there = ", ".join(
+            f"{k} ({d.get('displayName') or model_of(d)[0].rsplit('/', 1)[-1]})" for k, d in deployed.items()
+        )
+        log(
+            f"undeploy: deployed model {deployed_model_id} is not on {endpoint}: nothing to undeploy"
+            + (f"; its deployed models (their nodes bill): {there}" if there else "")
+        )
         return Undeployment(
             endpoint, str(deployed_model_id), undeployed=False, traffic_split=split, remaining=len(deployed)
         )
