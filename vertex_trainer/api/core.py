@@ -256,6 +256,7 @@ def render_text(spec: JobSpec, format: str = "json", idempotency_key: str | None
 
     if format in SENT_FORMATS:
         _sent_values(spec, format)
+        within_budget(spec)
     job = render_job(spec, idempotency_key=idempotency_key)
     if spec.tune is not None:
         job = render.tuning_job(spec, job)  # submit creates this; each trial runs the CustomJob
@@ -272,6 +273,19 @@ SENT_FORMATS = ("json", "gcloud")  # the printed forms meant for Vertex AI (REST
 # The fields of cloud_problems whose value the rendered body carries (project and region are in
 # the URL, not the body; the image stands for the installed trainer when the spec has none).
 _IN_THE_BODY = ("output_dir", "trainer.train_data", "trainer.eval_data", "image")
+
+
+def within_budget(spec: JobSpec) -> None:
+    """scheduling.max_cost, checked as submit and validate check it (exit 2 with the figures),
+    for what is made here to run elsewhere: `render --format json|gcloud` (for `gcloud ai
+    custom-jobs create`) and a compiled pipeline, which would otherwise run a plan the spec's own
+    budget refuses. Without a budget nothing is priced."""
+    if spec.scheduling.max_cost is None:
+        return
+    from vertex_trainer import pricing
+    from vertex_trainer.cost import estimate as cost
+
+    cost.enforce_budget(spec, cost.estimate(spec, pricing.load_snapshot()))
 
 
 def _sent_values(spec: JobSpec, format: str) -> None:

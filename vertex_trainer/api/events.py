@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertex_trainer.api.core import _stderr, check, load_spec, plan_artifact, settings_from_env
+from vertex_trainer.api.core import _stderr, check, load_spec, plan_artifact, settings_from_env, within_budget
 from vertex_trainer.api.execute import registry_client, submit
 from vertex_trainer.api.execute import run as run_plan
 from vertex_trainer.api.plan import SubmitOptions, plan_submit
@@ -61,6 +61,7 @@ def compile_pipeline(
         the PipelineSpec (KFP IR) as a dict.
     """
     check(spec)
+    within_budget(spec)  # the compiled pipeline runs elsewhere (the console, kfp): the spec's budget holds
 
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     registry = registry_client(spec, settings or settings_from_env(), log) if resolve else None
