@@ -211,27 +211,42 @@ class ResourcesClient(CollectionClient):
             return existing, True
         path = f"v1/{self.parent}/{self.collection}"
         budget = self.api.budget()
-        while True:
-            try:
-                response = self.api.send(
-                    self.ops["create"],
-                    "POST",
-                    path,
-                    allow=(409,),
-                    params={"persistentResourceId": resource_id},
-                    json=body,
-                )
-                break
-            except Transient as exc:  # committed or not: look before sending again
-                existing = self.find(resource_id)
-                if existing is not None:
-                    return existing, True
-                budget.backoff(self.ops["create"], str(exc), retry_hint=self.retry_hint)
-        if response.status_code == 409:
-            return self.read(resource_id), True
-        wait_operation(
-            self.api, response.json(), poll=self.settings.poll, what=self.ops["create"], timeout=timeout
-        )
+        sent = False
+        try:
+            while True:
+                try:
+                    response = self.api.send(
+                        self.ops["create"],
+                        "POST",
+                        path,
+                        allow=(409,),
+                        params={"persistentResourceId": resource_id},
+                        json=body,
+                    )
+                    break
+                except Transient as exc:  # committed or not: look before sending again
+                    existing = self.find(resource_id)
+                    if existing is not None:
+                        return existing, True
+                    budget.backoff(self.ops["create"], str(exc), retry_hint=self.retry_hint)
+            if response.status_code == 409:
+                return self.read(resource_id), True
+            sent = True
+            wait_operation(
+                self.api, response.json(), poll=self.settings.poll, what=self.ops["create"], timeout=timeout
+            )
+        except KeyboardInterrupt:
+            # Ctrl-C once the create may have been sent: its machines come up and bill while it
+            # exists, whether or not the command waited for them (docs/contract.md section 11).
+            name = self.name_of(resource_id)
+            made = "is being created" if sent else "may have been created"
+            self.log(
+                f"interrupted: the persistent resource {name} {made} in Vertex AI; once up, its "
+                f"machines bill while it exists, used or not. The same create again (--id "
+                f"{resource_id}) adopts it and shows its state; remove it: vertex-trainer resources "
+                f"delete {name}"
+            )
+            raise
         return self.read(resource_id), False
 
     def delete(self, ref: str, *, timeout: float | None = None) -> bool:
