@@ -111,6 +111,14 @@ def submit(
     if dry_run:
         return _show_dry_run(result, output)
     _show(result, output, wait)
+    if job_spec.deploy is not None and output is OutputFormat.text:  # (a failed run raised above)
+        endpoint = job_spec.deploy.endpoint or job_spec.name
+        common.stderr_line(
+            f"note: the run ends by deploying the model to the endpoint {endpoint} "
+            f"({job_spec.project} / {job_spec.region}); its nodes then bill by the hour while it stays "
+            f"deployed, whether or not it gets requests: vertex-trainer endpoints {spec} shows them "
+            "and their price; vertex-trainer undeploy ENDPOINT DEPLOYED_MODEL_ID takes one off"
+        )
 
 
 @app.command()
