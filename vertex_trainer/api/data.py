@@ -101,8 +101,14 @@ def synthesize_data(
             f"--shards {shards} is more than --examples {examples}: every shard needs at least one record",
             hint=f"use --shards {examples} or fewer",
         )
-    if not remote:
-        _refuse_stale_shards(out_dir, shards, eval_examples)
+    try:  # an earlier dataset's shards there, locally or in Cloud Storage
+        if remote:
+            names = synth.shard_names(cfg, out_dir)
+        else:
+            names = os.listdir(out_dir) if os.path.isdir(out_dir) else []
+    except synth.WriteFailed as e:
+        raise UserError(f"cannot write to {out_dir}: {e}", hint=e.hint or _write_hint(out_dir, cfg)) from None
+    _refuse_stale_shards(out_dir, names, shards, eval_examples)
     try:
         # One call: the eval split must come from the same class distribution as the train split.
         # The trainer's generator, with this package's encoder and writer: no TensorFlow here.
@@ -130,21 +136,18 @@ def synthesize_data(
 _SHARD = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")
 
 
-def _refuse_stale_shards(out_dir: str, shards: int, eval_examples: int) -> None:
-    """A local OUT_DIR holding shards this run would not replace (an earlier synth's, with
-    another --shards, or an eval split this run does not write) is refused (exit 2): the
-    trainer's `train-*` (and `validation-*`) would read them beside the new ones, a mix of two
-    datasets, silently. The same command again replaces every file: that is fine."""
-    if not os.path.isdir(out_dir):
-        return
+def _refuse_stale_shards(out_dir: str, names: list[str], shards: int, eval_examples: int) -> None:
+    """An OUT_DIR (local, or gs://) holding shards this run would not replace (an earlier
+    synth's, with another --shards, or an eval split this run does not write) is refused (exit
+    2): the trainer's `train-*` (and `validation-*`) would read them beside the new ones, a mix
+    of two datasets, silently. The same command again replaces every file: that is fine.
+    `names`: the files (objects) directly in OUT_DIR."""
     # The files this run writes (trainer.datagen.synthesize: one eval shard per 8 train shards)
     counts = {"train": shards}
     if eval_examples > 0:
         counts["validation"] = max(1, min(eval_examples, math.ceil(shards / 8)))
     stale = sorted(
-        name
-        for name in os.listdir(out_dir)
-        if (m := _SHARD.fullmatch(name)) and counts.get(m.group(1)) != int(m.group(3))
+        name for name in names if (m := _SHARD.fullmatch(name)) and counts.get(m.group(1)) != int(m.group(3))
     )
     if stale:
         shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")

@@ -23,7 +23,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
-__all__ = ["WriteFailed", "encode_jpeg", "shard_writer"]
+__all__ = ["WriteFailed", "encode_jpeg", "shard_names", "shard_writer"]
 
 
 class WriteFailed(Exception):
@@ -62,6 +62,41 @@ def shard_writer(settings: Settings) -> Callable[[str, Iterable[bytes]], None]:
             _upload(settings, clients, path, spool, size)
 
     return write
+
+
+def shard_names(settings: Settings, folder: str) -> list[str]:
+    """The names (below `folder`) of the train-* and validation-* objects directly in the gs://
+    folder, for the check of an earlier dataset's shards before a synth writes there. Raises
+    WriteFailed as a write there would (no credentials, no bucket, no permission)."""
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    bucket, prefix = storage.split_uri(folder.rstrip("/"))
+    start = f"{prefix}/" if prefix else ""
+    try:
+        gcs = storage.client(settings)
+        names = [
+            b.name[len(start) :]
+            for part in ("train-", "validation-")
+            for b in gcs.list_blobs(bucket, prefix=start + part)
+        ]
+    except UserError as e:  # no Application Default Credentials
+        raise WriteFailed(e.message) from None
+    except gexc.NotFound:
+        raise WriteFailed(
+            f"bucket gs://{bucket} does not exist",
+            hint=f"create it (gcloud storage buckets create gs://{bucket}) or pass a bucket that exists",
+        ) from None
+    except gexc.Forbidden:
+        raise WriteFailed(
+            f"no permission to list gs://{bucket}/{start}",
+            hint="the account needs roles/storage.objectViewer and objectCreator on the bucket",
+        ) from None
+    except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, requests.RequestException) as e:
+        text = getattr(e, "message", None) or str(e) or type(e).__name__
+        raise WriteFailed((text.strip().splitlines() or [type(e).__name__])[0]) from None
+    return [n for n in names if "/" not in n]
 
 
 def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size: int) -> None:
