@@ -15,7 +15,8 @@ things it would otherwise take from TensorFlow, and this module gives them:
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from vertex_trainer.dataprep import records
@@ -68,19 +69,28 @@ def shard_names(settings: Settings, folder: str) -> list[str]:
     """The names (below `folder`) of the train-* and validation-* objects directly in the gs://
     folder, for the check of an earlier dataset's shards before a synth writes there. Raises
     WriteFailed as a write there would (no credentials, no bucket, no permission)."""
-    import requests
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
-
     bucket, prefix = storage.split_uri(folder.rstrip("/"))
     start = f"{prefix}/" if prefix else ""
-    try:
+    with _as_write_failed(bucket, f"list gs://{bucket}/{start}"):
         gcs = storage.client(settings)
         names = [
             b.name[len(start) :]
             for part in ("train-", "validation-")
             for b in gcs.list_blobs(bucket, prefix=start + part)
         ]
+    return [n for n in names if "/" not in n]
+
+
+@contextmanager
+def _as_write_failed(bucket: str, what: str) -> Iterator[None]:
+    """Cloud Storage's failures inside the block as WriteFailed, in one line with the fix
+    (`what`: "write gs://B/NAME", for the permission's words)."""
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as auth_exc
+
+    try:
+        yield
     except UserError as e:  # no Application Default Credentials
         raise WriteFailed(e.message) from None
     except gexc.NotFound:
@@ -90,19 +100,16 @@ def shard_names(settings: Settings, folder: str) -> list[str]:
         ) from None
     except gexc.Forbidden:
         raise WriteFailed(
-            f"no permission to list gs://{bucket}/{start}",
-            hint="the account needs roles/storage.objectViewer and objectCreator on the bucket",
+            f"no permission to {what}",
+            hint="the account needs roles/storage.objectCreator on the bucket"
+            + (" (and objectViewer, to list it)" if what.startswith("list") else ""),
         ) from None
     except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, requests.RequestException) as e:
         text = getattr(e, "message", None) or str(e) or type(e).__name__
         raise WriteFailed((text.strip().splitlines() or [type(e).__name__])[0]) from None
-    return [n for n in names if "/" not in n]
 
 
 def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size: int) -> None:
-    import requests
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
     from google.cloud.storage.retry import DEFAULT_RETRY
 
     policy = settings.retry
@@ -111,7 +118,7 @@ def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size:
         initial=policy.initial, maximum=policy.maximum, multiplier=policy.multiplier
     )
     bucket, name = storage.split_uri(path)
-    try:
+    with _as_write_failed(bucket, f"write gs://{bucket}/{name}"):
         if not clients:
             clients.append(storage.client(settings))
         spool.seek(0)
@@ -123,18 +130,3 @@ def _upload(settings: Settings, clients: list[Any], path: str, spool: Any, size:
             retry=retry,
             timeout=(policy.connect_timeout, policy.read_timeout),
         )
-    except UserError as e:  # no Application Default Credentials
-        raise WriteFailed(e.message) from None
-    except gexc.NotFound:
-        raise WriteFailed(
-            f"bucket gs://{bucket} does not exist",
-            hint=f"create it (gcloud storage buckets create gs://{bucket}) or pass a bucket that exists",
-        ) from None
-    except gexc.Forbidden:
-        raise WriteFailed(
-            f"no permission to write gs://{bucket}/{name}",
-            hint="the account needs roles/storage.objectCreator on the bucket",
-        ) from None
-    except (gexc.GoogleAPIError, auth_exc.GoogleAuthError, requests.RequestException) as e:
-        text = getattr(e, "message", None) or str(e) or type(e).__name__
-        raise WriteFailed((text.strip().splitlines() or [type(e).__name__])[0]) from None
