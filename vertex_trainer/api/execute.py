@@ -38,6 +38,7 @@ from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
 from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.capacity import availability, fallback
+from vertex_trainer.contract import TERMINAL_STATES
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
@@ -396,7 +397,7 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     spec, route = plan.spec, tuple(a.planned for a in plan.attempts)
     preflight.check_buckets(spec, route, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
-    _check_resumed(plan, settings)
+    _check_resumed(plan, settings, log)
     return availability.before_submit(
         spec,
         route,
@@ -422,9 +423,10 @@ def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> Submit
     return plan.with_tensorboards(names)
 
 
-def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
-    """`--resume RUN` of a run in Cloud Storage: its folder must hold something (exit 2
-    otherwise, before anything is built or created)."""
+def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
+    """`--resume RUN` of a run in Cloud Storage: its folder must hold something, and the run's
+    own job (its key is the folder's name after `<name>-`) must have ended (exit 2 otherwise,
+    before anything is built or created)."""
     if plan.resumed is None or not plan.resumed.startswith("gs://"):
         return
     if settings.offline and not settings.storage_emulator:  # Vertex AI a stand-in, no bucket to read
@@ -435,6 +437,23 @@ def _check_resumed(plan: SubmitPlan, settings: Settings) -> None:
             hint="give the name of a run below output_dir (its folder: vertex-trainer status JOB), "
             "or submit without --resume",
         )
+    # Two jobs in one folder write over each other's checkpoints and model as they run.
+    run, prefix = plan.resumed.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
+    if not run.startswith(prefix) or not run.removeprefix(prefix):
+        return
+    client = _client(plan, settings, log)
+    for job in client.list(client.key_filter(run.removeprefix(prefix))):
+        folder = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
+        if job.get("state") not in TERMINAL_STATES and str(folder or "").rstrip("/") == plan.resumed.rstrip(
+            "/"
+        ):
+            name, state = job.get("name"), str(job.get("state", "")).removeprefix("JOB_STATE_")
+            raise UserError(
+                f"--resume: {plan.resumed} is still being written by {name} ({state}): a second job "
+                "there would write over its checkpoints and model while it runs; nothing was sent",
+                hint=f"wait for it to end (vertex-trainer status {name} --wait), or cancel it first "
+                f"(vertex-trainer cancel {name}); then resume",
+            )
 
 
 def _build(plan: SubmitPlan, settings: Settings, log: Log) -> None:
