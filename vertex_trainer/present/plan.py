@@ -194,6 +194,8 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
     job = plan.spec
     s = job.scheduling
     wait = f", max wait {fmt_duration(s.max_wait)}" if s.max_wait is not None else ""
+    if s.max_wait is not None and not s.max_wait:  # "0s" reads as "no wait": it is the opposite
+        wait = ", max wait 0 (none: it waits for capacity for as long as it takes, then bills from its start)"
     if wait and any("max_wait is ignored" in w for w in plan.warnings):
         wait += " (ignored: no flex-start in the plan)"
     preset = f"{job.hardware.preset}: " if job.hardware.preset else ""
