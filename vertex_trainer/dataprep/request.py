@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from vertex_trainer.errors import UserError
@@ -79,6 +80,18 @@ def normalize(conv: Conversion) -> Conversion:
     return replace(conv, image_dir=_strip(conv.image_dir), out_dir=_strip(conv.out_dir), eval_dir=eval_dir)
 
 
+def _below(path: str, tree: str) -> bool:
+    """Is `path` strictly inside the folder `tree` (gs:// by name, local paths as resolved)?"""
+    if path.startswith("gs://") or tree.startswith("gs://"):
+        return path.startswith(_strip(tree) + "/")
+    inner, outer = Path(path).resolve(), Path(tree).resolve()
+    return inner != outer and inner.is_relative_to(outer)
+
+
+def _beside(tree: str) -> str:
+    return f"{_strip(tree)}-records" if _strip(tree) != "/" else "data/records"
+
+
 def check(conv: Conversion, runner: Runner) -> None:
     """Every problem with the request, as a UserError (exit 2), before anything is touched."""
     if runner.name not in RUNNERS:
@@ -141,3 +154,11 @@ def check(conv: Conversion, runner: Runner) -> None:
             )
     elif runner.direct_workers < 1:
         raise UserError(f"--workers {runner.direct_workers}: must be at least 1")
+    for flag, tree in (("IMAGE_DIR", conv.image_dir), ("--eval-dir", conv.eval_dir)):
+        if tree and _below(conv.out_dir, tree):
+            # its folder would be taken for a class (and its records for images) by the next convert
+            raise UserError(
+                f"OUT_DIR {conv.out_dir!r} is inside {flag} {tree!r}: a later convert of {tree} "
+                "would take it for one more class folder, and its records for images",
+                hint=f"write the dataset beside the images, e.g. {_beside(tree)}",
+            )
