@@ -25,6 +25,7 @@ from vertex_trainer.automation.storage_events import (
 )
 from vertex_trainer.contract import Artifact
 from vertex_trainer.errors import UserError
+from vertex_trainer.redact import hidden, looks_secret
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, check_trainer_flags, cloud_problems
 from vertex_trainer.spec.load import build_spec, read_yaml, resolve_data, template_variables
@@ -134,6 +135,15 @@ def prepare(
         warnings.append(
             "no trainer: value uses {{ trigger.folder }}: every run reads the same data; "
             "e.g. train_data: \"{{ trigger.folder }}/train-*\""
+        )
+    # The function's source (spec.yaml, trigger.json) holds the spec and the --var values as they
+    # are: whoever may view the function's source (a project Viewer) reads them in clear.
+    secret = [*hidden(data), *(f"--var {k}" for k in given if looks_secret(k))]
+    if secret:
+        warnings.append(
+            f"values that look secret ({', '.join(secret)}) go in clear into the function's source "
+            "(spec.yaml, trigger.json), which whoever may view the function can read, and into "
+            "every run's job; keep real secrets in Secret Manager"
         )
     config = TriggerConfig(
         bucket=bucket,
