@@ -132,10 +132,13 @@ def _resource_hourly(spec: JobSpec) -> float | None:
 def resource_hourly(resource: Mapping[str, Any]) -> float | None:
     """The hourly list price (USD, the shipped snapshot's on-demand price in its region) of the
     machines a persistent resource holds now, every pool's replicas: what it bills while it exists,
-    used by a job or not. None when the book lacks a pool's price (or the name its region).
+    used by a job or not.
 
     Args:
         resource: a PersistentResource (REST JSON, as list_resources returns it).
+
+    Returns:
+        USD per hour, or None when the book lacks a pool's price (or the name its region).
     """
     from vertex_trainer import pricing
     from vertex_trainer.api.cost import prices
