@@ -5,10 +5,11 @@ TensorBoard reads itself, with this machine's credentials). A sandbox job's obje
 sandbox's Cloud Storage emulator (in memory, emulators/gcs.py), which TensorBoard cannot reach:
 they are copied through the project's storage client into a scratch folder, removed on stop.
 
-TensorBoard runs as its own process (`python -m tensorboard.main`: it imports TensorFlow when
-installed, seconds this command need not wait for twice), bound to 127.0.0.1 only (never
-0.0.0.0); the URL is read off its start-up line. With xprof installed (the `profile` extra) its
-Profile tab shows the run's profiler traces.
+TensorBoard runs as its own process (`python -m vertex_trainer.performance.tensorboard_guard`,
+TensorBoard's main behind a loopback Host/Origin check: it imports TensorFlow when installed,
+seconds this command need not wait for twice), bound to 127.0.0.1 only (never 0.0.0.0); the
+URL is read off its start-up line. With xprof installed (the `profile` extra) its Profile tab
+shows the run's profiler traces.
 """
 
 from __future__ import annotations
@@ -143,7 +144,9 @@ def start(
     """
     if not lazy.available("tensorboard"):
         raise lazy.missing("tensorboard")
-    command = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", HOST]
+    # TensorBoard's main behind a loopback Host/Origin check (performance/tensorboard_guard.py)
+    guard = "vertex_trainer.performance.tensorboard_guard"
+    command = [sys.executable, "-m", guard, "--logdir", logdir, "--host", HOST]
     command += ["--port", "default" if port is None else str(port)]
     env = None if environ is None else {**environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     process = subprocess.Popen(
