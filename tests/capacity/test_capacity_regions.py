@@ -191,7 +191,7 @@ def test_a_dry_run_shows_each_attempts_create_in_its_own_region(fake, run_cli, s
         (3, "europe-west4", "standard"),
     ]
     for a in attempts:
-        create = a["requests"][-1]
+        create = a["requests"][1]  # (the look for the key, the create, the look after it)
         assert create["url"].endswith(f"/v1/projects/{PROJECT}/locations/{a['region']}/customJobs")
         assert create["body"]["labels"][ATTEMPT_LABEL] == str(a["attempt"])
     assert fake.requests == []  # nothing sent

@@ -70,7 +70,8 @@ def test_cancel_and_list(endpoint, spec_file):
 def test_dry_run_sends_nothing(endpoint, spec_file):
     plan = vt.submit(vt.load_spec(spec_file), dry_run=True, idempotency_key="nb-3")
     assert isinstance(plan, api.DryRun)
-    assert plan.requests[-1]["body"] == plan.job
+    assert plan.requests[1]["body"] == plan.job  # between the look for the key and the look after
+    assert plan.requests[2] == plan.requests[0]
     assert plan.requests[0]["params"] == {"filter": 'labels.vertex-trainer-key="nb-3"'}
     assert endpoint.requests == [] and endpoint.connections == 0
 

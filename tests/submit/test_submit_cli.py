@@ -190,7 +190,7 @@ def test_dry_run_opens_no_socket(no_socket_env, fake, spec_file, cli):
         if output == "json":
             plan = one_json(result.stdout)
             assert plan["dry_run"] is True and plan["idempotency_key"] == "ci-9"
-            create = plan["requests"][-1]
+            create = plan["requests"][1]  # (the look for the key, the create, the look after it)
             assert (
                 create["method"] == "POST"
                 and create["url"] == f"{fake.url}/v1/projects/test-project/locations/us-central1/customJobs"
@@ -381,7 +381,7 @@ def test_dry_run_of_a_build_spec_shows_the_package_step(no_socket_env, fake, spe
         "us-central1-docker.pkg.dev/p/r/trainer:"
     )
     assert (
-        plan["requests"][-1]["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"]
+        plan["requests"][1]["body"]["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["imageUri"]
         == plan["image"]
     )
     text = subprocess.run(

@@ -23,7 +23,7 @@ def test_the_plan_is_frozen_and_names_its_kind(settings):
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.key = "other"  # type: ignore[misc]
     assert plan.kind == "custom" and plan.key == "plan-1" and len(plan.attempts) == 1
-    assert [r["method"] for r in plan.requests] == ["GET", "POST"]
+    assert [r["method"] for r in plan.requests] == ["GET", "POST", "GET"]  # look, create, look after
     assert plan.requests[1]["body"] is plan.body  # the one render
     assert api.plan_submit(spec, local=True, settings=settings).kind == "local"
     fallback = build_spec(merged(T4_JOB, {"scheduling": {"fallback": ["standard"]}}))

@@ -50,9 +50,9 @@ def dry_run_text(plan: SubmitPlan) -> str:
 
 
 def _custom_dry_run(plan: SubmitPlan) -> list[str]:
-    lookup, create = plan.requests
+    lookup, create, after = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
-    steps = iter(range(1, 6))
+    steps = iter(range(1, 7))
     lines += _check_lines(plan, next(steps) if plan.checks else 0)
     lines += _tensorboard_lines(plan, next(steps) if plan.tensorboards else 0)
     pkg = plan.package
@@ -73,6 +73,7 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
     lines += _reducer_lines(plan.spec, "#    reducers (workerPoolSpecs[2], Reduction Server): ")
     lines.append(f"{create['method']} {create['url']}")
     lines.append(json.dumps(redact(create["body"]), indent=2))
+    lines += _after_lines(next(steps), "job", after)
     later = plan.attempts[1:] if plan.kind == "fallback" else ()
     if later:  # scheduling.fallback (docs/contract.md section 11)
         lines.append(
@@ -80,7 +81,7 @@ def _custom_dry_run(plan: SubmitPlan) -> list[str]:
             "or as not offered there, or its job for capacity (code 8: seen with --wait)"
         )
     for attempt in later:
-        a, post = attempt.planned, attempt.requests[-1]
+        a, post = attempt.planned, attempt.requests[1]
         lines.append(f"# attempt {a.n} ({a.strategy} in {a.region} on {a.hardware_name}), its own job")
         lines.append(f"{post['method']} {post['url']}")
     return lines
@@ -95,7 +96,7 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
         lines += [f"#   trial {t.id}: {' '.join(redact_args(t.args))}" for t in plan.trials]
         lines.append(json.dumps(redact(plan.job), indent=2))
         return lines
-    lookup, create = plan.requests
+    lookup, create, after = plan.requests
     lines = ["# dry run: nothing was sent, built or run. submit would:"]
     step = 1
     if plan.checks:
@@ -114,7 +115,16 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     lines.append(f"# {step + 1}. if there is none, create it")
     lines.append(f"{create['method']} {create['url']}")
     lines.append(json.dumps(redact(create["body"]), indent=2))
-    return lines
+    return lines + _after_lines(step + 2, "tuning job", after)
+
+
+def _after_lines(step: int, what: str, after: dict) -> list[str]:
+    """The look after a create (vertex/custom_jobs.py `_keep_oldest`), as step `step`."""
+    return [
+        f"# {step}. look again: if another submit with the same key created a {what} at the same "
+        "instant, the newer is cancelled (queued: nothing ran) and the oldest adopted",
+        f"{after['method']} {after['url']}?{urlencode(after['params'])}",
+    ]
 
 
 def _check_lines(plan: SubmitPlan, step: int) -> list[str]:

@@ -92,15 +92,14 @@ class JobsClient(CollectionClient):
         return min(found, key=_age) if found else None
 
     def requests_for(self, job: dict[str, Any], key: str) -> list[dict[str, Any]]:
-        """What an idempotent create sends, in order (for --dry-run); opens no connection."""
-        return [
-            {
-                "method": "GET",
-                "url": self.url(f"{self.parent}/{self.collection}"),
-                "params": {"filter": self.key_filter(key)},
-            },
-            {"method": "POST", "url": self.url(f"{self.parent}/{self.collection}"), "body": job},
-        ]
+        """What an idempotent create sends, in order (for --dry-run); opens no connection: the
+        look for the key's job, the create, and the look after it (`_keep_oldest`)."""
+        look = {
+            "method": "GET",
+            "url": self.url(f"{self.parent}/{self.collection}"),
+            "params": {"filter": self.key_filter(key)},
+        }
+        return [look, {"method": "POST", "url": look["url"], "body": job}, dict(look)]
 
     # -- errors --------------------------------------------------------------------------------
     def _user_error(self, op: str, err: ApiError) -> bool:
