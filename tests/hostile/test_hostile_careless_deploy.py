@@ -11,28 +11,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.deploy.test_deploy_vertex import request
 from tests.shared import PROJECT, REGION, fake_settings
 from vertex_trainer.settings import PollPolicy
-from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer, deploy
+from vertex_trainer.vertex.model_deploy import DeployRequest, deploy
 from vertex_trainer.vertex.models import RegistryClient
 
 FAST = dict(poll=PollPolicy(initial=0.01, maximum=0.02), timeout=30)
 
 
 def _request(job_id: str) -> DeployRequest:
-    return DeployRequest(
-        model_display_name="digits",
-        artifact_uri=f"gs://b/runs/{job_id}/model",
-        container=ServingContainer(
-            "us-docker.pkg.dev/p/r/trainer:abc", command=("python", "-m", "trainer.serve")
-        ),
-        job_id=job_id,
-        endpoint="digits-endpoint",
-        machine_type="n1-standard-4",
-        min_replicas=1,
-        max_replicas=1,
-        traffic=100,
-    )
+    return request(job_id, max_replicas=1, labels={})
 
 
 class _CtrlCAfterDeploySent(RegistryClient):

@@ -14,20 +14,8 @@ import pytest
 import requests
 
 from tests.cli_support import edge_env
+from tests.hostile.test_hostile_careless_synth import FIRST
 from tests.shared import cli_runner, put_object, storage_emulator
-
-FIRST = (
-    "--examples",
-    "16",
-    "--shards",
-    "4",
-    "--image-size",
-    "8",
-    "--num-classes",
-    "3",
-    "--eval-examples",
-    "4",
-)
 
 
 @pytest.fixture
