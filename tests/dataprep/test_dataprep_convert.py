@@ -214,5 +214,6 @@ def test_bad_requests_are_exit_2(tmp_path, args, message):
 def test_missing_or_empty_image_dir(tmp_path):
     result = run_cli("data", "convert", tmp_path / "nope", tmp_path / "out")
     assert result.code == 2 and "IMAGE_DIR" in result.err and "not a directory" in result.err
-    result = run_cli("data", "convert", tmp_path, tmp_path / "out")
+    (tmp_path / "empty").mkdir()  # (OUT_DIR beside it: one inside is refused first, as inside)
+    result = run_cli("data", "convert", tmp_path / "empty", tmp_path / "out")
     assert result.code == 2 and "no class folders" in result.err

@@ -209,7 +209,7 @@ def test_the_trainers_rules_do_not_apply_to_a_script(code_dir):
 def test_the_python_api_dry_run_takes_the_script_job(code_dir):
     spec = _tuned(code_dir)
     dry = api.submit(spec, dry_run=True)
-    body = dry.to_dict()["requests"][-1]["body"]
+    body = dry.to_dict()["requests"][1]["body"]  # (look, create, look after)
     assert body["labels"][PARAMS_LABEL] == VERBATIM
     assert body["trialJobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == ["--epochs=2"]
 

@@ -52,7 +52,7 @@ def test_the_dry_run_lists_the_find_or_create_and_the_jobs_field(fake, run_cli, 
     assert find["params"] == {"filter": 'labels.vertex-trainer-managed="true"'}
     assert (create["method"], create["url"]) == ("POST", collection)
     assert create["body"]["labels"] == {"vertex-trainer-managed": "true"}
-    job = plan["requests"][-1]["body"]
+    job = plan["requests"][1]["body"]  # (look, create, look after)
     assert job["jobSpec"]["tensorboard"] == (f"(found or created at submit: {PARENT}/tensorboards/<id>)")
     assert job["jobSpec"]["serviceAccount"] == SA
     found = discovery_methods(["aiplatform.v1"])
@@ -60,7 +60,13 @@ def test_the_dry_run_lists_the_find_or_create_and_the_jobs_field(fake, run_cli, 
     methods = [conforms(r["method"], url_of(r), r.get("body"), found) for r in every]
     assert methods == [
         f"aiplatform.v1: aiplatform.projects.locations.{verb}"
-        for verb in ("tensorboards.list", "tensorboards.create", "customJobs.list", "customJobs.create")
+        for verb in (
+            "tensorboards.list",
+            "tensorboards.create",
+            "customJobs.list",
+            "customJobs.create",
+            "customJobs.list",  # the look after the create
+        )
     ]
     assert fake.requests == []  # a dry run sends nothing
 

@@ -5,7 +5,7 @@ quota lines of `validate --check-quota`. Only words here: the plan made every de
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from vertex_trainer import hardware as hw
@@ -118,7 +118,7 @@ def _tuning_dry_run(plan: SubmitPlan) -> list[str]:
     return lines + _after_lines(step + 2, "tuning job", after)
 
 
-def _after_lines(step: int, what: str, after: dict) -> list[str]:
+def _after_lines(step: int, what: str, after: dict[str, Any]) -> list[str]:
     """The look after a create (vertex/custom_jobs.py `_keep_oldest`), as step `step`."""
     return [
         f"# {step}. look again: if another submit with the same key created a {what} at the same "
