@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
+from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState, records_of
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
@@ -126,7 +126,8 @@ def run_local(
     that name that SUCCEEDED here (a retry with the same idempotency key), nothing runs again:
     that run's result is returned, `adopted`, as a cloud retry adopts the job its key made. A run
     whose records another runner still holds (the same key running in another process) is
-    refused (UserError) before anything starts: two runs never write one folder.
+    refused (UserError) before anything starts: two runs never write one folder. A gs:// folder's
+    records are its result.json in the bucket, kept by a run that `run` names (`_keep_gs_result`).
     """
     model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
     name = str(job.get("displayName") or (model.name if model else None) or "local-job")
@@ -134,6 +135,7 @@ def run_local(
     region = (model.region if model else None) or settings.region
     console = console or default_console()
     environ = dict(settings.environ)
+    submission = run is not None  # (a submission's run, new or resumed: it keeps a gs:// result)
     if adopt and run:
         earlier = _adopted(job, name, run, settings)
         if earlier is not None:
@@ -276,6 +278,8 @@ def run_local(
             model_written=_written(model_dir, settings) if state == SUCCEEDED else None,
         )
         runlog.close(result)
+        if submission and base.startswith("gs://"):
+            _keep_gs_result(result, settings, display)
         if summary or state != SUCCEEDED:
             display.summary(result)
         return result
@@ -380,10 +384,36 @@ def hold_records(record: str, run: str, base: str) -> int:
     return fd
 
 
+# result.json of a gs:// run: RunLog.close's fields, less the log's tail, plus the run's name
+_GS_RESULT = "name state exit_code failed_replica failed_exit_code job_id replicas elapsed_s run".split()
+
+
+def _keep_gs_result(result: LocalResult, settings: Settings, display: Display) -> None:
+    """A gs:// run folder's records: how the run ended, as result.json beside the folder in the
+    bucket (records_of), which a retry with the same key reads to adopt it (`_adopted_gs`). Only a
+    run that `run` names keeps it: a submission's, or a resumed one's, not a sandbox job's nor a
+    trial's (their buckets get what the job writes, no more). A failure to write it: one warning."""
+    uri = f"{records_of(result.output_dir)}/{RESULT_FILE}"
+    data = json.dumps({k: getattr(result, k) for k in _GS_RESULT}, indent=2).encode()
+    try:
+        bucket, name = storage.split_uri(uri)
+        storage.client(settings).bucket(bucket).blob(name).upload_from_string(
+            data, content_type="application/json"
+        )
+    except Exception as exc:  # (any: auth, network, permissions) never a failed run
+        why = f"{type(exc).__name__}: {exc}"
+        display.note(
+            f"could not keep the run's result in {uri} ({why}): the same key runs it again",
+            style="bold yellow",
+        )
+
+
 def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> LocalResult | None:
     """The result of the run named `run` in the job's folder when its records say it SUCCEEDED
     (run.json names that run, result.json says so), as a LocalResult `adopted`; else None."""
     base = resolve_output(job, name, run)
+    if base.startswith("gs://"):
+        return _adopted_gs(base, name, run, settings)
     record = layout.record_dir(base)
     if record is None or not os.path.isdir(base):  # (its folder removed: nothing left to adopt)
         return None
@@ -398,6 +428,32 @@ def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> Lo
         return None
     if kept.get("run") != run or ended.get("state") != SUCCEEDED:
         return None
+    ended["job_id"] = ended.get("job_id") or kept.get("job_id")
+    return _adopted_result(base, name, run, ended, record, settings)
+
+
+def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResult | None:
+    """`_adopted` for a gs:// folder: its result.json in the bucket names the run and says it
+    SUCCEEDED, and the folder still holds objects; else None (also when Cloud Storage cannot say).
+    No route to Cloud Storage: the UserError the run would have met."""
+    from google.api_core.exceptions import GoogleAPIError
+
+    cluster.check_gcs_route(settings.environ)
+    try:
+        ended = storage.read_json(settings, f"{records_of(base)}/{RESULT_FILE}")
+        if ended is None or ended.get("run") != run or ended.get("state") != SUCCEEDED:
+            return None
+        if not storage.holds_objects(settings, base):  # (its folder emptied: nothing left to adopt)
+            return None
+    except (GoogleAPIError, OSError):
+        return None
+    return _adopted_result(base, name, run, ended, None, settings)
+
+
+def _adopted_result(
+    base: str, name: str, run: str, ended: dict[str, Any], record: str | None, settings: Settings
+) -> LocalResult:
+    """The LocalResult of an adopted run that SUCCEEDED, from its result's fields (`ended`)."""
     model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
     replicas = ended.get("replicas")
     return LocalResult(
@@ -407,7 +463,7 @@ def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> Lo
         model_dir=model_dir,
         metrics=read_metrics(base, settings),
         exit_code=0,
-        job_id=str(ended.get("job_id") or kept.get("job_id") or ""),
+        job_id=str(ended.get("job_id") or ""),
         replicas=[str(r) for r in replicas] if isinstance(replicas, list) else [],
         elapsed_s=float(ended.get("elapsed_s") or 0.0),
         run=run,

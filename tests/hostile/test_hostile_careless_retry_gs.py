@@ -1,0 +1,161 @@
+"""A careless user's retry of a local run whose output_dir is in Cloud Storage (issue 42, G1):
+`submit --local --idempotency-key K` run again, as test_hostile_careless_retry.py does for a local
+folder, with `output_dir: gs://BUCKET/runs`.
+
+A gs:// run folder had no records, so the retry of a run that SUCCEEDED ran again into the same
+`gs://BUCKET/runs/<name>-<key>/` and wrote over the first run's model. Now a submission's run
+keeps its result beside its folder in the bucket (`runs/.vertex-trainer/<run>/result.json`), and
+the same key adopts it: nothing runs, the first run's model stays. `--resume RUN` still trains
+again (and the result it keeps is its own); a run that FAILED, or whose folder was emptied, runs
+again. A sandbox job's run (no submission) leaves no record objects in its bucket.
+
+The job is a script of a few lines (no TensorFlow) that writes its model and metrics.json
+straight to the storage emulator; the CLI runs in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.parse
+import urllib.request
+import uuid
+
+import pytest
+
+from tests.cli_support import edge_env
+from tests.shared import cli_runner, script_job
+from vertex_trainer.emulators.gcs import GcsEmulator
+
+# The run's code: the model and metrics.json carry the job id, uploaded to the emulator (the
+# replica has the route in its environment); --fail fails it after writing the model.
+TASK = """
+import json, os, sys, urllib.parse, urllib.request
+host = os.environ["STORAGE_EMULATOR_HOST"]
+job = os.environ["CLOUD_ML_JOB_ID"]
+model = os.environ["AIP_MODEL_DIR"].rstrip("/")
+send = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+def put(uri, data):
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    query = urllib.parse.urlencode({"uploadType": "media", "name": name})
+    send(urllib.request.Request(f"{host}/upload/storage/v1/b/{bucket}/o?{query}", data.encode()))
+put(f"{model}/saved_model.pb", job)
+print("trained", job)
+if "--fail" in sys.argv:
+    raise SystemExit(3)
+put(f"{model.rsplit('/', 1)[0]}/metrics.json", json.dumps({"job": job}))
+"""
+
+RUN = "digits-ci-7"
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    with GcsEmulator() as emu:
+        yield emu
+
+
+@pytest.fixture
+def bucket(emulator) -> str:
+    name = f"retry-{uuid.uuid4().hex[:12]}"
+    emulator.create_bucket(name)
+    return name
+
+
+def _setup(tmp_path, emulator, bucket):
+    spec = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
+    return cli_runner(edge_env(tmp_path, **emulator.env()), cwd=tmp_path), spec
+
+
+def _model(emulator, bucket) -> str:
+    return emulator.read_object(bucket, f"runs/{RUN}/model/saved_model.pb").decode()
+
+
+def _result(emulator, bucket) -> dict:
+    return json.loads(emulator.read_object(bucket, f"runs/.vertex-trainer/{RUN}/result.json"))
+
+
+def _delete(emulator, bucket, name: str) -> None:
+    url = f"{emulator.endpoint}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener.open(urllib.request.Request(url, method="DELETE"), timeout=30).close()
+
+
+def test_a_retry_of_a_gs_run_that_succeeded_adopts_it_and_keeps_its_model(tmp_path, emulator, bucket):
+    run, spec = _setup(tmp_path, emulator, bucket)
+    folder = f"gs://{bucket}/runs/{RUN}"
+    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    made = json.loads(first.stdout)
+    assert made["adopted"] is False and made["output_dir"] == folder
+    job = made["metrics"]["job"]
+    assert _model(emulator, bucket) == job
+
+    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    adopted = json.loads(again.stdout)
+    assert adopted["adopted"] is True and adopted["state"] == "JOB_STATE_SUCCEEDED"
+    assert adopted["output_dir"] == folder and adopted["metrics"]["job"] == job
+    assert "already SUCCEEDED here" in again.stderr and f"--resume {RUN}" in again.stderr
+    assert "Running digits locally" not in again.stderr  # nothing ran
+    assert _model(emulator, bucket) == job  # the first run's model is the one kept
+    kept = _result(emulator, bucket)  # the run's records, beside its folder in the bucket
+    assert kept["run"] == RUN and kept["state"] == "JOB_STATE_SUCCEEDED" and kept["job_id"] == job
+
+    # training it again is explicit: --resume runs again in the folder, and keeps its own result
+    resumed = run("submit", spec, "--local", "--resume", RUN, "--output", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    second = json.loads(resumed.stdout)
+    assert second["adopted"] is False and second["output_dir"] == folder
+    assert second["metrics"]["job"] != job and _model(emulator, bucket) == second["metrics"]["job"]
+    assert _result(emulator, bucket)["job_id"] == second["metrics"]["job"]
+    latest = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert latest.returncode == 0, latest.stderr
+    assert json.loads(latest.stdout)["adopted"] is True and "Running digits" not in latest.stderr
+    assert json.loads(latest.stdout)["metrics"]["job"] == second["metrics"]["job"]
+
+    # the run's folder emptied by hand: nothing left to adopt, the key runs again
+    for name in emulator.list_objects(bucket, f"runs/{RUN}/"):
+        _delete(emulator, bucket, name)
+    fresh = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert fresh.returncode == 0 and json.loads(fresh.stdout)["adopted"] is False, fresh.stderr
+    assert _model(emulator, bucket) == json.loads(fresh.stdout)["metrics"]["job"]
+
+
+def test_a_retry_of_a_gs_run_that_failed_runs_again(tmp_path, emulator, bucket):
+    run, spec = _setup(tmp_path, emulator, bucket)
+    failed = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--set", 'args=["--fail"]')
+    assert failed.returncode == 1, failed.stderr
+    first = _model(emulator, bucket)
+    assert _result(emulator, bucket)["state"] == "JOB_STATE_FAILED"
+    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    done = json.loads(again.stdout)
+    assert done["adopted"] is False and done["output_dir"] == f"gs://{bucket}/runs/{RUN}"
+    assert done["metrics"]["job"] != first and _model(emulator, bucket) == done["metrics"]["job"]
+    assert _result(emulator, bucket)["state"] == "JOB_STATE_SUCCEEDED"
+
+
+def test_a_run_that_is_no_submission_leaves_no_records_in_its_bucket(tmp_path, emulator, bucket):
+    """The sandbox's cloud jobs (run_local without a run's name) write what the job writes, no
+    more: a sandbox test may compare its bucket's listing."""
+    from rich.console import Console
+
+    from vertex_trainer.local import SUCCEEDED, run_local
+    from vertex_trainer.settings import Settings
+
+    base = f"gs://{bucket}/runs/{RUN}"
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {"imageUri": "x", "command": [sys.executable, "-c", TASK]},
+    }
+    job = {"displayName": "digits", "jobSpec": {"workerPoolSpecs": [pool]}}
+    job["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": base}
+    settings = Settings.from_environ(edge_env(tmp_path, **emulator.env()))
+    result = run_local(job, None, settings=settings, console=Console(quiet=True))
+    assert result.state == SUCCEEDED
+    assert sorted(emulator.list_objects(bucket)) == [
+        f"runs/{RUN}/metrics.json",
+        f"runs/{RUN}/model/saved_model.pb",
+    ]
