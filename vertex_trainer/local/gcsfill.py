@@ -39,6 +39,7 @@ import glob
 import json
 import os
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import ServiceError, UserError
 from vertex_trainer.gcp import storage
-from vertex_trainer.local import cluster
+from vertex_trainer.local import cluster, gcsfuse
 from vertex_trainer.local.cluster import FUSE_ROOT, FuseRef
 from vertex_trainer.local.gcsfuse import CONFLICT_SUFFIX
 from vertex_trainer.settings import Settings
@@ -368,3 +369,54 @@ def fill_standin(
     if path is not None and fill.fetched:
         save_record(path, {**record, **fill.fetched})
     return fill
+
+
+def upload_standin(standin: Path, settings: Settings, note: Callable[[str], None], fill: Fill) -> None:
+    """What the replicas wrote or changed under /gcs/BUCKET/ (not what was fetched and left as it
+    was), to gs://BUCKET/ (as Cloud Storage FUSE would have written it), and the fetched objects
+    whose files they deleted, deleted; then the scratch directory removed."""
+    client = storage.client(settings)
+
+    def put(bucket: str, obj: str, path: Path) -> None:
+        client.bucket(bucket).blob(obj).upload_from_filename(str(path))
+
+    try:
+        count = gcsfuse.upload(standin, put, fill.fetched)
+        gone = gcsfuse.deleted(standin, fill.fetched)
+    finally:
+        shutil.rmtree(standin, ignore_errors=True)
+    if count:
+        note(f"/gcs: {count} file(s) the replicas wrote uploaded to their buckets")
+    if gone:
+        removed, kept = _delete_fetched(client, gone)
+        note(
+            f"/gcs: {removed} object(s) the replicas deleted deleted from their buckets"
+            + (f"; {kept} kept: changed in the bucket since they were fetched" if kept else "")
+        )
+
+
+def _delete_fetched(client: Any, gone: list[tuple[str, str, str]]) -> tuple[int, int]:
+    """Delete each (bucket, object) still at the generation that was fetched; (deleted, kept).
+
+    An object another writer replaced since (another generation) is kept: the run deleted what it
+    had read, not the newer object. The delete carries the generation as a precondition, so
+    Cloud Storage refuses it if the object changes between the check and the delete."""
+    from google.api_core.exceptions import NotFound, PreconditionFailed
+
+    removed = kept = 0
+    for bucket, obj, generation in gone:
+        blob = client.bucket(bucket).get_blob(obj)
+        if blob is None:  # already gone
+            continue
+        if str(blob.generation) != generation:
+            kept += 1
+            continue
+        try:
+            blob.delete(if_generation_match=blob.generation)
+        except PreconditionFailed:
+            kept += 1
+            continue
+        except NotFound:
+            continue
+        removed += 1
+    return removed, kept

@@ -257,7 +257,7 @@ def run_local(
                     shown.lines(last)
 
         if standin is not None and base.startswith("gs://"):
-            _upload(standin, settings, display, fill)
+            gcsfill.upload_standin(standin, settings, display.note, fill)
         model_dir = cluster.output_dirs(base)["AIP_MODEL_DIR"]
         result = LocalResult(
             name=name,
@@ -334,30 +334,6 @@ def _standin(record: str | None) -> Path:
     path = Path(record).parent / layout.STANDIN_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def _upload(standin: Path, settings: Settings, display: Display, fill: gcsfill.Fill) -> None:
-    """What the replicas wrote or changed under /gcs/BUCKET/ (not what was fetched and left as it
-    was), to gs://BUCKET/ (as Cloud Storage FUSE would have written it), and the fetched objects
-    whose files they deleted, deleted; then the scratch directory removed."""
-    client = storage.client(settings)
-
-    def put(bucket: str, obj: str, path: Path) -> None:
-        client.bucket(bucket).blob(obj).upload_from_filename(str(path))
-
-    try:
-        count = gcsfuse.upload(standin, put, fill.fetched)
-        gone = gcsfuse.deleted(standin, fill.fetched)
-    finally:
-        shutil.rmtree(standin, ignore_errors=True)
-    if count:
-        display.note(f"/gcs: {count} file(s) the replicas wrote uploaded to their buckets")
-    if gone:
-        removed, kept = _delete_fetched(client, gone)
-        display.note(
-            f"/gcs: {removed} object(s) the replicas deleted deleted from their buckets"
-            + (f"; {kept} kept: changed in the bucket since they were fetched" if kept else "")
-        )
 
 
 LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
@@ -487,33 +463,6 @@ def _written(model_dir: str, settings: Settings) -> bool | None:
         return any(True for _ in found)
     except (GoogleAPIError, OSError):
         return None
-
-
-def _delete_fetched(client: Any, gone: list[tuple[str, str, str]]) -> tuple[int, int]:
-    """Delete each (bucket, object) still at the generation that was fetched; (deleted, kept).
-
-    An object another writer replaced since (another generation) is kept: the run deleted what it
-    had read, not the newer object. The delete carries the generation as a precondition, so
-    Cloud Storage refuses it if the object changes between the check and the delete."""
-    from google.api_core.exceptions import NotFound, PreconditionFailed
-
-    removed = kept = 0
-    for bucket, obj, generation in gone:
-        blob = client.bucket(bucket).get_blob(obj)
-        if blob is None:  # already gone
-            continue
-        if str(blob.generation) != generation:
-            kept += 1
-            continue
-        try:
-            blob.delete(if_generation_match=blob.generation)
-        except PreconditionFailed:
-            kept += 1
-            continue
-        except NotFound:
-            continue
-        removed += 1
-    return removed, kept
 
 
 def _supervise(supervisor: Supervisor, display: _Shows, cancel: Any = None) -> Process | None:
