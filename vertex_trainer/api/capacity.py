@@ -105,28 +105,8 @@ def create_resource(
         "state": resource.state,
         "adopted": adopted,
         "resource": dict(resource.data),
-        "hourly": _resource_hourly(spec),  # what it bills while it exists, used by a job or not
+        "hourly": resource_hourly(resource.data),  # what it bills while it exists, used or not
     }
-
-
-def _resource_hourly(spec: JobSpec) -> float | None:
-    """The hourly list price (USD, the shipped snapshot's on-demand price in the spec's region) of
-    the machines a persistent resource made from `spec` holds; None when the book has none."""
-    from vertex_trainer import pricing
-    from vertex_trainer.api.cost import prices
-    from vertex_trainer.spec.attempts import attempts
-
-    h = attempts(spec)[0].hardware
-    one = pricing.machine_price(
-        prices(),
-        machine_type=h.machine_type,
-        accelerator_type=h.accelerator_type,
-        accelerator_count=h.accelerator_count,
-        tpu_topology=h.tpu_topology,
-        region=spec.region,
-        strategy="standard",
-    )
-    return one.times(spec.replicas).hourly
 
 
 def resource_hourly(resource: Mapping[str, Any]) -> float | None:
