@@ -26,7 +26,7 @@ from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
 from vertex_trainer.local.display import Display, default_console
-from vertex_trainer.local.runlog import RESULT_FILE, RunLog
+from vertex_trainer.local.runlog import RESULT_FIELDS, RESULT_FILE, RunLog
 from vertex_trainer.local.supervisor import (
     INTERRUPT_GRACE_S,
     Interrupted,
@@ -361,7 +361,7 @@ def hold_records(record: str, run: str, base: str) -> int:
 
 
 # result.json of a gs:// run: RunLog.close's fields, less the log's tail, plus the run's name
-_GS_RESULT = "name state exit_code failed_replica failed_exit_code job_id replicas elapsed_s run".split()
+_GS_RESULT = [*(k for k in RESULT_FIELDS if k != "log_tail"), "run"]
 
 
 def _keep_gs_result(result: LocalResult, settings: Settings, display: Display) -> None:
@@ -457,10 +457,8 @@ def _written(model_dir: str, settings: Settings) -> bool | None:
         return path.is_dir() and any(path.iterdir())
     from google.api_core.exceptions import GoogleAPIError
 
-    bucket, _, prefix = model_dir.removeprefix("gs://").partition("/")
     try:
-        found = storage.client(settings).list_blobs(bucket, prefix=prefix.rstrip("/") + "/", max_results=1)
-        return any(True for _ in found)
+        return storage.holds_objects(settings, model_dir)
     except (GoogleAPIError, OSError):
         return None
 

@@ -28,6 +28,18 @@ from vertex_trainer.local.layout import find_run as _find
 
 LOGS_DIR = "logs"
 RESULT_FILE = "result.json"
+# What result.json keeps of how a run ended (a LocalResult's fields)
+RESULT_FIELDS = (
+    "name",
+    "state",
+    "exit_code",
+    "failed_replica",
+    "failed_exit_code",
+    "log_tail",
+    "job_id",
+    "replicas",
+    "elapsed_s",
+)
 RUNNER_FILE = "runner.json"
 RUNNING, FAILED = "JOB_STATE_RUNNING", "JOB_STATE_FAILED"
 
@@ -81,21 +93,10 @@ class RunLog:
         self._files = {}
         if self.dir is None:
             return
-        fields = (
-            "name",
-            "state",
-            "exit_code",
-            "failed_replica",
-            "failed_exit_code",
-            "log_tail",
-            "job_id",
-            "replicas",
-            "elapsed_s",
-        )
         # (the user's code may have removed a folder it thought its own: the result is kept anyway)
         os.makedirs(os.path.dirname(self.dir), exist_ok=True)
         with open(os.path.join(os.path.dirname(self.dir), RESULT_FILE), "w", encoding="utf-8") as f:
-            json.dump({k: getattr(result, k, None) for k in fields}, f, indent=2)
+            json.dump({k: getattr(result, k, None) for k in RESULT_FIELDS}, f, indent=2)
             f.write("\n")
 
 
