@@ -54,20 +54,22 @@ SAME_BATCHES = dict(augment="none", deterministic="true", weight_decay=0)
 
 
 @pytest.fixture(scope="module")
-def tiny_run(synth_data, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
-    """(output base, hyperparameter-tuning metric file, result) of one tiny-cnn run on one replica."""
+def tiny_run(synth_data, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess, Path]:
+    """(output base, hyperparameter-tuning metric file, result, its TMPDIR) of one tiny-cnn run on
+    one replica."""
     base = tmp_path_factory.mktemp("tiny-run")
     hp_file = base / "hypertune" / "output.metrics"
+    scratch = tmp_path_factory.mktemp("tiny-run-tmp")  # the process's TMPDIR: what it leaves there
     result = run_trainer(
         tiny_args(synth_data, **SAME_BATCHES) + dirs(base),
-        env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file)),
+        env=trainer_env(CLOUD_ML_HP_METRIC_FILE=str(hp_file), TMPDIR=str(scratch)),
     )
-    return base, hp_file, result
+    return base, hp_file, result, scratch
 
 
 @pytest.mark.trainer
 def test_tiny_cnn_end_to_end(tiny_run):
-    base, hp_file, result = tiny_run
+    base, hp_file, result, scratch = tiny_run
     assert result.returncode == 0, result.stdout + result.stderr
     progress = [PROGRESS.match(line) for line in result.stdout.splitlines() if line.startswith("progress ")]
     assert [(m.group(1), m.group(2), m.group(3), m.group(4)) for m in progress] == [
@@ -100,13 +102,16 @@ def test_tiny_cnn_end_to_end(tiny_run):
 
     # The export's signatures, their dtypes and what they answer: tests/serving (on a shared run).
     assert (base / "model" / "saved_model.pb").exists()
+    # The modules autograph wrote for the functions it converted are removed at the end, though
+    # the process skips the interpreter's teardown (exit_now) that would have run TF's removal.
+    assert not list(scratch.glob("__autograph_generated_file*")), sorted(p.name for p in scratch.iterdir())
 
 
 @pytest.mark.trainer
 def test_two_replicas_with_steps_per_execution_match_one_replica(tiny_run, synth_data, tmp_path):
     # Per-replica batch norm (the default) is the same run but for its statistics (each replica
     # normalises over half the batch); with them all-reduced, two replicas compute what one does.
-    base, _, one = tiny_run
+    base, _, one, _ = tiny_run
     assert one.returncode == 0, one.stdout + one.stderr
     two = run_trainer(
         tiny_args(synth_data, **SAME_BATCHES, cpu_replicas=2, sync_batch_norm="true") + dirs(tmp_path)

@@ -578,18 +578,7 @@ def _finite(value):
     return value if math.isfinite(value) else None
 
 
-def exit_now(code: int) -> None:
-    """End the process with `code` once the run's output is out, skipping the interpreter's teardown.
-
-    By the time main() returns, everything the run writes is closed: checkpoints and the export are
-    written synchronously, metrics.json by us, the TensorBoard writers by the Keras callback at the
-    end of training. What is left is tearing down TensorFlow's modules and objects, 1-1.5 s of CPU
-    per process on a 2-vCPU machine (a replica, a trial, a bench run: benchmarks/RESULTS-trainer.md).
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
+    from trainer.process_end import exit_now
+
     exit_now(main())
