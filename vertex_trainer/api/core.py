@@ -283,9 +283,10 @@ def within_budget(spec: JobSpec) -> None:
     if spec.scheduling.max_cost is None:
         return
     from vertex_trainer import pricing
-    from vertex_trainer.cost import estimate as cost
+    from vertex_trainer.cost.budget import enforce_budget
+    from vertex_trainer.cost.estimate import estimate
 
-    cost.enforce_budget(spec, cost.estimate(spec, pricing.load_snapshot()))
+    enforce_budget(spec, estimate(spec, pricing.load_snapshot()))
 
 
 def _sent_values(spec: JobSpec, format: str) -> None:

@@ -32,6 +32,7 @@ from vertex_trainer.api.results import DryRun
 from vertex_trainer.capacity import availability, fallback
 from vertex_trainer.contract import Artifact, run_name
 from vertex_trainer.cost import estimate as cost
+from vertex_trainer.cost.budget import enforce_budget
 from vertex_trainer.errors import UserError
 from vertex_trainer.local.layout import resumed_run
 from vertex_trainer.log import Log, silent
@@ -522,10 +523,8 @@ def _budget(
     """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
     budget it passed (over it: exit 2 naming both figures, nothing sent)."""
     est = cost.estimate(spec, pricing.load_snapshot(), plan=route)
-    trials = spec.tune.max_trials if spec.tune is not None else 1
-    worst = None if est.max_cost is None else est.max_cost * trials
-    budget, field_ = cost.enforce_budget(spec, est, max_cost=max_cost)
-    return est, worst, budget, field_
+    budget, field_ = enforce_budget(spec, est, max_cost=max_cost)
+    return est, est.worst_case, budget, field_
 
 
 def _trials(spec: JobSpec) -> tuple[TrialPlan, ...]:

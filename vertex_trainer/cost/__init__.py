@@ -1,7 +1,8 @@
 """Cost: what a job will cost before anything is sent, the budget it must stay under, what a
 finished one cost, and the alternatives (docs/cost.md; docs/contract.md section 12).
 
-    estimate.py        the estimate, the budget check, a finished job's cost (`job_cost`)
+    estimate.py        the estimate, a finished job's cost (`job_cost`)
+    budget.py          the budget check (scheduling.max_cost, --max-cost): exit 2, nothing sent
     compare.py         `cost --compare`: the same accelerator elsewhere, other schedulings
     scaling_model.py   what scaling costs: a small model of data-parallel training across machines
     billing_catalog.py the Cloud Billing Catalog API: Vertex AI's public SKUs (`dev refresh-prices`)

@@ -51,7 +51,7 @@ def estimate_text(est: Estimate) -> str:
     expected = "-" if est.expected_cost is None else f"{le}{est.expected_cost:,.2f} {est.currency}"
     lines.append(f"plan     worst case {worst}; expected {expected}")
     if est.trials is not None:  # a tuning job: the lines above are one trial's
-        whole = "-" if est.max_cost is None else f"{le}{est.max_cost * est.trials:,.2f} {est.currency}"
+        whole = "-" if est.worst_case is None else f"{le}{est.worst_case:,.2f} {est.currency}"
         lines.append(f"search   up to {est.trials} trials: worst case {whole} ({est.trials} x one trial's)")
     lines += [f"note     {n}" for n in est.notes]
     return "\n".join(lines)
