@@ -20,6 +20,9 @@ RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
 # On the jobs of a spec with scheduling.fallback (docs/contract.md section 8): which strategy of the plan,
 # 1 = scheduling.strategy, 2 = fallback[0], ...; every attempt carries the same key label.
 ATTEMPT_LABEL = "vertex-trainer-attempt"
+# On a job that continues a run (submit --resume): a digest of the run's folder (render.folder_label),
+# so a later --resume finds every job still writing there, whatever its own key.
+RESUMES_LABEL = "vertex-trainer-resumes"
 MAX_USER_LABELS = 62  # Vertex allows 64; we add the two above
 
 # -- what Vertex AI sets in every replica ---------------------------------------------------------

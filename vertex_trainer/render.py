@@ -9,6 +9,7 @@ enum names, int64 as strings, durations as "3600s"). `submit` sends it, `--local
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shlex
 from typing import Any
@@ -20,6 +21,7 @@ from vertex_trainer.contract import (
     ATTEMPT_LABEL,
     KEY_LABEL,
     LOCAL_IMAGE,
+    RESUMES_LABEL,
     SPEC_LABEL,
     STRATEGIES,
     Artifact,
@@ -171,14 +173,23 @@ def scheduling(spec: JobSpec, strategy: str | None = None) -> dict[str, Any]:
     return out
 
 
-def labels(spec: JobSpec, idempotency_key: str | None = None, attempt: int | None = None) -> dict[str, str]:
+def labels(
+    spec: JobSpec, idempotency_key: str | None = None, attempt: int | None = None, resumes: str | None = None
+) -> dict[str, str]:
     out = dict(spec.labels)
     out[SPEC_LABEL] = spec_hash(spec)
     if idempotency_key:
         out[KEY_LABEL] = idempotency_key
     if spec.scheduling.fallback:  # which strategy of the plan (docs/contract.md section 8)
         out[ATTEMPT_LABEL] = str(attempt or 1)
+    if resumes:  # the folder of the run this job continues (submit --resume)
+        out[RESUMES_LABEL] = folder_label(resumes)
     return out
+
+
+def folder_label(folder: str) -> str:
+    """A run folder as a label value (at most 63 characters of [a-z0-9_-]): its sha256, 32 hex."""
+    return hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32]
 
 
 _PENDING = "(found or created at submit: projects/{project}/locations/{region}/tensorboards/<id>)"
@@ -220,13 +231,14 @@ def custom_job(
     attempt: int | PlannedAttempt | None = None,
     *,
     output: str | None = None,
+    resumed: bool = False,
 ) -> dict[str, Any]:
     """The CustomJob REST body for `spec` (what submit POSTs to .../customJobs). With
     scheduling.fallback, `attempt` (default 1) is the job of one attempt of the plan (its
     strategy, hardware and reservation; spec/attempts.py), labelled vertex-trainer-attempt=n:
     the plan's PlannedAttempt itself (nothing is planned again), or its number n.
     Its baseOutputDirectory is `output` (a resumed run's folder) or the key's own folder
-    (`run_dir`)."""
+    (`run_dir`); a `resumed` run's job is labelled with its folder (RESUMES_LABEL)."""
     artifact = artifact or default_artifact(spec)
     chosen = attempt if isinstance(attempt, PlannedAttempt) else _nth_attempt(spec, attempt or 1)
     n = chosen.n
@@ -254,7 +266,7 @@ def custom_job(
         job_spec["tensorboard"] = spec.tensorboard
     job: dict[str, Any] = {
         "displayName": spec.name,
-        "labels": labels(spec, idempotency_key, n),
+        "labels": labels(spec, idempotency_key, n, resumes=base if resumed else None),
         "jobSpec": job_spec,
     }
     if spec.encryption_key:

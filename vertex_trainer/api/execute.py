@@ -38,12 +38,12 @@ from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
 from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.capacity import availability, fallback
-from vertex_trainer.contract import TERMINAL_STATES
+from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES
 from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
 from vertex_trainer.log import Log
-from vertex_trainer.render import tensorboard_pending
+from vertex_trainer.render import folder_label, tensorboard_pending
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
 from vertex_trainer.vertex.tensorboards import TensorboardsClient
@@ -425,8 +425,9 @@ def _with_tensorboards(plan: SubmitPlan, settings: Settings, log: Log) -> Submit
 
 def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
     """`--resume RUN` of a run in Cloud Storage: its folder must hold something, and the run's
-    own job (its key is the folder's name after `<name>-`) must have ended (exit 2 otherwise,
-    before anything is built or created)."""
+    own job (its key is the folder's name after `<name>-`) and every job resumed into it (labelled
+    RESUMES_LABEL with the folder) must have ended (exit 2 otherwise, before anything is built or
+    created)."""
     if plan.resumed is None or not plan.resumed.startswith("gs://"):
         return
     if settings.offline and not settings.storage_emulator:  # Vertex AI a stand-in, no bucket to read
@@ -437,12 +438,14 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
             hint="give the name of a run below output_dir (its folder: vertex-trainer status JOB), "
             "or submit without --resume",
         )
-    # Two jobs in one folder write over each other's checkpoints and model as they run.
+    # Two jobs in one folder write over each other's checkpoints and model as they run: the run's
+    # own job (its key is the folder's name after `<name>-`) and every job resumed into it since.
     run, prefix = plan.resumed.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
-    if not run.startswith(prefix) or not run.removeprefix(prefix):
-        return
     client = _client(plan, settings, log)
-    for job in client.list(client.key_filter(run.removeprefix(prefix))):
+    jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_label(plan.resumed)}"')
+    if run.startswith(prefix) and run.removeprefix(prefix):
+        jobs = client.list(client.key_filter(run.removeprefix(prefix))) + jobs
+    for job in jobs:
         folder = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
         if job.get("state") not in TERMINAL_STATES and str(folder or "").rstrip("/") == plan.resumed.rstrip(
             "/"

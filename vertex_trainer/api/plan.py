@@ -30,7 +30,7 @@ from vertex_trainer.api.deploy import deploy as plan_deploy
 from vertex_trainer.api.package import artifact_for, local_tensorflow_note, package_step
 from vertex_trainer.api.results import DryRun
 from vertex_trainer.capacity import availability, fallback
-from vertex_trainer.contract import Artifact, run_name
+from vertex_trainer.contract import MAX_USER_LABELS, RESUMES_LABEL, Artifact, run_name
 from vertex_trainer.cost import estimate as cost
 from vertex_trainer.cost.budget import enforce_budget
 from vertex_trainer.errors import UserError
@@ -406,7 +406,9 @@ def plan_submit(
     run, output = _run_place(spec, key, resume, local=local)
     rendered = []
     for a in route if kind in ("custom", "fallback") else route[:1]:
-        body = render.custom_job(spec, artifact, idempotency_key=key, attempt=a, output=output)
+        body = render.custom_job(
+            spec, artifact, idempotency_key=key, attempt=a, output=output, resumed=resume is not None
+        )
         where = a.region or spec.region or ""  # (a cloud spec has a region: check() made sure)
         sent = tuple(clients(where).requests_for(body, key)) if clients and not tuned else ()
         rendered.append(AttemptPlan(a, body, sent))
@@ -474,6 +476,13 @@ def _run_place(spec: JobSpec, key: str, resume: str | None, *, local: bool) -> t
     names (exit 2 when there is no such run to continue)."""
     if resume is None:
         return run_name(spec.name, key), render.run_dir(spec, key)
+    limit = MAX_USER_LABELS - bool(spec.scheduling.fallback) - 1  # a resumed job carries RESUMES_LABEL
+    if not local and len(spec.labels) > limit:
+        raise UserError(
+            f"--resume: the spec has {len(spec.labels)} labels; a resumed job may carry at most {limit} "
+            f"(Vertex allows 64; vertex-trainer adds its own, {RESUMES_LABEL} among them)",
+            hint="remove some labels",
+        )
     return resumed_run(spec.output_dir, resume, fixed=spec.fixed_output_dir, local=local)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from vertex_trainer import hardware as hw
 from vertex_trainer import regions
-from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, VERTEX_ENV
+from vertex_trainer.contract import ATTEMPT_LABEL, MAX_USER_LABELS, RESERVED_LABELS, RESUMES_LABEL, VERTEX_ENV
 from vertex_trainer.errors import SpecError, SpecProblems
 from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
 from vertex_trainer.spec.deploy_block import deploy_rules
@@ -290,7 +290,7 @@ def _labels(spec: JobSpec) -> None:
             hint="remove some labels",
         )
     for key, value in labels.items():
-        if key in RESERVED_LABELS or key == ATTEMPT_LABEL or key.startswith("goog"):
+        if key in RESERVED_LABELS or key in (ATTEMPT_LABEL, RESUMES_LABEL) or key.startswith("goog"):
             raise SpecError(
                 f"labels.{key}",
                 "is reserved (set by vertex-trainer or Google)",
