@@ -15,7 +15,9 @@ straight to the storage emulator; the CLI runs in this process.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sys
 import urllib.parse
 import urllib.request
@@ -26,6 +28,7 @@ import pytest
 from tests.cli_support import edge_env
 from tests.shared import cli_runner, script_job
 from vertex_trainer.emulators.gcs import GcsEmulator
+from vertex_trainer.local import layout
 
 # The run's code: the model and metrics.json carry the job id, uploaded to the emulator (the
 # replica has the route in its environment); --fail fails it after writing the model.
@@ -159,3 +162,27 @@ def test_a_run_that_is_no_submission_leaves_no_records_in_its_bucket(tmp_path, e
         f"runs/{RUN}/metrics.json",
         f"runs/{RUN}/model/saved_model.pb",
     ]
+
+
+def test_the_same_key_while_its_gs_run_runs_on_this_machine_is_refused(tmp_path, emulator, bucket):
+    """A gs:// folder has no flock of its own: the runner holds one on this machine, below the
+    user's private root, named by the folder (local/layout.gs_run_lock). A second runner of the key
+    meanwhile (held here as the first runner would hold it) is exit 2 before anything starts."""
+    run, spec = _setup(tmp_path, emulator, bucket)
+    folder = f"gs://{bucket}/runs/{RUN}"
+    lock = layout.gs_run_lock(folder)
+    assert lock is not None
+    os.makedirs(lock, exist_ok=True)
+    fd = os.open(os.path.join(lock, "runner.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        second = run("submit", spec, "--local", "--idempotency-key", "ci-7")
+        assert second.returncode == 2, second.stderr
+        assert f"run {RUN} is already running on this machine" in second.stderr and folder in second.stderr
+        assert "Running digits locally" not in second.stderr
+        assert not emulator.list_objects(bucket, f"runs/{RUN}/")  # nothing written
+    finally:
+        os.close(fd)
+    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr  # the lock released: it runs
+    assert _model(emulator, bucket) == json.loads(first.stdout)["metrics"]["job"]

@@ -19,6 +19,7 @@ were per run kept a `vertex-trainer/` record inside their output directory: stil
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -42,6 +43,7 @@ __all__ = [
     "Found",
     "default_run_dir",
     "find_run",
+    "gs_run_lock",
     "link_latest",
     "record_dir",
     "resumed_run",
@@ -83,6 +85,17 @@ def private_root(tmp: str | None = None) -> str:
     if st.st_mode & 0o077:
         os.chmod(root, 0o700)
     return root
+
+
+def gs_run_lock(folder: str, tmp: str | None = None) -> str | None:
+    """The records a local run of the gs:// `folder` holds its lock in on this machine (a bucket
+    has no flock): <tmp>/vertex-trainer/.gs-locks/<sha256 of the folder>, below this user's private
+    root; None when that root is not usable (another user's: then no lock, as without flock)."""
+    try:
+        root = private_root(tmp)
+    except UserError:
+        return None
+    return os.path.join(root, ".gs-locks", hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32])
 
 
 def _trusted_root(root: Path) -> bool:

@@ -207,6 +207,8 @@ def run_local(
             save_run_record(record, job, spec, job_id, run=run, run_dir=base)
             if latest:
                 layout.link_latest(base)
+        elif submission and (lock := layout.gs_run_lock(base)) is not None:  # a gs:// folder
+            held = hold_records(lock, run, base)
 
         supervisor = Supervisor(
             replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
@@ -352,8 +354,9 @@ def hold_records(record: str, run: str, base: str) -> int:
         raise UserError(
             f"run {run} is already running on this machine (another submit --local with the same "
             f"idempotency key writes to {base}): a second run would write the same model and checkpoints",
-            hint=f"wait for it to end (vertex-trainer logs {base} --follow), "
-            "or submit with another --idempotency-key",
+            hint="wait for it to end"
+            + ("" if base.startswith("gs://") else f" (vertex-trainer logs {base} --follow)")
+            + ", or submit with another --idempotency-key",
         ) from None
     except OSError:
         pass  # no flock here (some network file systems): nothing to hold, nothing refused
