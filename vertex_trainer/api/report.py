@@ -141,6 +141,8 @@ def report(
             f"report: format {fmt!r} is not one of {', '.join(report_page.FORMATS)}",
             hint="--format html (the page) or --format png (the plots as one image)",
         )
+    if path:
+        report_page.check_out(path)  # before the run is read: a refusal costs nothing
     data = report_data(target, project=project, region=region, settings=settings)
     where = path or default_output(data.name if not isinstance(target, str) else target, fmt)
     return report_page.write(data, where, fmt)

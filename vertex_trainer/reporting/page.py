@@ -20,10 +20,13 @@ from vertex_trainer.reporting import plots as report_plots
 from vertex_trainer.reporting.run_data import RunData, time_split
 from vertex_trainer.vertex.tensorboards import tensorboard_url
 
-__all__ = ["FORMATS", "html", "summary_rows", "write"]
+__all__ = ["FORMATS", "check_out", "html", "summary_rows", "write"]
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 FORMATS = ("html", "png")
+# How much of an existing -o file is read for the mark (the page's generator meta, the PNG's
+# Software text: both within its first few hundred bytes).
+_HEAD_BYTES = 4096
 
 # The figures of metrics.json at the top of the page: (key, label, format).
 SUMMARY = (
@@ -138,8 +141,34 @@ def _tensorboard_url(job: dict[str, Any] | None) -> str | None:
     return tensorboard_url((job.get("jobSpec") or {}).get("tensorboard"), str(job.get("name") or ""))
 
 
+def check_out(out: str) -> None:
+    """Refuse (UserError, exit 2) an `out` that would replace what is not a report: a folder, or
+    a file that neither page nor PNG of this module wrote (a run's metrics.json, a spec, notes),
+    which writing the report would have destroyed. A report written before is replaced."""
+    path = Path(out).expanduser()
+    if path.is_dir():
+        raise UserError(
+            f"report: -o {out} is a folder, not a file",
+            hint=f"give -o a file name, e.g. -o {Path(out) / 'report.html'}",
+        )
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEAD_BYTES) if path.is_file() else b""
+    except OSError:
+        head = b""
+    if report_plots.MARK.encode() not in head:
+        raise UserError(
+            f"report: -o {out} is a file that no report wrote: writing the report would replace it",
+            hint="give -o a new file name (e.g. report.html), or remove that file first if it may go",
+        )
+
+
 def write(data: RunData, out: str, fmt: str = "html") -> str:
-    """Write the report of `data` to `out` as `fmt` ("html" or "png"); the path written."""
+    """Write the report of `data` to `out` as `fmt` ("html" or "png"); the path written.
+    Refused (check_out) when `out` holds something that is not a report."""
+    check_out(out)
     path = Path(out).expanduser()
     content = (
         report_plots.png(data, f"{data.name}: run report")

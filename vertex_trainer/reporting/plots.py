@@ -17,12 +17,14 @@ from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.reporting.run_data import RunData, lr_schedule, time_split
 
-__all__ = ["Chart", "charts", "png", "svg"]
+__all__ = ["MARK", "Chart", "charts", "png", "svg"]
 
 TRAIN, EVAL, REF, WAIT = "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 _SPLIT_COLOURS = ("#9467bd", "#1f77b4", "#8c564b", "#d62728", "#7f7f7f")
 _SVG_METADATA = ("Creator", "Date", "Format", "Type")
 _OUTCOME = {"SUCCEEDED": "#2ca02c", "FAILED": "#d62728", "CANCELLED": "#7f7f7f"}
+# What a PNG this module writes says it is (its Software text), so `report -o` knows its own file.
+MARK = "vertex-trainer report"
 LABEL_CHARS = 60  # a name in a plot (a metric, a parameter); longer ones end with "..."
 MAX_EPOCH_LINES = 100  # the learning-rate plot marks each epoch up to this many
 
@@ -321,7 +323,7 @@ def png(data: RunData, title: str) -> bytes:
         fig.suptitle(_label(title, 2 * LABEL_CHARS))
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100)
+        fig.savefig(buf, format="png", dpi=100, metadata={"Software": MARK})
     finally:
         plt.close(fig)
     return buf.getvalue()
