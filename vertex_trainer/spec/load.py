@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import subprocess
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -238,12 +240,49 @@ def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str,
     return out
 
 
+def _text_field(parts: list[str]) -> bool:
+    """Whether the spec field at `parts` holds text (a str field, or a value of labels/env or of
+    another mapping of text), read from JobSpec's own field types."""
+    model: Any = JobSpec
+    for i, part in enumerate(parts):
+        fields = getattr(model, "model_fields", None)
+        if not isinstance(fields, dict) or part not in fields:
+            return False
+        kinds = _kinds(fields[part].annotation)
+        rest = parts[i + 1 :]
+        if not rest:
+            return kinds == {str}
+        nested = [k for k in kinds if isinstance(k, type) and hasattr(k, "model_fields")]
+        if nested:
+            model = nested[0]
+            continue
+        maps = [k for k in kinds if typing.get_origin(k) is dict]
+        return len(rest) == 1 and len(maps) == 1 and typing.get_args(maps[0])[1:] == (str,)
+    return False
+
+
+def _kinds(annotation: Any) -> set[Any]:
+    """The types an annotation allows, None, Annotated and unions taken apart."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _kinds(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return set().union(*(_kinds(a) for a in typing.get_args(annotation))) - {type(None)}
+    return {annotation} - {type(None)}
+
+
 def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
-    """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar)."""
+    """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar).
+
+    A field that holds text (name, a path, a label's or an env variable's value) takes the text as
+    typed: YAML would read `labels.env=no` as false, `labels.run=007` as 7 and `env.VERSION=1.10`
+    as 1.1, which the spec then wrote back as "false", "7" and "1.1". `null` still removes it.
+    """
     try:
         value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
     except (*_YAML_FAILURES, RecursionError):
         value = raw
+    if isinstance(value, (bool, int, float)) and _text_field(key.split(".")):
+        value = raw.strip()
     parts = key.split(".")
     node = data
     for i, part in enumerate(parts[:-1]):
