@@ -54,3 +54,13 @@ def test_number_and_boolean_fields_still_read_yaml():
     assert got.trainer is not None
     assert (got.trainer.epochs, got.replicas, got.fixed_output_dir) == (5, 2, True)
     assert got.trainer.learning_rate == 0.2
+
+
+def test_null_removes_a_label_or_an_env_variable_as_documented():
+    """README: "`null` removes a value". On a label or an env variable it was refused instead
+    ("labels.purpose: Input should be a valid string (got None)"), and on a field with a default
+    (replicas, boot_disk, labels itself) "must be ..., not empty"."""
+    got = spec("labels.purpose=null", "env.TF_CPP_MIN_LOG_LEVEL=null")
+    assert "purpose" not in got.labels and "TF_CPP_MIN_LOG_LEVEL" not in got.env
+    got = spec("replicas=null", "boot_disk=null", "labels=null", "labels.other=null")
+    assert got.replicas == 1 and got.boot_disk.size_gb == 100 and got.labels == {}

@@ -275,7 +275,8 @@ def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
 
     A field that holds text (name, a path, a label's or an env variable's value) takes the text as
     typed: YAML would read `labels.env=no` as false, `labels.run=007` as 7 and `env.VERSION=1.10`
-    as 1.1, which the spec then wrote back as "false", "7" and "1.1". `null` still removes it.
+    as 1.1, which the spec then wrote back as "false", "7" and "1.1". `null` removes the key
+    (a label, an env variable; a field then has its default).
     """
     try:
         value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
@@ -298,6 +299,9 @@ def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
                 hint=f"set {path} itself, e.g. --set {path}=...",
             )
         node = child
+    if value is None:  # `null` removes the value: the field's default, a label or variable gone
+        node.pop(parts[-1], None)
+        return
     node[parts[-1]] = value
 
 
