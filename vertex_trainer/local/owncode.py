@@ -11,6 +11,7 @@ replica's log: the directory, the script or module, and every requirement, in th
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib.metadata
 import importlib.util
 import io
@@ -48,6 +49,9 @@ _IMPORT_NAMES = {
     "tensorflow-tpu": "tensorflow",
     "tf-keras": "tf_keras",
 }
+# How alike a missing requirement's name and an installed one's must be to ask "did you mean"
+# (difflib's ratio: numpyy/numpy 0.91, pandsa/pandas 0.83; unrelated names stay well below).
+_NEAR = 0.8
 _NAME_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -150,15 +154,47 @@ def check_requirements(code: Code, python: str = sys.executable) -> None:
     unmet += [(r, f"{why}; declared in {code.declared_in}") for r, why in declared if r not in dict(unmet)]
     if not unmet:
         return
-    names = ", ".join(f"{r} ({why})" for r, why in unmet)
+    near = {r: m for r, why in unmet if why.startswith("not installed") and (m := near_installed(r))}
+    names = ", ".join(
+        f"{r} ({why}; did you mean {near[r][0]}? {near[r][1]} is installed)" if r in near else f"{r} ({why})"
+        for r, why in unmet
+    )
     command = " ".join([shlex.quote(python), "-m", "pip", "install", *(shlex.quote(r) for r in dict(unmet))])
+    fix = f"install here: {command}"
+    if near:
+        # A misspelt name is no package to install (at best it is missing, at worst someone
+        # else's): the fix is the spelling, which the image build would trip on too.
+        typos = ", ".join(f"{Requirement(r).name} -> {m[0]}" for r, m in near.items())
+        fix = (
+            f"if misspelt, correct it where it is written ({typos}): pip would install nothing, "
+            f"or another package; else {fix}"
+        )
     raise SpecError(
         "image.code" if declared else "image.requirements",
         f"{names}: a local run uses this interpreter ({python}), not the image, and your code "
         "needs " + ("it" if len(unmet) == 1 else "them"),
         has_value=False,
-        hint=f"install here: {command}",
+        hint=fix,
     )
+
+
+def near_installed(requirement: str) -> tuple[str, str] | None:
+    """The installed distribution whose name `requirement`'s most likely misspells (numpyy,
+    pandsa, scikit_lern), and its version: ("numpy", "2.4.6"); None when none is close.
+
+    Args:
+        requirement: a plain pip requirement that is not installed here.
+    Returns:
+        (name, version) of the closest installed distribution, or None.
+    """
+    wanted = _normal(Requirement(requirement).name)
+    installed: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name:
+            installed.setdefault(_normal(name), dist.version)
+    found = difflib.get_close_matches(wanted, list(installed), n=1, cutoff=_NEAR)
+    return (found[0], installed[found[0]]) if found else None
 
 
 def preflight(spec: JobSpec, python: str = sys.executable) -> Code:
