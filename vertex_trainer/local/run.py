@@ -21,12 +21,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState, records_of
+from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
-from vertex_trainer.local import cluster, gcsfill, gcsfuse, layout, netns, owncode
+from vertex_trainer.local import cluster, gcsfill, gcsfuse, gsresult, layout, netns, owncode
 from vertex_trainer.local.display import Display, default_console
-from vertex_trainer.local.runlog import RESULT_FIELDS, RESULT_FILE, RunLog
+from vertex_trainer.local.runlog import RESULT_FILE, RunLog
 from vertex_trainer.local.supervisor import (
     INTERRUPT_GRACE_S,
     Interrupted,
@@ -127,7 +127,7 @@ def run_local(
     that run's result is returned, `adopted`, as a cloud retry adopts the job its key made. A run
     whose records another runner still holds (the same key running in another process) is
     refused (UserError) before anything starts: two runs never write one folder. A gs:// folder's
-    records are its result.json in the bucket, kept by a run that `run` names (`_keep_gs_result`).
+    records are its result.json in the bucket, kept by a run that `run` names (local/gsresult.py).
     """
     model = spec if isinstance(spec, JobSpec) else None  # (a study's record keeps its text)
     name = str(job.get("displayName") or (model.name if model else None) or "local-job")
@@ -207,8 +207,11 @@ def run_local(
             save_run_record(record, job, spec, job_id, run=run, run_dir=base)
             if latest:
                 layout.link_latest(base)
-        elif submission and (lock := layout.gs_run_lock(base)) is not None:  # a gs:// folder
-            held = hold_records(lock, run, base)
+        elif submission:  # a gs:// folder: held on this machine, its record says it runs
+            if (lock := layout.gs_run_lock(base)) is not None:
+                held = hold_records(lock, run, base)
+            names = [r.name for r in replicas]
+            gsresult.mark_running(settings, base, run=run, name=name, job_id=job_id, replicas=names)
 
         supervisor = Supervisor(
             replicas, cwd=str(code.directory) if code is not None and not code.on_path else None
@@ -281,7 +284,7 @@ def run_local(
         )
         runlog.close(result)
         if submission and base.startswith("gs://"):
-            _keep_gs_result(result, settings, display)
+            gsresult.keep(result, settings, display.note)
         if summary or state != SUCCEEDED:
             display.summary(result)
         return result
@@ -363,30 +366,6 @@ def hold_records(record: str, run: str, base: str) -> int:
     return fd
 
 
-# result.json of a gs:// run: RunLog.close's fields, less the log's tail, plus the run's name
-_GS_RESULT = [*(k for k in RESULT_FIELDS if k != "log_tail"), "run"]
-
-
-def _keep_gs_result(result: LocalResult, settings: Settings, display: Display) -> None:
-    """A gs:// run folder's records: how the run ended, as result.json beside the folder in the
-    bucket (records_of), which a retry with the same key reads to adopt it (`_adopted_gs`). Only a
-    run that `run` names keeps it: a submission's, or a resumed one's, not a sandbox job's nor a
-    trial's (their buckets get what the job writes, no more). A failure to write it: one warning."""
-    uri = f"{records_of(result.output_dir)}/{RESULT_FILE}"
-    data = json.dumps({k: getattr(result, k) for k in _GS_RESULT}, indent=2).encode()
-    try:
-        bucket, name = storage.split_uri(uri)
-        storage.client(settings).bucket(bucket).blob(name).upload_from_string(
-            data, content_type="application/json"
-        )
-    except Exception as exc:  # (any: auth, network, permissions) never a failed run
-        why = f"{type(exc).__name__}: {exc}"
-        display.note(
-            f"could not keep the run's result in {uri} ({why}): the same key runs it again",
-            style="bold yellow",
-        )
-
-
 def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> LocalResult | None:
     """The result of the run named `run` in the job's folder when its records say it SUCCEEDED
     (run.json names that run, result.json says so), as a LocalResult `adopted`; else None."""
@@ -419,7 +398,7 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResu
 
     cluster.check_gcs_route(settings.environ)
     try:
-        ended = storage.read_json(settings, f"{records_of(base)}/{RESULT_FILE}")
+        ended = gsresult.read(settings, base)
         if ended is None or ended.get("run") != run or ended.get("state") != SUCCEEDED:
             return None
         if not storage.holds_objects(settings, base):  # (its folder emptied: nothing left to adopt)

@@ -1,0 +1,90 @@
+"""A gs:// run folder's records: its result.json beside the folder in the bucket.
+
+A local folder's records are files beside it (local/layout.py); a run whose output_dir is in Cloud
+Storage keeps only how it ended, as `<output_dir>/.vertex-trainer/<run>/result.json` (records_of),
+and only a submission's run does (new or `--resume`d; not a sandbox job's nor a trial's). A retry
+with the same idempotency key reads it to adopt a run that SUCCEEDED (local/run.py `_adopted`).
+
+While the run runs, the record says so (`mark_running`, JOB_STATE_RUNNING, written before any
+replica starts): a run that ends without writing its own end (the runner killed, the write
+refused) never leaves the record of the run before it (a SUCCEEDED one that `--resume` went on
+training, or one whose folder was emptied) for a retry to adopt as its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from vertex_trainer.contract import records_of
+from vertex_trainer.errors import ServiceError, UserError
+from vertex_trainer.gcp import storage
+from vertex_trainer.local.runlog import RESULT_FIELDS, RESULT_FILE, RUNNING
+from vertex_trainer.settings import Settings
+
+# result.json of a gs:// run: RunLog.close's fields, less the log's tail, plus the run's name
+FIELDS = (*(k for k in RESULT_FIELDS if k != "log_tail"), "run")
+
+__all__ = ["FIELDS", "keep", "mark_running", "read", "uri_of"]
+
+
+def uri_of(folder: str) -> str:
+    """gs://.../.vertex-trainer/<run>/result.json: the record of the run in the gs:// `folder`."""
+    return f"{records_of(folder.rstrip('/'))}/{RESULT_FILE}"
+
+
+def _put(settings: Settings, uri: str, value: dict[str, Any]) -> None:
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    bucket, name = storage.split_uri(uri)
+    # (the same bytes again: a retried upload is idempotent, so transient errors are retried)
+    storage.client(settings).bucket(bucket).blob(name).upload_from_string(
+        json.dumps(value, indent=2).encode(), content_type="application/json", retry=DEFAULT_RETRY
+    )
+
+
+def read(settings: Settings, folder: str) -> dict[str, Any] | None:
+    """The record of the run in `folder`, or None (none, not JSON). Cloud Storage's errors raise."""
+    return storage.read_json(settings, uri_of(folder))
+
+
+def mark_running(
+    settings: Settings, folder: str, *, run: str, name: str, job_id: str, replicas: list[str]
+) -> None:
+    """Before the run in the gs:// `folder` starts: its record says it runs (JOB_STATE_RUNNING),
+    in place of whatever an earlier run of the folder left. When that cannot be written, nothing
+    runs: UserError (exit 2) for a bucket that does not exist, ServiceError (exit 3) otherwise."""
+    from google.api_core import exceptions as gexc
+
+    uri = uri_of(folder)
+    value = {"name": name, "state": RUNNING, "job_id": job_id, "replicas": replicas, "run": run}
+    try:
+        _put(settings, uri, value)
+    except gexc.NotFound:
+        raise UserError(
+            f"output_dir: the bucket gs://{storage.split_uri(uri)[0]} does not exist; nothing ran",
+            hint="create it (gcloud storage buckets create), or set output_dir to a bucket of yours",
+        ) from None
+    except Exception as exc:  # (any: auth, network, permissions) the run would leave a stale record
+        raise ServiceError(
+            f"could not record that run {run} is running in {uri} ({type(exc).__name__}: {exc}); "
+            "nothing ran: the record an earlier run left there would be taken for this run's",
+            hint="the account needs to write and replace objects there (roles/storage.objectUser); "
+            "then submit again",
+        ) from None
+
+
+def keep(result: Any, settings: Settings, note: Callable[..., None]) -> None:
+    """How the run ended (`result`, a LocalResult: its FIELDS), as its record. A failure to write
+    it is one warning line (`note`): the record still says the run runs, so the same key runs it
+    again rather than adopt it."""
+    uri = uri_of(result.output_dir)
+    try:
+        _put(settings, uri, {k: getattr(result, k) for k in FIELDS})
+    except Exception as exc:  # (any: auth, network, permissions) never a failed run
+        why = f"{type(exc).__name__}: {exc}"
+        note(
+            f"could not keep the run's result in {uri} ({why}): the same key runs it again",
+            style="bold yellow",
+        )
