@@ -13,6 +13,7 @@ from vertex_trainer.cost.cost_text import price_line
 from vertex_trainer.durations import fmt_duration
 from vertex_trainer.redact import hidden, note, redact, redact_args
 from vertex_trainer.spec.factory import keras_words
+from vertex_trainer.spec.tune import Search
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.plan import QuotaLook, SubmitPlan
@@ -247,9 +248,11 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
             lines.append(f"  {search.replace('search: ', 'search    ', 1)}")
     if job.tune is not None:  # hyperparameter tuning (docs/contract.md section 10)
         t = job.tune
+        size = Search.of(job).grid_size()
+        of_grid = f": {t.max_trials} of its {size} combinations" if size and size > t.max_trials else ""
         lines.append(
             f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
-            f"trials, {t.parallel_trials} at a time ({t.algorithm} search)"
+            f"trials, {t.parallel_trials} at a time ({t.algorithm} search{of_grid})"
         )
     return "\n".join(lines + list(quota or []))
 

@@ -19,7 +19,7 @@ from vertex_trainer.spec.attempts import attempts, reservation_zone, zone_region
 from vertex_trainer.spec.deploy_block import deploy_rules
 from vertex_trainer.spec.images import latest_warning, validate_image_values
 from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_resource, check_reservations
-from vertex_trainer.spec.tune import tune_rules
+from vertex_trainer.spec.tune import grid_warning, tune_rules
 from vertex_trainer.suggest import nearest
 
 if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
@@ -87,6 +87,9 @@ def warnings(spec: JobSpec) -> list[str]:
     latest = latest_warning(spec.image) if spec.image is not None else None
     if latest:
         out.append(latest)
+    grid = grid_warning(spec)
+    if grid:
+        out.append(grid)
     m = hw.machine(spec.hardware.machine_type)
     if m is not None and m.arch != "amd64":  # A4X: Arm CPUs (catalog/machines.csv, `arch`)
         out.append(

@@ -306,6 +306,34 @@ class Search:
         """The StudySpec kind of parameter `name` (double, integer, discrete, categorical)."""
         return self.tune.kind(name, trainer=not self.own_args)
 
+    def grid_size(self) -> int | None:
+        """How many combinations a grid search has (integer ranges step by 1; a double range,
+        which grid refuses, counts none), or None for another algorithm."""
+        if self.tune.algorithm != "grid":
+            return None
+        size = 1
+        for name, p in self.tune.parameters.items():
+            if p.values is not None:
+                size *= len(p.values)
+            elif self.kind(name) == "integer":
+                size *= int(p.bounds[1]) - int(p.bounds[0]) + 1
+        return size
+
+
+def grid_warning(spec: JobSpec) -> str | None:
+    """A grid search whose max_trials is under its combinations tries only the first ones, in
+    order (the last values of the first parameters never): said, with the count that covers it."""
+    if spec.tune is None:
+        return None
+    size = Search.of(spec).grid_size()
+    if size is None or size <= spec.tune.max_trials:
+        return None
+    return (
+        f"warning: tune.max_trials: {spec.tune.max_trials} trials try {spec.tune.max_trials} of "
+        f"the grid's {size} combinations, in order, and never the rest (raise max_trials to "
+        f"{size}, list fewer values, or use algorithm: random to sample the grid)"
+    )
+
 
 def category(value: Value) -> str:
     """A categorical value as the service holds it (text): booleans as true/false."""

@@ -51,7 +51,7 @@ from vertex_trainer.local.supervisor import Interrupted, InterruptGuard
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
 from vertex_trainer.spec import JobSpec, TrainerArgs, check_trainer_flags
-from vertex_trainer.spec.tune import Search, TuneSpec, category, own_args
+from vertex_trainer.spec.tune import Search, TuneSpec, category, grid_warning, own_args
 from vertex_trainer.vertex.hptuning import INFEASIBLE, Trial, best_trial
 from vertex_trainer.vertex.hptuning import SUCCEEDED as TRIAL_SUCCEEDED
 
@@ -308,6 +308,8 @@ def run_trials(
             f"Tuning {name} locally: {len(planned)} trial(s), {tune.parallel_trials} at a time, "
             f"{tune.goal} {tune.metric}; output {base}"
         )
+        if grid := grid_warning(spec):
+            out.note(grid, style="yellow")
         study = LocalTuning(
             name=name,
             state=SUCCEEDED,
