@@ -226,19 +226,47 @@ def note(names: tuple[str, ...] | list[str]) -> str:
     )
 
 
+# What redact_yaml walks: a spec's values after its YAML aliases are expanded, and their depth
+# (spec.load refuses a spec beyond 20,000 values or 32 levels, so no spec the tool ran exceeds them).
+_YAML_VALUES = 20_000
+_YAML_DEPTH = 64
+
+
 def redact_yaml(text: str) -> str:
     """A spec's YAML text with secret-looking values masked (re-dumped as JobSpec.to_yaml dumps
-    it); unchanged when nothing is masked. Text that is not YAML is returned as it is."""
+    it); unchanged when nothing is masked. Text that is not YAML is returned as it is, and so is
+    YAML no spec could be (nesting past a few hundred levels, aliases that expand past
+    _YAML_VALUES values or refer to themselves): `report` reads a run's spec.yaml from its folder,
+    which someone else may have written."""
     import yaml
 
     try:
         data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
+        return text
+    if not _within_bounds(data):
         return text
     masked = redact(data)
     if masked == data:
         return text
     return str(yaml.safe_dump(masked, sort_keys=False, default_flow_style=False))
+
+
+def _within_bounds(data: Any) -> bool:
+    """Whether `data`, its aliases expanded, holds at most _YAML_VALUES values and _YAML_DEPTH
+    levels (a walk without recursion, so an alias to itself ends at the depth bound)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > _YAML_VALUES or depth > _YAML_DEPTH:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for pair in node.items() for v in pair)
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, depth + 1) for v in node)
+    return True
 
 
 def terminal_safe(line: str) -> str:
