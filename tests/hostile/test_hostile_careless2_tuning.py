@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
+from vertex_trainer.errors import UserError
 from vertex_trainer.spec import build_spec
 from vertex_trainer.spec.tune import grid_warning
 
@@ -58,3 +60,21 @@ def test_integer_ranges_count_each_whole_number_and_other_algorithms_never_warn(
     assert "of the grid's 3 combinations" in (grid_warning(build_spec(data)) or "")
     data["tune"]["algorithm"] = "random"
     assert grid_warning(build_spec(data)) is None
+
+
+def test_a_range_of_one_value_is_not_told_to_swap_its_ends(tmp_path):
+    """`{min: 0.1, max: 0.1}` was refused with "swap them (min: 0.1, max: 0.1)": the same range."""
+    data = yaml.safe_load(_spec_file(tmp_path).read_text())
+    data["tune"]["algorithm"] = "random"
+    data["tune"]["parameters"] = {"learning_rate": {"min": 0.1, "max": 0.1}}
+    try:
+        build_spec(data)
+    except UserError as e:
+        text = f"{e}\n{e.hint}"
+    else:
+        raise AssertionError("a range of one value was accepted")
+    assert "min 0.1 is not less than max 0.1" in text
+    assert "swap" not in text and "widen the range" in text
+    data["tune"]["parameters"] = {"learning_rate": {"min": 0.2, "max": 0.1}}
+    with pytest.raises(UserError, match="not less than max"):
+        build_spec(data)

@@ -114,8 +114,11 @@ class TuneParameter(Strict):
             raise problem(
                 f"min {lo:g} is not less than max {hi:g}",
                 sub="min",
-                hint=f"swap them (min: {hi:g}, max: {lo:g}), or list one value "
-                "in trainer: instead of tuning it",
+                hint=(
+                    f"swap them (min: {hi:g}, max: {lo:g}), or list one value in trainer: instead"
+                    if lo > hi
+                    else f"widen the range (min below max), or set {lo:g} in trainer: instead of tuning it"
+                ),
             )
         if self.type == "integer":
             for end in ("min", "max"):
