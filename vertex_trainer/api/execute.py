@@ -46,6 +46,7 @@ from vertex_trainer.log import Log
 from vertex_trainer.render import folder_label, tensorboard_pending
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
+from vertex_trainer.vertex.names import keys_of_run
 from vertex_trainer.vertex.tensorboards import TensorboardsClient
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -443,8 +444,9 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
     run, prefix = plan.resumed.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
     client = _client(plan, settings, log)
     jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_label(plan.resumed)}"')
-    if run.startswith(prefix) and run.removeprefix(prefix):
-        jobs = client.list(client.key_filter(run.removeprefix(prefix))) + jobs
+    if run.startswith(prefix) and run.removeprefix(prefix):  # (a run submitted without a key: vt-...)
+        for key in keys_of_run(run.removeprefix(prefix)):
+            jobs = client.list(client.key_filter(key)) + jobs
     for job in jobs:
         folder = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
         if job.get("state") not in TERMINAL_STATES and str(folder or "").rstrip("/") == plan.resumed.rstrip(

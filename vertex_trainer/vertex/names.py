@@ -22,6 +22,17 @@ def new_key() -> str:
     return f"{RANDOM_KEY_PREFIX}{stamp}-{secrets.token_hex(3)}"
 
 
+_RANDOM_BODY = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # new_key's, after its prefix
+
+
+def keys_of_run(suffix: str) -> tuple[str, ...]:
+    """The idempotency keys whose submissions are named `<name>-<suffix>` (contract.run_name):
+    the suffix itself, and a key the tool made (vt-<suffix>) when the suffix has that form."""
+    if _RANDOM_BODY.fullmatch(suffix):
+        return (suffix, f"{RANDOM_KEY_PREFIX}{suffix}")
+    return (suffix,)
+
+
 def check_key(key: str) -> str:
     """Validate a user-given idempotency key; it becomes a Vertex label value."""
     if not _KEY_RE.fullmatch(key or ""):
