@@ -438,6 +438,28 @@ def _last_line(error: Exception) -> str:
 
 
 # -- the summary ------------------------------------------------------------------------------
+def _class_warnings(manifest: dict[str, Any]) -> list[str]:
+    """A class folder with no training image (empty, or every file rejected: a folder of notes, a
+    typo'd copy) is still a label, counted in num_classes: the model gets an output it never
+    learns. Said, with the labels, when the train split has images at all."""
+    train = manifest["splits"].get("train")
+    if not train or not train["examples"]:
+        return []
+    labels = manifest["labels"]
+    empty = [(i, c) for i, c in enumerate(labels) if not train["per_class"].get(c, 0)]
+    if not empty:
+        return []
+    shown = ", ".join(f"{c} (label {i})" for i, c in empty[:10]) + (
+        f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+    )
+    return [
+        f"warning: {len(empty)} of {len(labels)} classes have no training image: {shown}; "
+        f"num_classes {len(labels)} counts them and the model gets an output it never learns "
+        "(if they are no classes, move those folders out of IMAGE_DIR and convert again with "
+        "--overwrite)"
+    ]
+
+
 def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     """Counts per split and class, rejections, bytes, and the spec values to train on it."""
     splits = manifest["splits"]
@@ -474,6 +496,7 @@ def summary_text(manifest: dict[str, Any], seconds: float | None = None) -> str:
     for name, s in splits.items():
         if s["examples"] == 0:
             lines.append(f"warning: the {name} split is empty")
+    lines += _class_warnings(manifest)
     t = manifest["trainer"]
     lines += [
         f"wrote manifest.json, then {manifest['marker']}",
