@@ -38,6 +38,7 @@ MAX_FILE_BYTES = 1 << 20  # a spec is a few hundred bytes; a megabyte is certain
 MAX_DEPTH = 32  # a spec nests 3 levels (image.pip_packages[0]); 32 is generous
 MAX_VALUES = 20_000  # values after aliases are expanded (a YAML "billion laughs" stops here)
 MAX_TEXT = 65_536  # characters in one value
+MAX_PARSE_DEPTH = 200  # levels before PyYAML's parser, which recurses per level, is used
 _INT64 = 1 << 63
 
 
@@ -91,13 +92,54 @@ _YAML_FAILURES = (yaml.YAMLError, ValueError, TypeError, OverflowError)
 
 
 def _parse(text: str) -> Any:
+    _screen(text)
     try:
         return yaml.load(text, Loader=_SpecLoader)
     except RecursionError:
-        raise UserError(
-            "the YAML nests too deeply (more than a few hundred levels); a job spec nests 3 levels",
-            hint="check the brackets and the indentation",
-        ) from None
+        raise _too_deep() from None
+
+
+def _too_deep() -> UserError:
+    return UserError(
+        "the YAML nests too deeply (more than a few hundred levels); a job spec nests 3 levels",
+        hint="check the brackets and the indentation",
+    )
+
+
+def _screen(text: str) -> None:
+    """Refuse YAML nested past MAX_PARSE_DEPTH levels, or holding more than twice MAX_VALUES
+    nodes before its aliases are expanded (so more than MAX_VALUES values: a key pairs with a
+    value), from libyaml's events (milliseconds; PyYAML's Python scanner took seconds on such a
+    file, 12 s for a megabyte of keys). Any other error is left to the parse that follows, whose
+    messages are the ones users see. Without libyaml, the parse and _plain refuse as before."""
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_PARSE_DEPTH:
+                    raise _too_deep()
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                continue
+            elif not isinstance(event, yaml.NodeEvent):
+                continue
+            nodes += 1
+            if nodes > 2 * MAX_VALUES:
+                raise _too_many()
+    except yaml.YAMLError as e:
+        if "maximum nesting depth" in str(e):  # libyaml's own bound (1,000 levels since 0.2.5)
+            raise _too_deep() from None
+
+
+def _too_many() -> UserError:
+    return UserError(
+        f"the spec holds more than {MAX_VALUES} values (YAML aliases expanding?)",
+        hint="a job spec has a few dozen values",
+    )
 
 
 def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -158,10 +200,7 @@ def _plain(data: Any) -> Any:
         count += 1
         where = dotted(path) or "the spec"
         if count > MAX_VALUES:
-            raise UserError(
-                f"the spec holds more than {MAX_VALUES} values (YAML aliases expanding?)",
-                hint="a job spec has a few dozen values",
-            )
+            raise _too_many()
         if isinstance(node, (dict, list, tuple)) and depth >= MAX_DEPTH:
             raise SpecError(
                 dotted(path[:3]),
