@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 
 class VertexTrainerError(Exception):
@@ -92,3 +93,16 @@ class JobFailed(VertexTrainerError):
     """The job ended FAILED, CANCELLED or EXPIRED. Exit 1."""
 
     exit_code = 1
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM/SIGHUP) stopped a run on this machine: its replicas were stopped and
+    its records closed (JOB_STATE_CANCELLED) before this is raised, so a notebook cell or a loop
+    of runs stops as Ctrl-C stops any other call. `job` is the ended run's handle; the CLI
+    catches it and exits 1 with the run's summary (docs/local.md)."""
+
+    def __init__(self, job: object):
+        super().__init__(
+            f"interrupted: the run here was stopped ({getattr(job, 'name', job)}, JOB_STATE_CANCELLED)"
+        )
+        self.job: Any = job  # the api's LocalJob (errors imports nothing of the project)

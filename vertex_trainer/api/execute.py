@@ -39,7 +39,7 @@ from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.capacity import availability, fallback
 from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES
-from vertex_trainer.errors import UserError, VertexTrainerError
+from vertex_trainer.errors import RunInterrupted, UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
 from vertex_trainer.log import Log
@@ -329,7 +329,10 @@ class LocalExecutor:
             latest=plan.resumed is None,
             adopt=plan.resumed is None,  # the same key again: its run that SUCCEEDED here
         )
-        return LocalJob(result, plan.body, plan.image, plan.key, adopted=result.adopted)
+        job = LocalJob(result, plan.body, plan.image, plan.key, adopted=result.adopted)
+        if result.state == "JOB_STATE_CANCELLED":  # only a signal cancels a run here (no cancel event)
+            raise RunInterrupted(job)  # a KeyboardInterrupt: the cell, the loop, the caller stop too
+        return job
 
 
 class LocalTuningExecutor:

@@ -15,7 +15,7 @@ from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOpt
 from vertex_trainer.cli.deploy import show_deployment
 from vertex_trainer.contract import Failure, short_state
 from vertex_trainer.cost.cost_text import job_cost_line
-from vertex_trainer.errors import JobFailed
+from vertex_trainer.errors import JobFailed, RunInterrupted
 from vertex_trainer.performance.utilization_text import utilization_text
 from vertex_trainer.present.runs import local_summary
 from vertex_trainer.redact import terminal_safe
@@ -125,18 +125,21 @@ def submit(
         console=common.err_console() if text else None,
         summary=tune is not None or not text,
     )
-    result = api.submit(
-        job_spec,
-        wait=wait and (local or tune is None),  # a cloud tuning job is followed by cli/tuning.py
-        idempotency_key=idempotency_key,
-        local=local,
-        dry_run=dry_run,
-        deploy=deploy_after,
-        options=options,
-        resume=resume,
-        settings=cfg,
-        log=common.stderr_line,
-    )
+    try:
+        result = api.submit(
+            job_spec,
+            wait=wait and (local or tune is None),  # a cloud tuning job is followed by cli/tuning.py
+            idempotency_key=idempotency_key,
+            local=local,
+            dry_run=dry_run,
+            deploy=deploy_after,
+            options=options,
+            resume=resume,
+            settings=cfg,
+            log=common.stderr_line,
+        )
+    except RunInterrupted as stopped:  # Ctrl-C stopped the run here: its summary, exit 1 (docs/local.md)
+        result = stopped.job
     if isinstance(result, api.DryRun):
         return show_dry_run(result, output)
     if tune is not None:
