@@ -109,6 +109,15 @@ def factory_rules(spec: JobSpec) -> None:
             )
         return
     if image is not None and code and not image.runs_code:
+        meant = _factory_meant(str(model)) if model else None
+        if meant:  # a file path or a module without its function: a factory, misspelt
+            raise SpecError(
+                "trainer.model",
+                "is not package.module:function (a module under image.code, a colon, the function)",
+                value=model,
+                hint=f"trainer.model: {meant}"
+                + (" (FUNCTION: your factory's name)" if meant.endswith(":FUNCTION") else ""),
+            )
         raise SpecError(
             "image.code",
             "needs image.script or image.module (neither is set) to run your own script, or "
@@ -118,6 +127,20 @@ def factory_rules(spec: JobSpec) -> None:
             hint="image.script: task.py runs `python task.py`; trainer.model: models.net:build "
             "trains models/net.py's build() with the bundled trainer",
         )
+
+
+def _factory_meant(model: str) -> str | None:
+    """The package.module:function a trainer.model that is none most likely means, or None (a
+    bundled model's name has no '/', '.' or ':'): models/net.py:build and ./models/net.py:build
+    -> models.net:build; models.net (no function) -> models.net:FUNCTION."""
+    if not any(c in model for c in "/.:"):
+        return None
+    module, _, function = model.partition(":")
+    module = module.strip().removeprefix("./").removesuffix(".py").replace("/", ".").strip(".")
+    meant = f"{module}:{function.strip() or 'FUNCTION'}"
+    if meant == model or not FACTORY_RE.fullmatch(meant.replace("FUNCTION", "build")):
+        return None
+    return meant
 
 
 def check_factory(spec: JobSpec) -> None:
