@@ -53,6 +53,16 @@ def check_key(key: str) -> str:
             hint="make sure the variable is set, or fall back to another id, e.g. "
             "cb-${COMMIT_SHA} -> cb-build-${BUILD_ID}",
         )
+    # A run's folder is <name>-<key> less the tool's prefix (contract.run_name): a key that names
+    # the folder of the tool's key would be a second submission writing the same model.
+    if _RANDOM_BODY.fullmatch(key):  # copied from a folder's name: the tool's key is vt-<it>
+        raise UserError(
+            f"--idempotency-key {key!r} is the end of a run's folder name, not its key: the tool "
+            f"made the key {RANDOM_KEY_PREFIX}{key} for that submission, and any other key would "
+            "write a second run into the same folder",
+            hint=f"to retry that submission: --idempotency-key {RANDOM_KEY_PREFIX}{key}; a new run: "
+            "a key of your own, or none",
+        )
     return key
 
 
