@@ -1,9 +1,9 @@
-"""A notebook user interrupts a run here (Jupyter's "interrupt kernel" is SIGINT): the run stops
-and so does the cell. A run here caught the interrupt, stopped its replicas and returned a
-CANCELLED LocalJob, so the cell went on with its next line, and a loop of runs (`for lr in ...:
-vt.submit(spec, local=True)`) started the next run: Ctrl-C could not stop the loop. It now raises
-RunInterrupted (a KeyboardInterrupt) once the replicas are stopped; the CLI still ends exit 1 with
-the run's summary (docs/local.md)."""
+"""A notebook user interrupts a run or a tuning study here (Jupyter's "interrupt kernel" is
+SIGINT): the run stops and so does the cell. A run here caught the interrupt, stopped its
+replicas and returned a CANCELLED LocalJob (a study, its LocalTuning), so the cell went on with
+its next line, and a loop of runs (`for lr in ...: vt.submit(spec, local=True)`) started the next
+run: Ctrl-C could not stop the loop. It now raises RunInterrupted (a KeyboardInterrupt) once the
+replicas are stopped; the CLI still ends exit 1 with the run's summary (docs/local.md)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,21 @@ def test_an_interrupted_run_here_raises_keyboard_interrupt_after_stopping_it(tmp
     assert job.state == "JOB_STATE_CANCELLED" and job.output_dir == str(tmp_path / "out" / "nb-nb-1")
     assert signal.getsignal(signal.SIGINT) == before  # the notebook's own handler is back
     assert _gone(tmp_path / "replica.pid")  # the replica was stopped, not left running
+
+
+def test_an_interrupted_study_here_raises_keyboard_interrupt_too(tmp_path):
+    settings = Settings.from_environ(edge_env(tmp_path))
+    tune = {
+        "metric": "accuracy",
+        "max_trials": 2,
+        "parallel_trials": 1,
+        "parameters": {"lr": {"values": [0.1, 0.2]}},
+    }
+    spec = build_spec({**_spec(tmp_path), "tune": tune})
+    with pytest.raises(RunInterrupted) as stopped:
+        api.submit(spec, local=True, idempotency_key="nb-3", settings=settings)
+    assert stopped.value.job.state == "JOB_STATE_CANCELLED"
+    assert _gone(tmp_path / "replica.pid")
 
 
 def test_an_interrupted_run_here_still_ends_exit_1_with_its_summary_in_the_cli(tmp_path):

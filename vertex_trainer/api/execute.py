@@ -342,7 +342,7 @@ class LocalTuningExecutor:
     def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> LocalTuning:
         from vertex_trainer.tuning import tuning_run  # (only a local study loads the trial runner)
 
-        return tuning_run.run_trials(
+        study = tuning_run.run_trials(
             plan.spec,
             plan.body,
             key=plan.key,
@@ -353,6 +353,9 @@ class LocalTuningExecutor:
             run=plan.run,
             adopt=plan.resumed is None,  # the same key again: its study that SUCCEEDED here
         )
+        if study.state == "JOB_STATE_CANCELLED":  # only a signal cancels a study here, as a run
+            raise RunInterrupted(study)
+        return study
 
 
 EXECUTORS: Mapping[Kind, Executor] = {
