@@ -113,13 +113,19 @@ def _one(err: Mapping[str, Any]) -> SpecError:
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         message = f"must be a mapping of keys, not {_kind(err.get('input'))}"
         hint = _field_doc(loc)
+    elif kind in ("tuple_type", "list_type"):
+        # pydantic says "a valid tuple": a YAML user writes a list, often one item without [ ].
+        given = err.get("input")
+        message = f"must be a list, not {_kind(given)}"
+        doc = _field_doc(loc)
+        hint = (
+            f"write it as a list: [{given}]" if isinstance(given, str) else "write it as a list: [...]"
+        ) + (f" ({doc})" if doc else "")
     elif kind in (
         "string_type",
         "int_type",
         "float_type",
         "bool_type",
-        "tuple_type",
-        "list_type",
         "greater_than_equal",
         "less_than_equal",
         "greater_than",
