@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import time
+import unicodedata
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 beam = lazy.module("apache_beam")  # imported on first use (vertex_trainer.lazy)
 
 _GLOB_CHARS = set("*?[]{}")
+_UNPRINTABLE = {"Cc", "Zl", "Zp"}  # control characters (C0, DEL, C1) and Unicode line breaks
 
 
 # -- pipeline options -------------------------------------------------------------------------
@@ -168,6 +170,19 @@ def _list_gcs_classes(tree: str, settings: Settings, flag: str) -> tuple[list[st
     return names, stray
 
 
+def _refuse_unprintable(names: list[str], tree: str) -> None:
+    """A class folder's name is a label: a line of labels.txt, a row of the summary printed here.
+    A line break in it (a file name may hold one, an object name too) would make labels.txt one
+    line longer and every later label one off for whoever reads it by line; an escape character
+    would reach the terminal. Exit 2 naming the folder as Python writes it."""
+    for name in names:
+        if any(unicodedata.category(ch) in _UNPRINTABLE for ch in name):
+            raise UserError(
+                f"class folder {name!r} in {tree} has a control character or line break in its name",
+                hint="rename it: a class name is one line of labels.txt",
+            )
+
+
 def _classes(conv: Conversion, settings: Settings) -> tuple[list[str], list[str], list[str]]:
     """(labels, eval classes, warnings)."""
     warnings = []
@@ -185,9 +200,11 @@ def _classes(conv: Conversion, settings: Settings) -> tuple[list[str], list[str]
             f"class folder {bad[0]!r} has a wildcard character ({''.join(sorted(_GLOB_CHARS))})",
             hint="rename it: folder names are matched as patterns",
         )
+    _refuse_unprintable(labels, conv.image_dir)
     eval_classes: list[str] = []
     if conv.eval_dir:
         eval_classes, _ = list_classes(conv.eval_dir, settings, "--eval-dir")
+        _refuse_unprintable(eval_classes, conv.eval_dir)
         unknown = sorted(set(eval_classes) - set(labels))
         if unknown:
             raise UserError(
