@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,7 @@ from vertex_trainer import api
 from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt, SpecOptions, SpecPath
 from vertex_trainer.contract import short_state
-from vertex_trainer.errors import JobFailed
+from vertex_trainer.errors import JobFailed, UserError
 from vertex_trainer.redact import note
 
 app = typer.Typer(
@@ -51,6 +52,8 @@ def compile_(
     idempotency_key: KeyOpt = None,
 ) -> None:
     """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
+    if out is not None:
+        _check_out(out, spec)
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
     text = api.pipeline_yaml(
@@ -71,6 +74,38 @@ def compile_(
             else " (deploy steps for a first deploy; `pipeline submit` looks up the model and endpoint)"
         )
     )
+
+
+# A compiled pipeline is a KFP v2 PipelineSpec YAML: its last top-level key is sdkVersion: kfp-X.
+_COMPILED = re.compile(r"^sdkVersion: kfp-", re.MULTILINE)
+_COMPILED_MAX_BYTES = 16 << 20  # a compiled pipeline is kilobytes; a larger file is none
+
+
+def _check_out(out: Path, spec: Path) -> None:
+    """Refuse (exit 2, before anything is compiled) an -o that would replace what is not a
+    compiled pipeline: the spec itself (`pipeline compile job.yaml -o job.yaml`), another file,
+    a folder. A pipeline compiled before is replaced."""
+    if out.is_dir():
+        raise UserError(
+            f"pipeline compile: -o {out} is a folder", hint=f"give -o a file, e.g. -o {out / 'pipeline.yaml'}"
+        )
+    if not out.exists():
+        return
+    same = out.resolve() == Path(spec).resolve()
+    try:
+        compiled = (
+            out.is_file()
+            and out.stat().st_size <= _COMPILED_MAX_BYTES
+            and bool(_COMPILED.search(out.read_text(errors="replace")))
+        )
+    except OSError:
+        compiled = False
+    if same or not compiled:
+        what = "is the spec itself" if same else "is a file that is not a compiled pipeline"
+        raise UserError(
+            f"pipeline compile: -o {out} {what}: writing the pipeline would replace it",
+            hint="give -o a new file name, e.g. -o pipeline.yaml (or remove that file first if it may go)",
+        )
 
 
 @app.command()
