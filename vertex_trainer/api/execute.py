@@ -42,6 +42,7 @@ from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES
 from vertex_trainer.errors import RunInterrupted, UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
+from vertex_trainer.local import layout
 from vertex_trainer.log import Log
 from vertex_trainer.render import folder_label, tensorboard_pending
 from vertex_trainer.settings import Settings
@@ -437,6 +438,13 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
     created)."""
     if plan.resumed is None or not plan.resumed.startswith("gs://"):
         return
+    if layout.gs_run_held(plan.resumed):  # a submit --local on this machine writes it now
+        raise UserError(
+            f"--resume: {plan.resumed} is still being written by a local run on this machine (submit "
+            "--local): a job there would write over its checkpoints and model while it runs; nothing "
+            "was sent",
+            hint="wait for the local run to end (or stop it: Ctrl-C in its terminal); then resume",
+        )
     if settings.offline and not settings.storage_emulator:  # Vertex AI a stand-in, no bucket to read
         return
     if not storage.holds_objects(settings, plan.resumed):

@@ -19,6 +19,7 @@ were per run kept a `vertex-trainer/` record inside their output directory: stil
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "Found",
     "default_run_dir",
     "find_run",
+    "gs_run_held",
     "gs_run_lock",
     "link_latest",
     "record_dir",
@@ -96,6 +98,30 @@ def gs_run_lock(folder: str, tmp: str | None = None) -> str | None:
     except UserError:
         return None
     return os.path.join(root, ".gs-locks", hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32])
+
+
+LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
+
+
+def gs_run_held(folder: str, tmp: str | None = None) -> bool:
+    """Whether a local run on this machine writes the gs:// `folder` now: its runner holds the
+    flock of `gs_run_lock` (no lock file, or no flock here: False)."""
+    lock = gs_run_lock(folder, tmp)
+    if lock is None:
+        return False
+    try:
+        fd = os.open(os.path.join(lock, LOCK_FILE), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _trusted_root(root: Path) -> bool:

@@ -341,7 +341,7 @@ def _standin(record: str | None) -> Path:
     return path
 
 
-LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
+LOCK_FILE = layout.LOCK_FILE  # in a run's records: held (flock) by the runner while the run runs
 
 
 def hold_records(record: str, run: str, base: str) -> int:
