@@ -5,6 +5,7 @@ dry run is present.plan's, read from the plan the API returns."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated
 
 import typer
@@ -307,9 +308,11 @@ def _cost_line(job) -> None:
 
 
 def _report_line(job, ref: str | None = None) -> None:
-    """An ended run's report command (docs/report.md): `report   vertex-trainer report JOB`."""
+    """An ended run's report command (docs/report.md): `report   vertex-trainer report JOB`, its
+    argument shell-quoted: a local run's folder is the spec's output_dir, which may hold spaces or
+    `$(...)` that a pasted line would run."""
     if job.done:
-        print(f"report   vertex-trainer report {ref or job.name}")
+        print(f"report   vertex-trainer report {shlex.quote(ref or job.name)}")
 
 
 def _show_job(job, output: OutputFormat, usage=None) -> None:
