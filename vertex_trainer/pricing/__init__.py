@@ -16,6 +16,7 @@ Pure data and rules: no I/O beyond reading the shipped file, no heavy imports.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -102,7 +103,7 @@ def load_snapshot(path: str | None = None) -> PriceBook:
     if path is not None:
         with open(path, encoding="utf-8") as f:
             return PriceBook(json.load(f))
-    return PriceBook(_shipped())
+    return PriceBook(_shipped(_stamp()))
 
 
 def shipped_path() -> Traversable:
@@ -110,11 +111,19 @@ def shipped_path() -> Traversable:
     return resources.files(__package__).joinpath(SNAPSHOT_FILE)
 
 
+def _stamp() -> tuple[int, int]:
+    """The shipped file's mtime and size: the snapshot is read again once refresh-prices has
+    rewritten it, so a long-lived process (a notebook) prices with what it just refreshed."""
+    try:
+        st = os.stat(str(shipped_path()))
+    except OSError:  # not a file on disk (a zipped package): it cannot be rewritten either
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
+
+
 @lru_cache(maxsize=1)
-def _shipped() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        resources.files(__package__).joinpath(SNAPSHOT_FILE).read_text(encoding="utf-8")
-    )
+def _shipped(stamp: tuple[int, int]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(shipped_path().read_text(encoding="utf-8"))
     return data
 
 
