@@ -319,6 +319,7 @@ class LocalExecutor:
 
     def run(self, plan: SubmitPlan, settings: Settings, log: Log) -> LocalJob:
         opts = plan.options
+        _check_resumed_here(plan, settings, log)
         result = local.run_local(  # the runner loads on first use (local/__init__.py)
             plan.body,
             plan.spec,
@@ -453,19 +454,28 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
             hint="give the name of a run below output_dir (its folder: vertex-trainer status JOB), "
             "or submit without --resume",
         )
-    # Two jobs in one folder write over each other's checkpoints and model as they run: the run's
-    # own job (its key is the folder's name after `<name>-`) and every job resumed into it since.
-    run, prefix = plan.resumed.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
+    _refuse_running(plan, _jobs_in(plan, plan.resumed, settings, log))
+
+
+def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> list[dict]:
+    """The Vertex AI jobs that may write the run's `folder`: the run's own job (its key is the
+    folder's name after `<name>-`) and every job resumed into it since (RESUMES_LABEL)."""
+    run, prefix = folder.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
     client = _client(plan, settings, log)
-    jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_label(plan.resumed)}"')
+    jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_label(folder)}"')
     if run.startswith(prefix) and run.removeprefix(prefix):  # (a run submitted without a key: vt-...)
         for key in keys_of_run(run.removeprefix(prefix)):
             jobs = client.list(client.key_filter(key)) + jobs
+    return jobs
+
+
+def _refuse_running(plan: SubmitPlan, jobs: list[dict]) -> None:
+    """Exit 2 when one of `jobs` has not ended and writes the resumed folder: two jobs in one
+    folder write over each other's checkpoints and model as they run."""
+    resumed = str(plan.resumed).rstrip("/")
     for job in jobs:
         folder = ((job.get("jobSpec") or {}).get("baseOutputDirectory") or {}).get("outputUriPrefix")
-        if job.get("state") not in TERMINAL_STATES and str(folder or "").rstrip("/") == plan.resumed.rstrip(
-            "/"
-        ):
+        if job.get("state") not in TERMINAL_STATES and str(folder or "").rstrip("/") == resumed:
             name, state = job.get("name"), str(job.get("state", "")).removeprefix("JOB_STATE_")
             raise UserError(
                 f"--resume: {plan.resumed} is still being written by {name} ({state}): a second job "
@@ -473,6 +483,25 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
                 hint=f"wait for it to end (vertex-trainer status {name} --wait), or cancel it first "
                 f"(vertex-trainer cancel {name}); then resume",
             )
+
+
+def _check_resumed_here(plan: SubmitPlan, settings: Settings, log: Log) -> None:
+    """`submit --local --resume RUN` of a run in Cloud Storage whose spec names a project and a
+    region: a Vertex AI job still writing its folder is exit 2 before anything runs here (a local
+    run of it is refused by its lock, local/layout.py). When Vertex AI cannot be asked (no
+    credentials, no network: a run kept local), one line says so and the run goes on."""
+    if (
+        plan.resumed is None
+        or not plan.resumed.startswith("gs://")
+        or not (plan.spec.project and plan.spec.region)
+    ):
+        return
+    try:
+        jobs = _jobs_in(plan, plan.resumed, settings, log)
+    except VertexTrainerError as exc:
+        log(f"note: could not ask Vertex AI whether a job still writes {plan.resumed} ({exc.message})")
+        return
+    _refuse_running(plan, jobs)
 
 
 def _build(plan: SubmitPlan, settings: Settings, log: Log) -> None:
