@@ -64,3 +64,29 @@ def test_null_removes_a_label_or_an_env_variable_as_documented():
     assert "purpose" not in got.labels and "TF_CPP_MIN_LOG_LEVEL" not in got.env
     got = spec("replicas=null", "boot_disk=null", "labels=null", "labels.other=null")
     assert got.replicas == 1 and got.boot_disk.size_gb == 100 and got.labels == {}
+
+
+OWN_CODE = {
+    "name": "own",
+    "region": "us-central1",
+    "hardware": "cpu",
+    "image": {"code": ".", "script": "task.py"},
+    "output_dir": "runs",
+    "args": ["--epochs=1", "--steps-per-epoch=2"],
+}
+
+
+@pytest.mark.parametrize("key", ["args[1]", "args.1"])
+def test_setting_one_item_of_a_list_hands_the_whole_list_back(key):
+    """`--set args[1]=--steps-per-epoch=9` said "args[1]: unknown key; did you mean 'args'?" (and
+    `args.1`: "args is [...], not a mapping"): --set replaces whole fields. The refusal now hands
+    the whole list back with that item replaced, ready to paste."""
+    from vertex_trainer.spec import build_spec
+
+    with pytest.raises(UserError) as e:
+        build_spec(OWN_CODE, sets=[f"{key}=--steps-per-epoch=9"])
+    assert str(e.value).startswith(f"--set {key}: args is a list, and --set replaces a whole field")
+    assert e.value.hint == """--set 'args=["--epochs=1", "--steps-per-epoch=9"]'"""
+    with pytest.raises(UserError) as e:
+        build_spec(OWN_CODE, sets=["args[2]=--db-password=hunter2"])  # one more, its secret masked
+    assert e.value.hint == """--set 'args=["--epochs=1", "--steps-per-epoch=2", "--db-password=***"]'"""

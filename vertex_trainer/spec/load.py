@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import subprocess
-import types
-import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -29,6 +27,7 @@ from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import templating  # its jinja2 is imported only by specs that template
 from vertex_trainer.spec.messages import dotted, shown, shown_at, translate
 from vertex_trainer.spec.model import JobSpec
+from vertex_trainer.spec.overrides import refuse_list_item, text_field
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -279,36 +278,6 @@ def parse_assignments(items: Iterable[str] | None, flag: str) -> list[tuple[str,
     return out
 
 
-def _text_field(parts: list[str]) -> bool:
-    """Whether the spec field at `parts` holds text (a str field, or a value of labels/env or of
-    another mapping of text), read from JobSpec's own field types."""
-    model: Any = JobSpec
-    for i, part in enumerate(parts):
-        fields = getattr(model, "model_fields", None)
-        if not isinstance(fields, dict) or part not in fields:
-            return False
-        kinds = _kinds(fields[part].annotation)
-        rest = parts[i + 1 :]
-        if not rest:
-            return kinds == {str}
-        nested = [k for k in kinds if isinstance(k, type) and hasattr(k, "model_fields")]
-        if nested:
-            model = nested[0]
-            continue
-        maps = [k for k in kinds if typing.get_origin(k) is dict]
-        return len(rest) == 1 and len(maps) == 1 and typing.get_args(maps[0])[1:] == (str,)
-    return False
-
-
-def _kinds(annotation: Any) -> set[Any]:
-    """The types an annotation allows, None, Annotated and unions taken apart."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _kinds(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return set().union(*(_kinds(a) for a in typing.get_args(annotation))) - {type(None)}
-    return {annotation} - {type(None)}
-
-
 def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
     """Apply one `--set dotted.key=value` to the raw spec mapping (value parsed as a YAML scalar).
 
@@ -321,8 +290,9 @@ def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
         value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
     except (*_YAML_FAILURES, RecursionError):
         value = raw
-    if isinstance(value, (bool, int, float)) and _text_field(key.split(".")):
+    if isinstance(value, (bool, int, float)) and text_field(key.split(".")):
         value = raw.strip()
+    refuse_list_item(data, key, raw)
     parts = key.split(".")
     node = data
     for i, part in enumerate(parts[:-1]):
