@@ -1,8 +1,9 @@
-"""The line `submit --local` ends with for the report, `report   vertex-trainer report FOLDER`, is
-there to be pasted into a shell. FOLDER is the spec's output_dir: a spec from a pull request with
-`output_dir: runs/x$(touch PWNED)` made a pasted line run `touch PWNED` (and a folder with a
-space made it two arguments). The folder is now shell-quoted; the tests read the line back as
-a shell would (shlex.split) and find the one folder the run wrote."""
+"""Lines the tool prints to be pasted into a shell carry other people's words. The line
+`submit --local` ends with, `report   vertex-trainer report FOLDER`: FOLDER is the spec's
+output_dir, and a spec from a pull request with `output_dir: runs/x$(touch PWNED)` made a pasted
+line run `touch PWNED` (a folder with a space made it two arguments). The `pip install` hint for a
+package folder's missing build backend: its requirements are the folder's. Both are now
+shell-quoted; the tests read the line back as a shell would (shlex.split)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,22 @@ def test_the_report_line_reads_back_as_the_run_folder(tmp_path, folder):
     [line] = [ln for ln in done.stdout.splitlines() if ln.startswith("report ")]
     assert shlex.split(line) == ["report", "vertex-trainer", "report", str(tmp_path / folder)]
     assert (tmp_path / folder).is_dir()
+
+
+def test_the_build_backend_install_line_quotes_the_folders_requirements(tmp_path):
+    """A code folder someone else wrote (a package folder whose build backend is not installed
+    here) had its build-system.requires printed raw in the `pip install` hint: a requirement
+    `x; $(touch PWNED)` ran when the line was pasted."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "task.py").write_text("print('trained')\n")
+    requires = ["absent-backend-h3", "x; $(touch PWNED)", "it's `id`"]
+    (code / "pyproject.toml").write_text(
+        f'[build-system]\nrequires = {requires!r}\nbuild-backend = "absent_backend_h3"\n'
+        '[project]\nname = "pkg"\nversion = "1"\n'
+    )
+    (tmp_path / "spec.yaml").write_text(SPEC.format(out="runs"))
+    done = cli_runner(edge_env(tmp_path), cwd=tmp_path)("validate", "spec.yaml", "--local")
+    assert done.returncode == 2, done.stdout + done.stderr
+    [hint] = [ln for ln in done.stderr.splitlines() if "hint: install it here: " in ln]
+    assert shlex.split(hint.split("install it here: ", 1)[1])[-4:] == ["install", *requires]

@@ -13,6 +13,7 @@ in this interpreter), as pip and gcloud run it when they build the package.
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,7 +164,9 @@ def _backend_error(root: Path, file: str, e: Exception) -> SpecError:
             f"this interpreter ({sys.executable}): its dependencies are read without build "
             "isolation, so without network",
             value=str(root),
-            hint=f"install it here: {sys.executable} -m pip install {' '.join(map(str, requires))}",
+            # The folder's own words, pasted into a shell: each one quoted.
+            hint="install it here: "
+            + shlex.join([sys.executable, "-m", "pip", "install", *map(str, requires)]),
         )
     output = getattr(cause, "output", None) or b""
     text = output.decode("utf-8", "replace") if isinstance(output, bytes) else str(output)
