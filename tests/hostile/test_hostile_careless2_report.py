@@ -59,3 +59,14 @@ def test_o_naming_a_folder_is_exit_2_with_a_file_in_it_as_the_fix(run_cli, run):
     assert proc.returncode == 2, proc.stderr
     assert f"-o {run} is a folder" in proc.stderr
     assert f"-o {run / 'report.html'}" in proc.stderr
+
+
+def test_a_mistyped_run_folder_is_named_as_one_with_the_folder_meant(cli_env, run, tmp_path):
+    """`report quickstrat` (no slash) was taken for a job: "'quickstrat' is not a job: pass
+    projects/P/locations/R/customJobs/ID, ...", which named neither the folder nor the typo."""
+    from tests.shared import cli_runner
+
+    proc = cli_runner(cli_env, cwd=tmp_path)("report", "quickstrat")
+    assert proc.returncode == 2, proc.stderr
+    assert "report: quickstrat holds no run (no such directory here, and not a job name or id)" in proc.stderr
+    assert "hint: did you mean quickstart?" in proc.stderr

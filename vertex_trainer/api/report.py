@@ -11,6 +11,7 @@ from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.errors import UserError
 from vertex_trainer.local import runlog
 from vertex_trainer.settings import Settings
+from vertex_trainer.suggest import nearest
 from vertex_trainer.vertex.custom_jobs import Job  # not api.jobs: api.handles' Job.report calls here
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,6 +34,15 @@ def default_output(target: str, fmt: str = "html") -> str:
     """
     name = os.path.basename(target.rstrip("/")) or "run"
     return f"report-{name}.{fmt}"
+
+
+def _folders(path: str) -> list[os.DirEntry[str]]:
+    """The folders in `path` (none when it cannot be listed), for a "did you mean"."""
+    try:
+        with os.scandir(path) as entries:
+            return [e for e in entries if e.is_dir() and not e.name.startswith(".")][:1000]
+    except OSError:
+        return []
 
 
 def report_data(
@@ -69,6 +79,16 @@ def report_data(
             raise UserError(
                 f"report: {target} holds no run (no such directory)",
                 hint="give the output directory of `submit --local` or a Vertex AI job name",
+            )
+        if not target.startswith("projects/") and not target.isdigit():
+            # Neither a folder here nor a job (a job is its resource name or its numeric id): a
+            # mistyped run folder, which "is not a job" would not have named.
+            near = nearest(target, [e.name for e in _folders(".")], n=1)
+            raise UserError(
+                f"report: {target} holds no run (no such directory here, and not a job name or id)",
+                hint=(f"did you mean {near[0]}? " if near else "")
+                + "give the output directory of `submit --local`, or a job as "
+                "projects/P/locations/R/customJobs/ID (or its numeric id with --project and --region)",
             )
     name = target if isinstance(target, str) else str(getattr(target, "name", ""))
     if "/hyperparameterTuningJobs/" in name or hasattr(target, "best_trial"):
