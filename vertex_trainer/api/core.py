@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vertex_trainer.contract import LOCAL_IMAGE, Artifact
-from vertex_trainer.errors import SpecError
+from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.gcp import auth
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import check_key
@@ -74,7 +74,8 @@ def load_spec(
 
     Args:
         path: the YAML file.
-        set: overrides, each ``"a.b=c"`` (as ``--set``); they win over the file.
+        set: overrides, each ``"a.b=c"`` (as ``--set``; one string is one override); they win
+            over the file.
         vars: values for the spec's ``{{ NAME }}`` template variables (as ``--var``).
         project: the Google Cloud project; wins over the spec's.
         region: the Vertex AI region; wins over the spec's.
@@ -92,7 +93,7 @@ def load_spec(
     settings = settings or settings_from_env()
     loaded = _spec.load_spec(
         path,
-        sets=tuple(set),
+        sets=(set,) if isinstance(set, str) else tuple(set),  # set="a=b": one override, not 3 letters
         vars=dict(vars or {}),
         project=project,
         region=region,
@@ -103,6 +104,29 @@ def load_spec(
     if loaded.runs_bundled_trainer:
         _spec.check_trainer_flags(loaded)
     return loaded
+
+
+def require_spec(spec: object, call: str) -> None:
+    """A notebook's `vt.submit("spec.yaml")` (a path where the loaded spec goes) is one UserError
+    naming the call, the value and the fix, not an AttributeError from deep inside.
+
+    Args:
+        spec: what the caller passed as the spec.
+        call: the API function, e.g. "submit", named in the message.
+
+    Raises:
+        UserError: spec is not a JobSpec (exit 2).
+    """
+    from vertex_trainer.spec import JobSpec as _JobSpec  # spec models (top note)
+
+    if isinstance(spec, _JobSpec):
+        return
+    if isinstance(spec, (str, os.PathLike)):
+        fix = f"load it first: spec = vt.load_spec({os.fspath(spec)!r}); vt.{call}(spec)"
+    else:
+        fix = f"vt.load_spec(PATH) makes one from a YAML file: vt.{call}(vt.load_spec(PATH))"
+    shown = repr(spec) if len(repr(spec)) <= 80 else repr(spec)[:77] + "..."
+    raise UserError(f"{call}: spec must be a JobSpec, not {type(spec).__name__} {shown}", hint=fix)
 
 
 def check(spec: JobSpec, *, local: bool = False) -> None:
@@ -122,6 +146,8 @@ def check(spec: JobSpec, *, local: bool = False) -> None:
         None; raises SpecError (every problem found, exit 2) when the spec cannot go.
     """
     from vertex_trainer.spec import check_trainer_flags, cloud_problems  # spec models (top note)
+
+    require_spec(spec, "check")
 
     if not local:
         cloud_problems(spec)
@@ -230,6 +256,8 @@ def render_job(spec: JobSpec, idempotency_key: str | None = None) -> dict:
         the CustomJob as a dict, exactly as the REST API receives it (camelCase, enum names).
     """
     from vertex_trainer import render  # spec models (top note)
+
+    require_spec(spec, "render_job")
 
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()
     return render.custom_job(spec, plan_artifact(spec), idempotency_key=key)

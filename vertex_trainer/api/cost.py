@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from vertex_trainer import pricing, regions
-from vertex_trainer.api.core import settings_from_env
+from vertex_trainer.api.core import require_spec, settings_from_env
 from vertex_trainer.cost import compare as cost_compare
 from vertex_trainer.cost import estimate as costs
 from vertex_trainer.cost.billing_catalog import BillingClient
@@ -95,6 +95,7 @@ def cost(
     Raises:
         UserError: a throughput for your own code without examples_per_epoch, or the two
             figures given for the bundled trainer (exit 2)."""
+    require_spec(spec, "cost")
     settings = settings or settings_from_env()
     name = "the bench result"
     if isinstance(bench, str):

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from vertex_trainer import automation, preflight, pricing, render
-from vertex_trainer.api.core import check, settings_from_env
+from vertex_trainer.api.core import check, require_spec, settings_from_env
 from vertex_trainer.api.deploy import deploy as plan_deploy
 from vertex_trainer.api.package import artifact_for, local_tensorflow_note, package_step
 from vertex_trainer.api.results import DryRun
@@ -369,6 +369,7 @@ def plan_submit(
     Raises:
         UserError, SpecError: bad input, the budget exceeded (exit 2; nothing was sent).
     """
+    require_spec(spec, "pipeline_submit" if pipeline else "submit")
     opts = options or SubmitOptions()
     settings = settings or (opts.client.settings if opts.client else settings_from_env())
     key = check_key(idempotency_key) if idempotency_key is not None else new_key()

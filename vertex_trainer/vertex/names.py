@@ -35,6 +35,11 @@ def keys_of_run(suffix: str) -> tuple[str, ...]:
 
 def check_key(key: str) -> str:
     """Validate a user-given idempotency key; it becomes a Vertex label value."""
+    if key is not None and not isinstance(key, str):  # a notebook's idempotency_key=42
+        raise UserError(
+            f"--idempotency-key {key!r} is {type(key).__name__}, not text",
+            hint=f"pass it as text: idempotency_key={str(key)!r}",
+        )
     if not _KEY_RE.fullmatch(key or ""):
         safe = re.sub(r"[^a-z0-9_-]+", "-", (key or "").lower()).strip("-")[:63]
         unexpanded = "$" in (key or "") or "{" in (key or "")
