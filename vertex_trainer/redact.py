@@ -32,6 +32,7 @@ __all__ = [
     "redact",
     "redact_args",
     "redact_yaml",
+    "shown_name",
     "terminal_safe",
     "userinfo_masked",
 ]
@@ -267,6 +268,21 @@ def _within_bounds(data: Any) -> bool:
         elif isinstance(node, (list, tuple)):
             stack.extend((v, depth + 1) for v in node)
     return True
+
+
+def shown_name(name: str) -> str:
+    """A file's name from a folder someone else filled, as one line of a listing: every character
+    that is not printable (control characters, so escape sequences; line breaks, which would forge
+    a line of the listing; tabs; Unicode format characters, such as bidi overrides) as `\\xNN`,
+    `\\uNNNN` or `\\UNNNNNNNN`, as Python escapes it. Ordinary names are unchanged."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else _escaped(c) for c in name)
+
+
+def _escaped(char: str) -> str:
+    n = ord(char)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
 def terminal_safe(line: str) -> str:

@@ -44,7 +44,7 @@ from vertex_trainer.packaging.templates import (
     requirement_lines,
     trainer_requirements,
 )
-from vertex_trainer.redact import redact_yaml
+from vertex_trainer.redact import redact_yaml, shown_name
 from vertex_trainer.sizes import human_size
 from vertex_trainer.spec import ImageSpec, JobSpec, parse_staging, validate_image_values, validate_requirement
 from vertex_trainer.spec.images import code_root
@@ -166,7 +166,7 @@ class BuildPlan:
             lines.append(f"executor image: {self.executor_image}")
         if self.dependencies_from:
             lines.append(f"dependencies ({self.dependencies_from}): {', '.join(self.dependencies) or 'none'}")
-        lines += [f"  {e.size:>9}  {e.name}" for e in self.entries]
+        lines += [f"  {e.size:>9}  {shown_name(e.name)}" for e in self.entries]
         return lines + self.screened_lines()
 
     def screened_lines(self) -> list[str]:
@@ -178,9 +178,10 @@ class BuildPlan:
                 shown = sorted((s for s in mine if s.kept == kept), key=lambda s: s.path)
                 if not shown:
                     continue
-                width = min(40, max(len(s.path) for s in shown))
+                names = [shown_name(s.path) for s in shown]  # names from your folders, one line each
+                width = min(40, max(map(len, names)))
                 lines.append(f"{head} {field} ({len(shown)}):")
-                lines += [f"  {s.path:<{width}}  {s.reason}" for s in shown]
+                lines += [f"  {n:<{width}}  {s.reason}" for n, s in zip(names, shown, strict=True)]
             if any(s.credential and not s.kept for s in mine):
                 lines.append(
                     "  (a credential the job needs: name it in image.include_secrets; better, Secret Manager)"

@@ -27,6 +27,7 @@ from vertex_trainer.packaging.build_plan import (
 from vertex_trainer.packaging.cloudbuild import cloud_build_request, run_cloud_build
 from vertex_trainer.packaging.docker import run_docker_build
 from vertex_trainer.packaging.registry import registry_tag_exists
+from vertex_trainer.redact import shown_name
 from vertex_trainer.settings import Settings
 from vertex_trainer.sizes import human_size
 from vertex_trainer.spec import JobSpec
@@ -99,7 +100,7 @@ def credential_line(plan: BuildPlan, *, most: int = 8) -> str | None:
     if not found:
         return None
     fields = ", ".join(dict.fromkeys(s.field for s in found))
-    names = ", ".join(s.path for s in found[:most]) + (
+    names = ", ".join(shown_name(s.path) for s in found[:most]) + (
         f" and {len(found) - most} more" if len(found) > most else ""
     )
     return (
