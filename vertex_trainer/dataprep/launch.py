@@ -344,9 +344,12 @@ def _run_direct(conv: Conversion, runner: Runner, plan: Plan) -> Result:
 
     from vertex_trainer.dataprep import pipeline as pl  # (apache_beam at its top)
 
+    # Each worker process logs start-up warnings about options it ignores; keep real errors, for
+    # this run only (a notebook's later Beam runs keep the level they had).
+    quiet = logging.getLogger("apache_beam.runners.portability.local_job_service")
+    level = quiet.level
     if runner.direct_workers > 1:
-        # Each worker process logs start-up warnings about options it ignores; keep real errors.
-        logging.getLogger("apache_beam.runners.portability.local_job_service").setLevel(logging.ERROR)
+        quiet.setLevel(logging.ERROR)
     start = time.monotonic()
     p = beam.Pipeline(options=PipelineOptions(pipeline_args(conv, runner)))
     pl.build(p, plan)
@@ -363,6 +366,8 @@ def _run_direct(conv: Conversion, runner: Runner, plan: Plan) -> Result:
             f"the conversion failed: {_last_line(e)}",
             hint="run with --debug for the full traceback; no marker was written",
         ) from e
+    finally:
+        quiet.setLevel(level)
     counters = {
         c.key.metric.name: c.committed
         for c in run.metrics().query()["counters"]
