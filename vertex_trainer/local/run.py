@@ -373,8 +373,8 @@ def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> Lo
     if base.startswith("gs://"):
         return _adopted_gs(base, name, run, settings)
     record = layout.record_dir(base)
-    if record is None or not os.path.isdir(base):  # (its folder removed: nothing left to adopt)
-        return None
+    if record is None or not os.path.isdir(base) or not os.listdir(base):  # (removed or emptied:
+        return None  # nothing left to adopt, as for a gs:// folder)
     try:
         with open(os.path.join(record, layout.RUN_FILE), encoding="utf-8") as f:
             kept = json.load(f)

@@ -1,0 +1,43 @@
+"""A careless user empties a local run's folder and submits again with its key (H1, item 4):
+`rm -rf runs/digits-ci-7/*` (to train it afresh), then `submit --local --idempotency-key ci-7`.
+
+The retry adopted the run from its records, "already SUCCEEDED here, nothing ran again", with
+no model and no metrics left in the folder: exit 0 and nothing to deploy. A gs:// folder that
+holds nothing is not adopted (test_hostile_careless_retry_gs.py); now an empty local folder is
+not either: the key runs again into it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.cli_support import edge_env
+from tests.shared import cli_runner, script_job
+
+TASK = """
+import json, os
+model = os.environ["AIP_MODEL_DIR"].rstrip("/")
+job = os.environ["CLOUD_ML_JOB_ID"]
+os.makedirs(model, exist_ok=True)
+open(os.path.join(model, "saved_model.pb"), "w").write(job)
+json.dump({"job": job}, open(os.path.join(os.path.dirname(model), "metrics.json"), "w"))
+"""
+
+
+def test_a_retry_after_the_runs_folder_was_emptied_runs_again(tmp_path):
+    spec = script_job(tmp_path, TASK, tmp_path / "runs")
+    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
+    folder = tmp_path / "runs" / "digits-ci-7"
+    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    for path in sorted(folder.rglob("*"), reverse=True):  # rm -rf folder/*: the folder itself stays
+        path.rmdir() if path.is_dir() else path.unlink()
+    assert folder.is_dir() and not os.listdir(folder)
+
+    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    done = json.loads(again.stdout)
+    assert done["adopted"] is False and "already SUCCEEDED" not in again.stderr
+    assert done["metrics"]["job"] != json.loads(first.stdout)["metrics"]["job"]
+    assert (folder / "model" / "saved_model.pb").read_text() == done["metrics"]["job"]
