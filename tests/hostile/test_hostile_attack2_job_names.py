@@ -31,3 +31,26 @@ def test_list_all_shows_other_peoples_job_names_escaped(fake, run_cli):
     assert "fine\\x0a123  forged-row" in text.stdout
     listed = json.loads(run_cli("list", *WHERE, "--all", "-o", "json").stdout)
     assert sorted(j["display_name"] for j in listed["jobs"]) == sorted(names), json.dumps(listed)
+
+
+def test_endpoints_shows_a_models_display_name_escaped(settings, run_cli):
+    """`endpoints` shows the display name of each deployed model: anyone's in the project too."""
+    from tests.shared import PROJECT, REGION
+    from vertex_trainer.settings import PollPolicy
+    from vertex_trainer.vertex.model_deploy import DeployRequest, ServingContainer, deploy
+    from vertex_trainer.vertex.models import RegistryClient
+
+    request = DeployRequest(
+        model_display_name=f"digits{CLIPBOARD}",
+        artifact_uri="gs://b/runs/111/model",
+        container=ServingContainer("us-docker.pkg.dev/p/r/trainer:abc"),
+        job_id="111",
+        endpoint="digits-endpoint",
+        machine_type="n1-standard-4",
+    )
+    client = RegistryClient(PROJECT, REGION, settings=settings)
+    done = deploy(client, request, poll=PollPolicy(initial=0.01, maximum=0.02), timeout=30)
+    shown = run_cli("endpoints", "--endpoint", done.endpoint)
+    assert shown.returncode == 0, shown.stderr
+    assert "digits\\x1b]52;c;Y3VybCBldmlsIHwgc2g=\\x07@" in shown.stdout
+    assert not any(c in shown.stdout for c in "\x1b\x07"), repr(shown.stdout)

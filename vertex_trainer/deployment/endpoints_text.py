@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.deployment.deploy_text import dry_run_text
+from vertex_trainer.redact import shown_name
 from vertex_trainer.vertex.model_deploy import describe_split
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +34,8 @@ def endpoints_text(found: list[EndpointView], project: str, region: str, named: 
 
 
 def _endpoint_text(e: EndpointView) -> str:
-    lines = [f"endpoint {e.display_name or '-'}  {e.name}"]
+    # Display names are anyone's in the project, and Vertex AI takes any UTF-8: shown escaped.
+    lines = [f"endpoint {shown_name(e.display_name or '-')}  {e.name}"]
     if not e.deployed:
         lines.append("  no deployed models (an endpoint without models has no nodes and costs nothing)")
         return "\n".join(lines)
@@ -60,7 +62,8 @@ def _endpoint_text(e: EndpointView) -> str:
 
 
 def _row(d: DeployedModelView) -> tuple[str, ...]:
-    name = f"{d.model_display_name or d.display_name or d.model.rsplit('/', 1)[-1]}@{d.model_version}"
+    named = d.model_display_name or d.display_name or d.model.rsplit("/", 1)[-1]
+    name = f"{shown_name(named)}@{d.model_version}"
     machine = d.machine_type or "automatic"
     if d.accelerator_type:
         machine += f" + {d.accelerator_count} x {d.accelerator_type}"
@@ -84,8 +87,9 @@ def undeployment_text(u: Undeployment) -> str:
             f"deployed model {u.deployed_model_id} is not on {u.endpoint} (already undeployed): "
             "nothing to undeploy"
         )
+    named = shown_name(u.display_name) + ", " if u.display_name else ""
     lines = [
-        f"undeployed {u.model}@{u.model_version} ({u.display_name + ', ' if u.display_name else ''}"
+        f"undeployed {u.model}@{u.model_version} ({named}"
         f"deployed model {u.deployed_model_id}): its nodes stopped",
         f"endpoint   {u.endpoint}",
     ]
