@@ -7,6 +7,7 @@ shell-quoted; the tests read the line back as a shell would (shlex.split)."""
 
 from __future__ import annotations
 
+import os
 import shlex
 
 import pytest
@@ -54,3 +55,22 @@ def test_the_build_backend_install_line_quotes_the_folders_requirements(tmp_path
     assert done.returncode == 2, done.stdout + done.stderr
     [hint] = [ln for ln in done.stderr.splitlines() if "hint: install it here: " in ln]
     assert shlex.split(hint.split("install it here: ", 1)[1])[-4:] == ["install", *requires]
+
+
+@pytest.mark.parametrize("folder", ["runs/x$(touch PWNED)", "my runs/a;b"])
+def test_the_logs_line_of_a_run_already_running_reads_back_as_its_folder(tmp_path, folder):
+    """A second runner of the same records is refused with a `vertex-trainer logs FOLDER --follow`
+    hint to paste: FOLDER, the spec's output_dir, is quoted as the report line is."""
+    from vertex_trainer.errors import UserError
+    from vertex_trainer.local.run import hold_records
+
+    base, record = str(tmp_path / folder), str(tmp_path / "records")
+    first = hold_records(record, "fine-ci-1", base)
+    try:
+        with pytest.raises(UserError) as refused:
+            hold_records(record, "fine-ci-1", base)
+    finally:
+        os.close(first)
+    hint = str(refused.value.hint)
+    line = hint[hint.index("(vertex-trainer") + 1 : hint.index(" --follow)") + len(" --follow")]
+    assert shlex.split(line) == ["vertex-trainer", "logs", base, "--follow"]

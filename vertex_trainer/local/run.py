@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import secrets
+import shlex
 import shutil
 import tempfile
 import time
@@ -358,7 +359,7 @@ def hold_records(record: str, run: str, base: str) -> int:
             f"run {run} is already running on this machine (another submit --local with the same "
             f"idempotency key writes to {base}): a second run would write the same model and checkpoints",
             hint="wait for it to end"
-            + ("" if base.startswith("gs://") else f" (vertex-trainer logs {base} --follow)")
+            + ("" if base.startswith("gs://") else f" (vertex-trainer logs {shlex.quote(base)} --follow)")
             + ", or submit with another --idempotency-key",
         ) from None
     except OSError:
