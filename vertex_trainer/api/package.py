@@ -54,6 +54,14 @@ def package(
             has_value=False,
             hint="image.repository: REGION-docker.pkg.dev/PROJECT/REPO/trainer builds the bundled trainer",
         )
+    if spec.image.code and not spec.image.builds:  # (a local run needs no package: it runs the folder)
+        raise SpecError(
+            "image",
+            "has image.code but no way to package it: no image.repository, no python_package",
+            has_value=False,
+            hint="add image.repository: REGION-docker.pkg.dev/PROJECT/REPO/NAME (an image of your "
+            "code, tagged by its content hash) or image.python_package: true (no Docker)",
+        )
     settings = settings or settings_from_env()
     if not dry_run:
         check_stand_ins(spec, settings, builder=builder)
