@@ -48,6 +48,17 @@ THROUGHPUT_FIELDS = (
     "host_cpu_busy_fraction",
 )
 
+# The CPU job the run-folder tests submit (tests/runs, the --resume hostile tests), with T4_JOB:
+# its output_dir is out-bucket's folder of the GCS emulator, its data in data-bucket.
+GS_BASE = "gs://out-bucket/runs/digits"
+GS_JOB: dict[str, Any] = {
+    "name": "digits",
+    "hardware": "cpu",
+    "scheduling": None,
+    "output_dir": GS_BASE,
+    "trainer": {"train_data": "gs://data-bucket/d/train-*", "eval_data": None},
+}
+
 # The T4 Spot job most folders submit (docs/contract.md section 1), as data: a folder's spec is
 # this with its own changes (`spec_yaml`).
 T4_JOB: dict[str, Any] = {

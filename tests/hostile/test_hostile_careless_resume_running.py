@@ -14,34 +14,15 @@ from __future__ import annotations
 import json
 
 import pytest
-import requests
 
-from tests.cli_support import edge_env
-from tests.shared import cli_runner, spec_yaml, storage_emulator, write_spec
-
-BASE = "gs://out-bucket/runs/digits"
-JOB = {
-    "name": "digits",
-    "hardware": "cpu",
-    "scheduling": None,
-    "output_dir": BASE,
-    "trainer": {"train_data": "gs://data-bucket/d/train-*", "eval_data": None},
-}
-
-
-def _put(url: str, bucket: str, name: str) -> None:
-    r = requests.post(
-        f"{url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": name}, data=b"x"
-    )
-    assert r.ok, r.text
+from tests.hostile.resume_support import BASE, JOB, buckets, cli
+from tests.shared import spec_yaml, write_spec
 
 
 @pytest.fixture
 def run(fake, tmp_path):
-    with storage_emulator("out-bucket", "data-bucket") as url:
-        _put(url, "data-bucket", "d/train-00000")
-        _put(url, "out-bucket", "runs/digits/digits-ci-1/checkpoints/ckpt-1.index")  # what it wrote
-        yield cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, STORAGE_EMULATOR_HOST=url))
+    with buckets() as url:
+        yield cli(fake, tmp_path, url)
 
 
 @pytest.mark.parametrize("state", ["JOB_STATE_QUEUED", "JOB_STATE_RUNNING"])

@@ -14,14 +14,20 @@ import json
 
 import pytest
 
-from tests.hostile.test_hostile_careless_resume_running import BASE, JOB, run  # noqa: F401  (fixture)
+from tests.hostile.resume_support import BASE, JOB, buckets, cli
 from tests.shared import spec_yaml, write_spec
 from vertex_trainer.contract import RESUMES_LABEL
 from vertex_trainer.render import folder_label
 
 
+@pytest.fixture
+def run(fake, tmp_path):
+    with buckets() as url:
+        yield cli(fake, tmp_path, url)
+
+
 @pytest.mark.parametrize("state", ["JOB_STATE_PENDING", "JOB_STATE_RUNNING"])
-def test_a_second_resume_while_the_first_one_runs_is_refused(fake, run, tmp_path, state):  # noqa: F811
+def test_a_second_resume_while_the_first_one_runs_is_refused(fake, run, tmp_path, state):
     spec = write_spec(tmp_path, spec_yaml(None, **JOB))
     first = run("submit", spec, "--idempotency-key", "ci-1", "--no-wait", "--output", "json")
     assert first.returncode == 0, first.stderr
@@ -48,7 +54,7 @@ def test_a_second_resume_while_the_first_one_runs_is_refused(fake, run, tmp_path
     assert json.loads(later.stdout)["output_dir"] == f"{BASE}/digits-ci-1" and len(fake.jobs) == 3
 
 
-def test_a_new_run_carries_no_resume_label_and_users_may_not_set_it(fake, run, tmp_path):  # noqa: F811
+def test_a_new_run_carries_no_resume_label_and_users_may_not_set_it(fake, run, tmp_path):
     spec = write_spec(tmp_path, spec_yaml(None, **JOB))
     first = run("submit", spec, "--idempotency-key", "ci-2", "--no-wait", "--output", "json")
     assert first.returncode == 0, first.stderr
@@ -65,7 +71,7 @@ def test_a_new_run_carries_no_resume_label_and_users_may_not_set_it(fake, run, t
     )
 
 
-def test_a_resume_with_every_label_slot_taken_is_refused_before_anything_is_sent(fake, run, tmp_path):  # noqa: F811
+def test_a_resume_with_every_label_slot_taken_is_refused_before_anything_is_sent(fake, run, tmp_path):
     labels = {f"l{i}": "x" for i in range(62)}  # as many as a new job may carry
     spec = write_spec(tmp_path, spec_yaml(None, **{**JOB, "labels": labels}))
     refused = run("submit", spec, "--resume", "digits-ci-1")

@@ -23,41 +23,24 @@ import uuid
 import pytest
 
 from tests.cli_support import cli_command, edge_env
+from tests.hostile.resume_support import TASK_HEAD
 from tests.process_support import processes_with_env, wait_gone
 from tests.shared import cli_runner, script_job
-from vertex_trainer.emulators.gcs import GcsEmulator
 
-TASK = """
+TASK = (
+    """
 import json, os, time, urllib.parse, urllib.request
-host = os.environ["STORAGE_EMULATOR_HOST"]
-job = os.environ["CLOUD_ML_JOB_ID"]
-model = os.environ["AIP_MODEL_DIR"].rstrip("/")
-send = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
-def put(uri, data):
-    bucket, _, name = uri.removeprefix("gs://").partition("/")
-    query = urllib.parse.urlencode({"uploadType": "media", "name": name})
-    send(urllib.request.Request(f"{host}/upload/storage/v1/b/{bucket}/o?{query}", data.encode()))
-put(f"{model}/saved_model.pb", job)
+"""
+    + TASK_HEAD
+    + """put(f"{model}/saved_model.pb", job)
 if os.environ.get("VT_HANG"):
     print("READY", os.getpid(), job, flush=True)
     time.sleep(300)
 put(f"{model.rsplit('/', 1)[0]}/metrics.json", json.dumps({"job": job}))
 """
+)
 
 RUN = "digits-ci-7"
-
-
-@pytest.fixture(scope="module")
-def emulator():
-    with GcsEmulator() as emu:
-        yield emu
-
-
-@pytest.fixture
-def bucket(emulator) -> str:
-    name = f"record-{uuid.uuid4().hex[:12]}"
-    emulator.create_bucket(name)
-    return name
 
 
 def _model(emulator, bucket) -> str:

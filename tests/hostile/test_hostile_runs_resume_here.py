@@ -11,37 +11,18 @@ from __future__ import annotations
 
 import json
 
-import requests
-
-from tests.cli_support import edge_env
-from tests.shared import cli_runner, spec_yaml, storage_emulator, write_spec
-
-BASE = "gs://out-bucket/runs/digits"
-JOB = {
-    "name": "digits",
-    "hardware": "cpu",
-    "scheduling": None,
-    "output_dir": BASE,
-    "trainer": {"train_data": "gs://data-bucket/d/train-*", "eval_data": None},
-}
-
-
-def _put(url: str, bucket: str, name: str) -> None:
-    r = requests.post(
-        f"{url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": name}, data=b"x"
-    )
-    assert r.ok, r.text
+from tests.hostile.resume_support import BASE, JOB, buckets, cli, put
+from tests.shared import spec_yaml, write_spec
 
 
 def test_a_local_resume_of_a_run_whose_job_still_runs_is_refused(fake, tmp_path):
-    with storage_emulator("out-bucket", "data-bucket") as url:
-        _put(url, "data-bucket", "d/train-00000")
-        run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, STORAGE_EMULATOR_HOST=url))
+    with buckets(wrote=False) as url:
+        run = cli(fake, tmp_path, url)
         spec = write_spec(tmp_path, spec_yaml(None, **JOB))
         first = run("submit", spec, "--idempotency-key", "ci-1", "--no-wait", "--output", "json")
         assert first.returncode == 0, first.stderr
         name = json.loads(first.stdout)["name"]
-        _put(url, "out-bucket", "runs/digits/digits-ci-1/checkpoints/ckpt-1.index")  # what it wrote
+        put(url, "out-bucket", "runs/digits/digits-ci-1/checkpoints/ckpt-1.index")  # what it wrote
         fake.set_state(name, "JOB_STATE_RUNNING")
 
         here = run("submit", spec, "--local", "--resume", "digits-ci-1")

@@ -16,37 +16,19 @@ from __future__ import annotations
 import json
 
 import pytest
-import requests
 
-from tests.cli_support import edge_env
-from tests.shared import cli_runner, spec_yaml, storage_emulator, write_spec
-
-BASE = "gs://out-bucket/runs/digits"
-JOB = {
-    "name": "digits",
-    "hardware": "cpu",
-    "scheduling": None,
-    "output_dir": BASE,
-    "trainer": {"train_data": "gs://data-bucket/d/train-*", "eval_data": None},
-}
-
-
-def _put(url: str, bucket: str, name: str) -> None:
-    r = requests.post(
-        f"{url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": name}, data=b"x"
-    )
-    assert r.ok, r.text
+from tests.hostile.resume_support import JOB, buckets, cli, put
+from tests.shared import spec_yaml, write_spec
 
 
 @pytest.fixture
 def storage():
-    with storage_emulator("out-bucket", "data-bucket") as url:
-        _put(url, "data-bucket", "d/train-00000")
+    with buckets(wrote=False) as url:
         yield url
 
 
 def test_resuming_a_run_without_a_key_while_its_job_runs_is_refused(fake, storage, tmp_path):
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, STORAGE_EMULATOR_HOST=storage))
+    run = cli(fake, tmp_path, storage)
     spec = write_spec(tmp_path, spec_yaml(None, **JOB))
     first = run("submit", spec, "--no-wait", "--output", "json")  # no key: the tool makes one
     assert first.returncode == 0, first.stderr
@@ -54,7 +36,7 @@ def test_resuming_a_run_without_a_key_while_its_job_runs_is_refused(fake, storag
     name, folder = made["name"], made["output_dir"]
     folder_name = folder.rsplit("/", 1)[-1]
     assert folder_name.startswith("digits-") and not folder_name.startswith("digits-vt-")
-    _put(storage, "out-bucket", f"{folder.removeprefix('gs://out-bucket/')}/checkpoints/ckpt-1.index")
+    put(storage, "out-bucket", f"{folder.removeprefix('gs://out-bucket/')}/checkpoints/ckpt-1.index")
     fake.set_state(name, "JOB_STATE_RUNNING")
 
     again = run("submit", spec, "--resume", folder_name)

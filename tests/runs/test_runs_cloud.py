@@ -12,19 +12,12 @@ import pytest
 import requests
 
 from tests.cli_support import edge_env
-from tests.shared import T4_JOB, cli_runner, merged, spec_yaml, storage_emulator, write_spec
+from tests.shared import GS_BASE, GS_JOB, T4_JOB, cli_runner, merged, spec_yaml, storage_emulator, write_spec
 from vertex_trainer import api
 from vertex_trainer.contract import run_name
 from vertex_trainer.spec import build_spec
 
-BASE = "gs://out-bucket/runs/digits"
-JOB = {
-    "name": "digits",
-    "hardware": "cpu",
-    "scheduling": None,
-    "output_dir": BASE,
-    "trainer": {"train_data": "gs://data-bucket/d/train-*", "eval_data": None},
-}
+BASE, JOB = GS_BASE, GS_JOB
 
 
 def _folder(body: dict) -> str:

@@ -1,0 +1,51 @@
+"""What the `--resume` tests share: a CPU job whose output_dir is a folder of the GCS emulator's
+bucket, the emulator holding the job's data (and, with `wrote`, the checkpoint its first run wrote
+in digits-ci-1/), and the CLI, in this process, pointed at it and at the fake Vertex AI."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import requests
+
+from tests.cli_support import edge_env
+from tests.shared import GS_BASE, GS_JOB, cli_runner, storage_emulator
+
+BASE, JOB = GS_BASE, GS_JOB
+
+# The start of a local run's script that writes to the GCS emulator (the replica has the route in
+# its environment): its job id, its model folder, and put(gs://..., text).
+TASK_HEAD = """host = os.environ["STORAGE_EMULATOR_HOST"]
+job = os.environ["CLOUD_ML_JOB_ID"]
+model = os.environ["AIP_MODEL_DIR"].rstrip("/")
+send = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
+def put(uri, data):
+    bucket, _, name = uri.removeprefix("gs://").partition("/")
+    query = urllib.parse.urlencode({"uploadType": "media", "name": name})
+    send(urllib.request.Request(f"{host}/upload/storage/v1/b/{bucket}/o?{query}", data.encode()))
+"""
+
+
+def put(url: str, bucket: str, name: str) -> None:
+    """One small object into the emulator at `url`."""
+    r = requests.post(
+        f"{url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": name}, data=b"x"
+    )
+    assert r.ok, r.text
+
+
+@contextlib.contextmanager
+def buckets(*, wrote: bool = True) -> Iterator[str]:
+    """The emulator's URL, its two buckets filled as the docstring above says."""
+    with storage_emulator("out-bucket", "data-bucket") as url:
+        put(url, "data-bucket", "d/train-00000")
+        if wrote:
+            put(url, "out-bucket", "runs/digits/digits-ci-1/checkpoints/ckpt-1.index")
+        yield url
+
+
+def cli(fake, tmp_path: Path, url: str):
+    """The CLI runner for the fake Vertex AI and the emulator at `url`."""
+    return cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, STORAGE_EMULATOR_HOST=url))
