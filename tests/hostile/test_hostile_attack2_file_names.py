@@ -42,7 +42,11 @@ def _data(code: Path) -> dict:
         "project": "my-project-1",
         "region": "us-central1",
         "output_dir": "gs://out-bucket/runs",
-        "image": {"code": str(code), "script": "task.py"},
+        "image": {
+            "code": str(code),
+            "script": "task.py",
+            "repository": "us-docker.pkg.dev/my-project-1/r/fine",
+        },
     }
 
 
