@@ -6,6 +6,7 @@ and the `Artifact` a job runs. Anything typed in two places belongs here instead
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,7 +21,7 @@ RESERVED_LABELS = (KEY_LABEL, SPEC_LABEL)
 # On the jobs of a spec with scheduling.fallback (docs/contract.md section 8): which strategy of the plan,
 # 1 = scheduling.strategy, 2 = fallback[0], ...; every attempt carries the same key label.
 ATTEMPT_LABEL = "vertex-trainer-attempt"
-# On a job that continues a run (submit --resume): a digest of the run's folder (render.folder_label),
+# On a job that continues a run (submit --resume): a digest of the run's folder (folder_digest),
 # so a later --resume finds every job still writing there, whatever its own key.
 RESUMES_LABEL = "vertex-trainer-resumes"
 MAX_USER_LABELS = 62  # Vertex allows 64; we add the two above
@@ -68,6 +69,12 @@ def run_name(name: str, key: str) -> str:
 def run_folder(output_dir: str, run: str) -> str:
     """`<output_dir>/<run>` (no trailing slash)."""
     return f"{output_dir.rstrip('/')}/{run}"
+
+
+def folder_digest(folder: str) -> str:
+    """A run folder as 32 hex characters of its sha256 (a label value; a lock's name): the same
+    folder, with or without a trailing slash, the same digest."""
+    return hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32]
 
 
 def records_of(run_dir: str) -> str:

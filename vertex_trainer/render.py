@@ -9,7 +9,6 @@ enum names, int64 as strings, durations as "3600s"). `submit` sends it, `--local
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import shlex
 from typing import Any
@@ -25,6 +24,7 @@ from vertex_trainer.contract import (
     SPEC_LABEL,
     STRATEGIES,
     Artifact,
+    folder_digest,
     run_folder,
     run_name,
 )
@@ -183,13 +183,8 @@ def labels(
     if spec.scheduling.fallback:  # which strategy of the plan (docs/contract.md section 8)
         out[ATTEMPT_LABEL] = str(attempt or 1)
     if resumes:  # the folder of the run this job continues (submit --resume)
-        out[RESUMES_LABEL] = folder_label(resumes)
+        out[RESUMES_LABEL] = folder_digest(resumes)
     return out
-
-
-def folder_label(folder: str) -> str:
-    """A run folder as a label value (at most 63 characters of [a-z0-9_-]): its sha256, 32 hex."""
-    return hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32]
 
 
 _PENDING = "(found or created at submit: projects/{project}/locations/{region}/tensorboards/<id>)"

@@ -16,8 +16,7 @@ import pytest
 
 from tests.hostile.resume_support import BASE, JOB, buckets, cli
 from tests.shared import spec_yaml, write_spec
-from vertex_trainer.contract import RESUMES_LABEL
-from vertex_trainer.render import folder_label
+from vertex_trainer.contract import RESUMES_LABEL, folder_digest
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def test_a_second_resume_while_the_first_one_runs_is_refused(fake, run, tmp_path
     resumed = run("submit", spec, "--resume", "digits-ci-1", "--no-wait", "--output", "json")
     assert resumed.returncode == 0, resumed.stderr
     name = json.loads(resumed.stdout)["name"]
-    assert fake.jobs[name]["labels"][RESUMES_LABEL] == folder_label(f"{BASE}/digits-ci-1")
+    assert fake.jobs[name]["labels"][RESUMES_LABEL] == folder_digest(f"{BASE}/digits-ci-1")
     fake.set_state(name, state)
 
     again = run("submit", spec, "--resume", "digits-ci-1")

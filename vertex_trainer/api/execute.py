@@ -38,13 +38,13 @@ from vertex_trainer.api.plan import Kind, SubmitOptions, SubmitPlan, plan_submit
 from vertex_trainer.api.project import after_denial
 from vertex_trainer.api.results import DryRun, LocalJob
 from vertex_trainer.capacity import availability, fallback
-from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES
+from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES, folder_digest
 from vertex_trainer.errors import RunInterrupted, UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
 from vertex_trainer.local import layout
 from vertex_trainer.log import Log
-from vertex_trainer.render import folder_label, tensorboard_pending
+from vertex_trainer.render import tensorboard_pending
 from vertex_trainer.settings import Settings
 from vertex_trainer.vertex.custom_jobs import JobsClient, create_idempotent
 from vertex_trainer.vertex.names import keys_of_run
@@ -462,7 +462,7 @@ def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> lis
     folder's name after `<name>-`) and every job resumed into it since (RESUMES_LABEL)."""
     run, prefix = folder.rstrip("/").rsplit("/", 1)[-1], f"{plan.spec.name}-"
     client = _client(plan, settings, log)
-    jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_label(folder)}"')
+    jobs = client.list(f'labels.{RESUMES_LABEL}="{folder_digest(folder)}"')
     if run.startswith(prefix) and run.removeprefix(prefix):  # (a run submitted without a key: vt-...)
         for key in keys_of_run(run.removeprefix(prefix)):
             jobs = client.list(client.key_filter(key)) + jobs

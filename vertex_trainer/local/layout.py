@@ -20,7 +20,6 @@ were per run kept a `vertex-trainer/` record inside their output directory: stil
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -30,7 +29,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from vertex_trainer.contract import LATEST_LINK, RECORD_DIR, RECORDS_DIR, records_of, run_folder
+from vertex_trainer.contract import (
+    LATEST_LINK,
+    RECORD_DIR,
+    RECORDS_DIR,
+    folder_digest,
+    records_of,
+    run_folder,
+)
 from vertex_trainer.errors import UserError
 
 RUN_FILE = "run.json"  # in a run's records: its name, job id, folder and start time
@@ -97,7 +103,7 @@ def gs_run_lock(folder: str, tmp: str | None = None) -> str | None:
         root = private_root(tmp)
     except UserError:
         return None
-    return os.path.join(root, ".gs-locks", hashlib.sha256(folder.rstrip("/").encode()).hexdigest()[:32])
+    return os.path.join(root, ".gs-locks", folder_digest(folder))
 
 
 LOCK_FILE = "runner.lock"  # in a run's records: held (flock) by the runner while the run runs
