@@ -153,7 +153,7 @@ def test_the_same_key_while_its_gs_run_runs_on_this_machine_is_refused(tmp_path,
     lock = layout.gs_run_lock(folder)
     assert lock is not None
     os.makedirs(lock, exist_ok=True)
-    fd = os.open(os.path.join(lock, "runner.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(os.path.join(lock, layout.LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         second = run("submit", spec, "--local", "--idempotency-key", "ci-7")

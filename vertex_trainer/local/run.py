@@ -342,15 +342,12 @@ def _standin(record: str | None) -> Path:
     return path
 
 
-LOCK_FILE = layout.LOCK_FILE  # in a run's records: held (flock) by the runner while the run runs
-
-
 def hold_records(record: str, run: str, base: str) -> int:
     """Hold the run's records for this runner (an exclusive flock on <records>/runner.lock, which
     the kernel releases when the runner ends, even SIGKILLed); UserError when another runner holds
     them: a second submit with the same key while the first still runs."""
     os.makedirs(record, exist_ok=True)
-    fd = os.open(os.path.join(record, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(os.path.join(record, layout.LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # held by another runner
