@@ -7,6 +7,7 @@ and the `Artifact` a job runs. Anything typed in two places belongs here instead
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -57,13 +58,18 @@ RECORDS_DIR = ".vertex-trainer"
 RECORD_DIR = "vertex-trainer"  # where runs before the per-run folders kept their record (read only)
 LATEST_LINK = "latest"  # <output_dir>/latest -> the newest local run's folder
 RANDOM_KEY_PREFIX = "vt-"  # a key the tool made (vertex/names.new_key): vt-<UTC time>-<hex>
+RANDOM_KEY_BODY = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # what follows the prefix: <time>-<hex>
 
 
 def run_name(name: str, key: str) -> str:
     """The folder of the submission with idempotency key `key` of the job `name`: `<name>-<key>`,
-    or `<name>-<UTC time>-<hex>` for a random key. The same key names the same folder, so an
-    adopted retry, every fallback attempt and a re-run with the key share it."""
-    return f"{name}-{key.removeprefix(RANDOM_KEY_PREFIX)}"
+    or `<name>-<UTC time>-<hex>` for a key the tool made (`vt-<UTC time>-<hex>`: only that form
+    loses its prefix, so a key of the user's that starts `vt-` names a folder of its own, never
+    the one of the key without it). The same key names the same folder, so an adopted retry,
+    every fallback attempt and a re-run with the key share it."""
+    body = key.removeprefix(RANDOM_KEY_PREFIX)
+    made = key.startswith(RANDOM_KEY_PREFIX) and RANDOM_KEY_BODY.fullmatch(body)
+    return f"{name}-{body if made else key}"
 
 
 def run_folder(output_dir: str, run: str) -> str:

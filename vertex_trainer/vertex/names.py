@@ -6,7 +6,7 @@ import re
 import secrets
 import time
 
-from vertex_trainer.contract import RANDOM_KEY_PREFIX
+from vertex_trainer.contract import RANDOM_KEY_BODY, RANDOM_KEY_PREFIX
 from vertex_trainer.errors import UserError
 
 _KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
@@ -22,15 +22,12 @@ def new_key() -> str:
     return f"{RANDOM_KEY_PREFIX}{stamp}-{secrets.token_hex(3)}"
 
 
-_RANDOM_BODY = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}")  # new_key's, after its prefix
-
-
 def keys_of_run(suffix: str) -> tuple[str, ...]:
     """The idempotency keys whose submissions are named `<name>-<suffix>` (contract.run_name):
-    the suffix itself, and a key the tool made (vt-<suffix>) when the suffix has that form."""
-    if _RANDOM_BODY.fullmatch(suffix):
-        return (suffix, f"{RANDOM_KEY_PREFIX}{suffix}")
-    return (suffix,)
+    the suffix itself and vt-<suffix>, a key the tool made when the suffix has that form (and,
+    whatever its form, a key of the user's that started `vt-` before such keys named folders of
+    their own: its job may still write the folder)."""
+    return (suffix, f"{RANDOM_KEY_PREFIX}{suffix}")
 
 
 def check_key(key: str) -> str:
@@ -58,9 +55,10 @@ def check_key(key: str) -> str:
             hint="make sure the variable is set, or fall back to another id, e.g. "
             "cb-${COMMIT_SHA} -> cb-build-${BUILD_ID}",
         )
-    # A run's folder is <name>-<key> less the tool's prefix (contract.run_name): a key that names
-    # the folder of the tool's key would be a second submission writing the same model.
-    if _RANDOM_BODY.fullmatch(key):  # copied from a folder's name: the tool's key is vt-<it>
+    # A run's folder is <name>-<key>, less the prefix of a key the tool made (contract.run_name):
+    # a key that names the folder of the tool's key would be a second submission writing the same
+    # model.
+    if RANDOM_KEY_BODY.fullmatch(key):  # copied from a folder's name: the tool's key is vt-<it>
         raise UserError(
             f"--idempotency-key {key!r} is the end of a run's folder name, not its key: the tool "
             f"made the key {RANDOM_KEY_PREFIX}{key} for that submission, and any other key would "
