@@ -217,8 +217,9 @@ class SubmitPlan:
         deploy: with ``deploy=True``, the requests the deploy after the job would send.
         warnings: valid but worth a look (printed before anything is sent).
         estimate: the prices of the plan (cloud kinds; a tuning job: one trial's figures).
-        worst_case: the whole plan's worst case in USD (a tuning job: max_trials x one
-            trial's), None when a price is missing or the job runs here.
+        worst_case: the whole plan's worst case in USD (a tuning job: its trials, max_trials or
+            a grid's combinations when fewer, x one trial's), None when a price is missing or the
+            job runs here.
         budget, budget_field: the budget the plan passed, and where it was given.
         wait: follow the job to its end (``deploy`` implies it); deploy_after: deploy then.
         options: the SubmitOptions the executors use (follow, client, timeout ...).
@@ -530,7 +531,7 @@ def _check_deploy(spec: JobSpec, *, deploy: bool, local: bool) -> None:
 def _budget(
     spec: JobSpec, route: tuple[PlannedAttempt, ...], max_cost: float | None
 ) -> tuple[Estimate, float | None, float | None, str | None]:
-    """The plan's prices, its whole worst case (a tuning job: max_trials x one trial's), and the
+    """The plan's prices, its whole worst case (a tuning job: its trials x one trial's), and the
     budget it passed (over it: exit 2 naming both figures, nothing sent)."""
     est = cost.estimate(spec, pricing.load_snapshot(), plan=route)
     budget, field_ = enforce_budget(spec, est, max_cost=max_cost)

@@ -94,7 +94,8 @@ def submit(
             metavar="USD",
             min=0.01,
             help="refuse (exit 2, nothing sent) a plan whose worst "
-            "case (timeout x hourly list price; a tuning job: x max_trials) costs more; "
+            "case (timeout x hourly list price; a tuning job: x max_trials, a grid's combinations "
+            "when fewer) costs more; "
             "wins over scheduling.max_cost",
         ),
     ] = None,

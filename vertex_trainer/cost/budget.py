@@ -32,8 +32,8 @@ def enforce_budget(
     if budget is None:
         return None, None
     field = "--max-cost" if max_cost is not None else "scheduling.max_cost"
-    if spec.tune is not None:  # up to max_trials trials, each to its timeout
-        check_search_budget(est, float(budget), field, spec.tune.max_trials)
+    if spec.tune is not None:  # up to max_trials trials (a grid: its combinations), each to its timeout
+        check_search_budget(est, float(budget), field, est.trials or spec.tune.max_trials)
     else:
         check_budget(est, float(budget), field)
     return float(budget), field
@@ -76,7 +76,7 @@ def check_search_budget(est: Estimate, budget: float, field: str, trials: int) -
         est: one trial's estimate (estimate() of the tuning spec).
         budget: the most the search may cost, USD.
         field: where the budget was given ("scheduling.max_cost", "--max-cost").
-        trials: tune.max_trials.
+        trials: the most trials the search runs (tune.max_trials; a grid's combinations when fewer).
     Raises:
         UserError naming the search's worst case, the trials, one trial's figures and the budget."""
     for a in est.attempts:

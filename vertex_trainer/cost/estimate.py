@@ -29,6 +29,7 @@ from vertex_trainer.errors import UserError, VertexTrainerError
 from vertex_trainer.regions import region_or_none
 from vertex_trainer.spec import HardwareSpec, JobSpec
 from vertex_trainer.spec.attempts import PlannedAttempt, attempts
+from vertex_trainer.spec.tune import trial_count
 
 DEFAULT_TIMEOUT_S = 7 * 24 * 3600  # Vertex AI's default (and Flex Start's) maximum run time
 MULTI_DAY_H = 24.0  # a run this long is "multi-day"
@@ -97,7 +98,7 @@ class Estimate:
     notes: tuple[str, ...] = ()
     scaling: Scaling | None = None  # a multi-machine GPU job's scaling estimate (cost/scaling_model.py)
     plan: tuple[PlannedAttempt, ...] = field(default=(), repr=False)  # the attempts priced, in order
-    trials: int | None = None  # a tuning job's max_trials (the figures are one trial's)
+    trials: int | None = None  # the most trials a tuning job runs (the figures are one trial's)
 
     @property
     def max_cost(self) -> float | None:
@@ -317,10 +318,12 @@ def estimate(
     notes: list[str] = []
     if not spec.scheduling.timeout:
         notes.append("no scheduling.timeout: the worst case uses Vertex AI's 7-day maximum")
+    trials = trial_count(spec)
     if spec.tune is not None:
+        fewer = f" (its grid's combinations; max_trials is {spec.tune.max_trials})"
         notes.append(
-            f"a tuning job: these are one trial's figures; it runs up to {spec.tune.max_trials} "
-            f"trials, {spec.tune.parallel_trials} at a time"
+            f"a tuning job: these are one trial's figures; it runs up to {trials} trials"
+            f"{fewer if trials != spec.tune.max_trials else ''}, {spec.tune.parallel_trials} at a time"
         )
     if plan is None:
         plan = attempts(spec)
@@ -411,7 +414,7 @@ def estimate(
         tuple(notes),
         scaled,
         plan,
-        spec.tune.max_trials if spec.tune is not None else None,
+        trials,
     )
 
 

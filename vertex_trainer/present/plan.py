@@ -13,7 +13,7 @@ from vertex_trainer.cost.cost_text import price_line
 from vertex_trainer.durations import fmt_duration
 from vertex_trainer.redact import hidden, note, redact, redact_args
 from vertex_trainer.spec.factory import keras_words
-from vertex_trainer.spec.tune import Search
+from vertex_trainer.spec.tune import Search, trial_count
 
 if TYPE_CHECKING:  # pragma: no cover
     from vertex_trainer.api.plan import QuotaLook, SubmitPlan
@@ -169,15 +169,14 @@ def _tensorboard_words(plan: SubmitPlan) -> str:
 def search_line(plan: SubmitPlan) -> str | None:
     """A tuning job's whole worst case: 'search: up to 8 trials, worst case 12.34 USD (8 x one
     trial's)'; None for other kinds."""
-    tune = plan.spec.tune
-    if tune is None or plan.local:
+    trials = trial_count(plan.spec)  # max_trials, or a grid's combinations when fewer
+    if trials is None or plan.local:
         return None
     if plan.worst_case is None:
-        return f"search: up to {tune.max_trials} trials, worst case unknown (a price is missing)"
+        return f"search: up to {trials} trials, worst case unknown (a price is missing)"
     le = "at most " if plan.estimate and any(a.upper_bound for a in plan.estimate.attempts) else ""
     return (
-        f"search: up to {tune.max_trials} trials, worst case {le}{plan.worst_case:,.2f} USD "
-        f"({tune.max_trials} x one trial's)"
+        f"search: up to {trials} trials, worst case {le}{plan.worst_case:,.2f} USD ({trials} x one trial's)"
     )
 
 
@@ -250,8 +249,10 @@ def validate_text(plan: SubmitPlan, path: object, quota: list[str] | None = None
         t = job.tune
         size = Search.of(job).grid_size()
         of_grid = f": {t.max_trials} of its {size} combinations" if size and size > t.max_trials else ""
+        if size is not None and size < t.max_trials:  # the service stops when each was tried
+            of_grid = f": each of its {size} combinations once, under max_trials {t.max_trials}"
         lines.append(
-            f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {t.max_trials} "
+            f"  tune      {t.goal} {t.metric} over {', '.join(t.parameters)}: {trial_count(job)} "
             f"trials, {t.parallel_trials} at a time ({t.algorithm} search{of_grid})"
         )
     return "\n".join(lines + list(quota or []))

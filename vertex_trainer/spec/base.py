@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import types
+import typing
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticCustomError
 
@@ -13,6 +17,15 @@ PROBLEM = "vertex_trainer_problem"
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
+
+
+def kinds(annotation: Any) -> set[Any]:
+    """The types an annotation allows, None, Annotated and unions taken apart."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return kinds(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return set().union(*(kinds(a) for a in typing.get_args(annotation))) - {type(None)}
+    return {annotation} - {type(None)}
 
 
 def problem(message: str, *, sub: str = "", hint: str | None = None) -> PydanticCustomError:

@@ -45,7 +45,31 @@ _INT64 = 1 << 63
 
 
 class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate and non-text keys (PyYAML keeps the last duplicate)."""
+    """SafeLoader that refuses duplicate and non-text keys (PyYAML keeps the last duplicate),
+    and keeps the text of each plain scalar that YAML 1.1 reads as a number or a boolean."""
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]
+        untagged = event.tag in (None, "!")  # its type read from its text, not a tag
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        if untagged and node.tag in _READ_AS:
+            node.written = True  # type: ignore[attr-defined]
+        return node
+
+
+class _Written:
+    """A plain scalar YAML 1.1 reads as a number or a boolean (`no`, `010`, `1.10`, `on`, `1_000`),
+    with the text as written: a field that holds text takes the text, any other the value (_plain)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any, text: str):
+        self.value, self.text = value, text
+
+
+def _written(loader: _SpecLoader, node: yaml.ScalarNode) -> Any:
+    value = _READ_AS[node.tag](loader, node)
+    return _Written(value, node.value) if getattr(node, "written", False) else value
 
 
 def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -54,6 +78,7 @@ def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool =
         if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults`, merged by construct_mapping
             continue
         key = loader.construct_object(key_node, deep=deep)
+        key = key.value if isinstance(key, _Written) else key
         if not isinstance(key, str):
             raise yaml.constructor.ConstructorError(
                 None,
@@ -81,6 +106,12 @@ def _key_kind(key: Any) -> str:
 
 
 _SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_READ_AS = {
+    f"tag:yaml.org,2002:{kind}": yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{kind}"]
+    for kind in ("bool", "int", "float")
+}
+for _tag in _READ_AS:
+    _SpecLoader.add_constructor(_tag, _written)
 # Keep timestamps and dates as text: they are never meant as datetimes in a spec.
 _SpecLoader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
@@ -181,7 +212,8 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise UserError(
             f"{p}: a spec is a mapping of keys (name:, region:, hardware:, ...), not a {type(data).__name__}"
         )
-    return data
+    plain: dict[str, Any] = _plain(data)  # a text field's `no`, `010` or `1.10` as written
+    return plain
 
 
 # -- plain data: a bounded deep copy ---------------------------------------------------------------
@@ -190,13 +222,16 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 def _plain(data: Any) -> Any:
     """A deep copy of spec data as dicts, lists and scalars, refusing what no spec can hold.
 
-    Bounded in depth and size, so recursive YAML aliases and alias bombs end here too.
+    Bounded in depth and size, so recursive YAML aliases and alias bombs end here too. A plain
+    YAML scalar read as a number or a boolean is its text as written where the field holds text.
     """
     count = 0
 
     def walk(node: Any, path: tuple[Any, ...], depth: int) -> Any:
         nonlocal count
         count += 1
+        if isinstance(node, _Written):
+            node = node.text if text_field(path) else node.value
         where = dotted(path) or "the spec"
         if count > MAX_VALUES:
             raise _too_many()

@@ -1,50 +1,60 @@
-"""`--set` on the spec's own field types (spec/load.py applies each `--set`): which fields hold
-text, so that a value is kept as typed there, and the refusal of `--set LIST[N]=...`, which
-hands the whole list back with that item replaced."""
+"""A spec value on the spec's own field types (spec/load.py): which fields hold text, so that a
+value is kept as written there (in the file and in `--set`), and the refusal of
+`--set LIST[N]=...`, which hands the whole list back with that item replaced."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import types
 import typing
+from collections.abc import Sequence
 from typing import Any
 
 from vertex_trainer.errors import UserError
 from vertex_trainer.redact import redact_args
+from vertex_trainer.spec.base import kinds
 from vertex_trainer.spec.model import JobSpec
 
 __all__ = ["refuse_list_item", "text_field"]
 
 
-def text_field(parts: list[str]) -> bool:
-    """Whether the spec field at `parts` holds text (a str field, or a value of labels/env or of
-    another mapping of text), read from JobSpec's own field types."""
-    model: Any = JobSpec
-    for i, part in enumerate(parts):
-        fields = getattr(model, "model_fields", None)
-        if not isinstance(fields, dict) or part not in fields:
-            return False
-        kinds = _kinds(fields[part].annotation)
-        rest = parts[i + 1 :]
-        if not rest:
-            return kinds == {str}
-        nested = [k for k in kinds if isinstance(k, type) and hasattr(k, "model_fields")]
-        if nested:
-            model = nested[0]
+def text_field(parts: Sequence[str | int]) -> bool:
+    """Whether the spec field at `parts` (keys, and indexes of list items) holds text: a str
+    field, a choice of words (Literal), an item of a list of text, a value of labels/env or of
+    another mapping of text; read from JobSpec's own field types."""
+    return _text_at(tuple(parts))
+
+
+@functools.lru_cache(maxsize=1024)  # each scalar of a spec file asks
+def _text_at(parts: tuple[str | int, ...]) -> bool:
+    return _holds_text(JobSpec, parts)
+
+
+def _holds_text(annotation: Any, parts: tuple[str | int, ...]) -> bool:
+    found = kinds(annotation)
+    if not parts:
+        return bool(found) and all(_is_text(k) for k in found)
+    part, rest = parts[0], parts[1:]
+    for kind in found:
+        fields = getattr(kind, "model_fields", None)
+        if isinstance(fields, dict):
+            if isinstance(part, str) and part in fields:
+                return _holds_text(fields[part].annotation, rest)
             continue
-        maps = [k for k in kinds if typing.get_origin(k) is dict]
-        return len(rest) == 1 and len(maps) == 1 and typing.get_args(maps[0])[1:] == (str,)
+        origin, args = typing.get_origin(kind), typing.get_args(kind)
+        if origin is dict and isinstance(part, str) and len(args) == 2:
+            return _holds_text(args[1], rest)
+        items = origin is list or (origin is tuple and args[-1:] == (Ellipsis,))
+        if items and isinstance(part, int) and args:
+            return _holds_text(args[0], rest)
     return False
 
 
-def _kinds(annotation: Any) -> set[Any]:
-    """The types an annotation allows, None, Annotated and unions taken apart."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _kinds(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return set().union(*(_kinds(a) for a in typing.get_args(annotation))) - {type(None)}
-    return {annotation} - {type(None)}
+def _is_text(kind: Any) -> bool:
+    if typing.get_origin(kind) is typing.Literal:
+        return all(isinstance(a, str) for a in typing.get_args(kind))
+    return kind is str
 
 
 _ITEM = re.compile(r"(?P<path>[^\[\]]+?)(?:\[(?P<i>\d+)\]|\.(?P<j>\d+))")

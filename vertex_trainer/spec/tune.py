@@ -323,6 +323,16 @@ class Search:
         return size
 
 
+def trial_count(spec: JobSpec) -> int | None:
+    """The most trials the spec's search runs (what its worst case is priced by): max_trials, or a
+    grid's combinations when there are fewer (the service stops when each was tried once); None
+    for a spec without a tune: block."""
+    if spec.tune is None:
+        return None
+    size = Search.of(spec).grid_size()
+    return spec.tune.max_trials if size is None else min(size, spec.tune.max_trials)
+
+
 def grid_warning(spec: JobSpec) -> str | None:
     """A grid search whose max_trials is under its combinations tries only the first ones, in
     order (the last values of the first parameters never): said, with the count that covers it."""
