@@ -1,12 +1,14 @@
-"""The base of every spec model: strict (unknown keys are errors), frozen, finite numbers."""
+"""The base of every spec model: strict (unknown keys are errors), frozen, finite numbers, and
+no true/false where a number goes (pydantic's lax mode reads true as 1)."""
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from vertex_trainer.errors import SpecError
@@ -17,6 +19,24 @@ PROBLEM = "vertex_trainer_problem"
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # `epochs: true` (or yes/on: YAML 1.1 booleans) would train 1 epoch; a number is a number.
+        if isinstance(value, bool) and info.field_name and _numbers_only(cls, info.field_name):
+            raise problem(
+                f"must be a number, not true/false (got {str(value).lower()})",
+                hint="write the number; in YAML, true/false, yes/no and on/off are booleans",
+            )
+        return value
+
+
+@functools.lru_cache(maxsize=512)
+def _numbers_only(model: type[BaseModel], name: str) -> bool:
+    field = model.model_fields.get(name)
+    found = kinds(field.annotation) if field else set()
+    return bool(found & {int, float}) and bool not in found
 
 
 def kinds(annotation: Any) -> set[Any]:
