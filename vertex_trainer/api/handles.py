@@ -266,12 +266,12 @@ class Job(_VertexJob):
             raise UserError("Job.deploy needs the spec (its deploy: block): job.deploy(spec)")
         return deploy_job(spec, job=self.name, settings=self.client.settings, **kwargs)
 
-    def report(self, path: str | None = None, *, fmt: str = "html") -> str:
+    def report(self, path: str | None = None, *, fmt: str | None = None) -> str:
         """Write this job's report (see :func:`report`): one HTML page, or its plots as a PNG.
 
         Args:
             path: the file to write (default: report-<id>.<fmt> in the working directory).
-            fmt: "html" or "png".
+            fmt: "html" or "png" (default: the suffix of `path`, else html).
 
         Returns:
             the path written (in a notebook: ``IPython.display.IFrame(path, 900, 600)``).

@@ -135,7 +135,7 @@ def report(
     target: Any,
     path: str | None = None,
     *,
-    fmt: str = "html",
+    fmt: str | None = None,
     project: str | None = None,
     region: str | None = None,
     settings: Settings | None = None,
@@ -147,7 +147,9 @@ def report(
             project and region), or a handle `submit` returned.
         path: the file to write (default: report-<name>.<fmt> in the working directory).
         fmt: "html" (one self-contained page: curves, throughput, input wait, time split,
-            attempts, cost, trials, the spec and the exact job) or "png" (the plots as one image).
+            attempts, cost, trials, the spec and the exact job) or "png" (the plots as one image);
+            default: the suffix of `path` (.html, .htm, .png), else html. A format the suffix
+            contradicts (png into report.html) is a UserError (exit 2).
         project: the project of a job id (default: the settings').
         region: the region of a job id (default: the settings').
         settings: the process settings (default: read from the environment).
@@ -156,6 +158,7 @@ def report(
     """
     from vertex_trainer.reporting import page as report_page  # (note at the top)
 
+    fmt = _format(fmt, path)
     if fmt not in report_page.FORMATS:
         raise UserError(
             f"report: format {fmt!r} is not one of {', '.join(report_page.FORMATS)}",
@@ -166,3 +169,22 @@ def report(
     data = report_data(target, project=project, region=region, settings=settings)
     where = path or default_output(data.name if not isinstance(target, str) else target, fmt)
     return report_page.write(data, where, fmt)
+
+
+_SUFFIXES = {".html": "html", ".htm": "html", ".png": "png"}
+_WHAT = {"html": "an HTML page", "png": "a PNG image"}
+
+
+def _format(fmt: str | None, path: str | None) -> str:
+    """The report's format: `fmt`, else the one `path`'s suffix names, else html; refused when
+    `fmt` and the suffix disagree (a PNG in report.html opens as garbage, a page in plots.png not at all)."""
+    named = _SUFFIXES.get(os.path.splitext(path or "")[1].lower())
+    if fmt is None:
+        return named or "html"
+    if named and fmt in _WHAT and named != fmt:
+        stem = os.path.splitext(path or "")[0]
+        raise UserError(
+            f"report: --format {fmt} writes {_WHAT[fmt]}, but -o {path} names {_WHAT[named]}",
+            hint=f"-o {stem}.{fmt}, or leave --format out: -o's suffix chooses the format",
+        )
+    return fmt

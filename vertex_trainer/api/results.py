@@ -148,12 +148,13 @@ class LocalJob(LocalRun):
     def to_dict(self) -> dict:
         return self.submit_object(self.output_dir, self.metrics)
 
-    def report(self, path: str | None = None, *, fmt: str = "html") -> str:
+    def report(self, path: str | None = None, *, fmt: str | None = None) -> str:
         """Write this run's report (see :func:`vertex_trainer.api.report`).
 
         Args:
             path: the file to write (default: report-<name>.<fmt> in the working directory).
-            fmt: "html" (one page that opens offline) or "png" (the plots as one image).
+            fmt: "html" (one page that opens offline) or "png" (the plots as one image);
+                default: the suffix of `path`, else html.
 
         Returns:
             the path written.

@@ -35,16 +35,20 @@ def report(
         ),
     ] = None,
     fmt: Annotated[
-        ReportFormat,
-        typer.Option("--format", help="html: one page that opens offline; png: the plots as one image"),
-    ] = ReportFormat.html,
+        ReportFormat | None,
+        typer.Option(
+            "--format",
+            help="html: one page that opens offline; png: the plots as one image "
+            "(default: -o's suffix, .html or .png; else html)",
+        ),
+    ] = None,
     open_: Annotated[bool, typer.Option("--open", help="open the file in the default browser")] = False,
     *,
     place: JobPlace,
 ) -> None:
     """Write a run's report: curves, throughput, input wait, time split, attempts, cost, trials."""
     cfg = common.settings()
-    path = api.report(target, out, fmt=fmt.value, **place.where(cfg), settings=cfg)
+    path = api.report(target, out, fmt=fmt.value if fmt else None, **place.where(cfg), settings=cfg)
     print(path)
     if open_:
         if not webbrowser.open(Path(path).resolve().as_uri()):
