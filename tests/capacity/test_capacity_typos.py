@@ -122,7 +122,12 @@ def test_a_misspelt_fallback_region_is_exit_2_on_the_command_line_and_sends_noth
     )
     result = run_cli(command[0], path, *command[1:])
     assert result.returncode == 2, result.stderr
-    assert result.stdout == ""
+    # (-o json: stdout is the one object, the error's)
+    assert (
+        result.stdout == ""
+        if "json" not in command
+        else json.loads(result.stdout)["error"]["kind"] == "invalid"
+    )
     assert result.stderr.splitlines()[:2] == [
         f"error: scheduling.fallback[1].region: 'us-centrl1' is not a Vertex AI training region "
         f"(the table of {regions.READ})",

@@ -32,7 +32,8 @@ def cost(tmp_path):
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_throughput_that_is_no_finite_number_is_exit_2(cost, value):
     done = cost("--throughput", value)
-    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["error"]["kind"] == "invalid"  # (--output json: the one object)
     assert "must be a number more than 0 examples per second" in done.stderr
     assert "hint: e.g. --throughput 1200" in done.stderr
 

@@ -130,7 +130,9 @@ def test_logs_follow_on_a_finished_job_prints_and_returns_by_itself(vertex_fake,
     logging_fake.add(failed_id, "ValueError: bad", replica="workerpool1-0", severity="ERROR")
     result = run_cli("logs", failed["name"], "--follow", "-o", "json", timeout=30)
     assert result.returncode == 1
-    assert [json.loads(x)["message"] for x in result.stdout.splitlines()] == ["ValueError: bad"]
+    *entries, last = result.stdout.splitlines()  # the stream, then the error's one line
+    assert [json.loads(x)["message"] for x in entries] == ["ValueError: bad"]
+    assert json.loads(last)["error"]["kind"] == "job_failed"
     assert "ended FAILED: The replica workerpool1-0" in result.stderr
 
 

@@ -87,7 +87,7 @@ def test_persistent_503_exits_3(fake, run_cli_process, spec_file):
     # The exit codes as a shell sees them (here, and in the other run_cli_process tests).
     result = run_cli_process("submit", spec_file, "-o", "json")
     assert result.returncode == 3
-    assert result.stdout == ""
+    assert json.loads(result.stdout)["error"]["kind"] == "service"  # still the one object
     assert "failed after 4 attempts" in result.stderr and "Traceback" not in result.stderr
     assert fake.jobs == {}
 
@@ -147,7 +147,7 @@ def test_wait_text_output(fake, run_cli, spec_file):
 def test_invalid_spec_sends_nothing(fake, run_cli, spec_file):
     spec_file.write_text(spec_file.read_text().replace("hardware: t4x1", "hardware: t4x3"))
     result = run_cli("submit", spec_file, "-o", "json")
-    assert result.returncode == 2 and result.stdout == ""
+    assert result.returncode == 2 and json.loads(result.stdout)["error"]["field"] == "hardware"
     assert "hardware" in result.stderr and "Traceback" not in result.stderr
     assert fake.requests == [] and fake.connections == 0
 

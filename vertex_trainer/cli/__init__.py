@@ -151,11 +151,32 @@ class LazyGroup(typer.core.TyperGroup):
         from typer._click.exceptions import UsageError
 
         try:
-            return self._click_resolve_command(ctx, args)
+            found = self._click_resolve_command(ctx, args)
         except UsageError as e:
             matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
             if matches:
                 e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
+        self.json_failures = asks_json(found[1], found[2])
+        return found
+
+    json_failures = False  # the command's line asks for --output json (resolve_command)
+
+    def invoke(self, ctx: Any) -> Any:
+        """As TyperGroup's; a command asked for `--output json` that fails in any way (bad input,
+        a service, a job, Ctrl-C, a defect) writes its one `{"error": ...}` object on stdout
+        first, unless it wrote its own object already (a job that ended FAILED). The error goes
+        on as before: its text on stderr, its exit code."""
+        from vertex_trainer.cli import common
+
+        common.EMITTED.clear()
+        try:
+            return super().invoke(ctx)
+        except BaseException as e:
+            if self.json_failures:
+                failure = failure_object(e)
+                if failure is not None:
+                    common.emit_failure(failure)
             raise
 
 
@@ -252,10 +273,18 @@ def _main(argv: list[str] | None) -> None:
     while DEBUG_FLAG in args:
         args.remove(DEBUG_FLAG)
         debug = True
+    from vertex_trainer.cli import common
     from vertex_trainer.cli.common import IMPERSONATE, no_pydantic_plugins
 
     try:
-        IMPERSONATE[:] = _impersonation(args)
+        try:
+            IMPERSONATE[:] = _impersonation(args)
+        except VertexTrainerError as e:  # before any command is looked up: its line as written
+            from itertools import pairwise
+
+            if "--output=json" in args or ("--output", "json") in pairwise(args):
+                common.emit_failure(failure_object(e) or {})
+            raise
         if args[:1] and args[0] in VERSION_FLAGS:  # before any command is looked up
             print(version_line())
             return
@@ -273,6 +302,7 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(130)
     finally:
         IMPERSONATE.clear()
+        common.EMITTED.clear()
 
 
 def version_line() -> str:
@@ -355,11 +385,120 @@ def _resume_gc() -> None:
 
 
 def _print_error(e: VertexTrainerError) -> None:
-    # (a message can carry a service's words or a job's error: shown, never sent to the terminal)
-    text = f"error: {e.message}"
-    if e.hint:
-        text += f"\n  hint: {e.hint}"
-    print(terminal_safe(text), file=sys.stderr)
+    message, hint = _shown(e)
+    print(f"error: {message}" + (f"\n  hint: {hint}" if hint else ""), file=sys.stderr)
 
 
-__all__ = ["COMMANDS", "QUICK", "app", "gc_paused", "main", "version_line"]
+def _shown(e: VertexTrainerError) -> tuple[str, str | None]:
+    """An error's message and hint as the text on stderr and the JSON on stdout both show them:
+    a message can carry a service's words or a job's error, so its control characters are shown
+    (redact.terminal_safe), never sent to the terminal (or to `jq -r`'s)."""
+    return terminal_safe(e.message), terminal_safe(e.hint) if e.hint else None
+
+
+# -- --output json on failure (docs/contract.md section 2) ---------------------------------------
+
+
+def asks_json(command: Any, args: list[str]) -> bool:
+    """Whether `args`, a command's line after its name, ask for `--output json`, read with the
+    command's own options as click reads them: its `output` option (with `-o` where it has it: -o
+    is --out elsewhere), the last one given; another option's value is skipped (`--set -o` is
+    not it). A group's subcommand is looked up first (`pipeline submit ...`)."""
+    while args and isinstance(getattr(command, "commands", None), dict):
+        sub = command.commands.get(args[0])
+        if sub is None:
+            return False
+        command, args = sub, args[1:]
+    options = [p for p in getattr(command, "params", ()) if p.param_type_name == "option"]
+    output = next((p for p in options if p.name == "output"), None)
+    if output is None:
+        return False
+    valued = {o for p in options if not (p.is_flag or p.count) for o in p.opts}
+    chosen = None
+    words = iter(args)
+    for word in words:
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        if word.startswith("--") and eq:
+            chosen = value if name in output.opts else chosen
+        elif word in output.opts:
+            chosen = next(words, None)
+        elif word in valued:
+            next(words, None)
+        elif not word.startswith("--") and len(word) > 2 and word[:2] in output.opts:
+            chosen = word[2:]  # -ojson
+    return chosen == "json"
+
+
+def failure_object(error: BaseException) -> dict[str, Any] | None:
+    """The object a failure writes on stdout under --output json: `{"error": {"exit_code",
+    "kind", "message", "hint", "field"}}` (a spec's several problems add "problems", a denial its
+    "api" or "permission"); the message and hint as the text on stderr shows them. None for an
+    exit that is no failure (code 0)."""
+    hint = field = None
+    more: dict[str, Any] = {}
+    if isinstance(error, VertexTrainerError):
+        code, kind = error.exit_code, _kind(error)
+        message, hint = _shown(error)
+        field = getattr(error, "field", None) or None
+        problems = getattr(error, "problems", ())
+        if len(problems) > 1:
+            more["problems"] = [
+                {"field": p.field or None, **dict(zip(("message", "hint"), _shown(p), strict=True))}
+                for p in problems
+            ]
+        more.update({k: v for k in ("api", "permission") if (v := getattr(error, k, None))})
+    elif isinstance(error, typer.TyperException):  # click's: the command line itself, exit 2
+        code, kind, message = error.exit_code, "usage", terminal_safe(error.format_message())
+        field = _option_of(error)
+    elif isinstance(error, KeyboardInterrupt):  # Ctrl-C (typer makes it exit 130)
+        code, kind, message = 130, "interrupted", terminal_safe(str(error) or "interrupted")
+    elif isinstance(error, typer.Exit | SystemExit):  # a command that said why on stderr itself
+        status = error.exit_code if isinstance(error, typer.Exit) else error.code
+        code = status if isinstance(status, int) else 1 if status else 0
+        if code == 0:
+            return None
+        kind = "interrupted" if code == 130 else "failed"
+        message = "interrupted" if code == 130 else f"exit code {code}: the reason is on stderr"
+    else:  # a defect: Python prints its traceback on stderr, exit 1
+        code, kind = 1, "internal"
+        message = terminal_safe(f"{type(error).__name__}: {error}")
+        hint = "a defect of vertex-trainer, not of your input: its traceback is on stderr"
+    body = {"exit_code": code, "kind": kind, "message": message, "hint": hint, "field": field}
+    return {"error": {**body, **more}}
+
+
+def _kind(error: VertexTrainerError) -> str:
+    """What failed, beyond the exit code: invalid (2: input), denied (2: the project's setup, a
+    403), service (3), job_failed (1), failed (1: anything else)."""
+    from vertex_trainer.errors import JobFailed, ServiceError
+
+    if isinstance(error, JobFailed):
+        return "job_failed"
+    if error.exit_code == 2:
+        return "denied" if isinstance(error, ServiceError) else "invalid"
+    return {3: "service"}.get(error.exit_code, "failed")
+
+
+def _option_of(error: Exception) -> str | None:
+    """The option or argument a click usage error names (`--steps`, `spec`), else None."""
+    param = getattr(error, "param", None)
+    if param is not None and param.param_type_name == "option" and param.opts:
+        return str(param.opts[0])
+    if param is not None and param.name:
+        return str(param.name)  # an argument: as its usage error names it
+    name = getattr(error, "option_name", None)
+    return str(name) if name else None
+
+
+__all__ = [
+    "COMMANDS",
+    "QUICK",
+    "app",
+    "asks_json",
+    "failure_object",
+    "gc_paused",
+    "main",
+    "version_line",
+]

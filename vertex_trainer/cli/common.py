@@ -271,7 +271,28 @@ def stop_on_interrupt(
 
 
 def emit_json(obj) -> None:
+    """The command's one JSON object on stdout (--output json); a failure after it (a job that
+    ended FAILED, check's FAIL items) adds no second one (cli.LazyGroup.invoke reads EMITTED)."""
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+    EMITTED[:] = [True]
+
+
+# [True] once this invocation has written its JSON object on stdout (emit_json, emit_failure).
+EMITTED: list[bool] = []
+
+
+def emit_failure(obj: dict) -> None:
+    """A failure's `{"error": {...}}` object on stdout, on one line (after `logs -o json`'s
+    entries it is one more line of the stream), once: nothing when an object was written already
+    or stdout is gone (the error's text on stderr is what is left)."""
+    if EMITTED:
+        return
+    EMITTED[:] = [True]
+    try:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: the text on stderr still says it
+        pass
 
 
 def stderr_line(text: str) -> None:
