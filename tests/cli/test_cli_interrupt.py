@@ -80,3 +80,24 @@ def test_a_block_without_ctrl_c_passes_through(capsys):
     ):
         raise ValueError("not an interrupt")
     assert job.cancels == 0
+
+
+class PipelineRun(Job):
+    """What `pipeline submit --wait` reads of a run: Job's, and a wait that Ctrl-C stops."""
+
+    adopted, done = False, False
+    name, console_url, idempotency_key = "pipelineJobs/7", "https://console/7", "k"
+
+    def wait(self, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_a_pipeline_wait_prints_the_run_object_with_json_output(capsys):
+    from vertex_trainer.cli.pipeline import _show
+
+    with pytest.raises(typer.Exit) as stopped:
+        _show(PipelineRun(), OutputFormat.json, wait=True)
+    out, err = capsys.readouterr()
+    assert stopped.value.exit_code == 130
+    assert json.loads(out) == PipelineRun().to_dict()  # its name: to follow it later
+    assert "the run goes on" in err and f"pipeline status {PipelineRun.name} --wait" in err

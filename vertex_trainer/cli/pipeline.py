@@ -201,6 +201,8 @@ def _show(run: Any, output: OutputFormat, wait: bool) -> None:
                 f"stopped waiting; the run goes on. follow it: vertex-trainer pipeline status "
                 f"{run.name} --wait"
             )
+            if output is OutputFormat.json:  # the run's object still (its name, to follow it later)
+                common.emit_json(run.to_dict())
             raise typer.Exit(130) from None
     if output is OutputFormat.json:
         common.emit_json(run.to_dict())
