@@ -1,12 +1,15 @@
 """What a person types, checked the one way (the CLI's options, a notebook's arguments): KEY=VALUE
-lists (--set, --var), idempotency keys and label selectors. Each bad value is one UserError (exit
+lists (--set, --var), idempotency keys, label selectors and regions. Each bad value is one UserError (exit
 2) naming it and the fix, before anything is loaded, built or sent."""
 
 from __future__ import annotations
 
+from vertex_trainer import regions
+from vertex_trainer.errors import UserError
+from vertex_trainer.suggest import nearest
 from vertex_trainer.vertex import names
 
-__all__ = ["check_key", "parse_assignments", "parse_label"]
+__all__ = ["check_key", "check_region", "parse_assignments", "parse_label"]
 
 
 def parse_assignments(items: list[str] | tuple[str, ...] | None, flag: str) -> list[tuple[str, str]]:
@@ -57,3 +60,29 @@ def parse_label(text: str) -> tuple[str, str]:
         UserError: not KEY=VALUE of lowercase letters, digits, '_' or '-' (keys start with a letter).
     """
     return names.parse_label(text)
+
+
+def check_region(region: str, flag: str = "--region") -> str:
+    """A region a command is pointed at, checked before anything is sent, as a spec's region is:
+    one of the Vertex AI training regions of the table (regions.py).
+
+    Args:
+        region: the region (``--region``, or the default one).
+        flag: where it was given, named in the error.
+
+    Returns:
+        the region, unchanged.
+
+    Raises:
+        UserError: not a region of the table (``mars-central1``, ``us-centrl1``), naming the
+            nearest ones.
+    """
+    if regions.known(region):
+        return region
+    near = nearest(str(region).lower(), regions.REGIONS, n=3)
+    raise UserError(
+        f"{flag} {region!r} is not a Vertex AI training region (the table of {regions.READ}); "
+        "nothing was sent",
+        hint=(f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "")
+        + "`vertex-trainer hardware --region R` lists what a region offers",
+    )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from vertex_trainer.api.core import settings_from_env
 from vertex_trainer.api.handles import Job
+from vertex_trainer.api.inputs import check_region
 from vertex_trainer.contract import SPEC_LABEL
 from vertex_trainer.log import Log
 from vertex_trainer.settings import Settings
@@ -154,7 +155,11 @@ def list_jobs(
 
     Returns:
         a list of Job.
+
+    Raises:
+        UserError: `region` is not a Vertex AI training region (nothing is sent).
     """
+    check_region(region)
     terms = [] if all_jobs else [f"labels.{SPEC_LABEL}:*"]
     terms += [f'labels.{k}="{v}"' for k, v in (labels or {}).items()]
     client = client or JobsClient(project, region, settings=settings or settings_from_env())
