@@ -293,7 +293,7 @@ class Finalize(beam.DoFn):
         rejected = sorted(rejected)
         _write_text(
             records.join(plan.out_dir, REJECTED_FILE),
-            "".join(f"{path}\t{reason}\n" for path, _, reason, _ in rejected),
+            "".join(f"{one_field(path)}\t{one_field(reason)}\n" for path, _, reason, _ in rejected),
         )
         manifest = make_manifest(plan, shards, rejected, totals)
         if manifest["splits"][TRAIN]["examples"] == 0:
@@ -304,6 +304,14 @@ class Finalize(beam.DoFn):
         _write_text(records.join(plan.out_dir, MANIFEST_FILE), json.dumps(manifest, indent=2) + "\n")
         _write_text(records.join(plan.out_dir, plan.marker), "")  # last: the dataset is complete
         yield manifest
+
+
+def one_field(text: str) -> str:
+    """A path or a reason as one field of rejected.txt's lines (path, a tab, reason): as it is, unless
+    it holds a character that is not printable (a tab, a line break, a control character: a file
+    named so would forge a line) or starts with a double quote; then as a JSON string, which
+    escapes them (read back: `json.loads(field) if field.startswith('"') else field`)."""
+    return text if text.isprintable() and not text.startswith('"') else json.dumps(text)
 
 
 def _write_text(path: str, text: str) -> None:
