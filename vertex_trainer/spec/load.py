@@ -27,7 +27,7 @@ from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.spec import templating  # its jinja2 is imported only by specs that template
 from vertex_trainer.spec.messages import dotted, shown, shown_at, translate
 from vertex_trainer.spec.model import JobSpec
-from vertex_trainer.spec.overrides import refuse_list_item, text_field
+from vertex_trainer.spec.overrides import number_as_written, refuse_list_item, text_field
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -231,7 +231,7 @@ def _plain(data: Any) -> Any:
         nonlocal count
         count += 1
         if isinstance(node, _Written):
-            node = node.text if text_field(path) else node.value
+            node = node.text if text_field(path) else number_as_written(node.text, node.value, path)
         where = dotted(path) or "the spec"
         if count > MAX_VALUES:
             raise _too_many()

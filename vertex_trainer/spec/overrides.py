@@ -1,6 +1,7 @@
 """A spec value on the spec's own field types (spec/load.py): which fields hold text, so that a
-value is kept as written there (in the file and in `--set`), and the refusal of
-`--set LIST[N]=...`, which hands the whole list back with that item replaced."""
+value is kept as written there (in the file and in `--set`); a number YAML 1.1 reads otherwise
+than its digits (`010`, `1:30`) refused elsewhere; and the refusal of `--set LIST[N]=...`, which
+hands the whole list back with that item replaced."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from vertex_trainer.errors import UserError
+from vertex_trainer.errors import SpecError, UserError
 from vertex_trainer.redact import redact_args
 from vertex_trainer.spec.base import kinds
+from vertex_trainer.spec.messages import dotted
 from vertex_trainer.spec.model import JobSpec
 
-__all__ = ["refuse_list_item", "text_field"]
+__all__ = ["number_as_written", "refuse_list_item", "text_field"]
 
 
 def text_field(parts: Sequence[str | int]) -> bool:
@@ -55,6 +57,31 @@ def _is_text(kind: Any) -> bool:
     if typing.get_origin(kind) is typing.Literal:
         return all(isinstance(a, str) for a in typing.get_args(kind))
     return kind is str
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")  # YAML 1.1: 010 is 8
+
+
+def number_as_written(text: str, value: Any, path: tuple[str | int, ...]) -> Any:
+    """The value of an unquoted scalar YAML 1.1 read as a number or a boolean, in a field that
+    does not hold text; refused (SpecError, exit 2) where YAML 1.1 reads the digits otherwise than
+    they read: `010` is 8 (octal), `1:30` is 90 (base 60)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if ":" in text:
+        why, fix = f"is {value:g} in YAML (a number with colons is base 60)", "write the number itself"
+    elif _OCTAL.fullmatch(text) and value != int(text.replace("_", "")):
+        why, fix = f"is {value} in YAML (a leading 0 makes it octal)", f"write {int(text.replace('_', ''))}"
+    else:
+        return value
+    raise SpecError(
+        dotted(path),
+        f"{text} {why}",
+        has_value=False,
+        hint=f"{fix}; a duration may be written 90s, 30m or 1h30m"
+        if "timeout" in path or "max_wait" in path
+        else fix,
+    )
 
 
 _ITEM = re.compile(r"(?P<path>[^\[\]]+?)(?:\[(?P<i>\d+)\]|\.(?P<j>\d+))")
