@@ -42,7 +42,7 @@ from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES, folder_diges
 from vertex_trainer.errors import RunInterrupted, UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
-from vertex_trainer.local import layout
+from vertex_trainer.local import gsresult, layout
 from vertex_trainer.log import Log
 from vertex_trainer.render import tensorboard_pending
 from vertex_trainer.settings import Settings
@@ -397,7 +397,9 @@ def _ready(plan: SubmitPlan, settings: Settings, log: Log) -> tuple[SubmitPlan, 
     and the attempts to skip (attempt n -> why)."""
     skipped = _reads(plan, settings, log)
     _build(plan, settings, log)
-    return _with_tensorboards(plan, settings, log), skipped
+    plan = _with_tensorboards(plan, settings, log)
+    _hand_over(plan, settings)
+    return plan, skipped
 
 
 def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
@@ -455,6 +457,18 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
             "or submit without --resume",
         )
     _refuse_running(plan, _jobs_in(plan, plan.resumed, settings, log))
+
+
+def _hand_over(plan: SubmitPlan, settings: Settings) -> None:
+    """A cloud `--resume` of a gs:// folder a local run wrote: its record (result.json, which a
+    retry of the local run's key adopts when it says SUCCEEDED) is replaced, just before the
+    create, by one naming this job's key (local/gsresult.hand_over; exit 3 and nothing sent when
+    it cannot be)."""
+    if plan.resumed is None or not plan.resumed.startswith("gs://"):
+        return
+    if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
+        return
+    gsresult.hand_over(settings, plan.resumed, run=plan.run, name=plan.spec.name, key=plan.key)
 
 
 def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> list[dict]:

@@ -9,6 +9,11 @@ While the run runs, the record says so (`mark_running`, JOB_STATE_RUNNING, writt
 replica starts): a run that ends without writing its own end (the runner killed, the write
 refused) never leaves the record of the run before it (a SUCCEEDED one that `--resume` went on
 training, or one whose folder was emptied) for a retry to adopt as its own.
+
+A Vertex AI job that continues the folder (a cloud `submit --resume`) writes no record of its own:
+before it is created, the record a local run left there is replaced by one naming the job's key
+(`hand_over`), and a retry of that local run's key is then refused rather than adopt what the job
+left as its own result or train over it (local/run.py `_adopted`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from vertex_trainer.settings import Settings
 # result.json of a gs:// run: RunLog.close's fields, less the log's tail, plus the run's name
 FIELDS = (*(k for k in RESULT_FIELDS if k != "log_tail"), "run")
 
-__all__ = ["FIELDS", "keep", "mark_running", "read", "uri_of"]
+CONTINUED_BY = "continued_by_key"  # a record's: the key of the Vertex AI job that continues its folder
+
+__all__ = ["CONTINUED_BY", "FIELDS", "hand_over", "keep", "mark_running", "read", "uri_of"]
 
 
 def uri_of(folder: str) -> str:
@@ -73,6 +80,29 @@ def mark_running(
             hint="the account needs to write and replace objects there (roles/storage.objectUser); "
             "then submit again",
         ) from None
+
+
+def hand_over(settings: Settings, folder: str, *, run: str, name: str, key: str) -> bool:
+    """Before a Vertex AI job (idempotency key `key`) is created to continue the gs:// `folder`:
+    a record a local run left there says how that run ended, no longer how the folder's run does,
+    so it is replaced by one that says a job with `key` runs there (JOB_STATE_RUNNING,
+    CONTINUED_BY). No record there: nothing is written (False). When it cannot be read or
+    replaced, nothing is sent: ServiceError (exit 3)."""
+    uri = uri_of(folder)
+    value = {"name": name, "state": RUNNING, "job_id": "", "replicas": [], "run": run, CONTINUED_BY: key}
+    try:
+        if read(settings, folder) is None:
+            return False
+        _put(settings, uri, value)
+    except Exception as exc:  # (any: auth, network, permissions) the local run's record would stay
+        raise ServiceError(
+            f"could not record in {uri} that a Vertex AI job continues {folder} "
+            f"({type(exc).__name__}: {exc}); nothing was sent: the record a local run left there "
+            "would be taken for the folder's result",
+            hint="the account needs to write and replace objects there (roles/storage.objectUser); "
+            "then submit again",
+        ) from None
+    return True
 
 
 def keep(result: Any, settings: Settings, note: Callable[..., None]) -> None:

@@ -397,6 +397,8 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResu
     cluster.check_gcs_route(settings.environ)
     try:
         ended = gsresult.read(settings, base)
+        if ended is not None and ended.get("run") == run and ended.get(gsresult.CONTINUED_BY):
+            _continued(base, run, str(ended[gsresult.CONTINUED_BY]))
         if ended is None or ended.get("run") != run or ended.get("state") != SUCCEEDED:
             return None
         if not storage.holds_objects(settings, base):  # (its folder emptied: nothing left to adopt)
@@ -404,6 +406,19 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResu
     except (GoogleAPIError, OSError):
         return None
     return _adopted_result(base, name, run, ended, None, settings)
+
+
+def _continued(base: str, run: str, key: str) -> None:
+    """The run's folder was continued by a Vertex AI job (its record names the job's key,
+    gsresult.hand_over): what it holds is that job's, neither this run's result to adopt nor a
+    folder to train over again; exit 2, nothing runs."""
+    raise UserError(
+        f"{run}: {base} was continued on Vertex AI by the job with idempotency key {key} (submit "
+        "--resume) after this submission's run here: what it holds is that job's, so it is neither "
+        "adopted as this run's result nor trained over; nothing ran",
+        hint=f"that job: vertex-trainer list --label vertex-trainer-key={key}; to train on in its "
+        f"folder: --resume {run}; a new run: another --idempotency-key",
+    )
 
 
 def _adopted_result(
