@@ -52,3 +52,21 @@ def test_a_field_that_starts_with_a_quote_is_written_as_json_and_reads_back():
     for text in ['"q.txt', '"', "plain", "a\nb", "a\tb", "\x1b[2J", "a\\b"]:
         assert field(one_field(text)) == text and "\t" not in one_field(text)
         assert len(one_field(text).splitlines()) == 1
+
+
+def test_a_file_named_with_a_backslash_is_converted_or_rejected_not_skipped(tmp_path):
+    """Beam's `*` never matches a backslash: `cat/a\\b.png` was neither stored nor rejected, the
+    dataset one image short with nothing said. A folder below a class folder is still not read."""
+    photos = tmp_path / "photos" / "cat"
+    (photos / "sub").mkdir(parents=True)
+    for name in ("0.png", "back\\slash.png", "sub/nested.png"):
+        Image.new("RGB", (16, 16), (200, 0, 0)).save(photos / name)
+    (photos / "notes\\x.txt").write_text("not an image\n")
+    done = cli_runner(edge_env(tmp_path), cwd=tmp_path)(
+        "data", "convert", "photos", "records", "--shards", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((tmp_path / "records" / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["examples"] == 2
+    rejected = (tmp_path / "records" / "rejected.txt").read_text().splitlines()
+    assert [line.split("\t")[0] for line in rejected] == ["photos/cat/notes\\x.txt"]

@@ -128,8 +128,12 @@ class ListFolder(beam.DoFn):
     def process(self, task: Any) -> Iterator[Source]:
         tree, name, label, split = task
         folder = records.join(tree, name)
-        for meta in FileSystems.match([folder + "/*"])[0].metadata_list:
+        # `/**`, then only the folder's own files: Beam's `*` never matches a backslash, so a
+        # file named `a\b.jpg` was neither stored nor rejected (both list the whole subtree).
+        for meta in FileSystems.match([folder + "/**"])[0].metadata_list:
             base = posixpath.basename(meta.path)
+            if posixpath.dirname(meta.path) != folder:  # a file in a folder below it
+                continue
             if not base or base.startswith("."):  # a console-made "folder/" object; hidden files
                 continue
             rel = f"{name}/{base}"
