@@ -104,3 +104,30 @@ def test_the_rendered_job_carries_the_text_as_written(tmp_path):
     env = {e["name"]: e["value"] for e in job["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"]}
     assert env["FLAG"] == "on" and env["VERSION"] == "1.10"
     assert yaml.safe_load(spec.read_text())["labels"]["env"] is False  # (what YAML 1.1 reads there)
+
+
+def test_a_study_tries_the_words_a_text_flag_takes_as_written(tmp_path):
+    """`tune.parameters.jit_compile.values: [true, false]` (the flag's words auto, true, false)
+    was refused: "True is not a valid trainer.jit_compile". A value a study tries is text where
+    the trainer field holds text; numbers and booleans of other fields read as before."""
+    got = load_spec(
+        spec_file(
+            tmp_path,
+            "trainer: {model: tiny-cnn, train_data: x, eval_data: y, num_classes: 10}\n"
+            "tune: {parameters: {jit_compile: {values: [true, false]}, keras: {values: [2, 3]},\n"
+            "       epochs: {values: [1, 2]}, skip_corrupt: {values: [yes, no]}}}\n",
+        )
+    )
+    assert got.tune is not None
+    values = {name: p.values for name, p in got.tune.parameters.items()}
+    assert values == {
+        "jit_compile": ("true", "false"),
+        "keras": ("2", "3"),
+        "epochs": (1, 2),
+        "skip_corrupt": (True, False),
+    }
+    via_set = load_spec(
+        spec_file(tmp_path, TRAINER),
+        sets=["trainer.eval_data=y", "tune.parameters.jit_compile.values=[true, false]"],
+    )
+    assert via_set.tune is not None and via_set.tune.parameters["jit_compile"].values == ("true", "false")

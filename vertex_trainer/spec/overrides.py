@@ -24,8 +24,12 @@ __all__ = ["number_as_written", "refuse_list_item", "text_field"]
 def text_field(parts: Sequence[str | int]) -> bool:
     """Whether the spec field at `parts` (keys, and indexes of list items) holds text: a str
     field, a choice of words (Literal), an item of a list of text, a value of labels/env or of
-    another mapping of text; read from JobSpec's own field types."""
-    return _text_at(tuple(parts))
+    another mapping of text; read from JobSpec's own field types. A value a study tries
+    (tune.parameters.NAME.values[i]) is text where the trainer field NAME holds text."""
+    parts = tuple(parts)
+    if len(parts) == 5 and parts[:2] == ("tune", "parameters") and parts[3] == "values":
+        return isinstance(parts[2], str) and _text_at(("trainer", parts[2]))
+    return _text_at(parts)
 
 
 @functools.lru_cache(maxsize=1024)  # each scalar of a spec file asks
