@@ -502,11 +502,14 @@ def _plan_code(spec: JobSpec, image: ImageSpec, builder: str | None) -> BuildPla
     entries, source, base = owncode.image_context(spec, variant, screened=screened)
     context_hash = hash_entries(entries)
     deps = owncode.dependencies_of(spec)  # a package folder's, for the dry run
+    # Without image.repository the job runs only here (submit --local; package, validate and a
+    # cloud submit refuse it): a local/ name, as contract.LOCAL_IMAGE is, never 'None:<tag>'.
+    repository = image.repository or f"local/{spec.name}"
     return BuildPlan(
         "image",
         tuple(entries),
         context_hash,
-        f"{image.repository}:{_tag(context_hash)}",
+        f"{repository}:{_tag(context_hash)}",
         source,
         variant=variant,
         base_image=base,
