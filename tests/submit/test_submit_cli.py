@@ -135,6 +135,13 @@ def test_wait_exit_codes(fake, request, spec_file, final, code, runner):
         assert state in result.stderr  # each state change shown
     if final == "JOB_STATE_FAILED":
         assert "non-zero status of 137" in result.stderr
+    # the job's error in its object too (as status has it): a script learns why from stdout
+    if final == "JOB_STATE_SUCCEEDED":
+        assert "error" not in out
+    elif final == "JOB_STATE_FAILED":
+        assert out["error"] == "The replica workerpool0-0 exited with a non-zero status of 137."
+    else:  # the service's word for it (a cancelled job's error is "CANCELED", as Vertex AI's)
+        assert out["error"]
 
 
 def test_wait_text_output(fake, run_cli, spec_file):

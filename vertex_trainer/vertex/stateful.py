@@ -238,8 +238,13 @@ class StatefulResource(JobState):
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The resource's `--output json` object: `output_fields`, by name."""
-        return {field: getattr(self, field) for field in self.output_fields}
+        """The resource's `--output json` object: `output_fields`, by name, and, once it ended
+        with one, its failure message as "error" (as the status object has it), so a script
+        reading the object of a failed run learns why without parsing stderr."""
+        out = {field: getattr(self, field) for field in self.output_fields}
+        if self.held_state in self.states.terminal and (error := self._held_error()):
+            out["error"] = error
+        return out
 
     def describe(self) -> dict[str, Any]:
         """The status object: identity, state, times, error and labels (one answer: current,
