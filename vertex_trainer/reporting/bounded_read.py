@@ -11,6 +11,8 @@ the page (RunData.notes, at most MAX_NOTES), never a traceback:
   times and counts not negative.
 - spec.yaml: at most MAX_TEXT_BYTES, other bytes than UTF-8 replaced.
 - a replica's log: its last MAX_LOG_BYTES; at most MAX_POINTS progress points (evenly kept).
+- TensorBoard event files (read only when the log has no epoch): regular files of at most
+  MAX_EVENT_BYTES together (run_data.py); a curve draws at most plots.MAX_PLOTTED epochs.
 - a study: at most MAX_TRIALS trials and MAX_PARAMETERS parameters; the best trial's folder is
   read as a run, never as a study (a study whose best trial points back at it ends there).
 """
@@ -27,6 +29,7 @@ from typing import Any
 MAX_JSON_BYTES = 16 << 20
 MAX_TEXT_BYTES = 1 << 20
 MAX_LOG_BYTES = 32 << 20
+MAX_EVENT_BYTES = 8 << 20  # a run's TensorBoard event files (train/), together
 MAX_POINTS = 10_000
 MAX_TRIALS = 10_000
 MAX_PARAMETERS = 16

@@ -27,6 +27,8 @@ _OUTCOME = {"SUCCEEDED": "#2ca02c", "FAILED": "#d62728", "CANCELLED": "#7f7f7f"}
 MARK = "vertex-trainer report"
 LABEL_CHARS = 60  # a name in a plot (a metric, a parameter); longer ones end with "..."
 MAX_EPOCH_LINES = 100  # the learning-rate plot marks each epoch up to this many
+MAX_EPOCH_TICKS = 30  # a curve labels each epoch up to this many; past it, matplotlib's own ticks
+MAX_PLOTTED = 2_000  # a curve draws at most this many epochs, evenly kept (the last one too)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,11 @@ def _label(text: object, limit: int = LABEL_CHARS) -> str:
 
 
 def _per_epoch(data: RunData, attr: str) -> tuple[list[int], list[float]]:
+    """The epochs that have `attr` and its values: at most MAX_PLOTTED of them, evenly kept, the
+    last one too (a log or event files of 200,000 epochs drew for minutes in gigabytes)."""
     pairs = [(e.epoch, getattr(e, attr)) for e in data.epochs if getattr(e, attr) is not None]
+    if len(pairs) > MAX_PLOTTED:
+        pairs = pairs[-1 :: -math.ceil(len(pairs) / MAX_PLOTTED)][::-1]
     return [p[0] for p in pairs], [float(p[1]) for p in pairs]
 
 
@@ -73,8 +79,10 @@ def _curve(data: RunData, attr: str, eval_key: str, label: str) -> Callable[[Any
             ax.plot([end], [value], "s", color=EVAL, markersize=8, label=f"eval {label} {value:.4g}")
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
-        if xs:
-            ax.set_xticks(xs)
+        if xs and len(xs) <= MAX_EPOCH_TICKS:
+            ax.set_xticks(xs)  # an epoch a tick (thousands of labels took minutes)
+        else:
+            ax.locator_params(axis="x", integer=True)
         ax.legend(loc="best", fontsize=8)
         ax.grid(alpha=0.3)
 

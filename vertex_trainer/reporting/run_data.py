@@ -205,6 +205,8 @@ def event_epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[li
 def read_event_epochs(log_dir: str) -> list[Epoch]:
     """The epochs from TensorBoard event files under `log_dir` (its train/ run): epoch_loss,
     epoch_accuracy, epoch_examples_per_sec. tensorboard's own reader; [] when there are none."""
+    train = log_dir.rstrip("/") + "/train"
+    _check_event_files(train)
     lazy.require("tensorflow", "reading TensorBoard event files")
     purpose = "reading TensorBoard event files"
     EventAccumulator = lazy.require(
@@ -212,7 +214,6 @@ def read_event_epochs(log_dir: str) -> list[Epoch]:
     ).EventAccumulator
     tensor_util = lazy.require("tensorboard.util.tensor_util", purpose)
 
-    train = log_dir.rstrip("/") + "/train"
     acc = EventAccumulator(train, size_guidance={"tensors": 0, "scalars": 0})
     acc.Reload()
     tags = acc.Tags()
@@ -232,6 +233,25 @@ def read_event_epochs(log_dir: str) -> list[Epoch]:
         )
         for s in steps
     ]
+
+
+def _check_event_files(train: str) -> None:
+    """ValueError (the note's reason) unless the event files in `train` (those whose name holds
+    "tfevents": what tensorboard's reader reads) are regular files of at most
+    read.MAX_EVENT_BYTES together. That reader keeps every scalar it parses (a 10 MB file of them
+    took 5 GB) and waits forever on a FIFO. A local folder is looked at without TensorFlow."""
+    if "://" in train:  # gs://: through TensorFlow's file system, as the reader will
+        gfile = lazy.require("tensorflow", "reading TensorBoard event files").io.gfile
+        sizes = [gfile.stat(f"{train}/{n}").length for n in gfile.listdir(train) if "tfevents" in n]
+    else:
+        sizes = []
+        for entry in os.scandir(train):
+            if "tfevents" in entry.name:
+                if not entry.is_file(follow_symlinks=True):
+                    raise ValueError(f"{entry.path} is not a regular file")
+                sizes.append(entry.stat().st_size)
+    if sum(sizes) > read.MAX_EVENT_BYTES:
+        raise ValueError(f"more than {read.MAX_EVENT_BYTES >> 20} MiB of them, more than the report reads")
 
 
 def lr_schedule(config: Mapping[str, Any], points: int = 200) -> list[tuple[int, float]]:
