@@ -27,6 +27,17 @@ def put(uri, data):
     send(urllib.request.Request(f"{host}/upload/storage/v1/b/{bucket}/o?{query}", data.encode()))
 """
 
+# A whole such script: it writes its job id as its model and as metrics.json's "job".
+GS_TASK = (
+    """
+import json, os, urllib.parse, urllib.request
+"""
+    + TASK_HEAD
+    + """put(f"{model}/saved_model.pb", job)
+put(f"{model.rsplit('/', 1)[0]}/metrics.json", json.dumps({"job": job}))
+"""
+)
+
 
 def put(url: str, bucket: str, name: str) -> None:
     """One small object into the emulator at `url`."""

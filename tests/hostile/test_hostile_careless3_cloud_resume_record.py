@@ -17,18 +17,9 @@ import json
 import requests
 
 from tests.cli_support import edge_env
-from tests.hostile.resume_support import TASK_HEAD
+from tests.hostile.resume_support import GS_TASK
 from tests.shared import cli_runner, script_job, spec_yaml, write_spec
 
-TASK = (
-    """
-import json, os, urllib.parse, urllib.request
-"""
-    + TASK_HEAD
-    + """put(f"{model}/saved_model.pb", job)
-put(f"{model.rsplit('/', 1)[0]}/metrics.json", json.dumps({"job": job}))
-"""
-)
 RUN = "digits-ci-7"
 
 
@@ -37,7 +28,7 @@ def test_a_cloud_resume_of_a_local_gs_run_is_not_adopted_by_the_local_key(fake, 
     put = {"uploadType": "media", "name": "d/train-00000"}
     assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
     run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
-    here = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
+    here = script_job(tmp_path, GS_TASK, f"gs://{bucket}/runs")
     first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
     trained = json.loads(first.stdout)["metrics"]["job"]

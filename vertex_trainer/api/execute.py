@@ -409,6 +409,7 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     preflight.check_buckets(spec, route, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
     _check_resumed(plan, settings, log)
+    _check_local_run(plan, settings)
     return availability.before_submit(
         spec,
         route,
@@ -457,6 +458,31 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
             "or submit without --resume",
         )
     _refuse_running(plan, _jobs_in(plan, plan.resumed, settings, log))
+
+
+def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
+    """A new cloud submission whose gs:// folder holds the record of a run made here (`submit
+    --local` with the same key and output_dir: its result.json, local/gsresult.py): exit 2 before
+    anything is built or created. A job there would write over that run's model and checkpoints,
+    and the local key again would adopt the job's work as that run's result."""
+    folder = plan.output
+    if plan.resumed is not None or plan.spec.fixed_output_dir or not (folder or "").startswith("gs://"):
+        return
+    if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
+        return
+    record = gsresult.read(settings, str(folder))
+    if record is None:
+        return
+    state = str(record.get("state") or "").removeprefix("JOB_STATE_") or "no state"
+    made = f"made with submit --local ({state})"
+    if record.get(gsresult.CONTINUED_BY):  # (a local run's folder a resumed job went on writing)
+        made += f", continued on Vertex AI by the job with key {record[gsresult.CONTINUED_BY]}"
+    raise UserError(
+        f"{folder} holds a run of the idempotency key {plan.key} {made}: a Vertex AI job there "
+        "would write over its model and checkpoints; nothing was sent",
+        hint=f"to train on from that run on Vertex AI: --resume {plan.run}; a new run: another "
+        "--idempotency-key",
+    )
 
 
 def _hand_over(plan: SubmitPlan, settings: Settings) -> None:

@@ -1,0 +1,57 @@
+"""The same key for a run here and then on Vertex AI, into one gs:// output_dir (HB, hunting).
+
+`submit --local --idempotency-key ci-7` with a gs:// output_dir trains in `<output_dir>/digits-ci-7/`
+and keeps its result.json beside it. `submit SPEC --idempotency-key ci-7` (the CI's next step,
+the same key) found no Vertex AI job with that key and created one into the same folder: it wrote
+over the local run's model and checkpoints, and the key ci-7 again here then adopted the job's
+work as the local run's SUCCEEDED result. Now the cloud submit is exit 2 before anything is built
+or created, naming the local run and the two ways on (--resume, another key).
+"""
+
+from __future__ import annotations
+
+import json
+
+import requests
+
+from tests.cli_support import edge_env
+from tests.hostile.resume_support import GS_TASK as TASK
+from tests.shared import cli_runner, script_job, spec_yaml, write_spec
+
+RUN = "digits-ci-7"
+
+
+def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emulator, bucket):
+    url = emulator.endpoint
+    put = {"uploadType": "media", "name": "d/train-00000"}
+    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
+    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    here = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
+    first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    trained = json.loads(first.stdout)["metrics"]["job"]
+    cloud = write_spec(
+        tmp_path,
+        spec_yaml(
+            None,
+            name="digits",
+            hardware="cpu",
+            scheduling=None,
+            output_dir=f"gs://{bucket}/runs",
+            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
+        ),
+    )
+
+    refused = run("submit", cloud, "--idempotency-key", "ci-7", "--no-wait")
+    assert refused.returncode == 2, refused.stderr
+    assert (
+        f"gs://{bucket}/runs/{RUN} holds a run of the idempotency key ci-7 made with submit --local "
+        "(SUCCEEDED)" in refused.stderr
+    )
+    assert f"--resume {RUN}" in refused.stderr and "nothing was sent" in refused.stderr
+    assert list(fake.jobs) == []
+    assert emulator.read_object(bucket, f"runs/{RUN}/model/saved_model.pb").decode() == trained
+
+    other = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
+    assert other.returncode == 0, other.stderr  # a key of its own: its own folder
+    assert json.loads(other.stdout)["output_dir"] == f"gs://{bucket}/runs/digits-ci-8"
