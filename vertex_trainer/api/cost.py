@@ -18,7 +18,7 @@ from vertex_trainer.cost import compare as cost_compare
 from vertex_trainer.cost import estimate as costs
 from vertex_trainer.cost.billing_catalog import BillingClient
 from vertex_trainer.errors import VertexTrainerError
-from vertex_trainer.gcp.storage import read_json
+from vertex_trainer.gcp.storage import MAX_JSON_BYTES, json_object, read_json
 from vertex_trainer.settings import RetryPolicy, Settings
 from vertex_trainer.vertex.quotas import QuotasClient
 
@@ -45,18 +45,46 @@ def prices(*, live: bool = False, settings: Settings | None = None) -> PriceBook
     return BillingClient(settings=settings or settings_from_env()).price_book()
 
 
+MAX_EXAMPLES = 10**15  # a manifest's count past this is no dataset's (and overflows a float's hours)
+
+
 def _reader(settings: Settings):
-    """Reads a JSON file by local path or gs:// URI (the dataset's manifest.json)."""
+    """Reads the dataset's manifest.json by local path or gs:// URI, as cost_per_epoch and the
+    estimate take it. It is the dataset's (whoever writes the data's bucket or folder wrote it):
+    None when there is none, or it is over storage.MAX_JSON_BYTES, not a regular file or not a
+    JSON object; ValueError, which the estimate's note quotes, when its splits are not the shape
+    `data convert` writes (an error there was a traceback)."""
 
     def read(path: str) -> dict | None:
-        if path.startswith("gs://"):
-            return read_json(settings, path)
-        if not os.path.exists(path):
-            return None
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        data = read_json(settings, path) if path.startswith("gs://") else _local_json(path)
+        splits = (data or {}).get("splits")
+        train = splits.get("train") if isinstance(splits, dict) else None
+        examples = train.get("examples") if isinstance(train, dict) else None
+        if splits is not None and not isinstance(splits, dict):
+            raise ValueError(f"its splits are {_shown(splits)}, not an object")
+        if train is not None and not isinstance(train, dict):
+            raise ValueError(f"its splits.train is {_shown(train)}, not an object")
+        if examples is not None and (type(examples) is not int or not 0 <= examples <= MAX_EXAMPLES):
+            raise ValueError(f"its splits.train.examples is {_shown(examples)}, not a count of examples")
+        return data
 
     return read
+
+
+def _local_json(path: str) -> dict | None:
+    """The JSON object in a local regular file of at most storage.MAX_JSON_BYTES, else None (a
+    FIFO is never opened)."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        data = f.read(MAX_JSON_BYTES + 1)
+    return json_object(data) if len(data) <= MAX_JSON_BYTES else None
+
+
+def _shown(value: object) -> str:
+    """A value from the manifest as a note quotes it: its repr (control characters escaped), short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def cost(

@@ -18,6 +18,10 @@ from vertex_trainer.gcp.http import ApiClient, ApiError, default_hint
 from vertex_trainer.log import Log
 from vertex_trainer.settings import RetryPolicy, Settings
 
+# A JSON record read from a bucket (a run's metrics.json and result.json, a dataset's
+# manifest.json): whoever can write the bucket writes it, so at most this many bytes are read.
+MAX_JSON_BYTES = 16 << 20
+
 
 def split_uri(uri: str) -> tuple[str, str]:
     """gs://bucket/name -> (bucket, name)."""
@@ -84,8 +88,9 @@ def upload_once(
     return True
 
 
-def read_bytes(settings: Settings, uri: str) -> bytes | None:
-    """The object's bytes, or None when it does not exist.
+def read_bytes(settings: Settings, uri: str, limit: int | None = None) -> bytes | None:
+    """The object's bytes (with `limit`, its first limit + 1 at most: one more than the limit
+    tells a longer object), or None when it does not exist.
 
     On the storage emulator the object's metadata is read first: gcp-storage-emulator logs an
     error (on the sandbox's stderr, even with --quiet) for every download of a missing object,
@@ -102,7 +107,8 @@ def read_bytes(settings: Settings, uri: str) -> bytes | None:
         # downloading through that one sat in the client's retry loop for 105-113 s on the
         # metrics.json of every sandbox job (py-spy: retry_target under download_as_bytes), which
         # made each job end two minutes after its replicas. The fresh Blob reads at once.
-        data: bytes = objects.blob(name).download_as_bytes()
+        blob = objects.blob(name)
+        data: bytes = blob.download_as_bytes(**({} if limit is None else {"start": 0, "end": limit}))
         return data
     except gexc.NotFound:
         return None
@@ -116,14 +122,21 @@ def holds_objects(settings: Settings, uri: str) -> bool:
     return any(True for _ in blobs)
 
 
-def read_json(settings: Settings, uri: str) -> dict[str, Any] | None:
-    """A JSON object stored at `uri`, or None when it is absent or not JSON."""
-    data = read_bytes(settings, uri)
-    if data is None:
+def read_json(settings: Settings, uri: str, limit: int = MAX_JSON_BYTES) -> dict[str, Any] | None:
+    """A JSON object stored at `uri`, or None when it is absent, over `limit` bytes (no more is
+    downloaded), or not a JSON object (`json_object`)."""
+    data = read_bytes(settings, uri, limit)
+    if data is None or len(data) > limit:
         return None
+    return json_object(data)
+
+
+def json_object(data: bytes | str) -> dict[str, Any] | None:
+    """The JSON object `data` holds; None when it is not JSON (nested past what Python's parser
+    takes too: RecursionError) or not an object."""
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
