@@ -6,15 +6,18 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from vertex_trainer.errors import SpecError
 
 # The error type messages.py turns back into a SpecError with the hint and the sub-field.
 PROBLEM = "vertex_trainer_problem"
+# Text passed on as written, its spaces and line breaks kept (an env value, an argument): the
+# models strip every other text (a name's or a path's stray space).
+AsIs = Annotated[str, StringConstraints(strip_whitespace=False)]
 
 
 class Strict(BaseModel):

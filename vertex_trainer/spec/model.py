@@ -27,7 +27,7 @@ from vertex_trainer import hardware as hw
 from vertex_trainer.durations import parse_duration
 from vertex_trainer.errors import SpecError
 from vertex_trainer.spec import rules
-from vertex_trainer.spec.base import Strict, as_problem, problem
+from vertex_trainer.spec.base import AsIs, Strict, as_problem, problem
 from vertex_trainer.spec.deploy_block import DeploySpec
 from vertex_trainer.spec.factory import factory_rules
 from vertex_trainer.spec.images import Builder, VariantName
@@ -407,18 +407,18 @@ class JobSpec(Strict):
         description="Cloud KMS key in the job's region: projects/P/locations/R/keyRings/K/cryptoKeys/C",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Vertex labels (lowercase, <= 63 chars)")
-    env: dict[str, str] = Field(default_factory=dict, description="environment variables for every replica")
+    env: dict[str, AsIs] = Field(default_factory=dict, description="environment variables for every replica")
     trainer: TrainerArgs | None = Field(
         None,
         description="the bundled trainer's flags (--kebab-case=value; unset = trainer default); "
         "required unless the job runs your own code (image.code) or image (image.uri, image.context)",
     )
-    args: tuple[str, ...] = Field(
+    args: tuple[AsIs, ...] = Field(
         (),
         description="the arguments of your own code (image.code) or image (image.uri, image.context): "
         "containerSpec.args / pythonPackageSpec.args",
     )
-    command: tuple[str, ...] = Field(
+    command: tuple[AsIs, ...] = Field(
         (),
         description="image.uri / image.context only: replaces the image's ENTRYPOINT (containerSpec.command)",
     )

@@ -22,7 +22,7 @@ from trainer.flags import BY_NAME as BY_NAME  # the trainer's defaults (bench --
 from trainer.flags import FACTORY_PATTERN, FLAGS, Flag
 from vertex_trainer.contract import AIP_DIRS
 from vertex_trainer.errors import SpecError
-from vertex_trainer.spec.base import Strict
+from vertex_trainer.spec.base import AsIs, Strict
 from vertex_trainer.spec.factory import check_factory, runs_factory, trainer_of
 
 if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
@@ -100,7 +100,7 @@ def _field(flag: Flag) -> tuple[Any, Any]:
 
 def _build() -> type[_TrainerBase]:
     fields: dict[str, Any] = {flag.name: _field(flag) for flag in FLAGS if flag.spec}
-    fields["extra_args"] = (tuple[str, ...], Field((), description="passed to the trainer verbatim, last"))
+    fields["extra_args"] = (tuple[AsIs, ...], Field((), description="passed to the trainer verbatim, last"))
     return create_model(
         "TrainerArgs", __base__=_TrainerBase, __doc__=_TrainerBase.__doc__, __module__=__name__, **fields
     )
