@@ -279,7 +279,7 @@ def run_trials(
     name = str(job.get("displayName") or spec.name)
     base = resolve_output(job, name, run or key)
     record = layout.record_dir(base)
-    if adopt and record is not None and os.path.isdir(base):  # (its folder removed: run it again)
+    if adopt and record is not None and os.path.isdir(base) and os.listdir(base):  # (removed, emptied: rerun)
         earlier = _adopted_study(record, run or base.rsplit("/", 1)[-1], base, tune, key=key, image=image)
         if earlier is not None:
             _Output(console).note(
