@@ -138,6 +138,16 @@ def _one(err: Mapping[str, Any]) -> SpecError:
         "int_parsing_size",
     ):
         hint = _field_doc(loc)
+    if kind in ("string_type", "int_type", "float_type", "bool_type") and err.get("input", 0) is None:
+        return SpecError(  # `labels: {run: }`, `replicas:`
+            field,
+            "is empty (YAML reads a key with no value, ~ or null as nothing)",
+            has_value=False,
+            hint="write its value"
+            + (" ('' for empty text)" if kind == "string_type" else "")
+            + ("" if _required(loc) else ", or leave the key out")
+            + (f"; {hint}" if hint else ""),
+        )
     if "input" in err and kind not in ("model_type", "model_attributes_type", "dict_type"):
         value = shown_at(field, err["input"])
         if not names_value(message, value):  # (1 is not named by "greater than or equal to 100")
@@ -204,6 +214,12 @@ def _nested_keys(loc: Loc) -> list[str]:
 
 class _NoFields:
     model_fields: ClassVar[dict[str, Any]] = {}
+
+
+def _required(loc: Loc) -> bool:
+    model = _model_at(loc[:-1])
+    f = model.model_fields.get(loc[-1]) if model and loc and isinstance(loc[-1], str) else None
+    return bool(f and f.is_required())
 
 
 def _field_doc(loc: Loc) -> str | None:
