@@ -12,11 +12,14 @@ written; the fields that hold numbers and booleans read YAML as before."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.cli_support import edge_env
 from tests.shared import T4_JOB, cli_runner, spec_yaml, write_spec
+from vertex_trainer.errors import UserError
 from vertex_trainer.spec import load_spec, read_yaml
 
 TRAINER = "trainer: {model: tiny-cnn, train_data: data/x-*, num_classes: 10}\n"
@@ -131,3 +134,10 @@ def test_a_study_tries_the_words_a_text_flag_takes_as_written(tmp_path):
         sets=["trainer.eval_data=y", "tune.parameters.jit_compile.values=[true, false]"],
     )
     assert via_set.tune is not None and via_set.tune.parameters["jit_compile"].values == ("true", "false")
+
+
+def test_set_below_a_number_names_the_number_as_written():
+    quickstart = Path(__file__).resolve().parents[2] / "job_specs" / "quickstart-local.yaml"
+    with pytest.raises(UserError) as e:
+        load_spec(quickstart, sets=["hardware=010", "hardware.accelerator_count=1"])
+    assert e.value.message == "--set hardware.accelerator_count: hardware is '010', not a mapping"

@@ -66,6 +66,9 @@ class _Written:
     def __init__(self, value: Any, text: str):
         self.value, self.text = value, text
 
+    def __repr__(self) -> str:  # as a message quotes it (`--set a.b=1` where a is 010)
+        return repr(self.text)
+
 
 def _written(loader: _SpecLoader, node: yaml.ScalarNode) -> Any:
     value = _READ_AS[node.tag](loader, node)
