@@ -17,7 +17,7 @@ from vertex_trainer.cli import common
 from vertex_trainer.cli.common import JobPlace, OutputFormat, OutputOpt
 from vertex_trainer.contract import short_state
 from vertex_trainer.errors import JobFailed
-from vertex_trainer.redact import terminal_safe
+from vertex_trainer.redact import shown_name, terminal_safe
 
 TuningJobArg = Annotated[str, common.resource_argument("a tuning job", "hyperparameterTuningJobs")]
 
@@ -80,7 +80,7 @@ def show_submitted(
 def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool = False) -> None:
     """--wait: each state change and each trial as it ends (stderr), then the table (stdout)."""
     console = common.err_console()
-    metric = job.metric_id or "metric"
+    metric = shown_name(job.metric_id or "metric")
 
     def on_state(j) -> None:
         console.print(f"{time.strftime('%H:%M:%S')}  {short_state(j.state)}", markup=False, soft_wrap=True)
@@ -88,7 +88,7 @@ def _follow(job, output: OutputFormat, cancel_on_interrupt: bool, describe: bool
     def on_trial(t) -> None:
         value = f"{metric}={t.metric:.4f}" if t.metric is not None else f"no {metric}"
         console.print(
-            f"{time.strftime('%H:%M:%S')}  trial {t.id} {t.state}: {value}  "
+            f"{time.strftime('%H:%M:%S')}  trial {shown_name(t.id)} {shown_name(t.state)}: {value}  "
             + _params(t.parameters)
             + (f"  ({terminal_safe(t.error)})" if t.error else ""),
             markup=False,
@@ -114,7 +114,7 @@ def _show(job, output: OutputFormat, describe: bool = False) -> None:
     if output is OutputFormat.json:
         return common.emit_json(job.describe() if describe else job.to_dict())
     d = job.to_dict()
-    metric = getattr(job, "metric_id", "") or "metric"
+    metric = shown_name(getattr(job, "metric_id", "") or "metric")
     if describe:
         print(f"name     {job.name}\nstate    {short_state(job.state)}")
     elif d.get("output_dir"):
@@ -123,17 +123,19 @@ def _show(job, output: OutputFormat, describe: bool = False) -> None:
 
 
 def trials_table(found: list, metric: str, best: dict | None) -> str:
-    """TRIAL STATE METRIC PARAM...; the best trial starred, and a line naming it."""
+    """TRIAL STATE METRIC PARAM...; the best trial starred, and a line naming it. The names and
+    values are the tuning job's, anyone's in the project (any UTF-8): shown escaped, one line a
+    trial (redact.shown_name)."""
     if not found:
         return "no trials yet"
     names = list(dict.fromkeys(k for t in found for k in t.parameters))
-    rows = [["TRIAL", "STATE", metric.upper(), *[n.upper() for n in names]]]
+    rows = [["TRIAL", "STATE", metric.upper(), *[shown_name(n.upper()) for n in names]]]
     best_id = best["id"] if best else None
     for t in found:
         rows.append(
             [
-                t.id + (" *" if t.id == best_id else ""),
-                t.state,
+                shown_name(t.id) + (" *" if t.id == best_id else ""),
+                shown_name(t.state),
                 "-" if t.metric is None else f"{t.metric:.4f}",
                 *[_value(t.parameters.get(n, "-")) for n in names],
             ]
@@ -142,7 +144,8 @@ def trials_table(found: list, metric: str, best: dict | None) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if best:
         lines.append(
-            f"best     trial {best['id']}: {metric}={best['metric']:.4f}  " + _params(best["parameters"])
+            f"best     trial {shown_name(best['id'])}: {metric}={best['metric']:.4f}  "
+            + _params(best["parameters"])
         )
     else:
         lines.append("best     none yet (no trial has reported a metric)")
@@ -150,11 +153,11 @@ def trials_table(found: list, metric: str, best: dict | None) -> str:
 
 
 def _value(value: Any) -> str:
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    return f"{value:.6g}" if isinstance(value, float) else shown_name(str(value))
 
 
 def _params(parameters: dict) -> str:
-    return " ".join(f"{k}={_value(v)}" for k, v in parameters.items())
+    return " ".join(f"{shown_name(k)}={_value(v)}" for k, v in parameters.items())
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from vertex_trainer.gcp.http import ApiError
+from vertex_trainer.redact import shown_name, terminal_safe
 from vertex_trainer.settings import PollPolicy
 from vertex_trainer.spec.tune import PARAMS_LABEL, VERBATIM
 from vertex_trainer.vertex.custom_jobs import Job, JobsClient, create_idempotent
@@ -108,11 +109,11 @@ def _field(parameter_id: str, verbatim: bool = False) -> str:
 
 
 def _trial_line(trial: Trial, metric: str) -> str:
-    """A trial as `--wait` shows it when it ends."""
-    name = metric or "metric"
+    """A trial as `--wait` shows it when it ends (the job's words escaped: anyone's in the project)."""
+    name = shown_name(metric or "metric")
     value = f"{name}={trial.metric:.4f}" if trial.metric is not None else f"no {name}"
-    return f"{time.strftime('%H:%M:%S')}  trial {trial.id} {trial.state}: {value}" + (
-        f"  ({trial.error})" if trial.error else ""
+    return f"{time.strftime('%H:%M:%S')}  trial {shown_name(trial.id)} {shown_name(trial.state)}: {value}" + (
+        f"  ({terminal_safe(trial.error)})" if trial.error else ""
     )
 
 
