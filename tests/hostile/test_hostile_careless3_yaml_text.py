@@ -141,3 +141,11 @@ def test_set_below_a_number_names_the_number_as_written():
     with pytest.raises(UserError) as e:
         load_spec(quickstart, sets=["hardware=010", "hardware.accelerator_count=1"])
     assert e.value.message == "--set hardware.accelerator_count: hardware is '010', not a mapping"
+
+
+def test_the_list_handed_back_by_set_holds_its_items_as_written():
+    quickstart = Path(__file__).resolve().parents[2] / "job_specs" / "quickstart-local.yaml"
+    own = ["image=null", "trainer=null", "image.code=.", "image.script=task.py"]
+    with pytest.raises(UserError) as e:
+        load_spec(quickstart, sets=[*own, "args=[--lr, 010, 5]", "args[1]=x"])
+    assert e.value.hint == """--set 'args=["--lr", "x", "5"]'"""

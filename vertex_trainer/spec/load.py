@@ -69,6 +69,9 @@ class _Written:
     def __repr__(self) -> str:  # as a message quotes it (`--set a.b=1` where a is 010)
         return repr(self.text)
 
+    def __str__(self) -> str:  # as a hint lists it (`--set 'args=[...]'`)
+        return self.text
+
 
 def _written(loader: _SpecLoader, node: yaml.ScalarNode) -> Any:
     value = _READ_AS[node.tag](loader, node)
