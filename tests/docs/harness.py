@@ -7,6 +7,8 @@ block themselves and assert on what it did).
   entries, its own runs/ and data/, data/quickstart the test run's one quickstart dataset).
 - `quickstart_data(tmp_path_factory)`: `make demo`'s first step (the Makefile's own `data synth`
   arguments), made once per test run and shared by every pytest-xdist worker (a file lock).
+- `shared_run(block, tmp_path_factory)`: a block whose run two tests read, run once per test run
+  in a scratch copy of its own, shared the same way (README.md's quickstart trains once).
 - `run_block(block, cwd)`: the block as the harness runs it (bash -eo pipefail, or python; inside
   `vertex-trainer dev sandbox` when marked; --dry-run added to sending commands otherwise), in its
   own process group; it must exit 0 with no traceback.
@@ -21,6 +23,7 @@ import fcntl
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,11 +182,16 @@ def env_for(work: Path) -> dict[str, str]:
     return env
 
 
+def _shared(tmp_path_factory) -> Path:
+    """The folder every pytest-xdist worker of this test run sees (the workers' basetemp's parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def quickstart_data(tmp_path_factory) -> Path:
     """`make demo`'s data (the Makefile's `data synth` arguments), made once per test run: the
     pytest-xdist workers share one copy (the first one to ask makes it, under a file lock)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = _shared(tmp_path_factory)
     out = shared / "docs-quickstart-data" / "quickstart"
     with open(shared / "docs-quickstart-data.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -203,6 +211,27 @@ def quickstart_data(tmp_path_factory) -> Path:
             )
             (out.parent / "done").touch()
     return out
+
+
+def shared_run(block: Block, tmp_path_factory) -> tuple[Path, str, str]:
+    """`block` run once per test run as `run_block` runs it, in a scratch copy of its own (`workdir`,
+    with the quickstart data): (that copy, stdout, stderr). The pytest-xdist workers share it as
+    they share `quickstart_data`: the first test to ask runs it, under a file lock, and the others
+    read what it printed and left. For a block two tests read (README.md's quickstart: its own test,
+    and the serving test, which serves the model it trained); neither writes into the copy."""
+    shared = _shared(tmp_path_factory)
+    name = "docs-run-" + re.sub(r"[^\w.-]", "-", block.id)
+    folder = shared / name
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed first try left
+            work = workdir(folder / "work", quickstart_data(tmp_path_factory))
+            out, err = run_block(block, work)
+            (folder / "stdout").write_text(out)
+            (folder / "stderr").write_text(err)
+            (folder / "done").touch()
+    return folder / "work", (folder / "stdout").read_text(), (folder / "stderr").read_text()
 
 
 def workdir(work: Path, data: Path) -> Path:

@@ -96,13 +96,13 @@ def test_this_file_runs_every_block_of_the_docs_that_names_it() -> None:
     }
 
 
-def test_the_readmes_quickstart_trains_here_and_writes_its_report(tmp_path: Path, local_data: Path) -> None:
+def test_the_readmes_quickstart_trains_here_and_writes_its_report(tmp_path_factory) -> None:
     """README.md's first block: hardware, validate, render, two dry runs, `submit
     job_specs/quickstart-local.yaml --local` (its summary on stdout, once; the replica's lines on
-    stderr) and `report runs/quickstart -o report.html`."""
+    stderr) and `report runs/quickstart -o report.html`. Run once in the suite (harness.shared_run):
+    README.md's serving block serves the model it trains (tests/serving/test_serving_cli.py)."""
     block = harness.checked_block("README.md", README_RUN, HERE)
-    work = harness.workdir(tmp_path / "work", local_data)
-    stdout, stderr = harness.run_block(block, work)
+    work, stdout, stderr = harness.shared_run(block, tmp_path_factory)
     output_dir = latest_run(work / "runs" / "quickstart")  # the run's own folder below output_dir
     out = _summary(stdout)
     assert list(out) == ["local", "state", "model", "output", "metrics", "report"], stdout[-3000:]

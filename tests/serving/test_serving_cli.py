@@ -2,9 +2,10 @@
 
 The pages' own examples of it run here (`<!-- docs-test: checked-by tests/serving/test_serving_cli.py
 -->`: README.md's "Deploying and serving" block, then docs/serving.md's, in the same scratch copy),
-as the docs harness (tests/docs/test_docs_examples.py) would run them: the quickstart trains once
-in the suite for both pages and for the checks on what they served. Both listen on port 8090,
-which only this folder (one pytest-xdist unit, tests/conftest.py) uses."""
+as the docs harness (tests/docs/test_docs_examples.py) would run them, on the quickstart's run that
+README.md's first block trained (tests/local/test_local_trainer.py; harness.shared_run: once in the
+suite, for both pages and for the checks on what they served). Both listen on port 8090, which only
+this folder (one pytest-xdist unit, tests/conftest.py) uses."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ast
 import base64
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +28,12 @@ from .conftest import call, tf_env, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = "tests/serving/test_serving_cli.py"
+# README.md's first block, which trains the quickstart whose model the pages serve.
+QUICKSTART = (
+    "README.md",
+    "submit   job_specs/quickstart-local.yaml --local",
+    "tests/local/test_local_trainer.py",
+)
 # The command that picks each page's block this file runs.
 README_BLOCK, PAGE_BLOCK = (
     "--port 8090 &   # GET /health",
@@ -60,12 +68,15 @@ def _printed(output: str, start: str, parse) -> list:
 @pytest.mark.trainer
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_the_pages_train_the_quickstart_once_and_serve_it(tmp_path, tmp_path_factory):
-    """README.md's block trains the quickstart (`submit --local`), serves it on port 8090 and
-    asks it with curl; docs/serving.md's block then serves the run the README made and asks it
-    with curl and urllib: the same answer (the same model, the same image), of the contract's
-    shape, from both."""
+def test_the_pages_serve_the_quickstarts_run(tmp_path, tmp_path_factory):
+    """README.md's block serves the quickstart's run (the one its first block trained with
+    `submit --local`, as a reader who ran it has) on port 8090 and asks it with curl; docs/serving.md's
+    block then serves the same run and asks it with curl and urllib: the same answer (the same
+    model, the same image), of the contract's shape, from both."""
     work = harness.workdir(tmp_path / "work", harness.quickstart_data(tmp_path_factory))
+    trained, _, _ = harness.shared_run(harness.checked_block(*QUICKSTART), tmp_path_factory)
+    # What that block left in runs/quickstart (the run, its `latest` link, the tool's records).
+    shutil.copytree(trained / "runs" / "quickstart", work / "runs" / "quickstart", symlinks=True)
     readme, _ = harness.run_block(harness.checked_block("README.md", README_BLOCK, HERE), work)
     run = latest_run(work / "runs" / "quickstart")  # the run's own folder below the spec's output_dir
     assert (run / "model" / "saved_model.pb").is_file() and (run / "model" / "serving_config.json").is_file()
