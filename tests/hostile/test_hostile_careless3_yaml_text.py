@@ -20,7 +20,7 @@ import yaml
 from tests.cli_support import edge_env
 from tests.shared import T4_JOB, cli_runner, spec_yaml, write_spec
 from vertex_trainer.errors import UserError
-from vertex_trainer.spec import load_spec, read_yaml
+from vertex_trainer.spec import apply_set, load_spec, read_yaml
 
 TRAINER = "trainer: {model: tiny-cnn, train_data: data/x-*, num_classes: 10}\n"
 
@@ -139,8 +139,16 @@ def test_a_study_tries_the_words_a_text_flag_takes_as_written(tmp_path):
 def test_set_below_a_number_names_the_number_as_written():
     quickstart = Path(__file__).resolve().parents[2] / "job_specs" / "quickstart-local.yaml"
     with pytest.raises(UserError) as e:
-        load_spec(quickstart, sets=["hardware=010", "hardware.accelerator_count=1"])
-    assert e.value.message == "--set hardware.accelerator_count: hardware is '010', not a mapping"
+        load_spec(quickstart, sets=["hardware=8", "hardware.accelerator_count=1"])
+    assert e.value.message == "--set hardware.accelerator_count: hardware is 8, not a mapping"
+
+
+def test_apply_set_leaves_plain_values_of_the_fields_types():
+    data: dict = {}
+    for key, raw in (("labels.env", "no"), ("replicas", "2"), ("args", "[--lr, 1.10]"), ("env", "{A: on}")):
+        apply_set(data, key, raw)
+    assert data == {"labels": {"env": "no"}, "replicas": 2, "args": ["--lr", "1.10"], "env": {"A": "on"}}
+    assert type(data["replicas"]) is int
 
 
 def test_the_list_handed_back_by_set_holds_its_items_as_written():

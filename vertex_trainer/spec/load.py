@@ -225,7 +225,7 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
 # -- plain data: a bounded deep copy ---------------------------------------------------------------
 
 
-def _plain(data: Any) -> Any:
+def _plain(data: Any, at: tuple[Any, ...] = ()) -> Any:
     """A deep copy of spec data as dicts, lists and scalars, refusing what no spec can hold.
 
     Bounded in depth and size, so recursive YAML aliases and alias bombs end here too. A plain
@@ -280,7 +280,7 @@ def _plain(data: Any) -> Any:
             has_value=False,
         )
 
-    return walk(data, (), 0)
+    return walk(data, at, 0)
 
 
 def _text(value: str, path: tuple[Any, ...], what: str = "") -> str:
@@ -327,14 +327,15 @@ def apply_set(data: dict[str, Any], key: str, raw: str) -> None:
     as 1.1, which the spec then wrote back as "false", "7" and "1.1". `null` removes the key
     (a label, an env variable; a field then has its default).
     """
+    refuse_list_item(data, key, raw)
+    parts = key.split(".")
     try:
         value = yaml.load(raw, Loader=_SpecLoader) if raw.strip() else ""
     except (*_YAML_FAILURES, RecursionError):
         value = raw
-    if isinstance(value, (bool, int, float)) and text_field(key.split(".")):
+    value = _plain(value, tuple(parts))  # (a scalar's text where the field holds text)
+    if isinstance(value, (bool, int, float)) and text_field(parts):  # (an explicit !!int tag)
         value = raw.strip()
-    refuse_list_item(data, key, raw)
-    parts = key.split(".")
     node = data
     for i, part in enumerate(parts[:-1]):
         path = ".".join(parts[: i + 1])
