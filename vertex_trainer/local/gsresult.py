@@ -105,13 +105,14 @@ def hand_over(settings: Settings, folder: str, *, run: str, name: str, key: str)
     return True
 
 
-def keep(result: Any, settings: Settings, note: Callable[..., None]) -> None:
-    """How the run ended (`result`, a LocalResult: its FIELDS), as its record. A failure to write
-    it is one warning line (`note`): the record still says the run runs, so the same key runs it
-    again rather than adopt it."""
+def keep(result: Any, settings: Settings, note: Callable[..., None], *, spec: str | None = None) -> None:
+    """How the run ended (`result`, a LocalResult: its FIELDS; `spec`, the hash of the spec it ran,
+    its CustomJob's vertex-trainer-spec label), as its record. A failure to write it is one
+    warning line (`note`): the record still says the run runs, so the same key runs it again
+    rather than adopt it."""
     uri = uri_of(result.output_dir)
     try:
-        _put(settings, uri, {k: getattr(result, k) for k in FIELDS})
+        _put(settings, uri, {**{k: getattr(result, k) for k in FIELDS}, "spec": spec})
     except Exception as exc:  # (any: auth, network, permissions) never a failed run
         why = f"{type(exc).__name__}: {exc}"
         note(

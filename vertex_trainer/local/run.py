@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vertex_trainer.contract import METRICS_FILE, SUCCEEDED, JobState
+from vertex_trainer.contract import METRICS_FILE, SPEC_LABEL, SUCCEEDED, JobState
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.local import cluster, gcsfill, gcsfuse, gsresult, layout, netns, owncode
@@ -138,8 +138,9 @@ def run_local(
     environ = dict(settings.environ)
     submission = run is not None  # (a submission's run, new or resumed: it keeps a gs:// result)
     if adopt and run:
-        earlier = _adopted(job, name, run, settings)
-        if earlier is not None:
+        found = _adopted(job, name, run, settings)
+        if found is not None:
+            earlier, theirs = found
             console.print(
                 f"{run}: this submission (its idempotency key) already SUCCEEDED here, in "
                 f"{earlier.output_dir}: adopted, nothing ran again (to train again: --resume {run}, "
@@ -148,6 +149,17 @@ def run_local(
                 highlight=False,
                 soft_wrap=True,
             )
+            ours = (job.get("labels") or {}).get(SPEC_LABEL)
+            if theirs and ours and theirs != ours:  # as a cloud retry says (custom_jobs._warn_if_other_spec)
+                console.print(
+                    f"warning: adopting {run}, made with the same idempotency key from a different "
+                    f"spec ({SPEC_LABEL} {theirs} != {ours}): the changed spec did not run; use a new "
+                    "--idempotency-key to run it",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                    style="bold yellow",
+                )
             if summary:
                 Display(console, earlier.replicas, live=False).summary(earlier)
             return earlier
@@ -285,7 +297,7 @@ def run_local(
         )
         runlog.close(result)
         if submission and base.startswith("gs://"):
-            gsresult.keep(result, settings, display.note)
+            gsresult.keep(result, settings, display.note, spec=(job.get("labels") or {}).get(SPEC_LABEL))
         if summary or state != SUCCEEDED:
             display.summary(result)
         return result
@@ -364,9 +376,12 @@ def hold_records(record: str, run: str, base: str) -> int:
     return fd
 
 
-def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> LocalResult | None:
+def _adopted(
+    job: dict[str, Any], name: str, run: str, settings: Settings
+) -> tuple[LocalResult, str | None] | None:
     """The result of the run named `run` in the job's folder when its records say it SUCCEEDED
-    (run.json names that run, result.json says so), as a LocalResult `adopted`; else None."""
+    (run.json names that run, result.json says so), as a LocalResult `adopted`, and the spec hash
+    it ran (its SPEC_LABEL; None when not recorded); else None."""
     base = resolve_output(job, name, run)
     if base.startswith("gs://"):
         return _adopted_gs(base, name, run, settings)
@@ -385,10 +400,15 @@ def _adopted(job: dict[str, Any], name: str, run: str, settings: Settings) -> Lo
     if kept.get("run") != run or ended.get("state") != SUCCEEDED:
         return None
     ended["job_id"] = ended.get("job_id") or kept.get("job_id")
-    return _adopted_result(base, name, run, ended, record, settings)
+    try:  # the CustomJob it ran, with its spec's label
+        with open(os.path.join(record, "custom_job.json"), encoding="utf-8") as f:
+            theirs = (json.load(f).get("labels") or {}).get(SPEC_LABEL)
+    except (OSError, ValueError, AttributeError):
+        theirs = None
+    return _adopted_result(base, name, run, ended, record, settings), theirs
 
 
-def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResult | None:
+def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> tuple[LocalResult, str | None] | None:
     """`_adopted` for a gs:// folder: its result.json in the bucket names the run and says it
     SUCCEEDED, and the folder still holds objects; else None (also when Cloud Storage cannot say).
     No route to Cloud Storage: the UserError the run would have met."""
@@ -405,7 +425,7 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> LocalResu
             return None
     except (GoogleAPIError, OSError):
         return None
-    return _adopted_result(base, name, run, ended, None, settings)
+    return _adopted_result(base, name, run, ended, None, settings), ended.get("spec")
 
 
 def _continued(base: str, run: str, key: str) -> None:
