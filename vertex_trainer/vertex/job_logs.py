@@ -99,6 +99,10 @@ def to_ns(text: str) -> int:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
     date, hh, mm, ss, frac, zone = m.groups()
     y, mo, d = (int(x) for x in date.split("-"))
+    # a day, hour or offset that does not exist (02-30, 25:00, +99:00) is no time, not the next one
+    datetime(y, mo, d, int(hh), int(mm), min(int(ss), 59))  # (60: a leap second)
+    if zone and zone not in ("Z", "z") and (int(zone[1:3]) > 23 or int(zone[4:6]) > 59):
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r} (offset {zone})")
     secs = calendar.timegm((y, mo, d, int(hh), int(mm), int(ss), 0, 0, 0))
     if zone and zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
@@ -147,10 +151,20 @@ def parse_since(text: str | None, now: float | None = None) -> int | None:
     if text is None or str(text).strip() == "":
         return None
     text = str(text).strip()
+    m = _TS.match(text)
+    if m and not m[6]:  # read as UTC, it would be hours off wherever the clock is not UTC
+        raise UserError(
+            f"--since {text!r}: a time needs its zone",
+            hint=f"--since {text}Z (UTC), or with the offset of your clock, e.g. {text}+01:00",
+        )
     try:
         return to_ns(text)
     except ValueError:
-        pass
+        if m:
+            raise UserError(
+                f"--since {text!r}: no such time (a day, hour or offset out of range)",
+                hint="e.g. --since 2026-11-29T18:00:00Z, or a duration back from now: 30m, 4h, 2d",
+            ) from None
     try:
         seconds = parse_duration(text)
     except ValueError:
