@@ -486,15 +486,16 @@ def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
 
 
 def _hand_over(plan: SubmitPlan, settings: Settings) -> None:
-    """A cloud `--resume` of a gs:// folder a local run wrote: its record (result.json, which a
-    retry of the local run's key adopts when it says SUCCEEDED) is replaced, just before the
-    create, by one naming this job's key (local/gsresult.hand_over; exit 3 and nothing sent when
-    it cannot be)."""
-    if plan.resumed is None or not plan.resumed.startswith("gs://"):
+    """A cloud job about to write a gs:// folder a local run wrote (a `--resume` of it, or the one
+    folder of fixed_output_dir): that run's record (result.json, which a retry of its key adopts
+    when it says SUCCEEDED) is replaced, just before the create, by one naming this job's key
+    (local/gsresult.hand_over; exit 3 and nothing sent when it cannot be)."""
+    folder = plan.resumed if plan.resumed is not None else plan.output if plan.spec.fixed_output_dir else None
+    if folder is None or not folder.startswith("gs://"):
         return
     if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
         return
-    gsresult.hand_over(settings, plan.resumed, run=plan.run, name=plan.spec.name, key=plan.key)
+    gsresult.hand_over(settings, folder, run=plan.run, name=plan.spec.name, key=plan.key)
 
 
 def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> list[dict]:

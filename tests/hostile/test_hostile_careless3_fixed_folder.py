@@ -1,0 +1,55 @@
+"""fixed_output_dir: a cloud job writes the one gs:// folder a local run's record is in (HB, hunting).
+
+With `fixed_output_dir: true` every submission writes output_dir itself, by choice: a local run
+there (`submit --local --idempotency-key ci-7`) keeps its result.json beside it, SUCCEEDED. A
+cloud submit of the same folder (another key) wrote its model over it and left that record, so
+the key ci-7 again here said 'already SUCCEEDED here, nothing ran again' and handed over the
+cloud job's model with the local run's metrics. Now the cloud job's create replaces the record
+(as for --resume, 6e18058): the key ci-7 runs again, as a second submission into one fixed folder
+does.
+"""
+
+from __future__ import annotations
+
+import json
+
+import requests
+import yaml
+
+from tests.cli_support import edge_env
+from tests.hostile.resume_support import GS_TASK
+from tests.shared import cli_runner, script_job, spec_yaml, write_spec
+
+
+def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, tmp_path, emulator, bucket):
+    url = emulator.endpoint
+    put = {"uploadType": "media", "name": "d/train-00000"}
+    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
+    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    folder = f"gs://{bucket}/runs/digits"
+    here = script_job(tmp_path, GS_TASK, folder)
+    here.write_text(yaml.safe_dump({**yaml.safe_load(here.read_text()), "fixed_output_dir": True}))
+    first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["output_dir"] == folder
+    cloud = write_spec(
+        tmp_path,
+        spec_yaml(
+            None,
+            name="digits",
+            hardware="cpu",
+            scheduling=None,
+            output_dir=folder,
+            fixed_output_dir=True,
+            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
+        ),
+    )
+    made = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["output_dir"] == folder
+
+    again = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    done = json.loads(again.stdout)
+    assert done["adopted"] is False and "already SUCCEEDED" not in again.stderr
+    assert done["metrics"]["job"] != json.loads(first.stdout)["metrics"]["job"]
