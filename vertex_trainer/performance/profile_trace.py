@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
+from vertex_trainer.sizes import human_size
 
 __all__ = [
     "NO_TRACE_HINT",
@@ -124,28 +126,49 @@ def find_gcs(settings: Settings, uri: str) -> Trace:
 
 
 def fetch(trace: Trace, scratch: Path, settings: Settings | None) -> list[str]:
-    """Copies of the trace's files in `scratch` (xprof writes caches beside what it reads)."""
+    """Copies of the trace's files in `scratch` (xprof writes caches beside what it reads): at most
+    MAX_TRACE_BYTES together, counted before a byte past it is read (a gs:// object is read only
+    that far; a local file's size is looked at first), and a local one only a regular file (a FIFO
+    was a traceback, a link to /dev/zero a copy without end). UserError (exit 2) otherwise."""
     copies, total = [], 0
     for source in trace.files:
         target = scratch / os.path.basename(source)
+        left = MAX_TRACE_BYTES - total
         if source.startswith("gs://"):
             if settings is None:
                 raise ValueError("a gs:// trace needs the settings (the storage endpoint)")
-            data = storage.read_bytes(settings, source)
+            data = storage.read_bytes(settings, source, left)
             if data is None:
                 raise no_trace(trace.folder)
+            if len(data) > left:
+                raise _too_big(trace)
             target.write_bytes(data)
         else:
+            try:
+                st = os.stat(source)
+            except OSError as e:
+                raise UserError(f"profile: {source}: {e.strerror or e}") from None
+            if not stat.S_ISREG(st.st_mode):
+                raise UserError(
+                    f"profile: {source} is not a regular file (a trace's files are)",
+                    hint="profile a folder whose plugins/profile/ holds the profiler's own files",
+                )
+            if st.st_size > left:
+                raise _too_big(trace)
             shutil.copyfile(source, target)
         total += target.stat().st_size
-        if total > MAX_TRACE_BYTES:
-            raise UserError(
-                f"profile: the trace in {trace.folder} is over {MAX_TRACE_BYTES >> 30} GiB",
-                hint="profile fewer steps (trainer.profile_steps), or open it in TensorBoard's "
-                "Profile tab (vertex-trainer tensorboard RUN)",
-            )
+        if total > MAX_TRACE_BYTES:  # (a file that grew while it was copied)
+            raise _too_big(trace)
         copies.append(str(target))
     return copies
+
+
+def _too_big(trace: Trace) -> UserError:
+    return UserError(
+        f"profile: the trace in {trace.folder} is over {human_size(MAX_TRACE_BYTES)}",
+        hint="profile fewer steps (trainer.profile_steps), or open it in TensorBoard's "
+        "Profile tab (vertex-trainer tensorboard RUN)",
+    )
 
 
 def run_config(folder: str, settings: Settings) -> dict[str, Any]:
