@@ -15,6 +15,10 @@ class VertexTrainerError(Exception):
     """Base class: a message for the user and an exit code."""
 
     exit_code = 1
+    # The training job that SUCCEEDED before this failed (submit --deploy: only the deploy
+    # failed): its name goes with the error (`--output json`'s "job"), so a script can deploy
+    # it without training it again.
+    job: str | None = None
 
     def __init__(self, message: str, *, hint: str | None = None):
         super().__init__(message)

@@ -63,6 +63,9 @@ def test_a_deploy_that_fails_after_training_names_the_job_and_the_deploy_that_ne
     said = f"the training job {job} SUCCEEDED; only its deploy failed (below)"
     assert said in failed.stderr and f"vertex-trainer deploy SPEC --job {job}" in failed.stderr
     assert failed.stderr.index(said) < failed.stderr.index("error:")  # before the deploy's error
+    # --output json's one object names the job too: a CI step reads it from stdout
+    error = json.loads(failed.stdout)["error"]
+    assert error["job"] == job and error["exit_code"] == 2 and error["kind"] == "invalid"
 
     # what the line says: the model exported now, deploy --job deploys it; no second job
     base = fake.jobs[job]["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"].removeprefix(

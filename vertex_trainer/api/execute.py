@@ -564,8 +564,9 @@ def _deployed(plan: SubmitPlan, job: Job, settings: Settings, log: Log) -> Job:
     if plan.deploy_after and job.succeeded:
         try:
             deployed = deploy_job(plan.spec, job=job.name, log=log, settings=settings)
-        except VertexTrainerError:
+        except VertexTrainerError as e:
             # The training is done and paid for: a new submit would train (and bill) it again.
+            e.job = job.name
             log(
                 f"the training job {job.name} SUCCEEDED; only its deploy failed (below). Deploy it "
                 f"without training again: vertex-trainer deploy SPEC --job {job.name}"

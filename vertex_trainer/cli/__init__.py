@@ -448,7 +448,7 @@ def failure_object(error: BaseException) -> dict[str, Any] | None:
                 {"field": p.field or None, **dict(zip(("message", "hint"), _shown(p), strict=True))}
                 for p in problems
             ]
-        more.update({k: v for k in ("api", "permission") if (v := getattr(error, k, None))})
+        more.update({k: v for k in ("api", "permission", "job") if (v := getattr(error, k, None))})
     elif isinstance(error, typer.TyperException):  # click's: the command line itself, exit 2
         code, kind, message = error.exit_code, "usage", terminal_safe(error.format_message())
         field = _option_of(error)
