@@ -102,11 +102,12 @@ def request(spec: JobSpec, artifact_uri: str, job_label: str, image: str) -> Dep
 
 def check_model_dir(settings: Settings, artifact_uri: str, *, log: Log) -> None:
     """The export must exist before anything is registered (exit 2). Skipped offline without a
-    storage emulator, like the bucket pre-flight; an unreadable bucket only warns."""
+    storage emulator, like the bucket pre-flight; an unreadable bucket only warns. Only its first
+    byte is read: a saved_model.pb is up to 2 GB, and it was downloaded whole to be seen."""
     if settings.offline and not settings.storage_emulator:
         return
     try:
-        found = storage.read_bytes(settings, f"{artifact_uri.rstrip('/')}/saved_model.pb")
+        found = storage.read_bytes(settings, f"{artifact_uri.rstrip('/')}/saved_model.pb", 0)
     except UserError:
         raise
     except Exception as exc:
