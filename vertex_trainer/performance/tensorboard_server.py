@@ -32,6 +32,7 @@ from vertex_trainer import lazy
 from vertex_trainer.errors import UserError
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
+from vertex_trainer.sizes import human_size
 
 __all__ = ["HOST", "Board", "copy_prefix", "start"]
 
@@ -103,16 +104,26 @@ def copy_prefix(settings: Settings, uri: str, target: Path) -> int:
         if any(d.is_file() for d in path.parents[: len(parts) - 1]) or path.is_dir():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = client.bucket(bucket).blob(blob.name).download_as_bytes()
+        # the listing's size first, then a read no further than the bound: each object was
+        # downloaded whole and then counted, so one of any size in the bucket was held in memory
+        if total + int(blob.size or 0) > MAX_BYTES:
+            raise _too_many(uri)
+        data = storage.read_bytes(settings, f"gs://{bucket}/{blob.name}", MAX_BYTES - total)
+        if data is None:  # deleted since the listing
+            continue
         total += len(data)
-        if total > MAX_BYTES:
-            raise UserError(
-                f"tensorboard: the logs under {uri} are over {MAX_BYTES >> 30} GiB, too many to copy here",
-                hint="open them in Vertex AI TensorBoard, or point TensorBoard at a smaller folder",
-            )
+        if total > MAX_BYTES:  # (grown since the listing)
+            raise _too_many(uri)
         path.write_bytes(data)
         copied += 1
     return copied
+
+
+def _too_many(uri: str) -> UserError:
+    return UserError(
+        f"tensorboard: the logs under {uri} are over {human_size(MAX_BYTES)}, too many to copy here",
+        hint="open them in Vertex AI TensorBoard, or point TensorBoard at a smaller folder",
+    )
 
 
 def _lines(stream: Any, out: queue.Queue[str | None], kept: deque[str]) -> None:
