@@ -397,6 +397,8 @@ def _adopted(
         return None
     if not isinstance(kept, dict) or not isinstance(ended, dict):
         return None
+    if kept.get("run") == run:
+        _refuse_other_job(base, run, ended.get("name"), name)
     if kept.get("run") != run or ended.get("state") != SUCCEEDED:
         return None
     ended["job_id"] = ended.get("job_id") or kept.get("job_id")
@@ -419,6 +421,8 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> tuple[Loc
         ended = gsresult.read(settings, base)
         if ended is not None and ended.get("run") == run and ended.get(gsresult.CONTINUED_BY):
             _continued(base, run, str(ended[gsresult.CONTINUED_BY]))
+        if ended is not None and ended.get("run") == run:
+            _refuse_other_job(base, run, ended.get("name"), name)
         if ended is None or ended.get("run") != run or ended.get("state") != SUCCEEDED:
             return None
         if not storage.holds_objects(settings, base):  # (its folder emptied: nothing left to adopt)
@@ -426,6 +430,21 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> tuple[Loc
     except (GoogleAPIError, OSError):
         return None
     return _adopted_result(base, name, run, ended, None, settings), ended.get("spec")
+
+
+def _refuse_other_job(base: str, run: str, theirs: Any, name: str) -> None:
+    """The run's folder holds a run of another job (its record's name): two specs that share
+    output_dir meet in one folder name when one's name and key end as the other's do (digits with
+    the key v2-ci-7, digits-v2 with ci-7); exit 2, nothing runs, nothing adopted."""
+    if not theirs or theirs == name:
+        return
+    raise UserError(
+        f"{run}: {base} holds a run of the job {str(theirs)!r}, not of {name!r} (two specs with one "
+        "output_dir whose names and keys make the same folder name): it is neither adopted nor "
+        "written over; nothing ran",
+        hint="submit with another --idempotency-key, or give each spec an output_dir of its own "
+        "(e.g. output_dir: gs://BUCKET/runs/{{ name }})",
+    )
 
 
 def _continued(base: str, run: str, key: str) -> None:
