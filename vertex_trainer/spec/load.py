@@ -548,10 +548,15 @@ def resolve_data(
     for item in [sets] if isinstance(sets, str) else sets:
         key, value = item if isinstance(item, tuple) else parse_assignments([item], "--set")[0]
         apply_set(plain, key, value)
-    if project := inputs.get("project"):
-        plain["project"] = project
-    if region := inputs.get("region"):
-        plain["region"] = region
+    for flag in ("project", "region"):  # the flags win; an empty one (`--region "$UNSET"`) is no value
+        given = inputs.get(flag)
+        if isinstance(given, str) and not given.strip():
+            raise UserError(
+                f"--{flag} {given!r}: empty (a variable that is not set?)",
+                hint=f"give the {flag}, or leave --{flag} out: the spec's {flag}, then your default, apply",
+            )
+        if given:
+            plain[flag] = given
     plain = _plain(plain)  # --set values obey the same limits as the file (`--set a='&x [*x]'`)
 
     if _needs_templates(plain):
