@@ -41,3 +41,11 @@ def test_a_known_region_lists_and_the_api_checks_the_same(fake, run, tmp_path):
     assert json.loads(done.stdout) == {"jobs": []} and fake.requests
     with pytest.raises(UserError, match="'mars-central1' is not a Vertex AI training region"):
         api.list_jobs("p", "mars-central1", settings=fake_settings(fake))
+
+
+@pytest.mark.parametrize("command", ["status", "logs", "cancel", "trials"])
+def test_a_job_id_with_an_unknown_region_is_refused_as_well(fake, run, command):
+    done = run(command, "123", "--project", "p", "--region", "mars-central1")
+    assert done.returncode == 2, done.stderr
+    assert "--region 'mars-central1' is not a Vertex AI training region" in done.stderr
+    assert fake.requests == []

@@ -252,7 +252,7 @@ def test_keys_and_names():
     assert err.value.exit_code == 2 and "run-42" in str(err.value)
     with pytest.raises(UserError):
         check_key("x" * 64)
-    assert job_name("123", "p", "r") == "projects/p/locations/r/customJobs/123"
+    assert job_name("123", "p", "us-east1") == "projects/p/locations/us-east1/customJobs/123"
     with pytest.raises(UserError) as err:
         job_name("123")
     assert "--project and --region" in str(err.value)

@@ -4,9 +4,6 @@ lists (--set, --var), idempotency keys, label selectors and regions. Each bad va
 
 from __future__ import annotations
 
-from vertex_trainer import regions
-from vertex_trainer.errors import UserError
-from vertex_trainer.suggest import nearest
 from vertex_trainer.vertex import names
 
 __all__ = ["check_key", "check_region", "parse_assignments", "parse_label"]
@@ -77,12 +74,4 @@ def check_region(region: str, flag: str = "--region") -> str:
         UserError: not a region of the table (``mars-central1``, ``us-centrl1``), naming the
             nearest ones.
     """
-    if regions.known(region):
-        return region
-    near = nearest(str(region).lower(), regions.REGIONS, n=3)
-    raise UserError(
-        f"{flag} {region!r} is not a Vertex AI training region (the table of {regions.READ}); "
-        "nothing was sent",
-        hint=(f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "")
-        + "`vertex-trainer hardware --region R` lists what a region offers",
-    )
+    return names.check_region(region, flag)

@@ -6,8 +6,10 @@ import re
 import secrets
 import time
 
+from vertex_trainer import regions
 from vertex_trainer.contract import RANDOM_KEY_BODY, RANDOM_KEY_PREFIX
 from vertex_trainer.errors import UserError
+from vertex_trainer.suggest import nearest
 
 _KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
 _NAME = r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/{collection}/(?P<id>[^/:]+)"
@@ -69,6 +71,20 @@ def check_key(key: str) -> str:
     return key
 
 
+def check_region(region: str, flag: str = "--region") -> str:
+    """A region a command is pointed at (api/inputs.check_region): one of the Vertex AI regions
+    of the table (regions.py), else UserError naming the nearest ones; nothing is sent."""
+    if regions.known(region):
+        return region
+    near = nearest(str(region).lower(), regions.REGIONS, n=3)
+    raise UserError(
+        f"{flag} {region!r} is not a Vertex AI training region (the table of {regions.READ}); "
+        "nothing was sent",
+        hint=(f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "")
+        + "`vertex-trainer hardware --region R` lists what a region offers",
+    )
+
+
 def parse_label(text: str) -> tuple[str, str]:
     """Parse a K=V label selector (list --label)."""
     key, sep, value = text.partition("=")
@@ -104,6 +120,7 @@ def job_name(
         if not project or not region:
             missing = " and ".join(n for n, v in (("--project", project), ("--region", region)) if not v)
             raise UserError(f"{what} id {job} needs {missing} (or pass the full name {full})")
+        check_region(region)  # (a typo would be a host that does not exist, retried to exit 3)
         return f"projects/{project}/locations/{region}/{collection}/{job}"
     local = ("/" in job and not job.startswith("projects/")) or job.startswith((".", "~"))
     raise UserError(
