@@ -66,7 +66,7 @@ def parse(text: str) -> Sweep:
         value = raw.strip().lower()
         if field == "steps_per_execution" and value in AUTO:
             value = "auto"
-        elif not value.isdigit() or int(value) < 1:
+        elif not (value.isascii() and value.isdigit()) or int(value) < 1:  # ("²".isdigit() too)
             allowed = "positive integers or auto" if field == "steps_per_execution" else "positive integers"
             raise _bad(text, f"{raw.strip()!r} is not a valid {field}: use {allowed}")
         else:
