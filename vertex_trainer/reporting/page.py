@@ -8,8 +8,10 @@ offline. Each figure the page prints from metrics.json carries `data-metric="<ke
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,8 @@ def check_out(out: str) -> None:
     a file that neither page nor PNG of this module wrote (a run's metrics.json, a spec, notes),
     which writing the report would have destroyed. A report written before is replaced."""
     path = Path(out).expanduser()
+    if path.is_symlink():
+        raise _linked(out, path)
     if path.is_dir():
         raise UserError(
             f"report: -o {out} is a folder, not a file",
@@ -177,9 +181,27 @@ def write(data: RunData, out: str, fmt: str = "html") -> str:
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
+        # never through a link (one made since check_out too): the file itself, or ELOOP
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _linked(out, path) from None
         raise UserError(
             f"report: cannot write {path}: {e.strerror or e}", hint="give -o a file in a folder you can write"
         ) from None
     return str(path)
+
+
+def _linked(out: str, path: Path) -> UserError:
+    """-o names a symbolic link: the page would be written where it points (a link someone else
+    planted in a shared folder, to a file of yours that does not exist yet: ~/.ssh/authorized_keys)."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return UserError(
+        f"report: -o {out} is a symbolic link (to {target}): the report would be written there",
+        hint="give -o a new file name, or remove the link first if it is yours",
+    )
