@@ -33,7 +33,7 @@ def parse_duration(value: Any) -> int:
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     text = str(value).strip().lower()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # ("²".isdigit() too)
         return int(text)
     m = _DURATION.match(text)
     if not text or m is None or not any(m.groups()):

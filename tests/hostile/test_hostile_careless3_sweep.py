@@ -26,3 +26,12 @@ def test_a_digit_that_is_not_ascii_is_refused_naming_it(value):
 
 def test_ascii_values_read_as_before():
     assert parse("steps_per_execution=1, 08,auto").values == ("1", "8", "auto")
+
+
+def test_a_duration_with_a_superscript_names_the_forms_not_int():
+    """`timeout: 2²` said "invalid literal for int() with base 10: '2²'" (the same isdigit)."""
+    from vertex_trainer.durations import parse_duration
+
+    with pytest.raises(ValueError, match=r"invalid duration '2²'; use 90s, 30m, 4h, 2d, 1h30m"):
+        parse_duration("2²")
+    assert parse_duration("90") == 90
