@@ -110,6 +110,28 @@ def test_compiled_pipeline_loads_with_kfp_and_holds_the_rendered_job(spec_file, 
     assert all(not t.get("cachingOptions") for t in tasks.values())  # no step is ever cached
 
 
+def test_an_out_named_json_gets_the_same_pipeline_as_json(spec_file, tmp_path):
+    """-o NAME.json writes JSON (it wrote YAML into it), the PipelineSpec the YAML holds, and kfp
+    reads it; compiling again replaces it, and a JSON file that is no pipeline is left alone."""
+    import yaml
+    from kfp import components
+
+    env = {"CLOUDSDK_CONFIG": str(tmp_path)}
+    as_json, as_yaml = tmp_path / "pipeline.json", tmp_path / "pipeline.yaml"
+    for out in (as_json, as_yaml, as_json):  # the third: over the JSON compiled before
+        line = ["pipeline", "compile", str(spec_file), "-o", str(out), "--idempotency-key", "k1"]
+        done = invoke(line, env=env, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+    assert json.loads(as_json.read_text()) == yaml.safe_load(as_yaml.read_text())
+    assert components.load_component_from_file(str(as_json)).name  # kfp reads it back
+
+    other = tmp_path / "settings.json"
+    other.write_text('{\n  "sdkVersion": "mine"\n}\n')
+    done = invoke(["pipeline", "compile", str(spec_file), "-o", str(other)], env=env, cwd=ROOT)
+    assert done.returncode == 2 and "not a compiled pipeline" in done.stderr
+    assert other.read_text() == '{\n  "sdkVersion": "mine"\n}\n'
+
+
 def _ints(pool: dict) -> dict:
     # Pipeline parameters are JSON numbers (doubles): 8.0 for an int32 field.
     if isinstance(pool, dict):

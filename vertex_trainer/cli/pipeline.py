@@ -51,16 +51,18 @@ def compile_(
     ] = False,
     idempotency_key: KeyOpt = None,
 ) -> None:
-    """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline YAML."""
+    """Compile the spec into a Vertex AI Pipelines (KFP v2) pipeline: YAML, or JSON for -o NAME.json."""
     if out is not None:
         _check_out(out, spec)
     cfg = common.settings()
     job_spec = opts.load(spec, cfg)
-    text = api.pipeline_yaml(
-        api.compile_pipeline(
-            job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=common.stderr_line
-        )
+    ir = api.compile_pipeline(
+        job_spec, idempotency_key=idempotency_key, resolve=resolve, settings=cfg, log=common.stderr_line
     )
+    # -o x.json: the same PipelineSpec as JSON (what the name promises; kfp and the Vertex AI
+    # SDK read either), else YAML
+    as_json = out is not None and out.suffix.lower() == ".json"
+    text = json.dumps(ir, indent=2, sort_keys=True) + "\n" if as_json else api.pipeline_yaml(ir)
     if out is None:
         sys.stdout.write(text)
         return
@@ -76,8 +78,9 @@ def compile_(
     )
 
 
-# A compiled pipeline is a KFP v2 PipelineSpec YAML: its last top-level key is sdkVersion: kfp-X.
-_COMPILED = re.compile(r"^sdkVersion: kfp-", re.MULTILINE)
+# A compiled pipeline is a KFP v2 PipelineSpec, YAML or JSON (-o x.json): its top-level key
+# sdkVersion is kfp-X.
+_COMPILED = re.compile(r'^(sdkVersion: kfp-|  "sdkVersion": "kfp-)', re.MULTILINE)
 _COMPILED_MAX_BYTES = 16 << 20  # a compiled pipeline is kilobytes; a larger file is none
 
 
