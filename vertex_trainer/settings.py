@@ -31,6 +31,7 @@ the resulting frozen object (or the one value it needs) as an argument and never
 from __future__ import annotations
 
 import configparser
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -100,6 +101,16 @@ class RetryPolicy:
                 values[key] = int(value) if key == "attempts" else float(value)
             except ValueError:
                 raise UserError(f"${RETRY_ENV}: {key}={value!r} is not a number") from None
+            # nan, inf and negatives parse as floats; each would end in a traceback at the first
+            # wait (time.sleep) or never end; a timeout of 0 is no timeout for requests
+            least = 1 if key in ("attempts", "multiplier") else 0
+            if (
+                not math.isfinite(values[key])
+                or values[key] < least
+                or (key.endswith("timeout") and values[key] == 0)
+            ):
+                more = "more than 0" if key.endswith("timeout") else f"at least {least}"
+                raise UserError(f"${RETRY_ENV}: {key}={value.strip()!r} must be a number {more}")
         return cls(**values)
 
 
@@ -117,8 +128,8 @@ class PollPolicy:
             initial = float(text)
         except ValueError:
             raise UserError(f"${POLL_ENV}={text!r} is not a number of seconds") from None
-        if initial <= 0:
-            raise UserError(f"${POLL_ENV}={text!r} must be more than 0 seconds")
+        if not initial > 0 or not math.isfinite(initial):  # (nan is not > 0)
+            raise UserError(f"${POLL_ENV}={text!r} must be a number of seconds more than 0")
         return cls(initial=initial, maximum=max(initial, min(60.0, initial * 12)))
 
     def intervals(self) -> Iterator[float]:
