@@ -33,7 +33,7 @@ FIELDS = (*(k for k in RESULT_FIELDS if k != "log_tail"), "run")
 
 CONTINUED_BY = "continued_by_key"  # a record's: the key of the Vertex AI job that continues its folder
 
-__all__ = ["CONTINUED_BY", "FIELDS", "hand_over", "keep", "mark_running", "read", "uri_of"]
+__all__ = ["CONTINUED_BY", "FIELDS", "hand_over", "keep", "mark_running", "read", "refuse_foreign", "uri_of"]
 
 
 def uri_of(folder: str) -> str:
@@ -119,3 +119,26 @@ def keep(result: Any, settings: Settings, note: Callable[..., None], *, spec: st
             f"could not keep the run's result in {uri} ({why}): the same key runs it again",
             style="bold yellow",
         )
+
+
+def refuse_foreign(settings: Settings, folder: str, run: str, record: dict[str, Any] | None) -> None:
+    """Before a new local submission runs in the gs:// `folder` (its key's, `run`): exit 2 when a
+    Vertex AI job wrote what the folder holds, which is neither this run's result to adopt nor a
+    folder to train over: its `record` names the run and the job that continued it (`hand_over`),
+    or there is no record and yet the folder holds objects (a cloud submit with the same key: a
+    local submission's run always leaves a record). Cloud Storage's errors raise."""
+    key = (record or {}).get(CONTINUED_BY) if (record or {}).get("run") == run else None
+    if key:
+        what = f"was continued on Vertex AI by the job with idempotency key {key} (submit --resume)"
+        what += " after this submission's run here"
+        that = f"that job: vertex-trainer list --label vertex-trainer-key={key}; "
+    elif record is None and storage.holds_objects(settings, folder):
+        what = "holds what no run here made (a Vertex AI job with the same idempotency key writes there)"
+        that = ""
+    else:
+        return
+    raise UserError(
+        f"{run}: {folder} {what}: what it holds is that job's, so it is neither adopted as this "
+        "run's result nor trained over; nothing ran",
+        hint=f"{that}to train on in its folder here: --resume {run}; a new run: another --idempotency-key",
+    )

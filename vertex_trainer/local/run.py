@@ -419,8 +419,7 @@ def _adopted_gs(base: str, name: str, run: str, settings: Settings) -> tuple[Loc
     cluster.check_gcs_route(settings.environ)
     try:
         ended = gsresult.read(settings, base)
-        if ended is not None and ended.get("run") == run and ended.get(gsresult.CONTINUED_BY):
-            _continued(base, run, str(ended[gsresult.CONTINUED_BY]))
+        gsresult.refuse_foreign(settings, base, run, ended)  # a Vertex AI job's folder: exit 2
         if ended is not None and ended.get("run") == run:
             _refuse_other_job(base, run, ended.get("name"), name)
         if ended is None or ended.get("run") != run or ended.get("state") != SUCCEEDED:
@@ -444,19 +443,6 @@ def _refuse_other_job(base: str, run: str, theirs: Any, name: str) -> None:
         "written over; nothing ran",
         hint="submit with another --idempotency-key, or give each spec an output_dir of its own "
         "(e.g. output_dir: gs://BUCKET/runs/{{ name }})",
-    )
-
-
-def _continued(base: str, run: str, key: str) -> None:
-    """The run's folder was continued by a Vertex AI job (its record names the job's key,
-    gsresult.hand_over): what it holds is that job's, neither this run's result to adopt nor a
-    folder to train over again; exit 2, nothing runs."""
-    raise UserError(
-        f"{run}: {base} was continued on Vertex AI by the job with idempotency key {key} (submit "
-        "--resume) after this submission's run here: what it holds is that job's, so it is neither "
-        "adopted as this run's result nor trained over; nothing ran",
-        hint=f"that job: vertex-trainer list --label vertex-trainer-key={key}; to train on in its "
-        f"folder: --resume {run}; a new run: another --idempotency-key",
     )
 
 
