@@ -10,7 +10,7 @@ from typing import Any
 
 from vertex_trainer.contract import Failure, JobEvent, LogEntry, short_state
 from vertex_trainer.local.display import StatusLine, is_banner
-from vertex_trainer.redact import terminal_safe
+from vertex_trainer.redact import shown_name, terminal_safe
 
 __all__ = ["FollowView", "entry_lines", "event_line", "terminal_safe"]
 
@@ -23,7 +23,7 @@ def entry_lines(entry: LogEntry) -> Iterator[str]:
     start-up banner (the run's record keeps it, the screen does not); `terminal_safe`."""
     for line in entry.message.split("\n") or [""]:
         if not is_banner(line):
-            yield f"[{entry.replica}] {terminal_safe(line)}"
+            yield f"[{shown_name(entry.replica)}] {terminal_safe(line)}"
 
 
 def event_line(event: JobEvent) -> str:
@@ -74,7 +74,7 @@ class FollowView(StatusLine):
             self._status.update(f"{self.job_id} {state}{extra}")
 
     def entry(self, entry: LogEntry) -> None:
-        name = entry.replica
+        name = shown_name(entry.replica)  # (a log entry's task_name: whoever wrote the entry)
         if name not in self.colors:
             self.colors[name] = _COLORS[len(self.colors) % len(_COLORS)]
             self.width = max(self.width, len(name))
@@ -91,7 +91,7 @@ class FollowView(StatusLine):
         """The failing replica's last lines (the error and advice follow as the exit message)."""
         if failure is None or not failure.lines:
             return
-        who = failure.replica or "the job"
+        who = shown_name(failure.replica) if failure.replica else "the job"
         self.console.print(self._Text(f"{who}: its last lines:", style="red"), soft_wrap=True)
         for line in failure.lines:
             self.console.print(f"  {terminal_safe(line)}", markup=False, highlight=False, soft_wrap=True)
