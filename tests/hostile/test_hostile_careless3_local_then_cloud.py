@@ -45,8 +45,8 @@ def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emul
     refused = run("submit", cloud, "--idempotency-key", "ci-7", "--no-wait")
     assert refused.returncode == 2, refused.stderr
     assert (
-        f"gs://{bucket}/runs/{RUN} holds a run of the idempotency key ci-7 made with submit --local "
-        "(SUCCEEDED)" in refused.stderr
+        f"gs://{bucket}/runs/{RUN}, the folder of the idempotency key ci-7, holds a run made with "
+        "submit --local (SUCCEEDED)" in refused.stderr
     )
     assert f"--resume {RUN}" in refused.stderr and "nothing was sent" in refused.stderr
     assert list(fake.jobs) == []
@@ -55,3 +55,29 @@ def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emul
     other = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
     assert other.returncode == 0, other.stderr  # a key of its own: its own folder
     assert json.loads(other.stdout)["output_dir"] == f"gs://{bucket}/runs/digits-ci-8"
+
+
+def test_a_cloud_submit_into_another_specs_local_run_names_that_job(fake, tmp_path, emulator, bucket):
+    """digits-v2 with the key ci-7 ran here; digits with the key v2-ci-7 names the same folder."""
+    url = emulator.endpoint
+    put = {"uploadType": "media", "name": "d/train-00000"}
+    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
+    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    here = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
+    here.write_text(here.read_text().replace("name: digits", "name: digits-v2"))
+    assert run("submit", here, "--local", "--idempotency-key", "ci-7").returncode == 0
+    cloud = write_spec(
+        tmp_path,
+        spec_yaml(
+            None,
+            name="digits",
+            hardware="cpu",
+            scheduling=None,
+            output_dir=f"gs://{bucket}/runs",
+            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
+        ),
+    )
+    refused = run("submit", cloud, "--idempotency-key", "v2-ci-7", "--no-wait")
+    assert refused.returncode == 2, refused.stderr
+    assert "holds a run of the job 'digits-v2' made with submit --local (SUCCEEDED)" in refused.stderr
+    assert list(fake.jobs) == []

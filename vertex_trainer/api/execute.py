@@ -475,10 +475,12 @@ def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
         return
     state = str(record.get("state") or "").removeprefix("JOB_STATE_") or "no state"
     made = f"made with submit --local ({state})"
-    if record.get(gsresult.CONTINUED_BY):  # (a local run's folder a resumed job went on writing)
+    if record.get("name") and record["name"] != plan.spec.name:  # (another spec's name and key met here)
+        made = f"of the job {record['name']!r} {made}"
+    elif record.get(gsresult.CONTINUED_BY):  # (a local run's folder a resumed job went on writing)
         made += f", continued on Vertex AI by the job with key {record[gsresult.CONTINUED_BY]}"
     raise UserError(
-        f"{folder} holds a run of the idempotency key {plan.key} {made}: a Vertex AI job there "
+        f"{folder}, the folder of the idempotency key {plan.key}, holds a run {made}: a Vertex AI job there "
         "would write over its model and checkpoints; nothing was sent",
         hint=f"to train on from that run on Vertex AI: --resume {plan.run}; a new run: another "
         "--idempotency-key",
