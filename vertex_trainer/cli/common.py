@@ -288,9 +288,11 @@ def emit_failure(obj: dict) -> None:
     if EMITTED:
         return
     EMITTED[:] = [True]
+    out = sys.stdout  # None when the process started with stdout closed (`>&-`)
     try:
-        sys.stdout.write(json.dumps(obj) + "\n")
-        sys.stdout.flush()
+        if out is not None:
+            out.write(json.dumps(obj) + "\n")
+            out.flush()
     except (OSError, ValueError):  # a closed pipe or stream: the text on stderr still says it
         pass
 
