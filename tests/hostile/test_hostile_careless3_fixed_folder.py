@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import requests
 import yaml
 
@@ -53,3 +54,41 @@ def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, 
     done = json.loads(again.stdout)
     assert done["adopted"] is False and "already SUCCEEDED" not in again.stderr
     assert done["metrics"]["job"] != json.loads(first.stdout)["metrics"]["job"]
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_a_record_this_account_may_not_read_does_not_stop_a_cloud_submit(
+    fake, tmp_path, emulator, bucket, monkeypatch, fixed
+):
+    """The look for a local run's record is Cloud Storage's read: an account that may create jobs
+    but not read the bucket's objects (its jobs' service account writes there) still submits."""
+    from google.api_core.exceptions import Forbidden
+
+    from tests.shared import fake_settings
+    from vertex_trainer import api
+    from vertex_trainer.gcp import storage
+
+    url = emulator.endpoint
+    put = {"uploadType": "media", "name": "d/train-00000"}
+    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
+    spec = write_spec(
+        tmp_path,
+        spec_yaml(
+            None,
+            name="digits",
+            hardware="cpu",
+            scheduling=None,
+            output_dir=f"gs://{bucket}/runs/digits",
+            fixed_output_dir=fixed,
+            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
+        ),
+    )
+
+    def forbidden(*args, **kwargs):
+        raise Forbidden("storage.objects.get denied")
+
+    monkeypatch.setattr(storage, "read_bytes", forbidden)  # (the service's answer, not the code under test)
+    settings = fake_settings(fake, storage_emulator=url)
+    job = api.submit(api.load_spec(str(spec), settings=settings), idempotency_key="ci-8", settings=settings)
+    folder = f"gs://{bucket}/runs/digits" + ("" if fixed else "/digits-ci-8")
+    assert job.output_dir == folder and list(fake.jobs) == [job.name]

@@ -470,7 +470,10 @@ def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
         return
     if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
         return
-    record = gsresult.read(settings, str(folder))
+    try:
+        record = gsresult.read(settings, str(folder))
+    except Exception:  # (no read access, a network error: the job's account writes there) no check
+        return
     if record is None:
         return
     state = str(record.get("state") or "").removeprefix("JOB_STATE_") or "no state"

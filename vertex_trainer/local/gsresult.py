@@ -86,13 +86,17 @@ def hand_over(settings: Settings, folder: str, *, run: str, name: str, key: str)
     """Before a Vertex AI job (idempotency key `key`) is created to continue the gs:// `folder`:
     a record a local run left there says how that run ended, no longer how the folder's run does,
     so it is replaced by one that says a job with `key` runs there (JOB_STATE_RUNNING,
-    CONTINUED_BY). No record there: nothing is written (False). When it cannot be read or
-    replaced, nothing is sent: ServiceError (exit 3)."""
+    CONTINUED_BY). No record there, or none this account may read (then no local run of its
+    left one): nothing is written (False). When one cannot be replaced, nothing is sent:
+    ServiceError (exit 3)."""
     uri = uri_of(folder)
     value = {"name": name, "state": RUNNING, "job_id": "", "replicas": [], "run": run, CONTINUED_BY: key}
     try:
         if read(settings, folder) is None:
             return False
+    except Exception:  # (any: no read access, a network error) nothing known to replace
+        return False
+    try:
         _put(settings, uri, value)
     except Exception as exc:  # (any: auth, network, permissions) the local run's record would stay
         raise ServiceError(
