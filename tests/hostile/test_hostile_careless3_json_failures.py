@@ -1,8 +1,10 @@
-"""`--output json` on failure (b67437a), where the process is not the usual one: a process started
-with stdout closed. The failure keeps its message and its exit code."""
+"""`--output json` on failure (b67437a), where the line or the process is not the usual one: a
+process started with stdout closed, and `-o json` on a line refused before its command is looked
+up. The failure keeps its message, its exit code and (where stdout is there) its one object."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 from tests.cli_support import cli_command, edge_env
@@ -28,3 +30,25 @@ def test_a_failure_with_stdout_closed_keeps_its_message_and_exit_code(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "spec file not found" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_global_option_without_its_value_and_short_o_json_is_one_object(run_cli):
+    # `-o json` (and -ojson) asks for JSON as --output json does: the refusal of the global option,
+    # before the command is looked up, is one object too.
+    for output in (("-o", "json"), ("-ojson",)):
+        done = run_cli("submit", MISSING, *output, "--impersonate-service-account")
+        assert done.returncode == 2
+        error = json.loads(done.stdout)["error"]
+        assert error["exit_code"] == 2 and error["kind"] == "invalid"
+        assert "--impersonate-service-account" in error["message"]
+
+
+def test_a_global_option_refused_under_text_output_writes_nothing_on_stdout(run_cli):
+    # `-o json` as another option's value, or after `--`, asks for nothing (read as click reads it).
+    for line in (
+        ("submit", MISSING, "--set", "--output", "json", "--impersonate-service-account"),
+        ("submit", MISSING, "--impersonate-service-account", "--", "--output", "json"),
+    ):
+        done = run_cli(*line)
+        assert done.returncode == 2 and done.stdout == ""
+        assert "--impersonate-service-account" in done.stderr

@@ -280,9 +280,7 @@ def _main(argv: list[str] | None) -> None:
         try:
             IMPERSONATE[:] = _impersonation(args)
         except VertexTrainerError as e:  # before any command is looked up: its line as written
-            from itertools import pairwise
-
-            if "--output=json" in args or ("--output", "json") in pairwise(args):
+            if _line_asks_json(args):
                 common.emit_failure(failure_object(e) or {})
             raise
         if args[:1] and args[0] in VERSION_FLAGS:  # before any command is looked up
@@ -429,6 +427,16 @@ def asks_json(command: Any, args: list[str]) -> bool:
         elif not word.startswith("--") and len(word) > 2 and word[:2] in output.opts:
             chosen = word[2:]  # -ojson
     return chosen == "json"
+
+
+def _line_asks_json(args: list[str]) -> bool:
+    """Whether a whole command line (the global options still on it) asks for `--output json`,
+    its command looked up and its words read as asks_json reads them (`-o json`, `-ojson`; not
+    after `--` nor as another option's value)."""
+    rest = [a for a in args if a != IMPERSONATE_FLAG and not a.startswith(IMPERSONATE_FLAG + "=")]
+    group: Any = typer.main.get_command(app)  # the LazyGroup: a command's module loaded on lookup
+    command = group.get_command(None, rest[0]) if rest else None
+    return command is not None and asks_json(command, rest[1:])
 
 
 def failure_object(error: BaseException) -> dict[str, Any] | None:
