@@ -118,6 +118,19 @@ def write_spec(tmp_path: Path, text: str, name: str | None = None) -> Path:
     return path
 
 
+# A script job's task.py that trains nothing and leaves what a run leaves: its job id in
+# model/saved_model.pb and in metrics.json beside it (which run wrote the folder, for the run
+# ownership tests).
+JOB_ID_TASK = """
+import json, os
+model = os.environ["AIP_MODEL_DIR"].rstrip("/")
+job = os.environ["CLOUD_ML_JOB_ID"]
+os.makedirs(model, exist_ok=True)
+open(os.path.join(model, "saved_model.pb"), "w").write(job)
+json.dump({"job": job}, open(os.path.join(os.path.dirname(model), "metrics.json"), "w"))
+"""
+
+
 def script_job(tmp_path: Path, task: str, output_dir: Path | None = None, **image: str) -> Path:
     """A `hardware: cpu` script job named digits, its code folder tmp_path/code holding task.py =
     `task`; `image` adds to the image block. Returns the spec's path (tmp_path/spec.yaml)."""

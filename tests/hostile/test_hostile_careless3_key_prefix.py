@@ -15,22 +15,13 @@ import json
 import pytest
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner, script_job
+from tests.shared import JOB_ID_TASK, cli_runner, script_job
 from vertex_trainer.contract import run_name
 from vertex_trainer.vertex.names import keys_of_run, new_key
 
-TASK = """
-import json, os
-model = os.environ["AIP_MODEL_DIR"].rstrip("/")
-job = os.environ["CLOUD_ML_JOB_ID"]
-os.makedirs(model, exist_ok=True)
-open(os.path.join(model, "saved_model.pb"), "w").write(job)
-json.dump({"job": job}, open(os.path.join(os.path.dirname(model), "metrics.json"), "w"))
-"""
-
 
 def test_a_vt_key_of_the_users_is_a_run_of_its_own_not_the_keys_without_it(tmp_path):
-    spec = script_job(tmp_path, TASK, tmp_path / "runs")
+    spec = script_job(tmp_path, JOB_ID_TASK, tmp_path / "runs")
     run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
     first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr

@@ -13,20 +13,11 @@ import json
 import os
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner, script_job
-
-TASK = """
-import json, os
-model = os.environ["AIP_MODEL_DIR"].rstrip("/")
-job = os.environ["CLOUD_ML_JOB_ID"]
-os.makedirs(model, exist_ok=True)
-open(os.path.join(model, "saved_model.pb"), "w").write(job)
-json.dump({"job": job}, open(os.path.join(os.path.dirname(model), "metrics.json"), "w"))
-"""
+from tests.shared import JOB_ID_TASK, cli_runner, script_job
 
 
 def test_a_retry_after_the_runs_folder_was_emptied_runs_again(tmp_path):
-    spec = script_job(tmp_path, TASK, tmp_path / "runs")
+    spec = script_job(tmp_path, JOB_ID_TASK, tmp_path / "runs")
     run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
     folder = tmp_path / "runs" / "digits-ci-7"
     first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
