@@ -157,3 +157,17 @@ def test_the_list_handed_back_by_set_holds_its_items_as_written():
     with pytest.raises(UserError) as e:
         load_spec(quickstart, sets=[*own, "args=[--lr, 010, 5]", "args[1]=x"])
     assert e.value.hint == """--set 'args=["--lr", "x", "5"]'"""
+
+
+@pytest.mark.parametrize(
+    ("merged", "kind"),
+    [("{1: x}", "the number 1"), ("{1.10: x}", "the number 1.1"), ("{no: x}", "false (yes/no/on/off")],
+)
+def test_a_key_a_merge_brings_in_is_named_as_yaml_read_it(tmp_path, merged, kind):
+    # A merged mapping's keys are not the mapping's own (`<<:` is skipped by the duplicate check),
+    # so a number key came through as the loader's holder: 'a key must be text, not a _Written'.
+    with pytest.raises(UserError) as refused:
+        read_yaml(spec_file(tmp_path, TRAINER + f"labels:\n  <<: {merged}\n"))
+    assert f"labels: a key must be text, not {kind}" in refused.value.message
+    assert "_Written" not in refused.value.message
+    assert refused.value.hint == "quote the key"

@@ -101,6 +101,8 @@ def _construct_mapping(loader: _SpecLoader, node: yaml.MappingNode, deep: bool =
 
 
 def _key_kind(key: Any) -> str:
+    if isinstance(key, _Written):  # a key a merge (`<<: {1: x}`) brought in: what YAML read
+        return _key_kind(key.value)
     if isinstance(key, bool):
         return f"{str(key).lower()} (yes/no/on/off are booleans in YAML)"
     if key is None:
