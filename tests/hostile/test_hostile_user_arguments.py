@@ -48,3 +48,15 @@ def test_an_idempotency_key_that_is_not_text_is_named():
         UserError, match=r"--idempotency-key 42 is int, not text\n  hint: .*idempotency_key='42'"
     ):
         api.submit(spec, dry_run=True, idempotency_key=42, settings=SETTINGS)
+
+
+@pytest.mark.parametrize("given", [{"name": "x", "env": {"TOKEN": "s3cret"}}, None, 3, b"spec.yaml"])
+def test_load_spec_given_no_path_names_what_it_got_and_the_fix(given):
+    # It was a TypeError from open() ("expected str, bytes or os.PathLike object, not dict"),
+    # with no word of what load_spec takes; the mapping's values are not shown (an env secret).
+    with pytest.raises(UserError) as raised:
+        api.load_spec(given, settings=SETTINGS)
+    kind = "None" if given is None else type(given).__name__
+    assert f"load_spec: path must be a YAML file's path (a str or a Path), not {kind}" in raised.value.message
+    assert "vt.load_spec('job_specs/my-job.yaml')" in (raised.value.hint or "")
+    assert "s3cret" not in str(raised.value)

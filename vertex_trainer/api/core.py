@@ -90,6 +90,13 @@ def load_spec(
     """
     from vertex_trainer import spec as _spec  # spec models (top note)
 
+    if not isinstance(path, (str, os.PathLike)):  # a notebook's dict (or a JobSpec) as the path
+        kind = "None" if path is None else type(path).__name__  # (not its value: an env secret)
+        raise UserError(
+            f"load_spec: path must be a YAML file's path (a str or a Path), not {kind}",
+            hint="write the spec to a .yaml file and give its path, e.g. "
+            "vt.load_spec('job_specs/my-job.yaml'); set=['trainer.epochs=3', ...] overrides its values",
+        )
     settings = settings or settings_from_env()
     loaded = _spec.load_spec(
         path,
