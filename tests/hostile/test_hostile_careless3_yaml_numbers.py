@@ -84,3 +84,14 @@ def test_numbers_that_read_as_written_still_load(tmp_path):
         64,
     )
     assert got.trainer.learning_rate == 0.1 and got.scheduling.timeout == 5400 and got.labels == {"t": "010"}
+
+
+def test_every_number_yaml_misreads_is_listed_at_once(tmp_path):
+    # The refusal stopped at the first: a spec with three such numbers took three runs to fix.
+    body = TRAINER + "010, batch_size: 0100}\nscheduling: {timeout: 1:30}\n"
+    with pytest.raises(SpecError) as refused:
+        load_spec(spec_file(tmp_path, body))
+    problems = refused.value.problems
+    assert [p.field for p in problems] == ["trainer.num_classes", "trainer.batch_size", "scheduling.timeout"]
+    assert [p.hint for p in problems][:2] == ["write 10", "write 100"]
+    assert refused.value.message.startswith("3 problems in the spec:")

@@ -23,7 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from vertex_trainer import hardware as hw
-from vertex_trainer.errors import SpecError, UserError
+from vertex_trainer.errors import SpecError, SpecProblems, UserError
 from vertex_trainer.spec import templating  # its jinja2 is imported only by specs that template
 from vertex_trainer.spec.messages import dotted, shown, shown_at, translate
 from vertex_trainer.spec.model import JobSpec
@@ -234,12 +234,17 @@ def _plain(data: Any, at: tuple[Any, ...] = ()) -> Any:
     YAML scalar read as a number or a boolean is its text as written where the field holds text.
     """
     count = 0
+    misread: list[SpecError] = []  # each number YAML reads otherwise than its digits, listed at once
 
     def walk(node: Any, path: tuple[Any, ...], depth: int) -> Any:
         nonlocal count
         count += 1
         if isinstance(node, _Written):
-            node = node.text if text_field(path) else number_as_written(node.text, node.value, path)
+            try:
+                node = node.text if text_field(path) else number_as_written(node.text, node.value, path)
+            except SpecError as e:
+                misread.append(e)
+                node = node.value
         where = dotted(path) or "the spec"
         if count > MAX_VALUES:
             raise _too_many()
@@ -282,7 +287,10 @@ def _plain(data: Any, at: tuple[Any, ...] = ()) -> Any:
             has_value=False,
         )
 
-    return walk(data, at, 0)
+    out = walk(data, at, 0)
+    if misread:
+        raise misread[0] if len(misread) == 1 else SpecProblems(misread)
+    return out
 
 
 def _text(value: str, path: tuple[Any, ...], what: str = "") -> str:
