@@ -52,3 +52,16 @@ def test_a_global_option_refused_under_text_output_writes_nothing_on_stdout(run_
         done = run_cli(*line)
         assert done.returncode == 2 and done.stdout == ""
         assert "--impersonate-service-account" in done.stderr
+
+
+def test_an_object_written_by_an_earlier_run_in_this_process_does_not_silence_the_next(run_cli):
+    # `app` run in this process (typer's CliRunner, a notebook) wrote its object and left that
+    # mark set: the next line refused before its command was looked up wrote nothing on stdout.
+    from typer.testing import CliRunner
+
+    from vertex_trainer.cli import app
+
+    assert CliRunner().invoke(app, ["hardware", "--output", "json"]).exit_code == 0
+    done = run_cli("submit", MISSING, "--output", "json", "--impersonate-service-account")
+    assert done.returncode == 2
+    assert "--impersonate-service-account" in json.loads(done.stdout)["error"]["message"]

@@ -276,6 +276,7 @@ def _main(argv: list[str] | None) -> None:
     from vertex_trainer.cli import common
     from vertex_trainer.cli.common import IMPERSONATE, no_pydantic_plugins
 
+    common.EMITTED.clear()  # this invocation's: `app` run in this process before (CliRunner) left it
     try:
         try:
             IMPERSONATE[:] = _impersonation(args)
