@@ -131,6 +131,20 @@ json.dump({"job": job}, open(os.path.join(os.path.dirname(model), "metrics.json"
 """
 
 
+# `python -c MODULES_PROBE ARGS` runs `vertex-trainer ARGS` (as `python -m vertex_trainer`)
+# and prints, as the last line of stderr, {"code": its exit code, "modules": what it loaded}.
+MODULES_PROBE = """
+import json, runpy, sys
+sys.argv[0] = "vertex_trainer"
+try:
+    runpy.run_module("vertex_trainer", run_name="__main__", alter_sys=True)
+    code = 0
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
 def script_job(tmp_path: Path, task: str, output_dir: Path | None = None, **image: str) -> Path:
     """A `hardware: cpu` script job named digits, its code folder tmp_path/code holding task.py =
     `task`; `image` adds to the image block. Returns the spec's path (tmp_path/spec.yaml)."""

@@ -16,26 +16,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.shared import MODULES_PROBE
+
 ROOT = Path(__file__).resolve().parents[2]
 
-# As `python -m vertex_trainer ARGS`; then the modules loaded, as the last line of stderr.
-PROBE = """
-import json, runpy, sys
-sys.argv[0] = "vertex_trainer"
-try:
-    runpy.run_module("vertex_trainer", run_name="__main__", alter_sys=True)
-    code = 0
-except SystemExit as e:
-    code = e.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
-"""
 _IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)$")
 
 
 def _run(*args: str) -> tuple[int | None, str, set[str], list[tuple[int, str]]]:
     """(exit code, stdout, the modules loaded, importtime's (depth, module) lines in its order)."""
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", PROBE, *args],
+        [sys.executable, "-X", "importtime", "-c", MODULES_PROBE, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -470,9 +470,12 @@ def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
         return
     if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
         return
-    try:
-        record = gsresult.read(settings, str(folder))
-    except Exception:  # (no read access, a network error: the job's account writes there) no check
+    reader = storage.storage_api(settings, log=lambda _: None, retry=preflight.short_retry(settings))
+    try:  # (the JSON API's client: a cloud submit does not load google-cloud-storage for this look)
+        record = storage.object_json(
+            reader, gsresult.uri_of(str(folder)), emulator=bool(settings.storage_emulator)
+        )
+    except VertexTrainerError:  # (no read access, a network error: the job's account writes there) no check
         return
     if record is None:
         return
