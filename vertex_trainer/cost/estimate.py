@@ -248,7 +248,12 @@ def throughput_of(
         return Throughput(float(examples_per_sec), "--throughput")
     if bench is not None:
         rate = bench.get("real_examples_per_sec") or bench.get("synthetic_examples_per_sec")
-        if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, (int, float))
+            or not math.isfinite(rate)
+            or rate <= 0
+        ):
             raise UserError(
                 f"{bench_name} has no real_examples_per_sec or synthetic_examples_per_sec",
                 hint="give the JSON that `vertex-trainer bench SPEC --output json` printed",
@@ -511,7 +516,7 @@ def load_bench(path: str) -> dict[str, Any]:
             data = json.load(f)
     except OSError as exc:
         raise UserError(f"--bench {path}: {exc.strerror or exc}") from None
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past what Python's parser takes: not JSON here)
         raise UserError(
             f"--bench {path}: not JSON", hint="give what `vertex-trainer bench SPEC --output json` printed"
         ) from None
