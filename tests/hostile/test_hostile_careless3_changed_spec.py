@@ -17,7 +17,7 @@ import yaml
 
 from tests.cli_support import edge_env
 from tests.hostile.resume_support import GS_TASK
-from tests.hostile.test_hostile_careless3_key_prefix import TASK
+from tests.shared import JOB_ID_TASK as TASK
 from tests.shared import cli_runner, script_job
 
 
