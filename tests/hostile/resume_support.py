@@ -11,7 +11,7 @@ from pathlib import Path
 import requests
 
 from tests.cli_support import edge_env
-from tests.shared import GS_BASE, GS_JOB, cli_runner, storage_emulator
+from tests.shared import GS_BASE, GS_JOB, cli_runner, spec_yaml, storage_emulator, write_spec
 
 BASE, JOB = GS_BASE, GS_JOB
 
@@ -60,3 +60,25 @@ def buckets(*, wrote: bool = True) -> Iterator[str]:
 def cli(fake, tmp_path: Path, url: str):
     """The CLI runner for the fake Vertex AI and the emulator at `url`."""
     return cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, STORAGE_EMULATOR_HOST=url))
+
+
+def gs_cli(fake, tmp_path: Path, emulator, bucket: str):
+    """The CLI runner (in this process, in tmp_path) for the fake Vertex AI and the module's GCS
+    emulator (tests/hostile/conftest.py), with a job's data in `bucket`: d/train-00000."""
+    put(emulator.endpoint, bucket, "d/train-00000")
+    return cli_runner(
+        edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path
+    )
+
+
+def cloud_job(tmp_path: Path, bucket: str, output_dir: str | None = None, **fields) -> Path:
+    """The CPU job digits for Vertex AI (the bundled trainer) on `bucket`'s d/train-*, into
+    gs://BUCKET/runs (or `output_dir`); `fields` add to the spec. Returns the spec's path."""
+    trainer = {"train_data": f"gs://{bucket}/d/train-*", "eval_data": None}
+    folder = output_dir or f"gs://{bucket}/runs"
+    return write_spec(
+        tmp_path,
+        spec_yaml(
+            None, name="digits", hardware="cpu", scheduling=None, output_dir=folder, trainer=trainer, **fields
+        ),
+    )

@@ -14,36 +14,20 @@ from __future__ import annotations
 
 import json
 
-import requests
-
-from tests.cli_support import edge_env
-from tests.hostile.resume_support import GS_TASK
-from tests.shared import cli_runner, script_job, spec_yaml, write_spec
+from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli
+from tests.shared import script_job
 
 RUN = "digits-ci-7"
 
 
 def test_a_cloud_resume_of_a_local_gs_run_is_not_adopted_by_the_local_key(fake, tmp_path, emulator, bucket):
-    url = emulator.endpoint
-    put = {"uploadType": "media", "name": "d/train-00000"}
-    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    run = gs_cli(fake, tmp_path, emulator, bucket)
     here = script_job(tmp_path, GS_TASK, f"gs://{bucket}/runs")
     first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
     trained = json.loads(first.stdout)["metrics"]["job"]
 
-    cloud = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=f"gs://{bucket}/runs",
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    cloud = cloud_job(tmp_path, bucket)
     resumed = run("submit", cloud, "--resume", RUN, "--no-wait", "--output", "json")
     assert resumed.returncode == 0, resumed.stderr
     job = json.loads(resumed.stdout)

@@ -14,9 +14,8 @@ import json
 
 import requests
 
-from tests.cli_support import edge_env
-from tests.hostile.resume_support import GS_TASK
-from tests.shared import cli_runner, script_job, spec_yaml, write_spec
+from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli
+from tests.shared import script_job
 
 RUN = "digits-ci-7"
 
@@ -28,19 +27,8 @@ def _put(url: str, bucket: str, name: str, data: bytes) -> None:
 
 
 def test_a_local_run_into_a_cloud_jobs_folder_is_refused(fake, tmp_path, emulator, bucket):
-    _put(emulator.endpoint, bucket, "d/train-00000", b"x")
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
-    cloud = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=f"gs://{bucket}/runs",
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    run = gs_cli(fake, tmp_path, emulator, bucket)
+    cloud = cloud_job(tmp_path, bucket)
     made = run("submit", cloud, "--idempotency-key", "ci-7", "--no-wait", "--output", "json")
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["output_dir"] == f"gs://{bucket}/runs/{RUN}"

@@ -14,37 +14,21 @@ from __future__ import annotations
 import json
 
 import pytest
-import requests
 import yaml
 
-from tests.cli_support import edge_env
-from tests.hostile.resume_support import GS_TASK
-from tests.shared import cli_runner, script_job, spec_yaml, write_spec
+from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli, put
+from tests.shared import script_job
 
 
 def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, tmp_path, emulator, bucket):
-    url = emulator.endpoint
-    put = {"uploadType": "media", "name": "d/train-00000"}
-    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    run = gs_cli(fake, tmp_path, emulator, bucket)
     folder = f"gs://{bucket}/runs/digits"
     here = script_job(tmp_path, GS_TASK, folder)
     here.write_text(yaml.safe_dump({**yaml.safe_load(here.read_text()), "fixed_output_dir": True}))
     first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["output_dir"] == folder
-    cloud = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=folder,
-            fixed_output_dir=True,
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    cloud = cloud_job(tmp_path, bucket, output_dir=folder, fixed_output_dir=True)
     made = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout)["output_dir"] == folder
@@ -67,28 +51,27 @@ def test_a_record_this_account_may_not_read_does_not_stop_a_cloud_submit(
     from tests.shared import fake_settings
     from vertex_trainer import api
     from vertex_trainer.gcp import storage
+    from vertex_trainer.gcp.http import Denied
 
     url = emulator.endpoint
-    put = {"uploadType": "media", "name": "d/train-00000"}
-    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
-    spec = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=f"gs://{bucket}/runs/digits",
-            fixed_output_dir=fixed,
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    put(url, bucket, "d/train-00000")
+    spec = cloud_job(tmp_path, bucket, output_dir=f"gs://{bucket}/runs/digits", fixed_output_dir=fixed)
+
+    looked = []
 
     def forbidden(*args, **kwargs):
+        looked.append("client")
         raise Forbidden("storage.objects.get denied")
 
-    monkeypatch.setattr(storage, "read_bytes", forbidden)  # (the service's answer, not the code under test)
+    def denied(*args, **kwargs):  # the JSON API's client on a 403 (gcp/http.ApiClient)
+        looked.append("api")
+        raise Denied("read object: 403 storage.objects.get denied", permission="storage.objects.get")
+
+    # (the service's answers, not the code under test: google-cloud-storage's and the JSON API's)
+    monkeypatch.setattr(storage, "read_bytes", forbidden)
+    monkeypatch.setattr(storage, "object_json", denied)
     settings = fake_settings(fake, storage_emulator=url)
     job = api.submit(api.load_spec(str(spec), settings=settings), idempotency_key="ci-8", settings=settings)
     folder = f"gs://{bucket}/runs/digits" + ("" if fixed else "/digits-ci-8")
     assert job.output_dir == folder and list(fake.jobs) == [job.name]
+    assert looked  # the look was taken, and denied

@@ -14,35 +14,21 @@ import json
 import subprocess
 import sys
 
-import requests
-
 from tests.cli_support import edge_env
 from tests.hostile.resume_support import GS_TASK as TASK
-from tests.shared import MODULES_PROBE, cli_runner, script_job, spec_yaml, write_spec
+from tests.hostile.resume_support import cloud_job, gs_cli
+from tests.shared import MODULES_PROBE, script_job
 
 RUN = "digits-ci-7"
 
 
 def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emulator, bucket):
-    url = emulator.endpoint
-    put = {"uploadType": "media", "name": "d/train-00000"}
-    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    run = gs_cli(fake, tmp_path, emulator, bucket)
     here = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
     first = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
     trained = json.loads(first.stdout)["metrics"]["job"]
-    cloud = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=f"gs://{bucket}/runs",
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    cloud = cloud_job(tmp_path, bucket)
 
     refused = run("submit", cloud, "--idempotency-key", "ci-7", "--no-wait")
     assert refused.returncode == 2, refused.stderr
@@ -80,24 +66,11 @@ def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emul
 
 def test_a_cloud_submit_into_another_specs_local_run_names_that_job(fake, tmp_path, emulator, bucket):
     """digits-v2 with the key ci-7 ran here; digits with the key v2-ci-7 names the same folder."""
-    url = emulator.endpoint
-    put = {"uploadType": "media", "name": "d/train-00000"}
-    assert requests.post(f"{url}/upload/storage/v1/b/{bucket}/o", params=put, data=b"x").ok
-    run = cli_runner(edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env()), cwd=tmp_path)
+    run = gs_cli(fake, tmp_path, emulator, bucket)
     here = script_job(tmp_path, TASK, f"gs://{bucket}/runs")
     here.write_text(here.read_text().replace("name: digits", "name: digits-v2"))
     assert run("submit", here, "--local", "--idempotency-key", "ci-7").returncode == 0
-    cloud = write_spec(
-        tmp_path,
-        spec_yaml(
-            None,
-            name="digits",
-            hardware="cpu",
-            scheduling=None,
-            output_dir=f"gs://{bucket}/runs",
-            trainer={"train_data": f"gs://{bucket}/d/train-*", "eval_data": None},
-        ),
-    )
+    cloud = cloud_job(tmp_path, bucket)
     refused = run("submit", cloud, "--idempotency-key", "v2-ci-7", "--no-wait")
     assert refused.returncode == 2, refused.stderr
     assert "holds a run of the job 'digits-v2' made with submit --local (SUCCEEDED)" in refused.stderr
