@@ -405,18 +405,7 @@ def plan_build(
         base = _given_base(image) or VARIANTS[variant].base_image
         if image.base_image_digest:
             base = f"{base}@{image.base_image_digest}"
-    context_hash = hash_entries(entries)
-    return BuildPlan(
-        "image",
-        tuple(entries),
-        context_hash,
-        f"{repository}:{_tag(context_hash)}",
-        source,
-        variant=variant,
-        base_image=base,
-        builder=builder,
-        screened=tuple(screened),
-    )
+    return _image_plan(entries, source, repository, variant, base, builder, screened)
 
 
 def _builder(image: ImageSpec, builder: str | None) -> str:
@@ -500,14 +489,41 @@ def _plan_code(spec: JobSpec, image: ImageSpec, builder: str | None) -> BuildPla
         )
     builder = _builder(image, builder)
     entries, source, base = owncode.image_context(spec, variant, screened=screened)
-    context_hash = hash_entries(entries)
     deps = owncode.dependencies_of(spec)  # a package folder's, for the dry run
     # Without image.repository the job runs only here (submit --local; package, validate and a
     # cloud submit refuse it): a local/ name, as contract.LOCAL_IMAGE is, never 'None:<tag>'.
     repository = image.repository or f"local/{spec.name}"
+    return _image_plan(
+        entries,
+        source,
+        repository,
+        variant,
+        base,
+        builder,
+        screened,
+        dependencies_from=deps[0] if deps else None,
+        dependencies=deps[1] if deps else (),
+    )
+
+
+def _image_plan(
+    entries: Iterable[ContextEntry],
+    source: str,
+    repository: str,
+    variant: str | None,
+    base: str | None,
+    builder: str,
+    screened: list[Screened],
+    *,
+    dependencies_from: str | None = None,
+    dependencies: tuple[str, ...] = (),
+) -> BuildPlan:
+    """The plan of an image build of `entries`: tagged `<repository>:<content hash>`."""
+    entries = tuple(entries)
+    context_hash = hash_entries(entries)
     return BuildPlan(
         "image",
-        tuple(entries),
+        entries,
         context_hash,
         f"{repository}:{_tag(context_hash)}",
         source,
@@ -515,8 +531,8 @@ def _plan_code(spec: JobSpec, image: ImageSpec, builder: str | None) -> BuildPla
         base_image=base,
         builder=builder,
         screened=tuple(screened),
-        dependencies_from=deps[0] if deps else None,
-        dependencies=deps[1] if deps else (),
+        dependencies_from=dependencies_from,
+        dependencies=dependencies,
     )
 
 
