@@ -79,6 +79,15 @@ T4_JOB: dict[str, Any] = {
     },
 }
 
+# T4_JOB on one A100 at the standard strategy (priced in the shipped snapshot) for at most 2 h,
+# with eval data: the job the tuning-cost tests price a search of.
+A100_STANDARD_JOB: dict[str, Any] = {
+    **T4_JOB,
+    "hardware": "a100x1",
+    "scheduling": {"strategy": "standard", "timeout": "2h"},
+    "trainer": {**T4_JOB["trainer"], "eval_data": "gs://test-bucket/data/eval-*"},
+}
+
 
 def latest_run(output_dir: Path | str) -> Path:
     """The folder of the newest local run below `output_dir` (its `latest` link, docs/contract.md
@@ -143,6 +152,13 @@ except SystemExit as e:
     code = e.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
+
+
+def empty_folder(folder: Path) -> None:
+    """`rm -rf folder/*`: everything below `folder` goes, the folder itself stays."""
+    for path in sorted(folder.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+    assert folder.is_dir() and not any(folder.iterdir())
 
 
 def script_job(tmp_path: Path, task: str, output_dir: Path | None = None, **image: str) -> Path:

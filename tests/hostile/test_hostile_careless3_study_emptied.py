@@ -9,13 +9,12 @@ model folder that no longer exists and no metrics. Now a study's emptied folder 
 from __future__ import annotations
 
 import json
-import os
 
 import yaml
 
 from tests.cli_support import edge_env
 from tests.hostile.test_hostile_careless_retry import TRIAL
-from tests.shared import cli_runner
+from tests.shared import cli_runner, empty_folder
 
 
 def test_a_retry_after_the_studys_folder_was_emptied_runs_its_trials_again(tmp_path):
@@ -31,9 +30,7 @@ def test_a_retry_after_the_studys_folder_was_emptied_runs_its_trials_again(tmp_p
     folder = tmp_path / "runs" / "study-ci-7"
     first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
-    for path in sorted(folder.rglob("*"), reverse=True):  # rm -rf folder/*: the folder itself stays
-        path.rmdir() if path.is_dir() else path.unlink()
-    assert folder.is_dir() and not os.listdir(folder)
+    empty_folder(folder)  # rm -rf folder/*
 
     again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert again.returncode == 0, again.stderr

@@ -17,14 +17,11 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import T4_JOB, cli_runner
+from tests.shared import A100_STANDARD_JOB, cli_runner
 
 TRIALS = 40
 SPEC = {
-    **T4_JOB,
-    "hardware": "a100x1",  # (standard priced in the snapshot)
-    "scheduling": {"strategy": "standard", "timeout": "2h"},
-    "trainer": {**T4_JOB["trainer"], "eval_data": "gs://test-bucket/data/eval-*"},
+    **A100_STANDARD_JOB,
     "tune": {
         "metric": "accuracy",
         "goal": "maximize",

@@ -10,10 +10,9 @@ not either: the key runs again into it.
 from __future__ import annotations
 
 import json
-import os
 
 from tests.cli_support import edge_env
-from tests.shared import JOB_ID_TASK, cli_runner, script_job
+from tests.shared import JOB_ID_TASK, cli_runner, empty_folder, script_job
 
 
 def test_a_retry_after_the_runs_folder_was_emptied_runs_again(tmp_path):
@@ -22,9 +21,7 @@ def test_a_retry_after_the_runs_folder_was_emptied_runs_again(tmp_path):
     folder = tmp_path / "runs" / "digits-ci-7"
     first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert first.returncode == 0, first.stderr
-    for path in sorted(folder.rglob("*"), reverse=True):  # rm -rf folder/*: the folder itself stays
-        path.rmdir() if path.is_dir() else path.unlink()
-    assert folder.is_dir() and not os.listdir(folder)
+    empty_folder(folder)  # rm -rf folder/*
 
     again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
     assert again.returncode == 0, again.stderr
