@@ -10,6 +10,7 @@ spec, its other fakes) and overrides a shared fixture only where it needs someth
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from tests.cli_support import cli_command, invoke
+from tests.cli_support import cli_command, edge_env, invoke
 from vertex_trainer.settings import PollPolicy, RetryPolicy, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,6 +160,18 @@ def empty_folder(folder: Path) -> None:
     for path in sorted(folder.rglob("*"), reverse=True):
         path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
     assert folder.is_dir() and not any(folder.iterdir())
+
+
+def retry_after_emptying(tmp_path: Path, spec: Path, folder: Path) -> tuple[dict, dict, str]:
+    """`submit SPEC --local --idempotency-key ci-7`, `rm -rf FOLDER/*`, the same submit again (the
+    careless user's "train it afresh"), both exit 0: (the first's JSON, the second's, its stderr)."""
+    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
+    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert first.returncode == 0, first.stderr
+    empty_folder(folder)
+    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert again.returncode == 0, again.stderr
+    return json.loads(first.stdout), json.loads(again.stdout), again.stderr
 
 
 def script_job(tmp_path: Path, task: str, output_dir: Path | None = None, **image: str) -> Path:

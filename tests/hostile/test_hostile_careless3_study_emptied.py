@@ -8,13 +8,10 @@ model folder that no longer exists and no metrics. Now a study's emptied folder 
 
 from __future__ import annotations
 
-import json
-
 import yaml
 
-from tests.cli_support import edge_env
 from tests.hostile.test_hostile_careless_retry import TRIAL
-from tests.shared import cli_runner, empty_folder
+from tests.shared import retry_after_emptying
 
 
 def test_a_retry_after_the_studys_folder_was_emptied_runs_its_trials_again(tmp_path):
@@ -26,15 +23,8 @@ def test_a_retry_after_the_studys_folder_was_emptied_runs_its_trials_again(tmp_p
     data = {"name": "study", "hardware": "cpu", "image": {"code": str(code), "script": "task.py"}}
     spec = tmp_path / "tune.yaml"
     spec.write_text(yaml.safe_dump({**data, "output_dir": str(tmp_path / "runs"), "tune": tune}))
-    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
     folder = tmp_path / "runs" / "study-ci-7"
-    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
-    assert first.returncode == 0, first.stderr
-    empty_folder(folder)  # rm -rf folder/*
-
-    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
-    assert again.returncode == 0, again.stderr
-    done = json.loads(again.stdout)
-    assert done["adopted"] is False and "already SUCCEEDED" not in again.stderr
+    _, done, said = retry_after_emptying(tmp_path, spec, folder)
+    assert done["adopted"] is False and "already SUCCEEDED" not in said
     assert done["metrics"] == {"lr": 0.2}
     assert (folder / "2" / "model" / "saved_model.pb").is_file()

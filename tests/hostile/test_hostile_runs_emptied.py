@@ -9,23 +9,13 @@ not either: the key runs again into it.
 
 from __future__ import annotations
 
-import json
-
-from tests.cli_support import edge_env
-from tests.shared import JOB_ID_TASK, cli_runner, empty_folder, script_job
+from tests.shared import JOB_ID_TASK, retry_after_emptying, script_job
 
 
 def test_a_retry_after_the_runs_folder_was_emptied_runs_again(tmp_path):
     spec = script_job(tmp_path, JOB_ID_TASK, tmp_path / "runs")
-    run = cli_runner(edge_env(tmp_path), cwd=tmp_path)
     folder = tmp_path / "runs" / "digits-ci-7"
-    first = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
-    assert first.returncode == 0, first.stderr
-    empty_folder(folder)  # rm -rf folder/*
-
-    again = run("submit", spec, "--local", "--idempotency-key", "ci-7", "--output", "json")
-    assert again.returncode == 0, again.stderr
-    done = json.loads(again.stdout)
-    assert done["adopted"] is False and "already SUCCEEDED" not in again.stderr
-    assert done["metrics"]["job"] != json.loads(first.stdout)["metrics"]["job"]
+    first, done, said = retry_after_emptying(tmp_path, spec, folder)
+    assert done["adopted"] is False and "already SUCCEEDED" not in said
+    assert done["metrics"]["job"] != first["metrics"]["job"]
     assert (folder / "model" / "saved_model.pb").read_text() == done["metrics"]["job"]
