@@ -40,6 +40,27 @@ def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, 
     assert done["metrics"]["job"] != json.loads(first.stdout)["metrics"]["job"]
 
 
+def test_a_local_run_in_the_fixed_folder_a_cloud_job_wrote_runs(fake, tmp_path, emulator, bucket):
+    """The other way round: a cloud job (ci-8) wrote the one folder and left no record (there was
+    none to hand over); a local submission there (ci-7) trains over it, as any second submission
+    into a fixed folder does. It was exit 2 'a Vertex AI job with the same idempotency key writes
+    there', naming --resume (which fixed_output_dir refuses) and another key (refused the same)."""
+    run = gs_cli(fake, tmp_path, emulator, bucket)
+    folder = f"gs://{bucket}/runs/digits"
+    cloud = cloud_job(tmp_path, bucket, output_dir=folder, fixed_output_dir=True)
+    made = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
+    assert made.returncode == 0, made.stderr
+    put(emulator.endpoint, bucket, "runs/digits/model/saved_model.pb")  # as the job writes
+    here = script_job(tmp_path, GS_TASK, folder)
+    here.write_text(yaml.safe_dump({**yaml.safe_load(here.read_text()), "fixed_output_dir": True}))
+
+    local = run("submit", here, "--local", "--idempotency-key", "ci-7", "--output", "json")
+    assert local.returncode == 0, local.stderr
+    done = json.loads(local.stdout)
+    assert done["output_dir"] == folder and done["adopted"] is False
+    assert done["state"] == "JOB_STATE_SUCCEEDED"
+
+
 @pytest.mark.parametrize("fixed", [True, False])
 def test_a_record_this_account_may_not_read_does_not_stop_a_cloud_submit(
     fake, tmp_path, emulator, bucket, monkeypatch, fixed
