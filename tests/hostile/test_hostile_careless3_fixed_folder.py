@@ -12,12 +12,15 @@ does.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
 
+from tests.cli_support import edge_env
 from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli, put
-from tests.shared import script_job
+from tests.shared import MODULES_PROBE, script_job
 
 
 def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, tmp_path, emulator, bucket):
@@ -59,6 +62,35 @@ def test_a_local_run_in_the_fixed_folder_a_cloud_job_wrote_runs(fake, tmp_path, 
     done = json.loads(local.stdout)
     assert done["output_dir"] == folder and done["adopted"] is False
     assert done["state"] == "JOB_STATE_SUCCEEDED"
+
+
+def test_a_cloud_submit_into_the_fixed_folder_does_not_load_google_cloud_storage(
+    fake, tmp_path, emulator, bucket
+):
+    """The look for a local run's record to hand over goes through the JSON API's client, as the
+    other looks before a create do: google-cloud-storage (~0.25 s) loads only when there is one
+    to replace (a process of its own; its modules read at the end)."""
+    gs_cli(fake, tmp_path, emulator, bucket)
+    cloud = cloud_job(tmp_path, bucket, output_dir=f"gs://{bucket}/runs/digits", fixed_output_dir=True)
+    env = edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env())
+    line = [
+        sys.executable,
+        "-c",
+        MODULES_PROBE,
+        "submit",
+        str(cloud),
+        "--idempotency-key",
+        "ci-9",
+        "--no-wait",
+    ]
+    alone = subprocess.run(line, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    loaded = json.loads(alone.stderr.strip().splitlines()[-1])
+    assert loaded["code"] in (0, None), alone.stderr
+    assert "vertex_trainer.api.execute" in loaded["modules"]
+    assert "google.cloud.storage" not in loaded["modules"]
+    assert [job["baseOutputDirectory"] for job in (j["jobSpec"] for j in fake.jobs.values())] == [
+        {"outputUriPrefix": f"gs://{bucket}/runs/digits"}
+    ]
 
 
 @pytest.mark.parametrize("fixed", [True, False])

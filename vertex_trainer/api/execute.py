@@ -470,13 +470,7 @@ def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
         return
     if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
         return
-    reader = storage.storage_api(settings, log=lambda _: None, retry=preflight.short_retry(settings))
-    try:  # (the JSON API's client: a cloud submit does not load google-cloud-storage for this look)
-        record = storage.object_json(
-            reader, gsresult.uri_of(str(folder)), emulator=bool(settings.storage_emulator)
-        )
-    except VertexTrainerError:  # (no read access, a network error: the job's account writes there) no check
-        return
+    record = _local_record(str(folder), settings)
     if record is None:
         return
     state = str(record.get("state") or "").removeprefix("JOB_STATE_") or "no state"
@@ -503,7 +497,20 @@ def _hand_over(plan: SubmitPlan, settings: Settings) -> None:
         return
     if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
         return
+    if _local_record(folder, settings) is None:  # (the usual case: no google-cloud-storage loaded)
+        return
     gsresult.hand_over(settings, folder, run=plan.run, name=plan.spec.name, key=plan.key)
+
+
+def _local_record(folder: str, settings: Settings) -> dict | None:
+    """The record a local run left for the gs:// `folder` (gsresult.uri_of), read through the JSON
+    API's client: a cloud submit does not load google-cloud-storage for this look. None when there
+    is none, or this account may not read it or the read fails (the job's account writes there)."""
+    reader = storage.storage_api(settings, log=lambda _: None, retry=preflight.short_retry(settings))
+    try:
+        return storage.object_json(reader, gsresult.uri_of(folder), emulator=bool(settings.storage_emulator))
+    except VertexTrainerError:  # (no read access, a network error) no record known
+        return None
 
 
 def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> list[dict]:
