@@ -64,6 +64,26 @@ def test_a_local_run_in_the_fixed_folder_a_cloud_job_wrote_runs(fake, tmp_path, 
     assert done["state"] == "JOB_STATE_SUCCEEDED"
 
 
+def test_a_local_run_in_the_fixed_folder_with_the_cloud_jobs_key_runs(fake, tmp_path, emulator, bucket):
+    """The cloud job's hand-over names its key (ci-8); a local submission there with that key was
+    exit 2 'continued on Vertex AI by the job with idempotency key ci-8 (submit --resume) after
+    this submission's run here' (neither happened) naming --resume, which fixed_output_dir
+    refuses. It runs, as any second submission into the one folder does."""
+    run = gs_cli(fake, tmp_path, emulator, bucket)
+    folder = f"gs://{bucket}/runs/digits"
+    here = script_job(tmp_path, GS_TASK, folder)
+    here.write_text(yaml.safe_dump({**yaml.safe_load(here.read_text()), "fixed_output_dir": True}))
+    assert run("submit", here, "--local", "--idempotency-key", "ci-7").returncode == 0
+    cloud = cloud_job(tmp_path, bucket, output_dir=folder, fixed_output_dir=True)
+    made = run("submit", cloud, "--idempotency-key", "ci-8", "--no-wait", "--output", "json")
+    assert made.returncode == 0, made.stderr
+
+    local = run("submit", here, "--local", "--idempotency-key", "ci-8", "--output", "json")
+    assert local.returncode == 0, local.stderr
+    done = json.loads(local.stdout)
+    assert done["adopted"] is False and done["state"] == "JOB_STATE_SUCCEEDED"
+
+
 def test_a_cloud_submit_into_the_fixed_folder_does_not_load_google_cloud_storage(
     fake, tmp_path, emulator, bucket
 ):

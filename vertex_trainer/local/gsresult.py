@@ -129,17 +129,18 @@ def refuse_foreign(settings: Settings, folder: str, run: str, record: dict[str, 
     """Before a new local submission runs in the gs:// `folder` (its key's, `run`): exit 2 when a
     Vertex AI job wrote what the folder holds, which is neither this run's result to adopt nor a
     folder to train over: its `record` names the run and the job that continued it (`hand_over`),
-    or there is no record and yet the key's own folder (named `run`) holds objects (a cloud submit
-    with the same key: a local submission's run always leaves a record). The one folder of
-    fixed_output_dir (not named `run`) is every submission's by choice: what it holds is trained
-    over, as a cloud job there does. Cloud Storage's errors raise."""
+    or there is no record and yet the folder holds objects (a cloud submit with the same key: a
+    local submission's run always leaves a record). Only the key's own folder (named `run`): the
+    one folder of fixed_output_dir is every submission's by choice, and what it holds is trained
+    over, as a cloud job there does (whatever its key). Cloud Storage's errors raise."""
+    if folder.rstrip("/").rsplit("/", 1)[-1] != run:  # (fixed_output_dir: output_dir itself)
+        return
     key = (record or {}).get(CONTINUED_BY) if (record or {}).get("run") == run else None
-    own = folder.rstrip("/").rsplit("/", 1)[-1] == run  # (fixed_output_dir: output_dir itself)
     if key:
         what = f"was continued on Vertex AI by the job with idempotency key {key} (submit --resume)"
         what += " after this submission's run here"
         that = f"that job: vertex-trainer list --label vertex-trainer-key={key}; "
-    elif record is None and own and storage.holds_objects(settings, folder):
+    elif record is None and storage.holds_objects(settings, folder):
         what = "holds what no run here made (a Vertex AI job with the same idempotency key writes there)"
         that = ""
     else:
