@@ -75,3 +75,24 @@ def test_a_cloud_submit_into_another_specs_local_run_names_that_job(fake, tmp_pa
     assert refused.returncode == 2, refused.stderr
     assert "holds a run of the job 'digits-v2' made with submit --local (SUCCEEDED)" in refused.stderr
     assert list(fake.jobs) == []
+
+
+def test_a_look_that_keeps_failing_stops_the_submit_with_nothing_sent(
+    fake, tmp_path, emulator, bucket, monkeypatch
+):
+    """A failure of the look other than a refusal to read (the bucket answering 503 past the
+    retries): exit 3 and no job, not a create into a folder that may hold a run made here (the
+    look once skipped on any error: HG's review). A refusal to read (403) still skips the look
+    (test_hostile_careless3_fixed_folder.py)."""
+    from vertex_trainer.errors import ServiceError
+    from vertex_trainer.gcp import storage
+
+    def unavailable(*args, **kwargs):  # (the service's answer after the retries, not the code under test)
+        raise ServiceError("read object: 503 Service Unavailable")
+
+    run = gs_cli(fake, tmp_path, emulator, bucket)
+    monkeypatch.setattr(storage, "object_json", unavailable)
+    failed = run("submit", cloud_job(tmp_path, bucket), "--idempotency-key", "ci-7", "--no-wait")
+    assert failed.returncode == 3, failed.stderr
+    assert f"could not look for a run made here in gs://{bucket}/runs/{RUN}" in failed.stderr
+    assert "nothing was sent" in failed.stderr and list(fake.jobs) == []

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal, Protocol, overload
 
 from vertex_trainer import local, preflight
+from vertex_trainer.api import run_records
 from vertex_trainer.api.core import _stderr, settings_from_env
 from vertex_trainer.api.deploy import deploy as deploy_job
 from vertex_trainer.api.handles import Handle, Job
@@ -42,7 +43,7 @@ from vertex_trainer.contract import RESUMES_LABEL, TERMINAL_STATES, folder_diges
 from vertex_trainer.errors import RunInterrupted, UserError, VertexTrainerError
 from vertex_trainer.gcp import storage
 from vertex_trainer.gcp.http import Denied
-from vertex_trainer.local import gsresult, layout
+from vertex_trainer.local import layout
 from vertex_trainer.log import Log
 from vertex_trainer.render import tensorboard_pending
 from vertex_trainer.settings import Settings
@@ -398,7 +399,7 @@ def _ready(plan: SubmitPlan, settings: Settings, log: Log) -> tuple[SubmitPlan, 
     skipped = _reads(plan, settings, log)
     _build(plan, settings, log)
     plan = _with_tensorboards(plan, settings, log)
-    _hand_over(plan, settings)
+    run_records.hand_over(plan, settings)
     return plan, skipped
 
 
@@ -409,7 +410,7 @@ def _reads(plan: SubmitPlan, settings: Settings, log: Log) -> dict[int, str]:
     preflight.check_buckets(spec, route, settings=settings, log=log)
     preflight.check_data(plan.checks, settings=settings, log=log)  # the data is there (exit 2)
     _check_resumed(plan, settings, log)
-    _check_local_run(plan, settings)
+    run_records.check_local_run(plan, settings)
     return availability.before_submit(
         spec,
         route,
@@ -458,59 +459,6 @@ def _check_resumed(plan: SubmitPlan, settings: Settings, log: Log) -> None:
             "or submit without --resume",
         )
     _refuse_running(plan, _jobs_in(plan, plan.resumed, settings, log))
-
-
-def _check_local_run(plan: SubmitPlan, settings: Settings) -> None:
-    """A new cloud submission whose gs:// folder holds the record of a run made here (`submit
-    --local` with the same key and output_dir: its result.json, local/gsresult.py): exit 2 before
-    anything is built or created. A job there would write over that run's model and checkpoints,
-    and the local key again would adopt the job's work as that run's result."""
-    folder = plan.output
-    if plan.resumed is not None or plan.spec.fixed_output_dir or not (folder or "").startswith("gs://"):
-        return
-    if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
-        return
-    record = _local_record(str(folder), settings)
-    if record is None:
-        return
-    state = str(record.get("state") or "").removeprefix("JOB_STATE_") or "no state"
-    made = f"made with submit --local ({state})"
-    if record.get("name") and record["name"] != plan.spec.name:  # (another spec's name and key met here)
-        made = f"of the job {record['name']!r} {made}"
-    elif record.get(gsresult.CONTINUED_BY):  # (a local run's folder a resumed job went on writing)
-        made += f", continued on Vertex AI by the job with key {record[gsresult.CONTINUED_BY]}"
-    raise UserError(
-        f"{folder}, the folder of the idempotency key {plan.key}, holds a run {made}: a Vertex AI job there "
-        "would write over its model and checkpoints; nothing was sent",
-        hint=f"to train on from that run on Vertex AI: --resume {plan.run}; a new run: another "
-        "--idempotency-key",
-    )
-
-
-def _hand_over(plan: SubmitPlan, settings: Settings) -> None:
-    """A cloud job about to write a gs:// folder a local run wrote (a `--resume` of it, or the one
-    folder of fixed_output_dir): that run's record (result.json, which a retry of its key adopts
-    when it says SUCCEEDED) is replaced, just before the create, by one naming this job's key
-    (local/gsresult.hand_over; exit 3 and nothing sent when it cannot be)."""
-    folder = plan.resumed if plan.resumed is not None else plan.output if plan.spec.fixed_output_dir else None
-    if folder is None or not folder.startswith("gs://"):
-        return
-    if settings.offline and not settings.storage_emulator:  # (no bucket to read, as _check_resumed)
-        return
-    if _local_record(folder, settings) is None:  # (the usual case: no google-cloud-storage loaded)
-        return
-    gsresult.hand_over(settings, folder, run=plan.run, name=plan.spec.name, key=plan.key)
-
-
-def _local_record(folder: str, settings: Settings) -> dict | None:
-    """The record a local run left for the gs:// `folder` (gsresult.uri_of), read through the JSON
-    API's client: a cloud submit does not load google-cloud-storage for this look. None when there
-    is none, or this account may not read it or the read fails (the job's account writes there)."""
-    reader = storage.storage_api(settings, log=lambda _: None, retry=preflight.short_retry(settings))
-    try:
-        return storage.object_json(reader, gsresult.uri_of(folder), emulator=bool(settings.storage_emulator))
-    except VertexTrainerError:  # (no read access, a network error) no record known
-        return None
 
 
 def _jobs_in(plan: SubmitPlan, folder: str, settings: Settings, log: Log) -> list[dict]:
