@@ -29,7 +29,10 @@ from typing import Any
 MAX_JSON_BYTES = 16 << 20
 MAX_TEXT_BYTES = 1 << 20
 MAX_LOG_BYTES = 32 << 20
-MAX_EVENT_BYTES = 8 << 20  # a run's TensorBoard event files (train/), together
+# A run's TensorBoard event files (train/), together: room for what Keras' TensorBoard callback
+# writes beside the epochs (the graph, weight histograms: tens of MB for a large model); only the
+# epoch tags are kept, at most MAX_POINTS steps of each (run_data.read_event_epochs)
+MAX_EVENT_BYTES = 256 << 20
 MAX_POINTS = 10_000
 MAX_TRIALS = 10_000
 MAX_PARAMETERS = 16

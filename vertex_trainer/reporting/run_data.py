@@ -202,27 +202,36 @@ def event_epochs(log_dir: str, events: Callable[[str], list[Epoch]]) -> tuple[li
     )
 
 
+EPOCH_TAGS = ("epoch_loss", "epoch_accuracy", "epoch_examples_per_sec")  # what Keras' callback writes
+
+
 def read_event_epochs(log_dir: str) -> list[Epoch]:
     """The epochs from TensorBoard event files under `log_dir` (its train/ run): epoch_loss,
-    epoch_accuracy, epoch_examples_per_sec. tensorboard's own reader; [] when there are none."""
+    epoch_accuracy, epoch_examples_per_sec. tensorboard's own file loader, streamed: only the
+    epoch tags' values are kept (not a callback's graph or histograms), at most read.MAX_POINTS
+    steps of each (ValueError beyond: no run has that many epochs); [] when there are none."""
     train = log_dir.rstrip("/") + "/train"
-    _check_event_files(train)
+    files = _check_event_files(train)
     lazy.require("tensorflow", "reading TensorBoard event files")
     purpose = "reading TensorBoard event files"
-    EventAccumulator = lazy.require(
-        "tensorboard.backend.event_processing.event_accumulator", purpose
-    ).EventAccumulator
+    loader = lazy.require("tensorboard.backend.event_processing.event_file_loader", purpose)
     tensor_util = lazy.require("tensorboard.util.tensor_util", purpose)
 
-    acc = EventAccumulator(train, size_guidance={"tensors": 0, "scalars": 0})
-    acc.Reload()
-    tags = acc.Tags()
     series: dict[str, dict[int, float]] = {}
-    for tag in ("epoch_loss", "epoch_accuracy", "epoch_examples_per_sec"):
-        if tag in tags.get("tensors", ()):
-            series[tag] = {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(tag)}
-        elif tag in tags.get("scalars", ()):
-            series[tag] = {e.step: float(e.value) for e in acc.Scalars(tag)}
+    for path in files:
+        for event in loader.EventFileLoader(path).Load():
+            for value in event.summary.value:
+                if value.tag not in EPOCH_TAGS:
+                    continue
+                kept = series.setdefault(value.tag, {})
+                figure = (
+                    tensor_util.make_ndarray(value.tensor) if value.HasField("tensor") else value.simple_value
+                )
+                kept[event.step] = float(figure)
+                if len(kept) > read.MAX_POINTS:
+                    raise ValueError(
+                        f"more than {read.MAX_POINTS:,} steps of {value.tag}, more than a run's epochs"
+                    )
     steps = sorted({s for values in series.values() for s in values})
     return [
         Epoch(
@@ -235,23 +244,26 @@ def read_event_epochs(log_dir: str) -> list[Epoch]:
     ]
 
 
-def _check_event_files(train: str) -> None:
-    """ValueError (the note's reason) unless the event files in `train` (those whose name holds
-    "tfevents": what tensorboard's reader reads) are regular files of at most
-    read.MAX_EVENT_BYTES together. That reader keeps every scalar it parses (a 10 MB file of them
-    took 5 GB) and waits forever on a FIFO. A local folder is looked at without TensorFlow."""
+def _check_event_files(train: str) -> list[str]:
+    """The event files in `train` (those whose name holds "tfevents": what tensorboard's reader
+    reads), in name order; ValueError (the note's reason) unless they are regular files of at most
+    read.MAX_EVENT_BYTES together (reading them takes time; only the epoch tags are kept: a
+    reader that kept every scalar took 5 GB for a 10 MB file), and a FIFO would be waited on
+    forever. A local folder is looked at without TensorFlow."""
     if "://" in train:  # gs://: through TensorFlow's file system, as the reader will
         gfile = lazy.require("tensorflow", "reading TensorBoard event files").io.gfile
-        sizes = [gfile.stat(f"{train}/{n}").length for n in gfile.listdir(train) if "tfevents" in n]
+        files = {f"{train}/{n}": 0 for n in gfile.listdir(train) if "tfevents" in n}
+        files = {path: gfile.stat(path).length for path in files}
     else:
-        sizes = []
+        files = {}
         for entry in os.scandir(train):
             if "tfevents" in entry.name:
                 if not entry.is_file(follow_symlinks=True):
                     raise ValueError(f"{entry.path} is not a regular file")
-                sizes.append(entry.stat().st_size)
-    if sum(sizes) > read.MAX_EVENT_BYTES:
+                files[entry.path] = entry.stat().st_size
+    if sum(files.values()) > read.MAX_EVENT_BYTES:
         raise ValueError(f"more than {read.MAX_EVENT_BYTES >> 20} MiB of them, more than the report reads")
+    return sorted(files)
 
 
 def lr_schedule(config: Mapping[str, Any], points: int = 200) -> list[tuple[int, float]]:
