@@ -74,6 +74,8 @@ def test_a_cloud_submit_into_another_specs_local_run_names_that_job(fake, tmp_pa
     refused = run("submit", cloud, "--idempotency-key", "v2-ci-7", "--no-wait")
     assert refused.returncode == 2, refused.stderr
     assert "holds a run of the job 'digits-v2' made with submit --local (SUCCEEDED)" in refused.stderr
+    # not --resume: that would train this spec in the other job's folder
+    assert "--resume" not in refused.stderr and "an output_dir of this spec's own" in refused.stderr
     assert list(fake.jobs) == []
 
 

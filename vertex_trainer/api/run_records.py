@@ -40,11 +40,14 @@ def check_local_run(plan: SubmitPlan, settings: Settings) -> None:
         made = f"of the job {record['name']!r} {made}"
     elif record.get(gsresult.CONTINUED_BY):  # (a local run's folder a resumed job went on writing)
         made += f", continued on Vertex AI by the job with key {record[gsresult.CONTINUED_BY]}"
+    other = bool(record.get("name")) and record["name"] != plan.spec.name
+    resume = f"to train on from that run on Vertex AI: --resume {plan.run}; a new run: another "
+    resume += "--idempotency-key"
     raise UserError(
         f"{folder}, the folder of the idempotency key {plan.key}, holds a run {made}: a Vertex AI job there "
         "would write over its model and checkpoints; nothing was sent",
-        hint=f"to train on from that run on Vertex AI: --resume {plan.run}; a new run: another "
-        "--idempotency-key",
+        # (--resume of another job's run would train this spec in that job's folder)
+        hint="another --idempotency-key, or an output_dir of this spec's own" if other else resume,
     )
 
 
