@@ -80,6 +80,16 @@ T4_JOB: dict[str, Any] = {
     },
 }
 
+# The bundled trainer's tiny CNN on one CPU machine in test-project, into runs/digits: a spec's
+# fields less its trainer block (the bounded-read attack tests add theirs).
+DIGITS_CPU_JOB: dict[str, Any] = {
+    "name": "digits",
+    "project": "test-project",
+    "region": "us-central1",
+    "hardware": "cpu",
+    "output_dir": "runs/digits",
+}
+
 # T4_JOB on one A100 at the standard strategy (priced in the shipped snapshot) for at most 2 h,
 # with eval data: the job the tuning-cost tests price a search of.
 A100_STANDARD_JOB: dict[str, Any] = {

@@ -5,13 +5,16 @@ in digits-ci-1/), and the CLI, in this process, pointed at it and at the fake Ve
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import requests
 
 from tests.cli_support import edge_env
-from tests.shared import GS_BASE, GS_JOB, cli_runner, spec_yaml, storage_emulator, write_spec
+from tests.shared import GS_BASE, GS_JOB, MODULES_PROBE, cli_runner, spec_yaml, storage_emulator, write_spec
 
 BASE, JOB = GS_BASE, GS_JOB
 
@@ -82,3 +85,14 @@ def cloud_job(tmp_path: Path, bucket: str, output_dir: str | None = None, **fiel
             None, name="digits", hardware="cpu", scheduling=None, output_dir=folder, trainer=trainer, **fields
         ),
     )
+
+
+def modules_of_submit(fake, tmp_path: Path, emulator, spec: Path, key: str) -> set[str]:
+    """`submit SPEC --idempotency-key KEY --no-wait` to the fake and the emulator in a process of
+    its own (tests/shared.MODULES_PROBE): the modules it loaded (it must succeed)."""
+    env = edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env())
+    line = [sys.executable, "-c", MODULES_PROBE, "submit", str(spec), "--idempotency-key", key, "--no-wait"]
+    alone = subprocess.run(line, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    loaded = json.loads(alone.stderr.strip().splitlines()[-1])
+    assert loaded["code"] in (0, None), alone.stderr
+    return set(loaded["modules"])

@@ -18,6 +18,7 @@ import yaml
 from google.api_core.exceptions import RequestRangeNotSatisfiable
 from google.cloud.storage import Blob
 
+from tests.shared import DIGITS_CPU_JOB
 from vertex_trainer import api
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
@@ -58,11 +59,7 @@ def test_cost_with_an_empty_manifest_in_the_data_bucket_is_an_estimate(
     storage.client(settings).bucket(bucket).blob("data/manifest.json").upload_from_string(b"")
     spec = tmp_path / "spec.yaml"
     job = {
-        "name": "digits",
-        "project": "test-project",
-        "region": "us-central1",
-        "hardware": "cpu",
-        "output_dir": "runs/digits",
+        **DIGITS_CPU_JOB,
         "trainer": {"model": "tiny-cnn", "train_data": f"gs://{bucket}/data/train-*", "num_classes": 10},
     }
     spec.write_text(yaml.safe_dump(job))

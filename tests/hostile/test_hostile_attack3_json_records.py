@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.cli_support import edge_env
-from tests.shared import cli_runner
+from tests.shared import DIGITS_CPU_JOB, cli_runner
 from vertex_trainer.gcp import storage
 from vertex_trainer.settings import Settings
 
@@ -38,11 +38,7 @@ HOSTILE = {
 def _spec(tmp_path: Path, train_data: str) -> Path:
     spec = tmp_path / "spec.yaml"
     job = {
-        "name": "digits",
-        "project": "test-project",
-        "region": "us-central1",
-        "hardware": "cpu",
-        "output_dir": "runs/digits",
+        **DIGITS_CPU_JOB,
         "trainer": {"model": "tiny-cnn", "train_data": train_data, "num_classes": 10, "epochs": 3},
     }
     spec.write_text(yaml.safe_dump(job))

@@ -12,15 +12,12 @@ does.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from tests.cli_support import edge_env
-from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli, put
-from tests.shared import MODULES_PROBE, script_job
+from tests.hostile.resume_support import GS_TASK, cloud_job, gs_cli, modules_of_submit, put
+from tests.shared import script_job
 
 
 def test_a_cloud_job_in_the_fixed_folder_leaves_no_local_success_to_adopt(fake, tmp_path, emulator, bucket):
@@ -92,22 +89,8 @@ def test_a_cloud_submit_into_the_fixed_folder_does_not_load_google_cloud_storage
     to replace (a process of its own; its modules read at the end)."""
     gs_cli(fake, tmp_path, emulator, bucket)
     cloud = cloud_job(tmp_path, bucket, output_dir=f"gs://{bucket}/runs/digits", fixed_output_dir=True)
-    env = edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env())
-    line = [
-        sys.executable,
-        "-c",
-        MODULES_PROBE,
-        "submit",
-        str(cloud),
-        "--idempotency-key",
-        "ci-9",
-        "--no-wait",
-    ]
-    alone = subprocess.run(line, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    loaded = json.loads(alone.stderr.strip().splitlines()[-1])
-    assert loaded["code"] in (0, None), alone.stderr
-    assert "vertex_trainer.api.execute" in loaded["modules"]
-    assert "google.cloud.storage" not in loaded["modules"]
+    loaded = modules_of_submit(fake, tmp_path, emulator, cloud, "ci-9")
+    assert "vertex_trainer.api.execute" in loaded and "google.cloud.storage" not in loaded
     assert [job["baseOutputDirectory"] for job in (j["jobSpec"] for j in fake.jobs.values())] == [
         {"outputUriPrefix": f"gs://{bucket}/runs/digits"}
     ]

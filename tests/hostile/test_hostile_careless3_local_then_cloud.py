@@ -11,13 +11,10 @@ or created, naming the local run and the two ways on (--resume, another key).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
-from tests.cli_support import edge_env
 from tests.hostile.resume_support import GS_TASK as TASK
-from tests.hostile.resume_support import cloud_job, gs_cli
-from tests.shared import MODULES_PROBE, script_job
+from tests.hostile.resume_support import cloud_job, gs_cli, modules_of_submit
+from tests.shared import script_job
 
 RUN = "digits-ci-7"
 
@@ -46,22 +43,8 @@ def test_a_cloud_submit_into_a_local_runs_folder_is_refused(fake, tmp_path, emul
 
     # The look reads the record through the JSON API's client: a cloud submit does not load
     # google-cloud-storage (~0.25 s) for it (a process of its own; its modules read at the end)
-    env = edge_env(tmp_path, VERTEX_TRAINER_API_ENDPOINT=fake.url, **emulator.env())
-    line = [
-        sys.executable,
-        "-c",
-        MODULES_PROBE,
-        "submit",
-        str(cloud),
-        "--idempotency-key",
-        "ci-9",
-        "--no-wait",
-    ]
-    alone = subprocess.run(line, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    loaded = json.loads(alone.stderr.strip().splitlines()[-1])
-    assert loaded["code"] in (0, None), alone.stderr
-    assert "vertex_trainer.api.execute" in loaded["modules"]
-    assert "google.cloud.storage" not in loaded["modules"]
+    loaded = modules_of_submit(fake, tmp_path, emulator, cloud, "ci-9")
+    assert "vertex_trainer.api.execute" in loaded and "google.cloud.storage" not in loaded
 
 
 def test_a_cloud_submit_into_another_specs_local_run_names_that_job(fake, tmp_path, emulator, bucket):
