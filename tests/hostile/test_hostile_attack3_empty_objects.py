@@ -66,3 +66,38 @@ def test_cost_with_an_empty_manifest_in_the_data_bucket_is_an_estimate(
     est = api.cost(api.load_spec(str(spec), settings=settings), throughput=100, settings=settings)
     assert est.examples_per_epoch is None
     assert any("manifest.json (written by `vertex-trainer data convert`)" in n for n in est.notes), est.notes
+
+
+def test_an_empty_record_read_through_the_json_api_is_no_record():
+    """The same answer to the JSON API's client (storage.object_json: the look a cloud submit
+    takes for a run made here): a 416 for the range of an empty object is no record, not a
+    failure (which stops the submit, exit 3). A stand-in on loopback answers as Cloud Storage."""
+    import http.server
+    import threading
+
+    from vertex_trainer.gcp.http import ApiClient
+
+    class CloudStorage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            empty = "alt=media" in self.path and self.headers.get("Range")
+            body = b'{"error": {"code": 416, "message": "Requested range not satisfiable."}}'
+            self.send_response(416 if empty else 200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body) if empty else 2))
+            self.end_headers()
+            self.wfile.write(body if empty else b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CloudStorage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = Settings(storage_emulator=f"http://127.0.0.1:{server.server_port}")
+        api_client = storage.storage_api(settings)
+        assert isinstance(api_client, ApiClient)
+        uri = "gs://b/runs/.vertex-trainer/r1/result.json"
+        assert storage.object_json(api_client, uri, emulator=True) is None
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -154,17 +154,17 @@ def object_json(
         params={"alt": "media"},
         headers={"Range": f"bytes=0-{limit}"},
         stream=True,
-        allow=(404,),
+        allow=(404, 416),
     )
     with response:
         if response.status_code == 404:
             return None
-        data = b""
-        for chunk in response.iter_content(1 << 16):  # (a server that ignores Range: read no further)
-            data += chunk
+        data = bytearray()  # (416: a range of an empty object, as Cloud Storage answers it: b"")
+        for chunk in () if response.status_code == 416 else response.iter_content(1 << 16):
+            data += chunk  # (a server that ignores Range: read no further than the bound)
             if len(data) > limit:
                 return None
-    return json_object(data)
+    return json_object(bytes(data))
 
 
 def json_object(data: bytes | str) -> dict[str, Any] | None:
