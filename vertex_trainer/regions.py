@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from vertex_trainer import catalog
+from vertex_trainer.suggest import nearest
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/quotas (custom training, per region)"
 LOCATIONS_URL = "https://cloud.google.com/vertex-ai/docs/general/locations#accelerators"
@@ -77,6 +78,15 @@ def region_or_none(resource_name: str) -> str | None:
 
 def known(region: str) -> bool:
     return region in REGIONS
+
+
+def unknown_hint(region: str, suffix: str = "") -> str:
+    """The hint for a region that is not one of the table's (a spec field's, a --region flag's):
+    the nearest ones (a zone's `suffix`, e.g. "-a", kept on each) and where to see what a region
+    offers."""
+    near = [r + suffix for r in nearest(str(region).lower(), REGIONS, n=3)]
+    did = f"did you mean {' or '.join(repr(r) for r in near)}? " if near else ""
+    return did + "`vertex-trainer hardware --region R` lists what a region offers"
 
 
 def offers(region: str, accelerator: str) -> bool | None:

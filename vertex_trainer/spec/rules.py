@@ -20,7 +20,6 @@ from vertex_trainer.spec.deploy_block import deploy_rules
 from vertex_trainer.spec.images import latest_warning, validate_image_values
 from vertex_trainer.spec.plan_rules import check_fallback, check_persistent_resource, check_reservations
 from vertex_trainer.spec.tune import grid_warning, tune_rules
-from vertex_trainer.suggest import nearest
 
 if TYPE_CHECKING:  # model.py imports this module (directly or through the rules): named for the type checker
     from vertex_trainer.spec.model import JobSpec
@@ -206,15 +205,12 @@ def region_problem(field: str, value: str | None, *, kind: str = "region") -> Sp
     suffix = value[len(region) :]  # a zone's "-a": the suggestions keep it
     if regions.known(region):
         return None
-    near = [r + suffix for r in nearest(region.lower(), regions.REGIONS, n=3)]
     what = {
         "zone": f"zone {value!r} is not in a Vertex AI training region",
         "name": f"the region in the name, {value!r}, is not a Vertex AI training region",
         "malformed": f"{value!r} has an invalid format: not a Vertex AI training region",
     }.get(kind, f"{value!r} is not a Vertex AI training region")
-    hint = (
-        f"did you mean {' or '.join(repr(r) for r in near)}? " if near else ""
-    ) + "`vertex-trainer hardware --region R` lists what a region offers"
+    hint = regions.unknown_hint(region, suffix)
     return SpecError(field, f"{what} (the table of {regions.READ})", has_value=False, hint=hint)
 
 

@@ -9,7 +9,6 @@ import time
 from vertex_trainer import regions
 from vertex_trainer.contract import RANDOM_KEY_BODY, RANDOM_KEY_PREFIX
 from vertex_trainer.errors import UserError
-from vertex_trainer.suggest import nearest
 
 _KEY_RE = re.compile(r"[a-z0-9_-]{1,63}")
 _NAME = r"projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/{collection}/(?P<id>[^/:]+)"
@@ -76,12 +75,10 @@ def check_region(region: str, flag: str = "--region") -> str:
     of the table (regions.py), else UserError naming the nearest ones; nothing is sent."""
     if regions.known(region):
         return region
-    near = nearest(str(region).lower(), regions.REGIONS, n=3)
     raise UserError(
         f"{flag} {region!r} is not a Vertex AI training region (the table of {regions.READ}); "
         "nothing was sent",
-        hint=(f"did you mean {' or '.join(repr(r) for r in near)}? " if near else "")
-        + "`vertex-trainer hardware --region R` lists what a region offers",
+        hint=regions.unknown_hint(region),
     )
 
 
