@@ -252,8 +252,8 @@ def _check_event_files(train: str) -> list[str]:
     forever. A local folder is looked at without TensorFlow."""
     if "://" in train:  # gs://: through TensorFlow's file system, as the reader will
         gfile = lazy.require("tensorflow", "reading TensorBoard event files").io.gfile
-        files = {f"{train}/{n}": 0 for n in gfile.listdir(train) if "tfevents" in n}
-        files = {path: gfile.stat(path).length for path in files}
+        paths = [f"{train}/{n}" for n in gfile.listdir(train) if "tfevents" in n]
+        files = {path: gfile.stat(path).length for path in paths}
     else:
         files = {}
         for entry in os.scandir(train):
